@@ -1,0 +1,31 @@
+#![doc = include_str!("../README.md")]
+//!
+//! Module map (each subsystem folder has a README.md with its invariants and lock
+//! ordering, included as the module's documentation):
+//! - [`sync`]: the one place atomics, mutexes and threads come from (std, or loom
+//!   under `cfg(loom)`).
+//! - [`error`]: the engine's error type, carrying a SQLSTATE.
+//! - [`config`]: engine settings, with PostgreSQL's names and units.
+//! - [`lmgr`]: spinlocks, LWLocks, the heavyweight lock manager.
+//! - [`pgstat`]: wait events and per-backend activity, read by the diagnostic views.
+//! - [`storage`]: page layout and the storage manager (relation files on disk).
+//! - [`buffer`]: the shared buffer pool.
+//! - [`wal`]: the write-ahead log: insertion, group flush, checkpoints, recovery.
+//! - [`heap`]: heap pages and tuples, free space, relation extension, TOAST.
+//! - [`txn`]: transaction ids, commit log, ProcArray, snapshots, visibility.
+//!
+//! Under `cfg(loom)` only the parts that are model-checked are compiled; each module
+//! gates the rest with `#[cfg(not(loom))]`.
+
+pub mod buffer;
+pub mod config;
+pub mod error;
+pub mod heap;
+pub mod lmgr;
+pub mod pgstat;
+pub mod storage;
+pub mod sync;
+pub mod txn;
+pub mod wal;
+
+pub use error::{Error, Result, SqlState};

@@ -1,0 +1,1 @@
+//! Spinlocks: test-and-set with randomized exponential back-off (seed 004).

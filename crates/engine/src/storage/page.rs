@@ -1,0 +1,1 @@
+//! The 8 kB page layout. See docs/format/page.md.

@@ -1,0 +1,1 @@
+//! The storage manager: relation forks in 1 GB segment files.
