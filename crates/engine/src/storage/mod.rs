@@ -101,6 +101,22 @@ impl fmt::Display for Lsn {
     }
 }
 
+/// What the buffer manager needs from the WAL: *WAL before data*. Before a dirty
+/// page is written, the WAL up to the page's LSN must be durable.
+pub trait WalFlush: Send + Sync {
+    /// Returns once the WAL up to `upto` is on durable storage.
+    fn flush_wal(&self, upto: Lsn) -> crate::Result<()>;
+}
+
+/// A WAL that does nothing: for tests of the buffer manager alone.
+pub struct NoWal;
+
+impl WalFlush for NoWal {
+    fn flush_wal(&self, _upto: Lsn) -> crate::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
