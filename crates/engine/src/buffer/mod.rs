@@ -1,3 +1,21 @@
 #![doc = include_str!("README.md")]
 
 pub mod buf_state;
+#[cfg(not(loom))]
+mod bgwriter;
+#[cfg(not(loom))]
+mod buf_table;
+#[cfg(not(loom))]
+mod bufmgr;
+#[cfg(not(loom))]
+mod freelist;
+
+#[cfg(not(loom))]
+pub use bgwriter::{BgWriter, BgWriterTotals};
+#[cfg(not(loom))]
+pub use bufmgr::{BufferPool, BufferReadGuard, BufferStats, BufferWriteGuard, LockedBuffer, PinnedBuffer};
+#[cfg(not(loom))]
+pub use freelist::{Strategy, StrategyKind};
+
+#[cfg(all(test, not(loom)))]
+mod tests;
