@@ -1,0 +1,1162 @@
+//! The WAL proper: insertion into the WAL buffers, writing and group flush,
+//! checkpoints, and the startup / recovery driver. The protocol is described in
+//! `wal/README.md`; the comments here refer to its numbered steps.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
+
+use super::control::{fsync_dir, now_secs, ControlFile, DbState};
+use super::layout::*;
+use super::reader::WalReader;
+use super::record::*;
+use super::reserve::InsertPosition;
+use crate::config::{Settings, BLCKSZ, WAL_SEGMENT_SIZE};
+use crate::error::{Error, Result, SqlState};
+use crate::lmgr::lwlock::{LwLock, LwLockGuard, Tranche};
+use crate::pgstat::wait_event::{report_wait_end, report_wait_start, WaitEvent};
+use crate::storage::{Lsn, WalFlush};
+
+const PS: u64 = WAL_PAGE_SIZE;
+
+/// The WAL's settings (PostgreSQL names), taken from [`Settings`] plus a few that only
+/// the WAL knows.
+#[derive(Clone, Debug)]
+pub struct WalOptions {
+    pub fsync: bool,
+    pub synchronous_commit: bool,
+    pub full_page_writes: bool,
+    /// Size of the WAL buffer ring in bytes (rounded down to pages, at least 4 pages).
+    pub wal_buffers: usize,
+    pub commit_delay_us: u64,
+    pub commit_siblings: usize,
+    pub checkpoint_timeout: Duration,
+    pub max_wal_size: u64,
+    /// How often the WAL writer flushes asynchronously committed WAL.
+    pub wal_writer_delay: Duration,
+    /// Segment file size for a new cluster (an existing one keeps the size recorded in
+    /// its control file). A power of two, at least two WAL pages; small sizes are for
+    /// tests.
+    pub segment_size: u64,
+    /// Number of WAL insertion slots (PostgreSQL's NUM_XLOGINSERT_LOCKS, 8).
+    pub insert_slots: usize,
+}
+
+impl Default for WalOptions {
+    fn default() -> Self {
+        WalOptions::from_settings(&Settings::default())
+    }
+}
+
+impl WalOptions {
+    pub fn from_settings(s: &Settings) -> WalOptions {
+        WalOptions {
+            fsync: s.fsync,
+            synchronous_commit: s.synchronous_commit,
+            full_page_writes: s.full_page_writes,
+            wal_buffers: s.wal_buffers,
+            commit_delay_us: s.commit_delay_us,
+            commit_siblings: s.commit_siblings,
+            checkpoint_timeout: Duration::from_secs(s.checkpoint_timeout_s),
+            max_wal_size: s.max_wal_size,
+            wal_writer_delay: Duration::from_millis(200),
+            segment_size: WAL_SEGMENT_SIZE,
+            insert_slots: 8,
+        }
+    }
+}
+
+/// Counters, as a snapshot (pg_stat_wal-like).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WalStats {
+    /// Records inserted.
+    pub records: u64,
+    /// Full-page images inserted.
+    pub fpi: u64,
+    /// Bytes of records inserted (without alignment padding).
+    pub bytes: u64,
+    /// write() calls and bytes written to segment files.
+    pub writes: u64,
+    pub bytes_written: u64,
+    /// fdatasync rounds (one per flush that had something to sync).
+    pub fsyncs: u64,
+    /// Calls of `flush` that found their LSN not yet flushed ("commits" needing a
+    /// flush). `flush_requests / fsyncs` = commits covered per fsync.
+    pub flush_requests: u64,
+    /// Of those, how many found their LSN flushed by someone else once they got the
+    /// WALWrite lock (joined a group flush).
+    pub group_joins: u64,
+    /// Times an inserter had to write out old buffer pages (the ring was full).
+    pub buffer_full_waits: u64,
+    /// Times commit_delay slept.
+    pub commit_delays: u64,
+    pub checkpoints: u64,
+}
+
+#[derive(Default)]
+struct Stats {
+    records: AtomicU64,
+    fpi: AtomicU64,
+    bytes: AtomicU64,
+    writes: AtomicU64,
+    bytes_written: AtomicU64,
+    fsyncs: AtomicU64,
+    flush_requests: AtomicU64,
+    group_joins: AtomicU64,
+    buffer_full_waits: AtomicU64,
+    commit_delays: AtomicU64,
+    checkpoints: AtomicU64,
+}
+
+/// An insertion slot (PostgreSQL's WALInsertLock): a lock held for a whole insertion
+/// plus the holder's advertised progress.
+struct InsertSlot {
+    lock: LwLock,
+    /// 0: no insertion in progress. Otherwise every byte this insertion will still
+    /// write is at an LSN >= `inserting_at` (see README, "Advertising progress").
+    /// `u64::MAX` while held by a checkpoint (no insertion at all). SeqCst: its order
+    /// against the insert position is what makes waiting correct.
+    inserting_at: AtomicU64,
+    /// Threads waiting for `inserting_at` to change.
+    waiters: AtomicUsize,
+    mu: Mutex<()>,
+    cv: Condvar,
+}
+
+impl InsertSlot {
+    fn new() -> Self {
+        InsertSlot {
+            lock: LwLock::new(Tranche::WalInsert),
+            inserting_at: AtomicU64::new(0),
+            waiters: AtomicUsize::new(0),
+            mu: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Publishes new progress and wakes waiters.
+    fn advertise(&self, lsn: u64) {
+        self.inserting_at.store(lsn, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _g = lock(&self.mu);
+            self.cv.notify_all();
+        }
+    }
+
+    /// Waits until no insertion is in progress here (`None`) or it has advanced to
+    /// `upto` or beyond (`Some(progress)`).
+    fn wait_past(&self, upto: u64) -> Option<u64> {
+        let check = |v: u64| if v == 0 { Some(None) } else if v >= upto { Some(Some(v)) } else { None };
+        if let Some(r) = check(self.inserting_at.load(Ordering::SeqCst)) {
+            return r;
+        }
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        report_wait_start(WaitEvent::LwLock(Tranche::WalInsert));
+        let mut g = lock(&self.mu);
+        let r = loop {
+            if let Some(r) = check(self.inserting_at.load(Ordering::SeqCst)) {
+                break r;
+            }
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        };
+        drop(g);
+        report_wait_end();
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        r
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A held insertion slot; dropping it ends the insertion (progress 0) and releases.
+struct SlotGuard<'a> {
+    slot: &'a InsertSlot,
+    _lock: LwLockGuard<'a>,
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        self.slot.advertise(0);
+    }
+}
+
+thread_local! {
+    /// The insertion slot this thread tries first (PostgreSQL: MyLockNo).
+    static MY_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+/// Hands out first slots round-robin. A plain std atomic: this module is not compiled
+/// under loom.
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+/// State of the writer, protected by the WALWrite lock (the Mutex is only ever taken
+/// with `write_lock` held, so it never blocks).
+struct WriterState {
+    files: BTreeMap<u64, File>,
+    /// Segments written since their last fdatasync.
+    dirty: BTreeSet<u64>,
+    scratch: Vec<u8>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+enum RunState {
+    /// Opened, recovery pending: no insertion.
+    Recovery = 0,
+    Production = 1,
+    ShutDown = 2,
+}
+
+struct CheckpointTrack {
+    last_time: Instant,
+    last_redo: Lsn,
+    /// Insert position right after the last checkpoint record (idle detection).
+    last_end: Lsn,
+}
+
+/// What `Wal::open` found.
+#[derive(Clone, Debug)]
+pub struct RecoveryStart {
+    /// Redo must run (`Wal::recover`) before the WAL accepts insertions.
+    pub needed: bool,
+    /// The state the control file was in.
+    pub state: DbState,
+    /// Start of the last checkpoint record.
+    pub checkpoint: Lsn,
+    /// Where redo starts.
+    pub redo: Lsn,
+    /// The checkpoint's contents (the transaction layer's counters).
+    pub checkpoint_record: CheckpointRecord,
+}
+
+/// Outcome of `Wal::recover`.
+#[derive(Clone, Debug)]
+pub struct RecoveryResult {
+    pub records: u64,
+    /// The end of the valid WAL, where insertion continues.
+    pub end: Lsn,
+    /// Why reading stopped.
+    pub end_reason: String,
+}
+
+/// The write-ahead log of one cluster.
+pub struct Wal {
+    datadir: PathBuf,
+    wal_dir: PathBuf,
+    opts: WalOptions,
+    seg_size: u64,
+    /// The insert position (usable bytes): step 1 of an insertion.
+    pos: InsertPosition,
+    slots: Box<[InsertSlot]>,
+    /// Redo pointer of the last (or running) checkpoint. Changed only while holding
+    /// every insertion slot; read by inserters under their slot.
+    redo_ptr: AtomicU64,
+    full_page_writes: AtomicBool,
+    /// The WAL buffer ring: `n_pages` pages of `PS` bytes at `ring`.
+    ring: *mut u8,
+    n_pages: u64,
+    /// Per ring page: end LSN of the WAL page it holds (0: none yet). Written under
+    /// `mapping` (Release), read lock-free (Acquire).
+    xlblocks: Box<[AtomicU64]>,
+    /// End LSN of the last initialized ring page (PostgreSQL's InitializedUpTo); the
+    /// mutex is WALBufMappingLock.
+    mapping: Mutex<u64>,
+    /// WALWrite: held to write or fsync segment files.
+    write_lock: LwLock,
+    /// Only locked while `write_lock` is held.
+    writer: Mutex<WriterState>,
+    /// WAL written to the kernel up to here (LSN). Only advanced under `write_lock`.
+    written: AtomicU64,
+    /// WAL durable up to here. Only advanced under `write_lock`; <= `written`.
+    flushed: AtomicU64,
+    /// Highest end LSN of an asynchronous commit (the WAL writer's target).
+    async_request: AtomicU64,
+    state: AtomicU8,
+    /// An insertion failed after reserving space: the WAL has a hole; refuse to go on.
+    poisoned: AtomicBool,
+    control: Mutex<ControlFile>,
+    /// Serializes checkpoints (finish_checkpoint / shutdown).
+    ckpt_lock: Mutex<()>,
+    ckpt: Mutex<CheckpointTrack>,
+    siblings: RwLock<Option<Arc<dyn Fn() -> usize + Send + Sync>>>,
+    active_flushers: AtomicUsize,
+    stats: Stats,
+}
+
+// SAFETY: `ring` is owned by the Wal (freed in Drop). Threads write disjoint byte
+// ranges of it (each inserter its reserved range; page headers by the initializer
+// before publishing `xlblocks`, the continuation fields by the one inserter whose
+// record continues there), and the writer reads only bytes whose insertions have
+// finished (README: invariants). Everything else is atomics and locks.
+unsafe impl Send for Wal {}
+unsafe impl Sync for Wal {}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        let len = (self.n_pages * PS) as usize;
+        // SAFETY: allocated in `new_internal` as a boxed slice of exactly `len` bytes.
+        unsafe { drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ring, len))) };
+    }
+}
+
+fn io_err(p: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
+    let p = p.to_string();
+    move |e| Error::io(p, e)
+}
+
+impl Wal {
+    fn new_internal(datadir: &Path, opts: WalOptions, control: ControlFile) -> Wal {
+        let n_pages = ((opts.wal_buffers as u64) / PS).max(4);
+        let ring = Box::into_raw(vec![0u8; (n_pages * PS) as usize].into_boxed_slice()) as *mut u8;
+        let slots: Box<[InsertSlot]> = (0..opts.insert_slots.max(1)).map(|_| InsertSlot::new()).collect();
+        let seg_size = control.wal_segment_size as u64;
+        Wal {
+            datadir: datadir.to_path_buf(),
+            wal_dir: datadir.join("pg_wal"),
+            seg_size,
+            pos: InsertPosition::new(0, 0),
+            slots,
+            redo_ptr: AtomicU64::new(control.redo.0),
+            full_page_writes: AtomicBool::new(opts.full_page_writes),
+            ring,
+            n_pages,
+            xlblocks: (0..n_pages).map(|_| AtomicU64::new(0)).collect(),
+            mapping: Mutex::new(0),
+            write_lock: LwLock::new(Tranche::WalWrite),
+            writer: Mutex::new(WriterState {
+                files: BTreeMap::new(),
+                dirty: BTreeSet::new(),
+                scratch: vec![0; PS as usize],
+            }),
+            written: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
+            async_request: AtomicU64::new(0),
+            state: AtomicU8::new(RunState::Recovery as u8),
+            poisoned: AtomicBool::new(false),
+            control: Mutex::new(control),
+            ckpt_lock: Mutex::new(()),
+            ckpt: Mutex::new(CheckpointTrack {
+                last_time: Instant::now(),
+                last_redo: control.redo,
+                last_end: Lsn(0),
+            }),
+            siblings: RwLock::new(None),
+            active_flushers: AtomicUsize::new(0),
+            stats: Stats::default(),
+            opts,
+        }
+    }
+
+    /// Creates the WAL of a new cluster (initdb): `pg_wal/`, `global/pg_control`, and a
+    /// first shutdown checkpoint carrying `info`.
+    pub fn init(datadir: &Path, opts: &WalOptions, info: CheckpointInfo) -> Result<()> {
+        let ss = opts.segment_size;
+        if !ss.is_power_of_two() || ss < 2 * PS || ss > (1 << 30) {
+            return Err(Error::user(SqlState::INVALID_PARAMETER_VALUE, format!("invalid WAL segment size {ss}")));
+        }
+        if ControlFile::path(datadir).exists() {
+            return Err(Error::user(
+                SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("directory \"{}\" already holds a cluster", datadir.display()),
+            ));
+        }
+        for d in ["global", "pg_wal"] {
+            let p = datadir.join(d);
+            fs::create_dir_all(&p).map_err(io_err(p.display()))?;
+        }
+        let control = ControlFile {
+            system_identifier: (now_secs() << 32) ^ (std::process::id() as u64) ^ rand::random::<u32>() as u64,
+            state: DbState::ShutDown,
+            timeline: TIMELINE,
+            time: now_secs(),
+            checkpoint: Lsn(0),
+            redo: bytepos_to_lsn(0),
+            checkpoint_time: now_secs(),
+            info,
+            wal_page_size: PS as u32,
+            wal_segment_size: ss as u32,
+            block_size: BLCKSZ as u32,
+        };
+        let wal = Wal::new_internal(datadir, opts.clone(), control);
+        wal.position_at(Lsn(0), Lsn(0))?;
+        wal.set_state(RunState::Production);
+        let start = wal.write_checkpoint_record(bytepos_to_lsn(0), info, true)?;
+        wal.state.store(RunState::ShutDown as u8, Ordering::SeqCst);
+        let mut c = lock(&wal.control);
+        c.state = DbState::ShutDown;
+        c.checkpoint = start;
+        c.write(datadir, opts.fsync)?;
+        if opts.fsync {
+            fsync_dir(datadir)?;
+        }
+        Ok(())
+    }
+
+    /// Opens the WAL of an existing cluster (settings from `Settings`).
+    pub fn open(datadir: &Path, settings: &Settings) -> Result<(Wal, RecoveryStart)> {
+        Wal::open_with(datadir, WalOptions::from_settings(settings))
+    }
+
+    /// Opens the WAL: reads the control file and the last checkpoint record. If the
+    /// cluster was shut down cleanly the WAL is ready for insertion; otherwise
+    /// `recover` must run first.
+    pub fn open_with(datadir: &Path, opts: WalOptions) -> Result<(Wal, RecoveryStart)> {
+        let control = ControlFile::read(datadir)?;
+        if control.wal_page_size as u64 != PS || control.block_size as usize != BLCKSZ {
+            return Err(Error::corrupt("control file: page sizes do not match this build"));
+        }
+        let wal = Wal::new_internal(datadir, opts, control);
+        let mut rd = WalReader::new(&wal.wal_dir, wal.seg_size, control.checkpoint, None);
+        let no_ckpt = |why: &str| {
+            Error::corrupt(format!("could not locate a valid checkpoint record at {}: {why}", control.checkpoint))
+        };
+        let rec = rd.next_record()?.ok_or_else(|| no_ckpt(rd.end_reason().unwrap_or("")))?;
+        if rec.rmgr != RmgrId::Xlog || (rec.info != XLOG_CHECKPOINT_SHUTDOWN && rec.info != XLOG_CHECKPOINT_ONLINE) {
+            return Err(no_ckpt("not a checkpoint record"));
+        }
+        let ck = CheckpointRecord::decode(&rec.main_data)?;
+        if ck.redo != control.redo || ck.redo > rec.lsn {
+            return Err(no_ckpt("redo pointer does not match the control file"));
+        }
+        let clean = control.state == DbState::ShutDown
+            && rec.info == XLOG_CHECKPOINT_SHUTDOWN
+            && ck.redo == rec.lsn
+            && rd.next_record()?.is_none();
+        let start = RecoveryStart {
+            needed: !clean,
+            state: control.state,
+            checkpoint: control.checkpoint,
+            redo: ck.redo,
+            checkpoint_record: ck,
+        };
+        {
+            let mut t = lock(&wal.ckpt);
+            t.last_redo = ck.redo;
+            t.last_end = Lsn(align_record(rec.end.0));
+        }
+        if clean {
+            wal.position_at(Lsn(align_record(rec.end.0)), rec.lsn)?;
+            wal.set_state(RunState::Production);
+            let mut c = lock(&wal.control);
+            c.state = DbState::InProduction;
+            c.time = now_secs();
+            c.write(datadir, wal.opts.fsync)?;
+        }
+        Ok((wal, start))
+    }
+
+    /// Replays the WAL from the checkpoint's redo pointer to the end of the valid WAL,
+    /// calling `redo_fn(record, record_end_lsn)` for each record (the checkpoint record
+    /// included), then opens the WAL for insertion right after the last valid record.
+    /// Does nothing if `open` found a clean shutdown. The caller should then flush
+    /// the buffers it dirtied and take a checkpoint.
+    pub fn recover(&self, redo_fn: &mut dyn FnMut(&DecodedRecord, Lsn) -> Result<()>) -> Result<RecoveryResult> {
+        if self.run_state() != RunState::Recovery {
+            return Ok(RecoveryResult {
+                records: 0,
+                end: self.insert_position(),
+                end_reason: "no recovery needed".into(),
+            });
+        }
+        let (redo, ckpt) = {
+            let mut c = lock(&self.control);
+            c.state = DbState::InCrashRecovery;
+            c.time = now_secs();
+            c.write(&self.datadir, self.opts.fsync)?;
+            (c.redo, c.checkpoint)
+        };
+        let mut rd = WalReader::new(&self.wal_dir, self.seg_size, redo, None);
+        let mut n = 0;
+        while let Some(rec) = rd.next_record()? {
+            redo_fn(&rec, rec.end)?;
+            n += 1;
+        }
+        let end = rd.end_of_valid();
+        if end <= ckpt {
+            return Err(Error::corrupt(format!(
+                "WAL ends at {end} before the checkpoint record at {ckpt}: {}",
+                rd.end_reason().unwrap_or("")
+            )));
+        }
+        let last = rd.last_record().unwrap_or(Lsn(0));
+        self.position_at(end, last)?;
+        self.set_state(RunState::Production);
+        let mut c = lock(&self.control);
+        c.state = DbState::InProduction;
+        c.time = now_secs();
+        c.write(&self.datadir, self.opts.fsync)?;
+        Ok(RecoveryResult { records: n, end, end_reason: rd.end_reason().unwrap_or("").to_string() })
+    }
+
+    /// Sets up insertion to continue at `end` (end of the last valid record, whose
+    /// start is `prev`): no other thread may use the WAL yet.
+    fn position_at(&self, end: Lsn, prev: Lsn) -> Result<()> {
+        let bad = || Error::internal(format!("invalid WAL end position {end}"));
+        let pos = lsn_to_bytepos(end).ok_or_else(bad)?;
+        let prevpos = if prev.is_valid() { lsn_to_bytepos(prev).ok_or_else(bad)? } else { 0 };
+        self.pos.reset(pos, prevpos);
+        let end = if pos == 0 { Lsn(0) } else { end };
+        let page_start = end.0 - end.0 % PS;
+        let off = end.0 % PS;
+        let mut init = lock(&self.mapping);
+        if off != 0 {
+            // The last page is partly valid: the next writes rewrite it whole, so it
+            // must be in the ring with its valid part (and zeroes after).
+            let seg = segno(page_start, self.seg_size);
+            let path = self.wal_dir.join(segment_file_name(TIMELINE, seg, self.seg_size));
+            let f = File::open(&path).map_err(io_err(path.display()))?;
+            let idx = ((page_start / PS) % self.n_pages) as usize;
+            // SAFETY: no other thread uses the WAL yet; the page is inside the ring.
+            let page = unsafe { std::slice::from_raw_parts_mut(self.ring.add(idx * PS as usize), PS as usize) };
+            f.read_exact_at(page, page_start % self.seg_size).map_err(io_err(path.display()))?;
+            page[off as usize..].fill(0);
+            self.xlblocks[idx].store(page_start + PS, Ordering::Release);
+            *init = page_start + PS;
+        } else {
+            *init = page_start;
+        }
+        self.written.store(end.0, Ordering::Release);
+        self.flushed.store(end.0, Ordering::Release);
+        Ok(())
+    }
+
+    fn run_state(&self) -> RunState {
+        match self.state.load(Ordering::Acquire) {
+            0 => RunState::Recovery,
+            1 => RunState::Production,
+            _ => RunState::ShutDown,
+        }
+    }
+
+    fn set_state(&self, s: RunState) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::internal("WAL insertion failed earlier; the WAL cannot continue"));
+        }
+        match self.run_state() {
+            RunState::Production => Ok(()),
+            RunState::Recovery => Err(Error::user(
+                SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "cannot write WAL before recovery has run",
+            )),
+            RunState::ShutDown => Err(Error::user(SqlState::ADMIN_SHUTDOWN, "WAL has been shut down")),
+        }
+    }
+
+    // ----------------------------------------------------------------------------
+    // Insertion
+    // ----------------------------------------------------------------------------
+
+    /// Inserts a record; returns its end LSN (what the changed pages' LSN becomes and
+    /// what a commit flushes up to).
+    pub fn insert(&self, rec: &RecordBuilder<'_>) -> Result<Lsn> {
+        Ok(self.insert_with_start(rec)?.1)
+    }
+
+    /// Inserts a record; returns (start LSN, end LSN).
+    pub fn insert_with_start(&self, rec: &RecordBuilder<'_>) -> Result<(Lsn, Lsn)> {
+        self.check_usable()?;
+        loop {
+            let redo = Lsn(self.redo_ptr.load(Ordering::Acquire));
+            let fpw = self.full_page_writes.load(Ordering::Acquire);
+            let mut a = rec.assemble(redo, fpw)?;
+            let slot = self.acquire_slot();
+            // A checkpoint may have started since we assembled: if a page now needs an
+            // image it did not get, assemble again (PostgreSQL does the same).
+            let redo2 = Lsn(self.redo_ptr.load(Ordering::Acquire));
+            let fpw2 = self.full_page_writes.load(Ordering::Acquire);
+            if (redo2 != redo || fpw2 != fpw) && rec.image_mask(redo2, fpw2) & !a.image_mask != 0 {
+                drop(slot);
+                continue;
+            }
+            let size = align_record(a.bytes.len() as u64);
+            let (s, e, p) = self.pos.reserve(size);
+            let start = bytepos_to_lsn(s);
+            let end = bytepos_to_end_lsn(e);
+            let prev = if s == 0 { Lsn(0) } else { bytepos_to_lsn(p) };
+            finish_record(&mut a.bytes, a.payload_crc, prev);
+            if let Err(err) = self.copy_record(slot.slot, &a.bytes, start) {
+                // Space is reserved but not filled: nothing after it can be trusted.
+                self.poisoned.store(true, Ordering::SeqCst);
+                return Err(err);
+            }
+            drop(slot);
+            self.stats.records.fetch_add(1, Ordering::Relaxed);
+            self.stats.bytes.fetch_add(a.bytes.len() as u64, Ordering::Relaxed);
+            if a.image_mask != 0 {
+                self.stats.fpi.fetch_add(a.image_mask.count_ones() as u64, Ordering::Relaxed);
+            }
+            return Ok((start, end));
+        }
+    }
+
+    /// Step 0: take an insertion slot and advertise a lower bound of where our record
+    /// will start (README, "Advertising progress").
+    fn acquire_slot(&self) -> SlotGuard<'_> {
+        let n = self.slots.len();
+        let mut mine = MY_SLOT.get();
+        if mine == usize::MAX {
+            mine = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+            MY_SLOT.set(mine);
+        }
+        let slot = &self.slots[mine % n];
+        let g = match slot.lock.try_exclusive() {
+            Some(g) => g,
+            None => {
+                // Contended: wait here this time, try the next slot next time.
+                MY_SLOT.set(mine.wrapping_add(1));
+                slot.lock.exclusive()
+            }
+        };
+        slot.inserting_at.store(bytepos_to_lsn(self.pos.current()).0, Ordering::SeqCst);
+        SlotGuard { slot, _lock: g }
+    }
+
+    /// Step 2: copy the record into the ring, page by page.
+    fn copy_record(&self, slot: &InsertSlot, bytes: &[u8], start: Lsn) -> Result<()> {
+        let mut lsn = start.0;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let page_start = lsn - lsn % PS;
+            let mut off = lsn % PS;
+            let page = self.get_buffer(slot, page_start, lsn)?;
+            if off == 0 {
+                // Our record continues onto this page: mark it so in the header.
+                // SAFETY: only the inserter whose record continues here writes these
+                // header fields after initialization; `page` is a ring page.
+                unsafe {
+                    let info = XLP_FIRST_IS_CONTRECORD.to_le_bytes();
+                    std::ptr::copy_nonoverlapping(info.as_ptr(), page.add(2), 2);
+                    let rem = (rest.len() as u32).to_le_bytes();
+                    std::ptr::copy_nonoverlapping(rem.as_ptr(), page.add(16), 4);
+                }
+                off = PAGE_HEADER_SIZE;
+            }
+            let n = ((PS - off) as usize).min(rest.len());
+            // SAFETY: [lsn, lsn+n) is inside our reservation and inside this page.
+            unsafe { std::ptr::copy_nonoverlapping(rest.as_ptr(), page.add(off as usize), n) };
+            rest = &rest[n..];
+            lsn = page_start + off + n as u64;
+        }
+        Ok(())
+    }
+
+    /// Returns the ring page holding WAL page `page_start`, initializing ring pages
+    /// (and writing out old ones) as needed. `cur` is our copy position: every byte of
+    /// our record below it is in the ring.
+    fn get_buffer(&self, slot: &InsertSlot, page_start: u64, cur: u64) -> Result<*mut u8> {
+        let idx = ((page_start / PS) % self.n_pages) as usize;
+        // SAFETY: idx < n_pages.
+        let ptr = unsafe { self.ring.add(idx * PS as usize) };
+        let have = self.xlblocks[idx].load(Ordering::Acquire);
+        if have == page_start + PS {
+            return Ok(ptr);
+        }
+        if have > page_start + PS {
+            return Err(Error::internal(format!("WAL buffer page for {} recycled under an inserter", Lsn(page_start))));
+        }
+        // Step 3: before anything that may block, advertise our progress, so that
+        // whoever must write old pages does not wait for us.
+        slot.advertise(cur);
+        self.advance_buffers(page_start)?;
+        Ok(ptr)
+    }
+
+    /// Initializes ring pages up to and including WAL page `upto` (PostgreSQL's
+    /// AdvanceXLInsertBuffer).
+    fn advance_buffers(&self, upto: u64) -> Result<()> {
+        let want_idx = ((upto / PS) % self.n_pages) as usize;
+        loop {
+            let mut init = lock(&self.mapping);
+            if self.xlblocks[want_idx].load(Ordering::Acquire) == upto + PS {
+                return Ok(());
+            }
+            let next = *init;
+            if next > upto {
+                return Err(Error::internal("WAL buffer initialization went past a page not yet seen"));
+            }
+            let idx = ((next / PS) % self.n_pages) as usize;
+            let old_end = self.xlblocks[idx].load(Ordering::Acquire);
+            if old_end > self.written.load(Ordering::Acquire) {
+                // The ring is full: the page there must be written first. Never wait
+                // with the mapping lock held (README, lock ordering).
+                drop(init);
+                self.stats.buffer_full_waits.fetch_add(1, Ordering::Relaxed);
+                self.write_out(old_end)?;
+                continue;
+            }
+            // SAFETY: the old page in this slot is written (old_end <= written) and
+            // no inserter uses it (they would have advertised below old_end); new
+            // content is published by the Release store to xlblocks.
+            unsafe {
+                let p = std::slice::from_raw_parts_mut(self.ring.add(idx * PS as usize), PS as usize);
+                p.fill(0);
+                PageHeader { magic: WAL_PAGE_MAGIC, info: 0, tli: TIMELINE, pageaddr: next, rem_len: 0 }.encode(p);
+            }
+            self.xlblocks[idx].store(next + PS, Ordering::Release);
+            *init = next + PS;
+        }
+    }
+
+    /// Waits until every insertion into WAL below `upto` has finished (clamped to the
+    /// reserved end). Returns a position >= `upto` below which all WAL is complete.
+    /// Must not be called while holding WALWrite (README, lock ordering).
+    fn wait_insertions(&self, upto: u64) -> u64 {
+        let reserved = bytepos_to_end_lsn(self.pos.current()).0;
+        let upto = upto.min(reserved);
+        let mut finished = reserved;
+        for s in self.slots.iter() {
+            if let Some(v) = s.wait_past(upto) {
+                finished = finished.min(v);
+            }
+        }
+        finished
+    }
+
+    /// Like `wait_insertions` without waiting: all WAL below the result is complete.
+    fn insertions_finished_nowait(&self) -> u64 {
+        let mut finished = bytepos_to_end_lsn(self.pos.current()).0;
+        for s in self.slots.iter() {
+            let v = s.inserting_at.load(Ordering::SeqCst);
+            if v != 0 {
+                finished = finished.min(v);
+            }
+        }
+        finished
+    }
+
+    // ----------------------------------------------------------------------------
+    // Writing and flushing
+    // ----------------------------------------------------------------------------
+
+    /// Writes (without fsync) the WAL up to `target` (used when the ring is full).
+    fn write_out(&self, target: u64) -> Result<()> {
+        let finished = self.wait_insertions(target);
+        let target = target.min(finished);
+        let _w = self.write_lock.exclusive();
+        if self.written.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        let mut st = lock(&self.writer);
+        self.write_locked(&mut st, target, false)
+    }
+
+    /// With WALWrite held: write the WAL in [written, target) and, if `flush`, make
+    /// it durable. All insertions below `target` must have finished.
+    fn write_locked(&self, st: &mut WriterState, target: u64, flush: bool) -> Result<()> {
+        let from = self.written.load(Ordering::Acquire);
+        if target > from {
+            let mut page = from - from % PS;
+            let mut bytes = 0u64;
+            while page < target {
+                let seg = segno(page, self.seg_size);
+                let seg_end = (seg + 1) * self.seg_size;
+                let idx = (page / PS) % self.n_pages;
+                if page + PS <= target {
+                    let mut run_end = page + PS;
+                    while run_end + PS <= target && run_end < seg_end && (run_end / PS) % self.n_pages != 0 {
+                        run_end += PS;
+                    }
+                    for p in (page..run_end).step_by(PS as usize) {
+                        self.check_ring_page(p)?;
+                    }
+                    // SAFETY: these ring pages hold WAL pages [page, run_end), all below
+                    // `target`, whose insertions have finished: nobody writes them.
+                    let buf = unsafe {
+                        std::slice::from_raw_parts(self.ring.add((idx * PS) as usize), (run_end - page) as usize)
+                    };
+                    self.pwrite(st, seg, page % self.seg_size, buf, false)?;
+                    bytes += run_end - page;
+                    page = run_end;
+                } else {
+                    // Last, partial page: copy its complete part; inserters may be
+                    // writing the rest right now.
+                    self.check_ring_page(page)?;
+                    let len = (target - page) as usize;
+                    let mut scratch = std::mem::take(&mut st.scratch);
+                    // SAFETY: bytes [page, target) are complete (see above).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(self.ring.add((idx * PS) as usize), scratch.as_mut_ptr(), len)
+                    };
+                    scratch[len..].fill(0);
+                    let r = self.pwrite(st, seg, page % self.seg_size, &scratch, true);
+                    st.scratch = scratch;
+                    r?;
+                    bytes += len as u64;
+                    page += PS;
+                }
+            }
+            self.stats.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+            self.written.store(target, Ordering::Release);
+        }
+        if flush {
+            let written = self.written.load(Ordering::Acquire);
+            if self.flushed.load(Ordering::Acquire) < written {
+                if self.opts.fsync {
+                    report_wait_start(WaitEvent::Io("WALSync"));
+                    let mut res = Ok(());
+                    for seg in std::mem::take(&mut st.dirty) {
+                        if let Some(f) = st.files.get(&seg) {
+                            if let Err(e) = f.sync_data() {
+                                res = Err(Error::io(segment_file_name(TIMELINE, seg, self.seg_size), e));
+                                break;
+                            }
+                        }
+                    }
+                    report_wait_end();
+                    res?;
+                    self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    st.dirty.clear();
+                }
+                // Keep only the segment being written open.
+                let cur = segno(written.saturating_sub(1), self.seg_size);
+                st.files.retain(|&s, _| s >= cur);
+                self.flushed.store(written, Ordering::Release);
+            }
+        }
+        Ok(())
+    }
+
+    fn check_ring_page(&self, page: u64) -> Result<()> {
+        let idx = ((page / PS) % self.n_pages) as usize;
+        let have = self.xlblocks[idx].load(Ordering::Acquire);
+        if have != page + PS {
+            return Err(Error::internal(format!(
+                "WAL buffer for page {} holds page ending {} at write time",
+                Lsn(page),
+                Lsn(have)
+            )));
+        }
+        Ok(())
+    }
+
+    fn pwrite(&self, st: &mut WriterState, seg: u64, off: u64, buf: &[u8], _partial: bool) -> Result<()> {
+        if !st.files.contains_key(&seg) {
+            let name = segment_file_name(TIMELINE, seg, self.seg_size);
+            let path = self.wal_dir.join(&name);
+            let existed = path.exists();
+            let f = OpenOptions::new().read(true).write(true).create(true).open(&path).map_err(io_err(&name))?;
+            let len = f.metadata().map_err(io_err(&name))?.len();
+            if len < self.seg_size {
+                f.set_len(self.seg_size).map_err(io_err(&name))?;
+            }
+            if !existed && self.opts.fsync {
+                f.sync_all().map_err(io_err(&name))?;
+                fsync_dir(&self.wal_dir)?;
+            }
+            st.files.insert(seg, f);
+        }
+        let f = &st.files[&seg];
+        report_wait_start(WaitEvent::Io("WALWrite"));
+        let r = f.write_all_at(buf, off);
+        report_wait_end();
+        r.map_err(io_err(segment_file_name(TIMELINE, seg, self.seg_size)))?;
+        st.dirty.insert(seg);
+        self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Makes the WAL durable up to `upto` (PostgreSQL's XLogFlush). Group flush: the
+    /// one that gets WALWrite writes and fsyncs everything complete so far, which
+    /// releases every waiter whose LSN it covers.
+    pub fn flush(&self, upto: Lsn) -> Result<()> {
+        let upto = upto.0;
+        if self.flushed.load(Ordering::Acquire) >= upto {
+            return self.check_poison();
+        }
+        self.stats.flush_requests.fetch_add(1, Ordering::Relaxed);
+        self.active_flushers.fetch_add(1, Ordering::SeqCst);
+        let r = self.flush_slow(upto);
+        self.active_flushers.fetch_sub(1, Ordering::SeqCst);
+        r?;
+        self.check_poison()
+    }
+
+    fn flush_slow(&self, upto: u64) -> Result<()> {
+        // Wait for insertions below our LSN first, holding nothing (README step 4).
+        let finished = self.wait_insertions(upto);
+        if finished < upto {
+            return Err(Error::internal(format!(
+                "WAL flush request {} is past the insert position {}",
+                Lsn(upto),
+                self.insert_position()
+            )));
+        }
+        let _w = self.write_lock.exclusive();
+        if self.flushed.load(Ordering::Acquire) >= upto {
+            self.stats.group_joins.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        if self.opts.commit_delay_us > 0 && self.opts.fsync && self.siblings() >= self.opts.commit_siblings {
+            // Give other committers time to insert their commit records, so that
+            // this fsync covers them too.
+            report_wait_start(WaitEvent::Timeout("CommitDelay"));
+            std::thread::sleep(Duration::from_micros(self.opts.commit_delay_us));
+            report_wait_end();
+            self.stats.commit_delays.fetch_add(1, Ordering::Relaxed);
+        }
+        // Sweep in everything already complete (never wait here: an inserter may
+        // need WALWrite to make progress).
+        let target = finished.max(self.insertions_finished_nowait());
+        let mut st = lock(&self.writer);
+        self.write_locked(&mut st, target, true)
+    }
+
+    fn check_poison(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::internal("WAL insertion failed earlier; the WAL cannot continue"));
+        }
+        Ok(())
+    }
+
+    fn siblings(&self) -> usize {
+        let hook = self.siblings.read().unwrap_or_else(|e| e.into_inner()).clone();
+        match hook {
+            Some(f) => f(),
+            None => self.active_flushers.load(Ordering::Relaxed).saturating_sub(1),
+        }
+    }
+
+    /// Sets how `commit_delay` counts other active transactions (PostgreSQL's
+    /// MinimumActiveBackends(commit_siblings)); by default: other backends currently
+    /// in `flush`.
+    pub fn set_active_backends_fn(&self, f: Arc<dyn Fn() -> usize + Send + Sync>) {
+        *self.siblings.write().unwrap_or_else(|e| e.into_inner()) = Some(f);
+    }
+
+    /// A transaction's commit: with `synchronous` (synchronous_commit=on) flush to
+    /// `end` before returning; otherwise just tell the WAL writer.
+    pub fn commit(&self, end: Lsn, synchronous: bool) -> Result<()> {
+        if synchronous {
+            self.flush(end)
+        } else {
+            self.async_request.fetch_max(end.0, Ordering::AcqRel);
+            Ok(())
+        }
+    }
+
+    /// What the WAL writer does each round: flush everything inserted and complete,
+    /// if an asynchronous commit or anything else is waiting. Returns whether it
+    /// flushed.
+    pub fn background_flush(&self) -> Result<bool> {
+        if self.run_state() != RunState::Production {
+            return Ok(false);
+        }
+        let target = self.insertions_finished_nowait();
+        if self.flushed.load(Ordering::Acquire) >= target {
+            return Ok(false);
+        }
+        self.flush(Lsn(target))?;
+        Ok(true)
+    }
+
+    /// The settings this WAL runs with.
+    pub fn options(&self) -> &WalOptions {
+        &self.opts
+    }
+
+    /// End of the reserved WAL: where the next record will go.
+    pub fn insert_position(&self) -> Lsn {
+        bytepos_to_end_lsn(self.pos.current())
+    }
+
+    /// WAL written to the kernel up to here.
+    pub fn written_upto(&self) -> Lsn {
+        Lsn(self.written.load(Ordering::Acquire))
+    }
+
+    /// WAL durable up to here.
+    pub fn flushed_upto(&self) -> Lsn {
+        Lsn(self.flushed.load(Ordering::Acquire))
+    }
+
+    /// Redo pointer of the last checkpoint: a block reference needs a full-page image
+    /// if full_page_writes is on and the page's LSN is <= this.
+    pub fn redo_ptr(&self) -> Lsn {
+        Lsn(self.redo_ptr.load(Ordering::Acquire))
+    }
+
+    pub fn full_page_writes(&self) -> bool {
+        self.full_page_writes.load(Ordering::Acquire)
+    }
+
+    /// Changes full_page_writes (takes every insertion slot, like a checkpoint start).
+    pub fn set_full_page_writes(&self, on: bool) {
+        let guards = self.lock_all_slots();
+        self.full_page_writes.store(on, Ordering::Release);
+        drop(guards);
+    }
+
+    pub fn stats(&self) -> WalStats {
+        let s = &self.stats;
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        WalStats {
+            records: g(&s.records),
+            fpi: g(&s.fpi),
+            bytes: g(&s.bytes),
+            writes: g(&s.writes),
+            bytes_written: g(&s.bytes_written),
+            fsyncs: g(&s.fsyncs),
+            flush_requests: g(&s.flush_requests),
+            group_joins: g(&s.group_joins),
+            buffer_full_waits: g(&s.buffer_full_waits),
+            commit_delays: g(&s.commit_delays),
+            checkpoints: g(&s.checkpoints),
+        }
+    }
+
+    /// Segment file size of this cluster.
+    pub fn segment_size(&self) -> u64 {
+        self.seg_size
+    }
+
+    pub fn wal_dir(&self) -> &Path {
+        &self.wal_dir
+    }
+
+    /// A copy of the control file as last written.
+    pub fn control_file(&self) -> ControlFile {
+        *lock(&self.control)
+    }
+
+    // ----------------------------------------------------------------------------
+    // Checkpoints
+    // ----------------------------------------------------------------------------
+
+    fn lock_all_slots(&self) -> Vec<SlotGuard<'_>> {
+        // In slot order (README, lock ordering). u64::MAX: we insert nothing, so
+        // nobody waiting for insertions waits for us.
+        self.slots
+            .iter()
+            .map(|s| {
+                let g = s.lock.exclusive();
+                s.inserting_at.store(u64::MAX, Ordering::SeqCst);
+                SlotGuard { slot: s, _lock: g }
+            })
+            .collect()
+    }
+
+    /// Starts a checkpoint: the current insert position becomes the redo pointer; from
+    /// now on, the first change of a page after it logs a full-page image. Then the
+    /// caller writes out all dirty buffers and syncs the relation files, and calls
+    /// `finish_checkpoint(redo, info)`.
+    pub fn begin_checkpoint(&self) -> Result<Lsn> {
+        self.check_usable()?;
+        let guards = self.lock_all_slots();
+        let redo = bytepos_to_lsn(self.pos.current());
+        self.redo_ptr.store(redo.0, Ordering::Release);
+        drop(guards);
+        Ok(redo)
+    }
+
+    fn write_checkpoint_record(&self, redo: Lsn, info: CheckpointInfo, shutdown: bool) -> Result<Lsn> {
+        let ck = CheckpointRecord {
+            redo,
+            timeline: TIMELINE,
+            full_page_writes: self.full_page_writes(),
+            time: now_secs(),
+            info,
+        };
+        let mut rb =
+            RecordBuilder::new(RmgrId::Xlog, if shutdown { XLOG_CHECKPOINT_SHUTDOWN } else { XLOG_CHECKPOINT_ONLINE });
+        let body = ck.encode();
+        rb.append_main_data(&body);
+        let (start, end) = self.insert_with_start(&rb)?;
+        self.flush(end)?;
+        Ok(start)
+    }
+
+    /// Ends a checkpoint begun at `redo`: inserts the checkpoint record, flushes it,
+    /// records it in the control file, and removes WAL segments before the redo
+    /// pointer's segment. Returns the checkpoint record's LSN.
+    pub fn finish_checkpoint(&self, redo: Lsn, info: CheckpointInfo) -> Result<Lsn> {
+        let _ck = lock(&self.ckpt_lock);
+        let start = self.write_checkpoint_record(redo, info, false)?;
+        self.record_checkpoint(start, redo, info, DbState::InProduction)?;
+        Ok(start)
+    }
+
+    /// Shutdown checkpoint: the caller has stopped all backends and written out all
+    /// buffers. After this, the control file says "shut down" and the next `open`
+    /// needs no redo. The WAL accepts no more insertions.
+    pub fn shutdown(&self, info: CheckpointInfo) -> Result<Lsn> {
+        let _ck = lock(&self.ckpt_lock);
+        let redo = self.begin_checkpoint()?;
+        let start = self.write_checkpoint_record(redo, info, true)?;
+        self.set_state(RunState::ShutDown);
+        self.record_checkpoint(start, redo, info, DbState::ShutDown)?;
+        Ok(start)
+    }
+
+    fn record_checkpoint(&self, start: Lsn, redo: Lsn, info: CheckpointInfo, state: DbState) -> Result<()> {
+        {
+            let mut c = lock(&self.control);
+            c.state = state;
+            c.checkpoint = start;
+            c.redo = redo;
+            c.info = info;
+            c.checkpoint_time = now_secs();
+            c.time = c.checkpoint_time;
+            c.write(&self.datadir, self.opts.fsync)?;
+        }
+        {
+            let mut t = lock(&self.ckpt);
+            t.last_time = Instant::now();
+            t.last_redo = redo;
+            t.last_end = self.insert_position();
+        }
+        self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.remove_old_segments(segno(redo.0, self.seg_size))
+    }
+
+    /// Removes segment files before segment `keep_from` (they hold only WAL before the
+    /// redo pointer, which no recovery needs).
+    fn remove_old_segments(&self, keep_from: u64) -> Result<()> {
+        let rd = fs::read_dir(&self.wal_dir).map_err(io_err(self.wal_dir.display()))?;
+        let mut removed = false;
+        for ent in rd {
+            let ent = ent.map_err(io_err(self.wal_dir.display()))?;
+            let name = ent.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some((_, seg)) = parse_segment_file_name(name, self.seg_size) {
+                if seg < keep_from {
+                    fs::remove_file(ent.path()).map_err(io_err(name))?;
+                    removed = true;
+                }
+            }
+        }
+        if removed && self.opts.fsync {
+            fsync_dir(&self.wal_dir)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a checkpoint is due: `checkpoint_timeout` passed since the last one
+    /// (and WAL was written since), or the WAL since its redo pointer reached
+    /// max_wal_size / (1 + checkpoint_completion_target 0.9), as in PostgreSQL.
+    pub fn checkpoint_needed(&self, now: Instant) -> bool {
+        let t = lock(&self.ckpt);
+        let pos = self.insert_position();
+        let idle = pos <= t.last_end;
+        if !idle && now.saturating_duration_since(t.last_time) >= self.opts.checkpoint_timeout {
+            return true;
+        }
+        pos.0.saturating_sub(t.last_redo.0) >= self.opts.max_wal_size * 10 / 19
+    }
+}
+
+impl WalFlush for Wal {
+    fn flush_wal(&self, upto: Lsn) -> Result<()> {
+        self.flush(upto)
+    }
+}
