@@ -1,1 +1,4 @@
 #![doc = include_str!("README.md")]
+
+#[cfg(not(loom))]
+pub mod tuple;
