@@ -2,3 +2,5 @@
 
 #[cfg(not(loom))]
 pub mod tuple;
+#[cfg(not(loom))]
+pub mod page;
