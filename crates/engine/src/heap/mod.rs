@@ -4,3 +4,5 @@
 pub mod tuple;
 #[cfg(not(loom))]
 pub mod page;
+#[cfg(not(loom))]
+pub mod toast;
