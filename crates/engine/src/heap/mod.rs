@@ -1,1 +1,8 @@
 #![doc = include_str!("README.md")]
+
+#[cfg(not(loom))]
+pub mod tuple;
+#[cfg(not(loom))]
+pub mod page;
+#[cfg(not(loom))]
+pub mod toast;
