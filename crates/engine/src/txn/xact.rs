@@ -1,0 +1,538 @@
+//! Transactions as a backend sees them: begin/commit/abort, savepoints
+//! (subtransactions), command ids, the snapshot each statement uses, and the
+//! commit sequence (README, "Commit ordering").
+//!
+//! [`TxnShared`] is the shared part (xid generator, clog, subtrans, ProcArray,
+//! hooks to WAL and lock manager), one per server. [`TransactionManager`] is a
+//! backend's own state, used only by that backend's thread.
+
+use super::clog::{encode_abort_record, encode_commit_record, Clog, XidStatus, DEFAULT_CLOG_BUFFERS};
+use super::procarray::ProcArray;
+use super::snapshot::Snapshot;
+use super::subtrans::SubTrans;
+use super::visibility::{ComboCids, TupleVisibilityInfo, XidOracle};
+use super::xid::*;
+use super::{NoLocks, TxnRmgr, XactLocks, XactWal};
+use crate::error::{Error, Result, SqlState};
+use crate::pgstat::BackendId;
+use crate::storage::Lsn;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Transaction isolation levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IsolationLevel {
+    /// A new snapshot for every statement (PostgreSQL's default).
+    #[default]
+    ReadCommitted,
+    /// One snapshot for the whole transaction, taken at its first statement.
+    RepeatableRead,
+    /// For now exactly RepeatableRead (no SSI predicate locks yet; README).
+    Serializable,
+}
+
+/// Settings of the transaction layer.
+#[derive(Clone, Debug)]
+pub struct TxnConfig {
+    /// Directory of the commit log (PGDATA/pg_xact).
+    pub clog_dir: PathBuf,
+    /// Buffers of the clog SLRU pool.
+    pub clog_buffers: usize,
+    /// Backend slots (max_connections + auxiliary processes).
+    pub max_backends: usize,
+    /// Wait for the commit record to be durable before reporting commit.
+    pub synchronous_commit: bool,
+    /// Group update of the clog when its lock is busy.
+    pub clog_group_update: bool,
+    /// Group xid clearing in the ProcArray when its lock is busy.
+    pub procarray_group_clear: bool,
+    /// Reuse a backend's last snapshot while no transaction has completed.
+    pub snapshot_cache: bool,
+}
+
+impl TxnConfig {
+    pub fn new(clog_dir: impl Into<PathBuf>, max_backends: usize) -> TxnConfig {
+        TxnConfig {
+            clog_dir: clog_dir.into(),
+            clog_buffers: DEFAULT_CLOG_BUFFERS,
+            max_backends,
+            synchronous_commit: true,
+            clog_group_update: true,
+            procarray_group_clear: true,
+            snapshot_cache: true,
+        }
+    }
+}
+
+/// The shared transaction state of the server.
+pub struct TxnShared {
+    pub xidgen: XidGenerator,
+    pub clog: Clog,
+    pub subtrans: Arc<SubTrans>,
+    pub procarray: ProcArray,
+    wal: Arc<dyn XactWal>,
+    locks: Arc<dyn XactLocks>,
+    synchronous_commit: AtomicBool,
+    snapshot_cache: AtomicBool,
+}
+
+/// Microseconds since 2000-01-01 UTC (PostgreSQL's TimestampTz).
+pub fn now_timestamp() -> i64 {
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    unix - 946_684_800_000_000
+}
+
+impl TxnShared {
+    /// Opens the transaction layer. `next` is the next xid to hand out (from
+    /// the checkpoint; `FullTransactionId::FIRST_NORMAL` for a new cluster).
+    pub fn open(
+        cfg: &TxnConfig,
+        next: FullTransactionId,
+        wal: Arc<dyn XactWal>,
+        locks: Option<Arc<dyn XactLocks>>,
+    ) -> Result<Arc<TxnShared>> {
+        let subtrans = Arc::new(SubTrans::new());
+        let clog = Clog::open(
+            &cfg.clog_dir,
+            cfg.clog_buffers,
+            cfg.max_backends,
+            cfg.clog_group_update,
+            wal.clone(),
+        )?;
+        let procarray = ProcArray::new(cfg.max_backends, next, subtrans.clone());
+        procarray.set_group_clear(cfg.procarray_group_clear);
+        Ok(Arc::new(TxnShared {
+            xidgen: XidGenerator::new(next),
+            clog,
+            subtrans,
+            procarray,
+            wal,
+            locks: locks.unwrap_or_else(|| Arc::new(NoLocks)),
+            synchronous_commit: AtomicBool::new(cfg.synchronous_commit),
+            snapshot_cache: AtomicBool::new(cfg.snapshot_cache),
+        }))
+    }
+
+    /// A backend's transaction manager (registers it in the ProcArray).
+    pub fn backend(self: &Arc<Self>, id: BackendId) -> Result<TransactionManager> {
+        self.procarray.register(id)?;
+        Ok(TransactionManager {
+            shared: self.clone(),
+            backend: id,
+            isolation: IsolationLevel::ReadCommitted,
+            stack: Vec::new(),
+            xact_snapshot: None,
+            cached_snapshot: None,
+            curcid: FIRST_COMMAND_ID,
+            combo: ComboCids::default(),
+            latest_xid: None,
+        })
+    }
+
+    pub fn set_synchronous_commit(&self, on: bool) {
+        self.synchronous_commit.store(on, Ordering::Relaxed);
+    }
+    pub fn set_snapshot_cache(&self, on: bool) {
+        self.snapshot_cache.store(on, Ordering::Relaxed);
+    }
+
+    /// The next full xid (for the checkpoint record).
+    pub fn next_full_xid(&self) -> FullTransactionId {
+        self.xidgen.next_full_xid()
+    }
+
+    /// Sets the next full xid (recovery); everything before it is completed.
+    pub fn set_next_full_xid(&self, next: FullTransactionId) {
+        self.xidgen.set_next_full_xid(next);
+        self.procarray.set_latest_completed(self.xidgen.next_full_xid());
+    }
+
+    /// Sets the oldest unfrozen xid of the cluster and its database (drives the
+    /// wraparound stop limit).
+    pub fn set_oldest_frozen_xid(&self, xid: TransactionId, db: &str) {
+        self.xidgen.set_oldest_frozen_xid(xid, db);
+    }
+
+    /// The xmin horizon for VACUUM.
+    pub fn oldest_xmin(&self) -> TransactionId {
+        self.procarray.oldest_xmin()
+    }
+
+    /// Final status of `xid`, sub-committed resolved through its parent.
+    pub fn xid_status(&self, xid: TransactionId) -> Result<XidStatus> {
+        let s = self.clog.xid_status(xid)?;
+        if s != XidStatus::SubCommitted {
+            return Ok(s);
+        }
+        match self.subtrans.parent(xid) {
+            // Parent link lost: the tree was running at a crash.
+            None => Ok(XidStatus::Aborted),
+            Some(p) => match self.xid_status(p)? {
+                XidStatus::SubCommitted => Ok(XidStatus::InProgress),
+                other => Ok(other),
+            },
+        }
+    }
+
+    /// Replays an Xact (commit/abort) record: clog status, and next xid past it.
+    pub fn redo_xact(&self, payload: &[u8]) -> Result<()> {
+        let rec = self.clog.redo_xact(payload)?;
+        let mut max = rec.xid;
+        for &s in &rec.subxids {
+            max = xid_max(max, s);
+        }
+        self.xidgen.advance_past(max);
+        Ok(())
+    }
+
+    /// Checkpoint: writes the clog's dirty pages and drops old subtrans links.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.subtrans.truncate(self.oldest_xmin());
+        self.clog.flush()
+    }
+
+    /// Truncates the clog below the oldest unfrozen xid (after VACUUM advanced it).
+    pub fn truncate_clog(&self, oldest_frozen: TransactionId) -> Result<()> {
+        self.clog.truncate(oldest_frozen)
+    }
+
+    fn hint_allowed(&self, xid: TransactionId) -> bool {
+        let lsn = self.clog.commit_lsn_for(xid);
+        !lsn.is_valid() || self.wal.flushed_upto() >= lsn
+    }
+}
+
+/// One level of the transaction-state stack (PostgreSQL's TransactionState).
+#[derive(Debug)]
+struct TransactionState {
+    /// Savepoint name (None for the top level).
+    name: Option<String>,
+    /// Assigned lazily, at the first write.
+    xid: Option<FullTransactionId>,
+    /// Xids of subtransactions released into this level (committed children and
+    /// their descendants): they commit or abort with it.
+    children: Vec<TransactionId>,
+}
+
+/// A backend's transaction state.
+pub struct TransactionManager {
+    shared: Arc<TxnShared>,
+    backend: BackendId,
+    isolation: IsolationLevel,
+    /// Empty when no transaction is open; [0] is the top level.
+    stack: Vec<TransactionState>,
+    /// Repeatable read: the transaction snapshot.
+    xact_snapshot: Option<Snapshot>,
+    /// The last snapshot computed, for reuse while nothing completed.
+    cached_snapshot: Option<Snapshot>,
+    curcid: CommandId,
+    combo: ComboCids,
+    /// Latest xid assigned in the tree (for latestCompletedXid).
+    latest_xid: Option<FullTransactionId>,
+}
+
+fn no_xact() -> Error {
+    Error::user(SqlState(*b"25P01"), "there is no transaction in progress")
+}
+
+fn no_savepoint(name: &str) -> Error {
+    Error::user(SqlState(*b"3B001"), format!("savepoint \"{name}\" does not exist"))
+}
+
+impl TransactionManager {
+    pub fn backend_id(&self) -> BackendId {
+        self.backend
+    }
+    pub fn shared(&self) -> &Arc<TxnShared> {
+        &self.shared
+    }
+    pub fn in_transaction(&self) -> bool {
+        !self.stack.is_empty()
+    }
+    pub fn isolation(&self) -> IsolationLevel {
+        self.isolation
+    }
+    /// Nesting depth: 1 for the top level, 2 inside the first savepoint, ...
+    pub fn nesting_level(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// Starts a transaction.
+    pub fn begin(&mut self, isolation: IsolationLevel) -> Result<()> {
+        if self.in_transaction() {
+            return Err(Error::user(SqlState(*b"25001"), "there is already a transaction in progress"));
+        }
+        self.isolation = isolation;
+        self.stack.push(TransactionState { name: None, xid: None, children: Vec::new() });
+        self.curcid = FIRST_COMMAND_ID;
+        self.xact_snapshot = None;
+        self.latest_xid = None;
+        self.combo.reset();
+        Ok(())
+    }
+
+    /// The current command id (cmin of rows inserted now, cmax of rows deleted).
+    pub fn current_command_id(&self) -> CommandId {
+        self.curcid
+    }
+
+    /// Makes the changes of the current command visible to the next one.
+    pub fn command_counter_increment(&mut self) -> Result<()> {
+        self.curcid = next_command_id(self.curcid)?;
+        Ok(())
+    }
+
+    /// The snapshot for the next statement: a new one per statement in READ
+    /// COMMITTED, the transaction's one (taken at its first statement) in
+    /// REPEATABLE READ / SERIALIZABLE. `curcid` is the current command id.
+    pub fn statement_snapshot(&mut self) -> Result<Snapshot> {
+        if !self.in_transaction() {
+            return Err(no_xact());
+        }
+        if self.isolation != IsolationLevel::ReadCommitted {
+            if let Some(s) = &self.xact_snapshot {
+                let mut s = s.clone();
+                s.curcid = self.curcid;
+                return Ok(s);
+            }
+        }
+        let cached = if self.shared.snapshot_cache.load(Ordering::Relaxed) {
+            self.cached_snapshot.as_ref()
+        } else {
+            None
+        };
+        let s = self.shared.procarray.get_snapshot(self.backend, self.curcid, cached)?;
+        self.cached_snapshot = Some(s.clone());
+        if self.isolation != IsolationLevel::ReadCommitted {
+            self.xact_snapshot = Some(s.clone());
+        }
+        Ok(s)
+    }
+
+    /// The xid of the current (sub)transaction, assigning it (and its parents'
+    /// first, so a parent's xid always precedes its children's) if needed.
+    pub fn assign_xid_if_needed(&mut self) -> Result<TransactionId> {
+        if !self.in_transaction() {
+            return Err(no_xact());
+        }
+        for level in 0..self.stack.len() {
+            if self.stack[level].xid.is_some() {
+                continue;
+            }
+            let sh = &self.shared;
+            let b = self.backend;
+            let full = if level == 0 {
+                sh.xidgen.assign(|f| {
+                    sh.clog.extend(f.xid())?;
+                    sh.procarray.set_xid(b, f.xid())
+                })?
+            } else {
+                let parent = self.stack[level - 1].xid.map(|f| f.xid()).unwrap_or(INVALID_XID);
+                sh.xidgen.assign(|f| {
+                    sh.clog.extend(f.xid())?;
+                    sh.subtrans.set_parent(f.xid(), parent);
+                    sh.procarray.add_subxid(b, f.xid())
+                })?
+            };
+            sh.locks.xid_assigned(b.0, full.xid());
+            self.stack[level].xid = Some(full);
+            self.latest_xid = Some(full);
+        }
+        Ok(self.stack.last().and_then(|s| s.xid).map(|f| f.xid()).unwrap_or(INVALID_XID))
+    }
+
+    /// The top-level xid, if assigned.
+    pub fn top_xid(&self) -> Option<TransactionId> {
+        self.stack.first().and_then(|s| s.xid).map(|f| f.xid())
+    }
+
+    /// SAVEPOINT name.
+    pub fn savepoint(&mut self, name: &str) -> Result<()> {
+        if !self.in_transaction() {
+            return Err(Error::user(SqlState(*b"25P01"), "SAVEPOINT can only be used in transaction blocks"));
+        }
+        self.stack.push(TransactionState { name: Some(name.to_string()), xid: None, children: Vec::new() });
+        Ok(())
+    }
+
+    fn find_savepoint(&self, name: &str) -> Result<usize> {
+        (1..self.stack.len())
+            .rev()
+            .find(|&i| self.stack[i].name.as_deref() == Some(name))
+            .ok_or_else(|| no_savepoint(name))
+    }
+
+    /// RELEASE SAVEPOINT name: the savepoint and those after it are merged into
+    /// the enclosing level (their xids sub-commit with it).
+    pub fn release(&mut self, name: &str) -> Result<()> {
+        if !self.in_transaction() {
+            return Err(Error::user(SqlState(*b"25P01"), "RELEASE SAVEPOINT can only be used in transaction blocks"));
+        }
+        let i = self.find_savepoint(name)?;
+        let mut moved = Vec::new();
+        for st in self.stack.drain(i..) {
+            if let Some(x) = st.xid {
+                moved.push(x.xid());
+            }
+            moved.extend(st.children);
+        }
+        self.stack[i - 1].children.extend(moved);
+        Ok(())
+    }
+
+    /// ROLLBACK TO SAVEPOINT name: the savepoint's subtransaction and those after
+    /// it abort (clog marks them aborted now, their rows become invisible); the
+    /// savepoint stays, with a fresh subtransaction.
+    pub fn rollback_to(&mut self, name: &str) -> Result<()> {
+        if !self.in_transaction() {
+            return Err(Error::user(SqlState(*b"25P01"), "ROLLBACK TO SAVEPOINT can only be used in transaction blocks"));
+        }
+        let i = self.find_savepoint(name)?;
+        let mut aborted = Vec::new();
+        let mut latest: Option<FullTransactionId> = None;
+        for st in self.stack.drain(i..) {
+            if let Some(x) = st.xid {
+                aborted.push(x.xid());
+                latest = Some(latest.map_or(x, |l| l.max(x)));
+            }
+            aborted.extend(st.children);
+        }
+        self.stack.push(TransactionState { name: Some(name.to_string()), xid: None, children: Vec::new() });
+        if aborted.is_empty() {
+            return Ok(());
+        }
+        let sh = &self.shared;
+        // WAL first so recovery knows they aborted, then clog, then ProcArray.
+        sh.wal.insert(TxnRmgr::Xact, &encode_abort_record(aborted[0], &aborted[1..], now_timestamp()))?;
+        sh.clog.set_subxacts_aborted(&aborted)?;
+        let latest = latest.unwrap_or_else(|| self.latest_xid.unwrap_or_default());
+        sh.procarray.remove_subxids(self.backend, &aborted, latest)?;
+        for &x in &aborted {
+            sh.locks.subxact_aborted(self.backend.0, x);
+        }
+        Ok(())
+    }
+
+    /// Every xid of the tree except the top: open levels and released children.
+    fn tree_subxids(&self) -> Vec<TransactionId> {
+        let mut v = Vec::new();
+        for (i, st) in self.stack.iter().enumerate() {
+            if i > 0 {
+                if let Some(x) = st.xid {
+                    v.push(x.xid());
+                }
+            }
+            v.extend(st.children.iter().copied());
+        }
+        v
+    }
+
+    fn finish(&mut self) {
+        self.stack.clear();
+        self.xact_snapshot = None;
+        self.latest_xid = None;
+        self.curcid = FIRST_COMMAND_ID;
+        self.combo.reset();
+    }
+
+    /// COMMIT. Open savepoints commit with the transaction. The sequence:
+    /// 1. commit record into the WAL; 2. flush it if synchronous_commit;
+    /// 3. clog: committed (group update); 4. ProcArray: xid removed (group
+    /// clear); 5. locks released. A transaction without an xid skips 1-3.
+    pub fn commit(&mut self) -> Result<()> {
+        if !self.in_transaction() {
+            return Err(no_xact());
+        }
+        let sh = self.shared.clone();
+        let Some(top) = self.stack[0].xid else {
+            self.finish();
+            sh.procarray.end_transaction(self.backend, None)?;
+            return Ok(());
+        };
+        let subxids = self.tree_subxids();
+        let lsn = sh.wal.insert(TxnRmgr::Xact, &encode_commit_record(top.xid(), &subxids, now_timestamp()))?;
+        let clog_lsn = if sh.synchronous_commit.load(Ordering::Relaxed) {
+            sh.wal.flush(lsn)?;
+            Lsn::INVALID
+        } else {
+            lsn
+        };
+        sh.clog.set_tree_status(self.backend.0 as usize, top.xid(), &subxids, XidStatus::Committed, clog_lsn)?;
+        sh.procarray.end_transaction(self.backend, Some(self.latest_xid.unwrap_or(top)))?;
+        sh.locks.xact_ended(self.backend.0, top.xid(), true);
+        self.finish();
+        Ok(())
+    }
+
+    /// ROLLBACK. Abort record (not flushed), clog aborted, ProcArray, locks.
+    pub fn abort(&mut self) -> Result<()> {
+        if !self.in_transaction() {
+            return Err(no_xact());
+        }
+        let sh = self.shared.clone();
+        let Some(top) = self.stack[0].xid else {
+            self.finish();
+            sh.procarray.end_transaction(self.backend, None)?;
+            return Ok(());
+        };
+        let subxids = self.tree_subxids();
+        sh.wal.insert(TxnRmgr::Xact, &encode_abort_record(top.xid(), &subxids, now_timestamp()))?;
+        sh.clog.set_tree_status(self.backend.0 as usize, top.xid(), &subxids, XidStatus::Aborted, Lsn::INVALID)?;
+        sh.procarray.end_transaction(self.backend, Some(self.latest_xid.unwrap_or(top)))?;
+        sh.locks.xact_ended(self.backend.0, top.xid(), false);
+        self.finish();
+        Ok(())
+    }
+
+    /// The t_cid and whether to set HEAP_COMBOCID when the current command
+    /// deletes/updates/locks tuple `t`.
+    pub fn cid_for_delete(&mut self, t: &TupleVisibilityInfo) -> (CommandId, bool) {
+        let mine = self.is_current_xid(t.xmin);
+        self.combo.cid_for_delete(t, self.curcid, mine)
+    }
+
+    /// Is `xid` this transaction or one of its live subtransactions?
+    pub fn is_current_xid(&self, xid: TransactionId) -> bool {
+        if !xid_is_normal(xid) {
+            return false;
+        }
+        self.stack.iter().any(|st| st.xid.map(|f| f.xid()) == Some(xid) || st.children.contains(&xid))
+    }
+}
+
+impl XidOracle for TransactionManager {
+    fn is_current_xid(&self, xid: TransactionId) -> bool {
+        TransactionManager::is_current_xid(self, xid)
+    }
+    fn is_in_progress(&self, xid: TransactionId) -> bool {
+        self.shared.procarray.xid_in_progress(xid)
+    }
+    fn status(&self, xid: TransactionId) -> Result<XidStatus> {
+        self.shared.xid_status(xid)
+    }
+    fn hint_allowed(&self, xid: TransactionId) -> bool {
+        self.shared.hint_allowed(xid)
+    }
+    fn cmin(&self, t: &TupleVisibilityInfo) -> CommandId {
+        self.combo.cmin(t)
+    }
+    fn cmax(&self, t: &TupleVisibilityInfo) -> CommandId {
+        self.combo.cmax(t)
+    }
+    fn in_snapshot(&self, xid: TransactionId, snap: &Snapshot) -> bool {
+        snap.xid_in_snapshot(xid, &self.shared.subtrans)
+    }
+}
+
+impl Drop for TransactionManager {
+    fn drop(&mut self) {
+        if self.in_transaction() {
+            let _ = self.abort();
+        }
+        let _ = self.shared.procarray.unregister(self.backend);
+    }
+}
