@@ -867,15 +867,10 @@ impl LockManager {
             lock.grant(backend, mode);
             return Ok(LockAcquireResult::Acquired);
         }
-        if opts.dont_wait {
-            if lock.is_unused() {
-                table.locks.remove(&tag);
-            }
-            return Ok(LockAcquireResult::NotAvailable);
-        }
         // Queue up. FIFO, except that a backend already holding modes that conflict
         // with a queued request goes in front of the first such waiter (and is
-        // granted at once if nothing before that point and no other holder blocks it).
+        // granted at once if nothing before that point and no other holder blocks it;
+        // this applies to NOWAIT requests too).
         let held = lock.holder_mask(backend);
         let mut pos = lock.waiters.len();
         let mut grant_now = false;
@@ -890,6 +885,12 @@ impl LockManager {
                 }
                 ahead |= w.mode.bit();
             }
+        }
+        if !grant_now && opts.dont_wait {
+            if lock.is_unused() {
+                table.locks.remove(&tag);
+            }
+            return Ok(LockAcquireResult::NotAvailable);
         }
         lock.requested[mode as usize] += 1;
         lock.n_requested += 1;
