@@ -2,6 +2,8 @@
 //! transaction-id locks (the row-update deadlock), the DETAIL text, and that exactly
 //! one backend of a cycle fails.
 
+#![cfg(not(loom))]
+
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};

@@ -7,6 +7,8 @@
 //! relation has a counter of weak holders, incremented right after a weak acquire
 //! and decremented right before the release; the strong holder must read 0.
 
+#![cfg(not(loom))]
+
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;

@@ -2,6 +2,8 @@
 //! shared table), waiting for a conflicting holder, NOWAIT, lock_timeout, cancel,
 //! session vs transaction lifetimes, advisory locks, pg_locks rows.
 
+#![cfg(not(loom))]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;

@@ -746,10 +746,10 @@ impl LockManager {
         Ok(())
     }
 
-    /// Clears a pending cancel request that no wait consumed.
-    pub fn clear_cancel(&self, backend: BackendId) -> Result<()> {
-        self.proc(backend)?.cancel.store(false, Ordering::Relaxed);
-        Ok(())
+    /// Takes (returns and clears) a pending cancel request that no lock wait
+    /// consumed, for the caller's own interrupt checks.
+    pub fn take_cancel(&self, backend: BackendId) -> Result<bool> {
+        Ok(self.proc(backend)?.cancel.swap(false, Ordering::Acquire))
     }
 
     // ----- acquire ------------------------------------------------------------------
@@ -927,21 +927,18 @@ impl LockManager {
             if proc.wait_status.load(Ordering::Acquire) == WAIT_GRANTED {
                 break Ok(LockAcquireResult::Acquired);
             }
-            if proc.cancel.swap(false, Ordering::Acquire) {
-                if let Some(r) = self.abandon_wait(backend, proc, tag, hash, cancel_error()) {
-                    break r;
+            if proc.cancel.load(Ordering::Acquire) {
+                let r = self.abandon_wait(backend, proc, tag, hash, cancel_error());
+                if r.is_err() {
+                    // Consumed by this error. If the lock was granted meanwhile the
+                    // request stays pending for the caller's next interrupt check.
+                    proc.cancel.store(false, Ordering::Relaxed);
                 }
-                continue;
+                break r;
             }
             let now = Instant::now();
-            if let Some(t) = timeout_at {
-                if now >= t {
-                    if let Some(r) = self.abandon_wait(backend, proc, tag, hash, lock_timeout_error())
-                    {
-                        break r;
-                    }
-                    continue;
-                }
+            if timeout_at.is_some_and(|t| now >= t) {
+                break self.abandon_wait(backend, proc, tag, hash, lock_timeout_error());
             }
             if !deadlock_checked && now >= deadlock_at {
                 deadlock_checked = true;
@@ -963,7 +960,7 @@ impl LockManager {
     }
 
     /// Leaves the wait queue with `err`, unless the lock was granted meanwhile
-    /// (then returns Ok). None if the status changed in a way that needs another look.
+    /// (then returns Ok: the caller holds the lock).
     fn abandon_wait(
         &self,
         backend: BackendId,
@@ -971,13 +968,14 @@ impl LockManager {
         tag: LockTag,
         hash: u64,
         err: Error,
-    ) -> Option<Result<LockAcquireResult>> {
+    ) -> Result<LockAcquireResult> {
         let mut table = self.partitions[partition_of(hash)].write();
+        // Relaxed: written only under this partition lock, which we hold.
         if proc.wait_status.load(Ordering::Relaxed) == WAIT_GRANTED {
-            return Some(Ok(LockAcquireResult::Acquired));
+            return Ok(LockAcquireResult::Acquired);
         }
         self.remove_from_queue(&mut table, backend, tag);
-        Some(Err(err))
+        Err(err)
     }
 
     /// Removes `backend`'s wait on `tag` and wakes whoever that unblocks.
@@ -1138,7 +1136,8 @@ impl LockManager {
         first_err.map_or(Ok(()), Err)
     }
 
-    /// Does `backend` hold `mode` on `tag` (any lifetime)?
+    /// Does `backend` hold `mode` on `tag` (any lifetime)? For the owning backend
+    /// (another thread asking about a waiting backend blocks until its wait ends).
     pub fn holds(&self, backend: BackendId, tag: LockTag, mode: LockMode) -> bool {
         self.proc(backend).is_ok_and(|p| {
             p.local.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&(tag, mode))
