@@ -1,5 +1,6 @@
 #![doc = include_str!("README.md")]
 
+pub mod lwlock_stats;
 pub mod wait_event;
 
 /// A backend's number: its slot in every per-backend array (wait events, ProcArray,

@@ -1,9 +1,19 @@
 //! Wait events: what a backend is waiting for, as pg_stat_activity shows it.
 //!
-//! PLACEHOLDER API (skeleton): the real per-backend slots come with issue 2's LWLock
-//! work. Contract: `report_wait_start(ev)` before blocking, `report_wait_end()` after;
-//! `WaitEvent::type_name()` / `name()` give pg_stat_activity's wait_event_type and
-//! wait_event.
+//! Contract: `report_wait_start(ev)` before blocking, `report_wait_end()` after;
+//! [`WaitEvent::type_name`] / [`WaitEvent::name`] give pg_stat_activity's
+//! `wait_event_type` and `wait_event`.
+//!
+//! Each backend's current wait event lives in one `AtomicU32` of the process-wide
+//! backend status array (see the pgstat README): the backend writes it with one
+//! relaxed store, any other thread (a pg_stat_activity scan, the wait-event sampler)
+//! reads it with one relaxed load. A thread that never called [`register_backend`]
+//! (tests, benchmarks, background helpers) has no slot: reporting is then a
+//! thread-local lookup and nothing else.
+//!
+//! The u32 encoding ([`WaitEvent::to_raw`]): bits 24..31 are the wait event type
+//! (0 = not waiting), bits 0..23 the event within the type: the tranche index for
+//! `LWLock`, an interned name id for the others.
 
 use crate::lmgr::lwlock::Tranche;
 
@@ -24,7 +34,72 @@ pub enum WaitEvent {
     Timeout(&'static str),
 }
 
+/// Type codes of the raw encoding (bits 24..31). 0 means "not waiting".
+const TYPE_SHIFT: u32 = 24;
+/// Mask of the event id within a type (bits 0..23).
+const EVENT_MASK: u32 = (1 << TYPE_SHIFT) - 1;
+const TYPE_LWLOCK: u32 = 1;
+const TYPE_LOCK: u32 = 2;
+const TYPE_IO: u32 = 3;
+const TYPE_IPC: u32 = 4;
+const TYPE_ACTIVITY: u32 = 5;
+const TYPE_TIMEOUT: u32 = 6;
+
+/// The raw value of "not waiting".
+pub const NO_WAIT: u32 = 0;
+
+/// Wait event names known at compile time (PostgreSQL 15's names for the events we
+/// report or expect to report). Encoding one of these never takes a lock; any other
+/// `&'static str` is interned once in a mutex-protected table (see [`name_id`]).
+const KNOWN_NAMES: &[&str] = &[
+    // Timeout
+    "SpinDelay",
+    "PgSleep",
+    "VacuumDelay",
+    // Lock (heavyweight lock tag types)
+    "relation",
+    "extend",
+    "page",
+    "tuple",
+    "transactionid",
+    "virtualxid",
+    "object",
+    "advisory",
+    // IO
+    "DataFileRead",
+    "DataFileWrite",
+    "DataFileExtend",
+    "DataFileFlush",
+    "DataFileSync",
+    "DataFileTruncate",
+    "WALRead",
+    "WALWrite",
+    "WALSync",
+    "WALInitWrite",
+    "WALInitSync",
+    "ControlFileRead",
+    "ControlFileWrite",
+    "ControlFileSync",
+    // IPC
+    "ProcArrayGroupUpdate",
+    "XactGroupUpdate",
+    "BufferIO",
+    "ExecuteGather",
+    "ParallelFinish",
+    "CheckpointDone",
+    "CheckpointStart",
+    // Activity
+    "BgWriterMain",
+    "BgWriterHibernate",
+    "CheckpointerMain",
+    "WalWriterMain",
+    "AutoVacuumMain",
+];
+
 impl WaitEvent {
+    /// `Timeout:SpinDelay`: a spinlock waiter sleeping between attempts.
+    pub const SPIN_DELAY: WaitEvent = WaitEvent::Timeout("SpinDelay");
+
     pub fn type_name(&self) -> &'static str {
         match self {
             WaitEvent::LwLock(_) => "LWLock",
@@ -46,10 +121,270 @@ impl WaitEvent {
             | WaitEvent::Timeout(n) => n,
         }
     }
+
+    /// Encodes the event as the u32 stored in a backend's status slot (never
+    /// [`NO_WAIT`]). For `LWLock` this is a shift and an or; for the other types it
+    /// may intern the name (first use of a name not in the compile-time table).
+    pub fn to_raw(&self) -> u32 {
+        let (ty, id) = match *self {
+            WaitEvent::LwLock(t) => (TYPE_LWLOCK, t.index() as u32),
+            WaitEvent::Lock(n) => (TYPE_LOCK, name_id(n)),
+            WaitEvent::Io(n) => (TYPE_IO, name_id(n)),
+            WaitEvent::Ipc(n) => (TYPE_IPC, name_id(n)),
+            WaitEvent::Activity(n) => (TYPE_ACTIVITY, name_id(n)),
+            WaitEvent::Timeout(n) => (TYPE_TIMEOUT, name_id(n)),
+        };
+        (ty << TYPE_SHIFT) | (id & EVENT_MASK)
+    }
+
+    /// Decodes a slot value; `None` for [`NO_WAIT`] or a value no encoder produced.
+    pub fn from_raw(raw: u32) -> Option<WaitEvent> {
+        let ty = raw >> TYPE_SHIFT;
+        let id = raw & EVENT_MASK;
+        if ty == TYPE_LWLOCK {
+            return Tranche::from_index(id as usize).map(WaitEvent::LwLock);
+        }
+        let name = id_name(id)?;
+        match ty {
+            TYPE_LOCK => Some(WaitEvent::Lock(name)),
+            TYPE_IO => Some(WaitEvent::Io(name)),
+            TYPE_IPC => Some(WaitEvent::Ipc(name)),
+            TYPE_ACTIVITY => Some(WaitEvent::Activity(name)),
+            TYPE_TIMEOUT => Some(WaitEvent::Timeout(name)),
+            _ => None,
+        }
+    }
 }
 
-/// Records that the calling backend starts waiting for `ev`.
+/// Names interned at run time: id = KNOWN_NAMES.len() + index. Only grows; the lock
+/// is taken when a name outside [`KNOWN_NAMES`] is reported or decoded. A `std`
+/// static even under loom: never used inside a model.
+static DYNAMIC_NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+fn name_id(name: &'static str) -> u32 {
+    if let Some(i) = KNOWN_NAMES.iter().position(|k| *k == name) {
+        return i as u32;
+    }
+    let mut names = DYNAMIC_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let i = match names.iter().position(|k| *k == name) {
+        Some(i) => i,
+        None => {
+            names.push(name);
+            names.len() - 1
+        }
+    };
+    (KNOWN_NAMES.len() + i) as u32
+}
+
+fn id_name(id: u32) -> Option<&'static str> {
+    let id = id as usize;
+    if id < KNOWN_NAMES.len() {
+        return Some(KNOWN_NAMES[id]);
+    }
+    let names = DYNAMIC_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    names.get(id - KNOWN_NAMES.len()).copied()
+}
+
+#[cfg(not(loom))]
+pub use registry::*;
+
+/// The backend status array and the per-thread current slot. Outside the loom model:
+/// these are `std` statics and thread-locals (loom's atomics cannot be in a `static`),
+/// and they carry no synchronization anyone relies on: a reader of a slot gets a
+/// sample, never a guarantee.
+#[cfg(not(loom))]
+mod registry {
+    use super::{WaitEvent, NO_WAIT};
+    use crate::pgstat::BackendId;
+    use crate::{Error, Result};
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::OnceLock;
+
+    /// Capacity used when a backend registers before anyone called
+    /// [`init_backend_status`] (tests, tools).
+    pub const DEFAULT_MAX_BACKENDS: usize = 1024;
+
+    /// One slot per backend: the raw current wait event ([`WaitEvent::to_raw`]).
+    /// Written only by the backend that registered the slot, read by anyone.
+    static STATUS: OnceLock<Box<[AtomicU32]>> = OnceLock::new();
+
+    thread_local! {
+        /// The calling thread's slot, if it registered as a backend.
+        static MY_SLOT: Cell<Option<&'static AtomicU32>> = const { Cell::new(None) };
+    }
+
+    fn array() -> &'static [AtomicU32] {
+        STATUS.get_or_init(|| make(DEFAULT_MAX_BACKENDS))
+    }
+
+    fn make(n: usize) -> Box<[AtomicU32]> {
+        (0..n).map(|_| AtomicU32::new(NO_WAIT)).collect()
+    }
+
+    /// Sizes the backend status array (call once at startup with the maximum number
+    /// of backends). The first call wins; returns the capacity actually in use.
+    pub fn init_backend_status(max_backends: usize) -> usize {
+        STATUS.get_or_init(|| make(max_backends.max(1))).len()
+    }
+
+    /// Number of slots of the backend status array.
+    pub fn backend_status_capacity() -> usize {
+        array().len()
+    }
+
+    /// Makes the calling thread backend `id`: its wait events go to slot `id` from
+    /// now on. The slot starts as "not waiting". Fails if `id` is beyond the array.
+    pub fn register_backend(id: BackendId) -> Result<()> {
+        let arr = array();
+        let slot = arr.get(id.0 as usize).ok_or_else(|| {
+            Error::internal(format!(
+                "backend id {} out of range (backend status array has {} slots)",
+                id.0,
+                arr.len()
+            ))
+        })?;
+        // Relaxed: the slot is a diagnostic sample; no other data is published with it.
+        slot.store(NO_WAIT, Ordering::Relaxed);
+        MY_SLOT.with(|s| s.set(Some(slot)));
+        Ok(())
+    }
+
+    /// Detaches the calling thread from its slot (clearing it). Wait events of this
+    /// thread are not reported any more.
+    pub fn unregister_backend() {
+        MY_SLOT.with(|s| {
+            if let Some(slot) = s.take() {
+                // Relaxed: diagnostic sample only.
+                slot.store(NO_WAIT, Ordering::Relaxed);
+            }
+        });
+    }
+
+    /// Records that the calling backend starts waiting for `ev`. A no-op (one
+    /// thread-local read) if the thread is not a registered backend.
+    #[inline]
+    pub fn report_wait_start(ev: WaitEvent) {
+        MY_SLOT.with(|s| {
+            if let Some(slot) = s.get() {
+                // Relaxed: diagnostic sample only; readers accept any recent value.
+                slot.store(ev.to_raw(), Ordering::Relaxed);
+            }
+        });
+    }
+
+    /// Records that the calling backend's wait ended.
+    #[inline]
+    pub fn report_wait_end() {
+        MY_SLOT.with(|s| {
+            if let Some(slot) = s.get() {
+                // Relaxed: diagnostic sample only.
+                slot.store(NO_WAIT, Ordering::Relaxed);
+            }
+        });
+    }
+
+    /// What backend `id` is waiting for right now (a sample: it may have stopped
+    /// waiting by the time the caller looks). `None` if not waiting or out of range.
+    pub fn current_wait_event(id: BackendId) -> Option<WaitEvent> {
+        let slot = array().get(id.0 as usize)?;
+        // Relaxed: a sample; see report_wait_start.
+        WaitEvent::from_raw(slot.load(Ordering::Relaxed))
+    }
+
+    /// Every backend currently waiting, with its event (a sample, slot by slot, not
+    /// an atomic snapshot of all slots): what a pg_stat_activity scan or a wait-event
+    /// sampler reads.
+    pub fn waiting_backends() -> Vec<(BackendId, WaitEvent)> {
+        array()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, slot)| {
+                // Relaxed: a sample.
+                let ev = WaitEvent::from_raw(slot.load(Ordering::Relaxed))?;
+                Some((BackendId(i as u32), ev))
+            })
+            .collect()
+    }
+}
+
+/// Under loom the registry is not compiled: reporting is a no-op, so the lock code
+/// that calls it is model-checked without std statics.
+#[cfg(loom)]
+#[inline]
 pub fn report_wait_start(_ev: WaitEvent) {}
 
-/// Records that the calling backend's wait ended.
+/// See the `cfg(loom)` [`report_wait_start`].
+#[cfg(loom)]
+#[inline]
 pub fn report_wait_end() {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::pgstat::BackendId;
+
+    #[test]
+    fn raw_encoding_round_trips() {
+        let events = [
+            WaitEvent::LwLock(Tranche::BufferMapping),
+            WaitEvent::LwLock(Tranche::Test),
+            WaitEvent::SPIN_DELAY,
+            WaitEvent::Io("DataFileRead"),
+            WaitEvent::Lock("relation"),
+            WaitEvent::Ipc("SomeEventNotInTheTable"),
+            WaitEvent::Activity("AnotherDynamicName"),
+        ];
+        for ev in events {
+            let raw = ev.to_raw();
+            assert_ne!(raw, NO_WAIT, "{ev:?}");
+            assert_eq!(WaitEvent::from_raw(raw), Some(ev));
+        }
+        assert_eq!(WaitEvent::from_raw(NO_WAIT), None);
+        // Same dynamic name, same id.
+        assert_eq!(WaitEvent::Ipc("SomeEventNotInTheTable").to_raw(),
+                   WaitEvent::Ipc("SomeEventNotInTheTable").to_raw());
+    }
+
+    #[test]
+    fn unregistered_thread_reports_nothing() {
+        std::thread::spawn(|| {
+            report_wait_start(WaitEvent::SPIN_DELAY);
+            report_wait_end();
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn registered_backend_is_visible_from_another_thread() {
+        let id = BackendId(1001);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx2, rx2) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            register_backend(id).unwrap();
+            report_wait_start(WaitEvent::Io("WALSync"));
+            tx.send(()).unwrap();
+            rx2.recv().unwrap();
+            report_wait_end();
+            tx.send(()).unwrap();
+            rx2.recv().unwrap();
+            unregister_backend();
+        });
+        rx.recv().unwrap();
+        assert_eq!(current_wait_event(id), Some(WaitEvent::Io("WALSync")));
+        assert!(waiting_backends().contains(&(id, WaitEvent::Io("WALSync"))));
+        tx2.send(()).unwrap();
+        rx.recv().unwrap();
+        assert_eq!(current_wait_event(id), None);
+        tx2.send(()).unwrap();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn out_of_range_backend_is_an_error() {
+        let cap = backend_status_capacity();
+        assert!(register_backend(BackendId(cap as u32)).is_err());
+        assert_eq!(current_wait_event(BackendId(cap as u32 + 5)), None);
+    }
+}
