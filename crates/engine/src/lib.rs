@@ -13,12 +13,15 @@
 //! - [`wal`]: the write-ahead log: insertion, group flush, checkpoints, recovery.
 //! - [`heap`]: heap pages and tuples, free space, relation extension, TOAST.
 //! - [`txn`]: transaction ids, commit log, ProcArray, snapshots, visibility.
+//! - [`engine`]: one open data directory: startup, recovery, checkpoints, backends.
 //!
 //! Under `cfg(loom)` only the parts that are model-checked are compiled; each module
 //! gates the rest with `#[cfg(not(loom))]`.
 
 pub mod buffer;
 pub mod config;
+#[cfg(not(loom))]
+pub mod engine;
 pub mod error;
 pub mod heap;
 pub mod lmgr;

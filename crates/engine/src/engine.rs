@@ -1,0 +1,511 @@
+//! The engine instance: what PostgreSQL keeps in shared memory plus its auxiliary
+//! processes, for one data directory.
+//!
+//! [`Engine::open`] initializes an empty data directory (initdb), or opens an existing
+//! one and runs crash recovery (redo from the last checkpoint through every resource
+//! manager), then takes an end-of-recovery checkpoint and starts the background
+//! writer, the WAL writer and the checkpointer. [`Engine::shutdown`] stops them and
+//! writes a shutdown checkpoint, so the next start needs no redo.
+//!
+//! A connection is a *backend* ([`Backend`]): it has a backend number, a transaction
+//! manager, and lock-manager state. Dropping a backend aborts its open transaction and
+//! releases its slot.
+//!
+//! The data directory:
+//! ```text
+//! PG_VERSION          "15"
+//! global/pg_control   control file (wal::control)
+//! pg_wal/             WAL segments (wal)
+//! pg_xact/            commit log (txn::clog)
+//! base/<db>/<rel>...  relation files (storage::smgr)
+//! ```
+//!
+//! Startup order: WAL open -> storage manager -> buffer pool -> transaction layer (next
+//! xid from the checkpoint) -> redo -> end-of-recovery checkpoint -> workers.
+//! Shutdown order: workers stop -> buffers flushed -> clog flushed -> files synced ->
+//! shutdown checkpoint record.
+
+use crate::buffer::{BgWriter, BufferPool};
+use crate::config::Settings;
+use crate::error::{Error, Result, SqlState};
+use crate::heap::heapam;
+use crate::lmgr::lock::LockManager;
+use crate::pgstat::BackendId;
+use crate::storage::smgr::Smgr;
+use crate::storage::{Lsn, Oid, RelFileLocator, WalFlush};
+use crate::txn::xid::{xid_follows, xid_is_normal, FullTransactionId};
+use crate::txn::{TransactionManager, TxnConfig, TxnRmgr, TxnShared, XactLocks, XactWal};
+use crate::wal::{
+    self, BackgroundWorker, CheckpointInfo, DecodedRecord, RecordBuilder, RmgrId, Wal, WalOptions,
+};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Tablespace of the default tablespace (pg_default), as in PostgreSQL.
+pub const DEFAULT_TABLESPACE_OID: Oid = 1663;
+/// OID of the `postgres` database created by initdb (PostgreSQL 15 gives it 5).
+pub const POSTGRES_DATABASE_OID: Oid = 5;
+/// First OID handed to user objects (PostgreSQL's FirstNormalObjectId).
+pub const FIRST_NORMAL_OBJECT_ID: Oid = 16384;
+
+/// Auxiliary slots beyond max_connections (checkpointer, bgwriter, recovery...).
+const AUX_BACKENDS: usize = 8;
+
+/// Info codes of the Smgr resource manager.
+const XLOG_SMGR_CREATE: u8 = 0x10;
+
+/// One open data directory.
+pub struct Engine {
+    settings: Settings,
+    datadir: PathBuf,
+    pub smgr: Arc<Smgr>,
+    pub wal: Arc<Wal>,
+    pub buffers: Arc<BufferPool>,
+    pub txn: Arc<TxnShared>,
+    pub locks: Arc<LockManager>,
+    /// Shared relation-extension state of the heap (batches of extra pages).
+    pub(crate) heap_space: heapam::SpaceMap,
+    /// Next OID to assign (persisted in checkpoints).
+    next_oid: AtomicU32,
+    /// Free backend numbers. Protected by its mutex.
+    free_backends: Mutex<Vec<u32>>,
+    /// Serializes checkpoints (the checkpointer thread, CHECKPOINT, shutdown).
+    checkpoint_lock: Mutex<()>,
+    workers: Mutex<Workers>,
+    shut_down: AtomicBool,
+}
+
+#[derive(Default)]
+struct Workers {
+    bgwriter: Option<BgWriter>,
+    wal_writer: Option<BackgroundWorker>,
+    checkpointer: Option<BackgroundWorker>,
+}
+
+/// What recovery did, for the server log.
+#[derive(Clone, Debug, Default)]
+pub struct StartupReport {
+    pub initialized: bool,
+    pub recovered: bool,
+    pub redo_records: u64,
+    pub redo_start: Lsn,
+    pub redo_end: Lsn,
+    pub end_reason: String,
+}
+
+/// The buffer pool's view of the WAL (*WAL before data*). During redo every record
+/// being replayed was read from disk, so it is durable already; the WAL is not yet
+/// open for insertion, and a flush request is satisfied at once (PostgreSQL advances
+/// minRecoveryPoint there instead; with crash recovery only, there is nothing to do).
+struct BufferWalFlush {
+    wal: Arc<Wal>,
+    in_recovery: AtomicBool,
+}
+
+impl WalFlush for BufferWalFlush {
+    fn flush_wal(&self, upto: Lsn) -> Result<()> {
+        if self.in_recovery.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.wal.flush(upto)
+    }
+}
+
+/// The transaction layer's WAL, over the real WAL.
+struct XactWalAdapter(Arc<Wal>);
+
+impl XactWal for XactWalAdapter {
+    fn insert(&self, rmgr: TxnRmgr, payload: &[u8]) -> Result<Lsn> {
+        let id = match rmgr {
+            TxnRmgr::Xact => RmgrId::Xact,
+            TxnRmgr::Clog => RmgrId::Clog,
+        };
+        let mut rb = RecordBuilder::new(id, 0);
+        rb.append_main_data(payload);
+        self.0.insert(&rb)
+    }
+
+    fn flush(&self, upto: Lsn) -> Result<()> {
+        // A commit: group flush, with commit_delay / commit_siblings.
+        self.0.commit(upto, true)
+    }
+
+    fn flushed_upto(&self) -> Lsn {
+        self.0.flushed_upto()
+    }
+}
+
+/// The transaction layer's hook to the heavyweight lock manager.
+struct XactLocksAdapter(Arc<LockManager>);
+
+impl XactLocks for XactLocksAdapter {
+    fn xid_assigned(&self, backend: u32, xid: u32) {
+        // Cannot fail for a registered backend: the lock is new and uncontended.
+        if let Err(e) = self.0.xact_lock_table_insert(BackendId(backend), xid) {
+            panic!("could not lock own transaction id {xid}: {e}");
+        }
+    }
+
+    fn subxact_aborted(&self, backend: u32, xid: u32) {
+        let _ = self.0.xact_lock_table_delete(BackendId(backend), xid);
+    }
+
+    fn xact_ended(&self, backend: u32, _top_xid: u32, _committed: bool) {
+        let _ = self.0.release_all(BackendId(backend), true);
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path.display(), e)
+}
+
+impl Engine {
+    /// Opens (initializing if empty) the data directory and recovers it.
+    pub fn open(datadir: impl Into<PathBuf>, settings: Settings) -> Result<(Arc<Engine>, StartupReport)> {
+        let datadir: PathBuf = datadir.into();
+        let mut report = StartupReport::default();
+        std::fs::create_dir_all(&datadir).map_err(io_err(&datadir))?;
+        let version_file = datadir.join("PG_VERSION");
+        if !wal::ControlFile::path(&datadir).exists() {
+            if datadir.join("pg_wal").exists() {
+                return Err(Error::corrupt(format!(
+                    "data directory \"{}\" has a pg_wal but no global/pg_control",
+                    datadir.display()
+                )));
+            }
+            let info = CheckpointInfo {
+                next_xid: FullTransactionId::FIRST_NORMAL.0,
+                next_oid: FIRST_NORMAL_OBJECT_ID,
+                ..Default::default()
+            };
+            Wal::init(&datadir, &WalOptions::from_settings(&settings), info)?;
+            for d in ["pg_xact", "base"] {
+                let p = datadir.join(d);
+                std::fs::create_dir_all(&p).map_err(io_err(&p))?;
+            }
+            let db = datadir.join(format!("base/{POSTGRES_DATABASE_OID}"));
+            std::fs::create_dir_all(&db).map_err(io_err(&db))?;
+            std::fs::write(&version_file, "15\n").map_err(io_err(&version_file))?;
+            report.initialized = true;
+        } else {
+            match std::fs::read_to_string(&version_file) {
+                Ok(v) if v.trim() == "15" => {}
+                Ok(v) => {
+                    return Err(Error::user(
+                        SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                        format!("database files are incompatible with server: version {} vs 15", v.trim()),
+                    ))
+                }
+                Err(e) => return Err(Error::io(version_file.display(), e)),
+            }
+        }
+
+        let (wal, start) = Wal::open(&datadir, &settings)?;
+        let wal = Arc::new(wal);
+        let smgr = Arc::new(Smgr::new(&datadir, settings.fsync)?);
+        let wal_flush = Arc::new(BufferWalFlush { wal: wal.clone(), in_recovery: AtomicBool::new(start.needed) });
+        let buffers = BufferPool::new(&settings, smgr.clone(), wal_flush.clone() as Arc<dyn WalFlush>);
+        let max_backends = settings.max_connections + AUX_BACKENDS;
+        let locks = Arc::new(LockManager::new(&settings, max_backends));
+        let ck = start.checkpoint_record.info;
+        let mut cfg = TxnConfig::new(datadir.join("pg_xact"), max_backends);
+        cfg.synchronous_commit = settings.synchronous_commit;
+        let txn = TxnShared::open(
+            &cfg,
+            FullTransactionId(ck.next_xid.max(FullTransactionId::FIRST_NORMAL.0)),
+            Arc::new(XactWalAdapter(wal.clone())),
+            Some(Arc::new(XactLocksAdapter(locks.clone()))),
+        )?;
+        let engine = Arc::new(Engine {
+            datadir: datadir.clone(),
+            smgr,
+            wal,
+            buffers,
+            txn,
+            locks,
+            heap_space: heapam::SpaceMap::default(),
+            next_oid: AtomicU32::new(ck.next_oid.max(FIRST_NORMAL_OBJECT_ID)),
+            free_backends: Mutex::new((0..max_backends as u32).rev().collect()),
+            checkpoint_lock: Mutex::new(()),
+            workers: Mutex::new(Workers::default()),
+            shut_down: AtomicBool::new(false),
+            settings,
+        });
+
+        if start.needed {
+            engine.recover(&start, &mut report, &wal_flush.in_recovery)?;
+        }
+        engine.start_workers();
+        Ok((engine, report))
+    }
+
+    /// Crash recovery: replays every record from the checkpoint's redo pointer, then
+    /// makes the result durable with a checkpoint.
+    fn recover(
+        self: &Arc<Self>,
+        start: &wal::RecoveryStart,
+        report: &mut StartupReport,
+        in_recovery: &AtomicBool,
+    ) -> Result<()> {
+        self.txn.clog.set_in_recovery(true);
+        let mut max_xid = FullTransactionId(start.checkpoint_record.info.next_xid).xid();
+        let mut next_oid = start.checkpoint_record.info.next_oid;
+        let mut redo = |rec: &DecodedRecord, _end: Lsn| -> Result<()> {
+            if xid_is_normal(rec.xid) && xid_follows(rec.xid.wrapping_add(1), max_xid) {
+                max_xid = rec.xid.wrapping_add(1);
+            }
+            match rec.rmgr {
+                RmgrId::Xlog => {
+                    if let Ok(ck) = wal::CheckpointRecord::decode(&rec.main_data) {
+                        next_oid = next_oid.max(ck.info.next_oid);
+                    }
+                    Ok(())
+                }
+                RmgrId::Xact => self.txn.redo_xact(&rec.main_data),
+                RmgrId::Clog => self.txn.clog.redo(&rec.main_data),
+                RmgrId::Smgr => self.redo_smgr(rec),
+                RmgrId::Heap => heapam::redo(self, rec),
+                other => Err(Error::corrupt(format!("WAL record at {} of unknown resource manager {other:?}", rec.lsn))),
+            }
+        };
+        let result = self.wal.recover(&mut redo)?;
+        // The WAL is open for insertion from here: page writes flush it again.
+        in_recovery.store(false, Ordering::Release);
+        // xids seen in the WAL were handed out: never hand them out again.
+        let next = self.txn.next_full_xid();
+        if xid_follows(max_xid, next.xid()) {
+            let epoch = next.0 >> 32;
+            let wrapped = if max_xid < next.xid() { 1 } else { 0 };
+            self.txn.set_next_full_xid(FullTransactionId(((epoch + wrapped) << 32) | max_xid as u64));
+        }
+        // Snapshots bound themselves by the latest completed xid: every recovered
+        // transaction has completed (committed, aborted, or lost in the crash).
+        self.txn.procarray.set_latest_completed(self.txn.next_full_xid());
+        self.next_oid.fetch_max(next_oid, Ordering::SeqCst);
+        self.txn.clog.set_in_recovery(false);
+        report.recovered = true;
+        report.redo_records = result.records;
+        report.redo_start = start.redo;
+        report.redo_end = result.end;
+        report.end_reason = result.end_reason;
+        self.checkpoint()?;
+        Ok(())
+    }
+
+    fn redo_smgr(&self, rec: &DecodedRecord) -> Result<()> {
+        match rec.info {
+            XLOG_SMGR_CREATE => {
+                let rel = decode_rel(&rec.main_data)?;
+                let fork = crate::storage::ForkNumber::from_u8(rec.main_data[12])
+                    .ok_or_else(|| Error::corrupt("smgr create record: bad fork"))?;
+                if !self.smgr.exists(rel, fork) {
+                    self.smgr.create(rel, fork)?;
+                }
+                Ok(())
+            }
+            other => Err(Error::corrupt(format!("unknown smgr WAL record info {other:#x}"))),
+        }
+    }
+
+    fn start_workers(self: &Arc<Self>) {
+        let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        w.bgwriter = Some(self.buffers.start_bgwriter());
+        w.wal_writer = Some(wal::start_wal_writer(self.wal.clone(), |e| {
+            eprintln!("ERROR:  WAL writer: {e}");
+        }));
+        let weak = Arc::downgrade(self);
+        w.checkpointer = Some(wal::start_checkpointer(
+            self.wal.clone(),
+            Duration::from_millis(100),
+            move |_wal| match weak.upgrade() {
+                Some(engine) => engine.checkpoint().map(|_| ()),
+                None => Ok(()),
+            },
+            |e| eprintln!("ERROR:  checkpoint failed: {e}"),
+        ));
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn datadir(&self) -> &Path {
+        &self.datadir
+    }
+
+    fn checkpoint_info(&self) -> CheckpointInfo {
+        CheckpointInfo {
+            next_xid: self.txn.next_full_xid().0,
+            next_oid: self.next_oid.load(Ordering::SeqCst),
+            ..Default::default()
+        }
+    }
+
+    /// A checkpoint (PostgreSQL's CreateCheckPoint): 1. the redo pointer is fixed;
+    /// 2. every buffer dirty now is written (WAL first); 3. the commit log is written;
+    /// 4. relation files are fsynced; 5. the checkpoint record is written and the
+    /// control file points to it. Redo after a crash starts at the redo pointer.
+    pub fn checkpoint(&self) -> Result<Lsn> {
+        let _one = self.checkpoint_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(Error::user(SqlState::ADMIN_SHUTDOWN, "the database system is shutting down"));
+        }
+        let redo = self.wal.begin_checkpoint()?;
+        // The counters are read after the redo pointer: any xid or OID handed out
+        // before it is below them; later ones are in the WAL after it.
+        let info = self.checkpoint_info();
+        self.buffers.flush_all_dirty()?;
+        self.txn.checkpoint()?;
+        self.smgr.sync_all()?;
+        self.wal.finish_checkpoint(redo, info)
+    }
+
+    /// Clean stop: background workers stop, everything is written, and a shutdown
+    /// checkpoint is recorded. Backends must have ended.
+    pub fn shutdown(&self) -> Result<()> {
+        {
+            let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(mut c) = w.checkpointer.take() {
+                c.stop();
+            }
+            if let Some(b) = w.bgwriter.take() {
+                b.stop();
+            }
+            if let Some(mut ww) = w.wal_writer.take() {
+                ww.stop();
+            }
+        }
+        let _one = self.checkpoint_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.shut_down.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.buffers.flush_all_dirty()?;
+        self.txn.checkpoint()?;
+        self.smgr.sync_all()?;
+        self.wal.shutdown(self.checkpoint_info())?;
+        Ok(())
+    }
+
+    /// Assigns a new OID (for relations and other catalog objects).
+    pub fn new_oid(&self) -> Oid {
+        loop {
+            let oid = self.next_oid.fetch_add(1, Ordering::SeqCst);
+            if oid >= FIRST_NORMAL_OBJECT_ID {
+                return oid;
+            }
+        }
+    }
+
+    /// Creates the main fork of a new relation, WAL-logged so that recovery
+    /// re-creates the file.
+    pub fn create_relation(&self, rel: RelFileLocator) -> Result<()> {
+        let fork = crate::storage::ForkNumber::Main;
+        let mut body = encode_rel(rel);
+        body.push(fork as u8);
+        let mut rb = RecordBuilder::new(RmgrId::Smgr, XLOG_SMGR_CREATE);
+        rb.append_main_data(&body);
+        let end = self.wal.insert(&rb)?;
+        // The file must not exist without its creation record being durable first,
+        // or a crash could leave an orphan file that no WAL accounts for.
+        self.wal.flush(end)?;
+        self.smgr.create(rel, fork)
+    }
+
+    /// Starts a backend: a backend number, a transaction manager, a lock-manager
+    /// slot. `pid` is what pg_locks and pg_stat_activity show.
+    pub fn backend(self: &Arc<Self>, pid: i32) -> Result<Backend> {
+        let id = self
+            .free_backends
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .ok_or_else(|| Error::user(SqlState(*b"53300"), "sorry, too many clients already"))?;
+        let id = BackendId(id);
+        let release = |e: Error| {
+            self.free_backends.lock().unwrap_or_else(|e| e.into_inner()).push(id.0);
+            e
+        };
+        self.locks.register_backend(id, pid).map_err(release)?;
+        let txn = match self.txn.backend(id) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = self.locks.unregister_backend(id);
+                return Err(release(e));
+            }
+        };
+        Ok(Backend { engine: self.clone(), id, pid, txn, target_blocks: Default::default() })
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Workers hold Arcs of the parts, not of the engine; stop them so their
+        // threads end. A dropped engine without shutdown() is a crash: redo next time.
+        let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(mut c) = w.checkpointer.take() {
+            c.stop();
+        }
+        if let Some(b) = w.bgwriter.take() {
+            b.stop();
+        }
+        if let Some(mut ww) = w.wal_writer.take() {
+            ww.stop();
+        }
+    }
+}
+
+/// One connection's engine state.
+pub struct Backend {
+    engine: Arc<Engine>,
+    id: BackendId,
+    pid: i32,
+    /// The transaction manager of this backend.
+    pub txn: TransactionManager,
+    /// Per relation, the block this backend last inserted into (PostgreSQL's
+    /// rd_targblock): inserts try it first.
+    pub(crate) target_blocks: std::collections::HashMap<RelFileLocator, crate::storage::BlockNumber>,
+}
+
+impl Backend {
+    pub fn id(&self) -> BackendId {
+        self.id
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if self.txn.in_transaction() {
+            let _ = self.txn.abort();
+        }
+        let _ = self.engine.locks.release_all(self.id, false);
+        let _ = self.engine.txn.procarray.unregister(self.id);
+        let _ = self.engine.locks.unregister_backend(self.id);
+        self.engine.free_backends.lock().unwrap_or_else(|e| e.into_inner()).push(self.id.0);
+    }
+}
+
+pub(crate) fn encode_rel(rel: RelFileLocator) -> Vec<u8> {
+    let mut b = Vec::with_capacity(12);
+    b.extend_from_slice(&rel.spc_oid.to_le_bytes());
+    b.extend_from_slice(&rel.db_oid.to_le_bytes());
+    b.extend_from_slice(&rel.rel_number.to_le_bytes());
+    b
+}
+
+pub(crate) fn decode_rel(b: &[u8]) -> Result<RelFileLocator> {
+    if b.len() < 13 {
+        return Err(Error::corrupt("relation locator in WAL record too short"));
+    }
+    let u = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    Ok(RelFileLocator { spc_oid: u(0), db_oid: u(4), rel_number: u(8) })
+}
