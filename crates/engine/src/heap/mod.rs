@@ -6,3 +6,5 @@ pub mod tuple;
 pub mod page;
 #[cfg(not(loom))]
 pub mod toast;
+#[cfg(not(loom))]
+pub mod fsm;
