@@ -112,6 +112,9 @@ fn put_offsets(out: &mut Vec<u8>, v: &[OffsetNumber]) {
 pub struct HeapInsertOp {
     pub offset: OffsetNumber,
     pub cleared_flags: u16,
+    /// The page had no line pointers before: redo (re)initializes it first, so that
+    /// replay works on a block that was extended but never written (all zeroes).
+    pub init_page: bool,
     pub tuple: Vec<u8>,
 }
 
@@ -119,6 +122,9 @@ impl HeapInsertOp {
     /// Redo: places the tuple at the recorded offset.
     pub fn apply(&self, page: &mut [u8]) -> Result<()> {
         TupleHeader::read(&self.tuple)?;
+        if self.init_page {
+            heap_page_init(page);
+        }
         match page_add_item(page, &self.tuple, Some(self.offset), PAI_OVERWRITE | PAI_IS_HEAP)? {
             Some(o) if o == self.offset => {}
             _ => return Err(Error::corrupt(format!("heap insert redo: no room at offset {}", self.offset))),
@@ -130,6 +136,7 @@ impl HeapInsertOp {
     fn encode_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.offset.to_le_bytes());
         out.extend_from_slice(&self.cleared_flags.to_le_bytes());
+        out.push(self.init_page as u8);
         out.extend_from_slice(&(self.tuple.len() as u16).to_le_bytes());
         out.extend_from_slice(&self.tuple);
     }
@@ -137,8 +144,13 @@ impl HeapInsertOp {
     fn decode_from(r: &mut Reader) -> Result<HeapInsertOp> {
         let offset = r.u16()?;
         let cleared_flags = r.u16()?;
+        let init_page = match r.u8()? {
+            0 => false,
+            1 => true,
+            v => return Err(Error::corrupt(format!("heap insert record init flag {v}"))),
+        };
         let n = r.u16()? as usize;
-        Ok(HeapInsertOp { offset, cleared_flags, tuple: r.take(n)?.to_vec() })
+        Ok(HeapInsertOp { offset, cleared_flags, init_page, tuple: r.take(n)?.to_vec() })
     }
 }
 
@@ -169,6 +181,7 @@ pub fn heap_page_add_tuple(
 
 fn place_tuple(page: &mut [u8], block: BlockNumber, t: Vec<u8>) -> Result<Option<HeapInsertOp>> {
     let flags_before = page_flags(page);
+    let init_page = page_max_offset_number(page) == 0 && page_prune_xid(page) == 0;
     let Some(off) = page_add_item(page, &t, None, PAI_IS_HEAP)? else {
         return Ok(None);
     };
@@ -177,7 +190,7 @@ fn place_tuple(page: &mut [u8], block: BlockNumber, t: Vec<u8>) -> Result<Option
     let tuple = stored.to_vec();
     page_clear_flag(page, PD_ALL_VISIBLE);
     let cleared_flags = flags_before & !page_flags(page);
-    Ok(Some(HeapInsertOp { offset: off, cleared_flags, tuple }))
+    Ok(Some(HeapInsertOp { offset: off, cleared_flags, init_page, tuple }))
 }
 
 // ---------------------------------------------------------------------------------
@@ -868,8 +881,15 @@ mod tests {
         assert!(h.xmax_invalid() && !h.xmin_committed());
         let vals = deform_tuple(&desc(), heap_page_get_tuple(&p, 1).unwrap()).unwrap();
         assert_eq!(vals[1], Some(Datum::Varlena(b"one")));
+        assert!(op.init_page);
+        // Redo of the first insert works on a never-written (all-zero) block too.
+        let mut zero = vec![0u8; BLCKSZ];
+        op.apply(&mut zero).unwrap();
+        assert!(zero == p);
         assert_redo(&before, &p, HeapOp::Insert(op));
         page_validate(&p).unwrap();
+        let op2 = heap_page_add_tuple(&mut p, 7, &row(2, "two"), 101, 0).unwrap().unwrap();
+        assert!(!op2.init_page);
     }
 
     #[test]
