@@ -916,6 +916,18 @@ mod tests {
         }
     }
 
+    /// The worked example of docs/format/heap-tuple.md, byte for byte.
+    #[test]
+    fn documented_example() {
+        let desc = [AttrDesc::fixed(4), AttrDesc::varlena(), AttrDesc::fixed(4), AttrDesc::fixed(8)];
+        let vals = [Some(Datum::ByVal(7)), Some(Datum::Varlena(b"hi")), None, Some(Datum::ByVal(42))];
+        let t = form_tuple(&desc, &vals).unwrap();
+        assert_eq!(t.len(), 40);
+        assert_eq!(tuple_infomask(&t), HEAP_HASNULL | HEAP_HASVARWIDTH | HEAP_XMAX_INVALID);
+        assert_eq!((t[22], t[23]), (24, 0b1011));
+        assert_eq!(&t[24..40], &[7, 0, 0, 0, 7, b'h', b'i', 0, 42, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
     #[test]
     fn xid_comparison_wraps() {
         assert!(xid_precedes(3, 4));
