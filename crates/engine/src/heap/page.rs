@@ -624,12 +624,11 @@ pub fn heap_page_prune(page: &mut [u8], is_dead: &dyn Fn(&TupleHeader) -> bool) 
     page_validate(page)?;
     let before = page_free_space(page);
     let max = page_max_offset_number(page) as usize;
-    let mut headers: Vec<Option<TupleHeader>> = vec![None; max + 1];
-    for o in 1..=max {
-        let id = page_get_item_id(page, o as OffsetNumber)?;
-        if id.flags == LpFlags::Normal {
-            headers[o] = Some(heap_page_get_header(page, o as OffsetNumber)?);
-        }
+    // headers[o]: the header of the normal tuple at offset o (index 0 unused).
+    let mut headers: Vec<Option<TupleHeader>> = vec![None];
+    for o in 1..=max as OffsetNumber {
+        let id = page_get_item_id(page, o)?;
+        headers.push(if id.flags == LpFlags::Normal { Some(heap_page_get_header(page, o)?) } else { None });
     }
     let mut processed = vec![false; max + 1];
     let mut op = PruneOp::default();
@@ -690,13 +689,11 @@ pub fn heap_page_prune(page: &mut [u8], is_dead: &dyn Fn(&TupleHeader) -> bool) 
     }
     // Heap-only tuples no chain reached (their updater aborted, or the chain's root
     // was pruned earlier while they stayed): unreachable from indexes.
-    for o in 1..=max {
-        if !processed[o] {
-            if let Some(h) = headers[o] {
-                if h.is_heap_only() && is_dead(&h) {
-                    op.now_unused.push(o as OffsetNumber);
-                    ndeleted += 1;
-                }
+    for (o, h) in headers.iter().enumerate() {
+        if let (false, Some(h)) = (processed[o], h) {
+            if h.is_heap_only() && is_dead(h) {
+                op.now_unused.push(o as OffsetNumber);
+                ndeleted += 1;
             }
         }
     }

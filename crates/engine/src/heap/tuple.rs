@@ -502,8 +502,8 @@ fn datum_size(a: &AttrDesc, d: &Datum) -> Result<usize> {
             }
             Ok(if p.len() <= VARLENA_SHORT_MAX { 1 + p.len() } else { 4 + p.len() })
         }
-        (-1, Datum::Compressed { data, .. }) => {
-            if data.len() > MAX_VARLENA_SIZE - 4 {
+        (-1, Datum::Compressed { raw_size, data }) => {
+            if data.len() > MAX_VARLENA_SIZE - 4 || *raw_size as usize > MAX_VARLENA_SIZE {
                 return Err(Error::internal("compressed datum too large"));
             }
             Ok(8 + data.len())

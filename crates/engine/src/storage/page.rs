@@ -546,7 +546,7 @@ pub fn page_repair_fragmentation(page: &mut [u8]) -> Result<()> {
         .map(|o| (o, read_item_id(page, o)))
         .filter(|(_, id)| id.has_storage())
         .collect();
-    items.sort_unstable_by(|a, b| b.1.off.cmp(&a.1.off));
+    items.sort_unstable_by_key(|&(_, id)| std::cmp::Reverse(id.off));
     let mut upper = special;
     for (o, mut id) in items {
         let size = maxalign(id.len as usize);
@@ -785,7 +785,7 @@ mod tests {
     #[test]
     fn random_bytes_never_panic() {
         use rand::{rngs::SmallRng, Rng, SeedableRng};
-        let mut rng = SmallRng::seed_from_u64(0x5107_7ed);
+        let mut rng = SmallRng::seed_from_u64(0x0510_77ed);
         let mut base = new_page(0);
         for i in 0..40u8 {
             page_add_item(&mut base, &vec![i; 20 + i as usize], None, 0).unwrap();
