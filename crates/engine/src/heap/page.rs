@@ -473,8 +473,8 @@ pub struct UpdateFlags {
 
 /// Updates the tuple at `old_off` of `old_page` (block `old_block`) by `xid`/`cid`:
 /// inserts `new_tuple` (from `form_tuple`) on `new_page` or, if `None`, on the same
-/// page, and marks the old version. Returns `Ok(None)` (and changes nothing) if the
-/// new version does not fit; the caller then sets PD_PAGE_FULL on a same-page attempt
+/// page, and marks the old version. Returns `Ok(None)` if the new version does not
+/// fit (nothing changes but, possibly, the `PD_HAS_FREE_LINES` hint); the caller then sets PD_PAGE_FULL on a same-page attempt
 /// and retries on another page without HOT.
 #[allow(clippy::too_many_arguments)]
 pub fn heap_page_update(
