@@ -7,4 +7,6 @@ pub mod page;
 #[cfg(not(loom))]
 pub mod toast;
 #[cfg(not(loom))]
+pub mod fsm;
+#[cfg(not(loom))]
 pub mod heapam;

@@ -502,8 +502,8 @@ fn datum_size(a: &AttrDesc, d: &Datum) -> Result<usize> {
             }
             Ok(if p.len() <= VARLENA_SHORT_MAX { 1 + p.len() } else { 4 + p.len() })
         }
-        (-1, Datum::Compressed { data, .. }) => {
-            if data.len() > MAX_VARLENA_SIZE - 4 {
+        (-1, Datum::Compressed { raw_size, data }) => {
+            if data.len() > MAX_VARLENA_SIZE - 4 || *raw_size as usize > MAX_VARLENA_SIZE {
                 return Err(Error::internal("compressed datum too large"));
             }
             Ok(8 + data.len())
@@ -914,6 +914,18 @@ mod tests {
             let cut = rng.gen_range(0..t.len());
             let _ = deform_tuple(&desc, &t[..cut]);
         }
+    }
+
+    /// The worked example of docs/format/heap-tuple.md, byte for byte.
+    #[test]
+    fn documented_example() {
+        let desc = [AttrDesc::fixed(4), AttrDesc::varlena(), AttrDesc::fixed(4), AttrDesc::fixed(8)];
+        let vals = [Some(Datum::ByVal(7)), Some(Datum::Varlena(b"hi")), None, Some(Datum::ByVal(42))];
+        let t = form_tuple(&desc, &vals).unwrap();
+        assert_eq!(t.len(), 40);
+        assert_eq!(tuple_infomask(&t), HEAP_HASNULL | HEAP_HASVARWIDTH | HEAP_XMAX_INVALID);
+        assert_eq!((t[22], t[23]), (24, 0b1011));
+        assert_eq!(&t[24..40], &[7, 0, 0, 0, 7, b'h', b'i', 0, 42, 0, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]

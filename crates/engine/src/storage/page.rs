@@ -546,7 +546,7 @@ pub fn page_repair_fragmentation(page: &mut [u8]) -> Result<()> {
         .map(|o| (o, read_item_id(page, o)))
         .filter(|(_, id)| id.has_storage())
         .collect();
-    items.sort_unstable_by(|a, b| b.1.off.cmp(&a.1.off));
+    items.sort_unstable_by_key(|&(_, id)| std::cmp::Reverse(id.off));
     let mut upper = special;
     for (o, mut id) in items {
         let size = maxalign(id.len as usize);
@@ -785,12 +785,12 @@ mod tests {
     #[test]
     fn random_bytes_never_panic() {
         use rand::{rngs::SmallRng, Rng, SeedableRng};
-        let mut rng = SmallRng::seed_from_u64(0x5107_7ed);
+        let mut rng = SmallRng::seed_from_u64(0x0510_77ed);
         let mut base = new_page(0);
         for i in 0..40u8 {
             page_add_item(&mut base, &vec![i; 20 + i as usize], None, 0).unwrap();
         }
-        for round in 0..3000 {
+        for round in 0..1500 {
             let mut p = if round % 2 == 0 {
                 let mut p = vec![0u8; BLCKSZ];
                 rng.fill(&mut p[..]);
@@ -825,6 +825,65 @@ mod tests {
             let _ = page_repair_fragmentation(&mut p);
             if valid {
                 page_validate(&p).unwrap();
+            }
+        }
+    }
+
+    /// Random inserts (appending, reusing, shifting), index deletes, and line pointer
+    /// kills followed by compaction, checked against a model of the page's items.
+    #[test]
+    fn random_operations_match_a_model() {
+        use rand::{rngs::SmallRng, Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(77);
+        for _ in 0..30 {
+            let mut p = new_page(16);
+            // model[i] = contents of offset i + 1 (None: no storage).
+            let mut model: Vec<Option<Vec<u8>>> = Vec::new();
+            for step in 0..400 {
+                let len = rng.gen_range(1..200);
+                let item: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+                match rng.gen_range(0..4) {
+                    0 => {
+                        if let Some(off) = page_add_item(&mut p, &item, None, 0).unwrap() {
+                            let i = off as usize - 1;
+                            if i == model.len() {
+                                model.push(Some(item));
+                            } else {
+                                assert!(model[i].is_none(), "reused a used slot");
+                                model[i] = Some(item);
+                            }
+                        }
+                    }
+                    1 if !model.is_empty() && model.iter().all(|m| m.is_some()) => {
+                        // Insert in the middle (index page): shifts the rest up.
+                        let at = rng.gen_range(1..=model.len() as u16 + 1);
+                        if page_add_item(&mut p, &item, Some(at), 0).unwrap().is_some() {
+                            model.insert(at as usize - 1, Some(item));
+                        }
+                    }
+                    2 if !model.is_empty() && model.iter().all(|m| m.is_some()) => {
+                        let at = rng.gen_range(1..=model.len() as u16);
+                        page_index_tuple_delete(&mut p, at).unwrap();
+                        model.remove(at as usize - 1);
+                    }
+                    _ if !model.is_empty() => {
+                        let at = rng.gen_range(0..model.len());
+                        if model[at].is_some() {
+                            page_set_item_id(&mut p, at as u16 + 1, ItemId::UNUSED).unwrap();
+                            model[at] = None;
+                            page_repair_fragmentation(&mut p).unwrap();
+                        }
+                    }
+                    _ => {}
+                }
+                page_validate(&p).unwrap();
+                assert_eq!(page_max_offset_number(&p) as usize, model.len(), "step {step}");
+                for (i, m) in model.iter().enumerate() {
+                    let got = page_get_item(&p, i as u16 + 1).ok();
+                    assert_eq!(got, m.as_deref(), "step {step} offset {}", i + 1);
+                }
+                let used: usize = model.iter().flatten().map(|m| maxalign(m.len())).sum();
+                assert_eq!(page_exact_free_space(&p), BLCKSZ - 16 - PAGE_HEADER_SIZE - 4 * model.len() - used);
             }
         }
     }
