@@ -1119,20 +1119,17 @@ impl LockManager {
     ) -> Result<()> {
         let proc = self.proc(backend)?;
         let mut local = proc.local.lock().unwrap_or_else(|e| e.into_inner());
-        let mut gone = Vec::new();
-        for ((tag, mode), l) in local.iter_mut() {
-            f(tag, l);
-            if l.xact + l.session == 0 {
-                gone.push((*tag, *mode, *l));
-            }
-        }
         let mut first_err = None;
-        for (tag, mode, l) in gone {
-            local.remove(&(tag, mode));
-            if let Err(e) = self.release_shared(backend, proc, tag, mode, l) {
+        local.retain(|(tag, mode), l| {
+            f(tag, l);
+            if l.xact + l.session > 0 {
+                return true;
+            }
+            if let Err(e) = self.release_shared(backend, proc, *tag, *mode, *l) {
                 first_err.get_or_insert(e);
             }
-        }
+            false
+        });
         first_err.map_or(Ok(()), Err)
     }
 
