@@ -179,11 +179,13 @@ fn no_false_deadlock_on_plain_wait() {
 }
 
 #[test]
-fn soft_edge_cycle_is_reported_not_hung() {
+fn soft_edge_cycle_is_resolved_by_reordering() {
     // B0 holds AccessShare on R; B1 waits for AccessExclusive on R (behind B0);
     // B2 holds Exclusive on O and asks AccessShare on R: it queues behind B1 (FIFO,
     // soft edge). B0 then waits for O held by B2: B0 -> B2 -> B1 -> B0.
-    // PostgreSQL would reorder R's queue (B2 before B1); we report the deadlock.
+    // Moving B2 before B1 in R's queue breaks the cycle (B2's AccessShare is
+    // compatible with B0's), so B0's check reorders the queue, B2 is granted R,
+    // finishes and releases O, and everyone completes without an error.
     let m = manager();
     let r = rel(77);
     let o = LockTag::Object { db: 5, classid: 1, objid: 2, objsubid: 0 };
@@ -205,9 +207,49 @@ fn soft_edge_cycle_is_reported_not_hung() {
     });
     wait_until_waiting(&m, 2);
     thread::sleep(Duration::from_millis(150)); // B1's and B2's checks find nothing
+    let t0 = Instant::now();
+    m.lock(BackendId(0), o, LockMode::Share, d).unwrap();
+    let waited = t0.elapsed();
+    assert!(waited >= Duration::from_millis(100), "resolved by the check: {waited:?}");
+    m.release_all(BackendId(0), true).unwrap();
+    t1.join().unwrap().unwrap();
+    t2.join().unwrap().unwrap();
+    assert!(m.lock_status().is_empty());
+    m.check_invariants().unwrap();
+}
+
+#[test]
+fn soft_edge_cycle_that_reordering_cannot_fix() {
+    // As above, but B2 asks for Share on R, which conflicts with B0's RowExclusive:
+    // B0 -> B2 (O) and B2 -> B0 (R, hard) is a cycle whatever the queue order.
+    let m = manager();
+    let r = rel(78);
+    let o = LockTag::Object { db: 5, classid: 1, objid: 3, objsubid: 0 };
+    let d = LockOptions::default();
+    m.lock(BackendId(0), r, LockMode::RowExclusive, d).unwrap();
+    m.lock(BackendId(2), o, LockMode::Exclusive, d).unwrap();
+    let m1 = m.clone();
+    let t1 = thread::spawn(move || {
+        let x = m1.lock(BackendId(1), r, AE, d);
+        m1.release_all(BackendId(1), true).unwrap();
+        x
+    });
+    wait_until_waiting(&m, 1);
+    let m2 = m.clone();
+    let t2 = thread::spawn(move || {
+        let x = m2.lock(BackendId(2), r, LockMode::Share, d);
+        m2.release_all(BackendId(2), true).unwrap();
+        x
+    });
+    wait_until_waiting(&m, 2);
+    thread::sleep(Duration::from_millis(150));
     let e = m.lock(BackendId(0), o, LockMode::Share, d).unwrap_err();
     assert_eq!(e.sqlstate().as_str(), "40P01");
-    assert_eq!(detail(&e).lines().count(), 3, "{}", detail(&e));
+    assert_eq!(
+        detail(&e),
+        "Process 4000 waits for ShareLock on object 3 of class 1 of database 5; blocked by process 4002.\n\
+         Process 4002 waits for ShareLock on relation 78 of database 5; blocked by process 4000."
+    );
     m.release_all(BackendId(0), true).unwrap();
     t1.join().unwrap().unwrap();
     t2.join().unwrap().unwrap();

@@ -1012,7 +1012,8 @@ impl LockManager {
     }
 
     /// Runs the deadlock check with all partitions locked. Some(Err) if this backend
-    /// closes a cycle (it is removed from the queue), Some(Ok) if granted meanwhile.
+    /// closes a cycle (it is removed from the queue), Some(Ok) if granted meanwhile
+    /// (or by a queue rearrangement), None to go on waiting.
     fn check_deadlock(
         &self,
         backend: BackendId,
@@ -1028,16 +1029,29 @@ impl LockManager {
             return Some(Ok(LockAcquireResult::Acquired));
         }
         let refs: Vec<&PartitionTable> = tables.iter().map(|t| &**t).collect();
-        let pid_of = |b: BackendId| {
-            self.procs.get(b.0 as usize).map_or(0, |p| p.pid.load(Ordering::Relaxed))
-        };
-        let cycle = deadlock::find_cycle(backend, tag, mode, &refs, &|t: &LockTag| {
-            partition_of(t.hashcode())
-        })?;
+        let outcome = deadlock::check(backend, tag, mode, &refs);
         drop(refs);
-        let err = deadlock::deadlock_error(&cycle, &pid_of);
-        self.remove_from_queue(&mut tables[partition_of(hash)], backend, tag);
-        Some(Err(err))
+        match outcome {
+            deadlock::Outcome::NoDeadlock => None,
+            deadlock::Outcome::Deadlock(cycle) => {
+                let pid_of = |b: BackendId| {
+                    self.procs.get(b.0 as usize).map_or(0, |p| p.pid.load(Ordering::Relaxed))
+                };
+                let err = deadlock::deadlock_error(&cycle, &pid_of);
+                self.remove_from_queue(&mut tables[partition_of(hash)], backend, tag);
+                Some(Err(err))
+            }
+            deadlock::Outcome::Rearrange { tag: moved, order } => {
+                let table = &mut tables[partition_of(moved.hashcode())];
+                let lock = table.locks.get_mut(&moved).expect("lock with waiters");
+                let rank = |b: BackendId| order.iter().position(|x| *x == b).unwrap_or(usize::MAX);
+                lock.waiters.make_contiguous().sort_by_key(|w| rank(w.backend));
+                self.wake_waiters(lock);
+                // Relaxed: we hold every partition lock.
+                (proc.wait_status.load(Ordering::Relaxed) == WAIT_GRANTED)
+                    .then_some(Ok(LockAcquireResult::Acquired))
+            }
+        }
     }
 
     // ----- release ------------------------------------------------------------------
