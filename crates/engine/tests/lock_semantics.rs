@@ -97,8 +97,8 @@ fn conflict_table_exhaustive() {
                 }
             }
         }
-        assert_eq!(expected_conflict(Share, Share), false);
-        assert_eq!(AccessShare.conflicts_with(AccessExclusive), true);
+        assert!(!expected_conflict(Share, Share));
+        assert!(AccessShare.conflicts_with(AccessExclusive));
     }
 }
 

@@ -334,7 +334,7 @@ impl Hasher for TagHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         for &x in bytes {
-            self.0 = (self.0.rotate_left(5) ^ x as u64).wrapping_mul(0x51_7CC1_B727_220A_95);
+            self.0 = (self.0.rotate_left(5) ^ x as u64).wrapping_mul(0x517C_C1B7_2722_0A95);
         }
     }
     fn write_u8(&mut self, i: u8) {
@@ -347,7 +347,7 @@ impl Hasher for TagHasher {
         self.write_u64(i as u64)
     }
     fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7CC1_B727_220A_95);
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517C_C1B7_2722_0A95);
     }
     fn write_usize(&mut self, i: usize) {
         self.write_u64(i as u64)
