@@ -265,6 +265,35 @@ mod loom_tests {
         s.strong_count.fetch_sub(1, Ordering::Relaxed);
     }
 
+    fn shared() -> Arc<Shared> {
+        Arc::new(Shared {
+            strong_count: AtomicU32::new(0),
+            fast_path: Mutex::new(false),
+            main: Mutex::new(Main::default()),
+            weak_holds: AtomicBool::new(false),
+            strong_holds: AtomicBool::new(false),
+        })
+    }
+
+    /// Two weak rounds against one strong locker: the second weak round may start
+    /// while the strong lock is held, during its release, or after the counter
+    /// dropped back to 0 (fast path again).
+    #[test]
+    fn loom_fast_path_weak_rounds_around_strong_release() {
+        loom::model(|| {
+            let s = shared();
+            let s2 = s.clone();
+            let t = thread::spawn(move || {
+                weak(&s2);
+                weak(&s2);
+            });
+            strong(&s);
+            t.join().unwrap();
+            assert_eq!(s.strong_count.load(Ordering::Relaxed), 0);
+            assert!(!*s.fast_path.lock().unwrap());
+        });
+    }
+
     #[test]
     fn loom_fast_path_strong_handshake() {
         loom::model(|| {
