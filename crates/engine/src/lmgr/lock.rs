@@ -41,7 +41,7 @@ const _: () = assert!(FP_STRONG_LOCK_PARTITIONS.is_power_of_two());
 // ---------------------------------------------------------------------------------
 
 /// What is locked. Field meanings follow pg_locks' columns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockTag {
     /// A whole relation.
     Relation { db: Oid, rel: Oid },
@@ -111,6 +111,13 @@ impl LockTag {
             LockTag::Relation { db, rel } => Some(((db as u64) << 32) | rel as u64),
             _ => None,
         }
+    }
+}
+
+impl std::hash::Hash for LockTag {
+    /// Feeds `hashcode()` (one word; equal tags have equal hash codes).
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hashcode());
     }
 }
 
