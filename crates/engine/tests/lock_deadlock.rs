@@ -75,9 +75,9 @@ fn two_way_deadlock_has_one_victim_with_detail() {
     let m = manager();
     let bar = Arc::new(Barrier::new(2));
     // B0 starts waiting first; its check (after 100 ms) finds no cycle yet. B1 closes
-    // the cycle 150 ms later and is the one whose check finds it.
+    // the cycle 300 ms later and is the one whose check finds it.
     let t0 = worker(m.clone(), 0, rel(100), rel(200), bar.clone(), Duration::ZERO);
-    let t1 = worker(m.clone(), 1, rel(200), rel(100), bar, Duration::from_millis(150));
+    let t1 = worker(m.clone(), 1, rel(200), rel(100), bar, Duration::from_millis(300));
     let (r0, _) = t0.join().unwrap();
     let (r1, w1) = t1.join().unwrap();
     assert!(r0.is_ok(), "B0 proceeds: {r0:?}");
@@ -120,7 +120,7 @@ fn three_way_deadlock() {
     let bar = Arc::new(Barrier::new(3));
     let t0 = worker(m.clone(), 0, rel(10), rel(11), bar.clone(), Duration::ZERO);
     let t1 = worker(m.clone(), 1, rel(11), rel(12), bar.clone(), Duration::ZERO);
-    let t2 = worker(m.clone(), 2, rel(12), rel(10), bar, Duration::from_millis(200));
+    let t2 = worker(m.clone(), 2, rel(12), rel(10), bar, Duration::from_millis(300));
     let r0 = t0.join().unwrap().0;
     let r1 = t1.join().unwrap().0;
     let e = t2.join().unwrap().0.unwrap_err();
@@ -154,7 +154,7 @@ fn row_update_deadlock_on_transaction_ids() {
         })
     };
     let a = spawn(4, 1234, 1235, 0);
-    let b = spawn(5, 1235, 1234, 150);
+    let b = spawn(5, 1235, 1234, 300);
     assert!(a.join().unwrap().is_ok());
     let e = b.join().unwrap().unwrap_err();
     assert_eq!(
@@ -206,7 +206,7 @@ fn soft_edge_cycle_is_resolved_by_reordering() {
         x
     });
     wait_until_waiting(&m, 2);
-    thread::sleep(Duration::from_millis(150)); // B1's and B2's checks find nothing
+    thread::sleep(Duration::from_millis(300)); // B1's and B2's checks find nothing
     let t0 = Instant::now();
     m.lock(BackendId(0), o, LockMode::Share, d).unwrap();
     let waited = t0.elapsed();
@@ -242,7 +242,7 @@ fn soft_edge_cycle_that_reordering_cannot_fix() {
         x
     });
     wait_until_waiting(&m, 2);
-    thread::sleep(Duration::from_millis(150));
+    thread::sleep(Duration::from_millis(300));
     let e = m.lock(BackendId(0), o, LockMode::Share, d).unwrap_err();
     assert_eq!(e.sqlstate().as_str(), "40P01");
     assert_eq!(
