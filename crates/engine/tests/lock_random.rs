@@ -20,8 +20,16 @@ const BACKENDS: u32 = 4;
 
 fn tag(i: u64) -> LockTag {
     match i % 5 {
-        0..=2 => LockTag::Relation { db: 5, rel: 100 + (i % 3) as u32 },
-        _ => LockTag::Object { db: 5, classid: 1, objid: (i % 2) as u32, objsubid: 0 },
+        0..=2 => LockTag::Relation {
+            db: 5,
+            rel: 100 + (i % 3) as u32,
+        },
+        _ => LockTag::Object {
+            db: 5,
+            classid: 1,
+            objid: (i % 2) as u32,
+            objsubid: 0,
+        },
     }
 }
 
@@ -31,7 +39,10 @@ fn mode_of(name: &str) -> LockMode {
 
 #[test]
 fn random_workload_no_hang_no_conflict() {
-    let s = Settings { deadlock_timeout_ms: 20, ..Settings::default() };
+    let s = Settings {
+        deadlock_timeout_ms: 20,
+        ..Settings::default()
+    };
     let m = Arc::new(LockManager::new(&s, BACKENDS as usize));
     for b in 0..BACKENDS {
         m.register_backend(BackendId(b), 500 + b as i32).unwrap();
@@ -41,7 +52,13 @@ fn random_workload_no_hang_no_conflict() {
     let deadlocks = Arc::new(AtomicU64::new(0));
     let commits = Arc::new(AtomicU64::new(0));
     for b in 0..BACKENDS {
-        let (m, stop, tx, dl, cm) = (m.clone(), stop.clone(), done_tx.clone(), deadlocks.clone(), commits.clone());
+        let (m, stop, tx, dl, cm) = (
+            m.clone(),
+            stop.clone(),
+            done_tx.clone(),
+            deadlocks.clone(),
+            commits.clone(),
+        );
         thread::spawn(move || {
             let me = BackendId(b);
             let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (b as u64 + 1);
@@ -107,14 +124,19 @@ fn random_workload_no_hang_no_conflict() {
     stop.store(true, Ordering::SeqCst);
     for _ in 0..BACKENDS {
         // A hang (lost wakeup, undetected deadlock) shows up here.
-        done_rx.recv_timeout(Duration::from_secs(10)).expect("a backend hung");
+        done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a backend hung");
     }
     m.check_invariants().unwrap();
     assert!(m.lock_status().is_empty(), "{:?}", m.lock_status());
     for i in 0..5 {
         assert_eq!(m.strong_lock_count(tag(i)), 0);
     }
-    let (c, d) = (commits.load(Ordering::Relaxed), deadlocks.load(Ordering::Relaxed));
+    let (c, d) = (
+        commits.load(Ordering::Relaxed),
+        deadlocks.load(Ordering::Relaxed),
+    );
     eprintln!("commits {c}, deadlocks {d}, snapshots {snapshots}");
     assert!(c > 100, "too little progress: {c}");
 }

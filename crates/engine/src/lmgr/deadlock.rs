@@ -61,7 +61,10 @@ struct Graph {
 
 impl Graph {
     fn new(tables: &[&PartitionTable]) -> Graph {
-        let mut g = Graph { locks: HashMap::new(), waiting: HashMap::new() };
+        let mut g = Graph {
+            locks: HashMap::new(),
+            waiting: HashMap::new(),
+        };
         for t in tables {
             for (tag, l) in &t.locks {
                 if l.waiters.is_empty() {
@@ -103,7 +106,13 @@ impl Graph {
             .filter(|(_, m)| mode.conflicts_with(*m))
             .map(|(b, _)| (*b, true));
         hard.chain(soft)
-            .map(|(blocker, soft)| Edge { waiter: node, mode, tag: *tag, blocker, soft })
+            .map(|(blocker, soft)| Edge {
+                waiter: node,
+                mode,
+                tag: *tag,
+                blocker,
+                soft,
+            })
             .collect()
     }
 
@@ -112,7 +121,8 @@ impl Graph {
         let mut visited = HashSet::new();
         visited.insert(start);
         let mut path = Vec::new();
-        self.search(start, start, &mut visited, &mut path).then_some(path)
+        self.search(start, start, &mut visited, &mut path)
+            .then_some(path)
     }
 
     fn search(
@@ -150,7 +160,10 @@ pub(crate) fn check(
 ) -> Outcome {
     let g = Graph::new(tables);
     let waits_as_expected = g.waiting.get(&start) == Some(&tag)
-        && g.locks[&tag].queue.iter().any(|&(b, m)| b == start && m == mode);
+        && g.locks[&tag]
+            .queue
+            .iter()
+            .any(|&(b, m)| b == start && m == mode);
     if !waits_as_expected {
         return Outcome::NoDeadlock; // granted or gone meanwhile
     }
@@ -160,13 +173,27 @@ pub(crate) fn check(
     for e in cycle.iter().filter(|e| e.soft) {
         // Try: e.waiter goes just before e.blocker in the queue of e.tag.
         let mut candidate = g.clone();
-        let q = &mut candidate.locks.get_mut(&e.tag).expect("lock with waiters").queue;
-        let from = q.iter().position(|(b, _)| *b == e.waiter).expect("waiter queued");
-        let to = q.iter().position(|(b, _)| *b == e.blocker).expect("blocker queued");
+        let q = &mut candidate
+            .locks
+            .get_mut(&e.tag)
+            .expect("lock with waiters")
+            .queue;
+        let from = q
+            .iter()
+            .position(|(b, _)| *b == e.waiter)
+            .expect("waiter queued");
+        let to = q
+            .iter()
+            .position(|(b, _)| *b == e.blocker)
+            .expect("blocker queued");
         let moved = q.remove(from);
         q.insert(to, moved);
         if !candidate.has_any_cycle() {
-            let order = candidate.locks[&e.tag].queue.iter().map(|(b, _)| *b).collect();
+            let order = candidate.locks[&e.tag]
+                .queue
+                .iter()
+                .map(|(b, _)| *b)
+                .collect();
             return Outcome::Rearrange { tag: e.tag, order };
         }
     }

@@ -226,7 +226,10 @@ mod loom_tests {
             return; // would wait; the model stops here
         }
         s.weak_holds.store(true, Ordering::SeqCst);
-        assert!(!s.strong_holds.load(Ordering::SeqCst), "weak and strong both held");
+        assert!(
+            !s.strong_holds.load(Ordering::SeqCst),
+            "weak and strong both held"
+        );
         s.weak_holds.store(false, Ordering::SeqCst);
         // Release: the fast-path slot if still there, else the main table.
         let released_fast = {
@@ -257,7 +260,10 @@ mod loom_tests {
         };
         if granted {
             s.strong_holds.store(true, Ordering::SeqCst);
-            assert!(!s.weak_holds.load(Ordering::SeqCst), "strong and weak both held");
+            assert!(
+                !s.weak_holds.load(Ordering::SeqCst),
+                "strong and weak both held"
+            );
             s.strong_holds.store(false, Ordering::SeqCst);
             s.main.lock().unwrap().strong_granted = false;
         }
