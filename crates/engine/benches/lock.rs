@@ -18,8 +18,10 @@ const TABLE: LockTag = LockTag::Relation { db: 5, rel: 16397 };
 const INDEX: LockTag = LockTag::Relation { db: 5, rel: 16403 };
 
 fn query(m: &LockManager, me: BackendId) {
-    m.lock(me, TABLE, LockMode::AccessShare, LockOptions::default()).unwrap();
-    m.lock(me, INDEX, LockMode::AccessShare, LockOptions::default()).unwrap();
+    m.lock(me, TABLE, LockMode::AccessShare, LockOptions::default())
+        .unwrap();
+    m.lock(me, INDEX, LockMode::AccessShare, LockOptions::default())
+        .unwrap();
     m.release_all(me, true).unwrap();
 }
 
@@ -57,13 +59,21 @@ fn bench(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(1));
     g.sample_size(10);
     for fast_path in [true, false] {
-        let m = Arc::new(LockManager::with_fast_path(&Settings::default(), 4, fast_path));
+        let m = Arc::new(LockManager::with_fast_path(
+            &Settings::default(),
+            4,
+            fast_path,
+        ));
         for b in 0..4 {
             m.register_backend(BackendId(b), 1 + b as i32).unwrap();
         }
         for threads in [1u32, 2] {
             g.throughput(Throughput::Elements(threads as u64));
-            let name = if fast_path { "fast_path_on" } else { "fast_path_off" };
+            let name = if fast_path {
+                "fast_path_on"
+            } else {
+                "fast_path_off"
+            };
             g.bench_with_input(BenchmarkId::new(name, threads), &threads, |bch, &n| {
                 bch.iter_custom(|iters| run(&m, n, iters))
             });

@@ -14,7 +14,10 @@ use ferrogres_engine::pgstat::BackendId;
 use ferrogres_engine::Error;
 
 fn manager() -> Arc<LockManager> {
-    let s = Settings { deadlock_timeout_ms: 100, ..Settings::default() };
+    let s = Settings {
+        deadlock_timeout_ms: 100,
+        ..Settings::default()
+    };
     let m = LockManager::new(&s, 8);
     for i in 0..8 {
         m.register_backend(BackendId(i), 4000 + i as i32).unwrap();
@@ -30,7 +33,9 @@ const AE: LockMode = LockMode::AccessExclusive;
 
 fn detail(e: &Error) -> String {
     match e {
-        Error::User { detail: Some(d), .. } => d.clone(),
+        Error::User {
+            detail: Some(d), ..
+        } => d.clone(),
         other => panic!("no detail: {other:?}"),
     }
 }
@@ -38,7 +43,10 @@ fn detail(e: &Error) -> String {
 fn wait_until_waiting(m: &LockManager, n: usize) {
     let t0 = Instant::now();
     while m.lock_status().iter().filter(|r| !r.granted).count() < n {
-        assert!(t0.elapsed() < Duration::from_secs(5), "waiters never queued");
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "waiters never queued"
+        );
         thread::sleep(Duration::from_millis(1));
     }
 }
@@ -75,23 +83,42 @@ fn two_way_deadlock_has_one_victim_with_detail() {
     let m = manager();
     let bar = Arc::new(Barrier::new(2));
     // B0 starts waiting first; its check (after 100 ms) finds no cycle yet. B1 closes
-    // the cycle 150 ms later and is the one whose check finds it.
-    let t0 = worker(m.clone(), 0, rel(100), rel(200), bar.clone(), Duration::ZERO);
-    let t1 = worker(m.clone(), 1, rel(200), rel(100), bar, Duration::from_millis(150));
+    // the cycle 300 ms later and is the one whose check finds it.
+    let t0 = worker(
+        m.clone(),
+        0,
+        rel(100),
+        rel(200),
+        bar.clone(),
+        Duration::ZERO,
+    );
+    let t1 = worker(
+        m.clone(),
+        1,
+        rel(200),
+        rel(100),
+        bar,
+        Duration::from_millis(300),
+    );
     let (r0, _) = t0.join().unwrap();
     let (r1, w1) = t1.join().unwrap();
     assert!(r0.is_ok(), "B0 proceeds: {r0:?}");
     let e = r1.unwrap_err();
     assert_eq!(e.sqlstate().as_str(), "40P01");
     assert_eq!(e.to_string(), "deadlock detected");
-    assert!(w1 >= Duration::from_millis(100) && w1 < Duration::from_secs(3), "{w1:?}");
+    assert!(
+        w1 >= Duration::from_millis(100) && w1 < Duration::from_secs(3),
+        "{w1:?}"
+    );
     assert_eq!(
         detail(&e),
         "Process 4001 waits for AccessExclusiveLock on relation 100 of database 5; blocked by process 4000.\n\
          Process 4000 waits for AccessExclusiveLock on relation 200 of database 5; blocked by process 4001."
     );
     match &e {
-        Error::User { hint, .. } => assert_eq!(hint.as_deref(), Some("See server log for query details.")),
+        Error::User { hint, .. } => {
+            assert_eq!(hint.as_deref(), Some("See server log for query details."))
+        }
         _ => unreachable!(),
     }
     assert!(m.lock_status().is_empty());
@@ -103,7 +130,14 @@ fn simultaneous_two_way_deadlock_exactly_one_fails() {
     for _ in 0..3 {
         let m = manager();
         let bar = Arc::new(Barrier::new(2));
-        let t0 = worker(m.clone(), 2, rel(300), rel(400), bar.clone(), Duration::ZERO);
+        let t0 = worker(
+            m.clone(),
+            2,
+            rel(300),
+            rel(400),
+            bar.clone(),
+            Duration::ZERO,
+        );
         let t1 = worker(m.clone(), 3, rel(400), rel(300), bar, Duration::ZERO);
         let rs = [t0.join().unwrap().0, t1.join().unwrap().0];
         let failed: Vec<_> = rs.iter().filter_map(|r| r.as_ref().err()).collect();
@@ -120,7 +154,14 @@ fn three_way_deadlock() {
     let bar = Arc::new(Barrier::new(3));
     let t0 = worker(m.clone(), 0, rel(10), rel(11), bar.clone(), Duration::ZERO);
     let t1 = worker(m.clone(), 1, rel(11), rel(12), bar.clone(), Duration::ZERO);
-    let t2 = worker(m.clone(), 2, rel(12), rel(10), bar, Duration::from_millis(200));
+    let t2 = worker(
+        m.clone(),
+        2,
+        rel(12),
+        rel(10),
+        bar,
+        Duration::from_millis(300),
+    );
     let r0 = t0.join().unwrap().0;
     let r1 = t1.join().unwrap().0;
     let e = t2.join().unwrap().0.unwrap_err();
@@ -154,7 +195,7 @@ fn row_update_deadlock_on_transaction_ids() {
         })
     };
     let a = spawn(4, 1234, 1235, 0);
-    let b = spawn(5, 1235, 1234, 150);
+    let b = spawn(5, 1235, 1234, 300);
     assert!(a.join().unwrap().is_ok());
     let e = b.join().unwrap().unwrap_err();
     assert_eq!(
@@ -167,9 +208,17 @@ fn row_update_deadlock_on_transaction_ids() {
 #[test]
 fn no_false_deadlock_on_plain_wait() {
     let m = manager();
-    m.lock(BackendId(0), rel(1), AE, LockOptions::default()).unwrap();
+    m.lock(BackendId(0), rel(1), AE, LockOptions::default())
+        .unwrap();
     let m1 = m.clone();
-    let t = thread::spawn(move || m1.lock(BackendId(1), rel(1), LockMode::AccessShare, LockOptions::default()));
+    let t = thread::spawn(move || {
+        m1.lock(
+            BackendId(1),
+            rel(1),
+            LockMode::AccessShare,
+            LockOptions::default(),
+        )
+    });
     wait_until_waiting(&m, 1);
     thread::sleep(Duration::from_millis(250)); // past deadlock_timeout
     m.release_all(BackendId(0), true).unwrap();
@@ -179,14 +228,21 @@ fn no_false_deadlock_on_plain_wait() {
 }
 
 #[test]
-fn soft_edge_cycle_is_reported_not_hung() {
+fn soft_edge_cycle_is_resolved_by_reordering() {
     // B0 holds AccessShare on R; B1 waits for AccessExclusive on R (behind B0);
     // B2 holds Exclusive on O and asks AccessShare on R: it queues behind B1 (FIFO,
     // soft edge). B0 then waits for O held by B2: B0 -> B2 -> B1 -> B0.
-    // PostgreSQL would reorder R's queue (B2 before B1); we report the deadlock.
+    // Moving B2 before B1 in R's queue breaks the cycle (B2's AccessShare is
+    // compatible with B0's), so B0's check reorders the queue, B2 is granted R,
+    // finishes and releases O, and everyone completes without an error.
     let m = manager();
     let r = rel(77);
-    let o = LockTag::Object { db: 5, classid: 1, objid: 2, objsubid: 0 };
+    let o = LockTag::Object {
+        db: 5,
+        classid: 1,
+        objid: 2,
+        objsubid: 0,
+    };
     let d = LockOptions::default();
     m.lock(BackendId(0), r, LockMode::AccessShare, d).unwrap();
     m.lock(BackendId(2), o, LockMode::Exclusive, d).unwrap();
@@ -204,10 +260,58 @@ fn soft_edge_cycle_is_reported_not_hung() {
         x
     });
     wait_until_waiting(&m, 2);
-    thread::sleep(Duration::from_millis(150)); // B1's and B2's checks find nothing
+    thread::sleep(Duration::from_millis(300)); // B1's and B2's checks find nothing
+    let t0 = Instant::now();
+    m.lock(BackendId(0), o, LockMode::Share, d).unwrap();
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(100),
+        "resolved by the check: {waited:?}"
+    );
+    m.release_all(BackendId(0), true).unwrap();
+    t1.join().unwrap().unwrap();
+    t2.join().unwrap().unwrap();
+    assert!(m.lock_status().is_empty());
+    m.check_invariants().unwrap();
+}
+
+#[test]
+fn soft_edge_cycle_that_reordering_cannot_fix() {
+    // As above, but B2 asks for Share on R, which conflicts with B0's RowExclusive:
+    // B0 -> B2 (O) and B2 -> B0 (R, hard) is a cycle whatever the queue order.
+    let m = manager();
+    let r = rel(78);
+    let o = LockTag::Object {
+        db: 5,
+        classid: 1,
+        objid: 3,
+        objsubid: 0,
+    };
+    let d = LockOptions::default();
+    m.lock(BackendId(0), r, LockMode::RowExclusive, d).unwrap();
+    m.lock(BackendId(2), o, LockMode::Exclusive, d).unwrap();
+    let m1 = m.clone();
+    let t1 = thread::spawn(move || {
+        let x = m1.lock(BackendId(1), r, AE, d);
+        m1.release_all(BackendId(1), true).unwrap();
+        x
+    });
+    wait_until_waiting(&m, 1);
+    let m2 = m.clone();
+    let t2 = thread::spawn(move || {
+        let x = m2.lock(BackendId(2), r, LockMode::Share, d);
+        m2.release_all(BackendId(2), true).unwrap();
+        x
+    });
+    wait_until_waiting(&m, 2);
+    thread::sleep(Duration::from_millis(300));
     let e = m.lock(BackendId(0), o, LockMode::Share, d).unwrap_err();
     assert_eq!(e.sqlstate().as_str(), "40P01");
-    assert_eq!(detail(&e).lines().count(), 3, "{}", detail(&e));
+    assert_eq!(
+        detail(&e),
+        "Process 4000 waits for ShareLock on object 3 of class 1 of database 5; blocked by process 4002.\n\
+         Process 4002 waits for ShareLock on relation 78 of database 5; blocked by process 4000."
+    );
     m.release_all(BackendId(0), true).unwrap();
     t1.join().unwrap().unwrap();
     t2.join().unwrap().unwrap();

@@ -1,4 +1,5 @@
-//! Deadlock detection: a search of the waits-for graph from one waiting backend.
+//! Deadlock detection: a search of the waits-for graph from one waiting backend, and
+//! a simple resolution of soft deadlocks by reordering one wait queue.
 //!
 //! Run by a waiter whose wait has lasted `deadlock_timeout`, with every partition of
 //! the shared lock table locked, so the graph cannot change under the search.
@@ -8,15 +9,16 @@
 //!   with m (W cannot be granted before it, by the FIFO rule).
 //!
 //! A backend that is not waiting has no outgoing edges. A cycle through the starting
-//! backend is a deadlock and the starting backend is the victim. Cycles that do not
-//! pass through it are left to the backends on them (each runs its own check).
-//! Soft cycles are not resolved by reordering wait queues (PostgreSQL does); see the
-//! README, "Differences from PostgreSQL".
+//! backend is a deadlock, unless it has a soft edge X -> W on some lock L such that
+//! moving X just before W in L's queue leaves the whole graph without any cycle; then
+//! the queue is reordered that way instead (one move; PostgreSQL searches sets of
+//! such moves). Cycles not through the starting backend are left to the backends on
+//! them (each runs its own check).
 
 use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, SqlState};
-use crate::lmgr::lock::{LockMode, LockTag, PartitionTable};
+use crate::lmgr::lock::{LockMask, LockMode, LockTag, PartitionTable};
 use crate::pgstat::BackendId;
 
 /// One edge of a deadlock cycle: `waiter` waits for `mode` on `tag`, blocked by
@@ -31,77 +33,171 @@ pub struct Edge {
     pub soft: bool,
 }
 
-/// Searches for a cycle of the waits-for graph through `start`, which waits for
-/// `mode` on `tag`. `tables` are all partitions, locked; `part` maps a tag to its
-/// partition index. Returns the cycle's edges starting at `start`.
-pub(crate) fn find_cycle(
+/// What the check found.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// No cycle through the starting backend (or it no longer waits).
+    NoDeadlock,
+    /// A cycle that reordering one queue cannot break: the starter must fail.
+    Deadlock(Vec<Edge>),
+    /// Reorder the wait queue of `tag` to `order` (backends, front first) and wake
+    /// whoever that lets through; no cycle remains.
+    Rearrange { tag: LockTag, order: Vec<BackendId> },
+}
+
+/// The part of the lock table the graph needs: locks with waiters.
+#[derive(Clone)]
+struct SnapLock {
+    holders: Vec<(BackendId, LockMask)>,
+    queue: Vec<(BackendId, LockMode)>,
+}
+
+#[derive(Clone)]
+struct Graph {
+    locks: HashMap<LockTag, SnapLock>,
+    /// Every waiting backend: the lock it waits for.
+    waiting: HashMap<BackendId, LockTag>,
+}
+
+impl Graph {
+    fn new(tables: &[&PartitionTable]) -> Graph {
+        let mut g = Graph {
+            locks: HashMap::new(),
+            waiting: HashMap::new(),
+        };
+        for t in tables {
+            for (tag, l) in &t.locks {
+                if l.waiters.is_empty() {
+                    continue;
+                }
+                for w in &l.waiters {
+                    g.waiting.insert(w.backend, *tag);
+                }
+                g.locks.insert(
+                    *tag,
+                    SnapLock {
+                        holders: l.holders.iter().map(|h| (h.backend, h.hold_mask)).collect(),
+                        queue: l.waiters.iter().map(|w| (w.backend, w.mode)).collect(),
+                    },
+                );
+            }
+        }
+        g
+    }
+
+    /// Outgoing edges of `node` (hard ones first).
+    fn edges(&self, node: BackendId) -> Vec<Edge> {
+        let Some(tag) = self.waiting.get(&node) else {
+            return Vec::new();
+        };
+        let l = &self.locks[tag];
+        let Some(&(_, mode)) = l.queue.iter().find(|(b, _)| *b == node) else {
+            return Vec::new();
+        };
+        let hard = l
+            .holders
+            .iter()
+            .filter(|(b, mask)| *b != node && mode.conflict_mask() & mask != 0)
+            .map(|(b, _)| (*b, false));
+        let soft = l
+            .queue
+            .iter()
+            .take_while(|(b, _)| *b != node)
+            .filter(|(_, m)| mode.conflicts_with(*m))
+            .map(|(b, _)| (*b, true));
+        hard.chain(soft)
+            .map(|(blocker, soft)| Edge {
+                waiter: node,
+                mode,
+                tag: *tag,
+                blocker,
+                soft,
+            })
+            .collect()
+    }
+
+    /// A cycle through `start`, as its edges beginning at `start`.
+    fn cycle_from(&self, start: BackendId) -> Option<Vec<Edge>> {
+        let mut visited = HashSet::new();
+        visited.insert(start);
+        let mut path = Vec::new();
+        self.search(start, start, &mut visited, &mut path)
+            .then_some(path)
+    }
+
+    fn search(
+        &self,
+        node: BackendId,
+        start: BackendId,
+        visited: &mut HashSet<BackendId>,
+        path: &mut Vec<Edge>,
+    ) -> bool {
+        for e in self.edges(node) {
+            path.push(e);
+            if e.blocker == start {
+                return true;
+            }
+            if visited.insert(e.blocker) && self.search(e.blocker, start, visited, path) {
+                return true;
+            }
+            path.pop();
+        }
+        false
+    }
+
+    fn has_any_cycle(&self) -> bool {
+        self.waiting.keys().any(|b| self.cycle_from(*b).is_some())
+    }
+}
+
+/// Checks for a deadlock through `start`, which waits for `mode` on `tag`.
+/// `tables` are all partitions, locked.
+pub(crate) fn check(
     start: BackendId,
     tag: LockTag,
     mode: LockMode,
     tables: &[&PartitionTable],
-    part: &dyn Fn(&LockTag) -> usize,
-) -> Option<Vec<Edge>> {
-    // Every waiting backend: what it waits for.
-    let mut waiting: HashMap<BackendId, (LockTag, LockMode)> = HashMap::new();
-    for t in tables {
-        for (tg, l) in &t.locks {
-            for w in &l.waiters {
-                waiting.insert(w.backend, (*tg, w.mode));
-            }
-        }
+) -> Outcome {
+    let g = Graph::new(tables);
+    let waits_as_expected = g.waiting.get(&start) == Some(&tag)
+        && g.locks[&tag]
+            .queue
+            .iter()
+            .any(|&(b, m)| b == start && m == mode);
+    if !waits_as_expected {
+        return Outcome::NoDeadlock; // granted or gone meanwhile
     }
-    if waiting.get(&start) != Some(&(tag, mode)) {
-        return None; // no longer waiting (granted or gone)
-    }
-    let mut visited = HashSet::new();
-    visited.insert(start);
-    let mut path = Vec::new();
-    if search(start, start, &waiting, tables, part, &mut visited, &mut path) {
-        Some(path)
-    } else {
-        None
-    }
-}
-
-/// Depth-first search from `node`; true if `start` is reached (edges in `path`).
-fn search(
-    node: BackendId,
-    start: BackendId,
-    waiting: &HashMap<BackendId, (LockTag, LockMode)>,
-    tables: &[&PartitionTable],
-    part: &dyn Fn(&LockTag) -> usize,
-    visited: &mut HashSet<BackendId>,
-    path: &mut Vec<Edge>,
-) -> bool {
-    let Some(&(tag, mode)) = waiting.get(&node) else {
-        return false;
+    let Some(cycle) = g.cycle_from(start) else {
+        return Outcome::NoDeadlock;
     };
-    let Some(lock) = tables[part(&tag)].locks.get(&tag) else {
-        return false;
-    };
-    let hard = lock
-        .holders
-        .iter()
-        .filter(|h| h.backend != node && mode.conflict_mask() & h.hold_mask != 0)
-        .map(|h| (h.backend, false));
-    let soft = lock
-        .waiters
-        .iter()
-        .take_while(|w| w.backend != node)
-        .filter(|w| mode.conflicts_with(w.mode))
-        .map(|w| (w.backend, true));
-    let next: Vec<(BackendId, bool)> = hard.chain(soft).collect();
-    for (blocker, soft) in next {
-        path.push(Edge { waiter: node, mode, tag, blocker, soft });
-        if blocker == start {
-            return true;
+    for e in cycle.iter().filter(|e| e.soft) {
+        // Try: e.waiter goes just before e.blocker in the queue of e.tag.
+        let mut candidate = g.clone();
+        let q = &mut candidate
+            .locks
+            .get_mut(&e.tag)
+            .expect("lock with waiters")
+            .queue;
+        let from = q
+            .iter()
+            .position(|(b, _)| *b == e.waiter)
+            .expect("waiter queued");
+        let to = q
+            .iter()
+            .position(|(b, _)| *b == e.blocker)
+            .expect("blocker queued");
+        let moved = q.remove(from);
+        q.insert(to, moved);
+        if !candidate.has_any_cycle() {
+            let order = candidate.locks[&e.tag]
+                .queue
+                .iter()
+                .map(|(b, _)| *b)
+                .collect();
+            return Outcome::Rearrange { tag: e.tag, order };
         }
-        if visited.insert(blocker) && search(blocker, start, waiting, tables, part, visited, path) {
-            return true;
-        }
-        path.pop();
     }
-    false
+    Outcome::Deadlock(cycle)
 }
 
 /// The 40P01 error for a cycle, with PostgreSQL's DETAIL lines and HINT.

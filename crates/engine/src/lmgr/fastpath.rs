@@ -226,7 +226,10 @@ mod loom_tests {
             return; // would wait; the model stops here
         }
         s.weak_holds.store(true, Ordering::SeqCst);
-        assert!(!s.strong_holds.load(Ordering::SeqCst), "weak and strong both held");
+        assert!(
+            !s.strong_holds.load(Ordering::SeqCst),
+            "weak and strong both held"
+        );
         s.weak_holds.store(false, Ordering::SeqCst);
         // Release: the fast-path slot if still there, else the main table.
         let released_fast = {
@@ -257,12 +260,44 @@ mod loom_tests {
         };
         if granted {
             s.strong_holds.store(true, Ordering::SeqCst);
-            assert!(!s.weak_holds.load(Ordering::SeqCst), "strong and weak both held");
+            assert!(
+                !s.weak_holds.load(Ordering::SeqCst),
+                "strong and weak both held"
+            );
             s.strong_holds.store(false, Ordering::SeqCst);
             s.main.lock().unwrap().strong_granted = false;
         }
         // Decrement only after the main-table lock is released.
         s.strong_count.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn shared() -> Arc<Shared> {
+        Arc::new(Shared {
+            strong_count: AtomicU32::new(0),
+            fast_path: Mutex::new(false),
+            main: Mutex::new(Main::default()),
+            weak_holds: AtomicBool::new(false),
+            strong_holds: AtomicBool::new(false),
+        })
+    }
+
+    /// Two weak rounds against one strong locker: the second weak round may start
+    /// while the strong lock is held, during its release, or after the counter
+    /// dropped back to 0 (fast path again).
+    #[test]
+    fn loom_fast_path_weak_rounds_around_strong_release() {
+        loom::model(|| {
+            let s = shared();
+            let s2 = s.clone();
+            let t = thread::spawn(move || {
+                weak(&s2);
+                weak(&s2);
+            });
+            strong(&s);
+            t.join().unwrap();
+            assert_eq!(s.strong_count.load(Ordering::Relaxed), 0);
+            assert!(!*s.fast_path.lock().unwrap());
+        });
     }
 
     #[test]

@@ -41,7 +41,7 @@ const _: () = assert!(FP_STRONG_LOCK_PARTITIONS.is_power_of_two());
 // ---------------------------------------------------------------------------------
 
 /// What is locked. Field meanings follow pg_locks' columns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockTag {
     /// A whole relation.
     Relation { db: Oid, rel: Oid },
@@ -50,16 +50,31 @@ pub enum LockTag {
     /// A page of a relation.
     Page { db: Oid, rel: Oid, blk: u32 },
     /// A tuple (blk, offset) of a relation.
-    Tuple { db: Oid, rel: Oid, blk: u32, offset: u16 },
+    Tuple {
+        db: Oid,
+        rel: Oid,
+        blk: u32,
+        offset: u16,
+    },
     /// A transaction id: its transaction holds ExclusiveLock on it.
     TransactionId { xid: TransactionId },
     /// A virtual transaction id (backend, local xid).
     VirtualXid { backend: u32, lxid: u32 },
     /// An advisory lock. For the int8 form key1/key2 are the high/low halves and
     /// field4 = 1; for the int4-pair form they are the two keys and field4 = 2.
-    Advisory { db: Oid, key1: u32, key2: u32, field4: u16 },
+    Advisory {
+        db: Oid,
+        key1: u32,
+        key2: u32,
+        field4: u16,
+    },
     /// A general database object.
-    Object { db: Oid, classid: Oid, objid: Oid, objsubid: u16 },
+    Object {
+        db: Oid,
+        classid: Oid,
+        objid: Oid,
+        objsubid: u16,
+    },
 }
 
 impl LockTag {
@@ -85,13 +100,26 @@ impl LockTag {
             LockTag::Relation { db, rel } => (1, db, rel, 0, 0),
             LockTag::RelationExtend { db, rel } => (2, db, rel, 0, 0),
             LockTag::Page { db, rel, blk } => (3, db, rel, blk, 0),
-            LockTag::Tuple { db, rel, blk, offset } => (4, db, rel, blk, offset as u32),
+            LockTag::Tuple {
+                db,
+                rel,
+                blk,
+                offset,
+            } => (4, db, rel, blk, offset as u32),
             LockTag::TransactionId { xid } => (5, xid, 0, 0, 0),
             LockTag::VirtualXid { backend, lxid } => (6, backend, lxid, 0, 0),
-            LockTag::Advisory { db, key1, key2, field4 } => (7, db, key1, key2, field4 as u32),
-            LockTag::Object { db, classid, objid, objsubid } => {
-                (8, db, classid, objid, objsubid as u32)
-            }
+            LockTag::Advisory {
+                db,
+                key1,
+                key2,
+                field4,
+            } => (7, db, key1, key2, field4 as u32),
+            LockTag::Object {
+                db,
+                classid,
+                objid,
+                objsubid,
+            } => (8, db, classid, objid, objsubid as u32),
         };
         let mut h = kind.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         for v in [a, b, c, d] {
@@ -114,6 +142,13 @@ impl LockTag {
     }
 }
 
+impl std::hash::Hash for LockTag {
+    /// Feeds `hashcode()` (one word; equal tags have equal hash codes).
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hashcode());
+    }
+}
+
 impl fmt::Display for LockTag {
     /// PostgreSQL's description of a lock tag, as in deadlock reports.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -125,17 +160,35 @@ impl fmt::Display for LockTag {
             LockTag::Page { db, rel, blk } => {
                 write!(f, "page {blk} of relation {rel} of database {db}")
             }
-            LockTag::Tuple { db, rel, blk, offset } => {
-                write!(f, "tuple ({blk},{offset}) of relation {rel} of database {db}")
+            LockTag::Tuple {
+                db,
+                rel,
+                blk,
+                offset,
+            } => {
+                write!(
+                    f,
+                    "tuple ({blk},{offset}) of relation {rel} of database {db}"
+                )
             }
             LockTag::TransactionId { xid } => write!(f, "transaction {xid}"),
             LockTag::VirtualXid { backend, lxid } => {
                 write!(f, "virtual transaction {}/{lxid}", backend as i32)
             }
-            LockTag::Advisory { db, key1, key2, field4 } => {
+            LockTag::Advisory {
+                db,
+                key1,
+                key2,
+                field4,
+            } => {
                 write!(f, "advisory lock [{db},{key1},{key2},{field4}]")
             }
-            LockTag::Object { db, classid, objid, objsubid: _ } => {
+            LockTag::Object {
+                db,
+                classid,
+                objid,
+                objsubid: _,
+            } => {
                 write!(f, "object {objid} of class {classid} of database {db}")
             }
         }
@@ -254,7 +307,9 @@ impl LockMode {
 }
 
 fn modes_in(mask: LockMask) -> impl Iterator<Item = LockMode> {
-    LockMode::ALL.into_iter().filter(move |m| mask & m.bit() != 0)
+    LockMode::ALL
+        .into_iter()
+        .filter(move |m| mask & m.bit() != 0)
 }
 
 // ---------------------------------------------------------------------------------
@@ -284,19 +339,28 @@ pub(crate) struct LwWrite<'a, T> {
 
 impl<T> LwCell<T> {
     pub(crate) fn new(tranche: Tranche, data: T) -> LwCell<T> {
-        LwCell { lock: LwLock::new(tranche), data: UnsafeCell::new(data) }
+        LwCell {
+            lock: LwLock::new(tranche),
+            data: UnsafeCell::new(data),
+        }
     }
 
     pub(crate) fn read(&self) -> LwRead<'_, T> {
         let g = self.lock.shared();
         // SAFETY: shared LWLock held until the guard drops; no writer meanwhile.
-        LwRead { _guard: g, data: unsafe { &*self.data.get() } }
+        LwRead {
+            _guard: g,
+            data: unsafe { &*self.data.get() },
+        }
     }
 
     pub(crate) fn write(&self) -> LwWrite<'_, T> {
         let g = self.lock.exclusive();
         // SAFETY: exclusive LWLock held until the guard drops; sole accessor.
-        LwWrite { _guard: g, data: unsafe { &mut *self.data.get() } }
+        LwWrite {
+            _guard: g,
+            data: unsafe { &mut *self.data.get() },
+        }
     }
 }
 
@@ -334,7 +398,7 @@ impl Hasher for TagHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         for &x in bytes {
-            self.0 = (self.0.rotate_left(5) ^ x as u64).wrapping_mul(0x51_7CC1_B727_220A_95);
+            self.0 = (self.0.rotate_left(5) ^ x as u64).wrapping_mul(0x517C_C1B7_2722_0A95);
         }
     }
     fn write_u8(&mut self, i: u8) {
@@ -347,7 +411,7 @@ impl Hasher for TagHasher {
         self.write_u64(i as u64)
     }
     fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7CC1_B727_220A_95);
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517C_C1B7_2722_0A95);
     }
     fn write_usize(&mut self, i: usize) {
         self.write_u64(i as u64)
@@ -399,7 +463,10 @@ pub(crate) struct SharedLock {
 
 impl SharedLock {
     pub(crate) fn holder_mask(&self, backend: BackendId) -> LockMask {
-        self.holders.iter().find(|h| h.backend == backend).map_or(0, |h| h.hold_mask)
+        self.holders
+            .iter()
+            .find(|h| h.backend == backend)
+            .map_or(0, |h| h.hold_mask)
     }
 
     /// Does `mode` conflict with a mode granted to another backend?
@@ -422,7 +489,10 @@ impl SharedLock {
                 debug_assert!(h.hold_mask & mode.bit() == 0);
                 h.hold_mask |= mode.bit();
             }
-            None => self.holders.push(Holder { backend, hold_mask: mode.bit() }),
+            None => self.holders.push(Holder {
+                backend,
+                hold_mask: mode.bit(),
+            }),
         }
         self.granted[mode as usize] += 1;
         self.n_granted += 1;
@@ -508,7 +578,11 @@ impl Sema {
             if now >= deadline {
                 return;
             }
-            c = self.cv.wait_timeout(c, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+            c = self
+                .cv
+                .wait_timeout(c, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         *c -= 1;
     }
@@ -576,7 +650,10 @@ pub enum LockAcquireResult {
 
 /// The 55P03 error of NOWAIT on a relation (the SQL layer knows the name).
 pub fn nowait_relation_error(relname: &str) -> Error {
-    Error::user(SqlState::LOCK_NOT_AVAILABLE, format!("could not obtain lock on relation \"{relname}\""))
+    Error::user(
+        SqlState::LOCK_NOT_AVAILABLE,
+        format!("could not obtain lock on relation \"{relname}\""),
+    )
 }
 
 /// The 55P03 error of NOWAIT on a row lock.
@@ -588,11 +665,17 @@ pub fn nowait_row_error(relname: &str) -> Error {
 }
 
 fn lock_timeout_error() -> Error {
-    Error::user(SqlState::LOCK_NOT_AVAILABLE, "canceling statement due to lock timeout")
+    Error::user(
+        SqlState::LOCK_NOT_AVAILABLE,
+        "canceling statement due to lock timeout",
+    )
 }
 
 fn cancel_error() -> Error {
-    Error::user(SqlState::QUERY_CANCELED, "canceling statement due to user request")
+    Error::user(
+        SqlState::QUERY_CANCELED,
+        "canceling statement due to user request",
+    )
 }
 
 /// One row of pg_locks.
@@ -634,9 +717,12 @@ impl AdvisoryKey {
                 key2: k as u64 as u32,
                 field4: 1,
             },
-            AdvisoryKey::Int4Pair(a, b) => {
-                LockTag::Advisory { db, key1: a as u32, key2: b as u32, field4: 2 }
-            }
+            AdvisoryKey::Int4Pair(a, b) => LockTag::Advisory {
+                db,
+                key1: a as u32,
+                key2: b as u32,
+                field4: 2,
+            },
         }
     }
 }
@@ -679,7 +765,11 @@ impl LockManager {
 
     /// As `new`, choosing whether weak relation locks may use the fast path
     /// (off: every lock goes through the shared table, as before PostgreSQL 9.2).
-    pub fn with_fast_path(settings: &Settings, max_backends: usize, fast_path: bool) -> LockManager {
+    pub fn with_fast_path(
+        settings: &Settings,
+        max_backends: usize,
+        fast_path: bool,
+    ) -> LockManager {
         let groups = fast_path_groups(settings.max_locks_per_transaction);
         let procs = (0..max_backends)
             .map(|_| Proc {
@@ -687,7 +777,10 @@ impl LockManager {
                 lxid: AtomicU32::new(0),
                 cancel: AtomicBool::new(false),
                 wait_status: AtomicU8::new(WAIT_NONE),
-                sema: Sema { count: Mutex::new(0), cv: Condvar::new() },
+                sema: Sema {
+                    count: Mutex::new(0),
+                    cv: Condvar::new(),
+                },
                 fast_path: LwCell::new(Tranche::LockFastPath, FastPathSlots::new(groups)),
                 local: Mutex::new(TagMap::default()),
             })
@@ -699,19 +792,27 @@ impl LockManager {
             partitions: (0..NUM_LOCK_PARTITIONS)
                 .map(|_| LwCell::new(Tranche::LockManager, PartitionTable::default()))
                 .collect(),
-            strong_counts: (0..FP_STRONG_LOCK_PARTITIONS).map(|_| AtomicU32::new(0)).collect(),
+            strong_counts: (0..FP_STRONG_LOCK_PARTITIONS)
+                .map(|_| AtomicU32::new(0))
+                .collect(),
             procs,
         }
     }
 
     /// Fast-path slots per backend.
     pub fn fast_path_slots(&self) -> usize {
-        self.procs.first().map_or(0, |p| p.fast_path.read().capacity())
+        self.procs
+            .first()
+            .map_or(0, |p| p.fast_path.read().capacity())
     }
 
     fn proc(&self, backend: BackendId) -> Result<&Proc> {
         self.procs.get(backend.0 as usize).ok_or_else(|| {
-            Error::internal(format!("backend id {} out of range (max {})", backend.0, self.procs.len()))
+            Error::internal(format!(
+                "backend id {} out of range (max {})",
+                backend.0,
+                self.procs.len()
+            ))
         })
     }
 
@@ -837,7 +938,11 @@ impl LockManager {
             // Lock order: a fast-path LWLock, then a partition LWLock (README rule 3).
             let mut table = part.write();
             let lock = table.locks.entry(tag).or_default();
-            for m in [LockMode::AccessShare, LockMode::RowShare, LockMode::RowExclusive] {
+            for m in [
+                LockMode::AccessShare,
+                LockMode::RowShare,
+                LockMode::RowExclusive,
+            ] {
                 if bits & m.fp_bit() != 0 {
                     lock.requested[m as usize] += 1;
                     lock.n_requested += 1;
@@ -859,8 +964,8 @@ impl LockManager {
         let part = &self.partitions[partition_of(hash)];
         let mut table = part.write();
         let lock = table.locks.entry(tag).or_default();
-        let must_wait = mode.conflict_mask() & lock.wait_mask != 0
-            || lock.conflicts_with_others(backend, mode);
+        let must_wait =
+            mode.conflict_mask() & lock.wait_mask != 0 || lock.conflicts_with_others(backend, mode);
         if !must_wait {
             lock.requested[mode as usize] += 1;
             lock.n_requested += 1;
@@ -898,7 +1003,14 @@ impl LockManager {
             lock.grant(backend, mode);
             return Ok(LockAcquireResult::Acquired);
         }
-        lock.waiters.insert(pos, Waiter { backend, mode, wait_start: SystemTime::now() });
+        lock.waiters.insert(
+            pos,
+            Waiter {
+                backend,
+                mode,
+                wait_start: SystemTime::now(),
+            },
+        );
         lock.wait_mask |= mode.bit();
         // Relaxed: written and read under this partition lock.
         proc.wait_status.store(WAIT_WAITING, Ordering::Relaxed);
@@ -1012,7 +1124,8 @@ impl LockManager {
     }
 
     /// Runs the deadlock check with all partitions locked. Some(Err) if this backend
-    /// closes a cycle (it is removed from the queue), Some(Ok) if granted meanwhile.
+    /// closes a cycle (it is removed from the queue), Some(Ok) if granted meanwhile
+    /// (or by a queue rearrangement), None to go on waiting.
     fn check_deadlock(
         &self,
         backend: BackendId,
@@ -1028,23 +1141,46 @@ impl LockManager {
             return Some(Ok(LockAcquireResult::Acquired));
         }
         let refs: Vec<&PartitionTable> = tables.iter().map(|t| &**t).collect();
-        let pid_of = |b: BackendId| {
-            self.procs.get(b.0 as usize).map_or(0, |p| p.pid.load(Ordering::Relaxed))
-        };
-        let cycle = deadlock::find_cycle(backend, tag, mode, &refs, &|t: &LockTag| {
-            partition_of(t.hashcode())
-        })?;
+        let outcome = deadlock::check(backend, tag, mode, &refs);
         drop(refs);
-        let err = deadlock::deadlock_error(&cycle, &pid_of);
-        self.remove_from_queue(&mut tables[partition_of(hash)], backend, tag);
-        Some(Err(err))
+        match outcome {
+            deadlock::Outcome::NoDeadlock => None,
+            deadlock::Outcome::Deadlock(cycle) => {
+                let pid_of = |b: BackendId| {
+                    self.procs
+                        .get(b.0 as usize)
+                        .map_or(0, |p| p.pid.load(Ordering::Relaxed))
+                };
+                let err = deadlock::deadlock_error(&cycle, &pid_of);
+                self.remove_from_queue(&mut tables[partition_of(hash)], backend, tag);
+                Some(Err(err))
+            }
+            deadlock::Outcome::Rearrange { tag: moved, order } => {
+                let table = &mut tables[partition_of(moved.hashcode())];
+                let lock = table.locks.get_mut(&moved).expect("lock with waiters");
+                let rank = |b: BackendId| order.iter().position(|x| *x == b).unwrap_or(usize::MAX);
+                lock.waiters
+                    .make_contiguous()
+                    .sort_by_key(|w| rank(w.backend));
+                self.wake_waiters(lock);
+                // Relaxed: we hold every partition lock.
+                (proc.wait_status.load(Ordering::Relaxed) == WAIT_GRANTED)
+                    .then_some(Ok(LockAcquireResult::Acquired))
+            }
+        }
     }
 
     // ----- release ------------------------------------------------------------------
 
     /// Releases one transaction-lifetime (or, with `session`, session-lifetime)
     /// acquisition of `mode` on `tag`. False if not held that way.
-    pub fn unlock(&self, backend: BackendId, tag: LockTag, mode: LockMode, session: bool) -> Result<bool> {
+    pub fn unlock(
+        &self,
+        backend: BackendId,
+        tag: LockTag,
+        mode: LockMode,
+        session: bool,
+    ) -> Result<bool> {
         let proc = self.proc(backend)?;
         let mut local = proc.local.lock().unwrap_or_else(|e| e.into_inner());
         let Some(l) = local.get_mut(&(tag, mode)) else {
@@ -1073,7 +1209,9 @@ impl LockManager {
         l: LocalLock,
     ) -> Result<()> {
         if l.fast_path {
-            let key = tag.relation_key().expect("fast-path locks are relation locks");
+            let key = tag
+                .relation_key()
+                .expect("fast-path locks are relation locks");
             if proc.fast_path.write().try_release(key, mode.fp_bit()) {
                 return Ok(());
             }
@@ -1083,10 +1221,16 @@ impl LockManager {
         {
             let mut table = self.partitions[partition_of(hash)].write();
             let Some(lock) = table.locks.get_mut(&tag) else {
-                return Err(Error::internal(format!("lock {tag} {} not in the lock table", mode.name())));
+                return Err(Error::internal(format!(
+                    "lock {tag} {} not in the lock table",
+                    mode.name()
+                )));
             };
             if !lock.ungrant(backend, mode) {
-                return Err(Error::internal(format!("{} on {tag} not held", mode.name())));
+                return Err(Error::internal(format!(
+                    "{} on {tag} not held",
+                    mode.name()
+                )));
             }
             self.wake_waiters(lock);
             if lock.is_unused() {
@@ -1119,20 +1263,17 @@ impl LockManager {
     ) -> Result<()> {
         let proc = self.proc(backend)?;
         let mut local = proc.local.lock().unwrap_or_else(|e| e.into_inner());
-        let mut gone = Vec::new();
-        for ((tag, mode), l) in local.iter_mut() {
-            f(tag, l);
-            if l.xact + l.session == 0 {
-                gone.push((*tag, *mode, *l));
-            }
-        }
         let mut first_err = None;
-        for (tag, mode, l) in gone {
-            local.remove(&(tag, mode));
-            if let Err(e) = self.release_shared(backend, proc, tag, mode, l) {
+        local.retain(|(tag, mode), l| {
+            f(tag, l);
+            if l.xact + l.session > 0 {
+                return true;
+            }
+            if let Err(e) = self.release_shared(backend, proc, *tag, *mode, *l) {
                 first_err.get_or_insert(e);
             }
-        }
+            false
+        });
         first_err.map_or(Ok(()), Err)
     }
 
@@ -1140,7 +1281,10 @@ impl LockManager {
     /// (another thread asking about a waiting backend blocks until its wait ends).
     pub fn holds(&self, backend: BackendId, tag: LockTag, mode: LockMode) -> bool {
         self.proc(backend).is_ok_and(|p| {
-            p.local.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&(tag, mode))
+            p.local
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(&(tag, mode))
         })
     }
 
@@ -1148,19 +1292,42 @@ impl LockManager {
 
     /// A transaction takes ExclusiveLock on its own xid when it gets one.
     pub fn xact_lock_table_insert(&self, backend: BackendId, xid: TransactionId) -> Result<()> {
-        self.lock(backend, LockTag::TransactionId { xid }, LockMode::Exclusive, LockOptions::default())
-            .map(|_| ())
+        self.lock(
+            backend,
+            LockTag::TransactionId { xid },
+            LockMode::Exclusive,
+            LockOptions::default(),
+        )
+        .map(|_| ())
     }
 
     /// Releases the xid lock (normally done by `release_all` at commit/abort).
     pub fn xact_lock_table_delete(&self, backend: BackendId, xid: TransactionId) -> Result<bool> {
-        self.unlock(backend, LockTag::TransactionId { xid }, LockMode::Exclusive, false)
+        self.unlock(
+            backend,
+            LockTag::TransactionId { xid },
+            LockMode::Exclusive,
+            false,
+        )
     }
 
     /// Waits until transaction `xid` ends: ShareLock on its xid, then release.
-    pub fn xact_lock_table_wait(&self, backend: BackendId, xid: TransactionId, opts: LockOptions) -> Result<LockAcquireResult> {
+    pub fn xact_lock_table_wait(
+        &self,
+        backend: BackendId,
+        xid: TransactionId,
+        opts: LockOptions,
+    ) -> Result<LockAcquireResult> {
         let tag = LockTag::TransactionId { xid };
-        let r = self.lock(backend, tag, LockMode::Share, LockOptions { session: false, ..opts })?;
+        let r = self.lock(
+            backend,
+            tag,
+            LockMode::Share,
+            LockOptions {
+                session: false,
+                ..opts
+            },
+        )?;
         if r != LockAcquireResult::NotAvailable {
             self.unlock(backend, tag, LockMode::Share, false)?;
         }
@@ -1180,14 +1347,32 @@ impl LockManager {
         session: bool,
         wait: bool,
     ) -> Result<bool> {
-        let mode = if shared { LockMode::Share } else { LockMode::Exclusive };
-        let opts = LockOptions { dont_wait: !wait, session, lock_timeout_ms: None };
+        let mode = if shared {
+            LockMode::Share
+        } else {
+            LockMode::Exclusive
+        };
+        let opts = LockOptions {
+            dont_wait: !wait,
+            session,
+            lock_timeout_ms: None,
+        };
         Ok(self.lock(backend, key.tag(db), mode, opts)? != LockAcquireResult::NotAvailable)
     }
 
     /// pg_advisory_unlock[_shared]: releases one session-level hold.
-    pub fn advisory_unlock(&self, backend: BackendId, db: Oid, key: AdvisoryKey, shared: bool) -> Result<AdvisoryUnlock> {
-        let mode = if shared { LockMode::Share } else { LockMode::Exclusive };
+    pub fn advisory_unlock(
+        &self,
+        backend: BackendId,
+        db: Oid,
+        key: AdvisoryKey,
+        shared: bool,
+    ) -> Result<AdvisoryUnlock> {
+        let mode = if shared {
+            LockMode::Share
+        } else {
+            LockMode::Exclusive
+        };
         let released = self.unlock(backend, key.tag(db), mode, true)?;
         Ok(AdvisoryUnlock {
             released,
@@ -1210,13 +1395,22 @@ impl LockManager {
     pub fn lock_status(&self) -> Vec<LockStatusRow> {
         // Lock order: fast-path LWLocks in backend order, then partitions in order
         // (README rules 2-4). Nothing moves between the two while all are held.
-        let fps: Vec<LwRead<'_, FastPathSlots>> = self.procs.iter().map(|p| p.fast_path.read()).collect();
-        let tables: Vec<LwRead<'_, PartitionTable>> = self.partitions.iter().map(|p| p.read()).collect();
+        let fps: Vec<LwRead<'_, FastPathSlots>> =
+            self.procs.iter().map(|p| p.fast_path.read()).collect();
+        let tables: Vec<LwRead<'_, PartitionTable>> =
+            self.partitions.iter().map(|p| p.read()).collect();
         let mut rows = Vec::new();
         for (i, fp) in fps.iter().enumerate() {
             for (key, bits) in fp.entries() {
-                let tag = LockTag::Relation { db: (key >> 32) as u32, rel: key as u32 };
-                for m in [LockMode::AccessShare, LockMode::RowShare, LockMode::RowExclusive] {
+                let tag = LockTag::Relation {
+                    db: (key >> 32) as u32,
+                    rel: key as u32,
+                };
+                for m in [
+                    LockMode::AccessShare,
+                    LockMode::RowShare,
+                    LockMode::RowExclusive,
+                ] {
                     if bits & m.fp_bit() != 0 {
                         rows.push(self.row(tag, BackendId(i as u32), m, true, true, None));
                     }
@@ -1276,21 +1470,38 @@ impl LockManager {
                 r.relation = Some(rel);
                 r.page = Some(blk);
             }
-            LockTag::Tuple { db, rel, blk, offset } => {
+            LockTag::Tuple {
+                db,
+                rel,
+                blk,
+                offset,
+            } => {
                 r.database = Some(db);
                 r.relation = Some(rel);
                 r.page = Some(blk);
                 r.tuple = Some(offset);
             }
             LockTag::TransactionId { xid } => r.transactionid = Some(xid),
-            LockTag::VirtualXid { backend, lxid } => r.virtualxid = Some(format!("{backend}/{lxid}")),
-            LockTag::Advisory { db, key1, key2, field4 } => {
+            LockTag::VirtualXid { backend, lxid } => {
+                r.virtualxid = Some(format!("{backend}/{lxid}"))
+            }
+            LockTag::Advisory {
+                db,
+                key1,
+                key2,
+                field4,
+            } => {
                 r.database = Some(db);
                 r.classid = Some(key1);
                 r.objid = Some(key2);
                 r.objsubid = Some(field4 as i16);
             }
-            LockTag::Object { db, classid, objid, objsubid } => {
+            LockTag::Object {
+                db,
+                classid,
+                objid,
+                objsubid,
+            } => {
                 r.database = Some(db);
                 r.classid = Some(classid);
                 r.objid = Some(objid);
@@ -1327,7 +1538,9 @@ impl LockManager {
                 if granted != l.granted || requested != l.requested {
                     return bad("counts do not match holders and waiters");
                 }
-                if l.n_granted != granted.iter().sum::<u32>() || l.n_requested != requested.iter().sum::<u32>() {
+                if l.n_granted != granted.iter().sum::<u32>()
+                    || l.n_requested != requested.iter().sum::<u32>()
+                {
                     return bad("totals do not match");
                 }
                 for m in 1..9 {
@@ -1376,23 +1589,56 @@ mod tests {
     #[test]
     fn strong_and_weak_classes() {
         let weak: Vec<_> = LockMode::ALL.into_iter().filter(|m| m.is_weak()).collect();
-        assert_eq!(weak, [LockMode::AccessShare, LockMode::RowShare, LockMode::RowExclusive]);
-        let strong: Vec<_> = LockMode::ALL.into_iter().filter(|m| m.is_strong()).collect();
+        assert_eq!(
+            weak,
+            [
+                LockMode::AccessShare,
+                LockMode::RowShare,
+                LockMode::RowExclusive
+            ]
+        );
+        let strong: Vec<_> = LockMode::ALL
+            .into_iter()
+            .filter(|m| m.is_strong())
+            .collect();
         assert_eq!(
             strong,
-            [LockMode::Share, LockMode::ShareRowExclusive, LockMode::Exclusive, LockMode::AccessExclusive]
+            [
+                LockMode::Share,
+                LockMode::ShareRowExclusive,
+                LockMode::Exclusive,
+                LockMode::AccessExclusive
+            ]
         );
     }
 
     #[test]
     fn tag_descriptions() {
-        assert_eq!(LockTag::Relation { db: 5, rel: 16384 }.to_string(), "relation 16384 of database 5");
         assert_eq!(
-            LockTag::Tuple { db: 5, rel: 16384, blk: 0, offset: 1 }.to_string(),
+            LockTag::Relation { db: 5, rel: 16384 }.to_string(),
+            "relation 16384 of database 5"
+        );
+        assert_eq!(
+            LockTag::Tuple {
+                db: 5,
+                rel: 16384,
+                blk: 0,
+                offset: 1
+            }
+            .to_string(),
             "tuple (0,1) of relation 16384 of database 5"
         );
-        assert_eq!(LockTag::TransactionId { xid: 1234 }.to_string(), "transaction 1234");
-        assert_eq!(AdvisoryKey::Int8(7).tag(5).to_string(), "advisory lock [5,0,7,1]");
-        assert_eq!(AdvisoryKey::Int4Pair(1, 2).tag(5).to_string(), "advisory lock [5,1,2,2]");
+        assert_eq!(
+            LockTag::TransactionId { xid: 1234 }.to_string(),
+            "transaction 1234"
+        );
+        assert_eq!(
+            AdvisoryKey::Int8(7).tag(5).to_string(),
+            "advisory lock [5,0,7,1]"
+        );
+        assert_eq!(
+            AdvisoryKey::Int4Pair(1, 2).tag(5).to_string(),
+            "advisory lock [5,1,2,2]"
+        );
     }
 }
