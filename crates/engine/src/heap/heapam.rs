@@ -280,3 +280,63 @@ pub fn redo(engine: &Engine, rec: &DecodedRecord) -> Result<()> {
     }
     Ok(())
 }
+
+/// Inserts a row given as values: values that make the row too big are compressed
+/// and, if still too big, moved out of line into `toast_rel` as chunks
+/// (PostgreSQL's heap_toast_insert_or_update). The chunks are inserted by the same
+/// transaction, so they become visible, or vanish, with the row.
+pub fn heap_insert_values(
+    backend: &mut Backend,
+    rel: RelFileLocator,
+    toast_rel: Option<RelFileLocator>,
+    desc: &[super::tuple::AttrDesc],
+    values: &[Option<super::tuple::Datum<'_>>],
+) -> Result<Tid> {
+    let plan = super::toast::toast_plan(desc, values)?;
+    if plan.is_noop() {
+        return heap_insert(backend, rel, &super::tuple::form_tuple(desc, values)?);
+    }
+    let mut oids = Vec::new();
+    let toast_relid = toast_rel.map_or(0, |t| t.rel_number);
+    for (_, data) in plan.externals() {
+        let Some(toast_rel) = toast_rel else {
+            return Err(Error::user(
+                SqlState::PROGRAM_LIMIT_EXCEEDED,
+                format!("row is too big: size {}, maximum size {}", data.len(), MAX_HEAP_TUPLE_SIZE),
+            ));
+        };
+        let oid = backend.engine().new_oid();
+        for chunk in super::toast::make_chunks(oid, data)? {
+            heap_insert(backend, toast_rel, &chunk)?;
+        }
+        oids.push(oid);
+    }
+    let finished = plan.finish(values, toast_relid, &oids)?;
+    heap_insert(backend, rel, &super::tuple::form_tuple(desc, &finished)?)
+}
+
+/// The plain bytes of a varlena value of a row read from `rel`: inline, compressed
+/// or out of line. Out-of-line chunks are found by scanning the toast relation (it
+/// has no (chunk_id, chunk_seq) index until B-trees exist: linear in its size).
+pub fn heap_detoast<'a>(
+    backend: &Backend,
+    rel: RelFileLocator,
+    datum: &super::tuple::Datum<'a>,
+    snapshot: &Snapshot,
+) -> Result<std::borrow::Cow<'a, [u8]>> {
+    super::toast::detoast(datum, |ptr| {
+        let toast_rel = RelFileLocator { rel_number: ptr.toast_relid, ..rel };
+        let mut chunks: Vec<(u64, Vec<u8>)> = Vec::new();
+        heap_scan(backend, toast_rel, snapshot, &mut |_, t| {
+            let v = super::tuple::deform_tuple(&super::toast::TOAST_DESC, t)?;
+            if let (Some(super::tuple::Datum::ByVal(id)), Some(super::tuple::Datum::ByVal(seq))) = (v[0], v[1]) {
+                if id == ptr.value_oid as u64 {
+                    chunks.push((seq, t.to_vec()));
+                }
+            }
+            Ok(())
+        })?;
+        chunks.sort_by_key(|c| c.0);
+        Ok(chunks.into_iter().map(|c| c.1).collect::<Vec<_>>())
+    })
+}
