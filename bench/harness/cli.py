@@ -264,7 +264,8 @@ class Runner:
                         msg = (f"{rec['tps']:.1f} tps, mean {rec['lat_mean_ms']:.3f} ms, "
                                f"p99 {report.num(rec.get('lat_p99_ms'), 3)} ms")
                     else:
-                        msg = f"{rec['status']}: {rec.get('error', '')[:120]}"
+                        msg = ("cannot run yet (see setup line)" if rec["status"] == "cannot-run"
+                               else f"{rec['status']}: {rec.get('error', '')[:160]}")
                     prog.step(f"{w.name} {servers.SYSTEM_LABEL[s]} {what}: {msg}")
         finally:
             for srv in live.values():
@@ -330,7 +331,7 @@ class Runner:
             for n in names:
                 wr = self.run_workload(W.REGISTRY[n], prog)
                 self.results["workloads"].append(wr)
-                report.print_workload(wr, self.systems)
+                report.print_workload(wr, self.systems, self.args.perf_event)
                 report.save(self.results, self.outdir)  # partial results survive an interrupt
         finally:
             procs.cleanup_all()

@@ -29,7 +29,7 @@ def big(v) -> str:
         return f"{v / 1e6:.2f}M"
     if v >= 1e3:
         return f"{v / 1e3:.1f}k"
-    return f"{v:.0f}"
+    return f"{v:.3g}"
 
 
 def _series(wr: dict, system: str, query: Optional[str] = None) -> tuple[list, list]:
@@ -60,7 +60,7 @@ def _cell(p: Optional[dict], key: str, digits: int) -> str:
     if p is None:
         return "-"
     if p["status"] != "ok":
-        return STATUS_TEXT.get(p["status"], p["status"]) if key in ("tps", "lat_mean_ms") else ""
+        return STATUS_TEXT.get(p["status"], p["status"]) if key == "tps" else ""
     if key == "instr_per_txn":
         return big(p.get(key))
     return num(p.get(key), digits)
@@ -95,16 +95,17 @@ def fit_line(f: dict) -> str:
     return "; ".join(parts)
 
 
-def workload_table(wr: dict, systems: list[str]) -> str:
+def workload_table(wr: dict, systems: list[str], event: str = "instructions") -> str:
+    ev = "instr" if event == "instructions" else event
     has_both = len(systems) == 2
     par = wr["kind"] == "parallel"
     head = ["workers" if par else "clients"]
     for s in systems:
         L = LABEL[s]
         if par:
-            head += [f"{L} q/s", "mean ms", "p99 ms", "wkrs", "instr/q"]
+            head += [f"{L} q/s", "mean ms", "p99 ms", "wkrs", f"{ev}/q"]
         else:
-            head += [f"{L} tps", "mean ms", "p99 ms", "instr/txn"]
+            head += [f"{L} tps", "mean ms", "p99 ms", f"{ev}/txn"]
     if has_both:
         head.append("ratio f/pg")
     blocks = []
@@ -137,12 +138,12 @@ def workload_table(wr: dict, systems: list[str]) -> str:
     return "\n\n".join(blocks)
 
 
-def print_workload(wr: dict, systems: list[str]) -> None:
+def print_workload(wr: dict, systems: list[str], event: str = "instructions") -> None:
     print()
     print(f"== {wr['name']}  (seed {wr['seed']})")
     print(f"   {wr['description']}; {wr['data']}"
           + (f"; {wr['duration_s']:g} s per point" if "duration_s" in wr else f"; {wr.get('reps')} executions per point"))
-    print(workload_table(wr, systems))
+    print(workload_table(wr, systems, event))
     for s in systems:
         st = wr["systems"].get(s, {})
         if st.get("status") not in (None, "ok"):
@@ -155,7 +156,7 @@ def print_workload(wr: dict, systems: list[str]) -> None:
         print(f"  {LABEL[s]} failed at {','.join(xs)}: {e}")
     notes = sorted({p["instr_note"] for p in wr["points"] if p.get("status") == "ok" and p.get("instr_note")})
     for n in notes:
-        print(f"  instructions n/a: {n}")
+        print(f"  {event} per transaction n/a: {n}")
     print(flush=True)
 
 
@@ -187,7 +188,7 @@ def save(results: dict, outdir: str) -> None:
     with open(os.path.join(outdir, "tables.txt"), "w") as f:
         for wr in results["workloads"]:
             f.write(f"== {wr['name']}  (seed {wr['seed']})\n   {wr['description']}; {wr['data']}\n")
-            f.write(workload_table(wr, results["systems"]) + "\n\n")
+            f.write(workload_table(wr, results["systems"], results.get("perf_event", "instructions")) + "\n\n")
 
 
 # ------------------------------------------------------------------ plots

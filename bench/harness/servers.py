@@ -10,6 +10,7 @@ with the reason (last lines of its log) instead of failing the run.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -48,7 +49,8 @@ def tail(path: str, n: int = 8) -> str:
     try:
         with open(path, errors="replace") as f:
             lines = [l.rstrip() for l in f.readlines() if l.strip()]
-        return " | ".join(lines[-n:])
+        important = [l for l in lines if re.match(r"^(\S+ )*(FATAL|PANIC|ERROR|error)[: ]", l)]
+        return " | ".join((important or lines)[-n:])
     except OSError:
         return ""
 
