@@ -39,7 +39,7 @@ PROFILES = {
     "quick": Profile("quick", ["select-only", "tpcb-sync-on-in", "tpcb-sync-off-in", "tpcb-sync-on-out",
                                "tpcb-sync-off-out", "hash-update", "parallel-scan"],
                      [1, 2, 4, 8, 16, 32, 64], 5, 128, 100,
-                     scale_in=4, scale_out=30, hash_rows=100_000, par_test_rows=100_000, par_perf_rows=100_000,
+                     scale_in=4, scale_out=30, hash_rows=100_000, par_test_rows=300_000, par_perf_rows=100_000,
                      par_workers=list(range(0, max(2, _ncpu()) + 1)), par_reps=3, sampling_rate=1.0,
                      max_wal_size="2GB"),
     # as long as it needs: seed-sized where the machine allows, up to 256 clients, 30 s points
