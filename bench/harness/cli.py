@@ -164,7 +164,7 @@ class Runner:
     def measure(self, srv: servers.Server, w: W.Workload, clients: int, *, workload_args: list[str],
                 duration: Optional[float], transactions: Optional[int], tag: str,
                 env_extra: Optional[dict] = None) -> dict:
-        rec: dict = {"status": "failed"}
+        rec: dict = {"status": "failed", "loadavg_1m": round(os.getloadavg()[0], 2)}
         notes = []
         for sql in w.pre_point_sql:
             ok, out = srv.psql(sql)
@@ -310,6 +310,7 @@ class Runner:
                                 "divided by pgbench's transactions",
                 "ratio": "ferrogres tps / PostgreSQL tps",
             },
+            "loadavg_start": os.getloadavg(),
             "workloads": [],
         }
         if "ferrogres" in self.systems:
@@ -337,6 +338,7 @@ class Runner:
             procs.cleanup_all()
             shutil.rmtree(self.base, ignore_errors=True)
         self.results["elapsed_s"] = round(time.monotonic() - prog.t0, 1)
+        self.results["loadavg_end"] = os.getloadavg()
         return self.results
 
 

@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import os
+import textwrap
 from typing import Optional
 
 from . import fit
@@ -154,6 +155,11 @@ def print_workload(wr: dict, systems: list[str], event: str = "instructions") ->
             errs.setdefault((p["system"], p["error"]), []).append(str(p["x"]))
     for (s, e), xs in errs.items():
         print(f"  {LABEL[s]} failed at {','.join(xs)}: {e}")
+    loads = [p["loadavg_1m"] for p in wr["points"] if p.get("loadavg_1m") is not None]
+    ncpu = os.cpu_count() or 1
+    if loads and max(loads) > ncpu:
+        print(f"  warning: machine busy during this workload: 1-min load average up to {max(loads):.1f} "
+              f"on {ncpu} CPUs (other processes compete; compare the systems only side by side)")
     notes = sorted({p["instr_note"] for p in wr["points"] if p.get("status") == "ok" and p.get("instr_note")})
     for n in notes:
         print(f"  {event} per transaction n/a: {n}")
@@ -217,7 +223,7 @@ def _draw(ax, wr, systems, query=None, as_latency=False):
             reason = st.get("reason") or next((p.get("error", "") for p in wr["points"] if p["system"] == s), "")
             status = STATUS_TEXT.get(st.get("status"), "no data") if st.get("status") != "ok" else "FAILED"
             ax.plot([], [], "x", color=COLORS[s], label=f"{LABEL[s]}: {status}")
-            notes.append(f"{LABEL[s]}: {status}: {reason[:90]}")
+            notes.append(textwrap.fill(f"{LABEL[s]}: {status}: {reason[:220]}", 110))
             continue
         xmax = max(xmax, max(ns))
         xplot = [n - 1 for n in ns] if query is not None else ns
