@@ -261,7 +261,7 @@ class Runner:
                     wr["points"].append(rec)
                     what = f"clients={x}" if query is None else f"{query} workers={x}"
                     if rec["status"] == "ok":
-                        msg = (f"{rec['tps']:.1f} tps, mean {rec['lat_mean_ms']:.3f} ms, "
+                        msg = (f"{rec['tps']:.1f} {'tps' if query is None else 'q/s'}, mean {rec['lat_mean_ms']:.3f} ms, "
                                f"p99 {report.num(rec.get('lat_p99_ms'), 3)} ms")
                     else:
                         msg = ("cannot run yet (see setup line)" if rec["status"] == "cannot-run"

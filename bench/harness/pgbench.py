@@ -121,6 +121,8 @@ def run(server, *, workload_args: list[str], clients: int, jobs: int, duration: 
             return PgbenchResult(False, None, error=f"pgbench did not finish within {timeout:.0f} s",
                                  command=cmd, stdout=out, stderr=err)
     finally:
+        if p.poll() is None:  # interrupted: take pgbench down too
+            procs.stop(p, timeout=5)
         procs.forget(p)
     res = PgbenchResult(ok=False, returncode=p.returncode, command=cmd, stdout=out, stderr=err)
     for k, v in parse_summary(out).items():

@@ -256,8 +256,14 @@ def plot_all(results: dict, outdir: str) -> tuple[list[str], str]:
     for wr in results["workloads"]:
         if wr["kind"] == "parallel":
             qs = list(wr["queries"])
-            fig, axes = plt.subplots(1, len(qs), figsize=(5 * len(qs), 4.8), squeeze=False)
-            for ax, q in zip(axes[0], qs):
+            cols = 2 if len(qs) > 1 else 1
+            rows = (len(qs) + cols - 1) // cols
+            fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.5 * rows), squeeze=False)
+            for ax in axes.flat[len(qs):]:
+                ax.set_visible(False)
+            wks = sorted({p["x"] for p in wr["points"]})
+            for ax, q in zip(axes.flat, qs):
+                ax.set_xticks(wks)
                 _draw(ax, wr, systems, q, as_latency=True)
                 ax.set_title(q, fontsize=10)
                 ax.set_xlabel("max_parallel_workers_per_gather")

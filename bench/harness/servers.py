@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Optional
@@ -136,7 +137,7 @@ class Server:
         if self.proc is not None:
             procs.stop(self.proc, self.stop_signal, timeout=60)
             self.proc = None
-        if getattr(self, "dir", None) and os.environ.get("BENCH_KEEP_DATA") != "1":
+        if getattr(self, "dir", None):
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def settings_args(self, settings: dict) -> list[str]:
@@ -224,7 +225,7 @@ def ensure_ferrogres_binary(repo_root: str, given: Optional[str], build: bool) -
         cargo = shutil.which("cargo")
         if not cargo:
             raise ServerError(f"{path} missing and cargo not found to build it")
-        print(f"building ferrogres: cargo build --release -p ferrogres (in {repo_root})", flush=True)
+        print(f"building ferrogres: cargo build --release -p ferrogres (in {repo_root})", file=sys.stderr, flush=True)
         r = subprocess.run([cargo, "build", "--release", "-p", "ferrogres"], cwd=repo_root,
                            capture_output=True, text=True)
         if r.returncode != 0:

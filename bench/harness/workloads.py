@@ -35,10 +35,10 @@ PROFILES = {
     "smoke": Profile("smoke", ["select-only", "tpcb-sync-off-in"], [1, 2, 4], 3, 32, 50,
                      scale_in=1, scale_out=8, hash_rows=10_000, par_test_rows=20_000, par_perf_rows=20_000,
                      par_workers=[0, 1, 2], par_reps=2, sampling_rate=1.0, max_wal_size="1GB"),
-    # < 15 minutes for both systems: every workload, 1-64 clients, 5 s points
+    # < 15 minutes for both systems: every workload, 1-64 clients, 4 s points
     "quick": Profile("quick", ["select-only", "tpcb-sync-on-in", "tpcb-sync-off-in", "tpcb-sync-on-out",
                                "tpcb-sync-off-out", "hash-update", "parallel-scan"],
-                     [1, 2, 4, 8, 16, 32, 64], 5, 128, 100,
+                     [1, 2, 4, 8, 16, 32, 64], 4, 128, 100,
                      scale_in=4, scale_out=30, hash_rows=100_000, par_test_rows=300_000, par_perf_rows=100_000,
                      par_workers=list(range(0, max(2, _ncpu()) + 1)), par_reps=3, sampling_rate=1.0,
                      max_wal_size="2GB"),

@@ -31,12 +31,12 @@ def require_pg(test):
                   + ", ".join(missing) + " (apt-get install postgresql-15 postgresql-client-15)")
 
 
-def run_bench(test, args, timeout=90):
+def run_bench(test, args, timeout=90, env=None):
     out = tempfile.mkdtemp(prefix="bench-smoke-")
     test.addCleanup(shutil.rmtree, out, ignore_errors=True)
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, RUN] + args + ["--out", out], capture_output=True, text=True,
-                       timeout=timeout)
+                       timeout=timeout, env=dict(os.environ, **(env or {})))
     took = time.monotonic() - t0
     test.assertEqual(r.returncode, 0, f"bench/run failed ({r.returncode}):\nSTDOUT:\n{r.stdout}\nSTDERR:\n{r.stderr}")
     with open(os.path.join(out, "results.json")) as f:
@@ -114,6 +114,23 @@ class SmokePostgres(unittest.TestCase):
         with open(os.path.join(out, "results.csv")) as f:
             rows = f.read().splitlines()
         self.assertTrue(all(row.split(",")[-1] for row in rows[1:]), rows)  # ratio filled in
+        server_pids_gone(self, r.stdout)
+
+    def test_ferrogres_workload_failure_is_reported(self):
+        # The stand-in starts and answers, but every transaction is read-only, so
+        # pgbench -i fails: the points are "failed" with pgbench's error, not dropped.
+        require_pg(self)
+        res, out, r, _ = run_bench(self, ["smoke", "--only", "select-only", "--clients", "1,2", "--duration", "1",
+                                          "--no-plots", "--ferrogres-bin", os.path.join(FIX, "pg_as_ferrogres.sh")],
+                                   env={"BENCH_STANDIN_EXTRA": "-c default_transaction_read_only=on"})
+        [w] = res["workloads"]
+        fg = [p for p in w["points"] if p["system"] == "ferrogres"]
+        self.assertEqual([p["status"] for p in fg], ["failed", "failed"])
+        for p in fg:
+            self.assertIn("pgbench -i", p["error"])
+            self.assertIn("read-only transaction", p["error"])
+        self.assertTrue(all(p["status"] == "ok" for p in w["points"] if p["system"] == "pg"))
+        self.assertIn("FAILED", r.stdout)
         server_pids_gone(self, r.stdout)
 
 
