@@ -148,7 +148,7 @@ class _Interrupted(BaseException):
 def install_signal_handlers() -> None:
     def handler(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
-    for s in (signal.SIGTERM, signal.SIGHUP):
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, handler)
     atexit.register(cleanup_all)
 
