@@ -139,31 +139,36 @@ def workload_table(wr: dict, systems: list[str], event: str = "instructions") ->
     return "\n\n".join(blocks)
 
 
-def print_workload(wr: dict, systems: list[str], event: str = "instructions") -> None:
-    print()
-    print(f"== {wr['name']}  (seed {wr['seed']})")
-    print(f"   {wr['description']}; {wr['data']}"
+def workload_text(wr: dict, systems: list[str], event: str = "instructions") -> str:
+    out = []
+    add = out.append
+    add(f"== {wr['name']}  (seed {wr['seed']})")
+    add(f"   {wr['description']}; {wr['data']}"
           + (f"; {wr['duration_s']:g} s per point" if "duration_s" in wr else f"; {wr.get('reps')} executions per point"))
-    print(workload_table(wr, systems, event))
+    add(workload_table(wr, systems, event))
     for s in systems:
         st = wr["systems"].get(s, {})
         if st.get("status") not in (None, "ok"):
-            print(f"  {LABEL[s]}: {STATUS_TEXT.get(st['status'], st['status'])}: {st['reason']}")
+            add(f"  {LABEL[s]}: {STATUS_TEXT.get(st['status'], st['status'])}: {st['reason']}")
     errs = {}
     for p in wr["points"]:
         if p["status"] == "failed" and p.get("error") and p.get("error") != wr["systems"].get(p["system"], {}).get("reason"):
             errs.setdefault((p["system"], p["error"]), []).append(str(p["x"]))
     for (s, e), xs in errs.items():
-        print(f"  {LABEL[s]} failed at {','.join(xs)}: {e}")
+        add(f"  {LABEL[s]} failed at {','.join(xs)}: {e}")
     loads = [p["loadavg_1m"] for p in wr["points"] if p.get("loadavg_1m") is not None]
     ncpu = os.cpu_count() or 1
     if loads and max(loads) > ncpu:
-        print(f"  warning: machine busy during this workload: 1-min load average up to {max(loads):.1f} "
+        add(f"  warning: machine busy during this workload: 1-min load average up to {max(loads):.1f} "
               f"on {ncpu} CPUs (other processes compete; compare the systems only side by side)")
     notes = sorted({p["instr_note"] for p in wr["points"] if p.get("status") == "ok" and p.get("instr_note")})
     for n in notes:
-        print(f"  {event} per transaction n/a: {n}")
-    print(flush=True)
+        add(f"  {event} per transaction n/a: {n}")
+    return "\n".join(out) + "\n"
+
+
+def print_workload(wr: dict, systems: list[str], event: str = "instructions") -> None:
+    print("\n" + workload_text(wr, systems, event), flush=True)
 
 
 def print_fits_summary(results: dict) -> None:
@@ -193,8 +198,7 @@ def save(results: dict, outdir: str) -> None:
                 wri.writerow(row)
     with open(os.path.join(outdir, "tables.txt"), "w") as f:
         for wr in results["workloads"]:
-            f.write(f"== {wr['name']}  (seed {wr['seed']})\n   {wr['description']}; {wr['data']}\n")
-            f.write(workload_table(wr, results["systems"], results.get("perf_event", "instructions")) + "\n\n")
+            f.write(workload_text(wr, results["systems"], results.get("perf_event", "instructions")) + "\n")
 
 
 # ------------------------------------------------------------------ plots
