@@ -41,10 +41,11 @@ class Progress:
         self.done = 0
         self.done_est = 0.0
 
-    def step(self, msg: str) -> None:
+    def step(self, msg: str, ran: bool = True) -> None:
         est = self.est[self.done] if self.done < len(self.est) else 0.0
         self.done += 1
-        self.done_est += est
+        if ran:  # a skipped item (system that cannot run) took no time: keep it out of the rate
+            self.done_est += est
         el = time.monotonic() - self.t0
         ratio = min(4.0, max(0.5, el / self.done_est)) if self.done_est > 0 else 1.0
         left = sum(self.est[self.done:]) * ratio
@@ -266,7 +267,7 @@ class Runner:
                     else:
                         msg = ("cannot run yet (see setup line)" if rec["status"] == "cannot-run"
                                else f"{rec['status']}: {rec.get('error', '')[:160]}")
-                    prog.step(f"{w.name} {servers.SYSTEM_LABEL[s]} {what}: {msg}")
+                    prog.step(f"{w.name} {servers.SYSTEM_LABEL[s]} {what}: {msg}", ran=rec["status"] != "cannot-run")
         finally:
             for srv in live.values():
                 srv.stop()
