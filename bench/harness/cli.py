@@ -15,7 +15,7 @@ import tempfile
 import time
 from typing import Optional
 
-from . import fit, pgbench, perfstat, procs, report, servers, workloads as W
+from . import pgbench, perfstat, procs, report, servers, workloads as W
 
 BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(BENCH_DIR)
@@ -371,7 +371,6 @@ def main(argv: list[str]) -> int:
         log(f"error: {e}")
         return 1
     report.save(results, outdir)
-    report.print_fits_summary(results)
     if not args.no_plots:
         made, err = report.plot_all(results, outdir)
         results["plots"] = made

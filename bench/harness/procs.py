@@ -141,10 +141,6 @@ def process_tree(root: int) -> list[int]:
     return out
 
 
-class _Interrupted(BaseException):
-    pass
-
-
 def install_signal_handlers() -> None:
     def handler(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")

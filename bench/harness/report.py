@@ -171,10 +171,6 @@ def print_workload(wr: dict, systems: list[str], event: str = "instructions") ->
     print("\n" + workload_text(wr, systems, event), flush=True)
 
 
-def print_fits_summary(results: dict) -> None:
-    pass  # the fits are printed with each workload's table
-
-
 CSV_FIELDS = ["workload", "system", "query", "x", "status", "tps", "lat_mean_ms", "lat_p99_ms", "txns",
               "failed_txns", "instructions", "instr_per_txn", "workers_launched", "error", "ratio_ferrogres_pg"]
 
