@@ -1,0 +1,293 @@
+"""Tables, fits, JSON/CSV files and plots of a run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import textwrap
+from typing import Optional
+
+from . import fit
+
+LABEL = {"pg": "PostgreSQL", "ferrogres": "ferrogres"}
+STATUS_TEXT = {"cannot-run": "cannot run yet", "failed": "FAILED"}
+
+
+def num(v, digits=1) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float) and not math.isfinite(v):
+        return "n/a"
+    return f"{v:.{digits}f}"
+
+
+def big(v) -> str:
+    if v is None:
+        return "n/a"
+    if v >= 1e6:
+        return f"{v / 1e6:.2f}M"
+    if v >= 1e3:
+        return f"{v / 1e3:.1f}k"
+    return f"{v:.3g}"
+
+
+def _series(wr: dict, system: str, query: Optional[str] = None) -> tuple[list, list]:
+    """(N, throughput) of a system's ok points; parallel-scan: N = workers + 1 (the leader works too)."""
+    ns, xs = [], []
+    for p in wr["points"]:
+        if p["system"] != system or p.get("query") != query or p["status"] != "ok":
+            continue
+        ns.append(p["x"] + 1 if query is not None else p["x"])
+        xs.append(p["tps"])
+    return ns, xs
+
+
+def _fit_dict(ns, xs) -> dict:
+    r = fit.fit_both(ns, xs)
+    return {"usl": r["usl"].to_dict() if r["usl"] else None,
+            "amdahl": r["amdahl"].to_dict() if r["amdahl"] else None,
+            "errors": r["errors"]}
+
+
+def compute_fits(wr: dict, systems: list[str]) -> dict:
+    if wr["kind"] == "parallel":
+        return {q: {s: _fit_dict(*_series(wr, s, q)) for s in systems} for q in wr["queries"]}
+    return {s: _fit_dict(*_series(wr, s)) for s in systems}
+
+
+def _cell(p: Optional[dict], key: str, digits: int) -> str:
+    if p is None:
+        return "-"
+    if p["status"] != "ok":
+        return STATUS_TEXT.get(p["status"], p["status"]) if key == "tps" else ""
+    if key == "instr_per_txn":
+        return big(p.get(key))
+    return num(p.get(key), digits)
+
+
+def _ratio(a: Optional[dict], b: Optional[dict]) -> str:
+    if not a or not b or a["status"] != "ok" or b["status"] != "ok" or not a.get("tps"):
+        return "-"
+    return f"{b['tps'] / a['tps']:.2f}"
+
+
+def _fmt_rows(rows: list[list[str]]) -> str:
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for j, r in enumerate(rows):
+        out.append("  ".join(c.rjust(w[i]) if i else c.ljust(w[i]) for i, c in enumerate(r)).rstrip())
+        if j == 0:
+            out.append("  ".join("-" * x for x in w))
+    return "\n".join(out)
+
+
+def fit_line(f: dict) -> str:
+    u, a = f.get("usl"), f.get("amdahl")
+    parts = []
+    if u:
+        peak = f"N*={u['peak_n']:.1f}" if u.get("peak_n") else f"N*=none ({u.get('note')})"
+        parts.append(f"USL alpha={u['alpha']:.4f} beta={u['beta']:.2e} {peak} lambda={u['lam']:.4g} R2={num(u['r2'], 3)}")
+    if a:
+        parts.append(f"Amdahl alpha={a['alpha']:.4f} (serial {100 * a['alpha']:.2f}%) R2={num(a['r2'], 3)}")
+    if not parts:
+        parts.append("no fit: " + "; ".join(f.get("errors", {}).values()))
+    return "; ".join(parts)
+
+
+def workload_table(wr: dict, systems: list[str], event: str = "instructions") -> str:
+    ev = "instr" if event == "instructions" else event
+    has_both = len(systems) == 2
+    par = wr["kind"] == "parallel"
+    head = ["workers" if par else "clients"]
+    for s in systems:
+        L = LABEL[s]
+        if par:
+            head += [f"{L} q/s", "mean ms", "p99 ms", "wkrs", f"{ev}/q"]
+        else:
+            head += [f"{L} tps", "mean ms", "p99 ms", f"{ev}/txn"]
+    if has_both:
+        head.append("ratio f/pg")
+    blocks = []
+    queries = list(wr["queries"]) if par else [None]
+    for q in queries:
+        rows = [head]
+        xs = []
+        for p in wr["points"]:
+            if p.get("query") == q and p["x"] not in xs:
+                xs.append(p["x"])
+        for x in xs:
+            row = [str(x)]
+            by = {p["system"]: p for p in wr["points"] if p["x"] == x and p.get("query") == q}
+            for s in systems:
+                p = by.get(s)
+                row += [_cell(p, "tps", 1), _cell(p, "lat_mean_ms", 3), _cell(p, "lat_p99_ms", 3)]
+                if par:
+                    row.append("" if not p or p.get("workers_launched") is None else str(p["workers_launched"]))
+                row.append(_cell(p, "instr_per_txn", 0))
+            if has_both:
+                row.append(_ratio(by.get("pg"), by.get("ferrogres")))
+            rows.append(row)
+        title = f"-- query {q}" if q else ""
+        fits = wr["fits"][q] if par else wr["fits"]
+        lines = [title] if title else []
+        lines.append(_fmt_rows(rows))
+        for s in systems:
+            lines.append(f"  {LABEL[s]} fit{' (N = workers + 1, X = queries/s)' if par else ''}: {fit_line(fits[s])}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def workload_text(wr: dict, systems: list[str], event: str = "instructions") -> str:
+    out = []
+    add = out.append
+    add(f"== {wr['name']}  (seed {wr['seed']})")
+    add(f"   {wr['description']}; {wr['data']}"
+          + (f"; {wr['duration_s']:g} s per point" if "duration_s" in wr else f"; {wr.get('reps')} executions per point"))
+    add(workload_table(wr, systems, event))
+    for s in systems:
+        st = wr["systems"].get(s, {})
+        if st.get("status") not in (None, "ok"):
+            add(f"  {LABEL[s]}: {STATUS_TEXT.get(st['status'], st['status'])}: {st['reason']}")
+    errs = {}
+    for p in wr["points"]:
+        if p["status"] == "failed" and p.get("error") and p.get("error") != wr["systems"].get(p["system"], {}).get("reason"):
+            errs.setdefault((p["system"], p["error"]), []).append(str(p["x"]))
+    for (s, e), xs in errs.items():
+        add(f"  {LABEL[s]} failed at {','.join(xs)}: {e}")
+    loads = [p["loadavg_1m"] for p in wr["points"] if p.get("loadavg_1m") is not None]
+    ncpu = os.cpu_count() or 1
+    if loads and max(loads) > ncpu:
+        add(f"  warning: machine busy during this workload: 1-min load average up to {max(loads):.1f} "
+              f"on {ncpu} CPUs (other processes compete; compare the systems only side by side)")
+    notes = sorted({p["instr_note"] for p in wr["points"] if p.get("status") == "ok" and p.get("instr_note")})
+    for n in notes:
+        add(f"  {event} per transaction n/a: {n}")
+    return "\n".join(out) + "\n"
+
+
+def print_workload(wr: dict, systems: list[str], event: str = "instructions") -> None:
+    print("\n" + workload_text(wr, systems, event), flush=True)
+
+
+CSV_FIELDS = ["workload", "system", "query", "x", "status", "tps", "lat_mean_ms", "lat_p99_ms", "txns",
+              "failed_txns", "instructions", "instr_per_txn", "workers_launched", "error", "ratio_ferrogres_pg"]
+
+
+def save(results: dict, outdir: str) -> None:
+    os.makedirs(outdir, exist_ok=True)
+    tmp = os.path.join(outdir, "results.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(results, f, indent=1, default=str)
+    os.replace(tmp, os.path.join(outdir, "results.json"))
+    with open(os.path.join(outdir, "results.csv"), "w", newline="") as f:
+        wri = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        wri.writeheader()
+        for wr in results["workloads"]:
+            by = {(p["system"], p.get("query"), p["x"]): p for p in wr["points"]}
+            for p in wr["points"]:
+                row = dict(p, workload=wr["name"])
+                a, b = by.get(("pg", p.get("query"), p["x"])), by.get(("ferrogres", p.get("query"), p["x"]))
+                r = _ratio(a, b)
+                row["ratio_ferrogres_pg"] = "" if r == "-" else r
+                wri.writerow(row)
+    with open(os.path.join(outdir, "tables.txt"), "w") as f:
+        for wr in results["workloads"]:
+            f.write(workload_text(wr, results["systems"], results.get("perf_event", "instructions")) + "\n")
+
+
+# ------------------------------------------------------------------ plots
+COLORS = {"pg": "#336791", "ferrogres": "#d2691e"}
+
+
+def _fit_label(f: dict, which: str) -> str:
+    d = f.get(which)
+    if not d:
+        return ""
+    if which == "usl":
+        peak = f"N*={d['peak_n']:.0f}" if d.get("peak_n") else "N*=none"
+        return f"USL α={d['alpha']:.3f} β={d['beta']:.1e} {peak}"
+    return f"Amdahl α={d['alpha']:.3f}"
+
+
+def _draw(ax, wr, systems, query=None, as_latency=False):
+    import numpy as np
+    fits = wr["fits"][query] if query is not None else wr["fits"]
+    xmax = 1
+    notes = []
+    for s in systems:
+        ns, xs = _series(wr, s, query)
+        st = wr["systems"].get(s, {})
+        if not ns:
+            reason = st.get("reason") or next((p.get("error", "") for p in wr["points"] if p["system"] == s), "")
+            status = STATUS_TEXT.get(st.get("status"), "no data") if st.get("status") != "ok" else "FAILED"
+            ax.plot([], [], "x", color=COLORS[s], label=f"{LABEL[s]}: {status}")
+            notes.append(textwrap.fill(f"{LABEL[s]}: {status}: {reason[:220]}", 110))
+            continue
+        xmax = max(xmax, max(ns))
+        xplot = [n - 1 for n in ns] if query is not None else ns
+        yplot = [1000.0 / x for x in xs] if as_latency else xs
+        ax.plot(xplot, yplot, "o", color=COLORS[s], label=f"{LABEL[s]} measured", zorder=3)
+        grid = np.linspace(1, max(ns) * 1.15 if query is None else max(ns), 200)
+        for which, style in (("usl", "-"), ("amdahl", "--")):
+            d = fits[s].get(which)
+            if not d:
+                continue
+            y = np.array([fit.model_x(n, d["lam"], d["alpha"], d["beta"]) for n in grid])
+            gx = grid - 1 if query is not None else grid
+            ax.plot(gx, 1000.0 / y if as_latency else y, style, color=COLORS[s], alpha=0.8,
+                    label=f"{LABEL[s]} {_fit_label(fits[s], which)}")
+    if notes:
+        ax.text(0.02, 0.02, "\n".join(notes), transform=ax.transAxes, fontsize=7, va="bottom",
+                color="#a00000", wrap=True)
+    return xmax
+
+
+def plot_all(results: dict, outdir: str) -> tuple[list[str], str]:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return [], f"matplotlib not available ({e}); pip install -r bench/requirements.txt"
+    made = []
+    systems = results["systems"]
+    for wr in results["workloads"]:
+        if wr["kind"] == "parallel":
+            qs = list(wr["queries"])
+            cols = 2 if len(qs) > 1 else 1
+            rows = (len(qs) + cols - 1) // cols
+            fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.5 * rows), squeeze=False)
+            for ax in axes.flat[len(qs):]:
+                ax.set_visible(False)
+            wks = sorted({p["x"] for p in wr["points"]})
+            for ax, q in zip(axes.flat, qs):
+                ax.set_xticks(wks)
+                _draw(ax, wr, systems, q, as_latency=True)
+                ax.set_title(q, fontsize=10)
+                ax.set_xlabel("max_parallel_workers_per_gather")
+                ax.set_ylabel("query time (ms)")
+                ax.grid(True, alpha=0.3)
+                ax.legend(fontsize=6.5)
+            fig.suptitle(f"{wr['name']} — {wr['data']}", fontsize=10)
+        else:
+            fig, ax = plt.subplots(figsize=(8, 5.5))
+            xmax = _draw(ax, wr, systems)
+            ax.set_xscale("log", base=2)
+            ticks = sorted({p["x"] for p in wr["points"]})
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([str(t) for t in ticks])
+            ax.set_xlabel("clients")
+            ax.set_ylabel("transactions per second")
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+            ax.set_title(f"{wr['name']} (seed {wr['seed']})\n{wr['data']}", fontsize=10)
+            ax.legend(fontsize=8, loc="upper left")
+        fig.tight_layout()
+        for ext in ("svg", "png"):
+            path = os.path.join(outdir, f"{wr['name']}.{ext}")
+            fig.savefig(path, dpi=110)
+            made.append(os.path.basename(path))
+        plt.close(fig)
+    return made, ""
