@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
 # The project's whole test run: what README.md names and .ci/run calls.
 #   1. unit and integration tests of every crate (real threads, real files, crash tests
-#      that kill child processes);
+#      that kill child processes: FERROGRES_CRASH_KILLS, default 100);
 #   2. loom model checks of the lock-free parts, with bounded preemptions;
-#   3. the benchmark harness's own tests (curve fitting), then its smoke run against
-#      PostgreSQL 15 alone (it is kept short; `bench/run smoke` compares both systems).
-set -euo pipefail
+#   3. the benchmark harness's own tests (curve fitting), and its smoke run against a
+#      real PostgreSQL 15 (`bench/run smoke` compares both systems by hand).
+# Ends with one line "N passed, N failed" summed over all stages.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
 
 echo "== cargo test (workspace)"
-cargo test --workspace --no-fail-fast
+cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 
 echo "== loom model checks (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:=2})"
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS \
-  cargo test -p ferrogres-engine --release --lib --target-dir target/loom -- loom
+  cargo test -p ferrogres-engine --release --lib --target-dir target/loom -- loom 2>&1 | tee -a "$log" || status=1
 
-if [ -d bench/tests ]; then
-  echo "== benchmark harness tests"
-  python3 -m unittest discover -s bench/tests -v
-fi
+echo "== benchmark harness tests"
+python3 -m unittest discover -s bench/tests -v 2>&1 | tee -a "$log" || status=1
+
+passed=$(grep -oE '^test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -oE '^test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$log" | awk '{s+=$6} END {print s+0}')
+py_ran=$(grep -oE '^Ran [0-9]+ tests?' "$log" | awk '{s+=$2} END {print s+0}')
+py_bad=$(grep -oE '^FAILED \((failures|errors)=[0-9]+(, (failures|errors)=[0-9]+)?' "$log" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+echo "$((passed + py_ran - py_bad)) passed, $((failed + py_bad)) failed"
+exit $status
