@@ -28,7 +28,7 @@ pub struct StartupInfo {
     pub parameters: Vec<(String, String)>,
     /// The process id reported in BackendKeyData (unique among live connections).
     pub backend_pid: i32,
-    /// "127.0.0.1:54321" for TCP, "[local]" for the Unix socket.
+    /// `127.0.0.1:54321` for TCP, `[local]` for the Unix socket.
     pub client_addr: String,
 }
 
@@ -116,7 +116,7 @@ pub enum CopyInEvent {
     /// CopyDone: the data is complete.
     Done,
     /// CopyFail with the client's message. The session must fail the COPY with
-    /// 57014 "COPY from stdin failed: <message>".
+    /// 57014 `COPY from stdin failed: MESSAGE`.
     Fail(String),
 }
 
@@ -151,9 +151,10 @@ pub trait ResultSink {
 
 /// A database server behind the wire: makes sessions. Shared by all connection threads.
 pub trait Backend: Send + Sync {
-    /// Called after the startup packet was accepted and before AuthenticationOk
-    /// is answered... (trust authentication: the wire layer has already decided).
-    /// An `Err` (e.g. 3D000 unknown database) is sent as FATAL and the connection closed.
+    /// Called once the startup packet is accepted, the client authenticated (trust)
+    /// and admitted under max_connections, before AuthenticationOk is sent. An
+    /// `Err` (e.g. 3D000 unknown database) is sent as FATAL and the connection closed.
+    /// `interrupts` is the session's cancel/terminate flags (see [`Interrupts`]).
     fn new_session(&self, startup: &StartupInfo, interrupts: std::sync::Arc<Interrupts>)
         -> Result<Box<dyn Session>, PgError>;
 }

@@ -402,7 +402,7 @@ impl MinimalSession {
             Stmt::Version => rows(vec![Val::Text(version_string())]),
             Stmt::BackendPid => rows(vec![Val::Int(self.pid)]),
             Stmt::Sleep(secs) => {
-                let end = Instant::now() + Duration::from_secs_f64(secs.max(0.0).min(1e9));
+                let end = Instant::now() + Duration::from_secs_f64(secs.clamp(0.0, 1e9));
                 loop {
                     self.interrupts.check()?;
                     let now = Instant::now();
