@@ -569,3 +569,22 @@ fn unix_socket_raw_client() {
     let v = r.until_ready();
     assert!(text(&v[1].1).contains("ferrogres"), "{}", text(&v[1].1));
 }
+
+#[test]
+fn pgbench_runs_in_every_query_mode() {
+    let srv = Server::start(&[]);
+    let script = srv.dir.path().join("select1.sql");
+    std::fs::write(&script, "select 1;\n").unwrap();
+    for mode in ["simple", "extended", "prepared"] {
+        let out = Command::new("pgbench")
+            .args(["-n", "-h", "127.0.0.1", "-p", &srv.port.to_string(), "-U", "postgres", "-c", "2", "-t", "50", "-M", mode, "-f"])
+            .arg(&script)
+            .arg("postgres")
+            .output()
+            .expect("pgbench runs");
+        let so = text(&out.stdout);
+        assert!(out.status.success(), "{mode}: {so} {}", text(&out.stderr));
+        assert!(so.contains("number of transactions actually processed: 100/100"), "{mode}: {so}");
+        assert!(so.contains("number of failed transactions: 0 (0.000%)"), "{mode}: {so}");
+    }
+}
