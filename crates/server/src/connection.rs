@@ -359,6 +359,11 @@ impl Connection {
         if self.ignore_till_sync && t != b'S' && t != b'X' {
             return Ok(());
         }
+        // Outside COPY, CopyData/CopyDone/CopyFail are ignored unparsed, as the
+        // protocol says (a client may still be sending after a COPY failed).
+        if matches!(t, b'd' | b'c' | b'f') {
+            return Ok(());
+        }
         let msg = match protocol::decode(t, body) {
             Ok(Frontend::Msg(m)) => m,
             Ok(Frontend::FunctionCall) => {
@@ -370,7 +375,9 @@ impl Connection {
                     fatal_and_close(&mut self.io, e);
                     return Err(End::Closed);
                 }
-                if extended && t != b'S' {
+                if extended {
+                    // Even a malformed Sync: PostgreSQL reports it and keeps
+                    // skipping until a well-formed one.
                     return self.report_extended(e);
                 }
                 self.report(e)?;
@@ -449,8 +456,6 @@ impl Connection {
             }
             PgWireFrontendMessage::Flush(_) => self.io.flush().map_err(|_| End::Closed),
             PgWireFrontendMessage::Terminate(_) => Err(End::Closed),
-            // Outside COPY these are ignored, as the protocol says.
-            PgWireFrontendMessage::CopyData(_) | PgWireFrontendMessage::CopyDone(_) | PgWireFrontendMessage::CopyFail(_) => Ok(()),
             other => {
                 // decode() yields no other variant; treat one as a broken stream.
                 fatal_and_close(&mut self.io, PgError::protocol_fatal(format!("unexpected frontend message {other:?}")));

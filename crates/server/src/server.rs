@@ -192,18 +192,40 @@ impl Server {
             if n <= 0 {
                 continue; // timeout or EINTR: re-check the flags
             }
+            let mut failed = None;
             for l in &self.tcp {
-                while let Ok((s, _)) = l.accept() {
-                    let _ = s.set_nonblocking(false);
-                    let _ = s.set_nodelay(true);
-                    self.spawn(Stream::Tcp(s));
+                loop {
+                    match l.accept() {
+                        Ok((s, _)) => {
+                            let _ = s.set_nonblocking(false);
+                            let _ = s.set_nodelay(true);
+                            self.spawn(Stream::Tcp(s));
+                        }
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
                 }
             }
             if let Some((l, _)) = &self.unix {
-                while let Ok((s, _)) = l.accept() {
-                    let _ = s.set_nonblocking(false);
-                    self.spawn(Stream::Unix(s));
+                loop {
+                    match l.accept() {
+                        Ok((s, _)) => {
+                            let _ = s.set_nonblocking(false);
+                            self.spawn(Stream::Unix(s));
+                        }
+                        Err(e) => {
+                            failed = failed.filter(|f: &io::Error| f.kind() != io::ErrorKind::WouldBlock).or(Some(e));
+                            break;
+                        }
+                    }
                 }
+            }
+            if let Some(e) = failed.filter(|e| e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted) {
+                // Out of file descriptors, say: don't spin on a listener that stays readable.
+                eprintln!("LOG:  could not accept new connection: {e}");
+                std::thread::sleep(Duration::from_millis(100));
             }
             if let Some(fd) = wake {
                 drain_fd(fd);
