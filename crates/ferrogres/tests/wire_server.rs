@@ -17,29 +17,48 @@ struct Server {
 }
 
 impl Server {
+    /// Start on a free port. A port found free may be taken before the server
+    /// binds it (by another test's server or a client socket): then the server
+    /// exits at once and we try another one.
     fn start(extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
-            .arg("-D")
-            .arg(dir.path().join("data"))
-            .args(["-p", &port.to_string(), "-k"])
-            .arg(dir.path())
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let s = Server { child: Some(child), port, dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() || !s.socket_path().exists() {
-            assert!(Instant::now() < deadline, "server did not start");
-            std::thread::sleep(Duration::from_millis(20));
+        for _attempt in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let port = {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                l.local_addr().unwrap().port()
+            };
+            let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+            let child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
+                .arg("-D")
+                .arg(dir.path().join("data"))
+                .args(["-p", &port.to_string(), "-k"])
+                .arg(dir.path())
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            let mut s = Server { child: Some(child), port, dir };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                if let Some(st) = s.child.as_mut().unwrap().try_wait().unwrap() {
+                    eprintln!("server exited with {st} on port {port}: {}", s.log());
+                    break;
+                }
+                // Not just "the socket file exists": bind() creates it before listen().
+                if s.log().contains("database system is ready to accept connections") {
+                    return s;
+                }
+                assert!(Instant::now() < deadline, "server did not start: {}", s.log());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            s.child = None;
         }
-        s
+        panic!("could not start the server on a free port");
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
 
     fn socket_path(&self) -> PathBuf {
@@ -559,7 +578,7 @@ fn sigterm_stops_the_server_cleanly() {
 #[test]
 fn unix_socket_raw_client() {
     let srv = Server::start(&[]);
-    let s = UnixStream::connect(srv.socket_path()).unwrap();
+    let s = UnixStream::connect(srv.socket_path()).unwrap_or_else(|e| panic!("{e}; server log: {}", srv.log()));
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut r = Raw { s: Box::new(s), params: HashMap::new(), pid: 0, secret: 0 };
     r.send(&Raw::startup_packet(196608, &[("user", "postgres")]));
