@@ -76,6 +76,8 @@ impl Server {
             .env("PGCONNECT_TIMEOUT", "5")
             .env_remove("PGPASSWORD")
             .env_remove("PGOPTIONS")
+            .env_remove("PGSSLMODE")
+            .env_remove("PGSERVICE")
             .output()
             .expect("psql runs")
     }

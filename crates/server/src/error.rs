@@ -132,3 +132,20 @@ impl fmt::Display for PgError {
 }
 
 impl std::error::Error for PgError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_fields_in_postgres_order() {
+        let e = PgError::error(b"42703", "column \"x\" does not exist").with_hint("h").with_detail("d").with_position(8);
+        let f = e.wire_fields();
+        let codes: Vec<u8> = f.iter().map(|(c, _)| *c).collect();
+        assert_eq!(codes, b"SVCMDHP");
+        assert_eq!(f[2].1, "42703");
+        assert_eq!(f[6].1, "8");
+        assert!(!e.severity.ends_session());
+        assert!(PgError::admin_shutdown().severity.ends_session());
+    }
+}

@@ -247,3 +247,40 @@ pub fn pg15_reported_parameters(startup: &StartupInfo) -> Vec<(String, String)> 
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancel_fires_once_terminate_sticks() {
+        let i = Interrupts::new();
+        assert!(i.check().is_ok());
+        i.request_cancel();
+        assert_eq!(i.check().unwrap_err().sqlstate(), "57014");
+        assert!(i.check().is_ok(), "a cancel is consumed by the check that reports it");
+        i.request_cancel();
+        i.clear_cancel();
+        assert!(i.check().is_ok(), "a cancel that arrived while idle is dropped");
+        i.request_terminate();
+        assert_eq!(i.check().unwrap_err().sqlstate(), "57P01");
+        assert_eq!(i.check().unwrap_err().sqlstate(), "57P01");
+    }
+
+    #[test]
+    fn reported_parameters_are_postgres_15s() {
+        let s = StartupInfo {
+            user: "u".into(),
+            database: "d".into(),
+            application_name: "app".into(),
+            parameters: vec![],
+            backend_pid: 1,
+            client_addr: "[local]".into(),
+        };
+        let p = pg15_reported_parameters(&s);
+        assert_eq!(p.len(), 13);
+        assert!(p.contains(&("server_version".into(), "15.18".into())));
+        assert!(p.contains(&("session_authorization".into(), "u".into())));
+        assert!(p.contains(&("application_name".into(), "app".into())));
+    }
+}
