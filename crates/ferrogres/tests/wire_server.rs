@@ -299,6 +299,17 @@ fn psql_over_tcp_and_unix_socket() {
         se.contains("ERROR:  0A000: ferrogres does not support SQL yet: the SQL layer is not built (issue 4)"),
         "{se}"
     );
+
+    // Settings from the startup packet's options (PGOPTIONS) and application_name.
+    let out = Command::new("psql")
+        .args(["-X", "-At", "-h", "127.0.0.1", "-p", &srv.port.to_string(), "-U", "postgres", "-d", "postgres"])
+        .args(["-c", "show statement_timeout", "-c", "show application_name"])
+        .env("PGOPTIONS", "-c statement_timeout=5000")
+        .env("PGAPPNAME", "wire-test")
+        .env_remove("PGSSLMODE")
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "5000\nwire-test\n", "{}", text(&out.stderr));
 }
 
 #[test]

@@ -209,6 +209,49 @@ pub trait Session: Send {
     fn terminate(&mut self);
 }
 
+/// The settings in a startup packet's `options` parameter (libpq's PGOPTIONS),
+/// as PostgreSQL reads them: `-c name=value`, `-cname=value` or `--name=value`,
+/// separated by spaces, a backslash escaping the next character. Other switches
+/// are skipped. Names have `-` turned into `_`.
+pub fn parse_startup_options(options: &str) -> Vec<(String, String)> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            c if c.is_ascii_whitespace() => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    let mut out = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        let pair = if w == "-c" {
+            it.next()
+        } else if let Some(rest) = w.strip_prefix("-c").or_else(|| w.strip_prefix("--")) {
+            Some(rest.to_string())
+        } else {
+            None
+        };
+        if let Some((k, v)) = pair.as_deref().and_then(|p| p.split_once('=')) {
+            out.push((k.replace('-', "_"), v.to_string()));
+        }
+    }
+    out
+}
+
 /// The server_version every ferrogres session reports: clients (libpq, JDBC,
 /// pgbench, drivers) parse it as "major.minor", so it stays a bare PostgreSQL
 /// version; `version()` says ferrogres.
@@ -265,6 +308,18 @@ mod tests {
         i.request_terminate();
         assert_eq!(i.check().unwrap_err().sqlstate(), "57P01");
         assert_eq!(i.check().unwrap_err().sqlstate(), "57P01");
+    }
+
+    #[test]
+    fn startup_options_like_pgoptions() {
+        assert_eq!(
+            parse_startup_options("-c search_path=a\\ b  --statement-timeout=5 -cfoo=1 -X"),
+            vec![
+                ("search_path".to_string(), "a b".to_string()),
+                ("statement_timeout".to_string(), "5".to_string()),
+                ("foo".to_string(), "1".to_string())
+            ]
+        );
     }
 
     #[test]

@@ -77,13 +77,24 @@ impl Backend for MinimalBackend {
             statements: HashMap::new(),
             portals: HashMap::new(),
         };
-        // GUCs given in the startup packet (application_name is already in).
+        // Settings from the startup packet: first those inside `options`
+        // (PGOPTIONS), then the packet's own name/value pairs, which win, as in
+        // PostgreSQL (application_name is already in). A bad one is FATAL.
+        let mut gucs: Vec<(String, String)> = Vec::new();
         for (k, v) in &startup.parameters {
-            if !matches!(k.as_str(), "user" | "database" | "application_name" | "options" | "replication")
+            if k == "options" {
+                gucs.splice(0..0, crate::handler::parse_startup_options(v));
+            } else if !matches!(k.as_str(), "user" | "database" | "application_name" | "replication")
                 && !k.starts_with("_pq_.")
             {
-                s.set(k, v)?;
+                gucs.push((k.clone(), v.clone()));
             }
+        }
+        for (k, v) in &gucs {
+            s.set(k, v).map_err(|mut e| {
+                e.severity = crate::error::Severity::Fatal;
+                e
+            })?;
         }
         s.changed.clear();
         Ok(Box::new(s))
@@ -167,7 +178,10 @@ fn lex(s: &str) -> Option<Vec<Tok>> {
             while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_' || c[i] == '.') {
                 i += 1;
             }
-            out.push(Tok::Word(c[start..i].iter().collect::<String>().to_lowercase()));
+            let word = c[start..i].iter().collect::<String>().to_lowercase();
+            // Drivers and tools qualify built-ins: pg_catalog.set_config(...).
+            let word = word.strip_prefix("pg_catalog.").map(str::to_string).unwrap_or(word);
+            out.push(Tok::Word(word));
         } else {
             out.push(Tok::Punct(ch));
             i += 1;
@@ -699,6 +713,10 @@ mod tests {
         assert_eq!(recognize("begin isolation level repeatable read").unwrap(), Stmt::Begin);
         assert_eq!(recognize("COMMIT").unwrap(), Stmt::Commit);
         assert_eq!(recognize("").unwrap(), Stmt::Empty);
+        assert_eq!(
+            recognize("SELECT pg_catalog.set_config('search_path', '', false)").unwrap(),
+            Stmt::SetConfig("search_path".into(), "".into())
+        );
     }
 
     #[test]
