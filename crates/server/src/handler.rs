@@ -240,10 +240,8 @@ pub fn parse_startup_options(options: &str) -> Vec<(String, String)> {
     while let Some(w) = it.next() {
         let pair = if w == "-c" {
             it.next()
-        } else if let Some(rest) = w.strip_prefix("-c").or_else(|| w.strip_prefix("--")) {
-            Some(rest.to_string())
         } else {
-            None
+            w.strip_prefix("-c").or_else(|| w.strip_prefix("--")).map(str::to_string)
         };
         if let Some((k, v)) = pair.as_deref().and_then(|p| p.split_once('=')) {
             out.push((k.replace('-', "_"), v.to_string()));
