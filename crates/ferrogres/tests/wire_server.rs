@@ -160,9 +160,19 @@ fn fields(body: &[u8]) -> HashMap<u8, String> {
     m
 }
 
-trait Io: Read + Write {}
-impl Io for TcpStream {}
-impl Io for UnixStream {}
+trait Io: Read + Write {
+    fn shutdown_write(&self);
+}
+impl Io for TcpStream {
+    fn shutdown_write(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
+impl Io for UnixStream {
+    fn shutdown_write(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
 
 struct Raw {
     s: Box<dyn Io>,
@@ -619,4 +629,60 @@ fn pgbench_runs_in_every_query_mode() {
         assert!(so.contains("number of transactions actually processed: 100/100"), "{mode}: {so}");
         assert!(so.contains("number of failed transactions: 0 (0.000%)"), "{mode}: {so}");
     }
+}
+
+/// xorshift64*: a fixed-seed generator, so a failure replays.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn random_messages_never_crash_the_server() {
+    let srv = Server::start(&[]);
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let types = b"QPBEDCSHXFdcf@p\x00";
+    for _ in 0..300 {
+        let mut r = Raw::connect(srv.port);
+        let len = rng.below(48) as usize;
+        let mut body: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
+        if rng.below(3) == 0 {
+            // Mostly-valid shapes: printable text and NULs, where decoders look.
+            for b in body.iter_mut() {
+                *b = b"select 1\0$\x00\x01SP"[rng.below(14) as usize];
+            }
+        }
+        if rng.below(10) == 0 {
+            // Broken framing: raw bytes, then EOF from our side.
+            let _ = r.s.write_all(&body);
+            r.s.shutdown_write();
+        } else {
+            let t = types[rng.below(types.len() as u64) as usize];
+            // The server may already have hung up (FATAL): then writes fail.
+            let _ = r.s.write_all(&[msg(t, &body), sync(), query("select 1")].concat());
+        }
+        // Either the session answers `select 1` (after whatever the garbage caused)
+        // or it ends the connection; it never hangs and never panics.
+        let mut got_one = false;
+        loop {
+            match r.read() {
+                None => break,
+                Some((b'D', b)) if b.ends_with(b"1") => got_one = true,
+                Some((b'Z', _)) if got_one => break,
+                Some(_) => {}
+            }
+        }
+    }
+    let log = srv.log();
+    assert!(!log.contains("internal error"), "a connection panicked: {log}");
+    let out = srv.psql_tcp(&["-At", "-c", "select 1"]);
+    assert_eq!(text(&out.stdout), "1\n", "{}", text(&out.stderr));
 }
