@@ -371,6 +371,11 @@ fn startup_reports_postgres_15_parameters_and_key() {
     let r2 = Raw::connect(srv.port);
     assert_ne!(r.pid, r2.pid);
 
+    // A walsender connection is refused, not served as a normal session.
+    let mut r = Raw::tcp(srv.port);
+    r.send(&Raw::startup_packet(196608, &[("user", "postgres"), ("replication", "database")]));
+    r.expect_fatal_then_eof("0A000");
+
     // Protocol 4.0 is refused with PostgreSQL's message.
     let mut r = Raw::tcp(srv.port);
     r.send(&Raw::startup_packet(4 << 16, &[("user", "postgres")]));

@@ -226,6 +226,10 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         return None;
     };
     let database = get("database").filter(|d| !d.is_empty()).unwrap_or_else(|| user.clone());
+    if get("replication").is_some_and(|r| !matches!(r.to_ascii_lowercase().as_str(), "false" | "off" | "no" | "0")) {
+        fatal_and_close(&mut io, PgError::fatal(b"0A000", "ferrogres does not support the replication protocol yet"));
+        return None;
+    }
     // Protocol 3.x with x > 0, or _pq_ options: tell the client what we speak.
     let unknown_opts: Vec<String> = params.iter().filter(|(n, _)| n.starts_with("_pq_.")).map(|(n, _)| n.clone()).collect();
     if minor > 0 || !unknown_opts.is_empty() {
