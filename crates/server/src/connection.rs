@@ -1,0 +1,585 @@
+//! One client connection: the startup handshake and the message loop, run on
+//! the connection's own thread. See README.md for the state machines.
+
+use crate::error::PgError;
+use crate::handler::{
+    CopyInEvent, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, Session, StartupInfo,
+};
+use crate::protocol::{self, Frontend};
+use crate::server::{ConnEntry, Shared};
+use crate::stream::Stream;
+use bytes::{BufMut, BytesMut};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyInResponse, CopyOutResponse};
+use pgwire::messages::data::{DataRow, FieldDescription, NoData, ParameterDescription, RowDescription};
+use pgwire::messages::extendedquery::{BindComplete, CloseComplete, ParseComplete, PortalSuspended};
+use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ErrorResponse, NoticeResponse, ReadyForQuery};
+use pgwire::messages::startup::{Authentication, BackendKeyData, NegotiateProtocolVersion, ParameterStatus, SecretKey};
+use pgwire::messages::{Message, PgWireFrontendMessage};
+use std::io::{self, BufReader, Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// PostgreSQL's authentication_timeout: a client must finish startup within it.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// Output is flushed when this much is buffered, besides at ReadyForQuery/Flush.
+const FLUSH_THRESHOLD: usize = 64 * 1024;
+
+/// Why the message loop stopped.
+enum End {
+    /// Terminate, EOF, or a FATAL error already sent: close quietly.
+    Closed,
+}
+
+/// The socket halves and the output buffer. Separate from the session so a
+/// session method can borrow it as its `ResultSink`.
+pub(crate) struct Io {
+    reader: BufReader<Stream>,
+    writer: Stream,
+    out: BytesMut,
+    /// Set when the client broke the protocol in a way that loses message
+    /// boundaries (a foreign message during COPY IN): the connection must end.
+    sync_lost: bool,
+}
+
+impl Io {
+    fn new(stream: Stream) -> io::Result<Io> {
+        let writer = stream.try_clone()?;
+        Ok(Io { reader: BufReader::with_capacity(16 * 1024, stream), writer, out: BytesMut::with_capacity(8192), sync_lost: false })
+    }
+
+    fn send<M: Message>(&mut self, m: &M) -> Result<(), PgError> {
+        m.encode(&mut self.out).map_err(|e| PgError::internal(format!("could not encode message: {e}")))?;
+        if self.out.len() >= FLUSH_THRESHOLD {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), PgError> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let r = self.writer.write_all(&self.out).and_then(|_| self.writer.flush());
+        self.out.clear();
+        r.map_err(|e| PgError::connection_failure(format!("could not send data to client: {e}")))
+    }
+
+    fn send_error(&mut self, e: &PgError) -> Result<(), PgError> {
+        self.send(&ErrorResponse::new(e.wire_fields()))
+    }
+
+    /// Read one message after startup: `Ok(None)` on EOF. A bad frame (length out
+    /// of range, unknown type) is a FATAL 08P01: message boundaries are lost.
+    fn read_message(&mut self) -> Result<Option<(u8, Vec<u8>)>, PgError> {
+        let mut t = [0u8; 1];
+        match self.reader.read(&mut t) {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return self.read_message(),
+            Err(_) => return Ok(None),
+        }
+        let t = t[0];
+        if !protocol::is_known_type(t) {
+            return Err(PgError::protocol_fatal(format!("invalid frontend message type {t}")));
+        }
+        let mut len = [0u8; 4];
+        if self.reader.read_exact(&mut len).is_err() {
+            return Ok(None);
+        }
+        let len = i32::from_be_bytes(len);
+        if len < 4 || len as usize > protocol::max_length(t) {
+            // PostgreSQL only logs this one ("invalid message length") and hangs up;
+            // telling the client costs nothing and helps whoever wrote it.
+            return Err(PgError::protocol_fatal("invalid message length"));
+        }
+        let want = len as usize - 4;
+        // Grow with the data actually received, so a large declared length from a
+        // client that then sends little costs little.
+        let mut body = Vec::with_capacity(want.min(64 * 1024));
+        match (&mut self.reader).take(want as u64).read_to_end(&mut body) {
+            Ok(n) if n == want => Ok(Some((t, body))),
+            // EOF inside a message: PostgreSQL logs "unexpected EOF within message
+            // length word" and exits; nobody is there to read an error.
+            _ => Ok(None),
+        }
+    }
+}
+
+/// The connection after startup: its session and protocol state.
+pub(crate) struct Connection {
+    io: Io,
+    session: Box<dyn Session>,
+    interrupts: Arc<Interrupts>,
+    /// After an error in an extended-query message, skip messages until Sync.
+    ignore_till_sync: bool,
+}
+
+/// Entry point of a connection thread.
+pub(crate) fn serve(stream: Stream, shared: Arc<Shared>, entry: Arc<ConnEntry>) {
+    let io = match Io::new(stream) {
+        Ok(io) => io,
+        Err(_) => return,
+    };
+    let mut conn = match startup(io, &shared, &entry) {
+        Some(c) => c,
+        None => return,
+    };
+    let End::Closed = conn.run();
+    conn.session.terminate();
+    let _ = conn.io.flush();
+}
+
+fn fatal_and_close(io: &mut Io, e: PgError) {
+    let _ = io.send_error(&e);
+    let _ = io.flush();
+}
+
+/// Read a startup-phase packet (no type byte): `None` on EOF/timeout.
+fn read_startup_packet(io: &mut Io) -> Result<Option<Vec<u8>>, PgError> {
+    let mut len = [0u8; 4];
+    if io.reader.read_exact(&mut len).is_err() {
+        return Ok(None);
+    }
+    let len = i32::from_be_bytes(len);
+    if len < 8 || len as usize > protocol::MAX_STARTUP_PACKET_LEN {
+        return Err(PgError::protocol_fatal("invalid length of startup packet"));
+    }
+    let mut body = vec![0u8; len as usize - 4];
+    if io.reader.read_exact(&mut body).is_err() {
+        return Ok(None);
+    }
+    Ok(Some(body))
+}
+
+/// The startup state machine:
+/// (SSLRequest|GSSENCRequest -> 'N')* then CancelRequest (-> close) or
+/// StartupMessage -> [NegotiateProtocolVersion] AuthenticationOk ParameterStatus*
+/// BackendKeyData ReadyForQuery.
+fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<Connection> {
+    let _ = io.reader.get_ref().set_read_timeout(Some(STARTUP_TIMEOUT));
+    let body = loop {
+        let body = match read_startup_packet(&mut io) {
+            Ok(Some(b)) => b,
+            Ok(None) => return None,
+            Err(e) => {
+                fatal_and_close(&mut io, e);
+                return None;
+            }
+        };
+        let code = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+        match code {
+            protocol::SSL_REQUEST_CODE | protocol::GSSENC_REQUEST_CODE if body.len() == 4 => {
+                // No TLS, no GSSAPI encryption: refuse, the client goes on in clear.
+                if io.writer.write_all(b"N").is_err() {
+                    return None;
+                }
+                continue;
+            }
+            protocol::CANCEL_REQUEST_CODE if body.len() == 12 => {
+                let pid = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                let key = i32::from_be_bytes([body[8], body[9], body[10], body[11]]);
+                shared.cancel(pid, key);
+                return None;
+            }
+            _ => break body,
+        }
+    };
+    let major = u16::from_be_bytes([body[0], body[1]]);
+    let minor = u16::from_be_bytes([body[2], body[3]]);
+    if major != 3 {
+        fatal_and_close(
+            &mut io,
+            PgError::fatal(b"0A000", format!("unsupported frontend protocol {major}.{minor}: server supports 3.0 to 3.0")),
+        );
+        return None;
+    }
+    // name\0value\0 ... \0
+    let mut params: Vec<(String, String)> = Vec::new();
+    let mut r = protocol::BodyReader::new(&body[4..]);
+    let layout = PgError::protocol_fatal("invalid startup packet layout: expected terminator as last byte");
+    loop {
+        let name = match r.cstring() {
+            Ok(n) => n,
+            Err(_) => {
+                fatal_and_close(&mut io, layout);
+                return None;
+            }
+        };
+        if name.is_empty() {
+            break;
+        }
+        match r.cstring() {
+            Ok(v) => params.push((name, v)),
+            Err(_) => {
+                fatal_and_close(&mut io, layout);
+                return None;
+            }
+        }
+    }
+    if r.end().is_err() {
+        fatal_and_close(&mut io, layout);
+        return None;
+    }
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let Some(user) = get("user").filter(|u| !u.is_empty()) else {
+        fatal_and_close(&mut io, PgError::fatal(b"28000", "no PostgreSQL user name specified in startup packet"));
+        return None;
+    };
+    let database = get("database").filter(|d| !d.is_empty()).unwrap_or_else(|| user.clone());
+    if get("replication").is_some_and(|r| !matches!(r.to_ascii_lowercase().as_str(), "false" | "off" | "no" | "0")) {
+        fatal_and_close(&mut io, PgError::fatal(b"0A000", "ferrogres does not support the replication protocol yet"));
+        return None;
+    }
+    // Protocol 3.x with x > 0, or _pq_ options: tell the client what we speak.
+    let unknown_opts: Vec<String> = params.iter().filter(|(n, _)| n.starts_with("_pq_.")).map(|(n, _)| n.clone()).collect();
+    if minor > 0 || !unknown_opts.is_empty() {
+        let m = NegotiateProtocolVersion::new(pgwire::messages::startup::Startup::PROTOCOL_VERSION_3_0, unknown_opts);
+        if io.send(&m).is_err() {
+            return None;
+        }
+    }
+    let client_addr = io.reader.get_ref().peer_description();
+    // Trust authentication, for local clients only (Unix socket or loopback TCP).
+    if !io.reader.get_ref().is_local() {
+        fatal_and_close(
+            &mut io,
+            PgError::fatal(
+                b"28000",
+                format!("no pg_hba.conf entry for host \"{client_addr}\", user \"{user}\", database \"{database}\", no encryption"),
+            ),
+        );
+        return None;
+    }
+    if shared.terminating() {
+        fatal_and_close(&mut io, PgError::fatal(b"57P03", "the database system is shutting down"));
+        return None;
+    }
+    let Some((pid, secret)) = shared.admit(entry) else {
+        fatal_and_close(&mut io, PgError::fatal(b"53300", "sorry, too many clients already"));
+        return None;
+    };
+    let info = StartupInfo {
+        user,
+        database,
+        application_name: get("application_name").unwrap_or_default(),
+        parameters: params,
+        backend_pid: pid,
+        client_addr,
+    };
+    let interrupts = entry.interrupts.clone();
+    let session = match shared.backend.new_session(&info, interrupts.clone()) {
+        Ok(s) => s,
+        Err(mut e) => {
+            if !e.severity.ends_session() {
+                e.severity = crate::error::Severity::Fatal;
+            }
+            fatal_and_close(&mut io, e);
+            return None;
+        }
+    };
+    let _ = io.reader.get_ref().set_read_timeout(None);
+    let mut ok = io.send(&Authentication::Ok).is_ok();
+    for (k, v) in session.reported_parameters() {
+        ok &= io.send(&ParameterStatus::new(k, v)).is_ok();
+    }
+    ok &= io.send(&BackendKeyData::new(pid, SecretKey::I32(secret))).is_ok();
+    let mut conn = Connection { io, session, interrupts, ignore_till_sync: false };
+    ok &= conn.ready_for_query().is_ok();
+    if !ok {
+        conn.session.terminate();
+        return None;
+    }
+    Some(conn)
+}
+
+impl Connection {
+    /// ParameterStatus for changed reported settings, then ReadyForQuery, then flush.
+    fn ready_for_query(&mut self) -> Result<(), PgError> {
+        for (k, v) in self.session.take_parameter_changes() {
+            self.io.send(&ParameterStatus::new(k, v))?;
+        }
+        let status = self.session.transaction_status();
+        self.io.send(&ReadyForQuery::new(status))?;
+        self.io.flush()
+    }
+
+    /// Report `e` to the client; `Err` if the connection must end now.
+    fn report(&mut self, e: PgError) -> Result<(), End> {
+        let fatal = e.severity.ends_session();
+        // Errors are flushed at once (as PostgreSQL does), so a client that sent
+        // no Sync yet still sees why its pipeline stopped.
+        if self.io.send_error(&e).and_then(|_| self.io.flush()).is_err() {
+            return Err(End::Closed);
+        }
+        if fatal || e.code == *b"08006" {
+            let _ = self.io.flush();
+            return Err(End::Closed);
+        }
+        if self.io.sync_lost {
+            let _ = self.io.send_error(&PgError::protocol_fatal(
+                "terminating connection because protocol synchronization was lost",
+            ));
+            let _ = self.io.flush();
+            return Err(End::Closed);
+        }
+        Ok(())
+    }
+
+    /// Report an error from an extended-query message and start skipping to Sync.
+    fn report_extended(&mut self, e: PgError) -> Result<(), End> {
+        self.ignore_till_sync = true;
+        self.report(e)
+    }
+
+    fn run(&mut self) -> End {
+        loop {
+            let msg = match self.io.read_message() {
+                Ok(Some(m)) => m,
+                Ok(None) => {
+                    if self.interrupts.terminate_requested() {
+                        fatal_and_close(&mut self.io, PgError::admin_shutdown());
+                    }
+                    return End::Closed;
+                }
+                Err(e) => {
+                    fatal_and_close(&mut self.io, e);
+                    return End::Closed;
+                }
+            };
+            if self.interrupts.terminate_requested() {
+                fatal_and_close(&mut self.io, PgError::admin_shutdown());
+                return End::Closed;
+            }
+            // A cancel that arrived while we were idle is stale.
+            self.interrupts.clear_cancel();
+            if let Err(End::Closed) = self.dispatch(msg.0, &msg.1) {
+                return End::Closed;
+            }
+        }
+    }
+
+    fn dispatch(&mut self, t: u8, body: &[u8]) -> Result<(), End> {
+        let extended = matches!(t, b'P' | b'B' | b'E' | b'D' | b'C' | b'S' | b'H');
+        if self.ignore_till_sync && t != b'S' && t != b'X' {
+            return Ok(());
+        }
+        // Outside COPY, CopyData/CopyDone/CopyFail are ignored unparsed, as the
+        // protocol says (a client may still be sending after a COPY failed).
+        if matches!(t, b'd' | b'c' | b'f') {
+            return Ok(());
+        }
+        let msg = match protocol::decode(t, body) {
+            Ok(Frontend::Msg(m)) => m,
+            Ok(Frontend::FunctionCall) => {
+                self.report(PgError::error(b"0A000", "fastpath function calls are not supported by ferrogres"))?;
+                return self.ready_for_query().map_err(|_| End::Closed);
+            }
+            Err(e) => {
+                if e.severity.ends_session() {
+                    fatal_and_close(&mut self.io, e);
+                    return Err(End::Closed);
+                }
+                if extended {
+                    // Even a malformed Sync: PostgreSQL reports it and keeps
+                    // skipping until a well-formed one.
+                    return self.report_extended(e);
+                }
+                self.report(e)?;
+                return self.ready_for_query().map_err(|_| End::Closed);
+            }
+        };
+        match msg {
+            PgWireFrontendMessage::Query(q) => {
+                let mut sink = WireSink { io: &mut self.io, in_execute: false };
+                let r = self.session.execute_simple(&q.query, &mut sink);
+                if let Err(e) = r {
+                    self.report(e)?;
+                }
+                self.ready_for_query().map_err(|_| End::Closed)
+            }
+            PgWireFrontendMessage::Parse(p) => {
+                let name = p.name.unwrap_or_default();
+                match self.session.parse(&name, &p.query, &p.type_oids) {
+                    Ok(()) => self.io.send(&ParseComplete::new()).map_err(|_| End::Closed),
+                    Err(e) => self.report_extended(e),
+                }
+            }
+            PgWireFrontendMessage::Bind(b) => {
+                let portal = b.portal_name.unwrap_or_default();
+                let stmt = b.statement_name.unwrap_or_default();
+                match self.session.bind(&portal, &stmt, &b.parameter_format_codes, &b.parameters, &b.result_column_format_codes) {
+                    Ok(()) => self.io.send(&BindComplete::new()).map_err(|_| End::Closed),
+                    Err(e) => self.report_extended(e),
+                }
+            }
+            PgWireFrontendMessage::Describe(d) => {
+                let name = d.name.unwrap_or_default();
+                let r = if d.target_type == b'S' {
+                    self.session.describe_statement(&name).and_then(|desc| {
+                        self.io.send(&ParameterDescription::new(desc.param_types.clone()))?;
+                        self.send_fields(desc.fields.as_deref())
+                    })
+                } else {
+                    self.session.describe_portal(&name).and_then(|f| self.send_fields(f.as_deref()))
+                };
+                match r {
+                    Ok(()) => Ok(()),
+                    Err(e) => self.report_extended(e),
+                }
+            }
+            PgWireFrontendMessage::Execute(x) => {
+                let portal = x.name.unwrap_or_default();
+                let max_rows = if x.max_rows <= 0 { 0 } else { x.max_rows as u32 };
+                let mut sink = WireSink { io: &mut self.io, in_execute: true };
+                match self.session.execute(&portal, max_rows, &mut sink) {
+                    Ok(ExecuteOutcome::Completed(tag)) => self.io.send(&CommandComplete::new(tag)),
+                    Ok(ExecuteOutcome::Suspended) => self.io.send(&PortalSuspended::new()),
+                    Ok(ExecuteOutcome::EmptyQuery) => self.io.send(&EmptyQueryResponse::new()),
+                    Err(e) => return self.report_extended(e),
+                }
+                .map_err(|_| End::Closed)
+            }
+            PgWireFrontendMessage::Close(c) => {
+                let name = c.name.unwrap_or_default();
+                let r = if c.target_type == b'S' {
+                    self.session.close_statement(&name)
+                } else {
+                    self.session.close_portal(&name)
+                };
+                match r {
+                    Ok(()) => self.io.send(&CloseComplete::new()).map_err(|_| End::Closed),
+                    Err(e) => self.report_extended(e),
+                }
+            }
+            PgWireFrontendMessage::Sync(_) => {
+                self.ignore_till_sync = false;
+                if let Err(e) = self.session.sync() {
+                    self.report(e)?;
+                }
+                self.ready_for_query().map_err(|_| End::Closed)
+            }
+            PgWireFrontendMessage::Flush(_) => self.io.flush().map_err(|_| End::Closed),
+            PgWireFrontendMessage::Terminate(_) => Err(End::Closed),
+            other => {
+                // decode() yields no other variant; treat one as a broken stream.
+                fatal_and_close(&mut self.io, PgError::protocol_fatal(format!("unexpected frontend message {other:?}")));
+                Err(End::Closed)
+            }
+        }
+    }
+
+    fn send_fields(&mut self, fields: Option<&[FieldInfo]>) -> Result<(), PgError> {
+        match fields {
+            Some(f) => self.io.send(&row_description(f)),
+            None => self.io.send(&NoData::new()),
+        }
+    }
+}
+
+fn row_description(fields: &[FieldInfo]) -> RowDescription {
+    RowDescription::new(
+        fields
+            .iter()
+            .map(|f| {
+                FieldDescription::new(
+                    f.name.clone(),
+                    f.table_oid as i32,
+                    f.column_id,
+                    f.type_oid,
+                    f.type_size,
+                    f.type_modifier,
+                    f.format,
+                )
+            })
+            .collect(),
+    )
+}
+
+/// The wire layer's [`ResultSink`]: encodes straight into the output buffer.
+struct WireSink<'a> {
+    io: &'a mut Io,
+    /// During Execute, RowDescription is not sent (Describe did that).
+    in_execute: bool,
+}
+
+impl ResultSink for WireSink<'_> {
+    fn row_description(&mut self, fields: &[FieldInfo]) -> Result<(), PgError> {
+        if self.in_execute {
+            return Ok(());
+        }
+        self.io.send(&row_description(fields))
+    }
+
+    fn data_row(&mut self, values: &[Option<&[u8]>]) -> Result<(), PgError> {
+        let mut data = BytesMut::with_capacity(values.iter().map(|v| 4 + v.map_or(0, |b| b.len())).sum());
+        for v in values {
+            match v {
+                Some(b) => {
+                    data.put_i32(b.len() as i32);
+                    data.put_slice(b);
+                }
+                None => data.put_i32(-1),
+            }
+        }
+        self.io.send(&DataRow::new(data, values.len() as i16))
+    }
+
+    fn command_complete(&mut self, tag: &str) -> Result<(), PgError> {
+        self.io.send(&CommandComplete::new(tag.to_string()))
+    }
+
+    fn empty_query(&mut self) -> Result<(), PgError> {
+        self.io.send(&EmptyQueryResponse::new())
+    }
+
+    fn notice(&mut self, notice: &PgError) -> Result<(), PgError> {
+        self.io.send(&NoticeResponse::new(notice.wire_fields()))
+    }
+
+    fn copy_in_start(&mut self, format: i8, column_formats: &[i16]) -> Result<(), PgError> {
+        self.io.send(&CopyInResponse::new(format, column_formats.len() as i16, column_formats.to_vec()))?;
+        self.io.flush()
+    }
+
+    fn copy_in_read(&mut self) -> Result<CopyInEvent, PgError> {
+        loop {
+            let (t, body) = match self.io.read_message() {
+                Ok(Some(m)) => m,
+                Ok(None) => {
+                    return Err(PgError::connection_failure("unexpected EOF on client connection with an open transaction"))
+                }
+                Err(e) => {
+                    self.io.sync_lost = true;
+                    return Err(e);
+                }
+            };
+            match t {
+                b'd' => return Ok(CopyInEvent::Data(bytes::Bytes::from(body))),
+                b'c' => return Ok(CopyInEvent::Done),
+                b'f' => {
+                    let msg = protocol::BodyReader::new(&body).cstring()?;
+                    return Ok(CopyInEvent::Fail(msg));
+                }
+                // Flush and Sync are ignored during COPY IN (a client using the
+                // extended protocol may send them right after Execute).
+                b'H' | b'S' => continue,
+                _ => {
+                    self.io.sync_lost = true;
+                    return Err(PgError::protocol(format!("unexpected message type 0x{t:02X} during COPY from stdin")));
+                }
+            }
+        }
+    }
+
+    fn copy_out_start(&mut self, format: i8, column_formats: &[i16]) -> Result<(), PgError> {
+        self.io.send(&CopyOutResponse::new(format, column_formats.len() as i16, column_formats.to_vec()))
+    }
+
+    fn copy_data(&mut self, data: &[u8]) -> Result<(), PgError> {
+        self.io.send(&CopyData::new(bytes::Bytes::copy_from_slice(data)))
+    }
+
+    fn copy_done(&mut self) -> Result<(), PgError> {
+        self.io.send(&CopyDone::new())
+    }
+}

@@ -1,0 +1,339 @@
+//! The boundary between the wire layer and the SQL layer.
+//!
+//! The wire layer (this crate) owns sockets, framing and every protocol state
+//! machine. What a query *means* belongs to a [`Backend`], which makes one
+//! [`Session`] per connection. The session runs on the connection's own thread
+//! and may block (on locks, I/O, `pg_sleep`); it polls [`Interrupts::check`] at
+//! safe points, as PostgreSQL's `CHECK_FOR_INTERRUPTS()`.
+//!
+//! Results travel through a [`ResultSink`] that the wire layer implements: it
+//! turns calls into RowDescription / DataRow / CommandComplete / NoticeResponse /
+//! COPY messages. A `PgError` returned from a session method becomes an
+//! ErrorResponse; FATAL ends the connection after it is sent.
+
+use crate::error::PgError;
+use bytes::Bytes;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use pgwire::messages::response::TransactionStatus;
+
+/// What the client asked for in its StartupMessage, plus what the server assigned.
+#[derive(Debug, Clone)]
+pub struct StartupInfo {
+    pub user: String,
+    pub database: String,
+    /// `application_name` from the startup packet, or empty.
+    pub application_name: String,
+    /// Every startup parameter as sent (including `user`, `database`, `options`, GUCs).
+    pub parameters: Vec<(String, String)>,
+    /// The process id reported in BackendKeyData (unique among live connections).
+    pub backend_pid: i32,
+    /// `127.0.0.1:54321` for TCP, `[local]` for the Unix socket.
+    pub client_addr: String,
+}
+
+/// Flags another thread sets to interrupt a session: a CancelRequest or shutdown.
+/// The session's thread is the only one that clears them.
+#[derive(Debug, Default)]
+pub struct Interrupts {
+    /// Set by a matching CancelRequest; cleared when the wire layer starts a new
+    /// command (a cancel that arrives while idle is ignored, as in PostgreSQL).
+    cancel_pending: AtomicBool,
+    /// Set by server shutdown; never cleared.
+    terminate_pending: AtomicBool,
+}
+
+impl Interrupts {
+    pub fn new() -> Interrupts {
+        Interrupts::default()
+    }
+    // Relaxed would do for a lone flag, but a canceler expects the flag to be
+    // seen "promptly" by a thread that then reads other state; SeqCst is cheap here.
+    pub fn request_cancel(&self) {
+        self.cancel_pending.store(true, Ordering::SeqCst);
+    }
+    pub fn request_terminate(&self) {
+        self.terminate_pending.store(true, Ordering::SeqCst);
+    }
+    pub fn terminate_requested(&self) -> bool {
+        self.terminate_pending.load(Ordering::SeqCst)
+    }
+    /// Forget a cancel that arrived between commands.
+    pub fn clear_cancel(&self) {
+        self.cancel_pending.store(false, Ordering::SeqCst);
+    }
+    /// CHECK_FOR_INTERRUPTS: `Err(57P01 FATAL)` on shutdown, `Err(57014)` once per cancel.
+    pub fn check(&self) -> Result<(), PgError> {
+        if self.terminate_requested() {
+            return Err(PgError::admin_shutdown());
+        }
+        if self.cancel_pending.swap(false, Ordering::SeqCst) {
+            return Err(PgError::query_canceled());
+        }
+        Ok(())
+    }
+}
+
+/// One column of a RowDescription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldInfo {
+    pub name: String,
+    /// OID of the table the column comes from, or 0.
+    pub table_oid: u32,
+    /// Attribute number in that table, or 0.
+    pub column_id: i16,
+    pub type_oid: u32,
+    /// pg_type.typlen (-1 varlena, -2 cstring).
+    pub type_size: i16,
+    pub type_modifier: i32,
+    /// 0 text, 1 binary. In a Describe of a statement it is always 0 (unknown yet).
+    pub format: i16,
+}
+
+/// Answer to Describe of a prepared statement: ParameterDescription then
+/// RowDescription (`Some`) or NoData (`None`).
+#[derive(Debug, Clone)]
+pub struct StatementDescription {
+    pub param_types: Vec<u32>,
+    pub fields: Option<Vec<FieldInfo>>,
+}
+
+/// How an Execute ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecuteOutcome {
+    /// The portal ran to completion: CommandComplete with this tag.
+    Completed(String),
+    /// `max_rows` rows were sent and more remain: PortalSuspended.
+    Suspended,
+    /// The statement was empty: EmptyQueryResponse.
+    EmptyQuery,
+}
+
+/// One step of a COPY FROM STDIN, as the session pulls it from the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyInEvent {
+    Data(Bytes),
+    /// CopyDone: the data is complete.
+    Done,
+    /// CopyFail with the client's message. The session must fail the COPY with
+    /// 57014 `COPY from stdin failed: MESSAGE`.
+    Fail(String),
+}
+
+/// Where a session sends results. Every method can fail only because the
+/// connection failed (or the protocol was broken during COPY); the session should
+/// then stop and return that error.
+pub trait ResultSink {
+    /// RowDescription before the rows of a simple-query statement. Ignored during
+    /// Execute of the extended protocol (the client got it from Describe).
+    fn row_description(&mut self, fields: &[FieldInfo]) -> Result<(), PgError>;
+    /// One DataRow; `None` is SQL NULL. Values are already in the column's format.
+    fn data_row(&mut self, values: &[Option<&[u8]>]) -> Result<(), PgError>;
+    /// CommandComplete of one statement of a simple query ("SELECT 1", "INSERT 0 5").
+    /// During Execute use [`ExecuteOutcome::Completed`] instead.
+    fn command_complete(&mut self, tag: &str) -> Result<(), PgError>;
+    /// EmptyQueryResponse for an empty simple-query string.
+    fn empty_query(&mut self) -> Result<(), PgError>;
+    /// NoticeResponse (WARNING, NOTICE, INFO...), sent at once.
+    fn notice(&mut self, notice: &PgError) -> Result<(), PgError>;
+    /// CopyInResponse; then call [`ResultSink::copy_in_read`] until Done or Fail.
+    /// `format` 0 text, 1 binary; `column_formats` one per column.
+    fn copy_in_start(&mut self, format: i8, column_formats: &[i16]) -> Result<(), PgError>;
+    /// Next CopyData / CopyDone / CopyFail from the client (Flush and Sync are
+    /// ignored meanwhile, as PostgreSQL does). Any other message is a protocol
+    /// violation: `Err(08P01)` and the connection is closed after the error.
+    fn copy_in_read(&mut self) -> Result<CopyInEvent, PgError>;
+    /// CopyOutResponse; then [`ResultSink::copy_data`]* and [`ResultSink::copy_done`].
+    fn copy_out_start(&mut self, format: i8, column_formats: &[i16]) -> Result<(), PgError>;
+    fn copy_data(&mut self, data: &[u8]) -> Result<(), PgError>;
+    fn copy_done(&mut self) -> Result<(), PgError>;
+}
+
+/// A database server behind the wire: makes sessions. Shared by all connection threads.
+pub trait Backend: Send + Sync {
+    /// Called once the startup packet is accepted, the client authenticated (trust)
+    /// and admitted under max_connections, before AuthenticationOk is sent. An
+    /// `Err` (e.g. 3D000 unknown database) is sent as FATAL and the connection closed.
+    /// `interrupts` is the session's cancel/terminate flags (see [`Interrupts`]).
+    fn new_session(&self, startup: &StartupInfo, interrupts: std::sync::Arc<Interrupts>)
+        -> Result<Box<dyn Session>, PgError>;
+}
+
+/// One client session, owned by its connection thread.
+///
+/// Statements and portals are the session's (their lifetime follows transactions,
+/// which is SQL-layer business); the wire layer only passes names ("" is unnamed).
+pub trait Session: Send {
+    /// ParameterStatus values sent after AuthenticationOk (see
+    /// [`pg15_reported_parameters`]).
+    fn reported_parameters(&self) -> Vec<(String, String)>;
+    /// Reported parameters changed since last called (SET application_name...);
+    /// the wire layer sends them as ParameterStatus just before each ReadyForQuery,
+    /// as PostgreSQL does.
+    fn take_parameter_changes(&mut self) -> Vec<(String, String)>;
+    /// 'I' idle, 'T' in a transaction block, 'E' in a failed one.
+    fn transaction_status(&self) -> TransactionStatus;
+
+    /// Simple query: run every statement of `sql` in order, reporting each one's
+    /// results to `sink`; stop at the first error and return it. Several statements
+    /// form one implicit transaction unless they contain transaction control
+    /// (the session's business). An all-blank string calls `sink.empty_query()`.
+    fn execute_simple(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), PgError>;
+
+    /// Parse: prepare `sql` (at most one statement) as `name`. `param_types` are
+    /// the client's OIDs (0 = unspecified). Redefining a named statement is 42P05.
+    fn parse(&mut self, name: &str, sql: &str, param_types: &[u32]) -> Result<(), PgError>;
+    /// Bind: make portal `portal` from `statement`. `param_formats` has 0, 1 or
+    /// params.len() entries (0 text, 1 binary); `result_formats` 0, 1 or one per column.
+    fn bind(
+        &mut self,
+        portal: &str,
+        statement: &str,
+        param_formats: &[i16],
+        params: &[Option<Bytes>],
+        result_formats: &[i16],
+    ) -> Result<(), PgError>;
+    fn describe_statement(&mut self, name: &str) -> Result<StatementDescription, PgError>;
+    /// `None`: the portal returns no rows (NoData).
+    fn describe_portal(&mut self, name: &str) -> Result<Option<Vec<FieldInfo>>, PgError>;
+    /// Execute: send up to `max_rows` rows (0 = all) through `sink.data_row`.
+    fn execute(&mut self, portal: &str, max_rows: u32, sink: &mut dyn ResultSink)
+        -> Result<ExecuteOutcome, PgError>;
+    /// Close: closing a name that does not exist is not an error.
+    fn close_statement(&mut self, name: &str) -> Result<(), PgError>;
+    fn close_portal(&mut self, name: &str) -> Result<(), PgError>;
+    /// Sync: end the implicit transaction of the extended-query messages since the
+    /// last Sync (commit it, or roll it back after an error).
+    fn sync(&mut self) -> Result<(), PgError>;
+    /// The connection is ending (Terminate, EOF, FATAL, shutdown): roll back.
+    fn terminate(&mut self);
+}
+
+/// The settings in a startup packet's `options` parameter (libpq's PGOPTIONS),
+/// as PostgreSQL reads them: `-c name=value`, `-cname=value` or `--name=value`,
+/// separated by spaces, a backslash escaping the next character. Other switches
+/// are skipped. Names have `-` turned into `_`.
+pub fn parse_startup_options(options: &str) -> Vec<(String, String)> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            c if c.is_ascii_whitespace() => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    let mut out = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        let pair = if w == "-c" {
+            it.next()
+        } else {
+            w.strip_prefix("-c").or_else(|| w.strip_prefix("--")).map(str::to_string)
+        };
+        if let Some((k, v)) = pair.as_deref().and_then(|p| p.split_once('=')) {
+            out.push((k.replace('-', "_"), v.to_string()));
+        }
+    }
+    out
+}
+
+/// The server_version every ferrogres session reports: clients (libpq, JDBC,
+/// pgbench, drivers) parse it as "major.minor", so it stays a bare PostgreSQL
+/// version; `version()` says ferrogres.
+pub const SERVER_VERSION: &str = "15.18";
+pub const SERVER_VERSION_NUM: &str = "150018";
+
+/// The text `SELECT version()` returns.
+pub fn version_string() -> String {
+    format!(
+        "PostgreSQL {SERVER_VERSION} (ferrogres {}) on {}-pc-linux-gnu, compiled by rustc, 64-bit",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH
+    )
+}
+
+/// The parameters PostgreSQL 15 reports at startup (GUC_REPORT), with its defaults
+/// and the startup packet's application_name, in the order PostgreSQL sends them.
+pub fn pg15_reported_parameters(startup: &StartupInfo) -> Vec<(String, String)> {
+    let tz = std::env::var("TZ").ok().filter(|t| !t.is_empty()).unwrap_or_else(|| "Etc/UTC".into());
+    [
+        ("application_name", startup.application_name.as_str()),
+        ("client_encoding", "UTF8"),
+        ("DateStyle", "ISO, MDY"),
+        ("default_transaction_read_only", "off"),
+        ("in_hot_standby", "off"),
+        ("integer_datetimes", "on"),
+        ("IntervalStyle", "postgres"),
+        ("is_superuser", "on"),
+        ("server_encoding", "UTF8"),
+        ("server_version", SERVER_VERSION),
+        ("session_authorization", startup.user.as_str()),
+        ("standard_conforming_strings", "on"),
+        ("TimeZone", tz.as_str()),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancel_fires_once_terminate_sticks() {
+        let i = Interrupts::new();
+        assert!(i.check().is_ok());
+        i.request_cancel();
+        assert_eq!(i.check().unwrap_err().sqlstate(), "57014");
+        assert!(i.check().is_ok(), "a cancel is consumed by the check that reports it");
+        i.request_cancel();
+        i.clear_cancel();
+        assert!(i.check().is_ok(), "a cancel that arrived while idle is dropped");
+        i.request_terminate();
+        assert_eq!(i.check().unwrap_err().sqlstate(), "57P01");
+        assert_eq!(i.check().unwrap_err().sqlstate(), "57P01");
+    }
+
+    #[test]
+    fn startup_options_like_pgoptions() {
+        assert_eq!(
+            parse_startup_options("-c search_path=a\\ b  --statement-timeout=5 -cfoo=1 -X"),
+            vec![
+                ("search_path".to_string(), "a b".to_string()),
+                ("statement_timeout".to_string(), "5".to_string()),
+                ("foo".to_string(), "1".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn reported_parameters_are_postgres_15s() {
+        let s = StartupInfo {
+            user: "u".into(),
+            database: "d".into(),
+            application_name: "app".into(),
+            parameters: vec![],
+            backend_pid: 1,
+            client_addr: "[local]".into(),
+        };
+        let p = pg15_reported_parameters(&s);
+        assert_eq!(p.len(), 13);
+        assert!(p.contains(&("server_version".into(), "15.18".into())));
+        assert!(p.contains(&("session_authorization".into(), "u".into())));
+        assert!(p.contains(&("application_name".into(), "app".into())));
+    }
+}

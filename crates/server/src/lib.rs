@@ -1,0 +1,14 @@
+#![doc = include_str!("../README.md")]
+
+pub mod error;
+pub mod handler;
+pub mod minimal;
+pub mod protocol;
+pub mod server;
+
+mod connection;
+mod stream;
+
+pub use error::{PgError, Severity};
+pub use handler::{Backend, Session};
+pub use server::{install_signal_handlers, Server, ServerConfig, ShutdownHandle};
