@@ -1,8 +1,9 @@
 //! The `ferrogres` server binary.
 //!
 //! Flags follow PostgreSQL's `postgres`: `-D DATADIR`, `-p PORT`, `-k SOCKETDIR`,
-//! `-c name=value` (also `--name=value`). A missing data directory is created
-//! (with a `PG_VERSION` file); the engine does not open it yet.
+//! `-c name=value` (also `--name=value`). An empty or missing data directory is
+//! initialized by the engine; an existing one is recovered if it was not shut down
+//! cleanly, and gets a shutdown checkpoint on SIGTERM/SIGINT.
 
 use ferrogres_server::{Server, ServerConfig};
 use std::path::PathBuf;
@@ -38,16 +39,24 @@ fn run(opts: options::Options) -> Result<(), String> {
     let datadir: PathBuf = opts.datadir.clone();
     std::fs::create_dir_all(&datadir)
         .map_err(|e| format!("could not create directory \"{}\": {e}", datadir.display()))?;
-    let version_file = datadir.join("PG_VERSION");
-    if !version_file.exists() {
-        std::fs::write(&version_file, "15\n")
-            .map_err(|e| format!("could not write file \"{}\": {e}", version_file.display()))?;
+    // The engine initializes an empty directory (initdb) or opens an existing one,
+    // running crash recovery if it was not shut down cleanly.
+    let (engine, report) = ferrogres_engine::engine::Engine::open(&datadir, opts.settings.clone())
+        .map_err(|e| e.to_string())?;
+    if report.initialized {
+        eprintln!("LOG:  initialized database cluster in \"{}\"", datadir.display());
     }
-    // TODO(engine): open (or initialize) the data directory here with
-    // `opts.settings` — buffers, WAL redo, catalogs — and hand the engine to the
-    // SQL layer's Backend. Until both exist, the server runs the minimal built-in
-    // handler, which answers connection-time queries and rejects all other SQL
-    // with 0A000.
+    if report.recovered {
+        eprintln!("LOG:  database system was not properly shut down; automatic recovery in progress");
+        eprintln!("LOG:  redo starts at {}", report.redo_start);
+        eprintln!(
+            "LOG:  redo done at {} ({} records; {})",
+            report.redo_end, report.redo_records, report.end_reason
+        );
+    }
+    // TODO(sql): hand the engine to the SQL layer's Backend (issue 4). Until it
+    // exists, the server runs the minimal built-in handler, which answers
+    // connection-time queries and rejects all other SQL with 0A000.
     let backend: Arc<dyn ferrogres_server::Backend> = Arc::new(ferrogres_server::minimal::MinimalBackend);
     let config = ServerConfig {
         listen_addresses: opts.listen.clone(),
@@ -58,5 +67,9 @@ fn run(opts: options::Options) -> Result<(), String> {
     ferrogres_server::install_signal_handlers().map_err(|e| format!("could not install signal handlers: {e}"))?;
     let server = Server::bind(&config, backend).map_err(|e| e.to_string())?;
     eprintln!("LOG:  database system is ready to accept connections");
-    server.run().map_err(|e| e.to_string())
+    let served = server.run().map_err(|e| e.to_string());
+    eprintln!("LOG:  shutting down");
+    engine.shutdown().map_err(|e| e.to_string())?;
+    eprintln!("LOG:  database system is shut down");
+    served
 }
