@@ -3,6 +3,7 @@
 //!    snapshot cache (reuse while no transaction completed);
 //! 2. commit throughput (assign xid + commit record + clog + ProcArray clear) with
 //!    the group protocols on vs off, at 1, 2, 4, 8 threads.
+//!
 //! Run: `cargo bench -p ferrogres-engine --bench txn` (about 10 s).
 
 use ferrogres_engine::pgstat::BackendId;

@@ -3,6 +3,8 @@
 //! reads what was flushed; truncation removes whole old segments; concurrent
 //! readers and writers across evictions see every status set.
 
+#![cfg(not(loom))]
+
 use ferrogres_engine::storage::Lsn;
 use ferrogres_engine::txn::clog::*;
 use ferrogres_engine::txn::xid::*;

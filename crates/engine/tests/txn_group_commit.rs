@@ -3,6 +3,8 @@
 //! pile up, so the group path is certainly taken (followers > 0); a stress run
 //! checks that every commit is recorded and nobody sleeps forever.
 
+#![cfg(not(loom))]
+
 use ferrogres_engine::pgstat::BackendId;
 use ferrogres_engine::txn::xid::*;
 use ferrogres_engine::txn::{IsolationLevel, MemWal, TxnConfig, TxnShared, XidStatus};

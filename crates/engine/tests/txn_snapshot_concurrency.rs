@@ -3,6 +3,8 @@
 //! is cleared), snapshot bounds hold, and every commit acknowledged before a
 //! snapshot started is visible to it. Run with and without the snapshot cache.
 
+#![cfg(not(loom))]
+
 use ferrogres_engine::pgstat::BackendId;
 use ferrogres_engine::txn::xid::*;
 use ferrogres_engine::txn::{IsolationLevel, MemWal, TxnConfig, TxnShared, XidStatus};

@@ -2,6 +2,8 @@
 //! end through TransactionManager and the visibility rules over a toy "heap" of
 //! tuple headers.
 
+#![cfg(not(loom))]
+
 use ferrogres_engine::pgstat::BackendId;
 use ferrogres_engine::txn::clog::CLOG_XACTS_PER_PAGE;
 use ferrogres_engine::txn::visibility::*;

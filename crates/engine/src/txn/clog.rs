@@ -41,6 +41,7 @@ pub const DEFAULT_CLOG_BUFFERS: usize = 128;
 pub const GROUP_UPDATE_MAX_SUBXIDS: usize = 5;
 
 const WORDS_PER_PAGE: usize = BLCKSZ / 8;
+const _: () = assert!(CLOG_XACTS_PER_PAGE.is_power_of_two());
 const XACTS_PER_WORD: u32 = 32;
 const NO_PAGE: u64 = u64::MAX;
 
@@ -528,7 +529,7 @@ impl Clog {
     /// Called (under the XidGen lock) for each newly assigned xid: when `xid` is
     /// the first of its page, zeroes the page and WAL-logs the zeroing.
     pub fn extend(&self, xid: TransactionId) -> Result<()> {
-        if xid % CLOG_XACTS_PER_PAGE != 0 && xid != FIRST_NORMAL_XID {
+        if xid & (CLOG_XACTS_PER_PAGE - 1) != 0 && xid != FIRST_NORMAL_XID {
             return Ok(());
         }
         let page = page_of(xid);

@@ -440,9 +440,14 @@ impl TransactionManager {
     }
 
     /// COMMIT. Open savepoints commit with the transaction. The sequence:
-    /// 1. commit record into the WAL; 2. flush it if synchronous_commit;
-    /// 3. clog: committed (group update); 4. ProcArray: xid removed (group
-    /// clear); 5. locks released. A transaction without an xid skips 1-3.
+    ///
+    /// 1. commit record into the WAL;
+    /// 2. flush it if synchronous_commit;
+    /// 3. clog: committed (group update);
+    /// 4. ProcArray: xid removed (group clear);
+    /// 5. locks released.
+    ///
+    /// A transaction without an xid skips 1-3.
     pub fn commit(&mut self) -> Result<()> {
         if !self.in_transaction() {
             return Err(no_xact());
