@@ -119,3 +119,27 @@ fn snapshots_never_see_unfinished_outside_xip_with_cache() {
 fn snapshots_never_see_unfinished_outside_xip_without_cache_or_groups() {
     run(false, false);
 }
+
+#[test]
+fn snapshot_reused_until_a_transaction_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = TxnConfig::new(dir.path().join("pg_xact"), 4);
+    let sh = TxnShared::open(&cfg, FullTransactionId::FIRST_NORMAL, Arc::new(MemWal::new(false)), None).unwrap();
+    let mut w = sh.backend(BackendId(0)).unwrap();
+    let mut r = sh.backend(BackendId(1)).unwrap();
+    w.begin(IsolationLevel::ReadCommitted).unwrap();
+    let x = w.assign_xid_if_needed().unwrap();
+    r.begin(IsolationLevel::ReadCommitted).unwrap();
+    let stats = &sh.procarray.stats;
+    let s1 = r.statement_snapshot().unwrap();
+    r.command_counter_increment().unwrap();
+    let s2 = r.statement_snapshot().unwrap();
+    assert_eq!(stats.snapshots_reused.load(Ordering::Relaxed), 1);
+    assert!(Arc::ptr_eq(&s1.xip, &s2.xip), "reuse must not copy");
+    assert_eq!((s2.curcid, s2.xmax), (1, s1.xmax));
+    assert!(s2.xid_in_snapshot(x, &sh.subtrans));
+    w.commit().unwrap();
+    let s3 = r.statement_snapshot().unwrap();
+    assert_eq!(stats.snapshots_computed.load(Ordering::Relaxed), 2);
+    assert!(!s3.xid_in_snapshot(x, &sh.subtrans), "commit after the cached snapshot must be seen");
+}
