@@ -7,7 +7,7 @@
 //! backend's own state, used only by that backend's thread.
 
 use super::clog::{encode_abort_record, encode_commit_record, Clog, XidStatus, DEFAULT_CLOG_BUFFERS};
-use super::procarray::ProcArray;
+use super::procarray::{InProgress, ProcArray};
 use super::snapshot::Snapshot;
 use super::subtrans::SubTrans;
 use super::visibility::{ComboCids, TupleVisibilityInfo, XidOracle};
@@ -160,6 +160,18 @@ impl TxnShared {
     /// The xmin horizon for VACUUM.
     pub fn oldest_xmin(&self) -> TransactionId {
         self.procarray.oldest_xmin()
+    }
+
+    /// Is `xid` running? A subxid found only through its running top (subxid
+    /// cache overflow) is not running if the clog says it aborted (ROLLBACK TO
+    /// SAVEPOINT). A clog read error answers "running" (the conservative answer;
+    /// the status lookup that follows reports the error).
+    pub fn xid_in_progress(&self, xid: TransactionId) -> bool {
+        match self.procarray.xid_in_progress_detail(xid) {
+            InProgress::No => false,
+            InProgress::Yes => true,
+            InProgress::TopRunning => !matches!(self.clog.xid_status(xid), Ok(XidStatus::Aborted)),
+        }
     }
 
     /// Final status of `xid`, sub-committed resolved through its parent.
@@ -514,7 +526,7 @@ impl XidOracle for TransactionManager {
         TransactionManager::is_current_xid(self, xid)
     }
     fn is_in_progress(&self, xid: TransactionId) -> bool {
-        self.shared.procarray.xid_in_progress(xid)
+        self.shared.xid_in_progress(xid)
     }
     fn status(&self, xid: TransactionId) -> Result<XidStatus> {
         self.shared.xid_status(xid)
