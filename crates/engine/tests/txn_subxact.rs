@@ -17,7 +17,7 @@ fn setup(next: FullTransactionId) -> (tempfile::TempDir, Arc<TxnShared>, Arc<Mem
     let wal = Arc::new(MemWal::new(true));
     let sh = TxnShared::open(&cfg, next, wal.clone(), None).unwrap();
     if next != FullTransactionId::FIRST_NORMAL {
-        sh.clog.trim(next.xid()).unwrap();
+        sh.end_recovery().unwrap();
     }
     (dir, sh, wal)
 }
@@ -242,4 +242,44 @@ fn wraparound_stop_limit_refuses_xids() {
     assert_eq!(e.sqlstate().as_str(), "54000");
     assert!(e.to_string().starts_with("database is not accepting commands to avoid wraparound data loss in database"));
     t.abort().unwrap();
+}
+
+#[test]
+fn restart_replays_commits_from_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = TxnConfig::new(dir.path().join("pg_xact"), 4);
+    let wal = Arc::new(MemWal::new(true));
+    let (committed, aborted, next) = {
+        let sh = TxnShared::open(&cfg, FullTransactionId::FIRST_NORMAL, wal.clone(), None).unwrap();
+        let mut t = sh.backend(BackendId(0)).unwrap();
+        t.begin(IsolationLevel::ReadCommitted).unwrap();
+        let c = t.assign_xid_if_needed().unwrap();
+        t.savepoint("s").unwrap();
+        let cs = t.assign_xid_if_needed().unwrap();
+        t.commit().unwrap();
+        t.begin(IsolationLevel::ReadCommitted).unwrap();
+        let a = t.assign_xid_if_needed().unwrap();
+        t.abort().unwrap();
+        // crash: nothing flushed to pg_xact
+        ((c, cs), a, sh.next_full_xid())
+    };
+    std::fs::remove_dir_all(dir.path().join("pg_xact")).unwrap();
+    let sh = TxnShared::open(&cfg, FullTransactionId::FIRST_NORMAL, Arc::new(MemWal::new(false)), None).unwrap();
+    sh.begin_recovery();
+    for (rmgr, _, payload) in wal.records() {
+        match rmgr {
+            ferrogres_engine::txn::TxnRmgr::Clog => sh.clog.redo(&payload).unwrap(),
+            ferrogres_engine::txn::TxnRmgr::Xact => sh.redo_xact(&payload).unwrap(),
+        }
+    }
+    sh.end_recovery().unwrap();
+    assert_eq!(sh.next_full_xid(), next);
+    use ferrogres_engine::txn::XidStatus;
+    assert_eq!(sh.xid_status(committed.0).unwrap(), XidStatus::Committed);
+    assert_eq!(sh.xid_status(committed.1).unwrap(), XidStatus::Committed);
+    assert_eq!(sh.xid_status(aborted).unwrap(), XidStatus::Aborted);
+    let mut t = sh.backend(BackendId(0)).unwrap();
+    t.begin(IsolationLevel::ReadCommitted).unwrap();
+    assert_eq!(t.assign_xid_if_needed().unwrap(), next.xid());
+    t.commit().unwrap();
 }

@@ -190,6 +190,19 @@ impl TxnShared {
         }
     }
 
+    /// Before redo: missing clog pages read as zeroes (redo re-creates them).
+    pub fn begin_recovery(&self) {
+        self.clog.set_in_recovery(true);
+    }
+
+    /// After redo (or at startup without redo, once `set_next_full_xid` was
+    /// called): the clog page of the next xid is made resident and the bits of
+    /// never-assigned xids on it cleared (PostgreSQL's TrimCLOG).
+    pub fn end_recovery(&self) -> Result<()> {
+        self.clog.set_in_recovery(false);
+        self.clog.trim(self.next_full_xid().xid())
+    }
+
     /// Replays an Xact (commit/abort) record: clog status, and next xid past it.
     pub fn redo_xact(&self, payload: &[u8]) -> Result<()> {
         let rec = self.clog.redo_xact(payload)?;
