@@ -249,7 +249,7 @@ impl Engine {
         report: &mut StartupReport,
         in_recovery: &AtomicBool,
     ) -> Result<()> {
-        self.txn.clog.set_in_recovery(true);
+        self.txn.begin_recovery();
         let mut max_xid = FullTransactionId(start.checkpoint_record.info.next_xid).xid();
         let mut next_oid = start.checkpoint_record.info.next_oid;
         let mut redo = |rec: &DecodedRecord, _end: Lsn| -> Result<()> {
@@ -284,7 +284,7 @@ impl Engine {
         // transaction has completed (committed, aborted, or lost in the crash).
         self.txn.procarray.set_latest_completed(self.txn.next_full_xid());
         self.next_oid.fetch_max(next_oid, Ordering::SeqCst);
-        self.txn.clog.set_in_recovery(false);
+        self.txn.end_recovery()?;
         report.recovered = true;
         report.redo_records = result.records;
         report.redo_start = start.redo;

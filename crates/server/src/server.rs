@@ -254,7 +254,6 @@ impl Server {
             drop(l);
             let _ = std::fs::remove_file(&path);
         }
-        eprintln!("LOG:  database system is shut down");
         Ok(())
     }
 

@@ -3,9 +3,12 @@
 //! files. Format: docs/format/clog.md. Locking and the group update: the README.
 //!
 //! Locks:
-//! - `control` (tranche XactSLRU): shared to read a resident page's bits and to
-//!   look a page up; exclusive to change bits, to replace a buffer, and for all
-//!   I/O (see the README for why I/O happens under the control lock here).
+//! - `control` (tranche XactSLRU): shared to look a page up and read a resident
+//!   page's bits; exclusive to change bits, to change a buffer's page or state,
+//!   and to start or finish I/O.
+//! - each buffer's `io` lock (tranche XactBuffer): held exclusive by the thread
+//!   reading or writing that buffer, *without* the control lock; others wait for
+//!   the I/O by taking it shared (never while holding the control lock).
 //!
 //! Each buffer's fields are atomics so the pool is safe Rust; the control lock
 //! gives them their meaning: a field marked "exclusive" below is only *written*
@@ -16,14 +19,14 @@ use super::xid::*;
 use super::{TxnRmgr, XactWal};
 use crate::config::BLCKSZ;
 use crate::error::{Error, Result};
-use crate::lmgr::lwlock::{LwLock, Tranche};
+use crate::lmgr::lwlock::{LwLock, LwLockGuard, Tranche};
 use crate::pgstat::wait_event::{report_wait_end, report_wait_start, WaitEvent};
 use crate::storage::Lsn;
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Status bits per transaction.
@@ -41,8 +44,20 @@ pub const DEFAULT_CLOG_BUFFERS: usize = 128;
 pub const GROUP_UPDATE_MAX_SUBXIDS: usize = 5;
 
 const WORDS_PER_PAGE: usize = BLCKSZ / 8;
+const _: () = assert!(CLOG_XACTS_PER_PAGE.is_power_of_two());
 const XACTS_PER_WORD: u32 = 32;
 const NO_PAGE: u64 = u64::MAX;
+
+/// Buffer states.
+/// No page.
+const SLOT_EMPTY: u8 = 0;
+/// Page resident, contents valid.
+const SLOT_VALID: u8 = 1;
+/// Page being read in: contents not valid yet; wait on the buffer's io lock.
+const SLOT_READ_IN_PROGRESS: u8 = 2;
+/// Page being written out from a copy: contents valid and may change (the slot
+/// is re-dirtied); the buffer may not be replaced until the write is done.
+const SLOT_WRITE_IN_PROGRESS: u8 = 3;
 
 /// WAL info byte of a CLOG record that zeroes a page.
 pub const CLOG_ZEROPAGE: u8 = 0x00;
@@ -89,6 +104,13 @@ fn word_and_shift(xid: TransactionId) -> (usize, u32) {
 
 /// One buffer of the pool.
 struct Slot {
+    /// SLOT_EMPTY, SLOT_VALID, SLOT_READ_IN_PROGRESS or SLOT_WRITE_IN_PROGRESS.
+    /// Written under control exclusive.
+    state: AtomicU8,
+    /// Held exclusive by the one thread doing I/O on this buffer (state read- or
+    /// write-in-progress), taken while the control lock is held and the state was
+    /// not in I/O; waiters take it shared *without* the control lock.
+    io: LwLock,
     /// Page held, or NO_PAGE. Written under control exclusive.
     page: AtomicU64,
     /// Changed since last written. Written under control exclusive.
@@ -165,6 +187,8 @@ impl Clog {
         let nbuffers = nbuffers.max(2);
         let slots = (0..nbuffers)
             .map(|_| Slot {
+                state: AtomicU8::new(SLOT_EMPTY),
+                io: LwLock::new(Tranche::XactBuffer),
                 page: AtomicU64::new(NO_PAGE),
                 dirty: AtomicBool::new(false),
                 lru: AtomicU64::new(0),
@@ -214,12 +238,25 @@ impl Clog {
         self.slots.iter().position(|s| s.page.load(Ordering::Acquire) == page as u64)
     }
 
+    /// The slot holding `page` with readable contents (valid, or being written
+    /// out: a write works on a copy). Either lock mode.
+    fn find_readable(&self, page: u32) -> Option<usize> {
+        self.find_slot(page).filter(|&i| {
+            matches!(self.slots[i].state.load(Ordering::Acquire), SLOT_VALID | SLOT_WRITE_IN_PROGRESS)
+        })
+    }
+
     fn touch(&self, i: usize) {
         let t = self.clock.fetch_add(1, Ordering::Relaxed);
         self.slots[i].lru.store(t, Ordering::Relaxed);
     }
 
-    /// Reads a page from its segment file.
+    /// Waits for the I/O in progress on slot `i` (control lock *not* held).
+    fn wait_io(&self, i: usize) {
+        drop(self.slots[i].io.shared());
+    }
+
+    /// Reads a page from its segment file (no lock held).
     fn read_page(&self, page: u32) -> Result<Vec<u64>> {
         let segno = page / SLRU_PAGES_PER_SEGMENT;
         let path = self.segment_path(segno);
@@ -251,97 +288,149 @@ impl Clog {
         Ok(buf.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect())
     }
 
-    /// Writes slot `i`'s page (control exclusive held). WAL first, up to the
-    /// page's group LSN.
-    fn write_slot(&self, i: usize) -> Result<()> {
+    /// Writes slot `i` out. Called with the control lock held exclusive (`g`)
+    /// and the slot valid and dirty; returns with the lock released. The page is
+    /// copied and the slot marked write-in-progress under the lock; the WAL flush
+    /// (to the page's group LSN: WAL before data) and the write happen with only
+    /// the slot's XactBuffer lock held. Changes made meanwhile re-dirty the slot.
+    fn write_out(&self, i: usize, g: LwLockGuard<'_>) -> Result<()> {
         let s = &self.slots[i];
-        let page = s.page.load(Ordering::Acquire);
-        if page == NO_PAGE {
-            return Ok(());
-        }
-        let page = page as u32;
+        let page = s.page.load(Ordering::Acquire) as u32;
         let lsn = Lsn(s.group_lsn.load(Ordering::Acquire));
-        if lsn.is_valid() {
-            self.wal.flush(lsn)?;
-        }
         let mut buf = Vec::with_capacity(BLCKSZ);
         for w in s.data.iter() {
             buf.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
         }
-        let path = self.segment_path(page / SLRU_PAGES_PER_SEGMENT);
-        let off = (page % SLRU_PAGES_PER_SEGMENT) as u64 * BLCKSZ as u64;
-        report_wait_start(WaitEvent::Io("XactWrite"));
-        let res = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .and_then(|f| f.write_all_at(&buf, off));
-        report_wait_end();
-        res.map_err(|e| Error::io(path.display(), e))?;
         s.dirty.store(false, Ordering::Release);
-        self.stats.page_writes.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Picks a buffer for a new page (control exclusive held): an empty one, or
-    /// the least recently used, written back first if dirty.
-    fn victim_locked(&self) -> Result<usize> {
-        let i = match self.slots.iter().position(|s| s.page.load(Ordering::Acquire) == NO_PAGE) {
-            Some(i) => i,
-            None => {
-                let mut best = 0;
-                let mut best_lru = u64::MAX;
-                for (i, s) in self.slots.iter().enumerate() {
-                    let l = s.lru.load(Ordering::Relaxed);
-                    if l < best_lru {
-                        best = i;
-                        best_lru = l;
-                    }
-                }
-                best
+        s.state.store(SLOT_WRITE_IN_PROGRESS, Ordering::Release);
+        // Free: no I/O is in progress on this slot (we just checked its state under
+        // the lock); shared holders are waiters that leave at once.
+        let io = s.io.exclusive();
+        drop(g);
+        let res = (|| {
+            if lsn.is_valid() {
+                self.wal.flush(lsn)?;
             }
-        };
-        if self.slots[i].dirty.load(Ordering::Acquire) {
-            self.write_slot(i)?;
+            let path = self.segment_path(page / SLRU_PAGES_PER_SEGMENT);
+            let off = (page % SLRU_PAGES_PER_SEGMENT) as u64 * BLCKSZ as u64;
+            report_wait_start(WaitEvent::Io("XactWrite"));
+            let r = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.write_all_at(&buf, off));
+            report_wait_end();
+            r.map_err(|e| Error::io(path.display(), e))
+        })();
+        let _g = self.control.exclusive();
+        s.state.store(SLOT_VALID, Ordering::Release);
+        if res.is_err() {
+            s.dirty.store(true, Ordering::Release);
+        } else {
+            self.stats.page_writes.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(i)
+        drop(io);
+        res
     }
 
-    /// The buffer holding `page`, read in if needed (control exclusive held).
-    fn slot_for_page_locked(&self, page: u32) -> Result<usize> {
-        if let Some(i) = self.find_slot(page) {
-            self.touch(i);
-            return Ok(i);
+    /// A buffer that may be replaced (control exclusive held): an empty one, or
+    /// the least recently used valid one. `None` if all are busy with I/O.
+    fn pick_victim(&self) -> Option<usize> {
+        if let Some(i) = self.slots.iter().position(|s| s.state.load(Ordering::Acquire) == SLOT_EMPTY) {
+            return Some(i);
         }
-        let data = self.read_page(page)?;
-        let i = self.victim_locked()?;
-        let s = &self.slots[i];
-        for (w, v) in s.data.iter().zip(data) {
-            w.store(v, Ordering::Relaxed);
+        let mut best = None;
+        let mut best_lru = u64::MAX;
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.state.load(Ordering::Acquire) != SLOT_VALID {
+                continue;
+            }
+            let l = s.lru.load(Ordering::Relaxed);
+            if l < best_lru {
+                best = Some(i);
+                best_lru = l;
+            }
         }
-        s.group_lsn.store(0, Ordering::Relaxed);
-        s.dirty.store(false, Ordering::Relaxed);
-        s.page.store(page as u64, Ordering::Release);
-        self.touch(i);
-        Ok(i)
+        best
     }
 
-    /// Makes `page` a resident page of zeroes (control exclusive held).
-    fn zero_page_locked(&self, page: u32) -> Result<usize> {
-        let i = match self.find_slot(page) {
-            Some(i) => i,
-            None => self.victim_locked()?,
-        };
-        let s = &self.slots[i];
-        for w in s.data.iter() {
-            w.store(0, Ordering::Relaxed);
+    /// Returns with the control lock held exclusive and `page` resident and
+    /// readable in the returned slot: found, read in (I/O done without the
+    /// control lock, under the slot's XactBuffer lock), or, with `zero`, made a
+    /// new dirty page of zeroes.
+    fn lock_page(&self, page: u32, zero: bool) -> Result<(LwLockGuard<'_>, usize)> {
+        loop {
+            let g = self.control.exclusive();
+            if let Some(i) = self.find_slot(page) {
+                if self.slots[i].state.load(Ordering::Acquire) == SLOT_READ_IN_PROGRESS {
+                    drop(g);
+                    self.wait_io(i);
+                    continue;
+                }
+                let s = &self.slots[i];
+                if zero {
+                    for w in s.data.iter() {
+                        w.store(0, Ordering::Relaxed);
+                    }
+                    s.group_lsn.store(0, Ordering::Release);
+                    s.dirty.store(true, Ordering::Release);
+                }
+                self.touch(i);
+                return Ok((g, i));
+            }
+            let Some(v) = self.pick_victim() else {
+                // Every buffer is being read or written: wait for one.
+                let busy = self
+                    .slots
+                    .iter()
+                    .position(|s| s.state.load(Ordering::Acquire) != SLOT_VALID)
+                    .unwrap_or(0);
+                drop(g);
+                self.wait_io(busy);
+                continue;
+            };
+            let s = &self.slots[v];
+            if s.state.load(Ordering::Acquire) == SLOT_VALID && s.dirty.load(Ordering::Acquire) {
+                self.write_out(v, g)?;
+                continue; // the world may have changed meanwhile
+            }
+            s.group_lsn.store(0, Ordering::Release);
+            if zero {
+                for w in s.data.iter() {
+                    w.store(0, Ordering::Relaxed);
+                }
+                s.page.store(page as u64, Ordering::Release);
+                s.state.store(SLOT_VALID, Ordering::Release);
+                s.dirty.store(true, Ordering::Release);
+                self.touch(v);
+                return Ok((g, v));
+            }
+            s.dirty.store(false, Ordering::Release);
+            s.page.store(page as u64, Ordering::Release);
+            s.state.store(SLOT_READ_IN_PROGRESS, Ordering::Release);
+            let io = s.io.exclusive(); // free: the slot was not in I/O
+            drop(g);
+            let res = self.read_page(page);
+            let g = self.control.exclusive();
+            match res {
+                Ok(data) => {
+                    for (w, x) in s.data.iter().zip(data) {
+                        w.store(x, Ordering::Relaxed);
+                    }
+                    s.state.store(SLOT_VALID, Ordering::Release);
+                    self.touch(v);
+                    drop(io);
+                    return Ok((g, v));
+                }
+                Err(e) => {
+                    s.page.store(NO_PAGE, Ordering::Release);
+                    s.state.store(SLOT_EMPTY, Ordering::Release);
+                    drop(io);
+                    return Err(e);
+                }
+            }
         }
-        s.group_lsn.store(0, Ordering::Relaxed);
-        s.page.store(page as u64, Ordering::Release);
-        s.dirty.store(true, Ordering::Release);
-        self.touch(i);
-        Ok(i)
     }
 
     /// Status of `xid`. Special xids: Invalid reads as aborted, Bootstrap and
@@ -354,7 +443,7 @@ impl Clog {
         let (w, sh) = word_and_shift(xid);
         {
             let _g = self.control.shared();
-            if let Some(i) = self.find_slot(page) {
+            if let Some(i) = self.find_readable(page) {
                 self.touch(i);
                 self.stats.hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(XidStatus::from_bits(
@@ -362,8 +451,7 @@ impl Clog {
                 ));
             }
         }
-        let _g = self.control.exclusive();
-        let i = self.slot_for_page_locked(page).map_err(|e| match e {
+        let (_g, i) = self.lock_page(page, false).map_err(|e| match e {
             Error::Corrupt { what } => Error::corrupt(what.replacen(
                 &format!("transaction {}", page as u64 * CLOG_XACTS_PER_PAGE as u64),
                 &format!("transaction {xid}"),
@@ -388,9 +476,8 @@ impl Clog {
         }
     }
 
-    /// Sets status bits on one resident page (control exclusive held).
-    fn apply_locked(&self, r: &ClogRequest) -> Result<()> {
-        let i = self.slot_for_page_locked(r.page)?;
+    /// Sets status bits in resident slot `i` (control exclusive held).
+    fn apply_in_slot(&self, i: usize, r: &ClogRequest) {
         let s = &self.slots[i];
         let set = |xid: TransactionId, st: XidStatus| {
             let (w, sh) = word_and_shift(xid);
@@ -410,25 +497,33 @@ impl Clog {
             s.group_lsn.fetch_max(r.lsn.0, Ordering::AcqRel);
         }
         s.dirty.store(true, Ordering::Release);
+    }
+
+    /// Applies `r`, reading its page in if needed (no lock held on entry).
+    fn apply(&self, r: &ClogRequest) -> Result<()> {
+        let (_g, i) = self.lock_page(r.page, false)?;
+        self.apply_in_slot(i, r);
         Ok(())
     }
 
     /// Sets the status of a group of xids on one page, through the group update
     /// when the lock is busy. `backend` indexes the group slots.
     fn set_page_status(&self, backend: usize, r: ClogRequest) -> Result<()> {
-        if let Some(_g) = self.control.try_exclusive() {
-            self.stats.direct_updates.fetch_add(1, Ordering::Relaxed);
-            return self.apply_locked(&r);
-        }
-        if self.group_update.load(Ordering::Relaxed)
+        if let Some(g) = self.control.try_exclusive() {
+            if let Some(i) = self.find_readable(r.page) {
+                self.stats.direct_updates.fetch_add(1, Ordering::Relaxed);
+                self.apply_in_slot(i, &r);
+                return Ok(());
+            }
+            drop(g); // page not resident: the I/O path below
+        } else if self.group_update.load(Ordering::Relaxed)
             && r.subxids.len() <= GROUP_UPDATE_MAX_SUBXIDS
             && backend < self.group_results.len()
         {
             return self.group_set(backend, r);
         }
-        let _g = self.control.exclusive();
         self.stats.blocking_updates.fetch_add(1, Ordering::Relaxed);
-        self.apply_locked(&r)
+        self.apply(&r)
     }
 
     fn group_set(&self, me: usize, r: ClogRequest) -> Result<()> {
@@ -442,17 +537,26 @@ impl Clog {
                 .take()
                 .unwrap_or_else(|| Err(Error::internal("clog group update: no result")));
         }
-        let members = {
+        let mut members = Vec::new();
+        let mut deferred = Vec::new();
+        {
             let _g = self.control.exclusive();
-            let all = self.group.take_all(me);
-            let mut members = Vec::with_capacity(all.len());
-            for (m, req) in all {
-                let res = self.apply_locked(&req);
-                *self.group_results[m].lock().unwrap_or_else(|e| e.into_inner()) = Some(res);
+            for (m, req) in self.group.take_all(me) {
+                match self.find_readable(req.page) {
+                    Some(i) => {
+                        self.apply_in_slot(i, &req);
+                        *self.group_results[m].lock().unwrap_or_else(|e| e.into_inner()) = Some(Ok(()));
+                    }
+                    None => deferred.push((m, req)),
+                }
                 members.push(m);
             }
-            members
-        };
+        }
+        // Members whose page must be read in: one by one, lock released for I/O.
+        for (m, req) in deferred {
+            let res = self.apply(&req);
+            *self.group_results[m].lock().unwrap_or_else(|e| e.into_inner()) = Some(res);
+        }
         self.group.wake(&members);
         self.group_results[me]
             .lock()
@@ -489,8 +593,7 @@ impl Clog {
         }
         if status == XidStatus::Committed {
             for (p, v) in &by_page {
-                let _g = self.control.exclusive();
-                self.apply_locked(&ClogRequest {
+                self.apply(&ClogRequest {
                     page: *p,
                     xid: INVALID_XID,
                     subxids: v.clone(),
@@ -499,22 +602,17 @@ impl Clog {
                 })?;
             }
         }
-        {
-            let _g = self.control.exclusive();
-            self.apply_locked(&ClogRequest { page, xid, subxids: mine, status, lsn })?;
-        }
+        self.apply(&ClogRequest { page, xid, subxids: mine, status, lsn })?;
         for (p, v) in by_page {
-            let _g = self.control.exclusive();
-            self.apply_locked(&ClogRequest { page: p, xid: INVALID_XID, subxids: v, status, lsn })?;
+            self.apply(&ClogRequest { page: p, xid: INVALID_XID, subxids: v, status, lsn })?;
         }
         Ok(())
     }
 
     /// Marks sub-transactions aborted (ROLLBACK TO SAVEPOINT), immediately.
     pub fn set_subxacts_aborted(&self, subxids: &[TransactionId]) -> Result<()> {
-        let _g = self.control.exclusive();
         for &s in subxids {
-            self.apply_locked(&ClogRequest {
+            self.apply(&ClogRequest {
                 page: page_of(s),
                 xid: INVALID_XID,
                 subxids: vec![s],
@@ -528,14 +626,11 @@ impl Clog {
     /// Called (under the XidGen lock) for each newly assigned xid: when `xid` is
     /// the first of its page, zeroes the page and WAL-logs the zeroing.
     pub fn extend(&self, xid: TransactionId) -> Result<()> {
-        if xid % CLOG_XACTS_PER_PAGE != 0 && xid != FIRST_NORMAL_XID {
+        if xid & (CLOG_XACTS_PER_PAGE - 1) != 0 && xid != FIRST_NORMAL_XID {
             return Ok(());
         }
         let page = page_of(xid);
-        {
-            let _g = self.control.exclusive();
-            self.zero_page_locked(page)?;
-        }
+        drop(self.lock_page(page, true)?);
         self.wal.insert(TxnRmgr::Clog, &encode_zeropage(page))?;
         Ok(())
     }
@@ -544,10 +639,9 @@ impl Clog {
     /// (bits left by a transaction that never got its commit durable).
     pub fn trim(&self, next_xid: TransactionId) -> Result<()> {
         let page = page_of(next_xid);
-        let _g = self.control.exclusive();
-        let i = match self.slot_for_page_locked(page) {
-            Ok(i) => i,
-            Err(_) => self.zero_page_locked(page)?,
+        let (_g, i) = match self.lock_page(page, false) {
+            Ok(x) => x,
+            Err(_) => self.lock_page(page, true)?,
         };
         let s = &self.slots[i];
         let first = next_xid % CLOG_XACTS_PER_PAGE;
@@ -560,18 +654,28 @@ impl Clog {
         Ok(())
     }
 
-    /// Writes every dirty page and fsyncs the files written (checkpoint).
+    /// Writes every page dirty at the call and fsyncs the files written
+    /// (checkpoint).
     pub fn flush(&self) -> Result<()> {
-        let _g = self.control.exclusive();
         let mut segs = Vec::new();
         for i in 0..self.slots.len() {
-            if self.slots[i].dirty.load(Ordering::Acquire) {
-                let p = self.slots[i].page.load(Ordering::Acquire);
-                self.write_slot(i)?;
-                let seg = (p as u32) / SLRU_PAGES_PER_SEGMENT;
-                if !segs.contains(&seg) {
-                    segs.push(seg);
+            loop {
+                let g = self.control.exclusive();
+                let s = &self.slots[i];
+                let st = s.state.load(Ordering::Acquire);
+                if st == SLOT_READ_IN_PROGRESS || st == SLOT_WRITE_IN_PROGRESS {
+                    drop(g);
+                    self.wait_io(i);
+                    continue;
                 }
+                if st == SLOT_VALID && s.dirty.load(Ordering::Acquire) {
+                    let seg = s.page.load(Ordering::Acquire) as u32 / SLRU_PAGES_PER_SEGMENT;
+                    self.write_out(i, g)?;
+                    if !segs.contains(&seg) {
+                        segs.push(seg);
+                    }
+                }
+                break;
             }
         }
         for seg in segs {
@@ -594,8 +698,8 @@ impl Clog {
         let per_seg = CLOG_XACTS_PER_PAGE as u64 * SLRU_PAGES_PER_SEGMENT as u64;
         // A segment goes when its last xid precedes the cutoff segment's first xid.
         let cutoff_first = ((oldest_xid as u64 / per_seg) * per_seg) as u32;
-        let _g = self.control.exclusive();
         let entries = std::fs::read_dir(&self.dir).map_err(|e| Error::io(self.dir.display(), e))?;
+        let mut doomed = Vec::new();
         for ent in entries.flatten() {
             let name = ent.file_name();
             let Some(name) = name.to_str() else { continue };
@@ -608,18 +712,33 @@ impl Clog {
             }
             let last = ((seg as u64 + 1) * per_seg - 1) as u32;
             if xid_precedes(last, cutoff_first) {
-                for s in self.slots.iter() {
-                    let p = s.page.load(Ordering::Acquire);
-                    if p != NO_PAGE && (p as u32) / SLRU_PAGES_PER_SEGMENT == seg {
-                        s.dirty.store(false, Ordering::Release);
-                        s.page.store(NO_PAGE, Ordering::Release);
-                    }
-                }
-                let path = ent.path();
-                std::fs::remove_file(&path).map_err(|e| Error::io(path.display(), e))?;
+                doomed.push((seg, ent.path()));
             }
         }
-        Ok(())
+        let in_doomed = |p: u64| p != NO_PAGE && doomed.iter().any(|(s, _)| *s == p as u32 / SLRU_PAGES_PER_SEGMENT);
+        loop {
+            let g = self.control.exclusive();
+            let busy = self.slots.iter().position(|s| {
+                in_doomed(s.page.load(Ordering::Acquire))
+                    && matches!(s.state.load(Ordering::Acquire), SLOT_READ_IN_PROGRESS | SLOT_WRITE_IN_PROGRESS)
+            });
+            if let Some(i) = busy {
+                drop(g);
+                self.wait_io(i);
+                continue;
+            }
+            for s in self.slots.iter() {
+                if in_doomed(s.page.load(Ordering::Acquire)) {
+                    s.dirty.store(false, Ordering::Release);
+                    s.page.store(NO_PAGE, Ordering::Release);
+                    s.state.store(SLOT_EMPTY, Ordering::Release);
+                }
+            }
+            for (_, path) in &doomed {
+                std::fs::remove_file(path).map_err(|e| Error::io(path.display(), e))?;
+            }
+            return Ok(());
+        }
     }
 
     /// Replays a CLOG-rmgr record (page zeroing or truncation).
@@ -627,9 +746,8 @@ impl Clog {
         match payload.first() {
             Some(&CLOG_ZEROPAGE) if payload.len() == 5 => {
                 let page = u32::from_le_bytes(payload[1..5].try_into().unwrap());
-                let _g = self.control.exclusive();
-                let i = self.zero_page_locked(page)?;
-                self.write_slot(i)
+                let (g, i) = self.lock_page(page, true)?;
+                self.write_out(i, g)
             }
             Some(&CLOG_TRUNCATE) if payload.len() == 9 => {
                 let oldest = u32::from_le_bytes(payload[5..9].try_into().unwrap());

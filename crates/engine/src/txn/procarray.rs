@@ -52,6 +52,18 @@ pub struct ProcArrayStats {
     pub blocking_clears: AtomicU64,
 }
 
+/// Answer of [`ProcArray::xid_in_progress_detail`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InProgress {
+    /// Not running.
+    No,
+    /// Running: found in the xid array or a subxid cache.
+    Yes,
+    /// A subxid not in any cache (overflow) whose top-level transaction is
+    /// running: running unless the clog says the subxid aborted.
+    TopRunning,
+}
+
 /// A transaction end to be applied by a group-clear leader.
 struct EndRequest {
     latest_xid: FullTransactionId,
@@ -290,21 +302,28 @@ impl ProcArray {
     }
 
     /// Is `xid` (top-level or sub) running? (TransactionIdIsInProgress, the
-    /// ProcArray part.)
+    /// ProcArray part.) When a subxid cache overflowed, a subxid is reported
+    /// running if its top-level transaction is; callers that can, check the clog
+    /// for an aborted subxid afterwards ([`ProcArray::xid_in_progress_detail`]).
     pub fn xid_in_progress(&self, xid: TransactionId) -> bool {
+        self.xid_in_progress_detail(xid) != InProgress::No
+    }
+
+    /// Like [`ProcArray::xid_in_progress`], saying how the answer was found.
+    pub fn xid_in_progress_detail(&self, xid: TransactionId) -> InProgress {
         if !xid_is_normal(xid) {
-            return false;
+            return InProgress::No;
         }
         let _g = self.lock.shared();
         let next = FullTransactionId(self.latest_completed.load(Ordering::Acquire)).advance().xid();
         if xid_follows_or_equals(xid, next) {
-            return true; // assigned after the latest completion: still running
+            return InProgress::Yes; // assigned after the latest completion: still running
         }
         let n = self.num_procs.load(Ordering::Acquire);
         let mut any_overflow = false;
         for k in 0..n {
             if self.xids[k].load(Ordering::Acquire) == xid {
-                return true;
+                return InProgress::Yes;
             }
         }
         for k in 0..n {
@@ -313,16 +332,16 @@ impl ProcArray {
             let p = &self.procs[self.dense_backend[k].load(Ordering::Acquire) as usize];
             let cnt = (st & !SUBXID_OVERFLOWED) as usize;
             if p.subxids[..cnt].iter().any(|s| s.load(Ordering::Acquire) == xid) {
-                return true;
+                return InProgress::Yes;
             }
         }
         if any_overflow {
             let top = self.subtrans.top_parent(xid);
-            if top != xid {
-                return (0..n).any(|k| self.xids[k].load(Ordering::Acquire) == top);
+            if top != xid && (0..n).any(|k| self.xids[k].load(Ordering::Acquire) == top) {
+                return InProgress::TopRunning;
             }
         }
-        false
+        InProgress::No
     }
 
     /// The xmin horizon: no running or future snapshot considers any xid

@@ -7,7 +7,7 @@
 //! backend's own state, used only by that backend's thread.
 
 use super::clog::{encode_abort_record, encode_commit_record, Clog, XidStatus, DEFAULT_CLOG_BUFFERS};
-use super::procarray::ProcArray;
+use super::procarray::{InProgress, ProcArray};
 use super::snapshot::Snapshot;
 use super::subtrans::SubTrans;
 use super::visibility::{ComboCids, TupleVisibilityInfo, XidOracle};
@@ -162,6 +162,18 @@ impl TxnShared {
         self.procarray.oldest_xmin()
     }
 
+    /// Is `xid` running? A subxid found only through its running top (subxid
+    /// cache overflow) is not running if the clog says it aborted (ROLLBACK TO
+    /// SAVEPOINT). A clog read error answers "running" (the conservative answer;
+    /// the status lookup that follows reports the error).
+    pub fn xid_in_progress(&self, xid: TransactionId) -> bool {
+        match self.procarray.xid_in_progress_detail(xid) {
+            InProgress::No => false,
+            InProgress::Yes => true,
+            InProgress::TopRunning => !matches!(self.clog.xid_status(xid), Ok(XidStatus::Aborted)),
+        }
+    }
+
     /// Final status of `xid`, sub-committed resolved through its parent.
     pub fn xid_status(&self, xid: TransactionId) -> Result<XidStatus> {
         let s = self.clog.xid_status(xid)?;
@@ -176,6 +188,19 @@ impl TxnShared {
                 other => Ok(other),
             },
         }
+    }
+
+    /// Before redo: missing clog pages read as zeroes (redo re-creates them).
+    pub fn begin_recovery(&self) {
+        self.clog.set_in_recovery(true);
+    }
+
+    /// After redo (or at startup without redo, once `set_next_full_xid` was
+    /// called): the clog page of the next xid is made resident and the bits of
+    /// never-assigned xids on it cleared (PostgreSQL's TrimCLOG).
+    pub fn end_recovery(&self) -> Result<()> {
+        self.clog.set_in_recovery(false);
+        self.clog.trim(self.next_full_xid().xid())
     }
 
     /// Replays an Xact (commit/abort) record: clog status, and next xid past it.
@@ -440,9 +465,14 @@ impl TransactionManager {
     }
 
     /// COMMIT. Open savepoints commit with the transaction. The sequence:
-    /// 1. commit record into the WAL; 2. flush it if synchronous_commit;
-    /// 3. clog: committed (group update); 4. ProcArray: xid removed (group
-    /// clear); 5. locks released. A transaction without an xid skips 1-3.
+    ///
+    /// 1. commit record into the WAL;
+    /// 2. flush it if synchronous_commit;
+    /// 3. clog: committed (group update);
+    /// 4. ProcArray: xid removed (group clear);
+    /// 5. locks released.
+    ///
+    /// A transaction without an xid skips 1-3.
     pub fn commit(&mut self) -> Result<()> {
         if !self.in_transaction() {
             return Err(no_xact());
@@ -509,7 +539,7 @@ impl XidOracle for TransactionManager {
         TransactionManager::is_current_xid(self, xid)
     }
     fn is_in_progress(&self, xid: TransactionId) -> bool {
-        self.shared.procarray.xid_in_progress(xid)
+        self.shared.xid_in_progress(xid)
     }
     fn status(&self, xid: TransactionId) -> Result<XidStatus> {
         self.shared.xid_status(xid)
