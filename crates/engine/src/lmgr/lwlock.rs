@@ -747,6 +747,13 @@ mod tests {
         }
     }
 
+    /// One LWLock per buffer (content lock): keep it within a cache line.
+    #[test]
+    fn lwlock_fits_a_cache_line() {
+        let size = std::mem::size_of::<LwLock>();
+        assert!(size <= 64, "LwLock is {size} bytes");
+    }
+
     #[test]
     fn tranche_table_is_consistent() {
         for (i, t) in Tranche::ALL.iter().enumerate() {
