@@ -6,8 +6,8 @@
 //! and is touched only on the slow path. The design, its invariants and the wakeup
 //! protocol are in the lmgr README; the short version:
 //!
-//! - Fast path ([`LwLock::try_acquire_fast`]): one compare-and-swap on the state word.
-//! - Slow path ([`LwLock::acquire_slow`]): queue yourself, then run the grant
+//! - Fast path (`LwLock::try_acquire_fast`): one compare-and-swap on the state word.
+//! - Slow path (`LwLock::acquire_slow`): queue yourself, then run the grant
 //!   procedure yourself (so a release that happened before you were visible is not
 //!   lost), then park until a releaser hands the lock to you.
 //! - Release: one `fetch_sub`; if that left the lock free (no holders) while the
@@ -787,7 +787,7 @@ mod tests {
     fn raw_acquire_and_release() {
         let l = LwLock::new(Tranche::Test);
         l.acquire_raw(LwLockMode::Exclusive);
-        assert!(l.try_acquire_raw(LwLockMode::Shared) == false);
+        assert!(!l.try_acquire_raw(LwLockMode::Shared));
         // SAFETY: held exclusively by the acquire_raw above.
         unsafe { l.release_raw(LwLockMode::Exclusive) };
         let mode = l.shared().into_raw();
@@ -1007,7 +1007,7 @@ mod tests {
         go_tx.send(()).unwrap();
         t.join().unwrap();
         let after = tranche_stats(Tranche::BufferIo);
-        assert!(after.blocked_shared >= before.blocked_shared + 1, "{before:?} -> {after:?}");
+        assert!(after.blocked_shared > before.blocked_shared, "{before:?} -> {after:?}");
         assert!(after.wait_time > before.wait_time);
     }
 
