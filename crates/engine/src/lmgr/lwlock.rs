@@ -808,37 +808,71 @@ mod tests {
 
     /// Exclusive holders do a non-atomic read-modify-write of a counter; any overlap
     /// would lose increments. Readers check that two fields written together under
-    /// the exclusive lock are never seen half-written under the shared lock.
+    /// the exclusive lock are never seen half-written under the shared lock. Both
+    /// count themselves in and out of the critical section and check the other
+    /// side's count. All threads start together at a barrier. (A mutation letting an
+    /// exclusive request in past shared holders fails this test every time.)
     #[test]
     fn hammer_counter_and_invariants() {
         for f in BOTH {
             const WRITERS: u64 = 3;
             const READERS: usize = 2;
-            const ITERS: u64 = 5_000;
+            const ITERS: u64 = 200;
+            const READS: u64 = 300;
             let lock = Arc::new(LwLock::with_policy(Tranche::Test, f));
             let a = Arc::new(AtomicU64::new(0));
             let b = Arc::new(AtomicU64::new(0));
+            let writers_in = Arc::new(AtomicUsize::new(0));
+            let readers_in = Arc::new(AtomicUsize::new(0));
             let stop = Arc::new(AtomicBool::new(false));
+            let barrier = Arc::new(std::sync::Barrier::new(WRITERS as usize + READERS));
             let mut hs = Vec::new();
             for _ in 0..WRITERS {
-                let (lock, a, b) = (lock.clone(), a.clone(), b.clone());
+                let (lock, a, b, wi, ri, barrier) =
+                    (lock.clone(), a.clone(), b.clone(), writers_in.clone(), readers_in.clone(), barrier.clone());
                 hs.push(std::thread::spawn(move || {
+                    barrier.wait();
                     for _ in 0..ITERS {
                         let _g = lock.exclusive();
+                        assert_eq!(wi.fetch_add(1, SeqCst), 0, "two exclusive holders");
                         let v = a.load(Relaxed);
                         b.store(v + 1, Relaxed);
+                        // Widen the window in which a and b differ.
+                        for _ in 0..300 {
+                            std::hint::spin_loop();
+                        }
+                        assert_eq!(ri.load(SeqCst), 0, "shared holder inside with an exclusive one");
                         a.store(v + 1, Relaxed);
+                        wi.fetch_sub(1, SeqCst);
                     }
                 }));
             }
             let mut rs = Vec::new();
             for _ in 0..READERS {
-                let (lock, a, b, stop) = (lock.clone(), a.clone(), b.clone(), stop.clone());
+                let (lock, a, b, wi, ri, stop, barrier) = (
+                    lock.clone(),
+                    a.clone(),
+                    b.clone(),
+                    writers_in.clone(),
+                    readers_in.clone(),
+                    stop.clone(),
+                    barrier.clone(),
+                );
                 rs.push(std::thread::spawn(move || {
+                    barrier.wait();
+                    // A bounded number of reads, not "until the writers finish": on an
+                    // unfair lock two looping readers starve the writers for seconds.
                     let mut reads = 0u64;
-                    while !stop.load(Relaxed) {
+                    while reads < READS && !stop.load(Relaxed) {
                         let _g = lock.shared();
-                        assert_eq!(a.load(Relaxed), b.load(Relaxed), "torn write seen under shared lock");
+                        ri.fetch_add(1, SeqCst);
+                        let va = a.load(Relaxed);
+                        for _ in 0..300 {
+                            std::hint::spin_loop();
+                        }
+                        assert_eq!(wi.load(SeqCst), 0, "exclusive holder inside with a shared one");
+                        assert_eq!(va, b.load(Relaxed), "torn write seen under shared lock");
+                        ri.fetch_sub(1, SeqCst);
                         reads += 1;
                     }
                     reads
