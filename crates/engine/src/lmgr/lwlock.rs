@@ -230,10 +230,17 @@ pub fn set_default_fairness(fair: bool) {
 /// The policy [`LwLock::new`] gives a new lock.
 pub fn default_fairness() -> Fairness {
     // Relaxed: see set_default_fairness.
-    if DEFAULT_FAIR.load(std::sync::atomic::Ordering::Relaxed) {
-        Fairness::Fair
-    } else {
-        Fairness::Unfair
+    Fairness::from_setting(DEFAULT_FAIR.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+impl Fairness {
+    /// The policy for a value of the `lwlock_fair` setting.
+    pub fn from_setting(lwlock_fair: bool) -> Fairness {
+        if lwlock_fair {
+            Fairness::Fair
+        } else {
+            Fairness::Unfair
+        }
     }
 }
 
@@ -797,13 +804,16 @@ mod tests {
         assert_eq!(l.state.load(Relaxed), 0);
     }
 
+    /// The default is fair. (The test does not set it to unfair: tests run in
+    /// parallel in one process and others create locks with `LwLock::new`.)
     #[test]
     fn default_fairness_follows_setting() {
-        // Only this test changes the default; it restores it.
-        set_default_fairness(false);
-        assert_eq!(LwLock::new(Tranche::Test).fairness(), Fairness::Unfair);
-        set_default_fairness(true);
+        assert!(crate::config::Settings::default().lwlock_fair);
+        set_default_fairness(crate::config::Settings::default().lwlock_fair);
+        assert_eq!(default_fairness(), Fairness::Fair);
         assert_eq!(LwLock::new(Tranche::Test).fairness(), Fairness::Fair);
+        assert_eq!(Fairness::from_setting(false), Fairness::Unfair);
+        assert_eq!(Fairness::from_setting(true), Fairness::Fair);
     }
 
     /// Exclusive holders do a non-atomic read-modify-write of a counter; any overlap

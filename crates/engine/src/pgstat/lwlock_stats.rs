@@ -67,6 +67,7 @@ mod imp {
     /// Called by the LWLock slow path only.
     pub fn record_lwlock_wait(tranche: Tranche, mode: LwLockMode, waited: Duration) {
         let c = &COUNTERS[tranche.index()];
+        // Relaxed (all four): independent counters; nothing is published with them.
         match mode {
             LwLockMode::Shared => c.blocked_shared.fetch_add(1, Relaxed),
             LwLockMode::Exclusive => c.blocked_exclusive.fetch_add(1, Relaxed),
@@ -78,17 +79,20 @@ mod imp {
 
     /// Records one sleep of a spinlock waiter.
     pub fn record_spin_delay() {
+        // Relaxed: a statistical counter.
         SPIN_DELAYS.fetch_add(1, Relaxed);
     }
 
     /// Spinlock sleeps since the process started.
     pub fn spin_delays() -> u64 {
+        // Relaxed: a sample.
         SPIN_DELAYS.load(Relaxed)
     }
 
     /// Counters of one tranche (each counter read separately: a sample).
     pub fn tranche_stats(tranche: Tranche) -> TrancheStats {
         let c = &COUNTERS[tranche.index()];
+        // Relaxed: a sample of independent counters, not a consistent cut.
         TrancheStats {
             tranche,
             blocked_shared: c.blocked_shared.load(Relaxed),
