@@ -1159,7 +1159,7 @@ mod loom_tests {
         }
     }
 
-    /// Main holds the lock shared and joins a thread that acquires it shared: if
+    /// Main holds the lock shared and joins two threads that acquire it shared: if
     /// shared holders excluded each other this would deadlock, which loom reports.
     #[test]
     fn loom_shared_holders_coexist() {
@@ -1167,15 +1167,20 @@ mod loom_tests {
             loom::model(move || {
                 let lock = Arc::new(LwLock::with_policy(Tranche::Test, f));
                 let g = lock.shared();
-                let t = {
-                    let lock = lock.clone();
-                    loom::thread::spawn(move || {
-                        let g = lock.shared();
-                        assert!(lock.shared_holders() >= 1);
-                        drop(g);
+                let ts: Vec<_> = (0..2)
+                    .map(|_| {
+                        let lock = lock.clone();
+                        loom::thread::spawn(move || {
+                            let g = lock.shared();
+                            assert!(lock.shared_holders() >= 2, "main's hold and ours");
+                            drop(g);
+                        })
                     })
-                };
-                t.join().unwrap();
+                    .collect();
+                for t in ts {
+                    t.join().unwrap();
+                }
+                assert_eq!(lock.shared_holders(), 1);
                 drop(g);
                 assert_eq!(lock.state.load(Ordering::Relaxed), 0);
             });
