@@ -631,7 +631,7 @@ impl LwLock {
         false
     }
 
-    /// The slow path: queue, grant-check, park until granted.
+    /// The slow path: queue, grant-check, spin briefly then park until granted.
     ///
     /// No lost wakeup: we push ourselves and set HAS_WAITERS under the queue mutex,
     /// then run the grant procedure ourselves before sleeping. A release whose
@@ -668,6 +668,20 @@ impl LwLock {
         report_wait_start(self.tranche.wait_event());
         #[cfg(not(loom))]
         let start = std::time::Instant::now();
+        // Spin a moment on our own flag before parking: when the holders are running
+        // and their critical sections short, the hand-off arrives within a few
+        // microseconds and we skip the futex sleep and wake (the granter's unpark of
+        // a thread that is not parked is a flag update). Not under loom.
+        #[cfg(not(loom))]
+        for round in 0..7u32 {
+            // Acquire: pairs with the granter's Release store (see grant_locked).
+            if me.granted.load(Ordering::Acquire) {
+                break;
+            }
+            for _ in 0..(1u32 << round) {
+                crate::sync::spin_loop();
+            }
+        }
         // Acquire: pairs with the granter's Release store (see grant_locked).
         while !me.granted.load(Ordering::Acquire) {
             thread::park();
