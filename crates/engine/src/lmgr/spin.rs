@@ -377,3 +377,34 @@ mod tests {
         assert!(d.sleeps() >= 1);
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+
+    #[test]
+    fn loom_spinlock_mutual_exclusion() {
+        loom::model(|| {
+            let lock = Arc::new(SpinLock::new());
+            let data = Arc::new(UnsafeCell::new(0u32));
+            let ts: Vec<_> = (0..2)
+                .map(|_| {
+                    let (lock, data) = (lock.clone(), data.clone());
+                    loom::thread::spawn(move || {
+                        let _g = lock.lock();
+                        // SAFETY: under the spinlock; loom checks it.
+                        data.with_mut(|p| unsafe { *p += 1 });
+                    })
+                })
+                .collect();
+            for t in ts {
+                t.join().unwrap();
+            }
+            // SAFETY: all writers joined.
+            assert_eq!(data.with(|p| unsafe { *p }), 2);
+            assert!(!lock.is_locked());
+        });
+    }
+}
