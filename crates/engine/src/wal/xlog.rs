@@ -195,6 +195,61 @@ thread_local! {
 /// under loom.
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 
+/// WALWrite (PostgreSQL's WALWriteLock), with the two ways of taking it that
+/// PostgreSQL's LWLock offers: `acquire`, and `acquire_or_wait` (LWLockAcquireOrWait):
+/// take it if free, otherwise wait until it is released and return *without* it, so
+/// that the caller re-checks whether the holder's fsync covered its LSN. Release wakes
+/// every waiter at once; without this, a committer that has just released the lock
+/// takes it again before the woken waiters run (std locks allow barging), and each
+/// fsync covers one commit instead of a group.
+struct WalWriteLock {
+    held: Mutex<bool>,
+    cv: Condvar,
+}
+
+struct WalWriteGuard<'a>(&'a WalWriteLock);
+
+impl WalWriteLock {
+    fn new() -> Self {
+        WalWriteLock { held: Mutex::new(false), cv: Condvar::new() }
+    }
+
+    fn wait_free<'a>(&self, mut g: MutexGuard<'a, bool>) -> MutexGuard<'a, bool> {
+        report_wait_start(WaitEvent::LwLock(Tranche::WalWrite));
+        while *g {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        report_wait_end();
+        g
+    }
+
+    fn acquire(&self) -> WalWriteGuard<'_> {
+        let mut g = lock(&self.held);
+        if *g {
+            g = self.wait_free(g);
+        }
+        *g = true;
+        WalWriteGuard(self)
+    }
+
+    fn acquire_or_wait(&self) -> Option<WalWriteGuard<'_>> {
+        let mut g = lock(&self.held);
+        if !*g {
+            *g = true;
+            return Some(WalWriteGuard(self));
+        }
+        drop(self.wait_free(g));
+        None
+    }
+}
+
+impl Drop for WalWriteGuard<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.held) = false;
+        self.0.cv.notify_all();
+    }
+}
+
 /// State of the writer, protected by the WALWrite lock (the Mutex is only ever taken
 /// with `write_lock` held, so it never blocks).
 struct WriterState {
@@ -268,7 +323,7 @@ pub struct Wal {
     /// mutex is WALBufMappingLock.
     mapping: Mutex<u64>,
     /// WALWrite: held to write or fsync segment files.
-    write_lock: LwLock,
+    write_lock: WalWriteLock,
     /// Only locked while `write_lock` is held.
     writer: Mutex<WriterState>,
     /// WAL written to the kernel up to here (LSN). Only advanced under `write_lock`.
@@ -328,7 +383,7 @@ impl Wal {
             n_pages,
             xlblocks: (0..n_pages).map(|_| AtomicU64::new(0)).collect(),
             mapping: Mutex::new(0),
-            write_lock: LwLock::new(Tranche::WalWrite),
+            write_lock: WalWriteLock::new(),
             writer: Mutex::new(WriterState {
                 files: BTreeMap::new(),
                 dirty: BTreeSet::new(),
@@ -412,6 +467,14 @@ impl Wal {
             return Err(Error::corrupt("control file: page sizes do not match this build"));
         }
         let wal = Wal::new_internal(datadir, opts, control);
+        // Leftovers of segment creation interrupted by a crash.
+        if let Ok(rd) = fs::read_dir(&wal.wal_dir) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with("xlogtemp.") {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
         let mut rd = WalReader::new(&wal.wal_dir, wal.seg_size, control.checkpoint, None);
         let no_ckpt = |why: &str| {
             Error::corrupt(format!("could not locate a valid checkpoint record at {}: {why}", control.checkpoint))
@@ -742,7 +805,7 @@ impl Wal {
     fn write_out(&self, target: u64) -> Result<()> {
         let finished = self.wait_insertions(target);
         let target = target.min(finished);
-        let _w = self.write_lock.exclusive();
+        let _w = self.write_lock.acquire();
         if self.written.load(Ordering::Acquire) >= target {
             return Ok(());
         }
@@ -774,7 +837,7 @@ impl Wal {
                     let buf = unsafe {
                         std::slice::from_raw_parts(self.ring.add((idx * PS) as usize), (run_end - page) as usize)
                     };
-                    self.pwrite(st, seg, page % self.seg_size, buf, false)?;
+                    self.pwrite(st, seg, page % self.seg_size, buf)?;
                     bytes += run_end - page;
                     page = run_end;
                 } else {
@@ -788,7 +851,7 @@ impl Wal {
                         std::ptr::copy_nonoverlapping(self.ring.add((idx * PS) as usize), scratch.as_mut_ptr(), len)
                     };
                     scratch[len..].fill(0);
-                    let r = self.pwrite(st, seg, page % self.seg_size, &scratch, true);
+                    let r = self.pwrite(st, seg, page % self.seg_size, &scratch);
                     st.scratch = scratch;
                     r?;
                     bytes += len as u64;
@@ -840,20 +903,15 @@ impl Wal {
         Ok(())
     }
 
-    fn pwrite(&self, st: &mut WriterState, seg: u64, off: u64, buf: &[u8], _partial: bool) -> Result<()> {
+    fn pwrite(&self, st: &mut WriterState, seg: u64, off: u64, buf: &[u8]) -> Result<()> {
         if !st.files.contains_key(&seg) {
             let name = segment_file_name(TIMELINE, seg, self.seg_size);
             let path = self.wal_dir.join(&name);
-            let existed = path.exists();
-            let f = OpenOptions::new().read(true).write(true).create(true).open(&path).map_err(io_err(&name))?;
-            let len = f.metadata().map_err(io_err(&name))?.len();
-            if len < self.seg_size {
-                f.set_len(self.seg_size).map_err(io_err(&name))?;
-            }
-            if !existed && self.opts.fsync {
-                f.sync_all().map_err(io_err(&name))?;
-                fsync_dir(&self.wal_dir)?;
-            }
+            let f = match OpenOptions::new().read(true).write(true).open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.create_segment(&path)?,
+                Err(e) => return Err(Error::io(name, e)),
+            };
             st.files.insert(seg, f);
         }
         let f = &st.files[&seg];
@@ -864,6 +922,34 @@ impl Wal {
         st.dirty.insert(seg);
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Creates a segment file filled with zeroes (so that later fdatasyncs need not
+    /// update block allocation metadata), under a temporary name renamed into place:
+    /// a crash never leaves a short segment behind.
+    fn create_segment(&self, path: &Path) -> Result<File> {
+        let tmp = self.wal_dir.join(format!("xlogtemp.{}", std::process::id()));
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(io_err(tmp.display()))?;
+        let zeros = vec![0u8; (1u64 << 20).min(self.seg_size) as usize];
+        let mut off = 0;
+        while off < self.seg_size {
+            f.write_all_at(&zeros, off).map_err(io_err(tmp.display()))?;
+            off += zeros.len() as u64;
+        }
+        if self.opts.fsync {
+            f.sync_all().map_err(io_err(tmp.display()))?;
+        }
+        drop(f);
+        fs::rename(&tmp, path).map_err(io_err(path.display()))?;
+        if self.opts.fsync {
+            fsync_dir(&self.wal_dir)?;
+        }
+        OpenOptions::new().read(true).write(true).open(path).map_err(io_err(path.display()))
     }
 
     /// Makes the WAL durable up to `upto` (PostgreSQL's XLogFlush). Group flush: the
@@ -883,33 +969,42 @@ impl Wal {
     }
 
     fn flush_slow(&self, upto: u64) -> Result<()> {
-        // Wait for insertions below our LSN first, holding nothing (README step 4).
-        let finished = self.wait_insertions(upto);
-        if finished < upto {
-            return Err(Error::internal(format!(
-                "WAL flush request {} is past the insert position {}",
-                Lsn(upto),
-                self.insert_position()
-            )));
+        loop {
+            if self.flushed.load(Ordering::Acquire) >= upto {
+                self.stats.group_joins.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            // Wait for insertions below our LSN first, holding nothing (README step 4).
+            let finished = self.wait_insertions(upto);
+            if finished < upto {
+                return Err(Error::internal(format!(
+                    "WAL flush request {} is past the insert position {}",
+                    Lsn(upto),
+                    self.insert_position()
+                )));
+            }
+            let Some(_w) = self.write_lock.acquire_or_wait() else {
+                // Someone else flushed meanwhile: maybe far enough for us.
+                continue;
+            };
+            if self.flushed.load(Ordering::Acquire) >= upto {
+                self.stats.group_joins.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            if self.opts.commit_delay_us > 0 && self.opts.fsync && self.siblings() >= self.opts.commit_siblings {
+                // Give other committers time to insert their commit records, so that
+                // this fsync covers them too.
+                report_wait_start(WaitEvent::Timeout("CommitDelay"));
+                std::thread::sleep(Duration::from_micros(self.opts.commit_delay_us));
+                report_wait_end();
+                self.stats.commit_delays.fetch_add(1, Ordering::Relaxed);
+            }
+            // Sweep in everything already complete (never wait here: an inserter may
+            // need WALWrite to make progress).
+            let target = finished.max(self.insertions_finished_nowait());
+            let mut st = lock(&self.writer);
+            return self.write_locked(&mut st, target, true);
         }
-        let _w = self.write_lock.exclusive();
-        if self.flushed.load(Ordering::Acquire) >= upto {
-            self.stats.group_joins.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
-        if self.opts.commit_delay_us > 0 && self.opts.fsync && self.siblings() >= self.opts.commit_siblings {
-            // Give other committers time to insert their commit records, so that
-            // this fsync covers them too.
-            report_wait_start(WaitEvent::Timeout("CommitDelay"));
-            std::thread::sleep(Duration::from_micros(self.opts.commit_delay_us));
-            report_wait_end();
-            self.stats.commit_delays.fetch_add(1, Ordering::Relaxed);
-        }
-        // Sweep in everything already complete (never wait here: an inserter may
-        // need WALWrite to make progress).
-        let target = finished.max(self.insertions_finished_nowait());
-        let mut st = lock(&self.writer);
-        self.write_locked(&mut st, target, true)
     }
 
     fn check_poison(&self) -> Result<()> {
