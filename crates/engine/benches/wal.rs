@@ -72,7 +72,7 @@ fn main() {
         "threads", "commits/s", "fsyncs/s", "commits/fsync", "group joins/s", "avg us"
     );
     let cases: Vec<(usize, u64)> =
-        [1, 2, 4, 8, 16, 32].iter().map(|&t| (t, 0)).chain([(16, 200), (32, 200)]).collect();
+        [1, 2, 4, 8, 16, 32].iter().map(|&t| (t, 0)).chain([(16, 1000), (32, 1000)]).collect();
     for (threads, delay) in cases {
         let o = WalOptions { commit_delay_us: delay, commit_siblings: 5, ..WalOptions::default() };
         let (_d, wal) = open(&o);
@@ -89,5 +89,5 @@ fn main() {
             el * 1e6 * threads as f64 / n.max(1) as f64,
         );
     }
-    println!("(* = commit_delay 200us, commit_siblings 5)");
+    println!("(* = commit_delay 1000us, commit_siblings 5)");
 }

@@ -5,6 +5,7 @@
 //! reported durable is there and intact, and that nothing follows a gap.
 //!
 //! WAL_CRASH_ITERATIONS (default 30) sets the number of kill/recover rounds.
+#![cfg(not(loom))]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};

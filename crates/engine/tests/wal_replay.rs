@@ -1,5 +1,6 @@
 //! WAL insertion, reading back and recovery: records crossing pages and segments,
 //! damaged tails, checkpoints and clean shutdown, concurrent inserters.
+#![cfg(not(loom))]
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;

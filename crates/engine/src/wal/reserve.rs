@@ -30,6 +30,8 @@ pub(crate) struct InsertPosition {
     prev: AtomicU64,
 }
 
+// Under loom only the model tests use it.
+#[cfg_attr(loom, allow(dead_code))]
 impl InsertPosition {
     pub(crate) fn new(current: u64, prev: u64) -> Self {
         InsertPosition {
@@ -50,15 +52,16 @@ impl InsertPosition {
 
     #[cold]
     fn acquire_slow(&self) {
+        #[cfg(not(loom))]
         let mut spins = 0u32;
         loop {
             // Relaxed: only a hint to try the CAS again.
             while self.lock.load(Ordering::Relaxed) {
-                spins += 1;
                 #[cfg(loom)]
                 crate::sync::thread::yield_now();
                 #[cfg(not(loom))]
                 {
+                    spins += 1;
                     if spins % 64 == 0 {
                         // The holder may be descheduled (many backends, few cores).
                         std::thread::yield_now();
@@ -151,7 +154,7 @@ mod tests {
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
     use crate::sync::Arc;
