@@ -265,6 +265,10 @@ fn checkpoint_full_page_images_and_clean_shutdown() {
     let (wal, rs) = Wal::open_with(dir.path(), o.clone()).unwrap();
     assert!(rs.needed);
     assert_eq!((rs.checkpoint, rs.redo, rs.checkpoint_record.info), (ck, redo, info));
+    // Before recovery ends, insertion is refused; flushing (WAL before data, for
+    // pages redo writes out) is a no-op: that WAL is on disk already.
+    assert!(wal.insert(&RecordBuilder::new(RmgrId::Test, 0)).is_err());
+    wal.flush(ck).unwrap();
     let mut seen = Vec::new();
     wal.recover(&mut |r: &DecodedRecord, _| {
         seen.push((r.rmgr, r.lsn));

@@ -955,10 +955,17 @@ impl Wal {
     /// Makes the WAL durable up to `upto` (PostgreSQL's XLogFlush). Group flush: the
     /// one that gets WALWrite writes and fsyncs everything complete so far, which
     /// releases every waiter whose LSN it covers.
+    ///
+    /// During recovery (before `recover` has finished) this returns at once: the WAL
+    /// being replayed is already on disk (the buffer manager may write pages that
+    /// redo changed).
     pub fn flush(&self, upto: Lsn) -> Result<()> {
         let upto = upto.0;
         if self.flushed.load(Ordering::Acquire) >= upto {
             return self.check_poison();
+        }
+        if self.run_state() == RunState::Recovery {
+            return Ok(());
         }
         self.stats.flush_requests.fetch_add(1, Ordering::Relaxed);
         self.active_flushers.fetch_add(1, Ordering::SeqCst);
