@@ -435,3 +435,110 @@ fn group_flush_covers_several_commits_per_fsync() {
     // Not asserting a ratio (machine-dependent); the benchmark reports it.
     eprintln!("flush requests {} fsyncs {} joins {}", s.flush_requests, s.fsyncs, s.group_joins);
 }
+
+/// Inserters changing pages while checkpoints start and finish: for every checkpoint
+/// with redo pointer R and every page, the first record at or after R that changes the
+/// page carries its full image (the redo-pointer recheck under the insertion slot).
+#[test]
+fn first_change_after_each_redo_pointer_has_a_full_page_image() {
+    let o = WalOptions { segment_size: 16 << 20, wal_buffers: 1 << 20, ..opts() };
+    let (dir, wal) = fresh(&o);
+    let wal = Arc::new(wal);
+    let start = wal.insert_position();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    const THREADS: u32 = 4;
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (wal, done) = (wal.clone(), done.clone());
+            std::thread::spawn(move || {
+                let tag = BufferTag::new(RelFileLocator { spc_oid: 1663, db_oid: 1, rel_number: 100 + t }, ForkNumber::Main, t);
+                let mut page = std_page(Lsn(0), t as u8 + 1);
+                let mut i = 0u32;
+                while i < 1500 || done.load(std::sync::atomic::Ordering::Relaxed) < 20 {
+                    i += 1;
+                    if i % 20 == 0 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    let mut rb = RecordBuilder::new(RmgrId::Heap, 0);
+                    rb.register_buffer(0, tag, &page, regbuf::STANDARD)
+                        .register_block_data(0, &i.to_le_bytes());
+                    let end = wal.insert(&rb).unwrap();
+                    // As the heap would, with the page still locked: page LSN = end.
+                    set_page_lsn(&mut page, end);
+                }
+                i
+            })
+        })
+        .collect();
+    let ck = {
+        let (wal, stop, done) = (wal.clone(), stop.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut redos = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let redo = wal.begin_checkpoint().unwrap();
+                std::thread::yield_now();
+                wal.finish_checkpoint(redo, CheckpointInfo::default()).unwrap();
+                redos.push(redo);
+                done.store(redos.len(), std::sync::atomic::Ordering::Relaxed);
+            }
+            redos
+        })
+    };
+    let inserted: u32 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let all_redos = ck.join().unwrap();
+    wal.flush(wal.insert_position()).unwrap();
+    // Checkpoints removed the segments before the last redo pointer's: read from the
+    // first redo pointer whose segment is still there.
+    let oldest = std::fs::read_dir(dir.path().join("pg_wal"))
+        .unwrap()
+        .filter_map(|e| layout::parse_segment_file_name(e.unwrap().file_name().to_str().unwrap(), o.segment_size))
+        .map(|(_, seg)| seg)
+        .min()
+        .unwrap();
+    let from = *all_redos.iter().find(|r| r.0 / o.segment_size >= oldest).unwrap();
+    let from = if from.0 / o.segment_size == start.0 / o.segment_size { start.min(from) } else { from };
+    let checkpoints = all_redos.iter().filter(|&&r| r >= from).count();
+    let mut rd = WalReader::new(&dir.path().join("pg_wal"), o.segment_size, from, None);
+    // (lsn, page, has image) of each heap record; redo pointers of checkpoints.
+    let mut heap: Vec<(Lsn, u32, bool)> = Vec::new();
+    let mut redos = Vec::new();
+    let mut some_image = None;
+    while let Some(r) = rd.next_record().unwrap() {
+        match r.rmgr {
+            RmgrId::Xlog => redos.push(CheckpointRecord::decode(&r.main_data).unwrap().redo),
+            RmgrId::Heap => {
+                let b = &r.blocks[0];
+                heap.push((r.lsn, b.tag.block, b.image.is_some()));
+                if b.image.is_some() && some_image.is_none() {
+                    some_image = Some(b.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(redos, all_redos[all_redos.len() - checkpoints..].to_vec());
+    assert!(checkpoints >= 1 && all_redos.len() >= 20, "only {} checkpoints ran", all_redos.len());
+    if from == start {
+        assert_eq!(heap.len(), inserted as usize);
+    }
+    let mut checked = 0;
+    for &redo in &redos {
+        for t in 0..THREADS {
+            if let Some(&(lsn, _, image)) = heap.iter().find(|&&(lsn, b, _)| lsn >= redo && b == t) {
+                assert!(image, "first change of page {t} after redo {redo} at {lsn} has no image");
+                checked += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{} checkpoints, {checkpoints} in the WAL read, {checked} first changes checked, {inserted} records",
+        all_redos.len()
+    );
+    assert!(checked > 0);
+    // And images restore to a page carrying this thread's fill byte.
+    let img = some_image.unwrap();
+    let page = restore_full_page_image(&img).unwrap();
+    assert_eq!(page[8000], img.tag.block as u8 + 1);
+}

@@ -187,6 +187,22 @@ impl Drop for SlotGuard<'_> {
     }
 }
 
+/// Every insertion slot, held (checkpoint start). Dropping releases them and opens
+/// the gate for inserters.
+struct AllSlots<'a> {
+    wal: &'a Wal,
+    guards: Vec<SlotGuard<'a>>,
+}
+
+impl Drop for AllSlots<'_> {
+    fn drop(&mut self) {
+        self.guards.clear();
+        let _g = lock(&self.wal.gate);
+        self.wal.all_slots_wanted.fetch_sub(1, Ordering::SeqCst);
+        self.wal.gate_cv.notify_all();
+    }
+}
+
 thread_local! {
     /// The insertion slot this thread tries first (PostgreSQL: MyLockNo).
     static MY_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -340,6 +356,12 @@ pub struct Wal {
     ckpt_lock: Mutex<()>,
     ckpt: Mutex<CheckpointTrack>,
     siblings: RwLock<Option<Arc<dyn Fn() -> usize + Send + Sync>>>,
+    /// Number of threads taking all insertion slots (checkpoint start). While > 0,
+    /// inserters wait at the gate before taking a slot, so that the all-slots taker is
+    /// not starved by inserters re-taking their slot with `try_exclusive`.
+    all_slots_wanted: AtomicUsize,
+    gate: Mutex<()>,
+    gate_cv: Condvar,
     active_flushers: AtomicUsize,
     stats: Stats,
 }
@@ -402,6 +424,9 @@ impl Wal {
                 last_end: Lsn(0),
             }),
             siblings: RwLock::new(None),
+            all_slots_wanted: AtomicUsize::new(0),
+            gate: Mutex::new(()),
+            gate_cv: Condvar::new(),
             active_flushers: AtomicUsize::new(0),
             stats: Stats::default(),
             opts,
@@ -665,6 +690,12 @@ impl Wal {
     /// Step 0: take an insertion slot and advertise a lower bound of where our record
     /// will start (README, "Advertising progress").
     fn acquire_slot(&self) -> SlotGuard<'_> {
+        if self.all_slots_wanted.load(Ordering::SeqCst) > 0 {
+            let mut g = lock(&self.gate);
+            while self.all_slots_wanted.load(Ordering::SeqCst) > 0 {
+                g = self.gate_cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+        }
         let n = self.slots.len();
         let mut mine = MY_SLOT.get();
         if mine == usize::MAX {
@@ -1135,17 +1166,23 @@ impl Wal {
     // Checkpoints
     // ----------------------------------------------------------------------------
 
-    fn lock_all_slots(&self) -> Vec<SlotGuard<'_>> {
+    fn lock_all_slots(&self) -> AllSlots<'_> {
+        {
+            let _g = lock(&self.gate);
+            self.all_slots_wanted.fetch_add(1, Ordering::SeqCst);
+        }
         // In slot order (README, lock ordering). u64::MAX: we insert nothing, so
         // nobody waiting for insertions waits for us.
-        self.slots
+        let guards = self
+            .slots
             .iter()
             .map(|s| {
                 let g = s.lock.exclusive();
                 s.inserting_at.store(u64::MAX, Ordering::SeqCst);
                 SlotGuard { slot: s, _lock: g }
             })
-            .collect()
+            .collect();
+        AllSlots { wal: self, guards }
     }
 
     /// Starts a checkpoint: the current insert position becomes the redo pointer; from
