@@ -574,6 +574,10 @@ impl Wal {
         }
         let last = rd.last_record().unwrap_or(Lsn(0));
         self.position_at(end, last)?;
+        // The page after the end may hold stale WAL that a future record ending at
+        // its boundary would make reachable: clear it on disk now.
+        let next_page = if end.0 % PS == 0 { end.0 } else { end.0 - end.0 % PS + PS };
+        self.zero_page_on_disk(next_page)?;
         self.set_state(RunState::Production);
         let mut c = lock(&self.control);
         c.state = DbState::InProduction;
@@ -611,6 +615,22 @@ impl Wal {
         }
         self.written.store(end.0, Ordering::Release);
         self.flushed.store(end.0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Overwrites WAL page `page` with zeroes if its segment file exists.
+    fn zero_page_on_disk(&self, page: u64) -> Result<()> {
+        let seg = segno(page, self.seg_size);
+        let path = self.wal_dir.join(segment_file_name(TIMELINE, seg, self.seg_size));
+        let f = match OpenOptions::new().write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io(path.display(), e)),
+        };
+        f.write_all_at(&[0u8; PS as usize], page % self.seg_size).map_err(io_err(path.display()))?;
+        if self.opts.fsync {
+            f.sync_data().map_err(io_err(path.display()))?;
+        }
         Ok(())
     }
 
