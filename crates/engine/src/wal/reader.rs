@@ -192,7 +192,7 @@ impl WalReader {
             if buf.len() == RECORD_HEADER_SIZE && !have_len {
                 let h = RecordHeader::decode(&buf);
                 let len = h.tot_len as usize;
-                if len < RECORD_HEADER_SIZE || len > MAX_RECORD_SIZE {
+                if !(RECORD_HEADER_SIZE..=MAX_RECORD_SIZE).contains(&len) {
                     return end(format!("invalid record length {len} at {start}"));
                 }
                 if let Some(p) = self.prev {

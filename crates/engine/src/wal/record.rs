@@ -150,7 +150,7 @@ impl<'a> RecordBuilder<'a> {
     fn push_block(&mut self, block_id: u8, tag: BufferTag, page: Option<&'a [u8]>, flags: u8) -> &mut Self {
         assert!((block_id as usize) < MAX_BLOCKS, "block id {block_id} too large");
         assert!(
-            self.blocks.last().map_or(true, |b| b.id < block_id),
+            !matches!(self.blocks.last(), Some(b) if b.id >= block_id),
             "block ids must be registered in increasing order"
         );
         self.blocks.push(BlockReg { id: block_id, tag, page, flags, data: Vec::new() });

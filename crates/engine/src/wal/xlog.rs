@@ -437,7 +437,7 @@ impl Wal {
     /// first shutdown checkpoint carrying `info`.
     pub fn init(datadir: &Path, opts: &WalOptions, info: CheckpointInfo) -> Result<()> {
         let ss = opts.segment_size;
-        if !ss.is_power_of_two() || ss < 2 * PS || ss > (1 << 30) {
+        if !ss.is_power_of_two() || !(2 * PS..=(1 << 30)).contains(&ss) {
             return Err(Error::user(SqlState::INVALID_PARAMETER_VALUE, format!("invalid WAL segment size {ss}")));
         }
         if ControlFile::path(datadir).exists() {
@@ -955,7 +955,7 @@ impl Wal {
     }
 
     fn pwrite(&self, st: &mut WriterState, seg: u64, off: u64, buf: &[u8]) -> Result<()> {
-        if !st.files.contains_key(&seg) {
+        if let std::collections::btree_map::Entry::Vacant(v) = st.files.entry(seg) {
             let name = segment_file_name(TIMELINE, seg, self.seg_size);
             let path = self.wal_dir.join(&name);
             let f = match OpenOptions::new().read(true).write(true).open(&path) {
@@ -963,7 +963,7 @@ impl Wal {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.create_segment(&path)?,
                 Err(e) => return Err(Error::io(name, e)),
             };
-            st.files.insert(seg, f);
+            v.insert(f);
         }
         let f = &st.files[&seg];
         report_wait_start(WaitEvent::Io("WALWrite"));
