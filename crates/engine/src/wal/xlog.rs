@@ -213,13 +213,14 @@ static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 
 /// WALWrite (PostgreSQL's WALWriteLock), with the two ways of taking it that
 /// PostgreSQL's LWLock offers: `acquire`, and `acquire_or_wait` (LWLockAcquireOrWait):
-/// take it if free, otherwise wait until it is released and return *without* it, so
-/// that the caller re-checks whether the holder's fsync covered its LSN. Release wakes
-/// every waiter at once; without this, a committer that has just released the lock
-/// takes it again before the woken waiters run (std locks allow barging), and each
-/// fsync covers one commit instead of a group.
+/// take it if free, otherwise wait until the holder releases it and return *without*
+/// it, so that the caller re-checks whether the holder's fsync covered its LSN.
+/// Release wakes every waiter at once. Without this, a committer that has just
+/// released the lock takes it again before the woken waiters run, and each fsync
+/// covers one or two commits instead of a group (README, "Group flush").
 struct WalWriteLock {
-    held: Mutex<bool>,
+    /// (held, number of releases so far).
+    state: Mutex<(bool, u64)>,
     cv: Condvar,
 }
 
@@ -227,41 +228,47 @@ struct WalWriteGuard<'a>(&'a WalWriteLock);
 
 impl WalWriteLock {
     fn new() -> Self {
-        WalWriteLock { held: Mutex::new(false), cv: Condvar::new() }
-    }
-
-    fn wait_free<'a>(&self, mut g: MutexGuard<'a, bool>) -> MutexGuard<'a, bool> {
-        report_wait_start(WaitEvent::LwLock(Tranche::WalWrite));
-        while *g {
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-        report_wait_end();
-        g
+        WalWriteLock { state: Mutex::new((false, 0)), cv: Condvar::new() }
     }
 
     fn acquire(&self) -> WalWriteGuard<'_> {
-        let mut g = lock(&self.held);
-        if *g {
-            g = self.wait_free(g);
+        let mut g = lock(&self.state);
+        if g.0 {
+            report_wait_start(WaitEvent::LwLock(Tranche::WalWrite));
+            while g.0 {
+                g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            report_wait_end();
         }
-        *g = true;
+        g.0 = true;
         WalWriteGuard(self)
     }
 
+    /// Takes the lock if it is free; otherwise waits for the holder to *release* it
+    /// (not for it to be free: the releaser may well have taken it again by the time
+    /// we run) and returns `None`.
     fn acquire_or_wait(&self) -> Option<WalWriteGuard<'_>> {
-        let mut g = lock(&self.held);
-        if !*g {
-            *g = true;
+        let mut g = lock(&self.state);
+        if !g.0 {
+            g.0 = true;
             return Some(WalWriteGuard(self));
         }
-        drop(self.wait_free(g));
+        let releases = g.1;
+        report_wait_start(WaitEvent::LwLock(Tranche::WalWrite));
+        while g.1 == releases {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        report_wait_end();
         None
     }
 }
 
 impl Drop for WalWriteGuard<'_> {
     fn drop(&mut self) {
-        *lock(&self.0.held) = false;
+        let mut g = lock(&self.0.state);
+        g.0 = false;
+        g.1 += 1;
+        drop(g);
         self.0.cv.notify_all();
     }
 }
