@@ -543,3 +543,32 @@ fn first_change_after_each_redo_pointer_has_a_full_page_image() {
     let page = restore_full_page_image(&img).unwrap();
     assert_eq!(page[8000], img.tag.block as u8 + 1);
 }
+
+#[test]
+fn commit_delay_applies_only_with_enough_siblings() {
+    let o = WalOptions { fsync: true, commit_delay_us: 2000, commit_siblings: 5, ..opts() };
+    let (_dir, wal) = fresh(&o);
+    let siblings = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let s2 = siblings.clone();
+    wal.set_active_backends_fn(Arc::new(move || s2.load(std::sync::atomic::Ordering::Relaxed)));
+    let commit = |wal: &Wal| {
+        let end = wal.insert(RecordBuilder::new(RmgrId::Xact, 0).append_main_data(b"c")).unwrap();
+        let t = Instant::now();
+        wal.commit(end, true).unwrap();
+        assert!(wal.flushed_upto() >= end);
+        t.elapsed()
+    };
+    commit(&wal);
+    assert_eq!(wal.stats().commit_delays, 0);
+    siblings.store(5, std::sync::atomic::Ordering::Relaxed);
+    let took = commit(&wal);
+    assert_eq!(wal.stats().commit_delays, 1);
+    assert!(took >= Duration::from_micros(2000));
+    // fsync=off: no point in delaying.
+    let o = WalOptions { fsync: false, ..o };
+    let (_dir2, wal2) = fresh(&o);
+    wal2.set_active_backends_fn(Arc::new(|| 100));
+    commit(&wal2);
+    assert_eq!(wal2.stats().commit_delays, 0);
+    assert_eq!(wal2.stats().fsyncs, 0);
+}
