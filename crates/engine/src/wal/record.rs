@@ -157,8 +157,9 @@ impl<'a> RecordBuilder<'a> {
         self
     }
 
-    /// Appends per-block data to a registered block (redo gets it only if no image is
-    /// restored... it always gets it: it decides).
+    /// Appends per-block data to a registered block (at most 64 kB). Redo always gets
+    /// it, image or not; it is the redo routine's choice whether to use it when it
+    /// restores an image.
     pub fn register_block_data(&mut self, block_id: u8, data: &[u8]) -> &mut Self {
         let b = self.blocks.iter_mut().find(|b| b.id == block_id).expect("block not registered");
         b.data.extend_from_slice(data);
