@@ -6,6 +6,9 @@
 //! [`background`] (WAL writer, checkpointer loop). Byte layouts: docs/format/wal.md
 //! and docs/format/control-file.md.
 
+// `x % n == 0` stays: `is_multiple_of` needs Rust 1.87, the workspace supports 1.80.
+#![allow(clippy::manual_is_multiple_of)]
+
 mod reserve;
 
 #[cfg(not(loom))]

@@ -94,7 +94,7 @@ impl WalReader {
                     }
                 };
                 self.prev = Some(start);
-                self.end_of_valid = Lsn(align_record(end_lsn.0));
+                self.end_of_valid = end_lsn;
                 self.next = normalize_start(self.end_of_valid);
                 Ok(Some(rec))
             }
@@ -192,7 +192,7 @@ impl WalReader {
             if buf.len() == RECORD_HEADER_SIZE && !have_len {
                 let h = RecordHeader::decode(&buf);
                 let len = h.tot_len as usize;
-                if len < RECORD_HEADER_SIZE || len > MAX_RECORD_SIZE {
+                if !(RECORD_HEADER_SIZE..=MAX_RECORD_SIZE).contains(&len) {
                     return end(format!("invalid record length {len} at {start}"));
                 }
                 if let Some(p) = self.prev {
@@ -216,6 +216,7 @@ impl WalReader {
         if !record_crc_ok(&buf) {
             return end(format!("incorrect resource manager data checksum in record at {start}"));
         }
-        Ok(Ok((buf, Lsn(pos))))
+        // The record ends, like the insert position, after its alignment padding.
+        Ok(Ok((buf, Lsn(align_record(pos)))))
     }
 }

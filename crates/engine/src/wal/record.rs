@@ -150,15 +150,16 @@ impl<'a> RecordBuilder<'a> {
     fn push_block(&mut self, block_id: u8, tag: BufferTag, page: Option<&'a [u8]>, flags: u8) -> &mut Self {
         assert!((block_id as usize) < MAX_BLOCKS, "block id {block_id} too large");
         assert!(
-            self.blocks.last().map_or(true, |b| b.id < block_id),
+            !matches!(self.blocks.last(), Some(b) if b.id >= block_id),
             "block ids must be registered in increasing order"
         );
         self.blocks.push(BlockReg { id: block_id, tag, page, flags, data: Vec::new() });
         self
     }
 
-    /// Appends per-block data to a registered block (redo gets it only if no image is
-    /// restored... it always gets it: it decides).
+    /// Appends per-block data to a registered block (at most 64 kB). Redo always gets
+    /// it, image or not; it is the redo routine's choice whether to use it when it
+    /// restores an image.
     pub fn register_block_data(&mut self, block_id: u8, data: &[u8]) -> &mut Self {
         let b = self.blocks.iter_mut().find(|b| b.id == block_id).expect("block not registered");
         b.data.extend_from_slice(data);

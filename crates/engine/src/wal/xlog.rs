@@ -187,6 +187,22 @@ impl Drop for SlotGuard<'_> {
     }
 }
 
+/// Every insertion slot, held (checkpoint start). Dropping releases them and opens
+/// the gate for inserters.
+struct AllSlots<'a> {
+    wal: &'a Wal,
+    guards: Vec<SlotGuard<'a>>,
+}
+
+impl Drop for AllSlots<'_> {
+    fn drop(&mut self) {
+        self.guards.clear();
+        let _g = lock(&self.wal.gate);
+        self.wal.all_slots_wanted.fetch_sub(1, Ordering::SeqCst);
+        self.wal.gate_cv.notify_all();
+    }
+}
+
 thread_local! {
     /// The insertion slot this thread tries first (PostgreSQL: MyLockNo).
     static MY_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -194,6 +210,68 @@ thread_local! {
 /// Hands out first slots round-robin. A plain std atomic: this module is not compiled
 /// under loom.
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+/// WALWrite (PostgreSQL's WALWriteLock), with the two ways of taking it that
+/// PostgreSQL's LWLock offers: `acquire`, and `acquire_or_wait` (LWLockAcquireOrWait):
+/// take it if free, otherwise wait until the holder releases it and return *without*
+/// it, so that the caller re-checks whether the holder's fsync covered its LSN.
+/// Release wakes every waiter at once. Without this, a committer that has just
+/// released the lock takes it again before the woken waiters run, and each fsync
+/// covers one or two commits instead of a group (README, "Group flush").
+struct WalWriteLock {
+    /// (held, number of releases so far).
+    state: Mutex<(bool, u64)>,
+    cv: Condvar,
+}
+
+struct WalWriteGuard<'a>(&'a WalWriteLock);
+
+impl WalWriteLock {
+    fn new() -> Self {
+        WalWriteLock { state: Mutex::new((false, 0)), cv: Condvar::new() }
+    }
+
+    fn acquire(&self) -> WalWriteGuard<'_> {
+        let mut g = lock(&self.state);
+        if g.0 {
+            report_wait_start(WaitEvent::LwLock(Tranche::WalWrite));
+            while g.0 {
+                g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            report_wait_end();
+        }
+        g.0 = true;
+        WalWriteGuard(self)
+    }
+
+    /// Takes the lock if it is free; otherwise waits for the holder to *release* it
+    /// (not for it to be free: the releaser may well have taken it again by the time
+    /// we run) and returns `None`.
+    fn acquire_or_wait(&self) -> Option<WalWriteGuard<'_>> {
+        let mut g = lock(&self.state);
+        if !g.0 {
+            g.0 = true;
+            return Some(WalWriteGuard(self));
+        }
+        let releases = g.1;
+        report_wait_start(WaitEvent::LwLock(Tranche::WalWrite));
+        while g.1 == releases {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        report_wait_end();
+        None
+    }
+}
+
+impl Drop for WalWriteGuard<'_> {
+    fn drop(&mut self) {
+        let mut g = lock(&self.0.state);
+        g.0 = false;
+        g.1 += 1;
+        drop(g);
+        self.0.cv.notify_all();
+    }
+}
 
 /// State of the writer, protected by the WALWrite lock (the Mutex is only ever taken
 /// with `write_lock` held, so it never blocks).
@@ -268,7 +346,7 @@ pub struct Wal {
     /// mutex is WALBufMappingLock.
     mapping: Mutex<u64>,
     /// WALWrite: held to write or fsync segment files.
-    write_lock: LwLock,
+    write_lock: WalWriteLock,
     /// Only locked while `write_lock` is held.
     writer: Mutex<WriterState>,
     /// WAL written to the kernel up to here (LSN). Only advanced under `write_lock`.
@@ -285,6 +363,12 @@ pub struct Wal {
     ckpt_lock: Mutex<()>,
     ckpt: Mutex<CheckpointTrack>,
     siblings: RwLock<Option<Arc<dyn Fn() -> usize + Send + Sync>>>,
+    /// Number of threads taking all insertion slots (checkpoint start). While > 0,
+    /// inserters wait at the gate before taking a slot, so that the all-slots taker is
+    /// not starved by inserters re-taking their slot with `try_exclusive`.
+    all_slots_wanted: AtomicUsize,
+    gate: Mutex<()>,
+    gate_cv: Condvar,
     active_flushers: AtomicUsize,
     stats: Stats,
 }
@@ -328,7 +412,7 @@ impl Wal {
             n_pages,
             xlblocks: (0..n_pages).map(|_| AtomicU64::new(0)).collect(),
             mapping: Mutex::new(0),
-            write_lock: LwLock::new(Tranche::WalWrite),
+            write_lock: WalWriteLock::new(),
             writer: Mutex::new(WriterState {
                 files: BTreeMap::new(),
                 dirty: BTreeSet::new(),
@@ -347,6 +431,9 @@ impl Wal {
                 last_end: Lsn(0),
             }),
             siblings: RwLock::new(None),
+            all_slots_wanted: AtomicUsize::new(0),
+            gate: Mutex::new(()),
+            gate_cv: Condvar::new(),
             active_flushers: AtomicUsize::new(0),
             stats: Stats::default(),
             opts,
@@ -357,7 +444,7 @@ impl Wal {
     /// first shutdown checkpoint carrying `info`.
     pub fn init(datadir: &Path, opts: &WalOptions, info: CheckpointInfo) -> Result<()> {
         let ss = opts.segment_size;
-        if !ss.is_power_of_two() || ss < 2 * PS || ss > (1 << 30) {
+        if !ss.is_power_of_two() || !(2 * PS..=(1 << 30)).contains(&ss) {
             return Err(Error::user(SqlState::INVALID_PARAMETER_VALUE, format!("invalid WAL segment size {ss}")));
         }
         if ControlFile::path(datadir).exists() {
@@ -412,6 +499,14 @@ impl Wal {
             return Err(Error::corrupt("control file: page sizes do not match this build"));
         }
         let wal = Wal::new_internal(datadir, opts, control);
+        // Leftovers of segment creation interrupted by a crash.
+        if let Ok(rd) = fs::read_dir(&wal.wal_dir) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with("xlogtemp.") {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
         let mut rd = WalReader::new(&wal.wal_dir, wal.seg_size, control.checkpoint, None);
         let no_ckpt = |why: &str| {
             Error::corrupt(format!("could not locate a valid checkpoint record at {}: {why}", control.checkpoint))
@@ -486,6 +581,10 @@ impl Wal {
         }
         let last = rd.last_record().unwrap_or(Lsn(0));
         self.position_at(end, last)?;
+        // The page after the end may hold stale WAL that a future record ending at
+        // its boundary would make reachable: clear it on disk now.
+        let next_page = if end.0 % PS == 0 { end.0 } else { end.0 - end.0 % PS + PS };
+        self.zero_page_on_disk(next_page)?;
         self.set_state(RunState::Production);
         let mut c = lock(&self.control);
         c.state = DbState::InProduction;
@@ -523,6 +622,22 @@ impl Wal {
         }
         self.written.store(end.0, Ordering::Release);
         self.flushed.store(end.0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Overwrites WAL page `page` with zeroes if its segment file exists.
+    fn zero_page_on_disk(&self, page: u64) -> Result<()> {
+        let seg = segno(page, self.seg_size);
+        let path = self.wal_dir.join(segment_file_name(TIMELINE, seg, self.seg_size));
+        let f = match OpenOptions::new().write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io(path.display(), e)),
+        };
+        f.write_all_at(&[0u8; PS as usize], page % self.seg_size).map_err(io_err(path.display()))?;
+        if self.opts.fsync {
+            f.sync_data().map_err(io_err(path.display()))?;
+        }
         Ok(())
     }
 
@@ -602,6 +717,12 @@ impl Wal {
     /// Step 0: take an insertion slot and advertise a lower bound of where our record
     /// will start (README, "Advertising progress").
     fn acquire_slot(&self) -> SlotGuard<'_> {
+        if self.all_slots_wanted.load(Ordering::SeqCst) > 0 {
+            let mut g = lock(&self.gate);
+            while self.all_slots_wanted.load(Ordering::SeqCst) > 0 {
+                g = self.gate_cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+        }
         let n = self.slots.len();
         let mut mine = MY_SLOT.get();
         if mine == usize::MAX {
@@ -742,7 +863,7 @@ impl Wal {
     fn write_out(&self, target: u64) -> Result<()> {
         let finished = self.wait_insertions(target);
         let target = target.min(finished);
-        let _w = self.write_lock.exclusive();
+        let _w = self.write_lock.acquire();
         if self.written.load(Ordering::Acquire) >= target {
             return Ok(());
         }
@@ -774,7 +895,7 @@ impl Wal {
                     let buf = unsafe {
                         std::slice::from_raw_parts(self.ring.add((idx * PS) as usize), (run_end - page) as usize)
                     };
-                    self.pwrite(st, seg, page % self.seg_size, buf, false)?;
+                    self.pwrite(st, seg, page % self.seg_size, buf)?;
                     bytes += run_end - page;
                     page = run_end;
                 } else {
@@ -788,7 +909,7 @@ impl Wal {
                         std::ptr::copy_nonoverlapping(self.ring.add((idx * PS) as usize), scratch.as_mut_ptr(), len)
                     };
                     scratch[len..].fill(0);
-                    let r = self.pwrite(st, seg, page % self.seg_size, &scratch, true);
+                    let r = self.pwrite(st, seg, page % self.seg_size, &scratch);
                     st.scratch = scratch;
                     r?;
                     bytes += len as u64;
@@ -840,21 +961,16 @@ impl Wal {
         Ok(())
     }
 
-    fn pwrite(&self, st: &mut WriterState, seg: u64, off: u64, buf: &[u8], _partial: bool) -> Result<()> {
-        if !st.files.contains_key(&seg) {
+    fn pwrite(&self, st: &mut WriterState, seg: u64, off: u64, buf: &[u8]) -> Result<()> {
+        if let std::collections::btree_map::Entry::Vacant(v) = st.files.entry(seg) {
             let name = segment_file_name(TIMELINE, seg, self.seg_size);
             let path = self.wal_dir.join(&name);
-            let existed = path.exists();
-            let f = OpenOptions::new().read(true).write(true).create(true).open(&path).map_err(io_err(&name))?;
-            let len = f.metadata().map_err(io_err(&name))?.len();
-            if len < self.seg_size {
-                f.set_len(self.seg_size).map_err(io_err(&name))?;
-            }
-            if !existed && self.opts.fsync {
-                f.sync_all().map_err(io_err(&name))?;
-                fsync_dir(&self.wal_dir)?;
-            }
-            st.files.insert(seg, f);
+            let f = match OpenOptions::new().read(true).write(true).open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.create_segment(&path)?,
+                Err(e) => return Err(Error::io(name, e)),
+            };
+            v.insert(f);
         }
         let f = &st.files[&seg];
         report_wait_start(WaitEvent::Io("WALWrite"));
@@ -866,13 +982,48 @@ impl Wal {
         Ok(())
     }
 
+    /// Creates a segment file filled with zeroes (so that later fdatasyncs need not
+    /// update block allocation metadata), under a temporary name renamed into place:
+    /// a crash never leaves a short segment behind.
+    fn create_segment(&self, path: &Path) -> Result<File> {
+        let tmp = self.wal_dir.join(format!("xlogtemp.{}", std::process::id()));
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(io_err(tmp.display()))?;
+        let zeros = vec![0u8; (1u64 << 20).min(self.seg_size) as usize];
+        let mut off = 0;
+        while off < self.seg_size {
+            f.write_all_at(&zeros, off).map_err(io_err(tmp.display()))?;
+            off += zeros.len() as u64;
+        }
+        if self.opts.fsync {
+            f.sync_all().map_err(io_err(tmp.display()))?;
+        }
+        drop(f);
+        fs::rename(&tmp, path).map_err(io_err(path.display()))?;
+        if self.opts.fsync {
+            fsync_dir(&self.wal_dir)?;
+        }
+        OpenOptions::new().read(true).write(true).open(path).map_err(io_err(path.display()))
+    }
+
     /// Makes the WAL durable up to `upto` (PostgreSQL's XLogFlush). Group flush: the
     /// one that gets WALWrite writes and fsyncs everything complete so far, which
     /// releases every waiter whose LSN it covers.
+    ///
+    /// During recovery (before `recover` has finished) this returns at once: the WAL
+    /// being replayed is already on disk (the buffer manager may write pages that
+    /// redo changed).
     pub fn flush(&self, upto: Lsn) -> Result<()> {
         let upto = upto.0;
         if self.flushed.load(Ordering::Acquire) >= upto {
             return self.check_poison();
+        }
+        if self.run_state() == RunState::Recovery {
+            return Ok(());
         }
         self.stats.flush_requests.fetch_add(1, Ordering::Relaxed);
         self.active_flushers.fetch_add(1, Ordering::SeqCst);
@@ -883,33 +1034,42 @@ impl Wal {
     }
 
     fn flush_slow(&self, upto: u64) -> Result<()> {
-        // Wait for insertions below our LSN first, holding nothing (README step 4).
-        let finished = self.wait_insertions(upto);
-        if finished < upto {
-            return Err(Error::internal(format!(
-                "WAL flush request {} is past the insert position {}",
-                Lsn(upto),
-                self.insert_position()
-            )));
+        loop {
+            if self.flushed.load(Ordering::Acquire) >= upto {
+                self.stats.group_joins.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            // Wait for insertions below our LSN first, holding nothing (README step 4).
+            let finished = self.wait_insertions(upto);
+            if finished < upto {
+                return Err(Error::internal(format!(
+                    "WAL flush request {} is past the insert position {}",
+                    Lsn(upto),
+                    self.insert_position()
+                )));
+            }
+            let Some(_w) = self.write_lock.acquire_or_wait() else {
+                // Someone else flushed meanwhile: maybe far enough for us.
+                continue;
+            };
+            if self.flushed.load(Ordering::Acquire) >= upto {
+                self.stats.group_joins.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            if self.opts.commit_delay_us > 0 && self.opts.fsync && self.siblings() >= self.opts.commit_siblings {
+                // Give other committers time to insert their commit records, so that
+                // this fsync covers them too.
+                report_wait_start(WaitEvent::Timeout("CommitDelay"));
+                std::thread::sleep(Duration::from_micros(self.opts.commit_delay_us));
+                report_wait_end();
+                self.stats.commit_delays.fetch_add(1, Ordering::Relaxed);
+            }
+            // Sweep in everything already complete (never wait here: an inserter may
+            // need WALWrite to make progress).
+            let target = finished.max(self.insertions_finished_nowait());
+            let mut st = lock(&self.writer);
+            return self.write_locked(&mut st, target, true);
         }
-        let _w = self.write_lock.exclusive();
-        if self.flushed.load(Ordering::Acquire) >= upto {
-            self.stats.group_joins.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
-        if self.opts.commit_delay_us > 0 && self.opts.fsync && self.siblings() >= self.opts.commit_siblings {
-            // Give other committers time to insert their commit records, so that
-            // this fsync covers them too.
-            report_wait_start(WaitEvent::Timeout("CommitDelay"));
-            std::thread::sleep(Duration::from_micros(self.opts.commit_delay_us));
-            report_wait_end();
-            self.stats.commit_delays.fetch_add(1, Ordering::Relaxed);
-        }
-        // Sweep in everything already complete (never wait here: an inserter may
-        // need WALWrite to make progress).
-        let target = finished.max(self.insertions_finished_nowait());
-        let mut st = lock(&self.writer);
-        self.write_locked(&mut st, target, true)
     }
 
     fn check_poison(&self) -> Result<()> {
@@ -1033,17 +1193,23 @@ impl Wal {
     // Checkpoints
     // ----------------------------------------------------------------------------
 
-    fn lock_all_slots(&self) -> Vec<SlotGuard<'_>> {
+    fn lock_all_slots(&self) -> AllSlots<'_> {
+        {
+            let _g = lock(&self.gate);
+            self.all_slots_wanted.fetch_add(1, Ordering::SeqCst);
+        }
         // In slot order (README, lock ordering). u64::MAX: we insert nothing, so
         // nobody waiting for insertions waits for us.
-        self.slots
+        let guards = self
+            .slots
             .iter()
             .map(|s| {
                 let g = s.lock.exclusive();
                 s.inserting_at.store(u64::MAX, Ordering::SeqCst);
                 SlotGuard { slot: s, _lock: g }
             })
-            .collect()
+            .collect();
+        AllSlots { wal: self, guards }
     }
 
     /// Starts a checkpoint: the current insert position becomes the redo pointer; from
