@@ -103,7 +103,7 @@ fn buffer_stress_pool_much_smaller_than_data() {
             .map(|t| {
                 let (pool, expected, total) = (&pool, &expected, &total);
                 s.spawn(move || {
-                    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1) * 0x1234_5678_9ABC_DEF1);
+                    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((t as u64 + 1) * 0x1234_5678_9ABC_DEF1));
                     let ring = pool.strategy(StrategyKind::BulkRead);
                     for op in 0..OPS_PER_THREAD {
                         let r = rng.below(RELS);

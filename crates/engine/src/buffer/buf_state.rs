@@ -224,8 +224,8 @@ impl BufState {
         self.word.fetch_or(flags, Ordering::Release) | flags
     }
 
-    /// Clock sweep: decrements the usage count if the buffer is unpinned, unlocked
-    /// and the count is still `expected_usage`. Returns whether it did.
+    /// Clock sweep: decrements the usage count if the state is still `old` and
+    /// `old` is unpinned, unlocked, with a usage count above 0. Returns whether it did.
     #[inline]
     pub fn try_decrement_usage(&self, old: u32) -> bool {
         if old & BM_LOCKED != 0 || refcount(old) != 0 || usage_count(old) == 0 {
