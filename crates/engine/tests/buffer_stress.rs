@@ -2,6 +2,7 @@
 //! through a pool of 64 buffers while the background writer and a checkpointer run;
 //! every page is self-describing and checked on each read, at the end, and after
 //! the pool is dropped and the data re-opened from disk.
+#![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
