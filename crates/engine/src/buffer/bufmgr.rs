@@ -133,6 +133,9 @@ thread_local! {
     };
 }
 
+/// Relation extension locks of one partition: (relation, fork) -> its mutex.
+type ExtLockMap = HashMap<(RelFileLocator, ForkNumber), Arc<Mutex<()>>>;
+
 /// The shared buffer pool.
 pub struct BufferPool {
     descs: Box<[BufferDesc]>,
@@ -146,7 +149,7 @@ pub struct BufferPool {
     io_waits: Box<[(Mutex<()>, Condvar)]>,
     /// Relation extension locks, one mutex per (relation, fork), created on demand.
     /// Each partition's mutex protects its map only.
-    ext_locks: Box<[Mutex<HashMap<(RelFileLocator, ForkNumber), Arc<Mutex<()>>>>]>,
+    ext_locks: Box<[Mutex<ExtLockMap>]>,
     stats: Box<[StatSlot]>,
     pub(crate) bgwriter_delay_ms: u64,
     pub(crate) bgwriter_lru_maxpages: usize,
@@ -621,7 +624,7 @@ impl BufferPool {
             }
         };
         let first = self.smgr.nblocks(rel, fork)?;
-        if first.checked_add(n).map_or(true, |e| e >= crate::storage::INVALID_BLOCK) {
+        if !matches!(first.checked_add(n), Some(e) if e != crate::storage::INVALID_BLOCK) {
             return Err(Error::user(
                 crate::error::SqlState::PROGRAM_LIMIT_EXCEEDED,
                 format!("cannot extend relation {} beyond {} blocks", Smgr::rel_path(rel, fork, 0), u32::MAX - 1),
@@ -649,9 +652,7 @@ impl BufferPool {
                 Err(e) => err = err.or(Some(e)),
             }
         }
-        if let Err(e) = file {
-            return Err(e);
-        }
+        file?;
         if let Some(e) = err {
             return Err(e);
         }

@@ -14,7 +14,7 @@ use crate::error::{Error, Result, SqlState};
 /// modulo handles any buffer count, so wraparound needs no special case.
 pub(crate) struct Clock {
     hand: AtomicU64,
-    /// Number of completed sweeps, for the background writer's estimates.
+    /// Number of buffers the hand goes around.
     nbuffers: u64,
 }
 

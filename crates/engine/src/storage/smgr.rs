@@ -61,6 +61,9 @@ impl SegKey {
     }
 }
 
+/// Open files of one cache partition.
+type FdMap = HashMap<SegKey, Arc<File>>;
+
 /// The storage manager of one data directory.
 pub struct Smgr {
     data_dir: PathBuf,
@@ -70,7 +73,7 @@ pub struct Smgr {
     fsync: bool,
     /// Open segment files. Each partition's lock protects its map only; file I/O is
     /// done on a cloned `Arc<File>` outside the lock.
-    files: Box<[RwLock<HashMap<SegKey, Arc<File>>>]>,
+    files: Box<[RwLock<FdMap>]>,
     /// Segments written (or created) since they were last fsynced.
     /// Protected by its mutex; taken after (never while holding) a `files` lock.
     pending_sync: Mutex<HashSet<SegKey>>,
@@ -350,6 +353,8 @@ impl Smgr {
             let p = self.full_path(SegKey { rel, fork, segno });
             std::fs::remove_file(&p).map_err(|e| Error::io(p.display(), e))?;
         }
+        // Again: a descriptor opened meanwhile would point at a removed file.
+        self.forget_fds(rel, fork, keep_segs);
         let key = SegKey { rel, fork, segno: keep_segs - 1 };
         if let Some(f) = self.open_seg(key, false)? {
             let len = (nblocks - (keep_segs - 1) * self.segment_blocks) as u64 * BLCKSZ as u64;
@@ -381,6 +386,8 @@ impl Smgr {
                     Err(e) => return Err(Error::io(p.display(), e)),
                 }
             }
+            // Again: a descriptor opened meanwhile would point at a removed file.
+            self.forget_fds(rel, fork, 0);
         }
         let dir = self.data_dir.join(Smgr::rel_dir(rel));
         self.pending_dirs.lock().unwrap_or_else(|e| e.into_inner()).insert(dir);
