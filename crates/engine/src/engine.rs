@@ -202,12 +202,15 @@ impl Engine {
             }
         }
 
+        let max_backends = settings.max_connections + AUX_BACKENDS;
+        // Before any LWLock is made: they take the process-wide fairness default.
+        crate::lmgr::lwlock::set_default_fairness(settings.lwlock_fair);
+        crate::pgstat::wait_event::init_backend_status(max_backends);
         let (wal, start) = Wal::open(&datadir, &settings)?;
         let wal = Arc::new(wal);
         let smgr = Arc::new(Smgr::new(&datadir, settings.fsync)?);
         let wal_flush = Arc::new(BufferWalFlush { wal: wal.clone(), in_recovery: AtomicBool::new(start.needed) });
         let buffers = BufferPool::new(&settings, smgr.clone(), wal_flush.clone() as Arc<dyn WalFlush>);
-        let max_backends = settings.max_connections + AUX_BACKENDS;
         let locks = Arc::new(LockManager::new(&settings, max_backends));
         let ck = start.checkpoint_record.info;
         let mut cfg = TxnConfig::new(datadir.join("pg_xact"), max_backends);
@@ -414,7 +417,8 @@ impl Engine {
     }
 
     /// Starts a backend: a backend number, a transaction manager, a lock-manager
-    /// slot. `pid` is what pg_locks and pg_stat_activity show.
+    /// slot, and the calling thread's wait-event slot (a backend is used on the
+    /// thread that started it). `pid` is what pg_locks and pg_stat_activity show.
     pub fn backend(self: &Arc<Self>, pid: i32) -> Result<Backend> {
         let id = self
             .free_backends
@@ -435,7 +439,20 @@ impl Engine {
                 return Err(release(e));
             }
         };
-        Ok(Backend { engine: self.clone(), id, pid, txn, target_blocks: Default::default() })
+        // The status array holds at least max_backends slots (sized at first open in
+        // the process); a failure here is a second engine with more backends.
+        if let Err(e) = crate::pgstat::wait_event::register_backend(id) {
+            drop(txn);
+            let _ = self.locks.unregister_backend(id);
+            return Err(release(e));
+        }
+        Ok(Backend {
+            engine: self.clone(),
+            id,
+            pid,
+            txn: std::mem::ManuallyDrop::new(txn),
+            target_blocks: Default::default(),
+        })
     }
 }
 
@@ -461,8 +478,9 @@ pub struct Backend {
     engine: Arc<Engine>,
     id: BackendId,
     pid: i32,
-    /// The transaction manager of this backend.
-    pub txn: TransactionManager,
+    /// The transaction manager of this backend. Dropped explicitly in `drop`, before
+    /// the backend number is freed (it leaves the ProcArray when dropped).
+    pub txn: std::mem::ManuallyDrop<TransactionManager>,
     /// Per relation, the block this backend last inserted into (PostgreSQL's
     /// rd_targblock): inserts try it first.
     pub(crate) target_blocks: std::collections::HashMap<RelFileLocator, crate::storage::BlockNumber>,
@@ -487,9 +505,12 @@ impl Drop for Backend {
         if self.txn.in_transaction() {
             let _ = self.txn.abort();
         }
+        // SAFETY: `txn` is not used after this; dropping it leaves the ProcArray,
+        // which must happen before the backend number can be handed out again.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.txn) };
         let _ = self.engine.locks.release_all(self.id, false);
-        let _ = self.engine.txn.procarray.unregister(self.id);
         let _ = self.engine.locks.unregister_backend(self.id);
+        crate::pgstat::wait_event::unregister_backend();
         self.engine.free_backends.lock().unwrap_or_else(|e| e.into_inner()).push(self.id.0);
     }
 }

@@ -425,9 +425,9 @@ impl BufferPool {
                     continue;
                 }
                 // Conditional: we may hold content locks on other buffers, and the
-                // holder of this one may wait for us; never wait here.
-                // (An exclusive attempt until the LWLock offers try_shared.)
-                let Some(_g) = d.content_lock.try_exclusive() else { continue };
+                // holder of this one may wait for us; never wait here. Writing a page
+                // out needs only a shared content lock (no one can change it).
+                let Some(_g) = d.content_lock.try_shared() else { continue };
                 self.flush_buffer(id)?;
             }
             let s = d.state.load();

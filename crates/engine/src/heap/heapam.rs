@@ -203,7 +203,7 @@ pub fn heap_scan(
             let (off, t) = item?;
             let tid = Tid::new(block, off);
             let h = TupleHeader::read(t)?;
-            if satisfies_mvcc(&visibility_info(&h, tid), snapshot, &backend.txn)?.visible {
+            if satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?.visible {
                 f(tid, t)?;
             }
         }
@@ -218,7 +218,7 @@ pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &S
     let page = pin.lock_shared();
     let t = heap_page_get_tuple(&page[..], tid.offset)?;
     let h = TupleHeader::read(t)?;
-    Ok(satisfies_mvcc(&visibility_info(&h, tid), snapshot, &backend.txn)?.visible.then(|| t.to_vec()))
+    Ok(satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?.visible.then(|| t.to_vec()))
 }
 
 /// Deletes the tuple at `tid` as the current transaction and command. Returns the
@@ -232,7 +232,7 @@ pub fn heap_delete(backend: &mut Backend, rel: RelFileLocator, tid: Tid) -> Resu
     let mut page = engine.buffers.read_buffer(tag, None)?.into_locked();
     let h = TupleHeader::read(heap_page_get_tuple(&page[..], tid.offset)?)?;
     let info = visibility_info(&h, tid);
-    let (result, _hints) = satisfies_update(&info, backend.txn.current_command_id(), &backend.txn)?;
+    let (result, _hints) = satisfies_update(&info, backend.txn.current_command_id(), &*backend.txn)?;
     if result != TmResult::Ok {
         return Ok(result);
     }
