@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::process::ExitCode;
 
 mod options;
+mod sql_backend;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -54,10 +55,8 @@ fn run(opts: options::Options) -> Result<(), String> {
             report.redo_end, report.redo_records, report.end_reason
         );
     }
-    // TODO(sql): hand the engine to the SQL layer's Backend (issue 4). Until it
-    // exists, the server runs the minimal built-in handler, which answers
-    // connection-time queries and rejects all other SQL with 0A000.
-    let backend: Arc<dyn ferrogres_server::Backend> = Arc::new(ferrogres_server::minimal::MinimalBackend);
+    // The SQL layer (bootstrapping the catalog of a new data directory).
+    let backend: Arc<dyn ferrogres_server::Backend> = Arc::new(sql_backend::SqlBackend::new(engine.clone())?);
     let config = ServerConfig {
         listen_addresses: opts.listen.clone(),
         port: opts.port,

@@ -1,0 +1,283 @@
+//! The adapter between the wire server and the SQL layer: a
+//! `ferrogres_server::Backend` whose sessions are `ferrogres_sql::Session`s.
+//!
+//! This is where the wire formats live: a value's text or binary form per the
+//! result format codes, RowDescription's type OID / typlen / typmod, parameter
+//! format codes, and the conversion of errors and notices between the two
+//! crates' types. Neither crate depends on the other.
+
+use bytes::Bytes;
+use ferrogres_engine::engine::Engine;
+use ferrogres_server::handler::{
+    pg15_reported_parameters, version_string, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, StartupInfo,
+    StatementDescription, TransactionStatus, SERVER_VERSION_NUM,
+};
+use ferrogres_server::{Backend, PgError, Session, Severity};
+use ferrogres_sql::{session, ColumnDesc, Output, ParamValue, SqlError, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub struct SqlBackend {
+    engine: Arc<Engine>,
+}
+
+impl SqlBackend {
+    /// Bootstraps the catalog if the data directory is new.
+    pub fn new(engine: Arc<Engine>) -> Result<SqlBackend, String> {
+        ferrogres_sql::catalog::bootstrap(&engine).map_err(|e| format!("could not bootstrap the catalog: {}", e.message))?;
+        Ok(SqlBackend { engine })
+    }
+}
+
+fn to_pg(e: SqlError) -> PgError {
+    let severity = match e.severity {
+        ferrogres_sql::Severity::Error => Severity::Error,
+        ferrogres_sql::Severity::Fatal => Severity::Fatal,
+        ferrogres_sql::Severity::Warning => Severity::Warning,
+        ferrogres_sql::Severity::Notice => Severity::Notice,
+    };
+    PgError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position }
+}
+
+fn to_sql(e: PgError) -> SqlError {
+    let severity = match e.severity {
+        Severity::Fatal | Severity::Panic => ferrogres_sql::Severity::Fatal,
+        _ => ferrogres_sql::Severity::Error,
+    };
+    SqlError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position }
+}
+
+impl Backend for SqlBackend {
+    fn new_session(&self, startup: &StartupInfo, interrupts: Arc<Interrupts>) -> Result<Box<dyn Session>, PgError> {
+        let backend = self.engine.backend(startup.backend_pid).map_err(|e| {
+            let mut p = to_pg(e.into());
+            p.severity = Severity::Fatal;
+            p
+        })?;
+        let mut settings: Vec<session::Setting> = pg15_reported_parameters(startup)
+            .into_iter()
+            .map(|(k, v)| session::Setting { name: k, default: v.clone(), value: v, reported: true })
+            .collect();
+        for (k, v) in [
+            ("extra_float_digits", "1"),
+            ("statement_timeout", "0"),
+            ("lock_timeout", "0"),
+            ("idle_in_transaction_session_timeout", "0"),
+            ("search_path", "\"$user\", public"),
+            ("client_min_messages", "notice"),
+            ("default_transaction_isolation", "read committed"),
+            ("server_version_num", SERVER_VERSION_NUM),
+            ("max_connections", &self.engine.settings().max_connections.to_string()),
+            ("work_mem", "4MB"),
+            ("timezone_abbreviations", "Default"),
+            ("bytea_output", "hex"),
+            ("row_security", "on"),
+            ("check_function_bodies", "on"),
+            ("synchronous_commit", if self.engine.settings().synchronous_commit { "on" } else { "off" }),
+        ] {
+            settings.push(session::Setting { name: k.into(), value: v.into(), default: v.into(), reported: false });
+        }
+        let int = interrupts.clone();
+        let env = session::SessionEnv {
+            settings,
+            changed: Vec::new(),
+            pid: startup.backend_pid,
+            version: version_string(),
+            interrupts: Box::new(move || int.check().map_err(to_sql)),
+        };
+        let mut s = ferrogres_sql::Session::new(backend, env);
+        // Settings from the startup packet: `options` (PGOPTIONS) first, then the
+        // packet's own pairs, which win. A bad one is FATAL, as in PostgreSQL.
+        let mut gucs: Vec<(String, String)> = Vec::new();
+        for (k, v) in &startup.parameters {
+            if k == "options" {
+                gucs.splice(0..0, ferrogres_server::handler::parse_startup_options(v));
+            } else if !matches!(k.as_str(), "user" | "database" | "application_name" | "replication") && !k.starts_with("_pq_.") {
+                gucs.push((k.clone(), v.clone()));
+            }
+        }
+        for (k, v) in &gucs {
+            s.env.set(k, Some(v)).map_err(|e| {
+                let mut p = to_pg(e);
+                p.severity = Severity::Fatal;
+                p
+            })?;
+        }
+        s.env.changed.clear();
+        Ok(Box::new(SqlSession { s, portal_formats: HashMap::new() }))
+    }
+}
+
+struct SqlSession {
+    s: ferrogres_sql::Session,
+    /// Result format codes of each bound portal (the wire layer's business).
+    portal_formats: HashMap<String, Vec<i16>>,
+}
+
+fn field(c: &ColumnDesc, format: i16) -> FieldInfo {
+    FieldInfo {
+        name: c.name.clone(),
+        table_oid: c.table_oid,
+        column_id: c.column_id,
+        type_oid: c.ty.oid(),
+        type_size: c.ty.typlen(),
+        type_modifier: c.typmod,
+        format,
+    }
+}
+
+fn format_of(formats: &[i16], i: usize) -> i16 {
+    match formats.len() {
+        0 => 0,
+        1 => formats[0],
+        _ => formats.get(i).copied().unwrap_or(0),
+    }
+}
+
+/// Sends results to the wire sink in the given formats.
+struct Sink<'a> {
+    sink: &'a mut dyn ResultSink,
+    formats: &'a [i16],
+}
+
+impl Output for Sink<'_> {
+    fn row_description(&mut self, cols: &[ColumnDesc]) -> ferrogres_sql::Result<()> {
+        let f: Vec<FieldInfo> = cols.iter().enumerate().map(|(i, c)| field(c, format_of(self.formats, i))).collect();
+        self.sink.row_description(&f).map_err(to_sql)
+    }
+    fn row(&mut self, row: &[Value]) -> ferrogres_sql::Result<()> {
+        let encoded: Vec<Option<Vec<u8>>> = row
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                if format_of(self.formats, i) == 1 {
+                    ferrogres_sql::types::send(v)
+                } else {
+                    ferrogres_sql::types::output(v).map(String::into_bytes)
+                }
+            })
+            .collect();
+        let refs: Vec<Option<&[u8]>> = encoded.iter().map(|v| v.as_deref()).collect();
+        self.sink.data_row(&refs).map_err(to_sql)
+    }
+    fn command_complete(&mut self, tag: &str) -> ferrogres_sql::Result<()> {
+        self.sink.command_complete(tag).map_err(to_sql)
+    }
+    fn empty_query(&mut self) -> ferrogres_sql::Result<()> {
+        self.sink.empty_query().map_err(to_sql)
+    }
+    fn notice(&mut self, n: &SqlError) -> ferrogres_sql::Result<()> {
+        self.sink.notice(&to_pg(n.clone())).map_err(to_sql)
+    }
+}
+
+impl Session for SqlSession {
+    fn reported_parameters(&self) -> Vec<(String, String)> {
+        self.s.env.settings.iter().filter(|s| s.reported).map(|s| (s.name.clone(), s.value.clone())).collect()
+    }
+
+    fn take_parameter_changes(&mut self) -> Vec<(String, String)> {
+        self.s.take_parameter_changes()
+    }
+
+    fn transaction_status(&self) -> TransactionStatus {
+        match self.s.status() {
+            ferrogres_sql::TxnStatus::Idle => TransactionStatus::Idle,
+            ferrogres_sql::TxnStatus::InBlock => TransactionStatus::Transaction,
+            ferrogres_sql::TxnStatus::Failed => TransactionStatus::Error,
+        }
+    }
+
+    fn execute_simple(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), PgError> {
+        let mut out = Sink { sink, formats: &[] };
+        self.s.execute_simple(sql, &mut out).map_err(to_pg)
+    }
+
+    fn parse(&mut self, name: &str, sql: &str, param_types: &[u32]) -> Result<(), PgError> {
+        self.s.parse(name, sql, param_types).map_err(to_pg)
+    }
+
+    fn bind(
+        &mut self,
+        portal: &str,
+        statement: &str,
+        param_formats: &[i16],
+        params: &[Option<Bytes>],
+        result_formats: &[i16],
+    ) -> Result<(), PgError> {
+        if param_formats.len() > 1 && param_formats.len() != params.len() {
+            return Err(PgError::protocol(format!(
+                "bind message has {} parameter formats but {} parameters",
+                param_formats.len(),
+                params.len()
+            )));
+        }
+        if let Some(f) = param_formats.iter().chain(result_formats).find(|f| **f != 0 && **f != 1) {
+            return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+        }
+        let values: Vec<ParamValue<'_>> = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| match p {
+                None => ParamValue::Null,
+                Some(b) if format_of(param_formats, i) == 1 => ParamValue::Binary(b),
+                Some(b) => ParamValue::Text(b),
+            })
+            .collect();
+        self.s.bind(portal, statement, &values).map_err(to_pg)?;
+        let ncols = self.s.describe_portal(portal).map_err(to_pg)?.map_or(0, |c| c.len());
+        if result_formats.len() > 1 && result_formats.len() != ncols {
+            self.s.close_portal(portal);
+            return Err(PgError::protocol(format!(
+                "bind message has {} result formats but query has {ncols} columns",
+                result_formats.len()
+            )));
+        }
+        self.portal_formats.insert(portal.to_string(), result_formats.to_vec());
+        Ok(())
+    }
+
+    fn describe_statement(&mut self, name: &str) -> Result<StatementDescription, PgError> {
+        let (params, cols) = self.s.describe_statement(name).map_err(to_pg)?;
+        Ok(StatementDescription {
+            param_types: params.iter().map(|t| t.oid()).collect(),
+            fields: cols.map(|c| c.iter().map(|c| field(c, 0)).collect()),
+        })
+    }
+
+    fn describe_portal(&mut self, name: &str) -> Result<Option<Vec<FieldInfo>>, PgError> {
+        let cols = self.s.describe_portal(name).map_err(to_pg)?;
+        let formats = self.portal_formats.get(name).cloned().unwrap_or_default();
+        Ok(cols.map(|c| c.iter().enumerate().map(|(i, c)| field(c, format_of(&formats, i))).collect()))
+    }
+
+    fn execute(&mut self, portal: &str, max_rows: u32, sink: &mut dyn ResultSink) -> Result<ExecuteOutcome, PgError> {
+        let formats = self.portal_formats.get(portal).cloned().unwrap_or_default();
+        let mut out = Sink { sink, formats: &formats };
+        Ok(match self.s.execute(portal, max_rows, &mut out).map_err(to_pg)? {
+            ferrogres_sql::ExecOutcome::Completed(tag) => ExecuteOutcome::Completed(tag),
+            ferrogres_sql::ExecOutcome::Suspended => ExecuteOutcome::Suspended,
+            ferrogres_sql::ExecOutcome::EmptyQuery => ExecuteOutcome::EmptyQuery,
+        })
+    }
+
+    fn close_statement(&mut self, name: &str) -> Result<(), PgError> {
+        self.s.close_statement(name);
+        Ok(())
+    }
+
+    fn close_portal(&mut self, name: &str) -> Result<(), PgError> {
+        self.s.close_portal(name);
+        self.portal_formats.remove(name);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), PgError> {
+        self.s.sync().map_err(to_pg)
+    }
+
+    fn terminate(&mut self) {
+        self.s.terminate();
+        self.portal_formats.clear();
+    }
+}

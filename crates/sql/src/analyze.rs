@@ -1,0 +1,1153 @@
+//! Parse analysis: from pg_query's raw parse tree to a typed [`Statement`].
+//! Names are resolved against the catalog (with the statement's snapshot),
+//! expressions typed, unknown literals and `$n` parameters given types from
+//! context, and implicit casts between the integer types made explicit.
+//! Anything not handled is 0A000, never a guess.
+
+use crate::catalog::{self, Column, Table, PUBLIC_NAMESPACE};
+use crate::errors::{Result, SqlError};
+use crate::plan::*;
+use crate::types::{self, CastContext, Type, Value};
+use ferrogres_engine::engine::Backend;
+use ferrogres_engine::txn::snapshot::Snapshot;
+use ferrogres_engine::txn::IsolationLevel;
+use pg_query::protobuf::{self as pb, a_const::Val};
+use pg_query::NodeEnum;
+
+pub struct Analyzer<'a> {
+    pub backend: &'a Backend,
+    pub snap: &'a Snapshot,
+    pub sql: &'a str,
+    /// Parameter types: given by the client (Parse) or inferred here; `None` until known.
+    pub params: Vec<Option<Type>>,
+}
+
+/// What column references can see.
+struct Scope<'t> {
+    table: Option<(&'t Table, String)>,
+    /// Collecting aggregates (target list / ORDER BY of a query): `Some`.
+    aggs: Option<Vec<Aggregate>>,
+    /// Inside an aggregate's argument.
+    in_agg: bool,
+    /// Location of the first column reference outside any aggregate.
+    bare_column: Option<(i32, String)>,
+}
+
+impl<'t> Scope<'t> {
+    fn new(table: Option<(&'t Table, String)>) -> Scope<'t> {
+        Scope { table, aggs: None, in_agg: false, bare_column: None }
+    }
+}
+
+fn node(n: &Option<Box<pb::Node>>) -> Option<&NodeEnum> {
+    n.as_ref().and_then(|n| n.node.as_ref())
+}
+
+fn str_of(n: &pb::Node) -> Option<&str> {
+    match n.node.as_ref()? {
+        NodeEnum::String(s) => Some(&s.sval),
+        _ => None,
+    }
+}
+
+fn location(n: &NodeEnum) -> i32 {
+    match n {
+        NodeEnum::ColumnRef(c) => c.location,
+        NodeEnum::AConst(c) => c.location,
+        NodeEnum::AExpr(e) => e.location,
+        NodeEnum::FuncCall(f) => f.location,
+        NodeEnum::TypeCast(t) => t.location,
+        NodeEnum::ParamRef(p) => p.location,
+        NodeEnum::BoolExpr(b) => b.location,
+        NodeEnum::NullTest(n) => n.location,
+        NodeEnum::ResTarget(r) => r.location,
+        NodeEnum::RangeVar(r) => r.location,
+        _ => -1,
+    }
+}
+
+fn is_type(t: Type, want: Type) -> bool {
+    t == want || (want == Type::Text && t.is_string())
+}
+
+fn isolation_from(s: &str) -> Result<IsolationLevel> {
+    Ok(match s {
+        "read committed" | "read uncommitted" => IsolationLevel::ReadCommitted,
+        "repeatable read" => IsolationLevel::RepeatableRead,
+        "serializable" => return Err(SqlError::not_supported("SERIALIZABLE isolation level")),
+        other => return Err(SqlError::new(b"22023", format!("invalid value for parameter \"transaction_isolation\": \"{other}\""))),
+    })
+}
+
+fn txn_options(opts: &[pb::Node]) -> Result<Option<IsolationLevel>> {
+    let mut iso = None;
+    for o in opts {
+        if let Some(NodeEnum::DefElem(d)) = &o.node {
+            match d.defname.as_str() {
+                "transaction_isolation" => {
+                    if let Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Sval(s)), .. })) = node(&d.arg) {
+                        iso = Some(isolation_from(&s.sval)?);
+                    }
+                }
+                "transaction_read_only" => {
+                    if let Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), .. })) = node(&d.arg) {
+                        if i.ival != 0 {
+                            return Err(SqlError::not_supported("READ ONLY transactions"));
+                        }
+                    }
+                }
+                "transaction_deferrable" => {}
+                other => return Err(SqlError::not_supported(format!("transaction option {other}"))),
+            }
+        }
+    }
+    Ok(iso)
+}
+
+/// A setting's value as SET writes it: words, numbers and strings joined by ", ".
+fn set_value(args: &[pb::Node]) -> Result<String> {
+    let mut parts = Vec::new();
+    for a in args {
+        match a.node.as_ref() {
+            Some(NodeEnum::AConst(c)) => parts.push(match &c.val {
+                Some(Val::Sval(s)) => s.sval.clone(),
+                Some(Val::Ival(i)) => i.ival.to_string(),
+                Some(Val::Fval(f)) => f.fval.clone(),
+                Some(Val::Boolval(b)) => if b.boolval { "on" } else { "off" }.to_string(),
+                _ => return Err(SqlError::not_supported("this SET value")),
+            }),
+            Some(NodeEnum::TypeCast(_)) => return Err(SqlError::not_supported("typed SET values")),
+            _ => return Err(SqlError::not_supported("this SET value")),
+        }
+    }
+    Ok(parts.join(", "))
+}
+
+impl<'a> Analyzer<'a> {
+    fn err_at(&self, e: SqlError, loc: i32) -> SqlError {
+        e.at(self.sql, loc)
+    }
+
+    pub fn statement(&mut self, stmt: &NodeEnum) -> Result<Statement> {
+        match stmt {
+            NodeEnum::SelectStmt(s) => Ok(Statement::Query(self.select(s)?)),
+            NodeEnum::InsertStmt(s) => self.insert(s),
+            NodeEnum::DeleteStmt(s) => self.delete(s),
+            NodeEnum::UpdateStmt(_) => Err(SqlError::new(b"0A000", "UPDATE is not supported yet")),
+            NodeEnum::CreateStmt(s) => self.create(s),
+            NodeEnum::DropStmt(s) => self.drop(s),
+            NodeEnum::TransactionStmt(t) => {
+                use pb::TransactionStmtKind as K;
+                let cmd = match K::try_from(t.kind).unwrap_or(K::Undefined) {
+                    K::TransStmtBegin | K::TransStmtStart => TxnCmd::Begin { isolation: txn_options(&t.options)? },
+                    K::TransStmtCommit if !t.chain => TxnCmd::Commit,
+                    K::TransStmtRollback if !t.chain => TxnCmd::Rollback,
+                    K::TransStmtSavepoint => TxnCmd::Savepoint(t.savepoint_name.clone()),
+                    K::TransStmtRelease => TxnCmd::Release(t.savepoint_name.clone()),
+                    K::TransStmtRollbackTo => TxnCmd::RollbackTo(t.savepoint_name.clone()),
+                    _ => return Err(SqlError::not_supported("this transaction command")),
+                };
+                Ok(Statement::Transaction(cmd))
+            }
+            NodeEnum::VariableSetStmt(v) => {
+                use pb::VariableSetKind as K;
+                let kind = K::try_from(v.kind).unwrap_or(K::Undefined);
+                match kind {
+                    K::VarSetValue => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: Some(set_value(&v.args)?) }),
+                    K::VarSetDefault | K::VarReset => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: None }),
+                    K::VarSetMulti if v.name == "TRANSACTION" || v.name == "SESSION CHARACTERISTICS" => {
+                        let iso = txn_options(&v.args)?;
+                        match (v.name.as_str(), iso) {
+                            ("TRANSACTION", Some(i)) => Ok(Statement::Transaction(TxnCmd::SetIsolation(i))),
+                            _ => Err(SqlError::not_supported("SET SESSION CHARACTERISTICS")),
+                        }
+                    }
+                    _ => Err(SqlError::not_supported("this form of SET")),
+                }
+            }
+            NodeEnum::VariableShowStmt(s) => Ok(Statement::Show(s.name.to_ascii_lowercase())),
+            other => {
+                let name = format!("{other:?}");
+                let kind = name.split('(').next().unwrap_or("statement").to_string();
+                Err(SqlError::not_supported(format!("statement type {kind}")))
+            }
+        }
+    }
+
+    fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
+        if !rv.catalogname.is_empty() {
+            return Err(SqlError::not_supported("cross-database references"));
+        }
+        let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
+        match catalog::lookup_table(self.backend, self.snap, schema, &rv.relname).map_err(|e| self.err_at(e, rv.location))? {
+            Some(t) if t.namespace == catalog::PG_CATALOG_NAMESPACE => {
+                Err(self.err_at(SqlError::not_supported(format!("querying system catalog \"{}\"", rv.relname)), rv.location))
+            }
+            Some(t) => Ok(t),
+            None if schema.is_none() && rv.relname.starts_with("pg_") || schema == Some("pg_catalog") || schema == Some("information_schema") => {
+                Err(self.err_at(SqlError::not_supported(format!("system view \"{}\"", rv.relname)), rv.location))
+            }
+            None => {
+                let name = match schema {
+                    Some(s) => format!("{s}.{}", rv.relname),
+                    None => rv.relname.clone(),
+                };
+                Err(self.err_at(SqlError::new(b"42P01", format!("relation \"{name}\" does not exist")), rv.location))
+            }
+        }
+    }
+
+    fn select(&mut self, s: &pb::SelectStmt) -> Result<Query> {
+        if s.op != pb::SetOperation::SetopNone as i32 {
+            return Err(SqlError::not_supported("UNION/INTERSECT/EXCEPT"));
+        }
+        if s.with_clause.is_some() {
+            return Err(SqlError::not_supported("WITH"));
+        }
+        if !s.values_lists.is_empty() {
+            return Err(SqlError::not_supported("VALUES as a query"));
+        }
+        if s.into_clause.is_some() {
+            return Err(SqlError::not_supported("SELECT INTO"));
+        }
+        if !s.group_clause.is_empty() || s.having_clause.is_some() {
+            return Err(SqlError::not_supported("GROUP BY and HAVING"));
+        }
+        if !s.distinct_clause.is_empty() {
+            return Err(SqlError::not_supported("DISTINCT"));
+        }
+        if !s.window_clause.is_empty() {
+            return Err(SqlError::not_supported("window functions"));
+        }
+        if !s.locking_clause.is_empty() {
+            return Err(SqlError::not_supported("SELECT FOR UPDATE/SHARE"));
+        }
+        let table = match s.from_clause.as_slice() {
+            [] => None,
+            [f] => match f.node.as_ref() {
+                Some(NodeEnum::RangeVar(rv)) => {
+                    let t = self.range_table(rv)?;
+                    let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
+                    if rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty()) {
+                        return Err(SqlError::not_supported("column aliases in FROM"));
+                    }
+                    Some((t, refname))
+                }
+                Some(NodeEnum::JoinExpr(_)) => return Err(SqlError::not_supported("JOIN")),
+                Some(NodeEnum::RangeSubselect(_)) => return Err(SqlError::not_supported("subqueries in FROM")),
+                Some(NodeEnum::RangeFunction(_)) => return Err(SqlError::not_supported("functions in FROM")),
+                _ => return Err(SqlError::not_supported("this FROM item")),
+            },
+            _ => return Err(SqlError::not_supported("more than one table in FROM (joins)")),
+        };
+        let mut scope = Scope::new(table.as_ref().map(|(t, r)| (t, r.clone())));
+        let filter = match node(&s.where_clause) {
+            Some(w) => Some(self.bool_expr(w, &mut scope, "WHERE")?),
+            None => None,
+        };
+        // generate_series(a, b) as the whole target list of a query without FROM.
+        if table.is_none() && s.target_list.len() == 1 {
+            if let Some(NodeEnum::ResTarget(rt)) = &s.target_list[0].node {
+                if let Some(NodeEnum::FuncCall(f)) = node(&rt.val) {
+                    if func_name(f).as_deref() == Some("generate_series") && f.args.len() == 2 {
+                        let a = self.expr(f.args[0].node.as_ref().unwrap(), &mut scope)?;
+                        let b = self.expr(f.args[1].node.as_ref().unwrap(), &mut scope)?;
+                        let ty = if a.ty() == Type::Int8 || b.ty() == Type::Int8 { Type::Int8 } else { Type::Int4 };
+                        let a = self.coerce(a, ty, CastContext::Implicit, f.location)?;
+                        let b = self.coerce(b, ty, CastContext::Implicit, f.location)?;
+                        let name = if rt.name.is_empty() { "generate_series".to_string() } else { rt.name.clone() };
+                        if !s.sort_clause.is_empty() || s.limit_count.is_some() || s.limit_offset.is_some() || filter.is_some() {
+                            return Err(SqlError::not_supported("generate_series with WHERE, ORDER BY or LIMIT"));
+                        }
+                        return Ok(Query {
+                            source: Source::Series(a, b, ty),
+                            filter: None,
+                            aggregates: vec![],
+                            targets: vec![Target { name, expr: Expr::Column(0, ty), typmod: -1, origin: None }],
+                            hidden: vec![],
+                            order: vec![],
+                            limit: None,
+                            offset: None,
+                        });
+                    }
+                }
+            }
+        }
+        scope.aggs = Some(Vec::new());
+        let targets = self.targets(&s.target_list, &mut scope)?;
+        // ORDER BY: an output column number, an output column name, or an expression.
+        let mut hidden = Vec::new();
+        let mut order = Vec::new();
+        for sb in &s.sort_clause {
+            let Some(NodeEnum::SortBy(sb)) = &sb.node else { continue };
+            let dir = pb::SortByDir::try_from(sb.sortby_dir).unwrap_or(pb::SortByDir::SortbyDefault);
+            if dir == pb::SortByDir::SortbyUsing {
+                return Err(SqlError::not_supported("ORDER BY USING"));
+            }
+            let desc = dir == pb::SortByDir::SortbyDesc;
+            let nulls_first = match pb::SortByNulls::try_from(sb.sortby_nulls).unwrap_or(pb::SortByNulls::SortbyNullsDefault) {
+                pb::SortByNulls::SortbyNullsFirst => true,
+                pb::SortByNulls::SortbyNullsLast => false,
+                _ => desc,
+            };
+            let Some(n) = node(&sb.node) else { continue };
+            let column = match n {
+                NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), location, .. }) => {
+                    let pos = i.ival;
+                    if pos < 1 || pos as usize > targets.len() {
+                        return Err(self.err_at(
+                            SqlError::new(b"42P10", format!("ORDER BY position {pos} is not in select list")),
+                            *location,
+                        ));
+                    }
+                    pos as usize - 1
+                }
+                NodeEnum::ColumnRef(c)
+                    if c.fields.len() == 1
+                        && str_of(&c.fields[0]).is_some_and(|name| targets.iter().filter(|t| t.name == name).count() == 1) =>
+                {
+                    let name = str_of(&c.fields[0]).unwrap_or_default();
+                    targets.iter().position(|t| t.name == name).unwrap_or(0)
+                }
+                other => {
+                    let e = self.expr(other, &mut scope)?;
+                    if e.ty() == Type::Numeric {
+                        return Err(self.err_at(SqlError::not_supported("type numeric"), location(other)));
+                    }
+                    hidden.push(e);
+                    targets.len() + hidden.len() - 1
+                }
+            };
+            order.push(SortKey { column, desc, nulls_first });
+        }
+        let aggregates = scope.aggs.take().unwrap_or_default();
+        if !aggregates.is_empty() {
+            if let Some((loc, name)) = scope.bare_column.take() {
+                return Err(self.err_at(
+                    SqlError::new(b"42803", format!("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function")),
+                    loc,
+                ));
+            }
+        }
+        let mut lscope = Scope::new(None);
+        let limit_option = pb::LimitOption::try_from(s.limit_option).unwrap_or(pb::LimitOption::Default);
+        if limit_option == pb::LimitOption::WithTies {
+            return Err(SqlError::not_supported("FETCH ... WITH TIES"));
+        }
+        let limit = match node(&s.limit_count) {
+            Some(NodeEnum::AConst(c)) if c.isnull => None,
+            Some(n) => {
+                let e = self.expr(n, &mut lscope)?;
+                Some(self.coerce(e, Type::Int8, CastContext::Implicit, location(n))?)
+            }
+            None => None,
+        };
+        let offset = match node(&s.limit_offset) {
+            Some(n) => {
+                let e = self.expr(n, &mut lscope)?;
+                Some(self.coerce(e, Type::Int8, CastContext::Implicit, location(n))?)
+            }
+            None => None,
+        };
+        Ok(Query {
+            source: match table {
+                Some((t, _)) => Source::Table(t),
+                None => Source::OneRow,
+            },
+            filter,
+            aggregates,
+            targets,
+            hidden,
+            order,
+            limit,
+            offset,
+        })
+    }
+
+    fn targets(&mut self, list: &[pb::Node], scope: &mut Scope) -> Result<Vec<Target>> {
+        let mut out = Vec::new();
+        for t in list {
+            let Some(NodeEnum::ResTarget(rt)) = &t.node else { continue };
+            let Some(val) = node(&rt.val) else { continue };
+            // `*` and `t.*`
+            if let NodeEnum::ColumnRef(c) = val {
+                if matches!(c.fields.last().and_then(|f| f.node.as_ref()), Some(NodeEnum::AStar(_))) {
+                    let Some((table, refname)) = scope.table.clone() else {
+                        return Err(self.err_at(SqlError::new(b"42601", "SELECT * with no tables specified is not valid"), c.location));
+                    };
+                    if c.fields.len() == 2 && str_of(&c.fields[0]) != Some(refname.as_str()) {
+                        let q = str_of(&c.fields[0]).unwrap_or_default();
+                        return Err(self.err_at(
+                            SqlError::new(b"42P01", format!("missing FROM-clause entry for table \"{q}\"")),
+                            c.location,
+                        ));
+                    }
+                    if scope.aggs.is_some() && !scope.in_agg && scope.bare_column.is_none() {
+                        if let Some(c0) = table.columns.first() {
+                            scope.bare_column = Some((c.location, format!("{refname}.{}", c0.name)));
+                        }
+                    }
+                    for (i, col) in table.columns.iter().enumerate() {
+                        out.push(Target {
+                            name: col.name.clone(),
+                            expr: Expr::Column(i, col.ty),
+                            typmod: col.typmod,
+                            origin: Some((table.oid, i as i16 + 1)),
+                        });
+                    }
+                    continue;
+                }
+            }
+            let expr = self.expr(val, scope)?;
+            let expr = self.resolve_unknown(expr);
+            if expr.ty() == Type::Numeric {
+                return Err(self.err_at(SqlError::not_supported("type numeric"), location(val)));
+            }
+            let (default_name, typmod, origin) = self.target_info(val, &expr, scope);
+            let name = if rt.name.is_empty() { default_name } else { rt.name.clone() };
+            out.push(Target { name, expr, typmod, origin });
+        }
+        Ok(out)
+    }
+
+    /// An output column's default name, typmod and origin, as PostgreSQL's FigureColname.
+    fn target_info(&self, val: &NodeEnum, expr: &Expr, scope: &Scope) -> (String, i32, Option<(u32, i16)>) {
+        match val {
+            NodeEnum::ColumnRef(c) => {
+                let name = c.fields.last().and_then(str_of).unwrap_or("?column?").to_string();
+                if let (Expr::Column(i, _), Some((t, _))) = (expr, &scope.table) {
+                    return (name, t.columns[*i].typmod, Some((t.oid, *i as i16 + 1)));
+                }
+                (name, -1, None)
+            }
+            NodeEnum::FuncCall(f) => (func_name(f).unwrap_or_else(|| "?column?".into()), -1, None),
+            NodeEnum::TypeCast(tc) => {
+                let inner = node(&tc.arg);
+                match inner {
+                    Some(n @ (NodeEnum::ColumnRef(_) | NodeEnum::FuncCall(_))) => {
+                        (self.target_info(n, expr, scope).0, typmod_of(expr), None)
+                    }
+                    _ => {
+                        let name = tc
+                            .type_name
+                            .as_ref()
+                            .and_then(|t| t.names.last())
+                            .and_then(str_of)
+                            .map(|s| match s {
+                                "int" | "integer" => "int4".to_string(),
+                                "bigint" => "int8".to_string(),
+                                "smallint" => "int2".to_string(),
+                                "boolean" => "bool".to_string(),
+                                other => other.to_string(),
+                            })
+                            .unwrap_or_else(|| "?column?".into());
+                        (name, typmod_of(expr), None)
+                    }
+                }
+            }
+            _ => ("?column?".into(), -1, None),
+        }
+    }
+
+    /// An output column still of type unknown (`SELECT 'x'`) becomes text.
+    fn resolve_unknown(&self, e: Expr) -> Expr {
+        match e {
+            Expr::Const(v, Type::Unknown) => Expr::Const(v, Type::Text),
+            e => e,
+        }
+    }
+
+    fn bool_expr(&mut self, n: &NodeEnum, scope: &mut Scope, what: &str) -> Result<Expr> {
+        let e = self.expr(n, scope)?;
+        match e.ty() {
+            Type::Bool => Ok(e),
+            Type::Unknown => self.coerce(e, Type::Bool, CastContext::Implicit, location(n)),
+            t => Err(self.err_at(
+                SqlError::new(b"42804", format!("argument of {what} must be type boolean, not type {}", t.sql_name())),
+                location(n),
+            )),
+        }
+    }
+
+    /// Converts `e` to `to` if the cast is allowed in `ctx`. Unknown literals are
+    /// converted now (errors carry the literal's position); other casts at run time.
+    pub fn coerce(&mut self, e: Expr, to: Type, ctx: CastContext, loc: i32) -> Result<Expr> {
+        self.coerce_typmod(e, to, -1, ctx, loc)
+    }
+
+    fn coerce_typmod(&mut self, e: Expr, to: Type, typmod: i32, ctx: CastContext, loc: i32) -> Result<Expr> {
+        let from = e.ty();
+        if let Expr::Param(i, Type::Unknown) = e {
+            self.params[i] = Some(to);
+            return Ok(Expr::Param(i, to));
+        }
+        if from == to && (typmod < 0 || to != Type::Varchar) {
+            return Ok(e);
+        }
+        if let Expr::Const(v, Type::Unknown) = &e {
+            let explicit = ctx == CastContext::Explicit;
+            let v = match v {
+                Value::Null => Value::Null,
+                Value::Text(s) => {
+                    let v = types::input(to, s, -1).map_err(|er| self.err_at(er, loc))?;
+                    if to == Type::Varchar {
+                        let Value::Text(s) = v else { unreachable!("varchar input gives text") };
+                        // The length check is a run-time error in PostgreSQL: no position.
+                        Value::Text(types::check_varchar(&s, typmod, explicit)?)
+                    } else {
+                        v
+                    }
+                }
+                other => other.clone(),
+            };
+            return Ok(Expr::Const(v, to));
+        }
+        if let Expr::Const(Value::Text(s), Type::Numeric) = &e {
+            let f = match types::input(Type::Float8, s, -1) {
+                Ok(Value::Float8(f)) => f,
+                _ => return Err(self.err_at(SqlError::not_supported("type numeric"), loc)),
+            };
+            return match to {
+                Type::Float8 => Ok(Expr::Const(Value::Float8(f), Type::Float8)),
+                // numeric rounds half away from zero.
+                Type::Int2 | Type::Int4 | Type::Int8 if ctx != CastContext::Implicit => {
+                    Ok(Expr::Const(types::cast(Value::Float8(f.round()), Type::Float8, to, -1, true)?, to))
+                }
+                _ => Err(self.err_at(SqlError::not_supported("type numeric"), loc)),
+            };
+        }
+        if !types::cast_allowed(from, to, ctx) {
+            let msg = match ctx {
+                CastContext::Explicit => types::cannot_cast(from, to),
+                _ => SqlError::new(
+                    b"42804",
+                    format!("column is of type {} but expression is of type {}", to.name_with_typmod(typmod), from.sql_name()),
+                )
+                .with_hint("You will need to rewrite or cast the expression."),
+            };
+            return Err(self.err_at(msg, loc));
+        }
+        Ok(Expr::Cast { arg: Box::new(e), from, to, typmod, explicit: ctx == CastContext::Explicit })
+    }
+
+    fn column_ref(&mut self, c: &pb::ColumnRef, scope: &mut Scope) -> Result<Expr> {
+        let names: Vec<&str> = c.fields.iter().filter_map(str_of).collect();
+        if names.len() != c.fields.len() {
+            return Err(self.err_at(SqlError::not_supported("this column reference"), c.location));
+        }
+        let (qual, col) = match names.as_slice() {
+            [col] => (None, *col),
+            [t, col] => (Some(*t), *col),
+            _ => return Err(self.err_at(SqlError::not_supported("qualified names with schema"), c.location)),
+        };
+        let Some((table, refname)) = scope.table.clone() else {
+            return Err(match qual {
+                Some(q) => self.err_at(SqlError::new(b"42P01", format!("missing FROM-clause entry for table \"{q}\"")), c.location),
+                None => self.err_at(SqlError::new(b"42703", format!("column \"{col}\" does not exist")), c.location),
+            });
+        };
+        if let Some(q) = qual {
+            if q != refname {
+                return Err(self.err_at(SqlError::new(b"42P01", format!("missing FROM-clause entry for table \"{q}\"")), c.location));
+            }
+        }
+        let Some(i) = table.columns.iter().position(|x| x.name == col) else {
+            let full = match qual {
+                Some(q) => format!("{q}.{col}"),
+                None => col.to_string(),
+            };
+            return Err(self.err_at(SqlError::new(b"42703", format!("column {} does not exist", quote_colname(&full))), c.location));
+        };
+        if scope.aggs.is_some() && !scope.in_agg && scope.bare_column.is_none() {
+            scope.bare_column = Some((c.location, format!("{refname}.{col}")));
+        }
+        Ok(Expr::Column(i, table.columns[i].ty))
+    }
+
+    fn expr(&mut self, n: &NodeEnum, scope: &mut Scope) -> Result<Expr> {
+        match n {
+            NodeEnum::AConst(c) => self.constant(c),
+            NodeEnum::ColumnRef(c) => self.column_ref(c, scope),
+            NodeEnum::ParamRef(p) => {
+                if p.number < 1 || p.number > 65535 {
+                    return Err(self.err_at(SqlError::new(b"42P02", format!("there is no parameter ${}", p.number)), p.location));
+                }
+                let i = p.number as usize - 1;
+                if self.params.len() <= i {
+                    self.params.resize(i + 1, None);
+                }
+                Ok(Expr::Param(i, self.params[i].unwrap_or(Type::Unknown)))
+            }
+            NodeEnum::TypeCast(tc) => {
+                let Some(arg) = node(&tc.arg) else { return Err(SqlError::internal("cast without argument")) };
+                let (to, typmod) = self.type_name(tc.type_name.as_ref())?;
+                // A decimal literal cast to a type we have: read it as that type.
+                if let NodeEnum::AConst(pb::AConst { val: Some(Val::Fval(f)), location, .. }) = arg {
+                    let v = types::input(to, &f.fval, typmod).map_err(|e| self.err_at(e, *location))?;
+                    return Ok(Expr::Const(v, to));
+                }
+                let e = self.expr(arg, scope)?;
+                self.coerce_typmod(e, to, typmod, CastContext::Explicit, location(arg))
+            }
+            NodeEnum::AExpr(a) => self.a_expr(a, scope),
+            NodeEnum::BoolExpr(b) => {
+                let what = match pb::BoolExprType::try_from(b.boolop).unwrap_or(pb::BoolExprType::Undefined) {
+                    pb::BoolExprType::AndExpr => "AND",
+                    pb::BoolExprType::OrExpr => "OR",
+                    _ => "NOT",
+                };
+                let mut args = Vec::new();
+                for a in &b.args {
+                    if let Some(a) = a.node.as_ref() {
+                        args.push(self.bool_expr(a, scope, what)?);
+                    }
+                }
+                Ok(match what {
+                    "AND" => Expr::And(args),
+                    "OR" => Expr::Or(args),
+                    _ => Expr::Not(Box::new(args.pop().ok_or_else(|| SqlError::internal("NOT without argument"))?)),
+                })
+            }
+            NodeEnum::NullTest(t) => {
+                let Some(arg) = node(&t.arg) else { return Err(SqlError::internal("IS NULL without argument")) };
+                let e = self.expr(arg, scope)?;
+                Ok(Expr::IsNull { arg: Box::new(e), negated: t.nulltesttype == pb::NullTestType::IsNotNull as i32 })
+            }
+            NodeEnum::FuncCall(f) => self.func_call(f, scope),
+            NodeEnum::SubLink(_) => Err(self.err_at(SqlError::not_supported("subqueries"), location(n))),
+            NodeEnum::CaseExpr(c) => Err(self.err_at(SqlError::not_supported("CASE"), c.location)),
+            NodeEnum::CoalesceExpr(c) => Err(self.err_at(SqlError::not_supported("COALESCE"), c.location)),
+            other => {
+                let name = format!("{other:?}");
+                Err(SqlError::not_supported(format!("expression {}", name.split('(').next().unwrap_or("?"))))
+            }
+        }
+    }
+
+    fn constant(&mut self, c: &pb::AConst) -> Result<Expr> {
+        if c.isnull {
+            return Ok(Expr::Const(Value::Null, Type::Unknown));
+        }
+        Ok(match &c.val {
+            Some(Val::Ival(i)) => Expr::Const(Value::Int4(i.ival), Type::Int4),
+            Some(Val::Fval(f)) => match f.fval.parse::<i64>() {
+                Ok(v) => Expr::Const(Value::Int8(v), Type::Int8),
+                Err(_) => Expr::Const(Value::Text(f.fval.clone()), Type::Numeric),
+            },
+            Some(Val::Boolval(b)) => Expr::Const(Value::Bool(b.boolval), Type::Bool),
+            Some(Val::Sval(s)) => Expr::Const(Value::Text(s.sval.clone()), Type::Unknown),
+            Some(Val::Bsval(_)) => return Err(self.err_at(SqlError::not_supported("bit strings"), c.location)),
+            None => Expr::Const(Value::Null, Type::Unknown),
+        })
+    }
+
+    pub fn type_name(&self, tn: Option<&pb::TypeName>) -> Result<(Type, i32)> {
+        let Some(tn) = tn else { return Err(SqlError::internal("missing type name")) };
+        let names: Vec<&str> = tn.names.iter().filter_map(str_of).collect();
+        let name = match names.as_slice() {
+            ["pg_catalog", n] | [n] => *n,
+            _ => "",
+        };
+        if !tn.array_bounds.is_empty() {
+            return Err(self.err_at(SqlError::not_supported("array types"), tn.location));
+        }
+        if Type::from_sql_name(name) == Some(Type::Numeric) {
+            return Err(self.err_at(SqlError::not_supported("type numeric"), tn.location));
+        }
+        let Some(ty) = Type::from_sql_name(name).filter(|t| *t != Type::Unknown && *t != Type::Void) else {
+            let shown = names.join(".");
+            let known = ["numeric", "float4", "real", "date", "timestamp", "timestamptz", "bytea", "char", "bpchar", "json", "jsonb", "uuid", "interval", "time", "name"];
+            if known.contains(&name) {
+                return Err(self.err_at(SqlError::not_supported(format!("type {name}")), tn.location));
+            }
+            return Err(self.err_at(SqlError::new(b"42704", format!("type \"{shown}\" does not exist")), tn.location));
+        };
+        let mut typmod = -1;
+        if !tn.typmods.is_empty() {
+            if ty != Type::Varchar || tn.typmods.len() != 1 {
+                return Err(self.err_at(SqlError::not_supported(format!("type modifiers for {}", ty.sql_name())), tn.location));
+            }
+            match tn.typmods[0].node.as_ref() {
+                Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), .. })) => {
+                    if i.ival < 1 {
+                        return Err(self.err_at(SqlError::new(b"22023", "length for type varchar must be at least 1"), tn.location));
+                    }
+                    if i.ival > 10 * 1024 * 1024 {
+                        return Err(self.err_at(SqlError::new(b"22023", "length for type varchar cannot exceed 10485760"), tn.location));
+                    }
+                    typmod = i.ival + 4;
+                }
+                _ => return Err(self.err_at(SqlError::not_supported("this type modifier"), tn.location)),
+            }
+        }
+        Ok((ty, typmod))
+    }
+
+    fn a_expr(&mut self, a: &pb::AExpr, scope: &mut Scope) -> Result<Expr> {
+        use pb::AExprKind as K;
+        let kind = K::try_from(a.kind).unwrap_or(K::Undefined);
+        let op = a.name.iter().filter_map(str_of).next_back().unwrap_or("").to_string();
+        if kind != K::AexprOp {
+            return Err(self.err_at(SqlError::not_supported(format!("operator form {kind:?}")), a.location));
+        }
+        let r = match node(&a.rexpr) {
+            Some(r) => self.expr(r, scope)?,
+            None => return Err(SqlError::internal("operator without right operand")),
+        };
+        let Some(l) = node(&a.lexpr) else {
+            // Prefix operators.
+            return match op.as_str() {
+                "-" => {
+                    let r = if r.ty() == Type::Unknown { self.coerce(r, Type::Int4, CastContext::Implicit, a.location)? } else { r };
+                    let t = r.ty();
+                    if !t.is_numeric() {
+                        return Err(self.no_operator(&op, None, t, a.location));
+                    }
+                    // Fold a negated constant (-32768::int2 style literals).
+                    Ok(Expr::Neg(Box::new(r), t))
+                }
+                "+" if r.ty().is_numeric() => Ok(r),
+                _ => Err(self.no_operator(&op, None, r.ty(), a.location)),
+            };
+        };
+        let lloc = location(l);
+        let rloc = node(&a.rexpr).map_or(a.location, location);
+        let l = self.expr(l, scope)?;
+        self.binary(&op, l, r, a.location, (lloc, rloc))
+    }
+
+    fn no_operator(&self, op: &str, l: Option<Type>, r: Type, loc: i32) -> SqlError {
+        let sig = match l {
+            Some(l) => format!("{} {op} {}", l.sql_name(), r.sql_name()),
+            None => format!("{op} {}", r.sql_name()),
+        };
+        self.err_at(
+            SqlError::new(b"42883", format!("operator does not exist: {sig}"))
+                .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts."),
+            loc,
+        )
+    }
+
+    /// A binary operator; `locs` are the operands' locations (an unknown literal's
+    /// conversion error points at the literal).
+    fn binary(&mut self, op: &str, l: Expr, r: Expr, loc: i32, locs: (i32, i32)) -> Result<Expr> {
+        let (lt, rt) = (l.ty(), r.ty());
+        if op == "||" {
+            if lt.is_string() || rt.is_string() {
+                let l = if lt == Type::Unknown { self.coerce(l, Type::Text, CastContext::Implicit, loc)? } else { l };
+                let r = if rt == Type::Unknown { self.coerce(r, Type::Text, CastContext::Implicit, loc)? } else { r };
+                return Ok(Expr::Concat(Box::new(l), Box::new(r)));
+            }
+            return Err(self.no_operator(op, Some(lt), rt, loc));
+        }
+        let cmp = match op {
+            "=" => Some(CmpOp::Eq),
+            "<>" | "!=" => Some(CmpOp::Ne),
+            "<" => Some(CmpOp::Lt),
+            "<=" => Some(CmpOp::Le),
+            ">" => Some(CmpOp::Gt),
+            ">=" => Some(CmpOp::Ge),
+            _ => None,
+        };
+        let arith = match op {
+            "+" => Some(ArithOp::Add),
+            "-" => Some(ArithOp::Sub),
+            "*" => Some(ArithOp::Mul),
+            "/" => Some(ArithOp::Div),
+            "%" => Some(ArithOp::Mod),
+            _ => None,
+        };
+        if cmp.is_none() && arith.is_none() {
+            return Err(self.no_operator(op, Some(lt), rt, loc));
+        }
+        // Unknown literals and untyped parameters take the other side's type.
+        let (l, r) = match (lt, rt) {
+            (Type::Unknown, Type::Unknown) => {
+                if arith.is_some() {
+                    return Err(self.err_at(
+                        SqlError::new(b"42725", format!("operator is not unique: unknown {op} unknown"))
+                            .with_hint("Could not choose a best candidate operator. You might need to add explicit type casts."),
+                        loc,
+                    ));
+                }
+                (self.coerce(l, Type::Text, CastContext::Implicit, loc)?, self.coerce(r, Type::Text, CastContext::Implicit, loc)?)
+            }
+            (Type::Unknown, t) => (self.coerce(l, t, CastContext::Implicit, locs.0)?, r),
+            (t, Type::Unknown) => {
+                let r = self.coerce(r, t, CastContext::Implicit, locs.1)?;
+                (l, r)
+            }
+            _ => (l, r),
+        };
+        let (l, r) = match (l.ty(), r.ty()) {
+            (Type::Numeric, Type::Float8) => (self.coerce(l, Type::Float8, CastContext::Implicit, locs.0)?, r),
+            (Type::Float8, Type::Numeric) => {
+                let r = self.coerce(r, Type::Float8, CastContext::Implicit, locs.1)?;
+                (l, r)
+            }
+            (Type::Numeric, _) | (_, Type::Numeric) => return Err(self.err_at(SqlError::not_supported("type numeric"), loc)),
+            _ => (l, r),
+        };
+        let (lt, rt) = (l.ty(), r.ty());
+        let rank = |t: Type| match t {
+            Type::Int2 => 1,
+            Type::Int4 => 2,
+            Type::Int8 => 3,
+            Type::Float8 => 4,
+            _ => 0,
+        };
+        let common = if lt.is_numeric() && rt.is_numeric() {
+            if rank(lt) >= rank(rt) { lt } else { rt }
+        } else if lt.is_string() && rt.is_string() && cmp.is_some() {
+            Type::Text
+        } else if lt == rt && lt == Type::Bool && cmp.is_some() {
+            Type::Bool
+        } else if lt == rt && lt == Type::Oid && cmp.is_some() {
+            Type::Oid
+        } else {
+            return Err(self.no_operator(op, Some(lt), rt, loc));
+        };
+        let l = if lt.is_string() && common == Type::Text { l } else { self.coerce(l, common, CastContext::Implicit, loc)? };
+        let r = if rt.is_string() && common == Type::Text { r } else { self.coerce(r, common, CastContext::Implicit, loc)? };
+        Ok(match (cmp, arith) {
+            (Some(op), _) => Expr::Compare { op, l: Box::new(l), r: Box::new(r) },
+            (_, Some(op)) => Expr::Arith { op, l: Box::new(l), r: Box::new(r), ty: common },
+            _ => unreachable!("checked above"),
+        })
+    }
+
+    fn func_call(&mut self, f: &pb::FuncCall, scope: &mut Scope) -> Result<Expr> {
+        let name = func_name(f).unwrap_or_default();
+        if f.over.is_some() {
+            return Err(self.err_at(SqlError::not_supported("window functions"), f.location));
+        }
+        let agg = match name.as_str() {
+            "count" if f.agg_star => Some(AggKind::CountStar),
+            "count" => Some(AggKind::Count),
+            "sum" => Some(AggKind::Sum),
+            "min" => Some(AggKind::Min),
+            "max" => Some(AggKind::Max),
+            "avg" | "string_agg" | "array_agg" | "bool_and" | "bool_or" | "every" => {
+                return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
+            }
+            _ => None,
+        };
+        if let Some(kind) = agg {
+            if scope.aggs.is_none() {
+                let place = if scope.table.is_some() { "WHERE" } else { "this context" };
+                return Err(self.err_at(SqlError::new(b"42803", format!("aggregate functions are not allowed in {place}")), f.location));
+            }
+            if scope.in_agg {
+                return Err(self.err_at(SqlError::new(b"42803", "aggregate function calls cannot be nested"), f.location));
+            }
+            if f.agg_distinct || !f.agg_order.is_empty() || f.agg_filter.is_some() {
+                return Err(self.err_at(SqlError::not_supported("DISTINCT, ORDER BY or FILTER in aggregates"), f.location));
+            }
+            let arg = if kind == AggKind::CountStar {
+                None
+            } else {
+                if f.args.len() != 1 {
+                    return Err(self.unknown_function(&name, &[], f.location));
+                }
+                scope.in_agg = true;
+                let r = self.expr(f.args[0].node.as_ref().unwrap(), scope);
+                scope.in_agg = false;
+                let mut e = r?;
+                if e.ty() == Type::Unknown {
+                    e = self.coerce(e, Type::Text, CastContext::Implicit, f.location)?;
+                }
+                Some(e)
+            };
+            let ty = match (kind, arg.as_ref().map(|a| a.ty())) {
+                (AggKind::CountStar | AggKind::Count, _) => Type::Int8,
+                (AggKind::Sum, Some(Type::Int2 | Type::Int4)) => Type::Int8,
+                (AggKind::Sum, Some(Type::Float8)) => Type::Float8,
+                (AggKind::Sum, Some(Type::Int8)) => {
+                    return Err(self.err_at(SqlError::not_supported("sum(bigint) (its result type is numeric)"), f.location))
+                }
+                (AggKind::Min | AggKind::Max, Some(t)) if t != Type::Bool => t,
+                (_, Some(t)) => return Err(self.unknown_function(&name, &[t], f.location)),
+                (_, None) => return Err(SqlError::internal("aggregate without argument")),
+            };
+            let aggs = scope.aggs.as_mut().expect("checked above");
+            aggs.push(Aggregate { kind, arg, ty });
+            return Ok(Expr::AggRef(aggs.len() - 1, ty));
+        }
+        if f.agg_star || f.agg_distinct {
+            return Err(self.err_at(SqlError::new(b"42809", format!("{name}(*) specified, but {name} is not an aggregate function")), f.location));
+        }
+        let mut args = Vec::new();
+        for a in &f.args {
+            if let Some(a) = a.node.as_ref() {
+                args.push(self.expr(a, scope)?);
+            }
+        }
+        let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
+        let (func, sig, ret): (Func, &[Type], Type) = match (name.as_str(), args.len()) {
+            ("version", 0) => (Func::Version, &[], Type::Text),
+            ("pg_backend_pid", 0) => (Func::BackendPid, &[], Type::Int4),
+            ("pg_sleep", 1) => (Func::Sleep, &[Type::Float8], Type::Void),
+            ("set_config", 3) => (Func::SetConfig, &[Type::Text, Type::Text, Type::Bool], Type::Text),
+            ("current_setting", 1) => (Func::CurrentSetting, &[Type::Text], Type::Text),
+            ("length" | "char_length" | "character_length", 1) => (Func::Length, &[Type::Text], Type::Int4),
+            ("upper", 1) => (Func::Upper, &[Type::Text], Type::Text),
+            ("lower", 1) => (Func::Lower, &[Type::Text], Type::Text),
+            ("abs", 1) if types[0].is_numeric() => {
+                let t = types[0];
+                return Ok(Expr::Func { func: Func::Abs, args, ty: t });
+            }
+            ("abs", 1) if types[0] == Type::Unknown => (Func::Abs, &[Type::Float8], Type::Float8),
+            _ => return Err(self.unknown_function(&name, &types, f.location)),
+        };
+        let mut out = Vec::new();
+        for (a, want) in args.into_iter().zip(sig) {
+            let t = a.ty();
+            if !(is_type(t, *want) || types::cast_allowed(t, *want, CastContext::Implicit)) {
+                return Err(self.unknown_function(&name, &types, f.location));
+            }
+            out.push(if t.is_string() && *want == Type::Text && t != Type::Unknown { a } else { self.coerce(a, *want, CastContext::Implicit, f.location)? });
+        }
+        Ok(Expr::Func { func, args: out, ty: ret })
+    }
+
+    fn unknown_function(&self, name: &str, types: &[Type], loc: i32) -> SqlError {
+        let args: Vec<&str> = types.iter().map(|t| t.sql_name()).collect();
+        self.err_at(
+            SqlError::new(b"42883", format!("function {name}({}) does not exist", args.join(", ")))
+                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."),
+            loc,
+        )
+    }
+
+    fn insert(&mut self, s: &pb::InsertStmt) -> Result<Statement> {
+        if s.with_clause.is_some() {
+            return Err(SqlError::not_supported("WITH"));
+        }
+        if s.on_conflict_clause.is_some() {
+            return Err(SqlError::not_supported("ON CONFLICT"));
+        }
+        let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("INSERT without relation"))?;
+        let table = self.range_table(rv)?;
+        // Target columns, in the order given (default: all).
+        let mut cols: Vec<usize> = Vec::new();
+        for c in &s.cols {
+            let Some(NodeEnum::ResTarget(rt)) = &c.node else { continue };
+            if !rt.indirection.is_empty() {
+                return Err(self.err_at(SqlError::not_supported("subscripts or fields in INSERT targets"), rt.location));
+            }
+            let Some(i) = table.columns.iter().position(|x| x.name == rt.name) else {
+                return Err(self.err_at(
+                    SqlError::new(b"42703", format!("column \"{}\" of relation \"{}\" does not exist", rt.name, table.name)),
+                    rt.location,
+                ));
+            };
+            if cols.contains(&i) {
+                return Err(self.err_at(SqlError::new(b"42701", format!("column \"{}\" specified more than once", rt.name)), rt.location));
+            }
+            cols.push(i);
+        }
+        let explicit_cols = !s.cols.is_empty();
+        if !explicit_cols {
+            cols = (0..table.columns.len()).collect();
+        }
+        let mut rows = Vec::new();
+        let sel = match node(&s.select_stmt) {
+            Some(NodeEnum::SelectStmt(sel)) => Some(sel),
+            None => None,
+            _ => return Err(SqlError::not_supported("this INSERT source")),
+        };
+        let lists: Vec<&Vec<pb::Node>> = match sel {
+            None => vec![], // DEFAULT VALUES
+            Some(sel) if !sel.values_lists.is_empty() => sel
+                .values_lists
+                .iter()
+                .filter_map(|l| match &l.node {
+                    Some(NodeEnum::List(l)) => Some(&l.items),
+                    _ => None,
+                })
+                .collect(),
+            Some(_) => return Err(SqlError::not_supported("INSERT ... SELECT")),
+        };
+        let mut scope = Scope::new(None);
+        let default_row = |table: &Table| -> Vec<Expr> {
+            table.columns.iter().map(|c| Expr::Const(c.default.clone().unwrap_or(Value::Null), c.ty)).collect()
+        };
+        if sel.is_none() {
+            rows.push(default_row(&table));
+        }
+        for items in lists {
+            if items.len() > cols.len() {
+                let loc = location(items[cols.len()].node.as_ref().unwrap());
+                return Err(self.err_at(SqlError::new(b"42601", "INSERT has more expressions than target columns"), loc));
+            }
+            if items.len() < cols.len() && explicit_cols {
+                let loc = s.cols.get(items.len()).and_then(|n| n.node.as_ref()).map_or(-1, location);
+                return Err(self.err_at(SqlError::new(b"42601", "INSERT has more target columns than expressions"), loc));
+            }
+            let mut row = default_row(&table);
+            for (item, &ci) in items.iter().zip(&cols) {
+                let n = item.node.as_ref().unwrap();
+                if matches!(n, NodeEnum::SetToDefault(_)) {
+                    continue;
+                }
+                let col = &table.columns[ci];
+                let e = self.expr(n, &mut scope)?;
+                let e = match (e.ty(), &e) {
+                    (Type::Unknown | Type::Numeric, Expr::Const(..)) | (Type::Unknown, Expr::Param(..)) => {
+                        self.coerce_typmod(e, col.ty, col.typmod, CastContext::Assignment, location(n))?
+                    }
+                    (t, _) if t == col.ty && !(t == Type::Varchar && col.typmod >= 0) => e,
+                    (t, _) => {
+                        if !types::cast_allowed(t, col.ty, CastContext::Assignment) {
+                            return Err(self.err_at(
+                                SqlError::new(
+                                    b"42804",
+                                    format!("column \"{}\" is of type {} but expression is of type {}", col.name, col.ty.name_with_typmod(col.typmod), t.sql_name()),
+                                )
+                                .with_hint("You will need to rewrite or cast the expression."),
+                                location(n),
+                            ));
+                        }
+                        Expr::Cast { arg: Box::new(e), from: t, to: col.ty, typmod: col.typmod, explicit: false }
+                    }
+                };
+                row[ci] = e;
+            }
+            rows.push(row);
+        }
+        let returning = self.returning(s.returning_clause.as_ref(), &table)?;
+        Ok(Statement::Insert { table, rows, returning })
+    }
+
+    fn returning(&mut self, rc: Option<&pb::ReturningClause>, table: &Table) -> Result<Vec<Target>> {
+        let Some(rc) = rc else { return Ok(vec![]) };
+        if !rc.options.is_empty() {
+            return Err(SqlError::not_supported("RETURNING OLD/NEW"));
+        }
+        let mut scope = Scope::new(Some((table, table.name.clone())));
+        self.targets(&rc.exprs, &mut scope)
+    }
+
+    fn delete(&mut self, s: &pb::DeleteStmt) -> Result<Statement> {
+        if s.with_clause.is_some() || !s.using_clause.is_empty() {
+            return Err(SqlError::not_supported("DELETE with WITH or USING"));
+        }
+        let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("DELETE without relation"))?;
+        let table = self.range_table(rv)?;
+        let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
+        let filter = match node(&s.where_clause) {
+            Some(w) => {
+                let mut scope = Scope::new(Some((&table, refname)));
+                Some(self.bool_expr(w, &mut scope, "WHERE")?)
+            }
+            None => None,
+        };
+        let returning = self.returning(s.returning_clause.as_ref(), &table)?;
+        Ok(Statement::Delete { table, filter, returning })
+    }
+
+    fn create(&mut self, s: &pb::CreateStmt) -> Result<Statement> {
+        let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("CREATE TABLE without relation"))?;
+        if !s.inh_relations.is_empty() || s.partspec.is_some() || s.partbound.is_some() || s.of_typename.is_some() {
+            return Err(SqlError::not_supported("inheritance, partitioning and typed tables"));
+        }
+        if rv.relpersistence == "t" {
+            return Err(SqlError::not_supported("temporary tables"));
+        }
+        if !s.constraints.is_empty() {
+            return Err(SqlError::not_supported("table constraints"));
+        }
+        if !s.options.is_empty() || !s.tablespacename.is_empty() {
+            return Err(SqlError::not_supported("table storage options and tablespaces"));
+        }
+        let namespace = match rv.schemaname.as_str() {
+            "" | "public" => PUBLIC_NAMESPACE,
+            "pg_catalog" => return Err(SqlError::new(b"42501", format!("permission denied to create \"pg_catalog.{}\"", rv.relname))),
+            other => match catalog::lookup_namespace(self.backend, self.snap, other)? {
+                Some(oid) => oid,
+                None => return Err(self.err_at(SqlError::new(b"3F000", format!("schema \"{other}\" does not exist")), rv.location)),
+            },
+        };
+        let mut columns: Vec<Column> = Vec::new();
+        for elt in &s.table_elts {
+            match elt.node.as_ref() {
+                Some(NodeEnum::ColumnDef(cd)) => {
+                    if columns.iter().any(|c| c.name == cd.colname) {
+                        return Err(SqlError::new(b"42701", format!("column \"{}\" specified more than once", cd.colname)));
+                    }
+                    let (ty, typmod) = self.type_name(cd.type_name.as_ref())?;
+                    let mut col = Column { name: cd.colname.clone(), ty, typmod, not_null: cd.is_not_null, default: None };
+                    for c in &cd.constraints {
+                        let Some(NodeEnum::Constraint(c)) = &c.node else { continue };
+                        use pb::ConstrType as C;
+                        match C::try_from(c.contype).unwrap_or(C::Undefined) {
+                            C::ConstrNotnull => col.not_null = true,
+                            C::ConstrNull => col.not_null = false,
+                            C::ConstrDefault => {
+                                let Some(raw) = node(&c.raw_expr) else { continue };
+                                let mut scope = Scope::new(None);
+                                let e = self.expr(raw, &mut scope)?;
+                                let e = self.coerce_typmod(e, ty, typmod, CastContext::Assignment, location(raw))?;
+                                let v = crate::exec::eval_const(&e).map_err(|e| self.err_at(e, location(raw)))?.ok_or_else(|| {
+                                    self.err_at(SqlError::not_supported("non-constant DEFAULT expressions"), location(raw))
+                                })?;
+                                col.default = (!v.is_null()).then_some(v);
+                            }
+                            C::ConstrPrimary | C::ConstrUnique => {
+                                return Err(self.err_at(SqlError::not_supported("PRIMARY KEY and UNIQUE (no indexes yet)"), c.location))
+                            }
+                            other => return Err(self.err_at(SqlError::not_supported(format!("column constraint {other:?}")), c.location)),
+                        }
+                    }
+                    columns.push(col);
+                }
+                _ => return Err(SqlError::not_supported("table constraints")),
+            }
+        }
+        if columns.len() > 1600 {
+            return Err(SqlError::new(b"54011", "tables can have at most 1600 columns"));
+        }
+        Ok(Statement::CreateTable { namespace, name: rv.relname.clone(), columns, if_not_exists: s.if_not_exists })
+    }
+
+    fn drop(&mut self, s: &pb::DropStmt) -> Result<Statement> {
+        if s.remove_type != pb::ObjectType::ObjectTable as i32 {
+            return Err(SqlError::not_supported("DROP of this object type"));
+        }
+        if s.behavior == pb::DropBehavior::DropCascade as i32 {
+            return Err(SqlError::not_supported("DROP ... CASCADE"));
+        }
+        let mut tables = Vec::new();
+        for o in &s.objects {
+            let Some(NodeEnum::List(l)) = &o.node else { continue };
+            let names: Vec<String> = l.items.iter().filter_map(str_of).map(str::to_string).collect();
+            match names.as_slice() {
+                [n] => tables.push((None, n.clone())),
+                [s, n] => tables.push((Some(s.clone()), n.clone())),
+                _ => return Err(SqlError::not_supported("cross-database references")),
+            }
+        }
+        Ok(Statement::DropTables { tables, missing_ok: s.missing_ok })
+    }
+}
+
+fn typmod_of(e: &Expr) -> i32 {
+    match e {
+        Expr::Cast { typmod, .. } => *typmod,
+        _ => -1,
+    }
+}
+
+fn func_name(f: &pb::FuncCall) -> Option<String> {
+    let names: Vec<&str> = f.funcname.iter().filter_map(str_of).collect();
+    match names.as_slice() {
+        ["pg_catalog", n] | [n] => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// PostgreSQL quotes a column name in messages only when it needs quotes... it
+/// always writes `"name"` (errmsg uses \"%s\").
+fn quote_colname(s: &str) -> String {
+    format!("\"{s}\"")
+}

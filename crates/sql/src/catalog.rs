@@ -1,0 +1,334 @@
+//! The system catalog: persistent and transactional, stored in heap relations of
+//! the engine like PostgreSQL's, and read with the statement's snapshot.
+//!
+//! | catalog | relfilenode | columns (this round) |
+//! |---|---|---|
+//! | pg_namespace | 2615 | oid oid, nspname text |
+//! | pg_class | 1259 | oid oid, relname text, relnamespace oid, relfilenode oid, reltoastrelid oid, relkind text, relnatts int2 |
+//! | pg_attribute | 1249 | attrelid oid, attname text, atttypid oid, attnum int2, atttypmod int4, attnotnull bool |
+//! | pg_attrdef | 2604 | adrelid oid, adnum int2, adbin text |
+//!
+//! Differences from PostgreSQL, for now: names are `text` rather than the 64-byte
+//! `name`; only the columns above exist; `adbin` holds the default's constant in
+//! its type's text form (defaults are constants this round). pg_type is not
+//! stored: its rows are the built-in constants of [`crate::types`] (a bootstrap
+//! catalog). The catalogs have fixed relfilenodes equal to PostgreSQL's relation
+//! OIDs, and are created and filled by [`bootstrap`] in one transaction on the
+//! first start of a data directory.
+//!
+//! DDL inserts and deletes catalog rows in the user's transaction, so CREATE
+//! TABLE / DROP TABLE commit or roll back with it. A dropped table's files are
+//! not removed yet (no pending-delete list at commit). There is no catalog cache:
+//! each statement scans the catalogs with its snapshot. Concurrent DDL on the same
+//! name is not serialized (no relation locks and no unique index yet).
+
+use crate::errors::{Result, SqlError};
+use crate::rowio::{insert_row, scan_rows, RelStorage};
+use crate::types::{self, Type, Value};
+use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
+use ferrogres_engine::heap::heapam;
+use ferrogres_engine::heap::tuple::Tid;
+use ferrogres_engine::storage::{ForkNumber, RelFileLocator};
+use ferrogres_engine::txn::snapshot::Snapshot;
+use ferrogres_engine::txn::visibility::TmResult;
+use ferrogres_engine::txn::IsolationLevel;
+use std::sync::Arc;
+
+pub const PG_NAMESPACE: u32 = 2615;
+pub const PG_CLASS: u32 = 1259;
+pub const PG_ATTRIBUTE: u32 = 1249;
+pub const PG_ATTRDEF: u32 = 2604;
+pub const PG_CATALOG_NAMESPACE: u32 = 11;
+pub const PUBLIC_NAMESPACE: u32 = 2200;
+
+fn locator(rel_number: u32) -> RelFileLocator {
+    RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number }
+}
+
+fn cat(rel: u32, types: &[Type]) -> RelStorage {
+    RelStorage { rel: locator(rel), toast: None, types: types.to_vec() }
+}
+
+fn namespace_rel() -> RelStorage {
+    cat(PG_NAMESPACE, &[Type::Oid, Type::Text])
+}
+fn class_rel() -> RelStorage {
+    cat(PG_CLASS, &[Type::Oid, Type::Text, Type::Oid, Type::Oid, Type::Oid, Type::Text, Type::Int2])
+}
+fn attribute_rel() -> RelStorage {
+    cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool])
+}
+fn attrdef_rel() -> RelStorage {
+    cat(PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text])
+}
+
+/// A column of a user table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub ty: Type,
+    /// varchar(n): n + 4; else -1.
+    pub typmod: i32,
+    pub not_null: bool,
+    /// A constant default (already of the column's type), if any.
+    pub default: Option<Value>,
+}
+
+/// A user table.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub oid: u32,
+    pub name: String,
+    pub namespace: u32,
+    pub storage: RelStorage,
+    pub columns: Vec<Column>,
+}
+
+/// Makes sure the catalogs exist and are filled (first start of a data directory).
+/// Idempotent: a crash during bootstrap leaves no committed rows and the next start
+/// fills them again.
+pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
+    let mut backend = engine.backend(std::process::id() as i32)?;
+    for rel in [PG_NAMESPACE, PG_CLASS, PG_ATTRIBUTE, PG_ATTRDEF] {
+        if !engine.smgr.exists(locator(rel), ForkNumber::Main) {
+            engine.create_relation(locator(rel))?;
+        }
+    }
+    backend.txn.begin(IsolationLevel::ReadCommitted)?;
+    let result = (|| -> Result<()> {
+        let snap = backend.txn.statement_snapshot()?;
+        if !scan_rows(&backend, &namespace_rel(), &snap)?.is_empty() {
+            return Ok(());
+        }
+        for (oid, name) in [(PG_CATALOG_NAMESPACE, "pg_catalog"), (PUBLIC_NAMESPACE, "public")] {
+            insert_row(&mut backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(name.into())])?;
+        }
+        let catalogs: [(u32, &str, RelStorage, &[&str]); 4] = [
+            (PG_NAMESPACE, "pg_namespace", namespace_rel(), &["oid", "nspname"]),
+            (PG_CLASS, "pg_class", class_rel(), &["oid", "relname", "relnamespace", "relfilenode", "reltoastrelid", "relkind", "relnatts"]),
+            (PG_ATTRIBUTE, "pg_attribute", attribute_rel(), &["attrelid", "attname", "atttypid", "attnum", "atttypmod", "attnotnull"]),
+            (PG_ATTRDEF, "pg_attrdef", attrdef_rel(), &["adrelid", "adnum", "adbin"]),
+        ];
+        for (oid, name, st, cols) in catalogs {
+            let columns: Vec<Column> = st
+                .types
+                .iter()
+                .zip(cols)
+                .map(|(t, c)| Column { name: c.to_string(), ty: *t, typmod: -1, not_null: true, default: None })
+                .collect();
+            let table = Table { oid, name: name.into(), namespace: PG_CATALOG_NAMESPACE, storage: st, columns };
+            insert_catalog_rows(&mut backend, &table)?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => backend.txn.commit()?,
+        Err(e) => {
+            let _ = backend.txn.abort();
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn insert_catalog_rows(backend: &mut Backend, t: &Table) -> Result<()> {
+    insert_row(
+        backend,
+        &class_rel(),
+        &[
+            Value::Oid(t.oid),
+            Value::Text(t.name.clone()),
+            Value::Oid(t.namespace),
+            Value::Oid(t.storage.rel.rel_number),
+            Value::Oid(t.storage.toast.map_or(0, |r| r.rel_number)),
+            Value::Text("r".into()),
+            Value::Int2(t.columns.len() as i16),
+        ],
+    )?;
+    for (i, c) in t.columns.iter().enumerate() {
+        let attnum = Value::Int2(i as i16 + 1);
+        insert_row(
+            backend,
+            &attribute_rel(),
+            &[
+                Value::Oid(t.oid),
+                Value::Text(c.name.clone()),
+                Value::Oid(c.ty.oid()),
+                attnum.clone(),
+                Value::Int4(c.typmod),
+                Value::Bool(c.not_null),
+            ],
+        )?;
+        if let Some(d) = &c.default {
+            if let Some(text) = types::output(d) {
+                insert_row(backend, &attrdef_rel(), &[Value::Oid(t.oid), attnum, Value::Text(text)])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Resolves a schema name to its OID.
+pub fn lookup_namespace(backend: &Backend, snap: &Snapshot, name: &str) -> Result<Option<u32>> {
+    for (_, row) in scan_rows(backend, &namespace_rel(), snap)? {
+        if let (Value::Oid(oid), Value::Text(n)) = (&row[0], &row[1]) {
+            if n == name {
+                return Ok(Some(*oid));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Finds a table by name: `schema` if given, else the search path (`public`).
+pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, name: &str) -> Result<Option<Table>> {
+    let ns = match schema {
+        Some(s) => match lookup_namespace(backend, snap, s)? {
+            Some(oid) => oid,
+            None => return Err(SqlError::new(b"3F000", format!("schema \"{s}\" does not exist"))),
+        },
+        None => PUBLIC_NAMESPACE,
+    };
+    let mut found = None;
+    for (_, row) in scan_rows(backend, &class_rel(), snap)? {
+        if let [Value::Oid(oid), Value::Text(n), Value::Oid(relns), Value::Oid(filenode), Value::Oid(toast), ..] = row.as_slice() {
+            if n == name && *relns == ns {
+                found = Some((*oid, *filenode, *toast));
+                break;
+            }
+        }
+    }
+    let Some((oid, filenode, toast)) = found else { return Ok(None) };
+    let mut cols: Vec<(i16, Column)> = Vec::new();
+    for (_, row) in scan_rows(backend, &attribute_rel(), snap)? {
+        if let [Value::Oid(rel), Value::Text(n), Value::Oid(typ), Value::Int2(num), Value::Int4(typmod), Value::Bool(nn)] = row.as_slice() {
+            if *rel == oid {
+                let ty = Type::from_oid(*typ).ok_or_else(|| SqlError::new(b"XX001", format!("unknown type oid {typ} in pg_attribute")))?;
+                cols.push((*num, Column { name: n.clone(), ty, typmod: *typmod, not_null: *nn, default: None }));
+            }
+        }
+    }
+    cols.sort_by_key(|c| c.0);
+    for (_, row) in scan_rows(backend, &attrdef_rel(), snap)? {
+        if let [Value::Oid(rel), Value::Int2(num), Value::Text(text)] = row.as_slice() {
+            if *rel == oid {
+                if let Some((_, c)) = cols.iter_mut().find(|(n, _)| n == num) {
+                    c.default = Some(types::input(c.ty, text, c.typmod)?);
+                }
+            }
+        }
+    }
+    let columns: Vec<Column> = cols.into_iter().map(|c| c.1).collect();
+    let storage = RelStorage {
+        rel: locator(filenode),
+        toast: (toast != 0).then(|| locator(toast)),
+        types: columns.iter().map(|c| c.ty).collect(),
+    };
+    Ok(Some(Table { oid, name: name.to_string(), namespace: ns, storage, columns }))
+}
+
+/// CREATE TABLE: new relation files (main, and a TOAST relation if a column is
+/// variable-width), and the catalog rows, in the current transaction.
+pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: Vec<Column>) -> Result<Table> {
+    let engine = backend.engine().clone();
+    let oid = engine.new_oid();
+    let rel = locator(oid);
+    engine.create_relation(rel)?;
+    let toast = if columns.iter().any(|c| c.ty.typlen() == -1) {
+        let t = locator(engine.new_oid());
+        engine.create_relation(t)?;
+        Some(t)
+    } else {
+        None
+    };
+    let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect() };
+    let table = Table { oid, name: name.to_string(), namespace, storage, columns };
+    insert_catalog_rows(backend, &table)?;
+    Ok(table)
+}
+
+/// DROP TABLE: deletes the table's catalog rows in the current transaction.
+pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<()> {
+    let oid = table.oid;
+    let mut doomed: Vec<(RelStorage, Tid)> = Vec::new();
+    for (tid, row) in scan_rows(backend, &class_rel(), snap)? {
+        if row[0] == Value::Oid(oid) {
+            doomed.push((class_rel(), tid));
+        }
+    }
+    for st in [attribute_rel(), attrdef_rel()] {
+        for (tid, row) in scan_rows(backend, &st, snap)? {
+            if row[0] == Value::Oid(oid) {
+                doomed.push((st.clone(), tid));
+            }
+        }
+    }
+    for (st, tid) in doomed {
+        match heapam::heap_delete(backend, st.rel, tid)? {
+            TmResult::Ok | TmResult::SelfModified => {}
+            _ => {
+                return Err(SqlError::new(b"40001", "could not serialize access due to concurrent update")
+                    .with_detail(format!("table \"{}\" was changed by a concurrent transaction", table.name)))
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrogres_engine::config::Settings;
+
+    #[test]
+    fn bootstrap_then_ddl_is_transactional_and_persistent() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (engine, _) = Engine::open(dir.path(), Settings::default()).unwrap();
+            bootstrap(&engine).unwrap();
+            bootstrap(&engine).unwrap(); // idempotent
+            let mut b = engine.backend(1).unwrap();
+            b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+            let snap = b.txn.statement_snapshot().unwrap();
+            assert_eq!(lookup_namespace(&b, &snap, "public").unwrap(), Some(PUBLIC_NAMESPACE));
+            let pg_class = lookup_table(&b, &snap, Some("pg_catalog"), "pg_class").unwrap().unwrap();
+            assert_eq!(pg_class.columns.len(), 7);
+            let cols = vec![
+                Column { name: "a".into(), ty: Type::Int4, typmod: -1, not_null: true, default: None },
+                Column { name: "b".into(), ty: Type::Varchar, typmod: 14, not_null: false, default: Some(Value::Text("x".into())) },
+            ];
+            create_table(&mut b, PUBLIC_NAMESPACE, "t", cols.clone()).unwrap();
+            create_table(&mut b, PUBLIC_NAMESPACE, "gone", cols.clone()).unwrap();
+            b.txn.commit().unwrap();
+            // Rolled back: no table.
+            b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+            create_table(&mut b, PUBLIC_NAMESPACE, "u", cols.clone()).unwrap();
+            let snap = b.txn.statement_snapshot().unwrap();
+            let gone = lookup_table(&b, &snap, None, "gone").unwrap().unwrap();
+            drop_table(&mut b, &snap, &gone).unwrap();
+            b.txn.abort().unwrap();
+            b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+            let snap = b.txn.statement_snapshot().unwrap();
+            assert!(lookup_table(&b, &snap, None, "u").unwrap().is_none());
+            let gone = lookup_table(&b, &snap, None, "gone").unwrap().unwrap();
+            drop_table(&mut b, &snap, &gone).unwrap();
+            b.txn.commit().unwrap();
+            drop(b);
+            engine.shutdown().unwrap();
+        }
+        let (engine, _) = Engine::open(dir.path(), Settings::default()).unwrap();
+        bootstrap(&engine).unwrap();
+        let mut b = engine.backend(1).unwrap();
+        b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let snap = b.txn.statement_snapshot().unwrap();
+        let t = lookup_table(&b, &snap, None, "t").unwrap().unwrap();
+        assert_eq!(t.columns[0].name, "a");
+        assert!(t.columns[0].not_null);
+        assert_eq!(t.columns[1].ty, Type::Varchar);
+        assert_eq!(t.columns[1].typmod, 14);
+        assert_eq!(t.columns[1].default, Some(Value::Text("x".into())));
+        assert!(t.storage.toast.is_some());
+        assert!(lookup_table(&b, &snap, None, "gone").unwrap().is_none());
+        assert_eq!(lookup_table(&b, &snap, Some("nope"), "t").unwrap_err().sqlstate(), "3F000");
+    }
+}

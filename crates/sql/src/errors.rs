@@ -1,0 +1,93 @@
+//! The SQL layer's error: PostgreSQL's ErrorResponse fields, with a SQLSTATE.
+//!
+//! Kinds kept apart (STYLE.md): a user error (bad SQL, a constraint, bad input) has
+//! its PostgreSQL SQLSTATE; engine errors (corruption XX001, I/O 58030, internal
+//! XX000) keep the engine's code and text. `Fatal` severity ends the session.
+
+use ferrogres_engine::Error as EngineError;
+
+pub type Result<T, E = SqlError> = std::result::Result<T, E>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Fatal,
+    Warning,
+    Notice,
+}
+
+/// An error (or notice) as the client will see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqlError {
+    pub severity: Severity,
+    pub code: [u8; 5],
+    pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+    /// 1-based character position in the statement text.
+    pub position: Option<u32>,
+}
+
+impl SqlError {
+    pub fn new(code: &[u8; 5], message: impl Into<String>) -> SqlError {
+        SqlError { severity: Severity::Error, code: *code, message: message.into(), detail: None, hint: None, position: None }
+    }
+    pub fn notice(code: &[u8; 5], message: impl Into<String>) -> SqlError {
+        SqlError { severity: Severity::Notice, ..SqlError::new(code, message) }
+    }
+    pub fn warning(code: &[u8; 5], message: impl Into<String>) -> SqlError {
+        SqlError { severity: Severity::Warning, ..SqlError::new(code, message) }
+    }
+    pub fn with_detail(mut self, d: impl Into<String>) -> SqlError {
+        self.detail = Some(d.into());
+        self
+    }
+    pub fn with_hint(mut self, h: impl Into<String>) -> SqlError {
+        self.hint = Some(h.into());
+        self
+    }
+    /// Sets the position from a parse-tree location (0-based byte offset into
+    /// `sql`, or -1 for none), converting to PostgreSQL's 1-based character count.
+    pub fn at(mut self, sql: &str, location: i32) -> SqlError {
+        if location >= 0 && self.position.is_none() {
+            let loc = (location as usize).min(sql.len());
+            let chars = sql.get(..loc).map_or(loc, |s| s.chars().count());
+            self.position = Some(chars as u32 + 1);
+        }
+        self
+    }
+    pub fn sqlstate(&self) -> &str {
+        std::str::from_utf8(&self.code).unwrap_or("XX000")
+    }
+
+    /// 0A000 for anything this SQL layer does not do yet.
+    pub fn not_supported(what: impl std::fmt::Display) -> SqlError {
+        SqlError::new(b"0A000", format!("feature not supported: {what}"))
+    }
+    pub fn syntax(message: impl Into<String>) -> SqlError {
+        SqlError::new(b"42601", message)
+    }
+    pub fn internal(message: impl Into<String>) -> SqlError {
+        SqlError::new(b"XX000", message)
+    }
+}
+
+impl std::fmt::Display for SqlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.sqlstate(), self.message)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+impl From<EngineError> for SqlError {
+    fn from(e: EngineError) -> SqlError {
+        let code = e.sqlstate().0;
+        match e {
+            EngineError::User { message, detail, hint, .. } => {
+                SqlError { detail, hint, ..SqlError::new(&code, message) }
+            }
+            other => SqlError::new(&code, other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,604 @@
+//! The executor: expression evaluation and volcano-style operators over the
+//! engine's heap (`SeqScan -> Filter -> Aggregate -> Project -> Sort -> Limit`),
+//! plus INSERT and DELETE.
+//!
+//! Rows are pulled one at a time through [`RowIter`]s. The sequential scan is
+//! fed by `rowio::scan_rows`, which copies the visible tuples of the relation out
+//! under the engine's callback-driven scan first (a page-at-a-time scan iterator is
+//! future work), and Sort materializes its input as any sort does.
+
+use crate::errors::{Result, SqlError};
+use crate::plan::*;
+use crate::rowio::{insert_row, scan_rows};
+use crate::types::{self, out_of_range, Type, Value};
+use ferrogres_engine::engine::Backend;
+use ferrogres_engine::txn::snapshot::Snapshot;
+use ferrogres_engine::txn::visibility::TmResult;
+use ferrogres_engine::txn::IsolationLevel;
+use std::cmp::Ordering;
+
+/// What the executor needs from the session besides the engine.
+pub trait Env {
+    /// CHECK_FOR_INTERRUPTS: a cancel or shutdown request becomes an error.
+    fn check_interrupts(&self) -> Result<()>;
+    fn get_setting(&self, name: &str) -> Result<String>;
+    fn set_setting(&mut self, name: &str, value: &str) -> Result<()>;
+    fn pid(&self) -> i32;
+    /// The text `version()` returns.
+    fn version(&self) -> String;
+}
+
+pub struct Ctx<'a> {
+    pub backend: &'a mut Backend,
+    pub snap: Snapshot,
+    pub params: &'a [Value],
+    pub env: &'a mut dyn Env,
+}
+
+/// Evaluates an expression without input (a DEFAULT): `None` if it needs a row
+/// or the session.
+pub fn eval_const(e: &Expr) -> Result<Option<Value>> {
+    fn is_const(e: &Expr) -> bool {
+        match e {
+            Expr::Const(..) => true,
+            Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) => is_const(arg),
+            Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) => is_const(l) && is_const(r),
+            Expr::And(v) | Expr::Or(v) => v.iter().all(is_const),
+            Expr::IsNull { arg, .. } => is_const(arg),
+            _ => false,
+        }
+    }
+    if !is_const(e) {
+        return Ok(None);
+    }
+    struct NoEnv;
+    impl Env for NoEnv {
+        fn check_interrupts(&self) -> Result<()> {
+            Ok(())
+        }
+        fn get_setting(&self, _: &str) -> Result<String> {
+            Err(SqlError::internal("no session"))
+        }
+        fn set_setting(&mut self, _: &str, _: &str) -> Result<()> {
+            Err(SqlError::internal("no session"))
+        }
+        fn pid(&self) -> i32 {
+            0
+        }
+        fn version(&self) -> String {
+            String::new()
+        }
+    }
+    eval_pure(e, &[], &[], &[], &mut NoEnv).map(Some)
+}
+
+fn arith_int(op: ArithOp, a: i64, b: i64, ty: Type) -> Result<Value> {
+    let (min, max) = match ty {
+        Type::Int2 => (i16::MIN as i64, i16::MAX as i64),
+        Type::Int4 => (i32::MIN as i64, i32::MAX as i64),
+        _ => (i64::MIN, i64::MAX),
+    };
+    let r = match op {
+        ArithOp::Add => a.checked_add(b),
+        ArithOp::Sub => a.checked_sub(b),
+        ArithOp::Mul => a.checked_mul(b),
+        ArithOp::Div => {
+            if b == 0 {
+                return Err(SqlError::new(b"22012", "division by zero"));
+            }
+            a.checked_div(b)
+        }
+        ArithOp::Mod => {
+            if b == 0 {
+                return Err(SqlError::new(b"22012", "division by zero"));
+            }
+            Some(if b == -1 { 0 } else { a % b })
+        }
+    };
+    let r = r.filter(|v| *v >= min && *v <= max).ok_or_else(|| out_of_range(ty))?;
+    Ok(match ty {
+        Type::Int2 => Value::Int2(r as i16),
+        Type::Int4 => Value::Int4(r as i32),
+        _ => Value::Int8(r),
+    })
+}
+
+fn arith_float(op: ArithOp, a: f64, b: f64) -> Result<Value> {
+    let r = match op {
+        ArithOp::Add => a + b,
+        ArithOp::Sub => a - b,
+        ArithOp::Mul => a * b,
+        ArithOp::Div => {
+            if b == 0.0 {
+                return Err(SqlError::new(b"22012", "division by zero"));
+            }
+            a / b
+        }
+        ArithOp::Mod => return Err(SqlError::not_supported("% for double precision")),
+    };
+    if r.is_infinite() && a.is_finite() && b.is_finite() {
+        return Err(SqlError::new(b"22003", "value out of range: overflow"));
+    }
+    if r == 0.0 && a != 0.0 && matches!(op, ArithOp::Mul | ArithOp::Div) && b.is_finite() {
+        return Err(SqlError::new(b"22003", "value out of range: underflow"));
+    }
+    Ok(Value::Float8(r))
+}
+
+/// Compares two non-null values of the same type class. Text compares bytewise
+/// (the C collation); floats with NaN greatest, as PostgreSQL orders them.
+pub fn compare(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Text(x), Value::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        },
+        (x, y) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i.cmp(&j),
+            _ => Ordering::Equal,
+        },
+    }
+}
+
+/// Evaluates `e` over an input row, parameters and aggregate results.
+pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
+    let ev = |x: &Expr, env: &mut dyn Env| eval_pure(x, row, params, aggs, env);
+    Ok(match e {
+        Expr::Const(v, _) => v.clone(),
+        Expr::Column(i, _) => row.get(*i).cloned().ok_or_else(|| SqlError::internal("column out of range"))?,
+        Expr::Param(i, _) => params.get(*i).cloned().ok_or_else(|| SqlError::new(b"42P02", format!("there is no parameter ${}", i + 1)))?,
+        Expr::AggRef(i, _) => aggs.get(*i).cloned().ok_or_else(|| SqlError::internal("aggregate out of range"))?,
+        Expr::Cast { arg, from, to, typmod, explicit } => types::cast(ev(arg, env)?, *from, *to, *typmod, *explicit)?,
+        Expr::Arith { op, l, r, ty } => {
+            let (a, b) = (ev(l, env)?, ev(r, env)?);
+            if a.is_null() || b.is_null() {
+                return Ok(Value::Null);
+            }
+            match (a, b) {
+                (Value::Float8(x), Value::Float8(y)) => arith_float(*op, x, y)?,
+                (a, b) => match (a.as_i64(), b.as_i64()) {
+                    (Some(x), Some(y)) => arith_int(*op, x, y, *ty)?,
+                    _ => return Err(SqlError::internal("arithmetic on non-numbers")),
+                },
+            }
+        }
+        Expr::Neg(arg, ty) => match ev(arg, env)? {
+            Value::Null => Value::Null,
+            Value::Float8(f) => Value::Float8(-f),
+            v => arith_int(ArithOp::Sub, 0, v.as_i64().unwrap_or(0), *ty)?,
+        },
+        Expr::Compare { op, l, r } => {
+            let (a, b) = (ev(l, env)?, ev(r, env)?);
+            if a.is_null() || b.is_null() {
+                return Ok(Value::Null);
+            }
+            let o = compare(&a, &b);
+            Value::Bool(match op {
+                CmpOp::Eq => o == Ordering::Equal,
+                CmpOp::Ne => o != Ordering::Equal,
+                CmpOp::Lt => o == Ordering::Less,
+                CmpOp::Le => o != Ordering::Greater,
+                CmpOp::Gt => o == Ordering::Greater,
+                CmpOp::Ge => o != Ordering::Less,
+            })
+        }
+        Expr::Concat(l, r) => {
+            let (a, b) = (ev(l, env)?, ev(r, env)?);
+            match (types::output(&a), types::output(&b)) {
+                (Some(x), Some(y)) => Value::Text(x + &y),
+                _ => Value::Null,
+            }
+        }
+        Expr::And(args) => {
+            let mut saw_null = false;
+            for a in args {
+                match ev(a, env)? {
+                    Value::Bool(false) => return Ok(Value::Bool(false)),
+                    Value::Null => saw_null = true,
+                    _ => {}
+                }
+            }
+            if saw_null { Value::Null } else { Value::Bool(true) }
+        }
+        Expr::Or(args) => {
+            let mut saw_null = false;
+            for a in args {
+                match ev(a, env)? {
+                    Value::Bool(true) => return Ok(Value::Bool(true)),
+                    Value::Null => saw_null = true,
+                    _ => {}
+                }
+            }
+            if saw_null { Value::Null } else { Value::Bool(false) }
+        }
+        Expr::Not(a) => match ev(a, env)? {
+            Value::Bool(b) => Value::Bool(!b),
+            _ => Value::Null,
+        },
+        Expr::IsNull { arg, negated } => Value::Bool(ev(arg, env)?.is_null() != *negated),
+        Expr::Func { func, args, ty } => {
+            let vals: Vec<Value> = args.iter().map(|a| ev(a, env)).collect::<Result<_>>()?;
+            call(*func, vals, *ty, env)?
+        }
+    })
+}
+
+fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Value> {
+    let text = |v: &Value| match v {
+        Value::Text(s) => Some(s.clone()),
+        _ => None,
+    };
+    Ok(match func {
+        Func::Version => Value::Text(env.version()),
+        Func::BackendPid => Value::Int4(env.pid()),
+        Func::Sleep => {
+            let secs = match vals[0] {
+                Value::Float8(f) if f.is_finite() => f.clamp(0.0, 1e9),
+                _ => 0.0,
+            };
+            let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+            loop {
+                env.check_interrupts()?;
+                let now = std::time::Instant::now();
+                if now >= end {
+                    break;
+                }
+                std::thread::sleep((end - now).min(std::time::Duration::from_millis(10)));
+            }
+            Value::Null
+        }
+        Func::SetConfig => {
+            let (Some(name), Some(value)) = (text(&vals[0]), text(&vals[1])) else {
+                return Err(SqlError::new(b"22004", "SET requires parameter name"));
+            };
+            if vals[2] == Value::Bool(true) {
+                return Err(SqlError::not_supported("set_config(..., is_local => true)"));
+            }
+            env.set_setting(&name, &value)?;
+            Value::Text(env.get_setting(&name)?)
+        }
+        Func::CurrentSetting => match text(&vals[0]) {
+            Some(n) => Value::Text(env.get_setting(&n)?),
+            None => Value::Null,
+        },
+        Func::Length => match text(&vals[0]) {
+            Some(s) => Value::Int4(s.chars().count() as i32),
+            None => Value::Null,
+        },
+        Func::Upper => text(&vals[0]).map_or(Value::Null, |s| Value::Text(s.to_uppercase())),
+        Func::Lower => text(&vals[0]).map_or(Value::Null, |s| Value::Text(s.to_lowercase())),
+        Func::Abs => match &vals[0] {
+            Value::Null => Value::Null,
+            Value::Float8(f) => Value::Float8(f.abs()),
+            v => {
+                let i = v.as_i64().unwrap_or(0);
+                if i < 0 { arith_int(ArithOp::Sub, 0, i, ty)? } else { v.clone() }
+            }
+        },
+    })
+}
+
+/// A pull-based operator: `next()` yields rows until `None`.
+pub trait RowIter {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>>;
+}
+
+impl RowIter for Box<dyn RowIter> {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        (**self).next(ctx)
+    }
+}
+
+struct VecIter(std::vec::IntoIter<Vec<Value>>);
+impl RowIter for VecIter {
+    fn next(&mut self, _: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        Ok(self.0.next())
+    }
+}
+
+struct SeriesIter {
+    cur: i64,
+    end: i64,
+    ty: Type,
+}
+impl RowIter for SeriesIter {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        if self.cur > self.end {
+            return Ok(None);
+        }
+        if self.cur % 1024 == 0 {
+            ctx.env.check_interrupts()?;
+        }
+        let v = if self.ty == Type::Int8 { Value::Int8(self.cur) } else { Value::Int4(self.cur as i32) };
+        // Stop after the last value without overflowing.
+        if self.cur == self.end {
+            self.end = self.cur - 1;
+        } else {
+            self.cur += 1;
+        }
+        Ok(Some(vec![v]))
+    }
+}
+
+struct Filter<I> {
+    input: I,
+    pred: Expr,
+}
+impl<I: RowIter> RowIter for Filter<I> {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        while let Some(row) = self.input.next(ctx)? {
+            if eval_pure(&self.pred, &row, ctx.params, &[], ctx.env)? == Value::Bool(true) {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+}
+
+struct Project<I> {
+    input: I,
+    exprs: Vec<Expr>,
+    n: u64,
+}
+impl<I: RowIter> RowIter for Project<I> {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        let Some(row) = self.input.next(ctx)? else { return Ok(None) };
+        self.n += 1;
+        if self.n % 1024 == 0 {
+            ctx.env.check_interrupts()?;
+        }
+        let out = self.exprs.iter().map(|e| eval_pure(e, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
+        Ok(Some(out))
+    }
+}
+
+fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u8; 5]) -> Result<Option<i64>> {
+    let Some(e) = e else { return Ok(None) };
+    match eval_pure(e, &[], ctx.params, &[], ctx.env)? {
+        Value::Null => Ok(None),
+        v => {
+            let n = v.as_i64().unwrap_or(0);
+            if n < 0 {
+                return Err(SqlError::new(code, format!("{what} must not be negative")));
+            }
+            Ok(Some(n))
+        }
+    }
+}
+
+/// Runs a query to a row iterator of its output columns.
+pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    let input: Box<dyn RowIter> = match &q.source {
+        Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
+        Source::Table(t) => {
+            let rows: Vec<Vec<Value>> = scan_rows(ctx.backend, &t.storage, &ctx.snap)?.into_iter().map(|r| r.1).collect();
+            Box::new(VecIter(rows.into_iter()))
+        }
+        Source::Series(a, b, ty) => {
+            let a = eval_pure(a, &[], ctx.params, &[], ctx.env)?;
+            let b = eval_pure(b, &[], ctx.params, &[], ctx.env)?;
+            match (a.as_i64(), b.as_i64()) {
+                (Some(cur), Some(end)) => Box::new(SeriesIter { cur, end, ty: *ty }),
+                _ => Box::new(VecIter(vec![].into_iter())),
+            }
+        }
+    };
+    let mut input: Box<dyn RowIter> = match &q.filter {
+        Some(p) => Box::new(Filter { input, pred: p.clone() }),
+        None => input,
+    };
+    let mut exprs: Vec<Expr> = q.targets.iter().map(|t| t.expr.clone()).collect();
+    exprs.extend(q.hidden.iter().cloned());
+    let mut rows: Box<dyn RowIter> = if q.aggregates.is_empty() {
+        Box::new(Project { input, exprs, n: 0 })
+    } else {
+        let results = aggregate(&q.aggregates, &mut input, ctx)?;
+        let row = exprs.iter().map(|e| eval_pure(e, &[], ctx.params, &results, ctx.env)).collect::<Result<_>>()?;
+        Box::new(VecIter(vec![row].into_iter()))
+    };
+    if !q.order.is_empty() {
+        let mut all = Vec::new();
+        while let Some(r) = rows.next(ctx)? {
+            all.push(r);
+        }
+        let keys = q.order.clone();
+        all.sort_by(|a, b| {
+            for k in &keys {
+                let (x, y) = (&a[k.column], &b[k.column]);
+                let o = match (x.is_null(), y.is_null()) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
+                    (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
+                    _ => {
+                        let o = compare(x, y);
+                        if k.desc { o.reverse() } else { o }
+                    }
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+        rows = Box::new(VecIter(all.into_iter()));
+    }
+    let offset = limit_value(&q.offset, ctx, "OFFSET", b"2201X")?.unwrap_or(0);
+    let limit = limit_value(&q.limit, ctx, "LIMIT", b"2201W")?;
+    let width = q.targets.len();
+    Ok(Box::new(Limit { input: rows, skip: offset, left: limit, width }))
+}
+
+struct Limit {
+    input: Box<dyn RowIter>,
+    skip: i64,
+    left: Option<i64>,
+    /// Output columns kept (hidden sort columns are dropped).
+    width: usize,
+}
+impl RowIter for Limit {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        if self.left == Some(0) {
+            return Ok(None);
+        }
+        while self.skip > 0 {
+            if self.input.next(ctx)?.is_none() {
+                return Ok(None);
+            }
+            self.skip -= 1;
+        }
+        let Some(mut row) = self.input.next(ctx)? else { return Ok(None) };
+        row.truncate(self.width);
+        if let Some(l) = &mut self.left {
+            *l -= 1;
+        }
+        Ok(Some(row))
+    }
+}
+
+fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) -> Result<Vec<Value>> {
+    let mut state: Vec<Value> = aggs
+        .iter()
+        .map(|a| if matches!(a.kind, AggKind::CountStar | AggKind::Count) { Value::Int8(0) } else { Value::Null })
+        .collect();
+    while let Some(row) = input.next(ctx)? {
+        for (a, st) in aggs.iter().zip(state.iter_mut()) {
+            let v = match &a.arg {
+                Some(e) => eval_pure(e, &row, ctx.params, &[], ctx.env)?,
+                None => Value::Bool(true),
+            };
+            if v.is_null() {
+                continue;
+            }
+            *st = match (a.kind, std::mem::replace(st, Value::Null)) {
+                (AggKind::CountStar | AggKind::Count, Value::Int8(n)) => Value::Int8(n + 1),
+                (AggKind::Sum, Value::Null) => match v {
+                    Value::Float8(f) => Value::Float8(f),
+                    v => Value::Int8(v.as_i64().unwrap_or(0)),
+                },
+                (AggKind::Sum, Value::Float8(s)) => Value::Float8(s + if let Value::Float8(f) = v { f } else { 0.0 }),
+                (AggKind::Sum, Value::Int8(s)) => {
+                    Value::Int8(s.checked_add(v.as_i64().unwrap_or(0)).ok_or_else(|| out_of_range(Type::Int8))?)
+                }
+                (AggKind::Min, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Less { v } else { cur },
+                (AggKind::Max, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Greater { v } else { cur },
+                (_, other) => other,
+            };
+        }
+    }
+    Ok(state)
+}
+
+/// INSERT: evaluates each row, checks NOT NULL, inserts. Returns the count and
+/// the RETURNING rows.
+pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Target], ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
+    let mut n = 0;
+    let mut out = Vec::new();
+    for exprs in rows {
+        let row: Vec<Value> = exprs.iter().map(|e| eval_pure(e, &[], ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
+        for (c, v) in table.columns.iter().zip(&row) {
+            if c.not_null && v.is_null() {
+                let shown: Vec<String> = row.iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
+                return Err(SqlError::new(
+                    b"23502",
+                    format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),
+                )
+                .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+            }
+        }
+        insert_row(ctx.backend, &table.storage, &row)?;
+        n += 1;
+        if !returning.is_empty() {
+            out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+        }
+    }
+    Ok((n, out))
+}
+
+/// DELETE: deletes the visible rows matching `filter`. A row being changed by a
+/// running transaction is waited for (by polling its outcome: the engine's
+/// heap_delete does not report the xid to wait on yet); a row deleted by a
+/// transaction that committed meanwhile is skipped in READ COMMITTED (PostgreSQL
+/// would re-check a newer version; there are no updates yet) and is a
+/// serialization failure in REPEATABLE READ.
+pub fn delete(
+    table: &crate::catalog::Table,
+    filter: &Option<Expr>,
+    returning: &[Target],
+    ctx: &mut Ctx,
+) -> Result<(u64, Vec<Vec<Value>>)> {
+    let rows = scan_rows(ctx.backend, &table.storage, &ctx.snap)?;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for (tid, row) in rows {
+        if let Some(p) = filter {
+            if eval_pure(p, &row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
+                continue;
+            }
+        }
+        loop {
+            match ferrogres_engine::heap::heapam::heap_delete(ctx.backend, table.storage.rel, tid)? {
+                TmResult::Ok => {
+                    n += 1;
+                    if !returning.is_empty() {
+                        out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+                    }
+                }
+                TmResult::BeingModified => {
+                    ctx.env.check_interrupts()?;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    continue;
+                }
+                TmResult::Updated | TmResult::Deleted if ctx.backend.txn.isolation() != IsolationLevel::ReadCommitted => {
+                    return Err(SqlError::new(b"40001", "could not serialize access due to concurrent delete"));
+                }
+                _ => {}
+            }
+            break;
+        }
+    }
+    Ok((n, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(v: Value, t: Type) -> Box<Expr> {
+        Box::new(Expr::Const(v, t))
+    }
+
+    #[test]
+    fn arithmetic_overflow_and_division() {
+        let e = Expr::Arith { op: ArithOp::Add, l: c(Value::Int4(i32::MAX), Type::Int4), r: c(Value::Int4(1), Type::Int4), ty: Type::Int4 };
+        let err = eval_const(&e).unwrap_err();
+        assert_eq!((err.sqlstate(), err.message.as_str()), ("22003", "integer out of range"));
+        let e = Expr::Arith { op: ArithOp::Div, l: c(Value::Int4(1), Type::Int4), r: c(Value::Int4(0), Type::Int4), ty: Type::Int4 };
+        let err = eval_const(&e).unwrap_err();
+        assert_eq!((err.sqlstate(), err.message.as_str()), ("22012", "division by zero"));
+        let e = Expr::Arith { op: ArithOp::Div, l: c(Value::Int4(-7), Type::Int4), r: c(Value::Int4(2), Type::Int4), ty: Type::Int4 };
+        assert_eq!(eval_const(&e).unwrap(), Some(Value::Int4(-3)));
+        let e = Expr::Arith { op: ArithOp::Div, l: c(Value::Int4(i32::MIN), Type::Int4), r: c(Value::Int4(-1), Type::Int4), ty: Type::Int4 };
+        assert_eq!(eval_const(&e).unwrap_err().message, "integer out of range");
+        let e = Expr::Arith { op: ArithOp::Mul, l: c(Value::Int2(300), Type::Int2), r: c(Value::Int2(300), Type::Int2), ty: Type::Int2 };
+        assert_eq!(eval_const(&e).unwrap_err().message, "smallint out of range");
+        let e = Expr::Neg(c(Value::Int8(i64::MIN), Type::Int8), Type::Int8);
+        assert_eq!(eval_const(&e).unwrap_err().message, "bigint out of range");
+    }
+
+    #[test]
+    fn three_valued_logic() {
+        let null = || Expr::Const(Value::Null, Type::Bool);
+        let t = || Expr::Const(Value::Bool(true), Type::Bool);
+        let f = || Expr::Const(Value::Bool(false), Type::Bool);
+        assert_eq!(eval_const(&Expr::And(vec![null(), f()])).unwrap(), Some(Value::Bool(false)));
+        assert_eq!(eval_const(&Expr::And(vec![null(), t()])).unwrap(), Some(Value::Null));
+        assert_eq!(eval_const(&Expr::Or(vec![null(), t()])).unwrap(), Some(Value::Bool(true)));
+        assert_eq!(eval_const(&Expr::Not(Box::new(null()))).unwrap(), Some(Value::Null));
+        let cmp = Expr::Compare { op: CmpOp::Lt, l: c(Value::Text("a".into()), Type::Text), r: c(Value::Null, Type::Text) };
+        assert_eq!(eval_const(&cmp).unwrap(), Some(Value::Null));
+    }
+}

@@ -1,0 +1,177 @@
+//! The analyzed, typed form of a statement (a small logical plan) that the
+//! executor runs. Built by [`crate::analyze`]; every name is resolved, every
+//! expression typed, implicit casts made explicit.
+//!
+//! A query is the fixed pipeline PostgreSQL's simplest plans have:
+//! `source -> Filter -> (Aggregate) -> Project -> Sort -> Limit`, where the source
+//! is a sequential scan of one table, one empty row (no FROM), or a row generator.
+
+use crate::catalog::{Column, Table};
+use crate::types::{Type, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// Built-in scalar functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Func {
+    Version,
+    BackendPid,
+    Sleep,
+    SetConfig,
+    CurrentSetting,
+    Length,
+    Upper,
+    Lower,
+    Abs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggKind {
+    CountStar,
+    Count,
+    Sum,
+    Min,
+    Max,
+}
+
+#[derive(Clone, Debug)]
+pub struct Aggregate {
+    pub kind: AggKind,
+    pub arg: Option<Expr>,
+    pub ty: Type,
+}
+
+#[derive(Clone, Debug)]
+pub enum Expr {
+    Const(Value, Type),
+    /// A column of the input row.
+    Column(usize, Type),
+    /// `$n` (0-based here), of the statement's parameter type.
+    Param(usize, Type),
+    /// The result of aggregate `n` (in an aggregate query's output).
+    AggRef(usize, Type),
+    Cast { arg: Box<Expr>, from: Type, to: Type, typmod: i32, explicit: bool },
+    Arith { op: ArithOp, l: Box<Expr>, r: Box<Expr>, ty: Type },
+    Neg(Box<Expr>, Type),
+    Compare { op: CmpOp, l: Box<Expr>, r: Box<Expr> },
+    Concat(Box<Expr>, Box<Expr>),
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+    Not(Box<Expr>),
+    IsNull { arg: Box<Expr>, negated: bool },
+    Func { func: Func, args: Vec<Expr>, ty: Type },
+}
+
+impl Expr {
+    pub fn ty(&self) -> Type {
+        match self {
+            Expr::Const(_, t) | Expr::Column(_, t) | Expr::Param(_, t) | Expr::AggRef(_, t) => *t,
+            Expr::Cast { to, .. } => *to,
+            Expr::Arith { ty, .. } | Expr::Neg(_, ty) | Expr::Func { ty, .. } => *ty,
+            Expr::Compare { .. } | Expr::And(_) | Expr::Or(_) | Expr::Not(_) | Expr::IsNull { .. } => Type::Bool,
+            Expr::Concat(..) => Type::Text,
+        }
+    }
+}
+
+/// One output column.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub name: String,
+    pub expr: Expr,
+    /// varchar(n) typmod of a column reference, else -1.
+    pub typmod: i32,
+    /// The table OID and attribute number of a plain column reference (RowDescription).
+    pub origin: Option<(u32, i16)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct SortKey {
+    /// Index into the projected row (targets, then hidden sort columns).
+    pub column: usize,
+    pub desc: bool,
+    pub nulls_first: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// No FROM: one empty row.
+    OneRow,
+    Table(Table),
+    /// `SELECT generate_series(a, b)`: one int column.
+    Series(Expr, Expr, Type),
+}
+
+#[derive(Clone, Debug)]
+pub struct Query {
+    pub source: Source,
+    pub filter: Option<Expr>,
+    /// Non-empty: an aggregate query (one output row, no GROUP BY yet).
+    pub aggregates: Vec<Aggregate>,
+    pub targets: Vec<Target>,
+    /// Extra sort expressions computed after the targets and dropped after sorting.
+    pub hidden: Vec<Expr>,
+    pub order: Vec<SortKey>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+}
+
+#[derive(Clone, Debug)]
+pub enum TxnCmd {
+    Begin { isolation: Option<ferrogres_engine::txn::IsolationLevel> },
+    Commit,
+    Rollback,
+    Savepoint(String),
+    Release(String),
+    RollbackTo(String),
+    SetIsolation(ferrogres_engine::txn::IsolationLevel),
+}
+
+#[derive(Clone, Debug)]
+pub enum Statement {
+    Query(Query),
+    Insert { table: Table, rows: Vec<Vec<Expr>>, returning: Vec<Target> },
+    Delete { table: Table, filter: Option<Expr>, returning: Vec<Target> },
+    CreateTable { namespace: u32, name: String, columns: Vec<Column>, if_not_exists: bool },
+    DropTables { tables: Vec<(Option<String>, String)>, missing_ok: bool },
+    Transaction(TxnCmd),
+    Set { name: String, value: Option<String> },
+    Show(String),
+    Empty,
+}
+
+impl Statement {
+    /// The output columns, if the statement returns rows.
+    pub fn targets(&self) -> Option<Vec<Target>> {
+        match self {
+            Statement::Query(q) => Some(q.targets.clone()),
+            Statement::Insert { returning, .. } | Statement::Delete { returning, .. } if !returning.is_empty() => {
+                Some(returning.clone())
+            }
+            Statement::Show(name) => Some(vec![Target {
+                name: name.clone(),
+                expr: Expr::Const(Value::Null, Type::Text),
+                typmod: -1,
+                origin: None,
+            }]),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Rows between executor values and heap tuples: forming (with TOAST) on insert,
+//! deforming (with detoasting) on scan. Shared by the catalog and the executor.
+
+use crate::errors::{Result, SqlError};
+use crate::types::{self, Type, Value};
+use ferrogres_engine::engine::Backend;
+use ferrogres_engine::heap::heapam;
+use ferrogres_engine::heap::tuple::{deform_tuple, AttrDesc, Datum, Tid};
+use ferrogres_engine::storage::RelFileLocator;
+use ferrogres_engine::txn::snapshot::Snapshot;
+
+/// A relation's storage: where it lives and its column types.
+#[derive(Clone, Debug)]
+pub struct RelStorage {
+    pub rel: RelFileLocator,
+    pub toast: Option<RelFileLocator>,
+    pub types: Vec<Type>,
+}
+
+impl RelStorage {
+    pub fn descs(&self) -> Result<Vec<AttrDesc>> {
+        self.types
+            .iter()
+            .map(|t| t.attr_desc().ok_or_else(|| SqlError::internal(format!("column of type {} stored", t.typname()))))
+            .collect()
+    }
+}
+
+/// Inserts one row as the backend's current command.
+pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Tid> {
+    let descs = st.descs()?;
+    let datums: Vec<Option<Datum<'_>>> =
+        st.types.iter().zip(row).map(|(t, v)| types::to_datum(*t, v)).collect::<Result<_>>()?;
+    Ok(heapam::heap_insert_values(backend, st.rel, st.toast, &descs, &datums)?)
+}
+
+/// Every row of the relation visible to `snapshot`, with its TID, in physical order.
+/// (Materialized: the engine's scan is callback-driven under the page lock.)
+pub fn scan_rows(backend: &Backend, st: &RelStorage, snapshot: &Snapshot) -> Result<Vec<(Tid, Vec<Value>)>> {
+    let descs = st.descs()?;
+    let mut raw: Vec<(Tid, Vec<u8>)> = Vec::new();
+    heapam::heap_scan(backend, st.rel, snapshot, &mut |tid, t| {
+        raw.push((tid, t.to_vec()));
+        Ok(())
+    })?;
+    let mut out = Vec::with_capacity(raw.len());
+    for (tid, t) in raw {
+        out.push((tid, deform_row(backend, st, &descs, &t, snapshot)?));
+    }
+    Ok(out)
+}
+
+fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], snapshot: &Snapshot) -> Result<Vec<Value>> {
+    let datums = deform_tuple(descs, t)?;
+    let mut row = Vec::with_capacity(st.types.len());
+    for (i, ty) in st.types.iter().enumerate() {
+        // A column added after the row was written reads as NULL.
+        let d = datums.get(i).copied().flatten();
+        row.push(match d {
+            None => Value::Null,
+            Some(Datum::ByVal(raw)) => types::from_byval(*ty, raw)?,
+            Some(Datum::Varlena(b)) => types::from_varlena(b)?,
+            Some(d @ (Datum::Compressed { .. } | Datum::External(_))) => {
+                types::from_varlena(&heapam::heap_detoast(backend, st.rel, &d, snapshot)?)?
+            }
+            Some(Datum::Fixed(_)) => return Err(SqlError::internal("fixed by-reference datum of a built-in type")),
+        });
+    }
+    Ok(row)
+}

@@ -1,0 +1,877 @@
+//! A SQL session: the transaction state machine, statement execution for the
+//! simple and extended protocols, prepared statements and portals, settings.
+//!
+//! ```text
+//!            BEGIN                         error
+//!   Idle ─────────────▶ InBlock ───────────────────────▶ Failed
+//!    ▲  ╲ any statement    │ COMMIT/ROLLBACK               │ ROLLBACK / COMMIT (= rollback)
+//!    │   ╲ (implicit txn)  ▼                               │ ROLLBACK TO sp ──▶ InBlock
+//!    └──── end of string / Sync: commit (abort on error) ◀─┘
+//! ```
+//!
+//! - Outside a block, a simple-query string's statements run in one implicit
+//!   transaction, committed after the last one (PostgreSQL's behaviour); an error
+//!   rolls it back. In the extended protocol the implicit transaction lasts until
+//!   Sync.
+//! - In a block, an error moves to Failed: every statement but ROLLBACK, COMMIT
+//!   and ROLLBACK TO SAVEPOINT answers 25P02. The engine transaction stays open
+//!   until then, so ROLLBACK TO can undo just the failed part.
+//! - Each statement gets its own snapshot (READ COMMITTED; REPEATABLE READ reuses
+//!   the transaction's), and a command-counter increment after it.
+//!
+//! Plan cache: a prepared statement keeps its analyzed plan and is re-analyzed
+//! at Bind when the catalog changed since ([`catalog_version`]: bumped by every
+//! committed DDL transaction, plus the session's own uncommitted DDL).
+
+use crate::analyze::Analyzer;
+use crate::errors::{Result, Severity, SqlError};
+use crate::exec::{self, Ctx, Env};
+use crate::parser::{self, ParsedStmt};
+use crate::plan::{Statement, Target, TxnCmd};
+use crate::types::{self, Type, Value};
+use crate::catalog;
+use ferrogres_engine::engine::Backend;
+use ferrogres_engine::txn::IsolationLevel;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bumped after each committed transaction that changed the catalog.
+static CATALOG_VERSION: AtomicU64 = AtomicU64::new(0);
+
+pub fn catalog_version() -> u64 {
+    CATALOG_VERSION.load(Ordering::SeqCst)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxnStatus {
+    /// No transaction block (an implicit transaction may be open).
+    Idle,
+    InBlock,
+    Failed,
+}
+
+/// A column of a result, for RowDescription.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnDesc {
+    pub name: String,
+    pub ty: Type,
+    pub typmod: i32,
+    pub table_oid: u32,
+    pub column_id: i16,
+}
+
+/// Where a session sends results.
+pub trait Output {
+    fn row_description(&mut self, cols: &[ColumnDesc]) -> Result<()>;
+    fn row(&mut self, row: &[Value]) -> Result<()>;
+    fn command_complete(&mut self, tag: &str) -> Result<()>;
+    fn empty_query(&mut self) -> Result<()>;
+    fn notice(&mut self, notice: &SqlError) -> Result<()>;
+}
+
+/// How an Execute ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecOutcome {
+    Completed(String),
+    Suspended,
+    EmptyQuery,
+}
+
+/// A bound parameter as received: text or binary bytes, or NULL.
+#[derive(Clone, Copy, Debug)]
+pub enum ParamValue<'a> {
+    Null,
+    Text(&'a [u8]),
+    Binary(&'a [u8]),
+}
+
+/// One run-time setting (GUC).
+#[derive(Clone, Debug)]
+pub struct Setting {
+    pub name: String,
+    pub value: String,
+    pub default: String,
+    /// Reported to the client in ParameterStatus when it changes.
+    pub reported: bool,
+}
+
+/// The session's side of the executor's environment.
+pub struct SessionEnv {
+    pub settings: Vec<Setting>,
+    pub changed: Vec<(String, String)>,
+    pub pid: i32,
+    pub version: String,
+    pub interrupts: Box<dyn Fn() -> Result<()> + Send>,
+}
+
+impl SessionEnv {
+    fn find(&self, name: &str) -> Option<usize> {
+        self.settings.iter().position(|s| s.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        let lname = name.to_ascii_lowercase();
+        let Some(idx) = self.find(name) else {
+            return Err(SqlError::new(b"42704", format!("unrecognized configuration parameter \"{lname}\"")));
+        };
+        let value = value.map(str::to_string).unwrap_or_else(|| self.settings[idx].default.clone());
+        let value = match lname.as_str() {
+            "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes" | "in_hot_standby"
+            | "is_superuser" => return Err(SqlError::new(b"55P02", format!("parameter \"{lname}\" cannot be changed"))),
+            "client_encoding" => {
+                if !matches!(value.to_ascii_uppercase().as_str(), "UTF8" | "UTF-8" | "UNICODE") {
+                    return Err(SqlError::new(b"22023", format!("invalid value for parameter \"client_encoding\": \"{value}\""))
+                        .with_detail("ferrogres serves UTF8 only."));
+                }
+                "UTF8".to_string()
+            }
+            "datestyle" => {
+                if !matches!(value.to_ascii_uppercase().as_str(), "ISO" | "ISO, MDY" | "MDY, ISO" | "ISO,MDY") {
+                    return Err(SqlError::not_supported(format!("DateStyle \"{value}\"")));
+                }
+                "ISO, MDY".to_string()
+            }
+            "client_min_messages" => {
+                let v = value.to_ascii_lowercase();
+                let ok = ["debug5", "debug4", "debug3", "debug2", "debug1", "debug", "log", "notice", "warning", "error"];
+                if !ok.contains(&v.as_str()) {
+                    return Err(SqlError::new(b"22023", format!("invalid value for parameter \"client_min_messages\": \"{value}\""))
+                        .with_hint("Available values: debug5, debug4, debug3, debug2, debug1, log, notice, warning, error."));
+                }
+                if v == "debug" { "debug2".into() } else { v }
+            }
+            "extra_float_digits" => {
+                match value.trim().parse::<i32>() {
+                    Ok(n) if (-15..=3).contains(&n) => n.to_string(),
+                    Ok(n) => {
+                        return Err(SqlError::new(b"22023", format!("{n} is outside the valid range for parameter \"extra_float_digits\" (-15 .. 3)")))
+                    }
+                    Err(_) => {
+                        return Err(SqlError::new(b"22023", "invalid value for parameter \"extra_float_digits\": \"".to_string() + &value + "\""))
+                    }
+                }
+            }
+            _ => value,
+        };
+        let s = &mut self.settings[idx];
+        s.value = value.clone();
+        if s.reported {
+            let n = s.name.clone();
+            self.changed.retain(|(k, _)| *k != n);
+            self.changed.push((n, value));
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Result<String> {
+        self.find(name)
+            .map(|i| self.settings[i].value.clone())
+            .ok_or_else(|| SqlError::new(b"42704", format!("unrecognized configuration parameter \"{}\"", name.to_ascii_lowercase())))
+    }
+
+    fn canonical_name(&self, name: &str) -> String {
+        self.find(name).map(|i| self.settings[i].name.clone()).unwrap_or_else(|| name.to_string())
+    }
+
+    /// Whether a notice of this severity reaches the client (client_min_messages).
+    fn shows(&self, sev: Severity) -> bool {
+        let level = self.get("client_min_messages").unwrap_or_default();
+        match sev {
+            Severity::Notice => !matches!(level.as_str(), "warning" | "error"),
+            Severity::Warning => level != "error",
+            _ => true,
+        }
+    }
+}
+
+impl Env for SessionEnv {
+    fn check_interrupts(&self) -> Result<()> {
+        (self.interrupts)()
+    }
+    fn get_setting(&self, name: &str) -> Result<String> {
+        self.get(name)
+    }
+    fn set_setting(&mut self, name: &str, value: &str) -> Result<()> {
+        self.set(name, Some(value))
+    }
+    fn pid(&self) -> i32 {
+        self.pid
+    }
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+}
+
+struct Prepared {
+    parsed: Option<ParsedStmt>,
+    plan: Statement,
+    param_types: Vec<Type>,
+    /// (global catalog version, session DDL count) when analyzed.
+    version: (u64, u64),
+}
+
+enum PortalState {
+    NotStarted,
+    Rows { rows: VecDeque<Vec<Value>>, tag: String },
+    Done(String),
+}
+
+struct Portal {
+    plan: Statement,
+    params: Vec<Value>,
+    state: PortalState,
+}
+
+pub struct Session {
+    backend: Backend,
+    pub env: SessionEnv,
+    status: TxnStatus,
+    /// The open engine transaction is implicit (no BEGIN).
+    implicit: bool,
+    /// Statements run in the current transaction (SET TRANSACTION must come first).
+    stmts_in_txn: u64,
+    /// The current transaction changed the catalog.
+    did_ddl: bool,
+    /// DDL statements run by this session (own uncommitted DDL invalidates plans).
+    ddl_count: u64,
+    default_isolation: IsolationLevel,
+    prepared: HashMap<String, Prepared>,
+    portals: HashMap<String, Portal>,
+}
+
+fn txn_error(e: impl Into<SqlError>) -> SqlError {
+    e.into()
+}
+
+impl Session {
+    pub fn new(backend: Backend, env: SessionEnv) -> Session {
+        Session {
+            backend,
+            env,
+            status: TxnStatus::Idle,
+            implicit: false,
+            stmts_in_txn: 0,
+            did_ddl: false,
+            ddl_count: 0,
+            default_isolation: IsolationLevel::ReadCommitted,
+            prepared: HashMap::new(),
+            portals: HashMap::new(),
+        }
+    }
+
+    pub fn status(&self) -> TxnStatus {
+        self.status
+    }
+
+    pub fn take_parameter_changes(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.env.changed)
+    }
+
+    fn version(&self) -> (u64, u64) {
+        (catalog_version(), self.ddl_count)
+    }
+
+    // ---- transactions --------------------------------------------------------
+
+    fn ensure_txn(&mut self) -> Result<()> {
+        if !self.backend.txn.in_transaction() {
+            self.backend.txn.begin(self.default_isolation)?;
+            self.implicit = true;
+            self.stmts_in_txn = 0;
+            self.did_ddl = false;
+        }
+        Ok(())
+    }
+
+    fn end_txn(&mut self, commit: bool) -> Result<()> {
+        let was_ddl = self.did_ddl;
+        self.did_ddl = false;
+        self.implicit = false;
+        self.status = TxnStatus::Idle;
+        self.portals.clear();
+        if !self.backend.txn.in_transaction() {
+            return Ok(());
+        }
+        if commit {
+            self.backend.txn.commit().map_err(txn_error)?;
+            if was_ddl {
+                CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
+            }
+        } else {
+            self.backend.txn.abort().map_err(txn_error)?;
+        }
+        Ok(())
+    }
+
+    /// After an error: a block fails; an implicit transaction is rolled back.
+    fn on_error(&mut self) {
+        if self.status == TxnStatus::InBlock || self.status == TxnStatus::Failed {
+            self.status = TxnStatus::Failed;
+        } else {
+            let _ = self.end_txn(false);
+        }
+    }
+
+    fn check_not_failed(&self, plan: Option<&Statement>) -> Result<()> {
+        if self.status == TxnStatus::Failed
+            && !matches!(
+                plan,
+                Some(Statement::Transaction(TxnCmd::Commit | TxnCmd::Rollback | TxnCmd::RollbackTo(_)))
+            )
+        {
+            return Err(SqlError::new(b"25P02", "current transaction is aborted, commands ignored until end of transaction block"));
+        }
+        Ok(())
+    }
+
+    /// End of a simple-query string or Sync: commit the implicit transaction.
+    fn finish_implicit(&mut self) -> Result<()> {
+        if self.implicit && self.status == TxnStatus::Idle {
+            if let Err(e) = self.end_txn(true) {
+                self.on_error();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn transaction_command(&mut self, cmd: &TxnCmd, out: &mut dyn Output) -> Result<String> {
+        let warn = |out: &mut dyn Output, env: &SessionEnv, code: &[u8; 5], msg: &str| -> Result<()> {
+            if env.shows(Severity::Warning) {
+                out.notice(&SqlError::warning(code, msg))?;
+            }
+            Ok(())
+        };
+        Ok(match cmd {
+            TxnCmd::Begin { isolation } => {
+                if self.status != TxnStatus::Idle {
+                    warn(out, &self.env, b"25001", "there is already a transaction in progress")?;
+                    if let Some(i) = isolation {
+                        self.set_isolation(*i)?;
+                    }
+                    return Ok("BEGIN".into());
+                }
+                if self.backend.txn.in_transaction() {
+                    // BEGIN inside an implicit transaction turns it into a block.
+                    if let Some(i) = isolation {
+                        if *i != self.backend.txn.isolation() {
+                            if self.stmts_in_txn > 0 || self.backend.txn.top_xid().is_some() {
+                                return Err(SqlError::new(b"25001", "SET TRANSACTION ISOLATION LEVEL must be called before any query"));
+                            }
+                            self.backend.txn.abort()?;
+                            self.backend.txn.begin(*i)?;
+                        }
+                    }
+                } else {
+                    self.backend.txn.begin(isolation.unwrap_or(self.default_isolation))?;
+                    self.stmts_in_txn = 0;
+                    self.did_ddl = false;
+                }
+                self.implicit = false;
+                self.status = TxnStatus::InBlock;
+                "BEGIN".into()
+            }
+            TxnCmd::Commit => match self.status {
+                TxnStatus::Idle => {
+                    warn(out, &self.env, b"25P01", "there is no transaction in progress")?;
+                    "COMMIT".into()
+                }
+                TxnStatus::InBlock => {
+                    self.end_txn(true)?;
+                    "COMMIT".into()
+                }
+                TxnStatus::Failed => {
+                    self.end_txn(false)?;
+                    "ROLLBACK".into()
+                }
+            },
+            TxnCmd::Rollback => {
+                if self.status == TxnStatus::Idle {
+                    warn(out, &self.env, b"25P01", "there is no transaction in progress")?;
+                }
+                self.end_txn(false)?;
+                "ROLLBACK".into()
+            }
+            TxnCmd::Savepoint(name) => {
+                if self.status == TxnStatus::Idle {
+                    return Err(SqlError::new(b"25P01", "SAVEPOINT can only be used in transaction blocks"));
+                }
+                self.backend.txn.savepoint(name)?;
+                "SAVEPOINT".into()
+            }
+            TxnCmd::Release(name) => {
+                if self.status == TxnStatus::Idle {
+                    return Err(SqlError::new(b"25P01", "RELEASE SAVEPOINT can only be used in transaction blocks"));
+                }
+                self.backend.txn.release(name)?;
+                "RELEASE".into()
+            }
+            TxnCmd::RollbackTo(name) => {
+                if self.status == TxnStatus::Idle {
+                    return Err(SqlError::new(b"25P01", "ROLLBACK TO SAVEPOINT can only be used in transaction blocks"));
+                }
+                self.backend.txn.rollback_to(name)?;
+                self.status = TxnStatus::InBlock;
+                "ROLLBACK".into()
+            }
+            TxnCmd::SetIsolation(i) => {
+                if self.status == TxnStatus::Idle {
+                    warn(out, &self.env, b"25P01", "SET TRANSACTION can only be used in transaction blocks")?;
+                } else {
+                    self.set_isolation(*i)?;
+                }
+                "SET".into()
+            }
+        })
+    }
+
+    fn set_isolation(&mut self, i: IsolationLevel) -> Result<()> {
+        if i == self.backend.txn.isolation() {
+            return Ok(());
+        }
+        if self.stmts_in_txn > 0 || self.backend.txn.top_xid().is_some() {
+            return Err(SqlError::new(b"25001", "SET TRANSACTION ISOLATION LEVEL must be called before any query"));
+        }
+        self.backend.txn.abort()?;
+        self.backend.txn.begin(i)?;
+        Ok(())
+    }
+
+    // ---- analysis --------------------------------------------------------------
+
+    fn analyze(&mut self, st: &ParsedStmt, param_types: &mut Vec<Option<Type>>) -> Result<Statement> {
+        if let pg_query::NodeEnum::TransactionStmt(_) | pg_query::NodeEnum::VariableSetStmt(_) | pg_query::NodeEnum::VariableShowStmt(_) = &st.node {
+            let snap = ferrogres_engine::txn::snapshot::Snapshot {
+                xmin: 0,
+                xmax: 0,
+                xip: std::sync::Arc::from(Vec::new()),
+                subxip: std::sync::Arc::from(Vec::new()),
+                suboverflowed: false,
+                curcid: 0,
+                completion_count: 0,
+            };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types) };
+            let r = a.statement(&st.node);
+            *param_types = a.params;
+            return r;
+        }
+        self.ensure_txn()?;
+        let snap = self.backend.txn.statement_snapshot()?;
+        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types) };
+        let r = a.statement(&st.node);
+        *param_types = a.params;
+        r
+    }
+
+    // ---- execution -------------------------------------------------------------
+
+    /// Runs a statement's effect; returns its rows (if it returns rows) and tag.
+    fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+        (self.env.interrupts)()?;
+        if let Statement::Transaction(cmd) = plan {
+            return Ok((None, self.transaction_command(cmd, out)?));
+        }
+        match plan {
+            Statement::Set { name, value } => {
+                if name == "transaction_isolation" {
+                    let iso = match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                        Some("read committed") | Some("read uncommitted") | None => IsolationLevel::ReadCommitted,
+                        Some("repeatable read") => IsolationLevel::RepeatableRead,
+                        Some("serializable") => return Err(SqlError::not_supported("SERIALIZABLE isolation level")),
+                        Some(other) => {
+                            return Err(SqlError::new(b"22023", format!("invalid value for parameter \"transaction_isolation\": \"{other}\"")))
+                        }
+                    };
+                    return Ok((None, self.transaction_command(&TxnCmd::SetIsolation(iso), out)?));
+                }
+                self.env.set(name, value.as_deref())?;
+                return Ok((None, "SET".into()));
+            }
+            Statement::Show(name) => {
+                let v = match name.as_str() {
+                    "transaction_isolation" | "transaction isolation level" => {
+                        let iso = if self.backend.txn.in_transaction() { self.backend.txn.isolation() } else { self.default_isolation };
+                        match iso {
+                            IsolationLevel::ReadCommitted => "read committed".to_string(),
+                            IsolationLevel::RepeatableRead => "repeatable read".to_string(),
+                            _ => "serializable".to_string(),
+                        }
+                    }
+                    "all" => return Err(SqlError::not_supported("SHOW ALL")),
+                    n => self.env.get(n)?,
+                };
+                return Ok((Some(vec![vec![Value::Text(v)]]), "SHOW".into()));
+            }
+            Statement::Empty => return Ok((None, String::new())),
+            _ => {}
+        }
+        self.ensure_txn()?;
+        self.stmts_in_txn += 1;
+        let snap = self.backend.txn.statement_snapshot()?;
+        let result = self.run_in_txn(plan, params, snap, out);
+        // The next statement sees this one's changes.
+        self.backend.txn.command_counter_increment()?;
+        result
+    }
+
+    fn run_in_txn(
+        &mut self,
+        plan: &Statement,
+        params: &[Value],
+        snap: ferrogres_engine::txn::snapshot::Snapshot,
+        out: &mut dyn Output,
+    ) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+        let returning = |rows: Vec<Vec<Value>>, r: &[Target]| if r.is_empty() { None } else { Some(rows) };
+        match plan {
+            Statement::Query(q) => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let mut it = exec::run_query(q, &mut ctx)?;
+                let mut rows = Vec::new();
+                while let Some(r) = it.next(&mut ctx)? {
+                    rows.push(r);
+                }
+                let n = rows.len();
+                Ok((Some(rows), format!("SELECT {n}")))
+            }
+            Statement::Insert { table, rows, returning: r } => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let (n, rows) = exec::insert(table, rows, r, &mut ctx)?;
+                Ok((returning(rows, r), format!("INSERT 0 {n}")))
+            }
+            Statement::Delete { table, filter, returning: r } => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let (n, rows) = exec::delete(table, filter, r, &mut ctx)?;
+                Ok((returning(rows, r), format!("DELETE {n}")))
+            }
+            Statement::CreateTable { namespace, name, columns, if_not_exists } => {
+                let schema = (*namespace != catalog::PUBLIC_NAMESPACE).then(|| {
+                    // Only public and pg_catalog exist this round; keep the lookup general.
+                    String::new()
+                });
+                let _ = schema;
+                let exists = catalog::lookup_table(&self.backend, &snap, None, name)?.is_some() && *namespace == catalog::PUBLIC_NAMESPACE;
+                if exists {
+                    if *if_not_exists {
+                        if self.env.shows(Severity::Notice) {
+                            out.notice(&SqlError::notice(b"42P07", format!("relation \"{name}\" already exists, skipping")))?;
+                        }
+                        return Ok((None, "CREATE TABLE".into()));
+                    }
+                    return Err(SqlError::new(b"42P07", format!("relation \"{name}\" already exists")));
+                }
+                self.did_ddl = true;
+                self.ddl_count += 1;
+                catalog::create_table(&mut self.backend, *namespace, name, columns.clone())?;
+                Ok((None, "CREATE TABLE".into()))
+            }
+            Statement::DropTables { tables, missing_ok } => {
+                let mut found = Vec::new();
+                for (schema, name) in tables {
+                    let shown = match schema {
+                        Some(s) => format!("{s}.{name}"),
+                        None => name.clone(),
+                    };
+                    let t = match catalog::lookup_table(&self.backend, &snap, schema.as_deref(), name) {
+                        Ok(t) => t,
+                        Err(e) if e.sqlstate() == "3F000" && *missing_ok => None,
+                        Err(e) => return Err(e),
+                    };
+                    match t {
+                        Some(t) if t.namespace == catalog::PG_CATALOG_NAMESPACE => {
+                            return Err(SqlError::new(b"42501", format!("permission denied: \"{name}\" is a system catalog")))
+                        }
+                        Some(t) => found.push(t),
+                        None if *missing_ok => {
+                            if self.env.shows(Severity::Notice) {
+                                out.notice(&SqlError::notice(b"00000", format!("table \"{shown}\" does not exist, skipping")))?;
+                            }
+                        }
+                        None => return Err(SqlError::new(b"42P01", format!("table \"{shown}\" does not exist"))),
+                    }
+                }
+                if !found.is_empty() {
+                    self.did_ddl = true;
+                    self.ddl_count += 1;
+                }
+                for t in &found {
+                    catalog::drop_table(&mut self.backend, &snap, t)?;
+                }
+                Ok((None, "DROP TABLE".into()))
+            }
+            other => Err(SqlError::internal(format!("statement not executable here: {other:?}"))),
+        }
+    }
+
+    /// Output columns of a plan.
+    pub fn describe_plan(&self, plan: &Statement) -> Option<Vec<ColumnDesc>> {
+        plan.targets().map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    let name = match plan {
+                        Statement::Show(n) => self.env.canonical_name(n),
+                        _ => t.name.clone(),
+                    };
+                    ColumnDesc {
+                        name,
+                        ty: t.expr.ty(),
+                        typmod: t.typmod,
+                        table_oid: t.origin.map_or(0, |o| o.0),
+                        column_id: t.origin.map_or(0, |o| o.1),
+                    }
+                })
+                .collect()
+        })
+    }
+
+    // ---- simple query ----------------------------------------------------------
+
+    pub fn execute_simple(&mut self, sql: &str, out: &mut dyn Output) -> Result<()> {
+        let stmts = match parser::parse(sql) {
+            Ok(s) => s,
+            Err(e) => {
+                self.on_error();
+                return Err(e);
+            }
+        };
+        if stmts.is_empty() {
+            return out.empty_query();
+        }
+        for st in &stmts {
+            if let Err(e) = self.simple_one(st, out) {
+                self.on_error();
+                return Err(e);
+            }
+        }
+        self.finish_implicit()
+    }
+
+    fn simple_one(&mut self, st: &ParsedStmt, out: &mut dyn Output) -> Result<()> {
+        if self.status == TxnStatus::Failed {
+            // Only transaction control is even analyzed in a failed block.
+            match &st.node {
+                pg_query::NodeEnum::TransactionStmt(_) => {}
+                _ => return self.check_not_failed(None),
+            }
+        }
+        let mut params = Vec::new();
+        let plan = self.analyze(st, &mut params)?;
+        if !params.is_empty() {
+            return Err(SqlError::new(b"42P02", "there is no parameter $1"));
+        }
+        self.check_not_failed(Some(&plan))?;
+        let cols = self.describe_plan(&plan);
+        let (rows, tag) = self.run(&plan, &[], out)?;
+        if let Some(cols) = cols {
+            out.row_description(&cols)?;
+            for r in rows.unwrap_or_default() {
+                out.row(&r)?;
+            }
+        }
+        out.command_complete(&tag)
+    }
+
+    // ---- extended query --------------------------------------------------------
+
+    /// Parse: `param_types` are the client's type OIDs (0 = infer).
+    pub fn parse(&mut self, name: &str, sql: &str, param_oids: &[u32]) -> Result<()> {
+        let r = self.parse_inner(name, sql, param_oids);
+        r.inspect_err(|_| self.on_error())
+    }
+
+    fn parse_inner(&mut self, name: &str, sql: &str, param_oids: &[u32]) -> Result<()> {
+        let stmts = parser::parse(sql)?;
+        if stmts.len() > 1 {
+            return Err(SqlError::syntax("cannot insert multiple commands into a prepared statement"));
+        }
+        if !name.is_empty() && self.prepared.contains_key(name) {
+            return Err(SqlError::new(b"42P05", format!("prepared statement \"{name}\" already exists")));
+        }
+        let mut types: Vec<Option<Type>> = Vec::new();
+        for &oid in param_oids {
+            types.push(match oid {
+                0 => None,
+                oid => Some(Type::from_oid(oid).ok_or_else(|| SqlError::not_supported(format!("parameter type with OID {oid}")))?),
+            });
+        }
+        let (parsed, plan) = match stmts.into_iter().next() {
+            None => (None, Statement::Empty),
+            Some(st) => {
+                if self.status == TxnStatus::Failed && !matches!(st.node, pg_query::NodeEnum::TransactionStmt(_)) {
+                    self.check_not_failed(None)?;
+                }
+                let plan = self.analyze(&st, &mut types)?;
+                (Some(st), plan)
+            }
+        };
+        // Parameters nobody gave a type to are text, as unknown resolves.
+        let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
+        let version = self.version();
+        self.prepared.insert(name.to_string(), Prepared { parsed, plan, param_types, version });
+        Ok(())
+    }
+
+    pub fn describe_statement(&mut self, name: &str) -> Result<(Vec<Type>, Option<Vec<ColumnDesc>>)> {
+        let r = (|| {
+            let p = self.prepared.get(name).ok_or_else(|| no_statement(name))?;
+            Ok((p.param_types.clone(), self.describe_plan(&p.plan)))
+        })();
+        r.inspect_err(|_| self.on_error())
+    }
+
+    pub fn describe_portal(&mut self, name: &str) -> Result<Option<Vec<ColumnDesc>>> {
+        let r = match self.portals.get(name) {
+            Some(p) => Ok(self.describe_plan(&p.plan)),
+            None => Err(SqlError::new(b"34000", format!("portal \"{name}\" does not exist"))),
+        };
+        r.inspect_err(|_| self.on_error())
+    }
+
+    /// Bind: decodes the parameters with the statement's types.
+    pub fn bind(&mut self, portal: &str, statement: &str, params: &[ParamValue<'_>]) -> Result<()> {
+        let r = self.bind_inner(portal, statement, params);
+        r.inspect_err(|_| self.on_error())
+    }
+
+    fn bind_inner(&mut self, portal: &str, statement: &str, params: &[ParamValue<'_>]) -> Result<()> {
+        let version = self.version();
+        let (stale, nparams) = match self.prepared.get(statement) {
+            None => return Err(no_statement(statement)),
+            Some(p) => (p.version != version && p.parsed.is_some(), p.param_types.len()),
+        };
+        if params.len() != nparams {
+            return Err(SqlError::new(
+                b"08P01",
+                format!("bind message supplies {} parameters, but prepared statement \"{statement}\" requires {nparams}", params.len()),
+            ));
+        }
+        let plan_is_txn = matches!(self.prepared[statement].plan, Statement::Transaction(_));
+        if self.status == TxnStatus::Failed && !plan_is_txn {
+            self.check_not_failed(None)?;
+        }
+        if stale {
+            // The catalog changed: analyze again with the same parameter types.
+            let parsed = self.prepared[statement].parsed.clone().expect("checked above");
+            let mut types: Vec<Option<Type>> = self.prepared[statement].param_types.iter().map(|t| Some(*t)).collect();
+            let plan = self.analyze(&parsed, &mut types)?;
+            let p = self.prepared.get_mut(statement).expect("checked above");
+            p.plan = plan;
+            p.version = version;
+        }
+        let p = &self.prepared[statement];
+        let mut values = Vec::with_capacity(params.len());
+        for (i, (pv, ty)) in params.iter().zip(&p.param_types).enumerate() {
+            values.push(match pv {
+                ParamValue::Null => Value::Null,
+                ParamValue::Text(b) => {
+                    let s = std::str::from_utf8(b).map_err(|e| {
+                        SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{:02x}", b[e.valid_up_to()]))
+                    })?;
+                    types::input(*ty, s, -1)?
+                }
+                ParamValue::Binary(b) => types::recv(*ty, b).map_err(|e| {
+                    if e.code == *b"22P03" {
+                        SqlError::new(b"22P03", format!("incorrect binary data format in bind parameter {}", i + 1))
+                    } else {
+                        e
+                    }
+                })?,
+            });
+        }
+        if !portal.is_empty() && self.portals.contains_key(portal) {
+            return Err(SqlError::new(b"42P03", format!("cursor \"{portal}\" already exists")));
+        }
+        let plan = p.plan.clone();
+        if !matches!(plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
+            self.ensure_txn()?;
+        }
+        self.portals.insert(portal.to_string(), Portal { plan, params: values, state: PortalState::NotStarted });
+        Ok(())
+    }
+
+    pub fn execute(&mut self, portal: &str, max_rows: u32, out: &mut dyn Output) -> Result<ExecOutcome> {
+        let r = self.execute_inner(portal, max_rows, out);
+        r.inspect_err(|_| self.on_error())
+    }
+
+    fn execute_inner(&mut self, portal: &str, max_rows: u32, out: &mut dyn Output) -> Result<ExecOutcome> {
+        let Some(mut p) = self.portals.remove(portal) else {
+            return Err(SqlError::new(b"34000", format!("portal \"{portal}\" does not exist")));
+        };
+        if !matches!(p.plan, Statement::Transaction(_)) {
+            self.check_not_failed(None)?;
+        }
+        if matches!(p.plan, Statement::Empty) {
+            return Ok(ExecOutcome::EmptyQuery);
+        }
+        if let PortalState::NotStarted = p.state {
+            let (rows, tag) = self.run(&p.plan, &p.params, out)?;
+            p.state = match rows {
+                Some(rows) => PortalState::Rows { rows: rows.into(), tag },
+                None => PortalState::Done(tag),
+            };
+        }
+        let outcome = match &mut p.state {
+            PortalState::NotStarted => return Err(SqlError::internal("portal not started")),
+            PortalState::Done(tag) => ExecOutcome::Completed(tag.clone()),
+            PortalState::Rows { rows, tag } => {
+                let mut n: u64 = 0;
+                loop {
+                    if max_rows > 0 && n == max_rows as u64 {
+                        if rows.is_empty() {
+                            break;
+                        }
+                        let ends_txn = matches!(p.plan, Statement::Transaction(_));
+                        if !ends_txn {
+                            self.portals.insert(portal.to_string(), p);
+                        }
+                        return Ok(ExecOutcome::Suspended);
+                    }
+                    let Some(r) = rows.pop_front() else { break };
+                    out.row(&r)?;
+                    n += 1;
+                }
+                let t = if tag.starts_with("SELECT") {
+                    format!("SELECT {n}")
+                } else {
+                    tag.clone()
+                };
+                // A finished SELECT portal executed again returns no rows.
+                if tag.starts_with("SELECT") {
+                    *tag = "SELECT 0".into();
+                }
+                ExecOutcome::Completed(t)
+            }
+        };
+        // Transaction end drops every portal, this one included.
+        if self.backend.txn.in_transaction() || self.status != TxnStatus::Idle {
+            self.portals.insert(portal.to_string(), p);
+        }
+        Ok(outcome)
+    }
+
+    pub fn close_statement(&mut self, name: &str) {
+        self.prepared.remove(name);
+    }
+
+    pub fn close_portal(&mut self, name: &str) {
+        self.portals.remove(name);
+    }
+
+    pub fn sync(&mut self) -> Result<()> {
+        self.finish_implicit()
+    }
+
+    /// The connection ends: roll back.
+    pub fn terminate(&mut self) {
+        let _ = self.end_txn(false);
+        self.prepared.clear();
+    }
+}
+
+fn no_statement(name: &str) -> SqlError {
+    if name.is_empty() {
+        SqlError::new(b"26000", "unnamed prepared statement does not exist")
+    } else {
+        SqlError::new(b"26000", format!("prepared statement \"{name}\" does not exist"))
+    }
+}

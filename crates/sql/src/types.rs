@@ -1,0 +1,602 @@
+//! Built-in types: OIDs, storage attributes (typlen/typalign as pg_type has them),
+//! the executor's [`Value`], and the text/binary input and output functions with
+//! PostgreSQL's error texts.
+//!
+//! | type | oid | typlen | typalign | Value |
+//! |---|---|---|---|---|
+//! | bool | 16 | 1 | c | `Bool` |
+//! | int2 (smallint) | 21 | 2 | s | `Int2` |
+//! | int4 (integer) | 23 | 4 | i | `Int4` |
+//! | int8 (bigint) | 20 | 8 | d | `Int8` |
+//! | oid | 26 | 4 | i | `Oid` |
+//! | float8 (double precision) | 701 | 8 | d | `Float8` |
+//! | text | 25 | -1 | i | `Text` |
+//! | varchar (character varying) | 1043 | -1 | i | `Text` (typmod = n + 4) |
+//! | unknown (an untyped literal) | 705 | -2 | c | `Text` |
+//! | void | 2278 | 4 | i | `Null` |
+//!
+//! numeric (1700) is not implemented: a decimal literal such as `1.5` answers 0A000.
+
+use crate::errors::{Result, SqlError};
+use ferrogres_engine::heap::tuple::{AttrDesc, Datum};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Oid,
+    Float8,
+    Text,
+    Varchar,
+    Unknown,
+    Void,
+    /// Only as the type of a decimal literal (`1.5`) on its way to float8 or an
+    /// integer type; any other use is 0A000 until numeric exists.
+    Numeric,
+}
+
+pub const TYPES: [Type; 11] = [
+    Type::Bool,
+    Type::Int2,
+    Type::Int4,
+    Type::Int8,
+    Type::Oid,
+    Type::Float8,
+    Type::Text,
+    Type::Varchar,
+    Type::Unknown,
+    Type::Void,
+    Type::Numeric,
+];
+
+impl Type {
+    pub fn oid(self) -> u32 {
+        match self {
+            Type::Bool => 16,
+            Type::Int2 => 21,
+            Type::Int4 => 23,
+            Type::Int8 => 20,
+            Type::Oid => 26,
+            Type::Float8 => 701,
+            Type::Text => 25,
+            Type::Varchar => 1043,
+            Type::Unknown => 705,
+            Type::Void => 2278,
+            Type::Numeric => 1700,
+        }
+    }
+    pub fn from_oid(oid: u32) -> Option<Type> {
+        TYPES.iter().copied().find(|t| t.oid() == oid)
+    }
+    /// pg_type.typname.
+    pub fn typname(self) -> &'static str {
+        match self {
+            Type::Bool => "bool",
+            Type::Int2 => "int2",
+            Type::Int4 => "int4",
+            Type::Int8 => "int8",
+            Type::Oid => "oid",
+            Type::Float8 => "float8",
+            Type::Text => "text",
+            Type::Varchar => "varchar",
+            Type::Unknown => "unknown",
+            Type::Void => "void",
+            Type::Numeric => "numeric",
+        }
+    }
+    /// The name format_type() shows in messages.
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            Type::Bool => "boolean",
+            Type::Int2 => "smallint",
+            Type::Int4 => "integer",
+            Type::Int8 => "bigint",
+            Type::Oid => "oid",
+            Type::Float8 => "double precision",
+            Type::Text => "text",
+            Type::Varchar => "character varying",
+            Type::Unknown => "unknown",
+            Type::Void => "void",
+            Type::Numeric => "numeric",
+        }
+    }
+    /// The name with its modifier, as format_type(oid, typmod).
+    pub fn name_with_typmod(self, typmod: i32) -> String {
+        match self {
+            Type::Varchar if typmod >= 4 => format!("character varying({})", typmod - 4),
+            t => t.sql_name().to_string(),
+        }
+    }
+    /// pg_type.typlen.
+    pub fn typlen(self) -> i16 {
+        match self {
+            Type::Bool => 1,
+            Type::Int2 => 2,
+            Type::Int4 | Type::Oid | Type::Void => 4,
+            Type::Int8 | Type::Float8 => 8,
+            Type::Text | Type::Varchar | Type::Numeric => -1,
+            Type::Unknown => -2,
+        }
+    }
+    /// How a column of this type is stored in a heap tuple.
+    pub fn attr_desc(self) -> Option<AttrDesc> {
+        Some(match self {
+            Type::Bool => AttrDesc::fixed(1),
+            Type::Int2 => AttrDesc::fixed(2),
+            Type::Int4 | Type::Oid => AttrDesc::fixed(4),
+            Type::Int8 | Type::Float8 => AttrDesc::fixed(8),
+            Type::Text | Type::Varchar => AttrDesc::varlena(),
+            Type::Unknown | Type::Void | Type::Numeric => return None,
+        })
+    }
+    pub fn is_integer(self) -> bool {
+        matches!(self, Type::Int2 | Type::Int4 | Type::Int8)
+    }
+    pub fn is_numeric(self) -> bool {
+        self.is_integer() || self == Type::Float8
+    }
+    pub fn is_string(self) -> bool {
+        matches!(self, Type::Text | Type::Varchar | Type::Unknown)
+    }
+    /// A type name as written in SQL (`int`, `integer`, `int4`, `pg_catalog.int4`...).
+    pub fn from_sql_name(name: &str) -> Option<Type> {
+        Some(match name {
+            "bool" | "boolean" => Type::Bool,
+            "int2" | "smallint" => Type::Int2,
+            "int4" | "int" | "integer" => Type::Int4,
+            "int8" | "bigint" => Type::Int8,
+            "oid" => Type::Oid,
+            "float8" | "double precision" => Type::Float8,
+            "text" => Type::Text,
+            "varchar" | "character varying" => Type::Varchar,
+            "unknown" => Type::Unknown,
+            "void" => Type::Void,
+            "numeric" | "decimal" => Type::Numeric,
+            _ => return None,
+        })
+    }
+}
+
+/// An executor value. Strings of every string type are `Text`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int2(i16),
+    Int4(i32),
+    Int8(i64),
+    Oid(u32),
+    Float8(f64),
+    Text(String),
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+    /// An integer value widened to i64.
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Int2(v) => Some(v as i64),
+            Value::Int4(v) => Some(v as i64),
+            Value::Int8(v) => Some(v),
+            Value::Oid(v) => Some(v as i64),
+            _ => None,
+        }
+    }
+}
+
+pub fn out_of_range(ty: Type) -> SqlError {
+    SqlError::new(b"22003", format!("{} out of range", ty.sql_name()))
+}
+
+fn invalid_syntax(ty: Type, s: &str) -> SqlError {
+    SqlError::new(b"22P02", format!("invalid input syntax for type {}: \"{s}\"", ty.sql_name()))
+}
+
+/// Parses an integer as PostgreSQL's int2in/int4in/int8in: surrounding blanks, an
+/// optional sign, decimal digits (PostgreSQL 16's `_` separators and hex are not
+/// accepted, as in 15).
+fn parse_int(ty: Type, s: &str, min: i64, max: i64) -> Result<i64> {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid_syntax(ty, s));
+    }
+    let range = || SqlError::new(b"22003", format!("value \"{s}\" is out of range for type {}", ty.sql_name()));
+    let mut v: i128 = 0;
+    for b in digits.bytes() {
+        v = v * 10 + (b - b'0') as i128;
+        if v > (1i128 << 64) {
+            return Err(range());
+        }
+    }
+    let v = if neg { -v } else { v };
+    if v < min as i128 || v > max as i128 {
+        return Err(range());
+    }
+    Ok(v as i64)
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace()).to_ascii_lowercase();
+    if t.is_empty() {
+        return None;
+    }
+    let prefix_of = |word: &str, min: usize| t.len() >= min && word.starts_with(t.as_str());
+    if prefix_of("true", 1) || prefix_of("yes", 1) || t == "on" || t == "1" {
+        Some(true)
+    } else if prefix_of("false", 1) || prefix_of("no", 1) || prefix_of("off", 2) || t == "0" {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+fn parse_float8(s: &str) -> Result<f64> {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
+    let lower = t.to_ascii_lowercase();
+    let special = match lower.as_str() {
+        "nan" => Some(f64::NAN),
+        "infinity" | "+infinity" | "inf" | "+inf" => Some(f64::INFINITY),
+        "-infinity" | "-inf" => Some(f64::NEG_INFINITY),
+        _ => None,
+    };
+    if let Some(v) = special {
+        return Ok(v);
+    }
+    let ok_chars = !t.is_empty()
+        && t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'))
+        && t.bytes().any(|b| b.is_ascii_digit());
+    let v: f64 = if ok_chars { t.parse().map_err(|_| invalid_syntax(Type::Float8, s))? } else {
+        return Err(invalid_syntax(Type::Float8, s));
+    };
+    if v.is_infinite() {
+        return Err(SqlError::new(b"22003", format!("\"{t}\" is out of range for type double precision")));
+    }
+    if v == 0.0 && t.bytes().any(|b| (b'1'..=b'9').contains(&b)) && lower.contains('e') {
+        // Underflow to zero: PostgreSQL reports it as out of range too.
+        let mantissa = lower.split('e').next().unwrap_or("");
+        if mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+            return Err(SqlError::new(b"22003", format!("\"{t}\" is out of range for type double precision")));
+        }
+    }
+    Ok(v)
+}
+
+/// A type's text input function. `typmod` applies varchar(n)'s length check
+/// (an assignment: trailing blanks beyond n are cut, anything else is 22001).
+pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
+    Ok(match ty {
+        Type::Bool => Value::Bool(parse_bool(s).ok_or_else(|| invalid_syntax(Type::Bool, s))?),
+        Type::Int2 => Value::Int2(parse_int(ty, s, i16::MIN as i64, i16::MAX as i64)? as i16),
+        Type::Int4 => Value::Int4(parse_int(ty, s, i32::MIN as i64, i32::MAX as i64)? as i32),
+        Type::Int8 => Value::Int8(parse_int(ty, s, i64::MIN, i64::MAX)?),
+        Type::Oid => {
+            let v = parse_int(ty, s, i32::MIN as i64, u32::MAX as i64)?;
+            Value::Oid(v as u32)
+        }
+        Type::Float8 => Value::Float8(parse_float8(s)?),
+        Type::Text | Type::Unknown => Value::Text(s.to_string()),
+        Type::Varchar => Value::Text(check_varchar(s, typmod, false)?),
+        Type::Void => Value::Null,
+        Type::Numeric => return Err(SqlError::not_supported("type numeric")),
+    })
+}
+
+/// varchar(n): at most n characters. On assignment, extra trailing blanks are cut
+/// and other excess is 22001; an explicit cast truncates.
+pub fn check_varchar(s: &str, typmod: i32, explicit: bool) -> Result<String> {
+    if typmod < 4 {
+        return Ok(s.to_string());
+    }
+    let max = (typmod - 4) as usize;
+    let n = s.chars().count();
+    if n <= max {
+        return Ok(s.to_string());
+    }
+    let cut: String = s.chars().take(max).collect();
+    if explicit || s.chars().skip(max).all(|c| c == ' ') {
+        return Ok(cut);
+    }
+    Err(SqlError::new(b"22001", format!("value too long for type character varying({max})")))
+}
+
+/// A value's text output (typoutput).
+pub fn output(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Null => return None,
+        Value::Bool(b) => if *b { "t" } else { "f" }.to_string(),
+        Value::Int2(i) => i.to_string(),
+        Value::Int4(i) => i.to_string(),
+        Value::Int8(i) => i.to_string(),
+        Value::Oid(i) => i.to_string(),
+        Value::Float8(f) => float8_out(*f),
+        Value::Text(s) => s.clone(),
+    })
+}
+
+/// float8out with extra_float_digits >= 1 (the default): the shortest text that
+/// reads back as the same double, in %g-like layout (exponent when < -4 or >= 15).
+pub fn float8_out(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    // Shortest round-trip digits and exponent from Rust's formatter.
+    let e = format!("{f:e}");
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    if !(-4..15).contains(&exp) {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push_str(&format!("e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs()));
+    } else if exp < 0 {
+        out.push_str("0.");
+        for _ in 0..(-exp - 1) {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else {
+        let int_len = exp as usize + 1;
+        if digits.len() <= int_len {
+            out.push_str(&digits);
+            for _ in digits.len()..int_len {
+                out.push('0');
+            }
+        } else {
+            out.push_str(&digits[..int_len]);
+            out.push('.');
+            out.push_str(&digits[int_len..]);
+        }
+    }
+    out
+}
+
+/// A value's binary output (typsend).
+pub fn send(v: &Value) -> Option<Vec<u8>> {
+    Some(match v {
+        Value::Null => return None,
+        Value::Bool(b) => vec![*b as u8],
+        Value::Int2(i) => i.to_be_bytes().to_vec(),
+        Value::Int4(i) => i.to_be_bytes().to_vec(),
+        Value::Int8(i) => i.to_be_bytes().to_vec(),
+        Value::Oid(i) => i.to_be_bytes().to_vec(),
+        Value::Float8(f) => f.to_bits().to_be_bytes().to_vec(),
+        Value::Text(s) => s.as_bytes().to_vec(),
+    })
+}
+
+/// A type's binary input (typreceive). Wrong lengths are 22P03.
+pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
+    let bad = || SqlError::new(b"22P03", "insufficient data left in message");
+    let fixed = |n: usize| -> Result<&[u8]> {
+        if b.len() < n {
+            Err(bad())
+        } else if b.len() > n {
+            Err(SqlError::new(b"22P03", "incorrect binary data format"))
+        } else {
+            Ok(b)
+        }
+    };
+    Ok(match ty {
+        Type::Bool => Value::Bool(fixed(1)?[0] != 0),
+        Type::Int2 => Value::Int2(i16::from_be_bytes(fixed(2)?.try_into().unwrap())),
+        Type::Int4 => Value::Int4(i32::from_be_bytes(fixed(4)?.try_into().unwrap())),
+        Type::Int8 => Value::Int8(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
+        Type::Oid => Value::Oid(u32::from_be_bytes(fixed(4)?.try_into().unwrap())),
+        Type::Float8 => Value::Float8(f64::from_bits(u64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
+        Type::Text | Type::Varchar | Type::Unknown => Value::Text(
+            String::from_utf8(b.to_vec())
+                .map_err(|e| {
+                    let byte = b[e.utf8_error().valid_up_to()];
+                    SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{byte:02x}"))
+                })?,
+        ),
+        Type::Void => Value::Null,
+        Type::Numeric => return Err(SqlError::not_supported("type numeric")),
+    })
+}
+
+/// The heap datum of a (non-null) value stored in a column of type `ty`.
+pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
+    Ok(Some(match (ty, v) {
+        (_, Value::Null) => return Ok(None),
+        (Type::Bool, Value::Bool(b)) => Datum::ByVal(*b as u64),
+        (Type::Int2, Value::Int2(i)) => Datum::ByVal(*i as u16 as u64),
+        (Type::Int4, Value::Int4(i)) => Datum::ByVal(*i as u32 as u64),
+        (Type::Int8, Value::Int8(i)) => Datum::ByVal(*i as u64),
+        (Type::Oid, Value::Oid(i)) => Datum::ByVal(*i as u64),
+        (Type::Float8, Value::Float8(f)) => Datum::ByVal(f.to_bits()),
+        (Type::Text | Type::Varchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
+        (t, v) => return Err(SqlError::internal(format!("value {v:?} stored into a column of type {}", t.typname()))),
+    }))
+}
+
+/// A value from a stored by-value datum, or from a varlena's plain bytes.
+pub fn from_byval(ty: Type, raw: u64) -> Result<Value> {
+    Ok(match ty {
+        Type::Bool => Value::Bool(raw != 0),
+        Type::Int2 => Value::Int2(raw as u16 as i16),
+        Type::Int4 => Value::Int4(raw as u32 as i32),
+        Type::Int8 => Value::Int8(raw as i64),
+        Type::Oid => Value::Oid(raw as u32),
+        Type::Float8 => Value::Float8(f64::from_bits(raw)),
+        t => return Err(SqlError::internal(format!("by-value datum for type {}", t.typname()))),
+    })
+}
+
+pub fn from_varlena(bytes: &[u8]) -> Result<Value> {
+    String::from_utf8(bytes.to_vec())
+        .map(Value::Text)
+        .map_err(|_| SqlError::new(b"XX001", "invalid UTF-8 in a stored text value"))
+}
+
+/// Converts `v` (of type `from`) to type `to`, as a cast does. `explicit` is a
+/// written CAST/`::` (varchar truncates silently); otherwise it is an assignment.
+pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Result<Value> {
+    if v.is_null() {
+        return Ok(Value::Null);
+    }
+    if from.is_string() {
+        return match (to, v) {
+            (Type::Varchar, Value::Text(s)) => Ok(Value::Text(check_varchar(&s, typmod, explicit)?)),
+            (_, Value::Text(s)) => input(to, &s, typmod),
+            (_, v) => Err(SqlError::internal(format!("string of type {} holds {v:?}", from.typname()))),
+        };
+    }
+    if to.is_string() {
+        let s = output(&v).unwrap_or_default();
+        return if to == Type::Varchar { Ok(Value::Text(check_varchar(&s, typmod, explicit)?)) } else { Ok(Value::Text(s)) };
+    }
+    if from == to {
+        return Ok(v);
+    }
+    let int_to = |i: i64| -> Result<Value> {
+        Ok(match to {
+            Type::Int2 => Value::Int2(i16::try_from(i).map_err(|_| out_of_range(Type::Int2))?),
+            Type::Int4 => Value::Int4(i32::try_from(i).map_err(|_| out_of_range(Type::Int4))?),
+            Type::Int8 => Value::Int8(i),
+            Type::Oid => Value::Oid(u32::try_from(i).map_err(|_| SqlError::new(b"22003", "OID out of range"))?),
+            Type::Float8 => Value::Float8(i as f64),
+            Type::Bool if from == Type::Int4 => Value::Bool(i != 0),
+            _ => return Err(cannot_cast(from, to)),
+        })
+    };
+    match v {
+        Value::Int2(_) | Value::Int4(_) | Value::Int8(_) | Value::Oid(_) => int_to(v.as_i64().unwrap_or(0)),
+        Value::Float8(f) => {
+            let r = f.round_ties_even();
+            let in_range = |lo: f64, hi: f64| !f.is_nan() && r >= lo && r < hi;
+            match to {
+                Type::Int2 if in_range(-32768.0, 32768.0) => Ok(Value::Int2(r as i16)),
+                Type::Int4 if in_range(-2147483648.0, 2147483648.0) => Ok(Value::Int4(r as i32)),
+                Type::Int8 if in_range(-9.223372036854776e18, 9.223372036854776e18) => Ok(Value::Int8(r as i64)),
+                Type::Int2 | Type::Int4 | Type::Int8 => Err(out_of_range(to)),
+                _ => Err(cannot_cast(from, to)),
+            }
+        }
+        Value::Bool(b) if to == Type::Int4 => Ok(Value::Int4(b as i32)),
+        _ => Err(cannot_cast(from, to)),
+    }
+}
+
+pub fn cannot_cast(from: Type, to: Type) -> SqlError {
+    SqlError::new(b"42846", format!("cannot cast type {} to {}", from.sql_name(), to.sql_name()))
+}
+
+/// Whether a cast exists (explicitly), and whether it is allowed implicitly /
+/// in assignment (pg_cast's castcontext).
+pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
+    use Type::*;
+    if from == to || from == Unknown {
+        return true;
+    }
+    if from == Numeric {
+        return match to {
+            Float8 => true,
+            Int2 | Int4 | Int8 => context != CastContext::Implicit,
+            _ => false,
+        };
+    }
+    let implicit = matches!(
+        (from, to),
+        (Int2, Int4 | Int8 | Float8) | (Int4, Int8 | Float8) | (Int8, Float8) | (Varchar, Text) | (Text, Varchar)
+            | (Int2 | Int4 | Int8, Oid)
+    );
+    let assignment = implicit
+        || matches!((from, to), (Int4 | Int8, Int2) | (Int8, Int4) | (Float8, Int2 | Int4 | Int8) | (Oid, Int4 | Int8))
+        || (to.is_string() && from != Void);
+    let explicit = assignment || matches!((from, to), (Int4, Bool) | (Bool, Int4)) || from.is_string();
+    match context {
+        CastContext::Implicit => implicit,
+        CastContext::Assignment => assignment,
+        CastContext::Explicit => explicit,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CastContext {
+    Implicit,
+    Assignment,
+    Explicit,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_input_and_errors() {
+        assert_eq!(input(Type::Int4, " -42 ", -1).unwrap(), Value::Int4(-42));
+        assert_eq!(input(Type::Int4, "+7", -1).unwrap(), Value::Int4(7));
+        let e = input(Type::Int4, "abc", -1).unwrap_err();
+        assert_eq!((e.sqlstate(), e.message.as_str()), ("22P02", "invalid input syntax for type integer: \"abc\""));
+        let e = input(Type::Int4, "2147483648", -1).unwrap_err();
+        assert_eq!(e.sqlstate(), "22003");
+        assert_eq!(e.message, "value \"2147483648\" is out of range for type integer");
+        assert_eq!(input(Type::Int4, "-2147483648", -1).unwrap(), Value::Int4(i32::MIN));
+        assert_eq!(input(Type::Int2, "32768", -1).unwrap_err().message, "value \"32768\" is out of range for type smallint");
+        assert_eq!(input(Type::Int8, "9223372036854775807", -1).unwrap(), Value::Int8(i64::MAX));
+        assert_eq!(input(Type::Int8, "99999999999999999999999", -1).unwrap_err().sqlstate(), "22003");
+        assert_eq!(input(Type::Int4, "", -1).unwrap_err().message, "invalid input syntax for type integer: \"\"");
+        assert_eq!(input(Type::Int4, "1 2", -1).unwrap_err().sqlstate(), "22P02");
+    }
+
+    #[test]
+    fn bool_and_float_io() {
+        for (s, b) in [("t", true), ("TRUE", true), ("yes", true), ("on", true), ("1", true), ("f", false), ("of", false), ("no", false)] {
+            assert_eq!(input(Type::Bool, s, -1).unwrap(), Value::Bool(b), "{s}");
+        }
+        assert_eq!(input(Type::Bool, "o", -1).unwrap_err().message, "invalid input syntax for type boolean: \"o\"");
+        assert_eq!(float8_out(1.5), "1.5");
+        assert_eq!(float8_out(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(float8_out(1e15), "1e+15");
+        assert_eq!(float8_out(123456789012345.0), "123456789012345");
+        assert_eq!(float8_out(0.0001), "0.0001");
+        assert_eq!(float8_out(0.00001), "1e-05");
+        assert_eq!(float8_out(-2.0), "-2");
+        assert_eq!(float8_out(f64::INFINITY), "Infinity");
+        assert_eq!(input(Type::Float8, "1e400", -1).unwrap_err().message, "\"1e400\" is out of range for type double precision");
+    }
+
+    #[test]
+    fn varchar_length() {
+        assert_eq!(check_varchar("abc  ", 3 + 4, false).unwrap(), "abc");
+        let e = check_varchar("abcd", 3 + 4, false).unwrap_err();
+        assert_eq!((e.sqlstate(), e.message.as_str()), ("22001", "value too long for type character varying(3)"));
+        assert_eq!(check_varchar("abcd", 3 + 4, true).unwrap(), "abc");
+    }
+
+    #[test]
+    fn casts_and_binary() {
+        assert_eq!(cast(Value::Int8(70000), Type::Int8, Type::Int2, -1, true).unwrap_err().message, "smallint out of range");
+        assert_eq!(cast(Value::Int4(5), Type::Int4, Type::Text, -1, true).unwrap(), Value::Text("5".into()));
+        assert_eq!(cast(Value::Float8(2.5), Type::Float8, Type::Int4, -1, true).unwrap(), Value::Int4(2));
+        assert_eq!(recv(Type::Int4, &send(&Value::Int4(-3)).unwrap()).unwrap(), Value::Int4(-3));
+        assert_eq!(recv(Type::Int4, &[0, 1]).unwrap_err().sqlstate(), "22P03");
+        assert!(cast_allowed(Type::Int4, Type::Int8, CastContext::Implicit));
+        assert!(!cast_allowed(Type::Int8, Type::Int4, CastContext::Implicit));
+        assert!(!cast_allowed(Type::Int4, Type::Text, CastContext::Implicit));
+    }
+}
