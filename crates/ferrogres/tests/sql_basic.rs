@@ -1,0 +1,431 @@
+//! The SQL layer end to end: the `ferrogres` binary driven by psql, with output
+//! compared byte for byte against what PostgreSQL 15 printed for the same script
+//! (`tests/sql/NAME.sql` -> `tests/expected/NAME.out`, made with
+//! `psql -X -a -q -v ON_ERROR_STOP=0 -f sql/NAME.sql` against a local PostgreSQL
+//! 15), plus durability across a clean restart and a crash, and the extended
+//! protocol with parameters through a raw client.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    log: PathBuf,
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+impl Server {
+    /// Starts the server on `dir` (data in dir/data, socket in dir); retries on
+    /// another port if the chosen one was taken meanwhile.
+    fn start(dir: &Path) -> Server {
+        for _ in 0..5 {
+            let port = free_port();
+            let log = dir.join(format!("server-{port}.log"));
+            let child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
+                .arg("-D")
+                .arg(dir.join("data"))
+                .args(["-p", &port.to_string(), "-k"])
+                .arg(dir)
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap();
+            let mut s = Server { child: Some(child), port, dir: dir.to_path_buf(), log };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if s.child.as_mut().unwrap().try_wait().unwrap().is_some() {
+                    break;
+                }
+                if s.log().contains("database system is ready to accept connections") {
+                    return s;
+                }
+                assert!(Instant::now() < deadline, "server did not start: {}", s.log());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            s.child = None;
+        }
+        panic!("could not start the server");
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn psql_cmd(&self) -> Command {
+        let mut c = Command::new("psql");
+        c.args(["-X", "-h"])
+            .arg(&self.dir)
+            .args(["-p", &self.port.to_string(), "-U", "postgres", "-d", "postgres"])
+            .env_remove("PGOPTIONS")
+            .env_remove("PGSERVICE")
+            .env_remove("PGAPPNAME");
+        c
+    }
+
+    /// Runs SQL with `-At`; returns (stdout, stderr).
+    fn sql(&self, sql: &str) -> (String, String) {
+        let out = self.psql_cmd().args(["-At", "-v", "ON_ERROR_STOP=0", "-c", sql]).output().unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    fn signal(&mut self, sig: i32) {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                if sig == libc::SIGTERM {
+                    assert!(st.success(), "exit status {st:?}: {}", self.log());
+                }
+                return;
+            }
+            assert!(Instant::now() < deadline, "server did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Runs tests/sql/NAME.sql through psql as pg_regress does and compares with
+/// tests/expected/NAME.out.
+fn check_script(name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    // stdout and stderr interleaved in one stream, as a shell's 2>&1 gives.
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let mut child = srv
+        .psql_cmd()
+        .current_dir(&tests)
+        .args(["-a", "-q", "-v", "ON_ERROR_STOP=0", "-f"])
+        .arg(format!("sql/{name}.sql"))
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .spawn()
+        .unwrap();
+    let mut got = String::new();
+    reader.read_to_string(&mut got).unwrap();
+    child.wait().unwrap();
+    let expected = std::fs::read_to_string(tests.join(format!("expected/{name}.out"))).unwrap();
+    if got != expected {
+        let out = std::env::temp_dir().join(format!("ferrogres-{name}.out"));
+        std::fs::write(&out, &got).unwrap();
+        panic!(
+            "output of sql/{name}.sql differs from expected/{name}.out; got {} (diff it against the expected file)\nserver log: {}",
+            out.display(),
+            srv.log()
+        );
+    }
+}
+
+#[test]
+fn basic_statements_match_postgres_15() {
+    check_script("basic");
+}
+
+#[test]
+fn transactions_match_postgres_15() {
+    check_script("transactions");
+}
+
+#[test]
+fn data_survives_restart_and_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srv = Server::start(dir.path());
+    let (out, err) = srv.sql(
+        "CREATE TABLE kept (id int NOT NULL, v text); \
+         INSERT INTO kept SELECT 1, 'x' WHERE false; ",
+    );
+    // INSERT ... SELECT is not supported yet: the whole string (one implicit
+    // transaction) failed, so the table does not exist either.
+    assert!(err.contains("feature not supported: INSERT ... SELECT"), "{out} {err}");
+    let (_, err) = srv.sql("CREATE TABLE kept (id int NOT NULL, v text)");
+    assert_eq!(err, "");
+    let big = "y".repeat(100_000); // TOASTed
+    let (_, err) = srv.sql(&format!("INSERT INTO kept VALUES (1, 'one'), (2, 'two'), (3, '{big}')"));
+    assert_eq!(err, "");
+    let (_, err) = srv.sql("BEGIN; CREATE TABLE gone (a int); INSERT INTO gone VALUES (1); ROLLBACK;");
+    assert_eq!(err, "");
+    let (_, err) = srv.sql("DELETE FROM kept WHERE id = 2");
+    assert_eq!(err, "");
+
+    // Clean restart.
+    srv.signal(libc::SIGTERM);
+    let mut srv = Server::start(dir.path());
+    let (out, err) = srv.sql("SELECT id, length(v) FROM kept ORDER BY id");
+    assert_eq!((out.as_str(), err.as_str()), ("1|3\n3|100000\n", ""));
+    let (_, err) = srv.sql("SELECT * FROM gone");
+    assert!(err.contains("relation \"gone\" does not exist"), "{err}");
+
+    // A transaction left open when the server is killed.
+    let (_, err) = srv.sql("INSERT INTO kept VALUES (4, 'committed')");
+    assert_eq!(err, "");
+    let mut open = srv
+        .psql_cmd()
+        .args(["-At", "-v", "ON_ERROR_STOP=1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = open.stdin.take().unwrap();
+    stdin
+        .write_all(b"BEGIN;\nINSERT INTO kept VALUES (5, 'uncommitted');\nCREATE TABLE uncommitted_t (a int);\nSELECT 'inserted';\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = open.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&seen).contains("inserted") {
+        let mut buf = [0u8; 256];
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(n > 0 && Instant::now() < deadline, "psql ended: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    srv.signal(libc::SIGKILL);
+    drop(stdin);
+    let _ = open.wait();
+
+    let srv = Server::start(dir.path());
+    assert!(srv.log().contains("automatic recovery"), "{}", srv.log());
+    let (out, err) = srv.sql("SELECT id, v FROM kept WHERE id <> 3 ORDER BY id");
+    assert_eq!((out.as_str(), err.as_str()), ("1|one\n4|committed\n", ""));
+    let (_, err) = srv.sql("SELECT * FROM uncommitted_t");
+    assert!(err.contains("relation \"uncommitted_t\" does not exist"), "{err}");
+}
+
+// ---- extended protocol through a raw client --------------------------------------
+
+fn msg(t: u8, body: &[u8]) -> Vec<u8> {
+    let mut v = vec![t];
+    v.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+    v.extend_from_slice(body);
+    v
+}
+fn cstr(s: &str) -> Vec<u8> {
+    let mut v = s.as_bytes().to_vec();
+    v.push(0);
+    v
+}
+fn parse(name: &str, q: &str, types: &[u32]) -> Vec<u8> {
+    let mut b = cstr(name);
+    b.extend(cstr(q));
+    b.extend((types.len() as i16).to_be_bytes());
+    for t in types {
+        b.extend(t.to_be_bytes());
+    }
+    msg(b'P', &b)
+}
+fn bind(portal: &str, stmt: &str, formats: &[i16], params: &[Option<&[u8]>], result_formats: &[i16]) -> Vec<u8> {
+    let mut b = cstr(portal);
+    b.extend(cstr(stmt));
+    b.extend((formats.len() as i16).to_be_bytes());
+    for f in formats {
+        b.extend(f.to_be_bytes());
+    }
+    b.extend((params.len() as i16).to_be_bytes());
+    for p in params {
+        match p {
+            None => b.extend((-1i32).to_be_bytes()),
+            Some(v) => {
+                b.extend((v.len() as i32).to_be_bytes());
+                b.extend_from_slice(v);
+            }
+        }
+    }
+    b.extend((result_formats.len() as i16).to_be_bytes());
+    for f in result_formats {
+        b.extend(f.to_be_bytes());
+    }
+    msg(b'B', &b)
+}
+fn describe(kind: u8, name: &str) -> Vec<u8> {
+    let mut b = vec![kind];
+    b.extend(cstr(name));
+    msg(b'D', &b)
+}
+fn execute(portal: &str, max_rows: i32) -> Vec<u8> {
+    let mut b = cstr(portal);
+    b.extend(max_rows.to_be_bytes());
+    msg(b'E', &b)
+}
+fn sync() -> Vec<u8> {
+    msg(b'S', &[])
+}
+
+struct Raw(std::net::TcpStream);
+
+impl Raw {
+    fn connect(port: u16) -> Raw {
+        let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut r = Raw(s);
+        let mut body = 196608i32.to_be_bytes().to_vec();
+        for kv in ["user", "postgres", "database", "postgres"] {
+            body.extend(cstr(kv));
+        }
+        body.push(0);
+        let mut p = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+        p.extend(body);
+        r.0.write_all(&p).unwrap();
+        r.until_ready();
+        r
+    }
+    fn read(&mut self) -> (u8, Vec<u8>) {
+        let mut h = [0u8; 5];
+        self.0.read_exact(&mut h).unwrap();
+        let len = i32::from_be_bytes(h[1..5].try_into().unwrap()) as usize;
+        let mut b = vec![0; len - 4];
+        self.0.read_exact(&mut b).unwrap();
+        (h[0], b)
+    }
+    fn until_ready(&mut self) -> Vec<(u8, Vec<u8>)> {
+        let mut v = Vec::new();
+        loop {
+            let m = self.read();
+            let done = m.0 == b'Z';
+            v.push(m);
+            if done {
+                return v;
+            }
+        }
+    }
+    fn send(&mut self, parts: &[Vec<u8>]) -> Vec<(u8, Vec<u8>)> {
+        self.0.write_all(&parts.concat()).unwrap();
+        self.until_ready()
+    }
+}
+
+fn types(v: &[(u8, Vec<u8>)]) -> String {
+    v.iter().map(|(t, _)| *t as char).collect()
+}
+
+/// Values of a DataRow.
+fn row(b: &[u8]) -> Vec<Option<Vec<u8>>> {
+    let n = i16::from_be_bytes([b[0], b[1]]) as usize;
+    let mut i = 2;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let len = i32::from_be_bytes(b[i..i + 4].try_into().unwrap());
+        i += 4;
+        if len < 0 {
+            out.push(None);
+        } else {
+            out.push(Some(b[i..i + len as usize].to_vec()));
+            i += len as usize;
+        }
+    }
+    out
+}
+
+fn error_field(b: &[u8], code: u8) -> String {
+    let mut i = 0;
+    while i < b.len() && b[i] != 0 {
+        let end = b[i + 1..].iter().position(|&c| c == 0).unwrap() + i + 1;
+        if b[i] == code {
+            return String::from_utf8_lossy(&b[i + 1..end]).into_owned();
+        }
+        i = end + 1;
+    }
+    String::new()
+}
+
+#[test]
+fn extended_protocol_with_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut r = Raw::connect(srv.port);
+    let v = r.send(&[msg(b'Q', &cstr("CREATE TABLE p (a int NOT NULL, b text, c bigint)"))]);
+    assert_eq!(types(&v), "CZ");
+
+    // Parameter types inferred from the target columns; text and binary formats.
+    let v = r.send(&[
+        parse("ins", "INSERT INTO p VALUES ($1, $2, $3)", &[]),
+        describe(b'S', "ins"),
+        bind("", "ins", &[0], &[Some(b"1"), Some(b"one"), Some(b"10")], &[]),
+        execute("", 0),
+        bind("", "ins", &[1, 0, 1], &[Some(&2i32.to_be_bytes()), None, Some(&20i64.to_be_bytes())], &[]),
+        execute("", 0),
+        sync(),
+    ]);
+    assert_eq!(types(&v), "1tn2C2CZ", "{v:?}");
+    let t = &v[1].1;
+    assert_eq!(i16::from_be_bytes([t[0], t[1]]), 3);
+    let oids: Vec<u32> = (0..3).map(|i| u32::from_be_bytes(t[2 + 4 * i..6 + 4 * i].try_into().unwrap())).collect();
+    assert_eq!(oids, [23, 25, 20]);
+    assert_eq!(v[4].1, b"INSERT 0 1\0");
+
+    // A parameter compared with a column; rows in binary; a row limit.
+    let v = r.send(&[
+        parse("sel", "SELECT a, b FROM p WHERE a >= $1 ORDER BY a", &[]),
+        bind("cur", "sel", &[], &[Some(b"1")], &[1, 0]),
+        describe(b'P', "cur"),
+        execute("cur", 1),
+        execute("cur", 1),
+        sync(),
+    ]);
+    assert_eq!(types(&v), "12TDsDCZ", "{v:?}");
+    assert_eq!(row(&v[3].1), vec![Some(1i32.to_be_bytes().to_vec()), Some(b"one".to_vec())]);
+    assert_eq!(row(&v[5].1), vec![Some(2i32.to_be_bytes().to_vec()), None]);
+    assert_eq!(v[6].1, b"SELECT 1\0");
+
+    // Client-given parameter type; bad input for it is 22P02 and the session goes on.
+    let v = r.send(&[parse("", "SELECT $1 + 1", &[20]), bind("", "", &[], &[Some(b"x")], &[]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "1EZ");
+    assert_eq!(error_field(&v[1].1, b'C'), "22P02");
+    assert_eq!(error_field(&v[1].1, b'M'), "invalid input syntax for type bigint: \"x\"");
+    let v = r.send(&[parse("", "SELECT $1::int8 * 2", &[]), bind("", "", &[], &[Some(b"21")], &[]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "12DCZ");
+    assert_eq!(row(&v[2].1), vec![Some(b"42".to_vec())]);
+
+    // A NOT NULL violation through a parameter.
+    let v = r.send(&[bind("", "ins", &[], &[None, Some(b"x"), None], &[]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "2EZ");
+    assert_eq!(error_field(&v[1].1, b'C'), "23502");
+    assert_eq!(error_field(&v[1].1, b'D'), "Failing row contains (null, x, null).");
+
+    // The prepared statement is re-analyzed after DDL: the table is gone.
+    let v = r.send(&[msg(b'Q', &cstr("DROP TABLE p"))]);
+    assert_eq!(types(&v), "CZ");
+    let v = r.send(&[bind("", "ins", &[], &[Some(b"3"), Some(b"x"), Some(b"3")], &[]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "EZ");
+    assert_eq!(error_field(&v[0].1, b'C'), "42P01");
+
+    // Transaction control through the extended protocol.
+    let v = r.send(&[parse("", "BEGIN", &[]), bind("", "", &[], &[], &[]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "12CZ");
+    assert_eq!(v.last().unwrap().1, b"T");
+    let v = r.send(&[parse("", "SELECT nosuch", &[]), sync()]);
+    assert_eq!(v.last().unwrap().1, b"E");
+    let v = r.send(&[parse("", "ROLLBACK", &[]), bind("", "", &[], &[], &[]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "12CZ");
+    assert_eq!(v.last().unwrap().1, b"I");
+}
+
+#[test]
+fn update_is_not_supported_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let (_, err) = srv.sql("CREATE TABLE u (a int)");
+    assert_eq!(err, "");
+    let out = srv.psql_cmd().args(["-At", "-v", "VERBOSITY=verbose", "-c", "UPDATE u SET a = 1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ERROR:  0A000: UPDATE is not supported yet"), "{err}");
+}
