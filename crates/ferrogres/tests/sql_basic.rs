@@ -429,3 +429,37 @@ fn update_is_not_supported_yet() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ERROR:  0A000: UPDATE is not supported yet"), "{err}");
 }
+
+#[test]
+fn uncommitted_rows_are_invisible_to_other_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut a = Raw::connect(srv.port);
+    let mut b = Raw::connect(srv.port);
+    let q = |s: &str| msg(b'Q', &cstr(s));
+    assert_eq!(types(&a.send(&[q("CREATE TABLE m (a int)")])), "CZ");
+    assert_eq!(types(&a.send(&[q("BEGIN; INSERT INTO m VALUES (1), (2)")])), "CCZ");
+    let count = |r: &mut Raw| {
+        let v = r.send(&[q("SELECT count(*) FROM m")]);
+        assert_eq!(types(&v), "TDCZ", "{v:?}");
+        String::from_utf8(row(&v[1].1)[0].clone().unwrap()).unwrap()
+    };
+    assert_eq!(count(&mut b), "0");
+    assert_eq!(count(&mut a), "2");
+    // A repeatable-read reader keeps its snapshot across the commit.
+    assert_eq!(types(&b.send(&[q("BEGIN ISOLATION LEVEL REPEATABLE READ")])), "CZ");
+    assert_eq!(count(&mut b), "0");
+    assert_eq!(types(&a.send(&[q("COMMIT")])), "CZ");
+    assert_eq!(count(&mut b), "0");
+    assert_eq!(types(&b.send(&[q("COMMIT")])), "CZ");
+    assert_eq!(count(&mut b), "2");
+    // A delete waits for a concurrent deleter of the same row, then skips it.
+    assert_eq!(types(&a.send(&[q("BEGIN; DELETE FROM m WHERE a = 1")])), "CCZ");
+    b.0.write_all(&q("DELETE FROM m")).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(types(&a.send(&[q("COMMIT")])), "CZ");
+    let v = b.until_ready();
+    assert_eq!(types(&v), "CZ");
+    assert_eq!(v[0].1, b"DELETE 1\0");
+    assert_eq!(count(&mut a), "0");
+}

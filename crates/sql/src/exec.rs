@@ -348,7 +348,7 @@ impl<I: RowIter> RowIter for Project<I> {
     fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
         let Some(row) = self.input.next(ctx)? else { return Ok(None) };
         self.n += 1;
-        if self.n % 1024 == 0 {
+        if self.n.is_multiple_of(1024) {
             ctx.env.check_interrupts()?;
         }
         let out = self.exprs.iter().map(|e| eval_pure(e, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;

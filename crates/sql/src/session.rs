@@ -21,7 +21,10 @@
 //!
 //! Plan cache: a prepared statement keeps its analyzed plan and is re-analyzed
 //! at Bind when the catalog changed since ([`catalog_version`]: bumped by every
-//! committed DDL transaction, plus the session's own uncommitted DDL).
+//! committed DDL transaction, plus the session's own uncommitted DDL). Simple
+//! queries reuse the parse tree of a query string seen before (a per-session
+//! cache keyed by the text, at most [`PARSE_CACHE_SIZE`] entries); analysis runs
+//! again each time, since it depends on the catalog and the snapshot.
 
 use crate::analyze::Analyzer;
 use crate::errors::{Result, Severity, SqlError};
@@ -34,6 +37,9 @@ use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::IsolationLevel;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Query strings whose parse trees a session keeps.
+pub const PARSE_CACHE_SIZE: usize = 128;
 
 /// Bumped after each committed transaction that changed the catalog.
 static CATALOG_VERSION: AtomicU64 = AtomicU64::new(0);
@@ -237,6 +243,9 @@ pub struct Session {
     default_isolation: IsolationLevel,
     prepared: HashMap<String, Prepared>,
     portals: HashMap<String, Portal>,
+    /// Parse trees of recent simple-query strings, with a use stamp for eviction.
+    parse_cache: HashMap<String, (std::sync::Arc<Vec<ParsedStmt>>, u64)>,
+    parse_clock: u64,
 }
 
 fn txn_error(e: impl Into<SqlError>) -> SqlError {
@@ -256,7 +265,27 @@ impl Session {
             default_isolation: IsolationLevel::ReadCommitted,
             prepared: HashMap::new(),
             portals: HashMap::new(),
+            parse_cache: HashMap::new(),
+            parse_clock: 0,
         }
+    }
+
+    /// Parses a simple-query string, or reuses the parse of the same text.
+    fn parse_cached(&mut self, sql: &str) -> Result<std::sync::Arc<Vec<ParsedStmt>>> {
+        self.parse_clock += 1;
+        if let Some((stmts, stamp)) = self.parse_cache.get_mut(sql) {
+            *stamp = self.parse_clock;
+            return Ok(stmts.clone());
+        }
+        let stmts = std::sync::Arc::new(parser::parse(sql)?);
+        if self.parse_cache.len() >= PARSE_CACHE_SIZE {
+            // Evict the least recently used entry.
+            if let Some(oldest) = self.parse_cache.iter().min_by_key(|(_, (_, s))| *s).map(|(k, _)| k.clone()) {
+                self.parse_cache.remove(&oldest);
+            }
+        }
+        self.parse_cache.insert(sql.to_string(), (stmts.clone(), self.parse_clock));
+        Ok(stmts)
     }
 
     pub fn status(&self) -> TxnStatus {
@@ -626,7 +655,7 @@ impl Session {
     // ---- simple query ----------------------------------------------------------
 
     pub fn execute_simple(&mut self, sql: &str, out: &mut dyn Output) -> Result<()> {
-        let stmts = match parser::parse(sql) {
+        let stmts = match self.parse_cached(sql) {
             Ok(s) => s,
             Err(e) => {
                 self.on_error();
@@ -636,7 +665,7 @@ impl Session {
         if stmts.is_empty() {
             return out.empty_query();
         }
-        for st in &stmts {
+        for st in stmts.iter() {
             if let Err(e) = self.simple_one(st, out) {
                 self.on_error();
                 return Err(e);
