@@ -146,6 +146,11 @@ fn transactions_match_postgres_15() {
 }
 
 #[test]
+fn types_and_errors_match_postgres_15() {
+    check_script("types");
+}
+
+#[test]
 fn data_survives_restart_and_crash() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());

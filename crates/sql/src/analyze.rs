@@ -552,11 +552,12 @@ impl<'a> Analyzer<'a> {
             }
         }
         let Some(i) = table.columns.iter().position(|x| x.name == col) else {
-            let full = match qual {
+            // PostgreSQL quotes an unqualified name only.
+            let shown = match qual {
                 Some(q) => format!("{q}.{col}"),
-                None => col.to_string(),
+                None => format!("\"{col}\""),
             };
-            return Err(self.err_at(SqlError::new(b"42703", format!("column {} does not exist", quote_colname(&full))), c.location));
+            return Err(self.err_at(SqlError::new(b"42703", format!("column {shown} does not exist")), c.location));
         };
         if scope.aggs.is_some() && !scope.in_agg && scope.bare_column.is_none() {
             scope.bare_column = Some((c.location, format!("{refname}.{col}")));
@@ -1144,10 +1145,4 @@ fn func_name(f: &pb::FuncCall) -> Option<String> {
         ["pg_catalog", n] | [n] => Some(n.to_string()),
         _ => None,
     }
-}
-
-/// PostgreSQL quotes a column name in messages only when it needs quotes... it
-/// always writes `"name"` (errmsg uses \"%s\").
-fn quote_colname(s: &str) -> String {
-    format!("\"{s}\"")
 }

@@ -573,13 +573,12 @@ impl Session {
                 Ok((returning(rows, r), format!("DELETE {n}")))
             }
             Statement::CreateTable { namespace, name, columns, if_not_exists } => {
-                let schema = (*namespace != catalog::PUBLIC_NAMESPACE).then(|| {
-                    // Only public and pg_catalog exist this round; keep the lookup general.
-                    String::new()
-                });
-                let _ = schema;
-                let exists = catalog::lookup_table(&self.backend, &snap, None, name)?.is_some() && *namespace == catalog::PUBLIC_NAMESPACE;
-                if exists {
+                // Only `public` can hold user tables this round (no CREATE SCHEMA;
+                // pg_catalog is refused by the analyzer).
+                if *namespace != catalog::PUBLIC_NAMESPACE {
+                    return Err(SqlError::not_supported("tables outside schema public"));
+                }
+                if catalog::lookup_table(&self.backend, &snap, None, name)?.is_some() {
                     if *if_not_exists {
                         if self.env.shows(Severity::Notice) {
                             out.notice(&SqlError::notice(b"42P07", format!("relation \"{name}\" already exists, skipping")))?;
@@ -902,5 +901,95 @@ fn no_statement(name: &str) -> SqlError {
         SqlError::new(b"26000", "unnamed prepared statement does not exist")
     } else {
         SqlError::new(b"26000", format!("prepared statement \"{name}\" does not exist"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrogres_engine::config::Settings;
+    use ferrogres_engine::engine::Engine;
+
+    #[derive(Default)]
+    struct Collect {
+        cols: Vec<String>,
+        rows: Vec<Vec<Option<String>>>,
+        tags: Vec<String>,
+        notices: Vec<String>,
+    }
+
+    impl Output for Collect {
+        fn row_description(&mut self, cols: &[ColumnDesc]) -> Result<()> {
+            self.cols = cols.iter().map(|c| c.name.clone()).collect();
+            Ok(())
+        }
+        fn row(&mut self, row: &[Value]) -> Result<()> {
+            self.rows.push(row.iter().map(types::output).collect());
+            Ok(())
+        }
+        fn command_complete(&mut self, tag: &str) -> Result<()> {
+            self.tags.push(tag.to_string());
+            Ok(())
+        }
+        fn empty_query(&mut self) -> Result<()> {
+            self.tags.push("EMPTY".into());
+            Ok(())
+        }
+        fn notice(&mut self, n: &SqlError) -> Result<()> {
+            self.notices.push(n.message.clone());
+            Ok(())
+        }
+    }
+
+    fn session(engine: &std::sync::Arc<Engine>) -> Session {
+        let env = SessionEnv {
+            settings: vec![Setting { name: "client_min_messages".into(), value: "notice".into(), default: "notice".into(), reported: false }],
+            changed: vec![],
+            pid: 42,
+            version: "v".into(),
+            interrupts: Box::new(|| Ok(())),
+        };
+        Session::new(engine.backend(42).unwrap(), env)
+    }
+
+    #[test]
+    fn statements_through_the_session_api() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, _) = Engine::open(dir.path(), Settings::default()).unwrap();
+        catalog::bootstrap(&engine).unwrap();
+        let mut s = session(&engine);
+        let mut out = Collect::default();
+        s.execute_simple("CREATE TABLE t (a int, b text); INSERT INTO t VALUES (2, 'x'), (1, NULL)", &mut out).unwrap();
+        assert_eq!(out.tags, ["CREATE TABLE", "INSERT 0 2"]);
+        let mut out = Collect::default();
+        s.execute_simple("SELECT a * 10 AS ten, b FROM t ORDER BY a", &mut out).unwrap();
+        assert_eq!(out.cols, ["ten", "b"]);
+        assert_eq!(out.rows, vec![vec![Some("10".into()), None], vec![Some("20".into()), Some("x".into())]]);
+        // The parse cache returns the same statements for the same text.
+        let mut out = Collect::default();
+        s.execute_simple("SELECT a * 10 AS ten, b FROM t ORDER BY a", &mut out).unwrap();
+        assert_eq!(out.rows.len(), 2);
+        // An error in a block fails it until ROLLBACK.
+        let mut out = Collect::default();
+        s.execute_simple("BEGIN", &mut out).unwrap();
+        let e = s.execute_simple("SELECT c FROM t", &mut out).unwrap_err();
+        assert_eq!((e.sqlstate(), e.position), ("42703", Some(8)));
+        assert_eq!(s.status(), TxnStatus::Failed);
+        assert_eq!(s.execute_simple("SELECT 1", &mut out).unwrap_err().sqlstate(), "25P02");
+        s.execute_simple("ROLLBACK", &mut out).unwrap();
+        assert_eq!(s.status(), TxnStatus::Idle);
+        // Prepared statement: parameter type inferred from the column.
+        s.parse("q", "SELECT b FROM t WHERE a = $1", &[]).unwrap();
+        let (params, cols) = s.describe_statement("q").unwrap();
+        assert_eq!(params, [Type::Int4]);
+        assert_eq!(cols.unwrap()[0].ty, Type::Text);
+        s.bind("", "q", &[ParamValue::Text(b"2")]).unwrap();
+        let mut out = Collect::default();
+        assert_eq!(s.execute("", 0, &mut out).unwrap(), ExecOutcome::Completed("SELECT 1".into()));
+        assert_eq!(out.rows, vec![vec![Some("x".into())]]);
+        s.sync().unwrap();
+        let mut out = Collect::default();
+        s.execute_simple("DROP TABLE IF EXISTS nope", &mut out).unwrap();
+        assert_eq!(out.notices, ["table \"nope\" does not exist, skipping"]);
     }
 }
