@@ -20,6 +20,8 @@ pub struct Analyzer<'a> {
     pub sql: &'a str,
     /// Parameter types: given by the client (Parse) or inferred here; `None` until known.
     pub params: Vec<Option<Type>>,
+    /// `$n` may appear (extended protocol); a simple query has no parameters.
+    pub params_allowed: bool,
 }
 
 /// What column references can see.
@@ -179,7 +181,15 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("cross-database references"));
         }
         let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
-        match catalog::lookup_table(self.backend, self.snap, schema, &rv.relname).map_err(|e| self.err_at(e, rv.location))? {
+        if schema == Some("information_schema") {
+            return Err(self.err_at(SqlError::not_supported(format!("system view \"information_schema.{}\"", rv.relname)), rv.location));
+        }
+        let found = match catalog::lookup_table(self.backend, self.snap, schema, &rv.relname) {
+            // A missing schema reads as a missing relation here, as in PostgreSQL.
+            Err(e) if e.sqlstate() == "3F000" => None,
+            r => r.map_err(|e| self.err_at(e, rv.location))?,
+        };
+        match found {
             Some(t) if t.namespace == catalog::PG_CATALOG_NAMESPACE => {
                 Err(self.err_at(SqlError::not_supported(format!("querying system catalog \"{}\"", rv.relname)), rv.location))
             }
@@ -570,7 +580,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::AConst(c) => self.constant(c),
             NodeEnum::ColumnRef(c) => self.column_ref(c, scope),
             NodeEnum::ParamRef(p) => {
-                if p.number < 1 || p.number > 65535 {
+                if !self.params_allowed || p.number < 1 || p.number > 65535 {
                     return Err(self.err_at(SqlError::new(b"42P02", format!("there is no parameter ${}", p.number)), p.location));
                 }
                 let i = p.number as usize - 1;
@@ -854,6 +864,13 @@ impl<'a> Analyzer<'a> {
                 let r = self.expr(f.args[0].node.as_ref().unwrap(), scope);
                 scope.in_agg = false;
                 let mut e = r?;
+                if e.ty() == Type::Unknown && kind != AggKind::Count {
+                    return Err(self.err_at(
+                        SqlError::new(b"42725", format!("function {name}(unknown) is not unique"))
+                            .with_hint("Could not choose a best candidate function. You might need to add explicit type casts."),
+                        f.location,
+                    ));
+                }
                 if e.ty() == Type::Unknown {
                     e = self.coerce(e, Type::Text, CastContext::Implicit, f.location)?;
                 }
@@ -877,10 +894,15 @@ impl<'a> Analyzer<'a> {
         if f.agg_star || f.agg_distinct {
             return Err(self.err_at(SqlError::new(b"42809", format!("{name}(*) specified, but {name} is not an aggregate function")), f.location));
         }
+        if name == "generate_series" {
+            return Err(self.err_at(SqlError::not_supported("set-returning functions here (only SELECT generate_series(a, b) alone)"), f.location));
+        }
         let mut args = Vec::new();
+        let mut arg_locs = Vec::new();
         for a in &f.args {
             if let Some(a) = a.node.as_ref() {
                 args.push(self.expr(a, scope)?);
+                arg_locs.push(location(a));
             }
         }
         let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
@@ -901,12 +923,12 @@ impl<'a> Analyzer<'a> {
             _ => return Err(self.unknown_function(&name, &types, f.location)),
         };
         let mut out = Vec::new();
-        for (a, want) in args.into_iter().zip(sig) {
+        for ((a, want), loc) in args.into_iter().zip(sig).zip(arg_locs) {
             let t = a.ty();
             if !(is_type(t, *want) || types::cast_allowed(t, *want, CastContext::Implicit)) {
                 return Err(self.unknown_function(&name, &types, f.location));
             }
-            out.push(if t.is_string() && *want == Type::Text && t != Type::Unknown { a } else { self.coerce(a, *want, CastContext::Implicit, f.location)? });
+            out.push(if t.is_string() && *want == Type::Text && t != Type::Unknown { a } else { self.coerce(a, *want, CastContext::Implicit, loc)? });
         }
         Ok(Expr::Func { func, args: out, ty: ret })
     }

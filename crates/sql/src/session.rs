@@ -468,7 +468,7 @@ impl Session {
 
     // ---- analysis --------------------------------------------------------------
 
-    fn analyze(&mut self, st: &ParsedStmt, param_types: &mut Vec<Option<Type>>) -> Result<Statement> {
+    fn analyze(&mut self, st: &ParsedStmt, param_types: &mut Vec<Option<Type>>, params_allowed: bool) -> Result<Statement> {
         if let pg_query::NodeEnum::TransactionStmt(_) | pg_query::NodeEnum::VariableSetStmt(_) | pg_query::NodeEnum::VariableShowStmt(_) = &st.node {
             let snap = ferrogres_engine::txn::snapshot::Snapshot {
                 xmin: 0,
@@ -479,14 +479,14 @@ impl Session {
                 curcid: 0,
                 completion_count: 0,
             };
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types) };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed };
             let r = a.statement(&st.node);
             *param_types = a.params;
             return r;
         }
         self.ensure_txn()?;
         let snap = self.backend.txn.statement_snapshot()?;
-        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types) };
+        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed };
         let r = a.statement(&st.node);
         *param_types = a.params;
         r
@@ -682,7 +682,7 @@ impl Session {
             }
         }
         let mut params = Vec::new();
-        let plan = self.analyze(st, &mut params)?;
+        let plan = self.analyze(st, &mut params, false)?;
         if !params.is_empty() {
             return Err(SqlError::new(b"42P02", "there is no parameter $1"));
         }
@@ -727,7 +727,7 @@ impl Session {
                 if self.status == TxnStatus::Failed && !matches!(st.node, pg_query::NodeEnum::TransactionStmt(_)) {
                     self.check_not_failed(None)?;
                 }
-                let plan = self.analyze(&st, &mut types)?;
+                let plan = self.analyze(&st, &mut types, true)?;
                 (Some(st), plan)
             }
         };
@@ -780,7 +780,7 @@ impl Session {
             // The catalog changed: analyze again with the same parameter types.
             let parsed = self.prepared[statement].parsed.clone().expect("checked above");
             let mut types: Vec<Option<Type>> = self.prepared[statement].param_types.iter().map(|t| Some(*t)).collect();
-            let plan = self.analyze(&parsed, &mut types)?;
+            let plan = self.analyze(&parsed, &mut types, true)?;
             let p = self.prepared.get_mut(statement).expect("checked above");
             p.plan = plan;
             p.version = version;
