@@ -151,6 +151,11 @@ fn types_and_errors_match_postgres_15() {
 }
 
 #[test]
+fn errors_match_postgres_15() {
+    check_script("errors");
+}
+
+#[test]
 fn data_survives_restart_and_crash() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());
