@@ -70,6 +70,8 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStmt>> {
         Err((msg, pos)) => {
             let code: &[u8; 5] = if msg.starts_with("syntax error") || msg.starts_with("unterminated") || msg.contains("at end of input") {
                 b"42601"
+            } else if msg.contains("nested too deeply") || msg.starts_with("stack depth limit exceeded") {
+                b"54001"
             } else if msg.starts_with("invalid byte sequence") {
                 b"22021"
             } else if msg.contains("is not supported") || msg.contains("not implemented") {
@@ -109,5 +111,8 @@ mod tests {
         assert_eq!(e.message, "syntax error at end of input");
         assert_eq!(parse("select 1; select 2").unwrap().len(), 2);
         assert_eq!(parse("").unwrap().len(), 0);
+        // Too deep to hand over: an error (54001), not a crash.
+        let deep = format!("select {}1", "1+".repeat(5000));
+        assert_eq!(parse(&deep).unwrap_err().sqlstate(), "54001");
     }
 }
