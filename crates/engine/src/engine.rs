@@ -330,6 +330,21 @@ impl Engine {
         ));
     }
 
+    /// Stops the checkpointer, the background writer and the WAL writer (joining
+    /// their threads).
+    fn stop_workers(&self) {
+        let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(mut c) = w.checkpointer.take() {
+            c.stop();
+        }
+        if let Some(b) = w.bgwriter.take() {
+            b.stop();
+        }
+        if let Some(mut ww) = w.wal_writer.take() {
+            ww.stop();
+        }
+    }
+
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
@@ -368,18 +383,7 @@ impl Engine {
     /// Clean stop: background workers stop, everything is written, and a shutdown
     /// checkpoint is recorded. Backends must have ended.
     pub fn shutdown(&self) -> Result<()> {
-        {
-            let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(mut c) = w.checkpointer.take() {
-                c.stop();
-            }
-            if let Some(b) = w.bgwriter.take() {
-                b.stop();
-            }
-            if let Some(mut ww) = w.wal_writer.take() {
-                ww.stop();
-            }
-        }
+        self.stop_workers();
         let _one = self.checkpoint_lock.lock().unwrap_or_else(|e| e.into_inner());
         if self.shut_down.swap(true, Ordering::SeqCst) {
             return Ok(());
@@ -460,16 +464,7 @@ impl Drop for Engine {
     fn drop(&mut self) {
         // Workers hold Arcs of the parts, not of the engine; stop them so their
         // threads end. A dropped engine without shutdown() is a crash: redo next time.
-        let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(mut c) = w.checkpointer.take() {
-            c.stop();
-        }
-        if let Some(b) = w.bgwriter.take() {
-            b.stop();
-        }
-        if let Some(mut ww) = w.wal_writer.take() {
-            ww.stop();
-        }
+        self.stop_workers();
     }
 }
 
