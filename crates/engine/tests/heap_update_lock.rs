@@ -94,6 +94,11 @@ fn scan(b: &mut Backend, r: RelFileLocator) -> Vec<(u64, String)> {
     out
 }
 
+/// (key, length, first character) of each row: readable failure messages.
+fn summary(rows: &[(u64, String)]) -> Vec<(u64, usize, Option<char>)> {
+    rows.iter().map(|(k, v)| (*k, v.len(), v.chars().next())).collect()
+}
+
 /// Waits until the backend with `pid` waits for a lock (an ungranted row in pg_locks).
 fn wait_until_blocked(engine: &Engine, pid: i32) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -162,6 +167,11 @@ impl<T: Send + 'static> Session<T> {
 impl<T: Send + 'static> Drop for Session<T> {
     fn drop(&mut self) {
         drop(self.tx.take());
+        // A failing test may leave the session waiting for a lock that the test
+        // thread still holds: do not join then, or the failure becomes a hang.
+        if std::thread::panicking() {
+            return;
+        }
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -688,7 +698,8 @@ fn updates_survive_restart_and_crash_redo() {
         if crash {
             assert!(report.redo_records > 0);
         }
-        assert_eq!(rows(&engine, r), expect, "crash = {crash}");
+        let got = rows(&engine, r);
+        assert!(got == expect, "crash = {crash}: got {:?}", summary(&got));
         // The recovered rows can be updated again.
         let mut b = engine.backend(2).unwrap();
         b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
@@ -705,5 +716,83 @@ fn updates_survive_restart_and_crash_redo() {
         b.txn.commit().unwrap();
         drop(b);
         engine.shutdown().unwrap();
+    }
+}
+
+/// The waiting protocol: the first waiter holds the tuple lock and waits on the
+/// writer's xid; later waiters queue on the tuple lock behind it (so they are
+/// served in arrival order when the writer ends).
+#[test]
+fn waiters_queue_on_the_tuple_lock_behind_the_first() {
+    let (_dir, engine, r, tids) = setup(1);
+    let tid = tids[0];
+    let mut t1 = engine.backend(121).unwrap();
+    t1.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+    let UpdateOutcome::Ok { new_tid, .. } = heap_update(&mut t1, r, tid, &row(1, "t1"), upd(true)).unwrap() else {
+        panic!()
+    };
+    let waiter = |pid| {
+        let s: Session<Out> = Session::start(&engine, pid, IsolationLevel::ReadCommitted);
+        s.send(move |b| Ok(format!("{:?}", heap_update(b, r, tid, &row(1, "w"), upd(true)).map_err(err)?)));
+        s
+    };
+    let t2 = waiter(122);
+    wait_until_blocked(&engine, 122);
+    let t3 = waiter(123);
+    wait_until_blocked(&engine, 123);
+    let waits: Vec<(i32, &str)> = engine
+        .locks
+        .lock_status()
+        .into_iter()
+        .filter(|l| !l.granted)
+        .map(|l| (l.pid.unwrap(), l.locktype))
+        .collect();
+    assert!(waits.contains(&(122, "transactionid")), "{waits:?}");
+    assert!(waits.contains(&(123, "tuple")), "{waits:?}");
+    // The first waiter holds the tuple lock (granted, mode Exclusive for a no-key update).
+    assert!(engine
+        .locks
+        .lock_status()
+        .iter()
+        .any(|l| l.pid == Some(122) && l.locktype == "tuple" && l.granted && l.mode == "ExclusiveLock"));
+    t1.txn.commit().unwrap();
+    let expect = Ok(format!("{:?}", UpdateOutcome::Updated { new_tid }));
+    assert_eq!(t2.recv(), expect);
+    assert_eq!(t3.recv(), expect);
+    // Nobody keeps a tuple lock after the call.
+    assert!(!engine.locks.lock_status().iter().any(|l| l.locktype == "tuple"));
+}
+
+/// REPEATABLE READ row locking of a row changed by a transaction that committed:
+/// PostgreSQL 15 says "concurrent update" both for an updated and a deleted row.
+#[test]
+fn rr_row_lock_after_concurrent_change() {
+    for delete in [false, true] {
+        let (_dir, engine, r, tids) = setup(1);
+        let tid = tids[0];
+        let t2: Session<Out> = Session::start(&engine, 132, IsolationLevel::RepeatableRead);
+        t2.run(move |b| Ok(format!("{:?}", scan(b, r)))).unwrap();
+        let mut t1 = engine.backend(131).unwrap();
+        t1.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        if delete {
+            assert_eq!(heap_delete_ext(&mut t1, r, tid, del()).unwrap(), DeleteOutcome::Ok);
+        } else {
+            assert!(matches!(heap_update(&mut t1, r, tid, &row(1, "t1"), upd(true)).unwrap(), UpdateOutcome::Ok { .. }));
+        }
+        t1.txn.commit().unwrap();
+        // Already committed: no wait, the error at once.
+        let res = t2.run(move |b| {
+            Ok(format!("{:?}", heap_lock_tuple(b, r, tid, RowLockMode::Share, WaitPolicy::Block, REL).map_err(err)?))
+        });
+        assert_eq!(res, Err(("40001".into(), "could not serialize access due to concurrent update".into())));
+        // READ COMMITTED gets the outcome instead.
+        let mut t3 = engine.backend(133).unwrap();
+        t3.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let out = heap_lock_tuple(&mut t3, r, tid, RowLockMode::Share, WaitPolicy::Block, REL).unwrap();
+        if delete {
+            assert_eq!(out, LockOutcome::Deleted);
+        } else {
+            assert!(matches!(out, LockOutcome::Updated { .. }), "{out:?}");
+        }
     }
 }
