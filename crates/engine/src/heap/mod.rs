@@ -10,3 +10,9 @@ pub mod toast;
 pub mod fsm;
 #[cfg(not(loom))]
 pub mod heapam;
+#[cfg(not(loom))]
+pub mod freespace;
+#[cfg(not(loom))]
+pub mod pruneheap;
+#[cfg(not(loom))]
+pub mod vacuum;
