@@ -162,10 +162,13 @@ pub struct PinnedBuffer<'a> {
     id: usize,
 }
 
-/// A shared content lock on a pinned buffer: read access to the page.
+/// A shared content lock on a pinned buffer: read access to the page, plus
+/// setting hint bits ([`BufferReadGuard::set_hint_bits`]).
 pub struct BufferReadGuard<'b> {
     _guard: LwLockGuard<'b>,
     page: &'b [u8],
+    /// Where the page lives, with write provenance, for `set_hint_bits` only.
+    page_ptr: *mut u8,
 }
 
 /// An exclusive content lock on a pinned buffer: read/write access to the page.
@@ -899,7 +902,9 @@ impl<'a> PinnedBuffer<'a> {
         let guard = self.pool.desc(self.id).content_lock.shared();
         // SAFETY: pin + shared content lock, for the guard's lifetime: no writer.
         let page = unsafe { self.pool.page(self.id) };
-        BufferReadGuard { _guard: guard, page }
+        // SAFETY: in bounds of the pool allocation (id < nbuffers).
+        let page_ptr = unsafe { self.pool.pages.ptr.add(self.id * BLCKSZ) };
+        BufferReadGuard { _guard: guard, page, page_ptr }
     }
 
     /// Takes the content lock exclusive: the page can be changed.
@@ -1007,6 +1012,44 @@ impl DerefMut for BufferWriteGuard<'_> {
         // SAFETY: pin + exclusive content lock held by this guard; `&mut self`
         // makes this the only reference through the guard.
         unsafe { self.pool.page_mut(self.id) }
+    }
+}
+
+impl BufferReadGuard<'_> {
+    /// ORs `bits` into the little-endian 16-bit field at byte `offset` of the page,
+    /// atomically, under the shared content lock (PostgreSQL's SetHintBits: a reader
+    /// records what it learned about a tuple's xmin/xmax in t_infomask). Returns
+    /// false, changing nothing, if `offset` is odd or out of the page.
+    ///
+    /// Only for *hint* bits: bits whose presence or absence both give correct
+    /// answers, which only ever go from 0 to 1 while the page is shared-locked, and
+    /// which are never relied on by redo. The buffer is **not** marked dirty: a
+    /// hint-only change is written only together with a later WAL-logged change of
+    /// the page (see the heap README, "hint bits": our pages are checksummed and a
+    /// torn hint-only write would not be repaired by redo).
+    pub fn set_hint_bits(&self, offset: usize, bits: u16) -> bool {
+        if offset % 2 != 0 || offset + 2 > BLCKSZ {
+            return false;
+        }
+        // SAFETY: the pointer is in the page (checked above), 2-byte aligned (pages
+        // are POOL_ALIGN-aligned and `offset` is even), and points into the pool
+        // allocation, which outlives this guard. Our pin keeps the buffer from being
+        // re-used, our shared content lock keeps every writer of page bytes out:
+        // exclusive lockers, and input I/O (which happens before BM_VALID, before
+        // any lock). Others who may touch these two bytes at the same moment are
+        // other shared lockers: hint setters, whose atomic ORs commute, and readers,
+        // for whom the field before and after the OR are both valid answers (a hint
+        // bit only caches what the commit log says), and the buffer writer, which
+        // copies the page under a shared lock before computing the checksum on its
+        // copy, so a concurrent OR lands in the copy or not, and the copy is
+        // self-consistent either way. Readers hold `&[u8]` views of the page; like
+        // PostgreSQL's unlocked hint writes in C, these concurrent plain reads of a
+        // field written atomically are a formal data race that the lock protocol
+        // keeps benign (each field is read once per visibility check).
+        let cell = unsafe { std::sync::atomic::AtomicU16::from_ptr(self.page_ptr.add(offset) as *mut u16) };
+        // Relaxed: a hint orders nothing; the content lock release publishes it.
+        cell.fetch_or(bits.to_le(), std::sync::atomic::Ordering::Relaxed);
+        true
     }
 }
 

@@ -16,3 +16,5 @@ pub mod freespace;
 pub mod pruneheap;
 #[cfg(not(loom))]
 pub mod vacuum;
+#[cfg(not(loom))]
+pub mod autovacuum;

@@ -1,0 +1,471 @@
+//! VACUUM, pruning, free space and hint bits through the whole engine: dead rows
+//! removed and their space reused without growing the relation, an old snapshot
+//! keeping rows alive, freezing, pruning that never waits for a pinned page, crash
+//! after VACUUM and after pruning, hint bits under a shared lock and a crash right
+//! after, and autovacuum.
+
+use ferrogres_engine::config::Settings;
+use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
+use ferrogres_engine::heap::autovacuum::{self, pgstat_count_heap_delete, pgstat_count_heap_insert};
+use ferrogres_engine::heap::freespace::{get_page_with_free_space, record_current_free_space, set_target_block};
+use ferrogres_engine::heap::heapam;
+use ferrogres_engine::heap::page::{heap_page_get_header, heap_page_tuples};
+use ferrogres_engine::heap::pruneheap::{heap_page_prune_opt, scan_page_set_hints};
+use ferrogres_engine::heap::tuple::{form_tuple, AttrDesc, Datum, Tid, FROZEN_TRANSACTION_ID, HEAP_XMIN_COMMITTED};
+use ferrogres_engine::heap::vacuum::{vacuum_rel, VacuumOptions, VacuumStats};
+use ferrogres_engine::storage::page::{page_get_item_id, page_max_offset_number, LpFlags};
+use ferrogres_engine::storage::{BufferTag, ForkNumber, RelFileLocator};
+use ferrogres_engine::txn::visibility::TmResult;
+use ferrogres_engine::txn::IsolationLevel;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn rel(n: u32) -> RelFileLocator {
+    RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: n }
+}
+
+fn settings() -> Settings {
+    let mut s = Settings::default();
+    s.set("shared_buffers", "256").unwrap();
+    s.set("buffer_mapping_partitions", "16").unwrap();
+    s.set("autovacuum", "off").unwrap();
+    s
+}
+
+fn row(k: u64, len: usize) -> Vec<u8> {
+    let desc = [AttrDesc::fixed(8), AttrDesc::varlena()];
+    let payload = vec![b'a' + (k % 26) as u8; len];
+    form_tuple(&desc, &[Some(Datum::ByVal(k)), Some(Datum::Varlena(&payload))]).unwrap()
+}
+
+/// Inserts `n` rows (keys from `first`) in one transaction; counts them for
+/// autovacuum as heapam will.
+fn insert_rows(b: &mut Backend, r: RelFileLocator, first: u64, n: u64, len: usize) -> Vec<Tid> {
+    b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+    let tids = (first..first + n)
+        .map(|k| {
+            let t = heapam::heap_insert(b, r, &row(k, len)).unwrap();
+            pgstat_count_heap_insert(b.engine(), r);
+            t
+        })
+        .collect();
+    b.txn.commit().unwrap();
+    tids
+}
+
+fn delete_rows(b: &mut Backend, r: RelFileLocator, tids: &[Tid]) {
+    b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+    for &t in tids {
+        assert_eq!(heapam::heap_delete(b, r, t).unwrap(), TmResult::Ok);
+        pgstat_count_heap_delete(b.engine(), r);
+    }
+    b.txn.commit().unwrap();
+}
+
+fn count_visible(engine: &Arc<Engine>, r: RelFileLocator) -> usize {
+    let mut b = engine.backend(99).unwrap();
+    b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+    let snap = b.txn.statement_snapshot().unwrap();
+    let mut n = 0;
+    heapam::heap_scan(&b, r, &snap, &mut |_, _| {
+        n += 1;
+        Ok(())
+    })
+    .unwrap();
+    b.txn.commit().unwrap();
+    n
+}
+
+fn vacuum(engine: &Arc<Engine>, r: RelFileLocator, freeze: bool, seen: &mut Vec<Tid>) -> VacuumStats {
+    let mut opts = VacuumOptions::from_settings(engine.settings());
+    opts.freeze = freeze;
+    vacuum_rel(engine, None, r, opts, &mut |tids: &[Tid]| {
+        seen.extend_from_slice(tids);
+        Ok(())
+    })
+    .unwrap()
+}
+
+fn nblocks(engine: &Engine, r: RelFileLocator) -> u32 {
+    engine.buffers.nblocks(r, ForkNumber::Main).unwrap()
+}
+
+/// Line-pointer states of a block: (normal, dead, unused or redirect).
+fn line_pointers(engine: &Engine, r: RelFileLocator, block: u32) -> (usize, usize, usize) {
+    let pin = engine.buffers.read_buffer(BufferTag::new(r, ForkNumber::Main, block), None).unwrap();
+    let page = pin.lock_shared();
+    let mut c = (0, 0, 0);
+    for off in 1..=page_max_offset_number(&page[..]) {
+        match page_get_item_id(&page[..], off).unwrap().flags {
+            LpFlags::Normal => c.0 += 1,
+            LpFlags::Dead => c.1 += 1,
+            _ => c.2 += 1,
+        }
+    }
+    c
+}
+
+#[test]
+fn vacuum_removes_deleted_rows_and_their_space_is_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, _) = Engine::open(dir.path(), settings()).unwrap();
+    let r = rel(50000);
+    engine.create_relation(r).unwrap();
+    let mut b = engine.backend(1).unwrap();
+    let tids = insert_rows(&mut b, r, 0, 2000, 100);
+    let blocks = nblocks(&engine, r);
+    assert!(blocks >= 20, "{blocks} blocks");
+    // Delete three rows of every four.
+    let deleted: Vec<Tid> = tids.iter().enumerate().filter(|(i, _)| i % 4 != 0).map(|(_, t)| *t).collect();
+    delete_rows(&mut b, r, &deleted);
+    assert_eq!(count_visible(&engine, r), 500);
+
+    let mut seen = Vec::new();
+    let st = vacuum(&engine, r, false, &mut seen);
+    assert_eq!(st.pages_scanned, blocks as u64);
+    assert_eq!(st.tuples_removed, 1500);
+    assert_eq!(st.dead_items_removed, 1500);
+    assert_eq!(st.recently_dead, 0);
+    assert_eq!(st.live_tuples, 500);
+    assert_eq!(st.index_scans, 1);
+    // The index callback got exactly the deleted rows' TIDs.
+    let mut a = seen.clone();
+    a.sort();
+    let mut e = deleted.clone();
+    e.sort();
+    assert_eq!(a, e);
+    assert_eq!(count_visible(&engine, r), 500);
+    for blk in 0..blocks {
+        let (_, dead, _) = line_pointers(&engine, r, blk);
+        assert_eq!(dead, 0, "block {blk} still has dead line pointers");
+    }
+    // A second VACUUM finds nothing to do.
+    let mut seen2 = Vec::new();
+    let st2 = vacuum(&engine, r, false, &mut seen2);
+    assert_eq!((st2.tuples_removed, st2.dead_items_removed, st2.index_scans), (0, 0, 0));
+    assert!(seen2.is_empty());
+
+    // Inserting 1500 rows again through the FSM (what heap_insert will do) fits in
+    // the freed space: the relation does not grow.
+    b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+    let len = row(0, 100).len();
+    for k in 10_000..11_500u64 {
+        let target = get_page_with_free_space(&engine, r, len).unwrap().expect("the FSM knows free space");
+        set_target_block(&mut b, r, target);
+        let t = heapam::heap_insert(&mut b, r, &row(k, 100)).unwrap();
+        assert_eq!(t.block, target, "the FSM's page had room");
+        record_current_free_space(&engine, r, t.block).unwrap();
+    }
+    b.txn.commit().unwrap();
+    assert_eq!(nblocks(&engine, r), blocks, "free space was reused");
+    assert_eq!(count_visible(&engine, r), 2000);
+    drop(b);
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn an_old_snapshot_keeps_deleted_rows_until_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, _) = Engine::open(dir.path(), settings()).unwrap();
+    let r = rel(50010);
+    engine.create_relation(r).unwrap();
+    let mut w = engine.backend(1).unwrap();
+    let tids = insert_rows(&mut w, r, 0, 300, 50);
+    let mut reader = engine.backend(2).unwrap();
+    reader.txn.begin(IsolationLevel::RepeatableRead).unwrap();
+    let snap = reader.txn.statement_snapshot().unwrap();
+    delete_rows(&mut w, r, &tids[..100]);
+
+    let mut seen = Vec::new();
+    let st = vacuum(&engine, r, false, &mut seen);
+    assert_eq!(st.tuples_removed, 0);
+    assert_eq!(st.recently_dead, 100);
+    assert_eq!(st.live_tuples, 200);
+    assert!(seen.is_empty());
+    // The reader still sees every deleted row.
+    for &t in &tids[..100] {
+        assert!(heapam::heap_fetch(&reader, r, t, &snap).unwrap().is_some());
+    }
+    let mut n = 0;
+    heapam::heap_scan(&reader, r, &snap, &mut |_, _| {
+        n += 1;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(n, 300);
+    reader.txn.commit().unwrap();
+
+    let st = vacuum(&engine, r, false, &mut seen);
+    assert_eq!(st.tuples_removed, 100);
+    assert_eq!(st.dead_items_removed, 100);
+    assert_eq!(st.recently_dead, 0);
+    assert_eq!(count_visible(&engine, r), 200);
+    drop((w, reader));
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn freeze_sets_frozen_xmin_and_rows_stay_visible() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, _) = Engine::open(dir.path(), settings()).unwrap();
+    let r = rel(50020);
+    engine.create_relation(r).unwrap();
+    let mut b = engine.backend(1).unwrap();
+    insert_rows(&mut b, r, 0, 400, 40);
+    // Without FREEZE, xmins younger than vacuum_freeze_min_age stay.
+    let st = vacuum(&engine, r, false, &mut Vec::new());
+    assert_eq!(st.tuples_frozen, 0);
+    let first_xmin = {
+        let pin = engine.buffers.read_buffer(BufferTag::new(r, ForkNumber::Main, 0), None).unwrap();
+        let page = pin.lock_shared();
+        heap_page_get_header(&page[..], 1).unwrap().xmin
+    };
+    assert_eq!(st.new_relfrozenxid, first_xmin, "the oldest unfrozen xid bounds relfrozenxid");
+
+    // A running transaction's rows are not frozen by VACUUM FREEZE.
+    let mut other = engine.backend(2).unwrap();
+    other.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+    heapam::heap_insert(&mut other, r, &row(9999, 40)).unwrap();
+    let st = vacuum(&engine, r, true, &mut Vec::new());
+    assert_eq!(st.tuples_frozen, 400);
+    assert_eq!(st.in_progress, 1);
+    for blk in 0..nblocks(&engine, r) {
+        let pin = engine.buffers.read_buffer(BufferTag::new(r, ForkNumber::Main, blk), None).unwrap();
+        let page = pin.lock_shared();
+        for item in heap_page_tuples(&page[..]) {
+            let (off, _) = item.unwrap();
+            let h = heap_page_get_header(&page[..], off).unwrap();
+            if h.xmin == first_xmin {
+                panic!("block {blk} offset {off} not frozen");
+            }
+            if h.xmin == FROZEN_TRANSACTION_ID {
+                assert!(h.xmin_frozen());
+            }
+        }
+    }
+    // relfrozenxid can advance to the running inserter's xid.
+    let running = other.txn.top_xid().unwrap();
+    assert_eq!(st.new_relfrozenxid, running);
+    other.txn.commit().unwrap();
+    assert_eq!(count_visible(&engine, r), 401);
+    // Frozen rows survive a crash (the freeze is WAL-logged).
+    drop((b, other));
+    drop(engine);
+    let (engine, rep) = Engine::open(dir.path(), settings()).unwrap();
+    assert!(rep.recovered);
+    assert_eq!(count_visible(&engine, r), 401);
+    let pin = engine.buffers.read_buffer(BufferTag::new(r, ForkNumber::Main, 0), None).unwrap();
+    assert_eq!(heap_page_get_header(&pin.lock_shared()[..], 1).unwrap().xmin, FROZEN_TRANSACTION_ID);
+    drop(pin);
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn opportunistic_pruning_skips_a_pinned_page_and_survives_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = rel(50030);
+    let per_page;
+    {
+        let (engine, _) = Engine::open(dir.path(), settings()).unwrap();
+        engine.create_relation(r).unwrap();
+        let mut b = engine.backend(1).unwrap();
+        // Fill block 0 and spill into block 1.
+        let tids = insert_rows(&mut b, r, 0, 120, 200);
+        let on0: Vec<Tid> = tids.iter().copied().filter(|t| t.block == 0).collect();
+        per_page = on0.len();
+        assert!(per_page > 20 && per_page < 120);
+        delete_rows(&mut b, r, &on0);
+        let tag = BufferTag::new(r, ForkNumber::Main, 0);
+        let pin = engine.buffers.read_buffer(tag, None).unwrap();
+        // Another backend's pin (a reader in the middle of the page).
+        let reader_pin = engine.buffers.read_buffer(tag, None).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let b2 = engine.backend(2).unwrap();
+                let out = heap_page_prune_opt(&b2, r, &engine.buffers.read_buffer(tag, None).unwrap()).unwrap();
+                tx.send(out).unwrap();
+            });
+            let out = rx.recv_timeout(Duration::from_secs(10)).expect("pruning must not wait for a pin");
+            assert!(out.attempted && out.skipped_lock && out.ndeleted == 0, "{out:?}");
+        });
+        drop(reader_pin);
+        assert_eq!(line_pointers(&engine, r, 0), (per_page, 0, 0));
+        let out = heap_page_prune_opt(&b, r, &pin).unwrap();
+        assert!(out.attempted && !out.skipped_lock, "{out:?}");
+        assert_eq!(out.ndeleted, per_page);
+        assert!(out.freed > 4000, "{out:?}");
+        assert_eq!(line_pointers(&engine, r, 0), (0, per_page, 0));
+        // The freed space is in the FSM.
+        assert!(ferrogres_engine::heap::freespace::get_recorded_free_space(&engine, r, 0).unwrap() > 4000);
+        // A second call finds nothing to prune (pd_prune_xid cleared, room enough).
+        let again = heap_page_prune_opt(&b, r, &pin).unwrap();
+        assert!(!again.attempted);
+        drop(pin);
+        drop(b);
+        engine.wal.background_flush().unwrap();
+        // Crash: no shutdown checkpoint.
+    }
+    let (engine, rep) = Engine::open(dir.path(), settings()).unwrap();
+    assert!(rep.recovered);
+    assert_eq!(line_pointers(&engine, r, 0), (0, per_page, 0), "prune redo");
+    assert_eq!(count_visible(&engine, r), 120 - per_page);
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn crash_after_vacuum_keeps_rows_correct() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = rel(50040);
+    {
+        let (engine, _) = Engine::open(dir.path(), settings()).unwrap();
+        engine.create_relation(r).unwrap();
+        let mut b = engine.backend(1).unwrap();
+        let tids = insert_rows(&mut b, r, 0, 1000, 80);
+        // A checkpoint first: the vacuum's page changes then log full-page images.
+        engine.checkpoint().unwrap();
+        let odd: Vec<Tid> = tids.iter().copied().skip(1).step_by(2).collect();
+        delete_rows(&mut b, r, &odd);
+        let st = vacuum(&engine, r, true, &mut Vec::new());
+        assert_eq!(st.tuples_removed, 500);
+        assert_eq!(st.tuples_frozen, 500);
+        // VACUUM does not flush the WAL (nothing waits for it); the WAL writer
+        // would within moments. Flush now so that redo has the records.
+        engine.wal.background_flush().unwrap();
+        drop(b);
+    }
+    let (engine, rep) = Engine::open(dir.path(), settings()).unwrap();
+    assert!(rep.recovered && rep.redo_records > 0);
+    assert_eq!(count_visible(&engine, r), 500);
+    // Every page reads back (checksums valid) without dead line pointers.
+    for blk in 0..nblocks(&engine, r) {
+        assert_eq!(line_pointers(&engine, r, blk).1, 0);
+    }
+    // The relation keeps working: a new VACUUM finds nothing, inserts fit.
+    let st = vacuum(&engine, r, false, &mut Vec::new());
+    assert_eq!((st.tuples_removed, st.dead_items_removed, st.live_tuples), (0, 0, 500));
+    let mut b = engine.backend(1).unwrap();
+    insert_rows(&mut b, r, 5000, 10, 80);
+    assert_eq!(count_visible(&engine, r), 510);
+    drop(b);
+    engine.shutdown().unwrap();
+}
+
+fn xmin_committed_hints(engine: &Engine, r: RelFileLocator, block: u32) -> (usize, usize) {
+    let pin = engine.buffers.read_buffer(BufferTag::new(r, ForkNumber::Main, block), None).unwrap();
+    let page = pin.lock_shared();
+    let mut c = (0, 0);
+    for item in heap_page_tuples(&page[..]) {
+        let (off, _) = item.unwrap();
+        let h = heap_page_get_header(&page[..], off).unwrap();
+        c.1 += 1;
+        c.0 += (h.infomask & HEAP_XMIN_COMMITTED != 0) as usize;
+    }
+    c
+}
+
+#[test]
+fn hint_bits_are_set_under_a_shared_lock_and_a_crash_after_is_harmless() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = rel(50050);
+    let n;
+    {
+        let (engine, _) = Engine::open(dir.path(), settings()).unwrap();
+        engine.create_relation(r).unwrap();
+        let mut b = engine.backend(1).unwrap();
+        let tids = insert_rows(&mut b, r, 0, 40, 40);
+        n = tids.len();
+        assert!(tids.iter().all(|t| t.block == 0));
+        engine.checkpoint().unwrap();
+        let tag = BufferTag::new(r, ForkNumber::Main, 0);
+        let pin = engine.buffers.read_buffer(tag, None).unwrap();
+        assert!(!pin.is_dirty());
+        assert_eq!(xmin_committed_hints(&engine, r, 0), (0, n));
+        // A scan with hint bits, while another shared locker reads the page.
+        b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let snap = b.txn.statement_snapshot().unwrap();
+        let other = pin.lock_shared();
+        let page = pin.lock_shared();
+        let mut seen = 0;
+        let hinted = scan_page_set_hints(&b, &page, 0, &snap, &mut |_, _| {
+            seen += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((seen, hinted), (n, n));
+        assert!(heap_page_tuples(&other[..]).all(|t| t.is_ok()));
+        drop((page, other));
+        b.txn.commit().unwrap();
+        assert_eq!(xmin_committed_hints(&engine, r, 0), (n, n));
+        // Hint-only changes leave the buffer clean (README: hint-bit policy).
+        assert!(!pin.is_dirty());
+        drop(pin);
+        drop(b);
+        // Crash right after.
+    }
+    {
+        let (engine, rep) = Engine::open(dir.path(), settings()).unwrap();
+        assert!(rep.recovered);
+        // The page reads back (its checksum is valid); the hints were not written.
+        assert_eq!(xmin_committed_hints(&engine, r, 0), (0, n));
+        assert_eq!(count_visible(&engine, r), n);
+        // count_visible does not set hints (heapam's scan does not yet): do it,
+        // then a real change of the page carries the hints to disk.
+        let mut b = engine.backend(1).unwrap();
+        b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let snap = b.txn.statement_snapshot().unwrap();
+        let pin = engine.buffers.read_buffer(BufferTag::new(r, ForkNumber::Main, 0), None).unwrap();
+        scan_page_set_hints(&b, &pin.lock_shared(), 0, &snap, &mut |_, _| Ok(())).unwrap();
+        drop(pin);
+        assert_eq!(heapam::heap_delete(&mut b, r, Tid::new(0, 1)).unwrap(), TmResult::Ok);
+        b.txn.commit().unwrap();
+        engine.checkpoint().unwrap();
+        drop(b);
+        // Crash again.
+    }
+    let (engine, _) = Engine::open(dir.path(), settings()).unwrap();
+    assert_eq!(xmin_committed_hints(&engine, r, 0), (n, n));
+    assert_eq!(count_visible(&engine, r), n - 1);
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn autovacuum_vacuums_a_relation_past_its_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings();
+    s.set("autovacuum", "on").unwrap();
+    s.set("autovacuum_naptime", "50ms").unwrap();
+    s.set("autovacuum_vacuum_threshold", "20").unwrap();
+    s.set("autovacuum_vacuum_scale_factor", "0").unwrap();
+    s.set("autovacuum_vacuum_insert_threshold", "100000").unwrap();
+    let (engine, _) = Engine::open(dir.path(), s).unwrap();
+    let r = rel(50060);
+    engine.create_relation(r).unwrap();
+    // Declare the relation index-free: full cleanup.
+    autovacuum::set_index_cleanup(&engine, r, Some(Arc::new(|_: &[Tid]| Ok(()))));
+    let mut b = engine.backend(1).unwrap();
+    let tids = insert_rows(&mut b, r, 0, 100, 40);
+    // Below the threshold: nothing happens.
+    delete_rows(&mut b, r, &tids[..10]);
+    std::thread::sleep(Duration::from_millis(300));
+    let c = autovacuum::pgstat_rel(&engine, r);
+    assert_eq!(c.autovacuum_count.load(std::sync::atomic::Ordering::Relaxed), 0);
+    delete_rows(&mut b, r, &tids[10..40]);
+    let start = Instant::now();
+    while c.autovacuum_count.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        assert!(start.elapsed() < Duration::from_secs(20), "autovacuum did not run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.reltuples.load(std::sync::atomic::Ordering::Relaxed), 60);
+    assert_eq!(c.dead_since_vacuum.load(std::sync::atomic::Ordering::Relaxed), 0);
+    // The deleted rows' line pointers are gone.
+    let mut total = (0, 0, 0);
+    for blk in 0..nblocks(&engine, r) {
+        let (n, d, u) = line_pointers(&engine, r, blk);
+        total = (total.0 + n, total.1 + d, total.2 + u);
+    }
+    assert_eq!(total, (60, 0, 40));
+    assert_eq!(count_visible(&engine, r), 60);
+    drop(b);
+    engine.shutdown().unwrap();
+}
