@@ -7,7 +7,12 @@
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::autovacuum::{self, pgstat_count_heap_delete, pgstat_count_heap_insert};
-use ferrogres_engine::heap::freespace::{get_page_with_free_space, record_current_free_space, set_target_block};
+use ferrogres_engine::buffer::LockedBuffer;
+use ferrogres_engine::heap::freespace::{
+    fsm_vacuum, get_page_with_free_space, get_recorded_free_space, record_and_get_page_with_free_space,
+    record_current_free_space, record_free_space, set_target_block,
+};
+use ferrogres_engine::heap::fsm::*;
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::heap::page::{heap_page_get_header, heap_page_tuples};
 use ferrogres_engine::heap::pruneheap::{heap_page_prune_opt, scan_page_set_hints};
@@ -469,3 +474,55 @@ fn autovacuum_vacuums_a_relation_past_its_threshold() {
     drop(b);
     engine.shutdown().unwrap();
 }
+
+/// FSM page `addr` of `r`, exclusive-locked (it must exist).
+fn fsm_page(engine: &Engine, r: RelFileLocator, addr: FsmAddress) -> LockedBuffer<'_> {
+    let tag = BufferTag::new(r, ForkNumber::Fsm, fsm_logical_to_physical(addr));
+    engine.buffers.read_buffer(tag, None).unwrap().into_locked()
+}
+
+    #[test]
+    fn fsm_record_search_and_stale_upper_levels() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, _) = Engine::open(dir.path(), settings()).unwrap();
+        let r = rel(50070);
+        engine.create_relation(r).unwrap();
+        assert_eq!(get_page_with_free_space(&engine, r, 100).unwrap(), None);
+        // A block on the second bottom page: the fork grows to reach it.
+        let far = SLOTS_PER_FSM_PAGE as u32 + 5;
+        record_free_space(&engine, r, far, 4000).unwrap();
+        record_free_space(&engine, r, 3, 200).unwrap();
+        assert_eq!(get_page_with_free_space(&engine, r, 3000).unwrap(), Some(far));
+        assert_eq!(get_page_with_free_space(&engine, r, 8000).unwrap(), None);
+        assert!(get_recorded_free_space(&engine, r, far).unwrap() >= 3900);
+        // Block 3 found for small requests (either 3 or far qualifies).
+        let b = get_page_with_free_space(&engine, r, 150).unwrap().unwrap();
+        assert!(b == 3 || b == far);
+        // The page filled up: the retry records it and finds nothing else big.
+        assert_eq!(record_and_get_page_with_free_space(&engine, r, far, 0, 3000).unwrap(), None);
+        // Make an upper level stale-high by hand: the search corrects it.
+        let (addr, _) = fsm_get_location(far);
+        let (parent, pslot) = fsm_get_parent(addr);
+        {
+            let mut p = fsm_page(&engine, r, parent);
+            fsm_set_avail(&mut p[..], pslot, 200);
+            drop(p);
+            let mut root = fsm_page(&engine, r, FSM_ROOT_ADDRESS);
+            fsm_set_avail(&mut root[..], 0, 200);
+        }
+        assert_eq!(get_page_with_free_space(&engine, r, 3000).unwrap(), None);
+        let p = fsm_get_avail(&fsm_page(&engine, r, parent)[..], pslot);
+        assert_eq!(p, 0, "the stale parent slot was corrected");
+        let root = fsm_get_avail(&fsm_page(&engine, r, FSM_ROOT_ADDRESS)[..], 0);
+        assert_eq!(root, fsm_space_avail_to_cat(200), "and the root's, level by level");
+        // A stale-low upper level hides space until fsm_vacuum.
+        let (addr0, slot7) = fsm_get_location(7);
+        {
+            let mut bottom = fsm_page(&engine, r, addr0);
+            fsm_set_avail(&mut bottom[..], slot7, 200);
+        }
+        assert_eq!(get_page_with_free_space(&engine, r, 5000).unwrap(), None);
+        fsm_vacuum(&engine, r).unwrap();
+        assert_eq!(get_page_with_free_space(&engine, r, 5000).unwrap(), Some(7));
+        drop(engine);
+    }
