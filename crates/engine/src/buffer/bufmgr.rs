@@ -167,8 +167,10 @@ pub struct PinnedBuffer<'a> {
 pub struct BufferReadGuard<'b> {
     _guard: LwLockGuard<'b>,
     page: &'b [u8],
-    /// Where the page lives, with write provenance, for `set_hint_bits` only.
-    page_ptr: *mut u8,
+    /// The pool and buffer number, for `set_hint_bits` (a pointer with write
+    /// provenance is derived from the pool's allocation there).
+    pool: &'b BufferPool,
+    id: usize,
 }
 
 /// An exclusive content lock on a pinned buffer: read/write access to the page.
@@ -902,9 +904,7 @@ impl<'a> PinnedBuffer<'a> {
         let guard = self.pool.desc(self.id).content_lock.shared();
         // SAFETY: pin + shared content lock, for the guard's lifetime: no writer.
         let page = unsafe { self.pool.page(self.id) };
-        // SAFETY: in bounds of the pool allocation (id < nbuffers).
-        let page_ptr = unsafe { self.pool.pages.ptr.add(self.id * BLCKSZ) };
-        BufferReadGuard { _guard: guard, page, page_ptr }
+        BufferReadGuard { _guard: guard, page, pool: self.pool, id: self.id }
     }
 
     /// Takes the content lock exclusive: the page can be changed.
@@ -1046,7 +1046,10 @@ impl BufferReadGuard<'_> {
         // PostgreSQL's unlocked hint writes in C, these concurrent plain reads of a
         // field written atomically are a formal data race that the lock protocol
         // keeps benign (each field is read once per visibility check).
-        let cell = unsafe { std::sync::atomic::AtomicU16::from_ptr(self.page_ptr.add(offset) as *mut u16) };
+        let cell = unsafe {
+            let page_ptr = self.pool.pages.ptr.add(self.id * BLCKSZ);
+            std::sync::atomic::AtomicU16::from_ptr(page_ptr.add(offset) as *mut u16)
+        };
         // Relaxed: a hint orders nothing; the content lock release publishes it.
         cell.fetch_or(bits.to_le(), std::sync::atomic::Ordering::Relaxed);
         true
@@ -1098,5 +1101,46 @@ impl DerefMut for LockedBuffer<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: pin + exclusive content lock held by this value; `&mut self`.
         unsafe { self.pin.pool.page_mut(self.pin.id) }
+    }
+}
+
+#[cfg(test)]
+mod hint_bit_tests {
+    use super::*;
+    use crate::storage::NoWal;
+
+    /// Many threads OR different bits into the same 16-bit field under shared locks:
+    /// no bit is lost, the buffer stays clean, odd offsets are refused.
+    #[test]
+    fn concurrent_hint_bits_under_shared_locks_are_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let smgr = Arc::new(Smgr::new(dir.path(), false).unwrap());
+        let mut s = Settings::default();
+        s.shared_buffers = 8;
+        s.buffer_mapping_partitions = 4;
+        let pool = BufferPool::new(&s, smgr.clone(), Arc::new(NoWal));
+        let rel = RelFileLocator { spc_oid: 1663, db_oid: 5, rel_number: 7 };
+        smgr.create(rel, ForkNumber::Main).unwrap();
+        drop(pool.extend(rel, ForkNumber::Main, 1, None).unwrap());
+        let tag = BufferTag::new(rel, ForkNumber::Main, 0);
+        for round in 0..50 {
+            let off = 100 + 2 * round;
+            std::thread::scope(|sc| {
+                for bit in 0..16 {
+                    let pool = &pool;
+                    sc.spawn(move || {
+                        let pin = pool.read_buffer(tag, None).unwrap();
+                        let g = pin.lock_shared();
+                        assert!(g.set_hint_bits(off, 1 << bit));
+                    });
+                }
+            });
+            let pin = pool.read_buffer(tag, None).unwrap();
+            let g = pin.lock_shared();
+            assert_eq!(u16::from_le_bytes([g[off], g[off + 1]]), 0xFFFF);
+            assert!(!g.set_hint_bits(off + 1, 1));
+            assert!(!g.set_hint_bits(BLCKSZ - 1, 1));
+            assert!(!pin.is_dirty(), "a hint alone must not dirty the buffer");
+        }
     }
 }
