@@ -3,6 +3,7 @@
 //! keeping rows alive, freezing, pruning that never waits for a pinned page, crash
 //! after VACUUM and after pruning, hint bits under a shared lock and a crash right
 //! after, and autovacuum.
+#![cfg(not(loom))]
 
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};

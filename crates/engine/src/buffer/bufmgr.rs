@@ -1028,7 +1028,7 @@ impl BufferReadGuard<'_> {
     /// the page (see the heap README, "hint bits": our pages are checksummed and a
     /// torn hint-only write would not be repaired by redo).
     pub fn set_hint_bits(&self, offset: usize, bits: u16) -> bool {
-        if offset % 2 != 0 || offset + 2 > BLCKSZ {
+        if !offset.is_multiple_of(2) || offset + 2 > BLCKSZ {
             return false;
         }
         // SAFETY: the pointer is in the page (checked above), 2-byte aligned (pages
@@ -1115,9 +1115,7 @@ mod hint_bit_tests {
     fn concurrent_hint_bits_under_shared_locks_are_not_lost() {
         let dir = tempfile::tempdir().unwrap();
         let smgr = Arc::new(Smgr::new(dir.path(), false).unwrap());
-        let mut s = Settings::default();
-        s.shared_buffers = 8;
-        s.buffer_mapping_partitions = 4;
+        let s = Settings { shared_buffers: 8, buffer_mapping_partitions: 4, ..Default::default() };
         let pool = BufferPool::new(&s, smgr.clone(), Arc::new(NoWal));
         let rel = RelFileLocator { spc_oid: 1663, db_oid: 5, rel_number: 7 };
         smgr.create(rel, ForkNumber::Main).unwrap();
