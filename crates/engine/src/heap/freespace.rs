@@ -186,9 +186,18 @@ fn fsm_search(engine: &Engine, rel: RelFileLocator, min_cat: u8) -> Result<Optio
                     addr = fsm_get_child(addr, slot);
                 }
                 None => {
+                    let max = with_fsm_page_shared(engine, rel, addr, fsm_get_max_avail)?.unwrap_or(0);
+                    if max >= min_cat {
+                        // The page promised space its leaves do not have, or its
+                        // inner nodes hide it (a torn or stale page): rebuild it
+                        // from its leaves, then retry from the root.
+                        let mut p = fsm_read_exclusive(engine, rel, addr)?;
+                        fsm_rebuild_page(&mut p[..]);
+                        p.mark_dirty();
+                        continue 'restart;
+                    }
                     let Some((paddr, pslot)) = parent else { return Ok(None) };
                     // Stale upper level: record the child's true maximum and retry.
-                    let max = with_fsm_page_shared(engine, rel, addr, fsm_get_max_avail)?.unwrap_or(0);
                     let mut p = fsm_read_exclusive(engine, rel, paddr)?;
                     if fsm_set_avail(&mut p[..], pslot, max) {
                         p.mark_dirty();
