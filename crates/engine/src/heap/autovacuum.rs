@@ -111,7 +111,8 @@ pub fn pgstat_count_heap_delete(engine: &Engine, rel: RelFileLocator) {
 }
 
 /// VACUUM finished on `rel`: reltuples is what it found live, the dead count
-/// restarts from what it could not remove yet, the insert count from 0.
+/// restarts from what it could not remove yet (recently dead, dead but not
+/// pruned, deleted by a transaction still running), the insert count from 0.
 pub fn pgstat_report_vacuum(engine: &Engine, rel: RelFileLocator, live: u64, recently_dead: u64) {
     let c = engine.pgstat_tables.rel(rel);
     c.reltuples.store(live, Ordering::Relaxed);

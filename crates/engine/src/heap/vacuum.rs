@@ -79,10 +79,15 @@ pub struct VacuumStats {
     pub dead_items_removed: u64,
     /// Dead but not yet removable (a snapshot may still see them: RecentlyDead).
     pub recently_dead: u64,
+    /// Dead to everyone but not removed: on pages whose cleanup lock was not free,
+    /// or HOT chain members behind a live member (PostgreSQL's missed_dead_tuples).
+    pub missed_dead: u64,
     /// Live tuples left (the new reltuples).
     pub live_tuples: u64,
     /// Tuples whose inserter (or deleter) is still running.
     pub in_progress: u64,
+    /// Of those, tuples whose deleter is still running (live until it commits).
+    pub delete_in_progress: u64,
     /// Tuples frozen (xmin set to FrozenTransactionId) or whose old xmax was cleared.
     pub tuples_frozen: u64,
     /// LP_DEAD line pointers left (index cleanup off).
@@ -192,10 +197,13 @@ pub fn vacuum_rel(
     };
     v.run()?;
     let stats = v.stats;
-    super::autovacuum::pgstat_report_vacuum(engine, rel, stats.live_tuples, stats.recently_dead);
+    // Deletes still running were counted when they happened and are not dead yet:
+    // they stay in the dead count for the next round.
+    let dead_left = stats.recently_dead + stats.missed_dead + stats.delete_in_progress;
+    super::autovacuum::pgstat_report_vacuum(engine, rel, stats.live_tuples, dead_left);
     if opts.verbose {
         eprintln!(
-            "INFO:  vacuuming relation {}: pages: {} scanned, {} pruned, {} skipped (pinned); tuples: {} removed, {} remain, {} are dead but not yet removable; {} dead item identifiers removed in {} index scans; {} frozen; oldest xmin {}, new relfrozenxid {}",
+            "INFO:  vacuuming relation {}: pages: {} scanned, {} pruned, {} skipped (pinned); tuples: {} removed, {} remain, {} are dead but not yet removable, {} dead not removed; {} dead item identifiers removed in {} index scans; {} frozen; oldest xmin {}, new relfrozenxid {}",
             rel.rel_number,
             stats.pages_scanned,
             stats.pages_pruned,
@@ -203,6 +211,7 @@ pub fn vacuum_rel(
             stats.tuples_removed,
             stats.live_tuples,
             stats.recently_dead,
+            stats.missed_dead,
             stats.dead_items_removed,
             stats.index_scans,
             stats.tuples_frozen,
@@ -341,12 +350,14 @@ impl LazyVacuum<'_> {
             let infomask = h.infomask | hints;
             match res {
                 HtsvResult::Live => self.stats.live_tuples += 1,
-                // Dead here means a HOT chain member pruning could not reach
-                // (behind a live member): it stays until the chain moves on.
-                HtsvResult::RecentlyDead | HtsvResult::Dead => self.stats.recently_dead += 1,
+                HtsvResult::RecentlyDead => self.stats.recently_dead += 1,
+                // Not pruned: the page's cleanup lock was not free, or a HOT chain
+                // member pruning could not reach (behind a live member).
+                HtsvResult::Dead => self.stats.missed_dead += 1,
                 HtsvResult::InsertInProgress => self.stats.in_progress += 1,
                 HtsvResult::DeleteInProgress => {
                     self.stats.in_progress += 1;
+                    self.stats.delete_in_progress += 1;
                     self.stats.live_tuples += 1;
                 }
             }
