@@ -67,6 +67,8 @@ pub struct Engine {
     pub locks: Arc<LockManager>,
     /// Shared relation-extension state of the heap (batches of extra pages).
     pub(crate) heap_space: heapam::SpaceMap,
+    /// Per-relation tuple counters and the autovacuum launcher (heap::autovacuum).
+    pub(crate) pgstat_tables: crate::heap::autovacuum::TableStats,
     /// Next OID to assign (persisted in checkpoints).
     next_oid: AtomicU32,
     /// Free backend numbers. Protected by its mutex.
@@ -229,6 +231,7 @@ impl Engine {
             txn,
             locks,
             heap_space: heapam::SpaceMap::default(),
+            pgstat_tables: Default::default(),
             next_oid: AtomicU32::new(ck.next_oid.max(FIRST_NORMAL_OBJECT_ID)),
             free_backends: Mutex::new((0..max_backends as u32).rev().collect()),
             checkpoint_lock: Mutex::new(()),
@@ -241,6 +244,7 @@ impl Engine {
             engine.recover(&start, &mut report, &wal_flush.in_recovery)?;
         }
         engine.start_workers();
+        crate::heap::autovacuum::start_launcher(&engine);
         Ok((engine, report))
     }
 
@@ -330,9 +334,10 @@ impl Engine {
         ));
     }
 
-    /// Stops the checkpointer, the background writer and the WAL writer (joining
-    /// their threads).
+    /// Stops the autovacuum launcher, the checkpointer, the background writer and the
+    /// WAL writer (joining their threads).
     fn stop_workers(&self) {
+        self.pgstat_tables.stop_launcher();
         let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(mut c) = w.checkpointer.take() {
             c.stop();
