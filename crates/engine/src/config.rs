@@ -274,4 +274,28 @@ mod tests {
         assert_eq!(s.set("no_such", "1").unwrap_err().sqlstate().as_str(), "42704");
         assert!(s.set("buffer_mapping_partitions", "100").is_err());
     }
+
+    #[test]
+    fn vacuum_settings_parse_like_postgresql() {
+        let mut s = Settings::default();
+        assert_eq!(s.autovacuum_naptime_ms, 60_000);
+        assert_eq!((s.autovacuum_vacuum_threshold, s.autovacuum_vacuum_insert_threshold), (50, 1000));
+        assert_eq!(s.vacuum_freeze_min_age, 50_000_000);
+        s.set("autovacuum_naptime", "15").unwrap();
+        assert_eq!(s.autovacuum_naptime_ms, 15_000, "seconds without a unit");
+        s.set("autovacuum_naptime", "1min").unwrap();
+        assert_eq!(s.autovacuum_naptime_ms, 60_000);
+        s.set("autovacuum_naptime", "100ms").unwrap();
+        assert_eq!(s.autovacuum_naptime_ms, 100);
+        assert!(s.set("autovacuum_naptime", "0").is_err());
+        s.set("autovacuum_vacuum_scale_factor", "0.05").unwrap();
+        assert_eq!(s.autovacuum_vacuum_scale_factor, 0.05);
+        assert!(s.set("autovacuum_vacuum_scale_factor", "-1").is_err());
+        assert!(s.set("autovacuum_vacuum_insert_scale_factor", "x").is_err());
+        s.set("autovacuum", "off").unwrap();
+        assert!(!s.autovacuum);
+        s.set("vacuum_freeze_min_age", "0").unwrap();
+        assert_eq!(s.vacuum_freeze_min_age, 0);
+        assert!(s.set("vacuum_freeze_min_age", "2000000000").is_err());
+    }
 }

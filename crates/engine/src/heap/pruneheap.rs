@@ -146,6 +146,18 @@ pub fn heap_page_prune_opt(backend: &Backend, rel: RelFileLocator, pin: &PinnedB
     Ok(out)
 }
 
+/// [`heap_page_prune_opt`] for a block the caller has not pinned (reads and pins
+/// it for the call).
+pub fn heap_page_prune_opt_block(
+    backend: &Backend,
+    rel: RelFileLocator,
+    block: crate::storage::BlockNumber,
+) -> Result<PruneOptOutcome> {
+    let tag = BufferTag::new(rel, crate::storage::ForkNumber::Main, block);
+    let pin = backend.engine().buffers.read_buffer(tag, None)?;
+    heap_page_prune_opt(backend, rel, &pin)
+}
+
 /// Sets the hint bits `hints` (from `satisfies_mvcc` / `satisfies_vacuum` /
 /// `satisfies_update`) on the tuple at `off`, under the shared content lock `page`.
 /// Only transaction-status hint bits are set (others in `hints` are ignored); the
