@@ -22,17 +22,21 @@
 //! them without extending again.
 
 use super::page::{
-    heap_page_add_tuple, heap_page_delete, heap_page_get_tuple, heap_page_init, heap_page_lock_tuple, heap_page_tuples,
+    heap_page_add_tuple, heap_page_delete, heap_page_get_tuple, heap_page_init, heap_page_lock_tuple,
     heap_page_update, HeapOp, HeapXmaxOp, RowLockMode, UpdateFlags,
 };
+use super::pruneheap::{heap_page_prune_opt, scan_page_set_hints, set_hint_bits_from_visibility, visibility_info};
 use super::toast::MAX_HEAP_TUPLE_SIZE;
+use super::{autovacuum, freespace};
 use super::tuple::{Tid, TransactionId, TupleHeader, HEAP_COMBOCID};
 use crate::buffer::LockedBuffer;
 use crate::engine::{Backend, Engine};
 use crate::lmgr::lock::{nowait_row_error, LockAcquireResult, LockMode, LockOptions, LockTag};
 use crate::pgstat::BackendId;
 use crate::error::{Error, Result, SqlState};
+use crate::config::BLCKSZ;
 use crate::storage::page::{
+    ITEM_ID_SIZE, PAGE_HEADER_SIZE,
     page_get_item_id, page_heap_free_space, page_is_new, page_lsn, page_max_offset_number, page_set_flag, set_page_lsn,
     LpFlags, PD_PAGE_FULL,
 };
@@ -48,6 +52,8 @@ use std::sync::{Arc, Mutex};
 /// At most this many pages are added by one extension (and at most an eighth of
 /// shared_buffers, since they are pinned together).
 const MAX_EXTRA_BLOCKS: u32 = 64;
+/// Pages the free space map may offer one insert before it extends instead.
+const MAX_FSM_TRIES: u32 = 4;
 /// Pages added per backend waiting to extend at the same time (PostgreSQL: 20).
 const EXTRA_BLOCKS_PER_WAITER: u32 = 20;
 
@@ -113,6 +119,7 @@ pub fn heap_insert(backend: &mut Backend, rel: RelFileLocator, tuple: &[u8]) -> 
         let mut page = engine.buffers.read_buffer(tag, None)?.into_locked();
         if let Some(tid) = try_insert_on_page(&engine, tag, &mut page, tuple, xid, cid)? {
             backend.target_blocks.insert(rel, block);
+            autovacuum::pgstat_count_heap_insert(&engine, rel);
             return Ok(tid);
         }
         // Full: forget it as the target; the next choice moves on.
@@ -120,6 +127,11 @@ pub fn heap_insert(backend: &mut Backend, rel: RelFileLocator, tuple: &[u8]) -> 
         if choice.extended == Some(block) && page_max_offset_number(&page[..]) == 0 {
             return Err(Error::internal(format!("tuple of {} bytes does not fit on an empty page", tuple.len())));
         }
+        // Tell the FSM what the page really has (after unlocking it: FSM pages are
+        // locked only while no heap page lock is held), so it stops offering it.
+        let avail = page_heap_free_space(&page[..]);
+        drop(page);
+        freespace::record_free_space(&engine, rel, block, avail)?;
     }
 }
 
@@ -138,6 +150,8 @@ fn check_tuple_size(len: usize) -> Result<()> {
 struct PageChoice {
     /// The relation's last page was offered once already.
     tried_last: bool,
+    /// Pages the free space map offered so far.
+    fsm_tries: u32,
     /// The block this search added by extending, if it did.
     extended: Option<BlockNumber>,
 }
@@ -168,11 +182,21 @@ fn choose_insert_page(
     avoid: Option<BlockNumber>,
     choice: &mut PageChoice,
 ) -> Result<BlockNumber> {
-    let _ = len; // The FSM will ask for a page with `len` bytes free.
     let space = engine.heap_space.rel(rel);
     if let Some(&b) = backend.target_blocks.get(&rel) {
         if Some(b) != avoid {
             return Ok(b);
+        }
+    }
+    // The free space map. A page it offers that turns out full is recorded with its
+    // real free space by the caller, so the map stops offering it; the tries are
+    // bounded all the same (a concurrent inserter can fill pages as fast).
+    if choice.fsm_tries < MAX_FSM_TRIES {
+        choice.fsm_tries += 1;
+        if let Some(b) = freespace::get_page_with_free_space(engine, rel, len + ITEM_ID_SIZE)? {
+            if Some(b) != avoid {
+                return Ok(b);
+            }
         }
     }
     loop {
@@ -206,6 +230,11 @@ fn choose_insert_page(
     let first = blocks[0];
     if blocks.len() > 1 {
         space.spare.lock().unwrap_or_else(|e| e.into_inner()).extend(blocks[1..].iter().rev());
+        // The spare list lives in memory; the FSM keeps the extra pages findable
+        // after a restart.
+        for &b in &blocks[1..] {
+            freespace::record_free_space(engine, rel, b, BLCKSZ - PAGE_HEADER_SIZE)?;
+        }
     }
     choice.extended = Some(first);
     Ok(first)
@@ -232,18 +261,9 @@ fn try_insert_on_page(
     Ok(Some(tid))
 }
 
-fn visibility_info(h: &TupleHeader, tid: Tid) -> TupleVisibilityInfo {
-    TupleVisibilityInfo {
-        xmin: h.xmin,
-        xmax: h.xmax,
-        cid: h.cid,
-        infomask: h.infomask,
-        ctid_is_self: h.ctid == tid,
-    }
-}
-
 /// Calls `f(tid, tuple)` for every tuple of `rel` visible to `snapshot`, in
-/// physical order. (Hint bits are not yet set by scans.)
+/// physical order. Each page is first pruned if that is worthwhile and free
+/// (`heap_page_prune_opt`), and the hint bits the visibility checks return are set.
 pub fn heap_scan(
     backend: &Backend,
     rel: RelFileLocator,
@@ -254,30 +274,33 @@ pub fn heap_scan(
     let nblocks = engine.buffers.nblocks(rel, ForkNumber::Main)?;
     for block in 0..nblocks {
         let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, block), None)?;
+        heap_page_prune_opt(backend, rel, &pin)?;
         let page = pin.lock_shared();
-        if page_is_new(&page[..]) {
-            continue;
-        }
-        for item in heap_page_tuples(&page[..]) {
-            let (off, t) = item?;
-            let tid = Tid::new(block, off);
-            let h = TupleHeader::read(t)?;
-            if satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?.visible {
-                f(tid, t)?;
-            }
-        }
+        scan_page_set_hints(backend, &page, block, snapshot, f)?;
     }
     Ok(())
 }
 
-/// Reads the tuple at `tid` if `snapshot` sees it.
+/// Reads the tuple at `tid` if `snapshot` sees it. A line pointer that pruning or
+/// VACUUM made dead or unused (an index entry may still point at it until VACUUM
+/// cleans the index) is a tuple nobody sees, not corruption.
 pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
     let engine = backend.engine();
     let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, tid.block), None)?;
+    heap_page_prune_opt(backend, rel, &pin)?;
     let page = pin.lock_shared();
+    if tid.offset == 0 || tid.offset > page_max_offset_number(&page[..]) {
+        return Err(Error::corrupt(format!("heap fetch of ({},{}): no such line pointer", tid.block, tid.offset)));
+    }
+    if page_get_item_id(&page[..], tid.offset)?.flags != LpFlags::Normal {
+        return Ok(None);
+    }
     let t = heap_page_get_tuple(&page[..], tid.offset)?;
     let h = TupleHeader::read(t)?;
-    Ok(satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?.visible.then(|| t.to_vec()))
+    let v = satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?;
+    let out = v.visible.then(|| t.to_vec());
+    set_hint_bits_from_visibility(&page, tid.offset, v.hints)?;
+    Ok(out)
 }
 
 /// Deletes the tuple at `tid` as the current transaction and command, without
@@ -742,6 +765,7 @@ fn log_update(
         set_page_lsn(&mut npage[..], end);
         npage.mark_dirty();
     }
+    autovacuum::pgstat_count_heap_update(engine, otag.rel);
 }
 
 /// DELETE of the row version at `tid`, waiting for a concurrent writer per
@@ -787,6 +811,7 @@ fn delete_locked(
     let mut op = heap_page_delete(&mut page[..], tid.offset, xid, backend.txn.current_command_id())?;
     fix_cmax(backend, &info, &mut op, &mut page[..]);
     log_page_change(engine, tag, xid, &HeapOp::Xmax(op), page);
+    autovacuum::pgstat_count_heap_delete(engine, tag.rel);
     Ok(())
 }
 
