@@ -2,6 +2,8 @@
 //! after a clean shutdown, many backends inserting through a small buffer pool, and
 //! MVCC visibility across sessions (READ COMMITTED vs REPEATABLE READ).
 
+#![cfg(not(loom))]
+
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::heapam::{self, heap_detoast, heap_insert_values};

@@ -9,6 +9,8 @@
 //! NOWAIT and SKIP LOCKED; a deadlock through two rows; savepoint rollback of an
 //! update; redo of updates after a clean restart and after a crash.
 
+#![cfg(not(loom))]
+
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::heapam::{
