@@ -123,15 +123,17 @@ fn assert_not_blocked(engine: &Engine, pid: i32) {
 
 /// A session on its own thread: runs the closures sent to it, in order, on its
 /// own Backend, and sends back their results.
+type Job<T> = Box<dyn FnOnce(&mut Backend) -> T + Send>;
+
 struct Session<T: Send + 'static> {
-    tx: Option<Sender<Box<dyn FnOnce(&mut Backend) -> T + Send>>>,
+    tx: Option<Sender<Job<T>>>,
     rx: Receiver<T>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
 impl<T: Send + 'static> Session<T> {
     fn start(engine: &Arc<Engine>, pid: i32, iso: IsolationLevel) -> Session<T> {
-        let (tx, jobs) = channel::<Box<dyn FnOnce(&mut Backend) -> T + Send>>();
+        let (tx, jobs) = channel::<Job<T>>();
         let (done, rx) = channel();
         let engine = engine.clone();
         let handle = std::thread::spawn(move || {
