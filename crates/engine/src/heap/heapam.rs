@@ -45,7 +45,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// At most this many pages are added by one extension.
+/// At most this many pages are added by one extension (and at most an eighth of
+/// shared_buffers, since they are pinned together).
 const MAX_EXTRA_BLOCKS: u32 = 64;
 /// Pages added per backend waiting to extend at the same time (PostgreSQL: 20).
 const EXTRA_BLOCKS_PER_WAITER: u32 = 20;
@@ -193,7 +194,9 @@ fn choose_insert_page(
     }
     // Extend. Others extending at the same moment mean contention: add extra pages.
     let others = space.extenders.fetch_add(1, Ordering::SeqCst);
-    let n = 1 + (others * EXTRA_BLOCKS_PER_WAITER).min(MAX_EXTRA_BLOCKS - 1);
+    // The new pages are all pinned at once: never more than an eighth of the pool.
+    let cap = (engine.buffers.nbuffers() / 8).clamp(1, MAX_EXTRA_BLOCKS as usize) as u32;
+    let n = (1 + others * EXTRA_BLOCKS_PER_WAITER).min(cap);
     let result = engine.buffers.extend(rel, ForkNumber::Main, n, None);
     space.extenders.fetch_sub(1, Ordering::SeqCst);
     let pages = result?;
