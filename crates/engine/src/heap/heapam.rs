@@ -573,6 +573,17 @@ fn uses_xact_snapshot(backend: &Backend) -> bool {
     backend.txn.isolation() != IsolationLevel::ReadCommitted
 }
 
+/// What a change asks of [`with_row`].
+#[derive(Clone, Copy)]
+struct RowRequest<'a> {
+    change: Change,
+    policy: WaitPolicy,
+    relname: &'a str,
+}
+
+/// The change itself, called with the row's page locked exclusive.
+type RowAction<'a, T> = dyn FnMut(&mut Backend, &Engine, LockedBuffer<'_>, RowState) -> Result<Option<T>> + 'a;
+
 /// Common driver: locks the page of `tid` exclusive, checks the row, waits as
 /// needed, and calls `act` with the locked page when the change may be made.
 /// `act` returns `None` to ask for a new round (it released the page and the row
@@ -581,12 +592,11 @@ fn with_row<T>(
     backend: &mut Backend,
     rel: RelFileLocator,
     tid: Tid,
-    change: Change,
-    policy: WaitPolicy,
-    relname: &str,
-    act: &mut dyn FnMut(&mut Backend, &Engine, LockedBuffer<'_>, RowState) -> Result<Option<T>>,
+    req: RowRequest<'_>,
+    act: &mut RowAction<'_, T>,
     finish: &dyn Fn(Final) -> Result<T>,
 ) -> Result<T> {
+    let RowRequest { change, policy, relname } = req;
     let engine = backend.engine().clone();
     let mut guard = TupleLockGuard { engine: &engine, backend: backend.id(), held: None };
     let want = strength(change);
@@ -732,7 +742,7 @@ pub fn heap_update(
         backend.target_blocks.insert(rel, nblock);
         Ok(Some(UpdateOutcome::Ok { new_tid, hot: false }))
     };
-    with_row(backend, rel, otid, change, opts.wait_policy, opts.relname, &mut act, &finish)
+    with_row(backend, rel, otid, RowRequest { change, policy: opts.wait_policy, relname: opts.relname }, &mut act, &finish)
 }
 
 /// Logs an update: block 0 = the old version's page, block 1 = the new version's
@@ -796,7 +806,8 @@ pub fn heap_delete_ext(
         delete_locked(backend, engine, tag, &mut page, tid, xid)?;
         Ok(Some(DeleteOutcome::Ok))
     };
-    with_row(backend, rel, tid, Change::Delete, opts.wait_policy, opts.relname, &mut act, &finish)
+    let req = RowRequest { change: Change::Delete, policy: opts.wait_policy, relname: opts.relname };
+    with_row(backend, rel, tid, req, &mut act, &finish)
 }
 
 fn delete_locked(
@@ -856,7 +867,8 @@ pub fn heap_lock_tuple(
         log_page_change(engine, tag, xid, &HeapOp::Xmax(op), &mut page);
         Ok(Some(LockOutcome::Locked))
     };
-    with_row(backend, rel, tid, Change::Lock(mode), wait_policy, relname, &mut act, &finish)
+    let req = RowRequest { change: Change::Lock(mode), policy: wait_policy, relname };
+    with_row(backend, rel, tid, req, &mut act, &finish)
 }
 
 /// The newest version of the row whose version at `tid` the caller saw, that
