@@ -1,0 +1,174 @@
+//! Forward range scans.
+//!
+//! A scan reads one leaf page at a time under a shared lock: it copies every
+//! matching entry and the page's right link, releases the lock (keeping the pin
+//! until the entries are returned, see README "Vacuum and pins"), and later goes on
+//! at the saved right link. That is safe under concurrent splits: a split moves
+//! entries only to the right, onto a new page inserted between the page we read and
+//! the saved right link — entries we have already copied. Entries inserted after we
+//! read a page may be missed, which is fine: they were not committed before the scan
+//! started.
+
+use super::page::*;
+use super::tree::BTree;
+use crate::buffer::PinnedBuffer;
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::heap::tuple::{Datum, Tid};
+use crate::storage::page::page_get_item;
+use crate::storage::BlockNumber;
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::ops::Bound;
+
+/// The key range of a scan; each bound is a prefix of the key columns.
+#[derive(Clone, Debug)]
+pub struct ScanBounds<'a> {
+    pub lower: Bound<Vec<Option<Datum<'a>>>>,
+    pub upper: Bound<Vec<Option<Datum<'a>>>>,
+}
+
+impl<'a> ScanBounds<'a> {
+    pub fn all() -> ScanBounds<'a> {
+        ScanBounds { lower: Bound::Unbounded, upper: Bound::Unbounded }
+    }
+    /// `key = values` (a prefix of the columns).
+    pub fn eq(values: Vec<Option<Datum<'a>>>) -> ScanBounds<'a> {
+        ScanBounds { lower: Bound::Included(values.clone()), upper: Bound::Included(values) }
+    }
+    pub fn range(lower: Bound<Vec<Option<Datum<'a>>>>, upper: Bound<Vec<Option<Datum<'a>>>>) -> ScanBounds<'a> {
+        ScanBounds { lower, upper }
+    }
+}
+
+/// One entry returned by a scan: the key (a `form_tuple` image over the index's
+/// key descriptor) and the heap TID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub key: Vec<u8>,
+    pub tid: Tid,
+}
+
+/// A forward scan (an iterator of heap TIDs; `next_entry` gives keys too).
+pub struct BTreeScan<'a> {
+    tree: &'a BTree,
+    engine: &'a Engine,
+    lower: ScanKey<'a>,
+    /// Stop at the first entry greater than this.
+    upper: Option<ScanKey<'a>>,
+    items: VecDeque<IndexEntry>,
+    /// Pin on the leaf the buffered entries came from.
+    pin: Option<PinnedBuffer<'a>>,
+    next_block: Option<BlockNumber>,
+    started: bool,
+    done: bool,
+}
+
+impl BTree {
+    /// Starts a forward scan over `bounds`.
+    pub fn scan<'a>(&'a self, engine: &'a Engine, bounds: ScanBounds<'a>) -> BTreeScan<'a> {
+        let lower = match bounds.lower {
+            Bound::Unbounded => ScanKey { values: Vec::new(), tid: TidBound::MinusInf },
+            Bound::Included(v) => ScanKey { values: v, tid: TidBound::MinusInf },
+            Bound::Excluded(v) => ScanKey { values: v, tid: TidBound::PlusInf },
+        };
+        let upper = match bounds.upper {
+            Bound::Unbounded => None,
+            Bound::Included(v) => Some(ScanKey { values: v, tid: TidBound::PlusInf }),
+            Bound::Excluded(v) => Some(ScanKey { values: v, tid: TidBound::MinusInf }),
+        };
+        BTreeScan {
+            tree: self,
+            engine,
+            lower,
+            upper,
+            items: VecDeque::new(),
+            pin: None,
+            next_block: None,
+            started: false,
+            done: false,
+        }
+    }
+}
+
+impl<'a> BTreeScan<'a> {
+    /// The next entry in key order, or `None` at the end of the range.
+    pub fn next_entry(&mut self) -> Result<Option<IndexEntry>> {
+        loop {
+            if let Some(e) = self.items.pop_front() {
+                return Ok(Some(e));
+            }
+            if self.done {
+                self.pin = None;
+                return Ok(None);
+            }
+            let (pin, first) = if !self.started {
+                self.started = true;
+                (self.tree.descend_read(self.engine, &self.lower)?, true)
+            } else {
+                match self.next_block {
+                    Some(b) => (self.engine.buffers.read_buffer(self.tree.tag(b), None)?, false),
+                    None => {
+                        self.done = true;
+                        continue;
+                    }
+                }
+            };
+            self.pin = None;
+            self.read_page(pin, first)?;
+        }
+    }
+
+    fn read_page(&mut self, mut pin: PinnedBuffer<'a>, first: bool) -> Result<()> {
+        let tree = self.tree;
+        let ctx = tree.ctx();
+        loop {
+            let moved = {
+                let g = pin.lock_shared();
+                let o = opaque(&g)?;
+                if first && tree.beyond_high_key(&g, &o, &self.lower)? {
+                    Some(o.right)
+                } else {
+                    let max = max_offset(&g);
+                    let start = if first { tree.first_greater(&g, &self.lower, o.first_data_key(), max)? } else { o.first_data_key() };
+                    for off in start..=max {
+                        let item = page_get_item(&g, off)?;
+                        if let Some(u) = &self.upper {
+                            if ctx.compare(u, item)? == Ordering::Less {
+                                self.done = true;
+                                break;
+                            }
+                        }
+                        let it = ITup::parse(item)?;
+                        self.items.push_back(IndexEntry { key: it.key.to_vec(), tid: it.heap_tid });
+                    }
+                    if o.is_rightmost() {
+                        self.done = true;
+                    } else {
+                        if let Some(u) = &self.upper {
+                            if ctx.compare(u, page_get_item(&g, P_HIKEY)?)? == Ordering::Less {
+                                self.done = true;
+                            }
+                        }
+                        self.next_block = Some(o.right);
+                    }
+                    None
+                }
+            };
+            match moved {
+                Some(r) => pin = self.engine.buffers.read_buffer(tree.tag(r), None)?,
+                None => {
+                    self.pin = Some(pin);
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for BTreeScan<'_> {
+    type Item = Result<Tid>;
+    fn next(&mut self) -> Option<Result<Tid>> {
+        self.next_entry().transpose().map(|r| r.map(|e| e.tid))
+    }
+}
