@@ -9,7 +9,7 @@ pub mod xlog;
 
 pub use page::{BuiltinComparator, KeyComparator, KeyKind};
 pub use scan::{BTreeScan, IndexEntry, ScanBounds};
-pub use tree::{BTree, HeapVisibility, UniqueCheck};
+pub use tree::{testing, BTree, HeapVisibility, UniqueCheck};
 pub use vacuum::BulkDeleteStats;
 
 /// Redo of a B-tree WAL record (dispatched by the engine for `RmgrId::Btree`).

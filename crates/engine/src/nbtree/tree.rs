@@ -514,6 +514,13 @@ impl BTree {
         }
         log_changes(engine, XLOG_BTREE_SPLIT, &mut changes);
         drop(changes);
+        if testing::split_done() {
+            // Fault injection for crash tests: the split is durable, its downlink
+            // is not (PostgreSQL's case for _bt_finish_split).
+            let _ = engine.wal.flush(crate::storage::page::page_lsn(&page));
+            eprintln!("btree: aborting after a split (test fault injection)");
+            std::process::abort();
+        }
         drop(rr_guard);
         drop(rp);
         drop(child);
@@ -669,5 +676,28 @@ impl BTree {
             }
             blk = page_itup(&g, o.first_data_key())?.child;
         }
+    }
+}
+
+/// Fault injection for crash tests (not for production use).
+#[doc(hidden)]
+pub mod testing {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// 0 = off; n = abort the process right after the n-th split from now.
+    static ABORT_AFTER_SPLITS: AtomicU64 = AtomicU64::new(0);
+
+    /// After `n` more page splits, the process flushes the WAL and aborts: the
+    /// split is durable but the parent's downlink is not.
+    pub fn abort_after_splits(n: u64) {
+        ABORT_AFTER_SPLITS.store(n, Ordering::SeqCst);
+    }
+
+    pub(super) fn split_done() -> bool {
+        // Relaxed load first: the common case (off) costs one load.
+        if ABORT_AFTER_SPLITS.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        ABORT_AFTER_SPLITS.fetch_sub(1, Ordering::SeqCst) == 1
     }
 }
