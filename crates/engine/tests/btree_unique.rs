@@ -3,6 +3,7 @@
 //! detail; a duplicate whose inserter is still running makes the second inserter
 //! wait for it, then fail if it committed or succeed if it aborted; a committed
 //! deleted row does not conflict.
+#![cfg(not(loom))]
 
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};

@@ -327,6 +327,6 @@ impl KeyCtx<'_> {
             return Ok(Ordering::Less);
         }
         let va = deform_tuple(self.desc, ia.key)?;
-        Ok(self.compare(&ScanKey { values: va, tid: TidBound::Exact(ia.heap_tid) }, b)?)
+        self.compare(&ScanKey { values: va, tid: TidBound::Exact(ia.heap_tid) }, b)
     }
 }

@@ -23,6 +23,9 @@ pub trait HeapVisibility {
     fn satisfies_dirty(&self, tid: Tid) -> Result<DirtyResult>;
 }
 
+/// Formats a key for an error DETAIL: (column list, value list).
+pub type KeyFormatter = dyn Fn(&[Option<Datum>]) -> (String, String);
+
 /// What an insert into a unique index needs from the caller.
 pub struct UniqueCheck<'a> {
     /// The inserting backend (it waits on other transactions' xid locks).
@@ -31,7 +34,7 @@ pub struct UniqueCheck<'a> {
     /// The constraint's name, for the error message.
     pub index_name: &'a str,
     /// Formats the key for DETAIL: (column list, value list), e.g. ("id", "42").
-    pub format_key: &'a dyn Fn(&[Option<Datum>]) -> (String, String),
+    pub format_key: &'a KeyFormatter,
 }
 
 /// A B-tree index on one relation.
