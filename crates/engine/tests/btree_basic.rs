@@ -237,3 +237,27 @@ fn text_and_multicolumn_keys() {
     let e = t.insert(&engine, &[Some(Datum::Varlena(&big))], tid_of(1), None).unwrap_err();
     assert_eq!(e.sqlstate().as_str(), "54000");
 }
+
+#[test]
+fn near_maximum_size_keys_split_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, _) = Engine::open(dir.path(), settings()).unwrap();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(99);
+    let t = BTree::new(rel(40020), vec![AttrDesc::varlena()], Arc::new(BuiltinComparator(vec![KeyKind::Text])), false);
+    t.create(&engine).unwrap();
+    let mut model = BTreeSet::new();
+    for i in 0..1500u64 {
+        // Mostly huge keys (up to the limit), some tiny ones in between.
+        let len = if rng.gen_ratio(1, 4) { rng.gen_range(1..30) } else { rng.gen_range(1500..=2661) };
+        let s: Vec<u8> = (0..len).map(|_| rng.gen_range(b'a'..=b'c')).collect();
+        t.insert(&engine, &[Some(Datum::Varlena(&s))], tid_of(i), None).unwrap();
+        model.insert((s, tid_of(i)));
+    }
+    let r = t.check_invariants(&engine).unwrap();
+    assert_eq!(r.leaf_tuples, 1500);
+    assert!(r.pages_per_level.len() >= 3, "{r:?}");
+    let got: Vec<Tid> = t.scan(&engine, ScanBounds::all()).map(|r| r.unwrap()).collect();
+    assert_eq!(got, model.iter().map(|x| x.1).collect::<Vec<_>>());
+    let too_big = vec![b'a'; 2662];
+    assert_eq!(t.insert(&engine, &[Some(Datum::Varlena(&too_big))], tid_of(1), None).unwrap_err().sqlstate().as_str(), "54000");
+}

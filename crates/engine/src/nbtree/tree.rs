@@ -443,19 +443,29 @@ impl BTree {
             items.push(itup.clone());
         }
         let old_hk = if lo.is_rightmost() { None } else { Some(page_get_item(&page, P_HIKEY)?.to_vec()) };
-        // Split point: half the bytes to each side; an insert at the end of the
-        // rightmost page (ascending keys) leaves the left page 90% full instead.
+        // Split point: the k (items[..k] stay left) closest to half the bytes, or
+        // to 90% for an insert at the end of the rightmost page (ascending keys),
+        // among those where both halves fit: the left page also holds the new high
+        // key (a copy of items[k]), the right page the old high key.
         let sizes: Vec<usize> = items.iter().map(|i| maxalign(i.len()) + 4).collect();
         let total: usize = sizes.iter().sum();
+        let cap = BLCKSZ - crate::storage::page::PAGE_HEADER_SIZE - maxalign(BT_SPECIAL_SIZE);
+        let old_hk_size = old_hk.as_ref().map_or(0, |h| maxalign(h.len()) + 4);
         let ascending = lo.is_rightmost() && pos as usize == max as usize + 1;
         let target = if ascending { total * 9 / 10 } else { total / 2 };
-        let mut k = 0;
-        let mut acc = 0;
-        while k < items.len() && acc + sizes[k] <= target {
-            acc += sizes[k];
-            k += 1;
+        let mut best: Option<(usize, usize)> = None;
+        let mut left_bytes = 0;
+        for k in 1..items.len() {
+            left_bytes += sizes[k - 1];
+            let fits = left_bytes + sizes[k] <= cap && total - left_bytes + old_hk_size <= cap;
+            let dist = left_bytes.abs_diff(target);
+            if fits && best.is_none_or(|(_, d)| dist < d) {
+                best = Some((k, dist));
+            }
         }
-        let k = k.clamp(1, items.len() - 1);
+        let Some((k, _)) = best else {
+            return Err(Error::internal("btree split: no split point leaves both halves fitting"));
+        };
         let (left_items, right_items) = items.split_at(k);
         let left_hk = with_child(&right_items[0], INVALID_BLOCK);
 
