@@ -15,6 +15,7 @@ use crate::storage::page::{maxalign, page_add_item, page_free_space, page_get_it
 use crate::storage::{BlockNumber, BufferTag, ForkNumber, RelFileLocator, INVALID_BLOCK};
 use crate::txn::visibility::DirtyResult;
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 /// The heap side of a unique check: runs the dirty-snapshot test
@@ -44,7 +45,15 @@ pub struct BTree {
     pub desc: Vec<AttrDesc>,
     pub cmp: Arc<dyn KeyComparator>,
     pub unique: bool,
+    /// The root as last read from the metapage: `block << 32 | level`, or
+    /// `NO_ROOT`. A hint only (PostgreSQL caches the metapage in the relcache):
+    /// a descent that finds the page no longer has BTP_ROOT re-reads the metapage.
+    /// A stale value would still be correct (move right works from any page of a
+    /// level), just slower.
+    root_cache: AtomicU64,
 }
+
+const NO_ROOT: u64 = u64::MAX;
 
 enum UniqueOutcome {
     Ok,
@@ -54,7 +63,7 @@ enum UniqueOutcome {
 
 impl BTree {
     pub fn new(rel: RelFileLocator, desc: Vec<AttrDesc>, cmp: Arc<dyn KeyComparator>, unique: bool) -> BTree {
-        BTree { rel, desc, cmp, unique }
+        BTree { rel, desc, cmp, unique, root_cache: AtomicU64::new(NO_ROOT) }
     }
 
     pub(crate) fn ctx(&self) -> KeyCtx<'_> {
@@ -89,6 +98,22 @@ impl BTree {
         let pin = engine.buffers.read_buffer(self.tag(METAPAGE_BLOCK), None)?;
         let g = pin.lock_shared();
         read_meta(&g)
+    }
+
+    /// The root's block and level: cached, else from the metapage.
+    fn root(&self, engine: &Engine) -> Result<(BlockNumber, u32)> {
+        // Relaxed: the value is a hint validated against the page's ROOT flag.
+        let v = self.root_cache.load(AtomicOrdering::Relaxed);
+        if v != NO_ROOT {
+            return Ok(((v >> 32) as BlockNumber, v as u32));
+        }
+        let m = self.meta(engine)?;
+        self.root_cache.store((m.root as u64) << 32 | m.level as u64, AtomicOrdering::Relaxed);
+        Ok((m.root, m.level))
+    }
+
+    fn forget_root(&self) {
+        self.root_cache.store(NO_ROOT, AtomicOrdering::Relaxed);
     }
 
     pub(crate) fn scan_key<'v>(&self, values: &[Option<Datum<'v>>], tid: TidBound) -> ScanKey<'v> {
@@ -130,13 +155,20 @@ impl BTree {
     /// (the parent is released before the child is locked); the returned leaf is
     /// pinned only (the caller locks it and moves right if it split meanwhile).
     pub(crate) fn descend_read<'e>(&self, engine: &'e Engine, sk: &ScanKey) -> Result<PinnedBuffer<'e>> {
-        let meta = self.meta(engine)?;
-        let mut blk = meta.root;
+        let (mut blk, _) = self.root(engine)?;
+        let mut at_root = true;
         loop {
             let pin = engine.buffers.read_buffer(self.tag(blk), None)?;
             let next = {
                 let g = pin.lock_shared();
                 let o = opaque(&g)?;
+                if at_root && !o.is_root() {
+                    // The root moved up since we cached it.
+                    self.forget_root();
+                    blk = self.root(engine)?.0;
+                    continue;
+                }
+                at_root = false;
                 if o.is_leaf() {
                     None
                 } else if self.beyond_high_key(&g, &o, sk)? {
@@ -182,13 +214,16 @@ impl BTree {
     /// internal blocks visited, root first.
     fn descend_write<'e>(&self, engine: &'e Engine, sk: &ScanKey) -> Result<(LockedBuffer<'e>, Vec<BlockNumber>)> {
         'restart: loop {
-            let meta = self.meta(engine)?;
-            let mut blk = meta.root;
-            let mut level = meta.level;
+            let (mut blk, mut level) = self.root(engine)?;
+            let mut at_root = true;
             let mut stack = Vec::new();
             loop {
                 if level == 0 {
                     let mut page = engine.buffers.read_buffer(self.tag(blk), None)?.into_locked();
+                    if at_root && !opaque(&page)?.is_root() {
+                        self.forget_root();
+                        continue 'restart;
+                    }
                     loop {
                         let o = opaque(&page)?;
                         if !o.is_leaf() {
@@ -209,6 +244,11 @@ impl BTree {
                 let pin = engine.buffers.read_buffer(self.tag(blk), None)?;
                 let g = pin.lock_shared();
                 let o = opaque(&g)?;
+                if at_root && !o.is_root() {
+                    self.forget_root();
+                    continue 'restart;
+                }
+                at_root = false;
                 if o.level != level {
                     return Err(Error::corrupt(format!("btree page {blk} at level {} where {level} expected", o.level)));
                 }
@@ -651,7 +691,7 @@ impl BTree {
     pub fn finish_incomplete_splits(&self, engine: &Engine) -> Result<usize> {
         let mut done = 0;
         let meta = self.meta(engine)?;
-        for level in (0..meta.level.max(self.meta(engine)?.level) + 1).rev() {
+        for level in (0..=meta.level).rev() {
             let mut blk = match self.leftmost_at_level(engine, level)? {
                 Some(b) => b,
                 None => continue,
