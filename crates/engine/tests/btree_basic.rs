@@ -49,6 +49,16 @@ fn scan_all(engine: &Engine, t: &BTree, bounds: ScanBounds) -> Vec<(i64, Tid)> {
     out
 }
 
+fn scan_all_back(engine: &Engine, t: &BTree, bounds: ScanBounds) -> Vec<(i64, Tid)> {
+    let mut s = t.scan_backward(engine, bounds);
+    let mut out = Vec::new();
+    while let Some(e) = s.next_entry().unwrap() {
+        out.push((int_of(&e.key), e.tid));
+    }
+    out.reverse();
+    out
+}
+
 fn b(v: Bound<i64>) -> Bound<Vec<Option<Datum<'static>>>> {
     match v {
         Bound::Included(x) => Bound::Included(vec![Some(Datum::ByVal(x as u64))]),
@@ -68,6 +78,7 @@ fn check_ranges(engine: &Engine, t: &BTree, model: &BTreeSet<(i64, Tid)>, rng: &
         };
         let (lo, hi) = (pick(rng, a), pick(rng, c));
         let got = scan_all(engine, t, ScanBounds::range(b(lo), b(hi)));
+        let back = scan_all_back(engine, t, ScanBounds::range(b(lo), b(hi)));
         let want: Vec<(i64, Tid)> = model
             .iter()
             .filter(|(k, _)| {
@@ -84,6 +95,7 @@ fn check_ranges(engine: &Engine, t: &BTree, model: &BTreeSet<(i64, Tid)>, rng: &
             .cloned()
             .collect();
         assert_eq!(got, want, "range {lo:?}..{hi:?}");
+        assert_eq!(back, want, "backward range {lo:?}..{hi:?}");
     }
 }
 
@@ -117,6 +129,7 @@ fn run_int8(order: &str, n: u64, rel_no: u32) {
         assert!(r.pages_per_level.len() >= 2, "{n} keys must need more than one level: {r:?}");
         let all = scan_all(&engine, &t, ScanBounds::all());
         assert_eq!(all, model.iter().cloned().collect::<Vec<_>>());
+        assert_eq!(scan_all_back(&engine, &t, ScanBounds::all()), all);
         check_ranges(&engine, &t, &model, &mut rng, 200, if order == "dups" { 200 } else { n as i64 });
         // Dropped without shutdown: the next open replays the WAL.
     }

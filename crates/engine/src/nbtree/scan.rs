@@ -60,6 +60,10 @@ pub struct BTreeScan<'a> {
     /// Pin on the leaf the buffered entries came from.
     pin: Option<PinnedBuffer<'a>>,
     next_block: Option<BlockNumber>,
+    /// Backward scans: the block the buffered entries came from (the next page
+    /// is the one whose right link points to it).
+    cur_block: BlockNumber,
+    backward: bool,
     started: bool,
     done: bool,
 }
@@ -67,6 +71,15 @@ pub struct BTreeScan<'a> {
 impl BTree {
     /// Starts a forward scan over `bounds`.
     pub fn scan<'a>(&'a self, engine: &'a Engine, bounds: ScanBounds<'a>) -> BTreeScan<'a> {
+        self.scan_dir(engine, bounds, false)
+    }
+
+    /// Starts a backward scan over `bounds`: entries in descending order.
+    pub fn scan_backward<'a>(&'a self, engine: &'a Engine, bounds: ScanBounds<'a>) -> BTreeScan<'a> {
+        self.scan_dir(engine, bounds, true)
+    }
+
+    fn scan_dir<'a>(&'a self, engine: &'a Engine, bounds: ScanBounds<'a>, backward: bool) -> BTreeScan<'a> {
         let lower = match bounds.lower {
             Bound::Unbounded => ScanKey { values: Vec::new(), tid: TidBound::MinusInf },
             Bound::Included(v) => ScanKey { values: v, tid: TidBound::MinusInf },
@@ -85,6 +98,8 @@ impl BTree {
             items: VecDeque::new(),
             pin: None,
             next_block: None,
+            cur_block: crate::storage::INVALID_BLOCK,
+            backward,
             started: false,
             done: false,
         }
@@ -101,6 +116,11 @@ impl<'a> BTreeScan<'a> {
             if self.done {
                 self.pin = None;
                 return Ok(None);
+            }
+            if self.backward {
+                self.pin = None;
+                self.step_backward()?;
+                continue;
             }
             let (pin, first) = if !self.started {
                 self.started = true;
@@ -162,6 +182,76 @@ impl<'a> BTreeScan<'a> {
                     return Ok(());
                 }
             }
+        }
+    }
+}
+
+impl<'a> BTreeScan<'a> {
+    /// Backward scans. The first page is found like a forward scan's, with the
+    /// upper bound (no upper bound: plus infinity, the rightmost leaf). Then the
+    /// scan moves left: it reads the left link L of the page P it read, locks L,
+    /// and if L's right link is no longer P (L split since), moves right from L
+    /// until the page whose right link is P — P's left neighbour now. The check and
+    /// the copy of the entries happen under the same shared lock, one lock at a
+    /// time (never a lock on the left while holding one on the right).
+    fn step_backward(&mut self) -> Result<()> {
+        let tree = self.tree;
+        let ctx = tree.ctx();
+        let first = !self.started;
+        self.started = true;
+        let top = ScanKey { values: Vec::new(), tid: TidBound::PlusInf };
+        let (mut blk, target) = if first {
+            let sk = self.upper.as_ref().unwrap_or(&top);
+            (tree.descend_read(self.engine, sk)?.block(), None)
+        } else {
+            match self.next_block {
+                Some(b) => (b, Some(self.cur_block)),
+                None => {
+                    self.done = true;
+                    return Ok(());
+                }
+            }
+        };
+        loop {
+            let pin = self.engine.buffers.read_buffer(tree.tag(blk), None)?;
+            let g = pin.lock_shared();
+            let o = opaque(&g)?;
+            let upper = self.upper.as_ref().unwrap_or(&top);
+            let wrong_page = match target {
+                None => tree.beyond_high_key(&g, &o, upper)?,
+                Some(t) => o.right != t,
+            };
+            if wrong_page {
+                if o.is_rightmost() {
+                    return Err(crate::error::Error::corrupt(format!(
+                        "btree {:?}: left sibling chain of block {} broken",
+                        tree.rel, self.cur_block
+                    )));
+                }
+                blk = o.right;
+                continue;
+            }
+            let max = max_offset(&g);
+            let fdk = o.first_data_key();
+            let end = if first { tree.first_greater(&g, upper, fdk, max)? } else { max + 1 };
+            for off in (fdk..end).rev() {
+                let item = page_get_item(&g, off)?;
+                // Below the lower bound: the lower key is not less than the item.
+                if ctx.compare(&self.lower, item)? != Ordering::Less {
+                    self.done = true;
+                    break;
+                }
+                let it = ITup::parse(item)?;
+                self.items.push_back(IndexEntry { key: it.key.to_vec(), tid: it.heap_tid });
+            }
+            if o.is_leftmost() {
+                self.done = true;
+            }
+            self.next_block = Some(o.left);
+            self.cur_block = blk;
+            drop(g);
+            self.pin = Some(pin);
+            return Ok(());
         }
     }
 }
