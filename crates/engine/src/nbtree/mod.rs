@@ -7,9 +7,10 @@ pub mod tree;
 pub mod vacuum;
 pub mod xlog;
 
+pub use check::TreeReport;
 pub use page::{BuiltinComparator, KeyComparator, KeyKind};
 pub use scan::{BTreeScan, IndexEntry, ScanBounds};
-pub use tree::{testing, BTree, HeapVisibility, UniqueCheck};
+pub use tree::{testing, BTree, HeapVisibility, KeyFormatter, UniqueCheck};
 pub use vacuum::BulkDeleteStats;
 
 /// Redo of a B-tree WAL record (dispatched by the engine for `RmgrId::Btree`).
