@@ -2,7 +2,8 @@
 //! inserts keys from 4 threads in transactions and reports each key after its
 //! transaction committed; the parent kills it with SIGKILL at a random moment — or,
 //! in some rounds, the child aborts itself right after a page split reached the WAL
-//! but before the parent downlink did. After each crash the parent recovers and
+//! but before the parent downlink did (a leaf or internal split; every 10th round
+//! waits for the first split of an internal page). After each crash the parent recovers and
 //! checks: the tree invariants hold, every reported key is found, incomplete splits
 //! are there when the child died between split and downlink, and
 //! `finish_incomplete_splits` completes them (invariants hold again, none left).
@@ -49,6 +50,9 @@ fn btree_crash_child() {
     if let Ok(n) = std::env::var("FERROGRES_BTREE_ABORT_AFTER_SPLITS") {
         testing::abort_after_splits(n.parse().unwrap());
     }
+    if std::env::var("FERROGRES_BTREE_ABORT_AFTER_UPPER_SPLIT").is_ok() {
+        testing::abort_after_upper_splits(1);
+    }
     let (engine, _) = Engine::open(&dir, settings()).unwrap();
     if !engine.smgr.exists(REL, ForkNumber::Main) {
         tree().create(&engine).unwrap();
@@ -90,15 +94,32 @@ fn btree_crash_child() {
     }
 }
 
-fn run_child(dir: &Path, base: u32, run_for: Duration, abort_after: Option<u64>, reported: &mut HashSet<(i64, Tid)>) -> bool {
+/// How the child ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// SIGKILL after the run time.
+    Kill,
+    /// Aborts itself after this many splits (or SIGKILL first).
+    AfterSplits(u64),
+    /// Aborts itself after its first split of an internal page (or SIGKILL first).
+    AfterUpperSplit,
+}
+
+fn run_child(dir: &Path, base: u32, run_for: Duration, fault: Fault, reported: &mut HashSet<(i64, Tid)>) -> bool {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--ignored", "--exact", "btree_crash_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, dir)
         .env("FERROGRES_BTREE_CRASH_BASE", base.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(n) = abort_after {
-        cmd.env("FERROGRES_BTREE_ABORT_AFTER_SPLITS", n.to_string());
+    match fault {
+        Fault::Kill => {}
+        Fault::AfterSplits(n) => {
+            cmd.env("FERROGRES_BTREE_ABORT_AFTER_SPLITS", n.to_string());
+        }
+        Fault::AfterUpperSplit => {
+            cmd.env("FERROGRES_BTREE_ABORT_AFTER_UPPER_SPLIT", "1");
+        }
     }
     let mut child = cmd.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -127,7 +148,11 @@ fn run_child(dir: &Path, base: u32, run_for: Duration, abort_after: Option<u64>,
             }
         }
     }
-    std::thread::sleep(run_for);
+    // Sleep for run_for, or until the child has aborted itself.
+    let until = Instant::now() + run_for;
+    while Instant::now() < until && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let _ = child.kill(); // SIGKILL (the child may have aborted itself already)
     let status = child.wait().unwrap();
     reader.join().unwrap();
@@ -143,13 +168,13 @@ fn run_child(dir: &Path, base: u32, run_for: Duration, abort_after: Option<u64>,
     let mut err = String::new();
     let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut err));
     assert!(
-        sig == Some(libc::SIGKILL) || (abort_after.is_some() && sig == Some(libc::SIGABRT) && err.contains("aborting after a split")),
+        sig == Some(libc::SIGKILL) || (fault != Fault::Kill && sig == Some(libc::SIGABRT) && err.contains("aborting after a split")),
         "child ended by itself: {status}; stderr: {err}"
     );
     sig == Some(libc::SIGABRT)
 }
 
-fn verify(dir: &Path, reported: &HashSet<(i64, Tid)>, aborted_after_split: bool) -> usize {
+fn verify(dir: &Path, reported: &HashSet<(i64, Tid)>, aborted_after_split: bool) -> (usize, usize) {
     let (engine, report) = Engine::open(dir, settings()).unwrap();
     assert!(report.recovered);
     let t = tree();
@@ -176,7 +201,7 @@ fn verify(dir: &Path, reported: &HashSet<(i64, Tid)>, aborted_after_split: bool)
         assert!(found.contains(x), "committed key {x:?} not found after recovery");
     }
     engine.shutdown().unwrap();
-    r.incomplete_splits
+    (r.incomplete_splits, r.incomplete_upper_splits)
 }
 
 #[test]
@@ -185,16 +210,32 @@ fn btree_crash_recovery() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rand::rngs::SmallRng::seed_from_u64(0xB7EE);
     let mut reported = HashSet::new();
-    let mut incomplete = 0;
+    let (mut incomplete, mut incomplete_upper) = (0, 0);
     let mut self_aborts = 0;
     for i in 0..kills {
-        let abort_after = (i % 3 == 1).then(|| rng.gen_range(1..30));
-        let run_for = Duration::from_millis(rng.gen_range(5..250));
-        let aborted = run_child(dir.path(), i + 1, run_for, abort_after, &mut reported);
+        // Every third round the child dies right after a split; the 10th (and
+        // every 10th) right after its first split of an internal page.
+        let (fault, run_for) = if i % 10 == 9 {
+            (Fault::AfterUpperSplit, Duration::from_secs(4))
+        } else if i % 3 == 1 {
+            (Fault::AfterSplits(rng.gen_range(1..30)), Duration::from_millis(rng.gen_range(5..250)))
+        } else {
+            (Fault::Kill, Duration::from_millis(rng.gen_range(5..250)))
+        };
+        let aborted = run_child(dir.path(), i + 1, run_for, fault, &mut reported);
         self_aborts += aborted as u32;
-        incomplete += verify(dir.path(), &reported, aborted);
+        let (inc, upper) = verify(dir.path(), &reported, aborted);
+        incomplete += inc;
+        incomplete_upper += upper;
     }
-    eprintln!("{kills} crashes: {} keys reported committed, {self_aborts} aborts between split and downlink, {incomplete} incomplete splits finished", reported.len());
+    eprintln!(
+        "{kills} crashes: {} keys reported committed, {self_aborts} aborts between split and downlink, \
+         {incomplete} incomplete splits finished ({incomplete_upper} of internal pages)",
+        reported.len()
+    );
     assert!(reported.len() as u32 >= kills * 10, "too little work to test anything");
     assert!(self_aborts >= 1 && incomplete >= 1, "no crash hit the split/downlink window");
+    if kills >= 10 {
+        assert!(incomplete_upper >= 1, "no crash hit the window of an internal page split");
+    }
 }

@@ -18,6 +18,8 @@ pub struct TreeReport {
     pub pages_per_level: Vec<usize>,
     pub leaf_tuples: u64,
     pub incomplete_splits: usize,
+    /// Of which on internal pages.
+    pub incomplete_upper_splits: usize,
     /// All-zero pages not in the tree (extended, then a crash before first use).
     pub unused_pages: usize,
 }
@@ -66,6 +68,7 @@ impl BTree {
                 }
                 if o.incomplete_split() {
                     report.incomplete_splits += 1;
+                    report.incomplete_upper_splits += (level > 0) as usize;
                 }
                 let max = max_offset(&g);
                 let first = o.first_data_key();

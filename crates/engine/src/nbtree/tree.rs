@@ -567,7 +567,7 @@ impl BTree {
         }
         log_changes(engine, XLOG_BTREE_SPLIT, &mut changes);
         drop(changes);
-        if testing::split_done() {
+        if testing::split_done(lo.level) {
             // Fault injection for crash tests: the split is durable, its downlink
             // is not (PostgreSQL's case for _bt_finish_split).
             let _ = engine.wal.flush(crate::storage::page::page_lsn(&page));
@@ -739,6 +739,8 @@ pub mod testing {
 
     /// 0 = off; n = abort the process right after the n-th split from now.
     static ABORT_AFTER_SPLITS: AtomicU64 = AtomicU64::new(0);
+    /// The same, counting only splits of internal pages.
+    static ABORT_AFTER_UPPER_SPLITS: AtomicU64 = AtomicU64::new(0);
 
     /// After `n` more page splits, the process flushes the WAL and aborts: the
     /// split is durable but the parent's downlink is not.
@@ -746,11 +748,16 @@ pub mod testing {
         ABORT_AFTER_SPLITS.store(n, Ordering::SeqCst);
     }
 
-    pub(super) fn split_done() -> bool {
-        // Relaxed load first: the common case (off) costs one load.
-        if ABORT_AFTER_SPLITS.load(Ordering::Relaxed) == 0 {
-            return false;
-        }
-        ABORT_AFTER_SPLITS.fetch_sub(1, Ordering::SeqCst) == 1
+    /// After `n` more splits of internal pages, the same.
+    pub fn abort_after_upper_splits(n: u64) {
+        ABORT_AFTER_UPPER_SPLITS.store(n, Ordering::SeqCst);
+    }
+
+    pub(super) fn split_done(level: u32) -> bool {
+        let tick = |c: &AtomicU64| {
+            // Relaxed load first: the common case (off) costs one load.
+            c.load(Ordering::Relaxed) != 0 && c.fetch_sub(1, Ordering::SeqCst) == 1
+        };
+        tick(&ABORT_AFTER_SPLITS) || (level > 0 && tick(&ABORT_AFTER_UPPER_SPLITS))
     }
 }
