@@ -274,6 +274,7 @@ impl Engine {
                 RmgrId::Clog => self.txn.clog.redo(&rec.main_data),
                 RmgrId::Smgr => self.redo_smgr(rec),
                 RmgrId::Heap => heapam::redo(self, rec),
+                RmgrId::Btree => crate::nbtree::redo(self, rec),
                 other => Err(Error::corrupt(format!("WAL record at {} of unknown resource manager {other:?}", rec.lsn))),
             }
         };
