@@ -939,12 +939,15 @@ pub fn redo(engine: &Engine, rec: &DecodedRecord) -> Result<()> {
             page.mark_dirty();
             continue;
         }
-        let mut page = if tag.block >= engine.buffers.nblocks(tag.rel, tag.fork)? {
-            // Never reached the disk: its changes are all in the WAL from here on.
-            engine.buffers.read_buffer_zero(tag, None)?
-        } else {
-            engine.buffers.read_buffer(tag, None)?.into_locked()
-        };
+        // A block past the end of the file (its extension was lost with the crash):
+        // extend the file with zero pages first, then read through the pool, which
+        // returns the page if an earlier record of this recovery restored it (a
+        // zeroed buffer here would wipe that restored image).
+        let nblocks = engine.buffers.nblocks(tag.rel, tag.fork)?;
+        if tag.block >= nblocks {
+            engine.smgr.zero_extend(tag.rel, tag.fork, nblocks, tag.block + 1 - nblocks)?;
+        }
+        let mut page = engine.buffers.read_buffer(tag, None)?.into_locked();
         if page_lsn(&page[..]) >= rec.end {
             continue;
         }
