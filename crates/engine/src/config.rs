@@ -53,6 +53,20 @@ pub struct Settings {
     pub deadlock_timeout_ms: u64,
     /// Milliseconds a lock wait may last before failing with 55P03; 0 = forever.
     pub lock_timeout_ms: u64,
+    /// Age (in transactions) an xmin must reach before VACUUM freezes it.
+    pub vacuum_freeze_min_age: u32,
+    /// Whether the autovacuum launcher runs.
+    pub autovacuum: bool,
+    /// Milliseconds between autovacuum rounds (PostgreSQL: `autovacuum_naptime`, 1min).
+    pub autovacuum_naptime_ms: u64,
+    /// Dead tuples needed before a relation is vacuumed, plus the scale factor part.
+    pub autovacuum_vacuum_threshold: u64,
+    /// Fraction of reltuples added to `autovacuum_vacuum_threshold`.
+    pub autovacuum_vacuum_scale_factor: f64,
+    /// Inserted tuples (since the last vacuum) that trigger a vacuum (PG 13+).
+    pub autovacuum_vacuum_insert_threshold: u64,
+    /// Fraction of reltuples added to `autovacuum_vacuum_insert_threshold`.
+    pub autovacuum_vacuum_insert_scale_factor: f64,
 }
 
 impl Default for Settings {
@@ -75,6 +89,13 @@ impl Default for Settings {
             max_locks_per_transaction: 64,
             deadlock_timeout_ms: 1000,
             lock_timeout_ms: 0,
+            vacuum_freeze_min_age: 50_000_000,
+            autovacuum: true,
+            autovacuum_naptime_ms: 60_000,
+            autovacuum_vacuum_threshold: 50,
+            autovacuum_vacuum_scale_factor: 0.2,
+            autovacuum_vacuum_insert_threshold: 1000,
+            autovacuum_vacuum_insert_scale_factor: 0.2,
         }
     }
 }
@@ -137,6 +158,14 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool> {
     }
 }
 
+/// A scale factor: a float from 0 to 100 (PostgreSQL's range for these settings).
+fn parse_fraction(name: &str, value: &str) -> Result<f64> {
+    match value.trim().parse::<f64>() {
+        Ok(f) if (0.0..=100.0).contains(&f) => Ok(f),
+        _ => Err(invalid(name, value)),
+    }
+}
+
 impl Settings {
     /// Sets one setting by PostgreSQL name. Unknown names are an error (42704 in
     /// PostgreSQL: unrecognized configuration parameter).
@@ -177,6 +206,35 @@ impl Settings {
             }
             "deadlock_timeout" => self.deadlock_timeout_ms = parse_duration(&key, value, 1_000)?,
             "lock_timeout" => self.lock_timeout_ms = parse_duration(&key, value, 1_000)?,
+            "vacuum_freeze_min_age" => {
+                let n = parse_size(&key, value, 1)?;
+                if n > 1_000_000_000 {
+                    return Err(invalid(&key, value));
+                }
+                self.vacuum_freeze_min_age = n as u32;
+            }
+            "autovacuum" => self.autovacuum = parse_bool(&key, value)?,
+            "autovacuum_naptime" => {
+                // The unit is seconds, as in PostgreSQL; "100ms" etc. also work.
+                let v = value.trim();
+                let ms = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+                    parse_duration(&key, v, 1)?.saturating_mul(1_000)
+                } else {
+                    parse_duration(&key, v, 1_000)?
+                };
+                if ms == 0 {
+                    return Err(invalid(&key, value));
+                }
+                self.autovacuum_naptime_ms = ms;
+            }
+            "autovacuum_vacuum_threshold" => self.autovacuum_vacuum_threshold = parse_size(&key, value, 1)?,
+            "autovacuum_vacuum_scale_factor" => self.autovacuum_vacuum_scale_factor = parse_fraction(&key, value)?,
+            "autovacuum_vacuum_insert_threshold" => {
+                self.autovacuum_vacuum_insert_threshold = parse_size(&key, value, 1)?
+            }
+            "autovacuum_vacuum_insert_scale_factor" => {
+                self.autovacuum_vacuum_insert_scale_factor = parse_fraction(&key, value)?
+            }
             _ => {
                 return Err(Error::user(
                     SqlState(*b"42704"),
@@ -215,5 +273,29 @@ mod tests {
         assert_eq!(s.set("shared_buffers", "lots").unwrap_err().sqlstate().as_str(), "22023");
         assert_eq!(s.set("no_such", "1").unwrap_err().sqlstate().as_str(), "42704");
         assert!(s.set("buffer_mapping_partitions", "100").is_err());
+    }
+
+    #[test]
+    fn vacuum_settings_parse_like_postgresql() {
+        let mut s = Settings::default();
+        assert_eq!(s.autovacuum_naptime_ms, 60_000);
+        assert_eq!((s.autovacuum_vacuum_threshold, s.autovacuum_vacuum_insert_threshold), (50, 1000));
+        assert_eq!(s.vacuum_freeze_min_age, 50_000_000);
+        s.set("autovacuum_naptime", "15").unwrap();
+        assert_eq!(s.autovacuum_naptime_ms, 15_000, "seconds without a unit");
+        s.set("autovacuum_naptime", "1min").unwrap();
+        assert_eq!(s.autovacuum_naptime_ms, 60_000);
+        s.set("autovacuum_naptime", "100ms").unwrap();
+        assert_eq!(s.autovacuum_naptime_ms, 100);
+        assert!(s.set("autovacuum_naptime", "0").is_err());
+        s.set("autovacuum_vacuum_scale_factor", "0.05").unwrap();
+        assert_eq!(s.autovacuum_vacuum_scale_factor, 0.05);
+        assert!(s.set("autovacuum_vacuum_scale_factor", "-1").is_err());
+        assert!(s.set("autovacuum_vacuum_insert_scale_factor", "x").is_err());
+        s.set("autovacuum", "off").unwrap();
+        assert!(!s.autovacuum);
+        s.set("vacuum_freeze_min_age", "0").unwrap();
+        assert_eq!(s.vacuum_freeze_min_age, 0);
+        assert!(s.set("vacuum_freeze_min_age", "2000000000").is_err());
     }
 }

@@ -67,6 +67,8 @@ pub struct Engine {
     pub locks: Arc<LockManager>,
     /// Shared relation-extension state of the heap (batches of extra pages).
     pub(crate) heap_space: heapam::SpaceMap,
+    /// Per-relation tuple counters and the autovacuum launcher (heap::autovacuum).
+    pub(crate) pgstat_tables: crate::heap::autovacuum::TableStats,
     /// Next OID to assign (persisted in checkpoints).
     next_oid: AtomicU32,
     /// Free backend numbers. Protected by its mutex.
@@ -229,6 +231,7 @@ impl Engine {
             txn,
             locks,
             heap_space: heapam::SpaceMap::default(),
+            pgstat_tables: Default::default(),
             next_oid: AtomicU32::new(ck.next_oid.max(FIRST_NORMAL_OBJECT_ID)),
             free_backends: Mutex::new((0..max_backends as u32).rev().collect()),
             checkpoint_lock: Mutex::new(()),
@@ -241,6 +244,7 @@ impl Engine {
             engine.recover(&start, &mut report, &wal_flush.in_recovery)?;
         }
         engine.start_workers();
+        crate::heap::autovacuum::start_launcher(&engine);
         Ok((engine, report))
     }
 
@@ -270,6 +274,7 @@ impl Engine {
                 RmgrId::Clog => self.txn.clog.redo(&rec.main_data),
                 RmgrId::Smgr => self.redo_smgr(rec),
                 RmgrId::Heap => heapam::redo(self, rec),
+                RmgrId::Btree => crate::nbtree::redo(self, rec),
                 other => Err(Error::corrupt(format!("WAL record at {} of unknown resource manager {other:?}", rec.lsn))),
             }
         };
@@ -330,6 +335,22 @@ impl Engine {
         ));
     }
 
+    /// Stops the autovacuum launcher, the checkpointer, the background writer and the
+    /// WAL writer (joining their threads).
+    fn stop_workers(&self) {
+        self.pgstat_tables.stop_launcher();
+        let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(mut c) = w.checkpointer.take() {
+            c.stop();
+        }
+        if let Some(b) = w.bgwriter.take() {
+            b.stop();
+        }
+        if let Some(mut ww) = w.wal_writer.take() {
+            ww.stop();
+        }
+    }
+
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
@@ -368,18 +389,7 @@ impl Engine {
     /// Clean stop: background workers stop, everything is written, and a shutdown
     /// checkpoint is recorded. Backends must have ended.
     pub fn shutdown(&self) -> Result<()> {
-        {
-            let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(mut c) = w.checkpointer.take() {
-                c.stop();
-            }
-            if let Some(b) = w.bgwriter.take() {
-                b.stop();
-            }
-            if let Some(mut ww) = w.wal_writer.take() {
-                ww.stop();
-            }
-        }
+        self.stop_workers();
         let _one = self.checkpoint_lock.lock().unwrap_or_else(|e| e.into_inner());
         if self.shut_down.swap(true, Ordering::SeqCst) {
             return Ok(());
@@ -460,16 +470,7 @@ impl Drop for Engine {
     fn drop(&mut self) {
         // Workers hold Arcs of the parts, not of the engine; stop them so their
         // threads end. A dropped engine without shutdown() is a crash: redo next time.
-        let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(mut c) = w.checkpointer.take() {
-            c.stop();
-        }
-        if let Some(b) = w.bgwriter.take() {
-            b.stop();
-        }
-        if let Some(mut ww) = w.wal_writer.take() {
-            ww.stop();
-        }
+        self.stop_workers();
     }
 }
 

@@ -12,6 +12,7 @@
 //! - [`buffer`]: the shared buffer pool.
 //! - [`wal`]: the write-ahead log: insertion, group flush, checkpoints, recovery.
 //! - [`heap`]: heap pages and tuples, free space, relation extension, TOAST.
+//! - [`nbtree`]: B-tree indexes (Lehman & Yao, with PostgreSQL's refinements).
 //! - [`txn`]: transaction ids, commit log, ProcArray, snapshots, visibility.
 //! - [`engine`]: one open data directory: startup, recovery, checkpoints, backends.
 //!
@@ -25,6 +26,8 @@ pub mod engine;
 pub mod error;
 pub mod heap;
 pub mod lmgr;
+#[cfg(not(loom))]
+pub mod nbtree;
 pub mod pgstat;
 pub mod storage;
 pub mod sync;

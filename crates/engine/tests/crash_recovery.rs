@@ -10,6 +10,8 @@
 //! The kill count is `FERROGRES_CRASH_KILLS` (default 100, the bar). All kills
 //! go to the same data directory, so recovery also runs over earlier recoveries.
 
+#![cfg(not(loom))]
+
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::heapam;

@@ -162,10 +162,15 @@ pub struct PinnedBuffer<'a> {
     id: usize,
 }
 
-/// A shared content lock on a pinned buffer: read access to the page.
+/// A shared content lock on a pinned buffer: read access to the page, plus
+/// setting hint bits ([`BufferReadGuard::set_hint_bits`]).
 pub struct BufferReadGuard<'b> {
     _guard: LwLockGuard<'b>,
     page: &'b [u8],
+    /// The pool and buffer number, for `set_hint_bits` (a pointer with write
+    /// provenance is derived from the pool's allocation there).
+    pool: &'b BufferPool,
+    id: usize,
 }
 
 /// An exclusive content lock on a pinned buffer: read/write access to the page.
@@ -899,7 +904,7 @@ impl<'a> PinnedBuffer<'a> {
         let guard = self.pool.desc(self.id).content_lock.shared();
         // SAFETY: pin + shared content lock, for the guard's lifetime: no writer.
         let page = unsafe { self.pool.page(self.id) };
-        BufferReadGuard { _guard: guard, page }
+        BufferReadGuard { _guard: guard, page, pool: self.pool, id: self.id }
     }
 
     /// Takes the content lock exclusive: the page can be changed.
@@ -1010,6 +1015,47 @@ impl DerefMut for BufferWriteGuard<'_> {
     }
 }
 
+impl BufferReadGuard<'_> {
+    /// ORs `bits` into the little-endian 16-bit field at byte `offset` of the page,
+    /// atomically, under the shared content lock (PostgreSQL's SetHintBits: a reader
+    /// records what it learned about a tuple's xmin/xmax in t_infomask). Returns
+    /// false, changing nothing, if `offset` is odd or out of the page.
+    ///
+    /// Only for *hint* bits: bits whose presence or absence both give correct
+    /// answers, which only ever go from 0 to 1 while the page is shared-locked, and
+    /// which are never relied on by redo. The buffer is **not** marked dirty: a
+    /// hint-only change is written only together with a later WAL-logged change of
+    /// the page (see the heap README, "hint bits": our pages are checksummed and a
+    /// torn hint-only write would not be repaired by redo).
+    pub fn set_hint_bits(&self, offset: usize, bits: u16) -> bool {
+        if !offset.is_multiple_of(2) || offset + 2 > BLCKSZ {
+            return false;
+        }
+        // SAFETY: the pointer is in the page (checked above), 2-byte aligned (pages
+        // are POOL_ALIGN-aligned and `offset` is even), and points into the pool
+        // allocation, which outlives this guard. Our pin keeps the buffer from being
+        // re-used, our shared content lock keeps every writer of page bytes out:
+        // exclusive lockers, and input I/O (which happens before BM_VALID, before
+        // any lock). Others who may touch these two bytes at the same moment are
+        // other shared lockers: hint setters, whose atomic ORs commute, and readers,
+        // for whom the field before and after the OR are both valid answers (a hint
+        // bit only caches what the commit log says), and the buffer writer, which
+        // copies the page under a shared lock before computing the checksum on its
+        // copy, so a concurrent OR lands in the copy or not, and the copy is
+        // self-consistent either way. Readers hold `&[u8]` views of the page; like
+        // PostgreSQL's unlocked hint writes in C, these concurrent plain reads of a
+        // field written atomically are a formal data race that the lock protocol
+        // keeps benign (each field is read once per visibility check).
+        let cell = unsafe {
+            let page_ptr = self.pool.pages.ptr.add(self.id * BLCKSZ);
+            std::sync::atomic::AtomicU16::from_ptr(page_ptr.add(offset) as *mut u16)
+        };
+        // Relaxed: a hint orders nothing; the content lock release publishes it.
+        cell.fetch_or(bits.to_le(), std::sync::atomic::Ordering::Relaxed);
+        true
+    }
+}
+
 impl BufferWriteGuard<'_> {
     /// Marks the page dirty (PostgreSQL's MarkBufferDirty). Call after changing
     /// it and after setting its LSN to the WAL record that describes the change.
@@ -1055,5 +1101,44 @@ impl DerefMut for LockedBuffer<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: pin + exclusive content lock held by this value; `&mut self`.
         unsafe { self.pin.pool.page_mut(self.pin.id) }
+    }
+}
+
+#[cfg(test)]
+mod hint_bit_tests {
+    use super::*;
+    use crate::storage::NoWal;
+
+    /// Many threads OR different bits into the same 16-bit field under shared locks:
+    /// no bit is lost, the buffer stays clean, odd offsets are refused.
+    #[test]
+    fn concurrent_hint_bits_under_shared_locks_are_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let smgr = Arc::new(Smgr::new(dir.path(), false).unwrap());
+        let s = Settings { shared_buffers: 8, buffer_mapping_partitions: 4, ..Default::default() };
+        let pool = BufferPool::new(&s, smgr.clone(), Arc::new(NoWal));
+        let rel = RelFileLocator { spc_oid: 1663, db_oid: 5, rel_number: 7 };
+        smgr.create(rel, ForkNumber::Main).unwrap();
+        drop(pool.extend(rel, ForkNumber::Main, 1, None).unwrap());
+        let tag = BufferTag::new(rel, ForkNumber::Main, 0);
+        for round in 0..50 {
+            let off = 100 + 2 * round;
+            std::thread::scope(|sc| {
+                for bit in 0..16 {
+                    let pool = &pool;
+                    sc.spawn(move || {
+                        let pin = pool.read_buffer(tag, None).unwrap();
+                        let g = pin.lock_shared();
+                        assert!(g.set_hint_bits(off, 1 << bit));
+                    });
+                }
+            });
+            let pin = pool.read_buffer(tag, None).unwrap();
+            let g = pin.lock_shared();
+            assert_eq!(u16::from_le_bytes([g[off], g[off + 1]]), 0xFFFF);
+            assert!(!g.set_hint_bits(off + 1, 1));
+            assert!(!g.set_hint_bits(BLCKSZ - 1, 1));
+            assert!(!pin.is_dirty(), "a hint alone must not dirty the buffer");
+        }
     }
 }

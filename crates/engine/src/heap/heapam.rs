@@ -21,23 +21,39 @@
 //! pages go into the relation's shared spare list, where the next inserters find
 //! them without extending again.
 
-use super::page::{heap_page_add_tuple, heap_page_delete, heap_page_get_tuple, heap_page_init, heap_page_tuples, HeapOp};
+use super::page::{
+    heap_page_add_tuple, heap_page_delete, heap_page_get_tuple, heap_page_init, heap_page_lock_tuple,
+    heap_page_update, HeapOp, HeapXmaxOp, RowLockMode, UpdateFlags,
+};
+use super::pruneheap::{heap_page_prune_opt, scan_page_set_hints, set_hint_bits_from_visibility, visibility_info};
 use super::toast::MAX_HEAP_TUPLE_SIZE;
-use super::tuple::{Tid, TupleHeader};
+use super::{autovacuum, freespace};
+use super::tuple::{Tid, TransactionId, TupleHeader, HEAP_COMBOCID};
 use crate::buffer::LockedBuffer;
 use crate::engine::{Backend, Engine};
+use crate::lmgr::lock::{nowait_row_error, LockAcquireResult, LockMode, LockOptions, LockTag};
+use crate::pgstat::BackendId;
 use crate::error::{Error, Result, SqlState};
-use crate::storage::page::{page_heap_free_space, page_is_new, page_lsn, set_page_lsn};
+use crate::config::BLCKSZ;
+use crate::storage::page::{
+    ITEM_ID_SIZE, PAGE_HEADER_SIZE,
+    page_get_item_id, page_heap_free_space, page_is_new, page_lsn, page_max_offset_number, page_set_flag, set_page_lsn,
+    LpFlags, PD_PAGE_FULL,
+};
 use crate::storage::{BlockNumber, BufferTag, ForkNumber, RelFileLocator};
 use crate::txn::snapshot::Snapshot;
+use crate::txn::IsolationLevel;
 use crate::txn::visibility::{satisfies_mvcc, satisfies_update, TmResult, TupleVisibilityInfo};
 use crate::wal::{regbuf, DecodedRecord, RecordBuilder, RmgrId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// At most this many pages are added by one extension.
+/// At most this many pages are added by one extension (and at most an eighth of
+/// shared_buffers, since they are pinned together).
 const MAX_EXTRA_BLOCKS: u32 = 64;
+/// Pages the free space map may offer one insert before it extends instead.
+const MAX_FSM_TRIES: u32 = 4;
 /// Pages added per backend waiting to extend at the same time (PostgreSQL: 20).
 const EXTRA_BLOCKS_PER_WAITER: u32 = 20;
 
@@ -91,65 +107,137 @@ fn log_page_change(engine: &Engine, tag: BufferTag, xid: u32, op: &HeapOp, page:
 /// Inserts `tuple` (from `form_tuple`) into `rel` as the backend's current
 /// transaction and command. Returns where it went.
 pub fn heap_insert(backend: &mut Backend, rel: RelFileLocator, tuple: &[u8]) -> Result<Tid> {
-    if tuple.len() > MAX_HEAP_TUPLE_SIZE {
-        return Err(Error::user(
-            SqlState::PROGRAM_LIMIT_EXCEEDED,
-            format!("row is too big: size {}, maximum size {}", tuple.len(), MAX_HEAP_TUPLE_SIZE),
-        ));
-    }
+    check_tuple_size(tuple.len())?;
     TupleHeader::read(tuple)?;
     let xid = backend.txn.assign_xid_if_needed()?;
     let cid = backend.txn.current_command_id();
     let engine = backend.engine().clone();
-    let space = engine.heap_space.rel(rel);
-
-    // 1. The page this backend used last, 2. spare pages from extensions, 3. the
-    // last page of the relation; else extend.
-    let mut tried_last = false;
+    let mut choice = PageChoice::default();
     loop {
-        let candidate = match backend.target_blocks.get(&rel) {
-            Some(&b) => Some(b),
-            None => match space.spare.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-                Some(b) => Some(b),
-                None if !tried_last => {
-                    tried_last = true;
-                    let n = engine.buffers.nblocks(rel, ForkNumber::Main)?;
-                    n.checked_sub(1)
-                }
-                None => None,
-            },
-        };
-        let Some(block) = candidate else { break };
+        let block = choose_insert_page(backend, &engine, rel, tuple.len(), None, &mut choice)?;
         let tag = BufferTag::new(rel, ForkNumber::Main, block);
         let mut page = engine.buffers.read_buffer(tag, None)?.into_locked();
         if let Some(tid) = try_insert_on_page(&engine, tag, &mut page, tuple, xid, cid)? {
             backend.target_blocks.insert(rel, block);
+            autovacuum::pgstat_count_heap_insert(&engine, rel);
             return Ok(tid);
         }
+        // Full: forget it as the target; the next choice moves on.
         backend.target_blocks.remove(&rel);
+        if choice.extended == Some(block) && page_max_offset_number(&page[..]) == 0 {
+            return Err(Error::internal(format!("tuple of {} bytes does not fit on an empty page", tuple.len())));
+        }
+        // Tell the FSM what the page really has (after unlocking it: FSM pages are
+        // locked only while no heap page lock is held), so it stops offering it.
+        let avail = page_heap_free_space(&page[..]);
+        drop(page);
+        freespace::record_free_space(&engine, rel, block, avail)?;
     }
+}
 
+fn check_tuple_size(len: usize) -> Result<()> {
+    if len > MAX_HEAP_TUPLE_SIZE {
+        return Err(Error::user(
+            SqlState::PROGRAM_LIMIT_EXCEEDED,
+            format!("row is too big: size {len}, maximum size {MAX_HEAP_TUPLE_SIZE}"),
+        ));
+    }
+    Ok(())
+}
+
+/// State of one search for a page to insert into (see [`choose_insert_page`]).
+#[derive(Default)]
+struct PageChoice {
+    /// The relation's last page was offered once already.
+    tried_last: bool,
+    /// Pages the free space map offered so far.
+    fsm_tries: u32,
+    /// The block this search added by extending, if it did.
+    extended: Option<BlockNumber>,
+}
+
+// ---------------------------------------------------------------------------------
+// PAGE CHOICE FOR NEW TUPLES (inserts, and the new version of a non-HOT update).
+// The free space map plugs in here: it is the only place that decides where a new
+// tuple goes (PostgreSQL's RelationGetBufferForTuple, its choice part).
+// ---------------------------------------------------------------------------------
+
+/// The next candidate block for a new tuple of `len` bytes, never `avoid` (the old
+/// version's page of an update, which the caller already found full). Candidates,
+/// in order: 1. the page this backend used last (`target_blocks`), 2. spare pages
+/// left by a concurrent multi-page extension, 3. the relation's last page (once per
+/// search); else 4. the relation is extended (by extra pages when other backends
+/// are extending too) and the new, all-zero page is returned.
+///
+/// The caller locks the page, checks that the tuple fits and, if it does not,
+/// removes the block from `backend.target_blocks` and asks again: each call either
+/// consumes a candidate or extends, so the search ends. No lock is held on return:
+/// a page just added by extension can be filled by another inserter before the
+/// caller locks it, which only costs another round.
+fn choose_insert_page(
+    backend: &Backend,
+    engine: &Engine,
+    rel: RelFileLocator,
+    len: usize,
+    avoid: Option<BlockNumber>,
+    choice: &mut PageChoice,
+) -> Result<BlockNumber> {
+    let space = engine.heap_space.rel(rel);
+    if let Some(&b) = backend.target_blocks.get(&rel) {
+        if Some(b) != avoid {
+            return Ok(b);
+        }
+    }
+    // The free space map. A page it offers that turns out full is recorded with its
+    // real free space by the caller, so the map stops offering it; the tries are
+    // bounded all the same (a concurrent inserter can fill pages as fast).
+    if choice.fsm_tries < MAX_FSM_TRIES {
+        choice.fsm_tries += 1;
+        if let Some(b) = freespace::get_page_with_free_space(engine, rel, len + ITEM_ID_SIZE)? {
+            if Some(b) != avoid {
+                return Ok(b);
+            }
+        }
+    }
+    loop {
+        let spare = space.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match spare {
+            Some(b) if Some(b) == avoid => continue,
+            Some(b) => return Ok(b),
+            None => break,
+        }
+    }
+    if !choice.tried_last {
+        choice.tried_last = true;
+        let n = engine.buffers.nblocks(rel, ForkNumber::Main)?;
+        if let Some(last) = n.checked_sub(1) {
+            if Some(last) != avoid {
+                return Ok(last);
+            }
+        }
+    }
     // Extend. Others extending at the same moment mean contention: add extra pages.
     let others = space.extenders.fetch_add(1, Ordering::SeqCst);
-    let n = 1 + (others * EXTRA_BLOCKS_PER_WAITER).min(MAX_EXTRA_BLOCKS - 1);
+    // The new pages are all pinned at once: never more than an eighth of the pool.
+    let cap = (engine.buffers.nbuffers() / 8).clamp(1, MAX_EXTRA_BLOCKS as usize) as u32;
+    let n = (1 + others * EXTRA_BLOCKS_PER_WAITER).min(cap);
     let result = engine.buffers.extend(rel, ForkNumber::Main, n, None);
     space.extenders.fetch_sub(1, Ordering::SeqCst);
-    let mut pages = result?;
-    let mut first = pages.remove(0);
-    let extra: Vec<BlockNumber> = pages.iter().map(|p| p.block()).collect();
-    // The extra pages stay all-zero (valid: a new page) until first used.
+    let pages = result?;
+    let blocks: Vec<BlockNumber> = pages.iter().map(|p| p.block()).collect();
+    // The pages stay all-zero (valid: a new page) until first used.
     drop(pages);
-    if !extra.is_empty() {
-        space.spare.lock().unwrap_or_else(|e| e.into_inner()).extend(extra.into_iter().rev());
-    }
-    let tag = first.tag();
-    match try_insert_on_page(&engine, tag, &mut first, tuple, xid, cid)? {
-        Some(tid) => {
-            backend.target_blocks.insert(rel, tag.block);
-            Ok(tid)
+    let first = blocks[0];
+    if blocks.len() > 1 {
+        space.spare.lock().unwrap_or_else(|e| e.into_inner()).extend(blocks[1..].iter().rev());
+        // The spare list lives in memory; the FSM keeps the extra pages findable
+        // after a restart.
+        for &b in &blocks[1..] {
+            freespace::record_free_space(engine, rel, b, BLCKSZ - PAGE_HEADER_SIZE)?;
         }
-        None => Err(Error::internal(format!("tuple of {} bytes does not fit on an empty page", tuple.len()))),
     }
+    choice.extended = Some(first);
+    Ok(first)
 }
 
 fn try_insert_on_page(
@@ -173,18 +261,9 @@ fn try_insert_on_page(
     Ok(Some(tid))
 }
 
-fn visibility_info(h: &TupleHeader, tid: Tid) -> TupleVisibilityInfo {
-    TupleVisibilityInfo {
-        xmin: h.xmin,
-        xmax: h.xmax,
-        cid: h.cid,
-        infomask: h.infomask,
-        ctid_is_self: h.ctid == tid,
-    }
-}
-
 /// Calls `f(tid, tuple)` for every tuple of `rel` visible to `snapshot`, in
-/// physical order. (Hint bits are not yet set by scans.)
+/// physical order. Each page is first pruned if that is worthwhile and free
+/// (`heap_page_prune_opt`), and the hint bits the visibility checks return are set.
 pub fn heap_scan(
     backend: &Backend,
     rel: RelFileLocator,
@@ -195,36 +274,40 @@ pub fn heap_scan(
     let nblocks = engine.buffers.nblocks(rel, ForkNumber::Main)?;
     for block in 0..nblocks {
         let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, block), None)?;
+        heap_page_prune_opt(backend, rel, &pin)?;
         let page = pin.lock_shared();
-        if page_is_new(&page[..]) {
-            continue;
-        }
-        for item in heap_page_tuples(&page[..]) {
-            let (off, t) = item?;
-            let tid = Tid::new(block, off);
-            let h = TupleHeader::read(t)?;
-            if satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?.visible {
-                f(tid, t)?;
-            }
-        }
+        scan_page_set_hints(backend, &page, block, snapshot, f)?;
     }
     Ok(())
 }
 
-/// Reads the tuple at `tid` if `snapshot` sees it.
+/// Reads the tuple at `tid` if `snapshot` sees it. A line pointer that pruning or
+/// VACUUM made dead or unused (an index entry may still point at it until VACUUM
+/// cleans the index) is a tuple nobody sees, not corruption.
 pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
     let engine = backend.engine();
     let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, tid.block), None)?;
+    heap_page_prune_opt(backend, rel, &pin)?;
     let page = pin.lock_shared();
+    if tid.offset == 0 || tid.offset > page_max_offset_number(&page[..]) {
+        return Err(Error::corrupt(format!("heap fetch of ({},{}): no such line pointer", tid.block, tid.offset)));
+    }
+    if page_get_item_id(&page[..], tid.offset)?.flags != LpFlags::Normal {
+        return Ok(None);
+    }
     let t = heap_page_get_tuple(&page[..], tid.offset)?;
     let h = TupleHeader::read(t)?;
-    Ok(satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?.visible.then(|| t.to_vec()))
+    let v = satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?;
+    let out = v.visible.then(|| t.to_vec());
+    set_hint_bits_from_visibility(&page, tid.offset, v.hints)?;
+    Ok(out)
 }
 
-/// Deletes the tuple at `tid` as the current transaction and command. Returns the
-/// update test's result: anything but `Ok` changed nothing, and `BeingModified`
-/// means another transaction is changing the row (the caller waits for it through
-/// the lock manager and retries).
+/// Deletes the tuple at `tid` as the current transaction and command, without
+/// waiting. Returns the update test's result: anything but `Ok` changed nothing,
+/// and `BeingModified` means another transaction is changing or locking the row.
+/// The waiting form, with READ COMMITTED / REPEATABLE READ outcomes, is
+/// [`heap_delete_ext`].
 pub fn heap_delete(backend: &mut Backend, rel: RelFileLocator, tid: Tid) -> Result<TmResult> {
     let xid = backend.txn.assign_xid_if_needed()?;
     let engine = backend.engine().clone();
@@ -236,10 +319,608 @@ pub fn heap_delete(backend: &mut Backend, rel: RelFileLocator, tid: Tid) -> Resu
     if result != TmResult::Ok {
         return Ok(result);
     }
-    let (cid, _combo) = backend.txn.cid_for_delete(&info);
-    let op = heap_page_delete(&mut page[..], tid.offset, xid, cid)?;
-    log_page_change(&engine, tag, xid, &HeapOp::Xmax(op), &mut page);
+    delete_locked(backend, &engine, tag, &mut page, tid, xid)?;
     Ok(TmResult::Ok)
+}
+
+// ---------------------------------------------------------------------------------
+// Row-level locking and concurrent updates (README: "Row-level locking and
+// concurrent updates").
+// ---------------------------------------------------------------------------------
+
+/// What to do when the row is being changed or locked by another transaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WaitPolicy {
+    /// Wait for it (lock_timeout, cancel and the deadlock detector apply).
+    #[default]
+    Block,
+    /// NOWAIT: fail with 55P03 "could not obtain lock on row in relation ...".
+    NoWait,
+    /// SKIP LOCKED: give up on this row ([`LockOutcome::Skipped`] and friends).
+    SkipLocked,
+}
+
+/// Options of [`heap_update`].
+#[derive(Clone, Copy, Debug)]
+pub struct UpdateOptions<'a> {
+    /// No indexed column changed: the new version may be heap-only (HOT) if it
+    /// fits on the old version's page.
+    pub hot_allowed: bool,
+    /// A key column (one a foreign key can reference) changed: the update conflicts
+    /// with FOR KEY SHARE (it is a FOR UPDATE-strength change, else FOR NO KEY
+    /// UPDATE-strength).
+    pub keys_updated: bool,
+    pub wait_policy: WaitPolicy,
+    /// The relation's name, for the NOWAIT error text.
+    pub relname: &'a str,
+}
+
+/// Options of [`heap_delete_ext`].
+#[derive(Clone, Copy, Debug)]
+pub struct DeleteOptions<'a> {
+    pub wait_policy: WaitPolicy,
+    /// The relation's name, for the NOWAIT error text.
+    pub relname: &'a str,
+}
+
+/// Result of [`heap_update`]. Errors (40001 in REPEATABLE READ, 55P03 NOWAIT,
+/// 40P01 deadlock, lock timeout, cancel) are returned as `Err`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateOutcome {
+    /// Done: the new version is at `new_tid`; `hot` if it is a heap-only tuple on
+    /// the old version's page.
+    Ok { new_tid: Tid, hot: bool },
+    /// The row was updated by a transaction that committed (READ COMMITTED only):
+    /// the caller re-checks its qualification on the newest version
+    /// ([`heap_fetch_latest`]) and, if it still qualifies, updates that one.
+    Updated { new_tid: Tid },
+    /// The row was deleted by a transaction that committed (READ COMMITTED only).
+    Deleted,
+    /// Already updated or deleted by this command or a later one of this transaction.
+    SelfModified,
+    /// Not visible to the current command (never for a TID from a scan of this
+    /// command's snapshot).
+    Invisible,
+    /// SKIP LOCKED and the row was locked.
+    Skipped,
+}
+
+/// Result of [`heap_delete_ext`]; the variants mean what they mean for
+/// [`UpdateOutcome`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    Ok,
+    Updated { new_tid: Tid },
+    Deleted,
+    SelfModified,
+    Invisible,
+    Skipped,
+}
+
+/// Result of [`heap_lock_tuple`]; the variants mean what they mean for
+/// [`UpdateOutcome`]. `Locked` also when this transaction already held a lock at
+/// least as strong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockOutcome {
+    Locked,
+    Updated { new_tid: Tid },
+    Deleted,
+    SelfModified,
+    Invisible,
+    Skipped,
+}
+
+/// The row-lock strength a change needs: an UPDATE is FOR NO KEY UPDATE-strength
+/// unless it changes a key, a DELETE is FOR UPDATE-strength.
+fn strength(kind: Change) -> RowLockMode {
+    match kind {
+        Change::Update { keys_updated: false } => RowLockMode::NoKeyExclusive,
+        Change::Update { keys_updated: true } | Change::Delete => RowLockMode::Exclusive,
+        Change::Lock(m) => m,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Change {
+    Update { keys_updated: bool },
+    Delete,
+    Lock(RowLockMode),
+}
+
+/// Order of strengths: a lock held at least as strong as the one asked for covers
+/// it (FOR NO KEY UPDATE covers FOR SHARE, as in PostgreSQL).
+fn rank(m: RowLockMode) -> u8 {
+    match m {
+        RowLockMode::KeyShare => 0,
+        RowLockMode::Share => 1,
+        RowLockMode::NoKeyExclusive => 2,
+        RowLockMode::Exclusive => 3,
+    }
+}
+
+/// The heavyweight lock mode on the tuple's LockTag::Tuple for a row-lock
+/// strength (PostgreSQL's table): its conflicts are exactly those between the
+/// row-lock strengths, so waiters of compatible strengths do not queue behind each
+/// other.
+fn tuple_lock_mode(m: RowLockMode) -> LockMode {
+    match m {
+        RowLockMode::KeyShare => LockMode::AccessShare,
+        RowLockMode::Share => LockMode::RowShare,
+        RowLockMode::NoKeyExclusive => LockMode::Exclusive,
+        RowLockMode::Exclusive => LockMode::AccessExclusive,
+    }
+}
+
+/// What the check of the row under the exclusive content lock decided.
+enum RowState {
+    /// The change may be made now.
+    Proceed,
+    /// Already locked by this transaction at least as strongly (lock requests only).
+    AlreadyLocked,
+    /// Another transaction (`xid`) is changing or locking the row: wait for it.
+    Wait { xid: TransactionId },
+    /// Final: the change cannot be made to this version.
+    Done(Final),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Final {
+    Updated(Tid),
+    Deleted,
+    SelfModified,
+    Invisible,
+    Skipped,
+}
+
+/// Decides, under the page's exclusive content lock, whether `change` may be made
+/// to the tuple at `tid` now.
+///
+/// Without multixacts a tuple has one xmax. So another transaction's live lock or
+/// change always means waiting, even when PostgreSQL would let the two coexist
+/// (two FOR SHARE lockers; FOR KEY SHARE and a no-key UPDATE): the second one
+/// cannot be recorded without erasing the first, and erasing a lock would lose it.
+fn check_row(backend: &Backend, page: &[u8], tid: Tid, change: Change) -> Result<RowState> {
+    let h = TupleHeader::read(heap_page_get_tuple(page, tid.offset)?)?;
+    let info = visibility_info(&h, tid);
+    let (result, _hints) = satisfies_update(&info, backend.txn.current_command_id(), &*backend.txn)?;
+    Ok(match result {
+        TmResult::Ok => RowState::Proceed,
+        TmResult::Invisible => RowState::Done(Final::Invisible),
+        TmResult::SelfModified => RowState::Done(Final::SelfModified),
+        TmResult::Updated => RowState::Done(Final::Updated(h.ctid)),
+        TmResult::Deleted => RowState::Done(Final::Deleted),
+        TmResult::WouldBlock => RowState::Done(Final::Skipped),
+        TmResult::BeingModified => {
+            if backend.txn.is_current_xid(h.xmax) {
+                // Our own row lock (satisfies_update reports our own delete or
+                // update as SelfModified/Invisible): a change replaces it, a lock
+                // request is covered by it or upgrades it.
+                match (change, RowLockMode::from_tuple(&h)) {
+                    (Change::Lock(want), Some(held)) if rank(held) >= rank(want) => RowState::AlreadyLocked,
+                    _ => RowState::Proceed,
+                }
+            } else {
+                RowState::Wait { xid: h.xmax }
+            }
+        }
+    })
+}
+
+/// The heavyweight tuple lock a waiter holds while it waits for the row's xmax
+/// transaction and then changes the row; released when dropped (PostgreSQL
+/// releases it right after the change too, not at transaction end).
+struct TupleLockGuard<'e> {
+    engine: &'e Engine,
+    backend: BackendId,
+    held: Option<(LockTag, LockMode)>,
+}
+
+impl Drop for TupleLockGuard<'_> {
+    fn drop(&mut self) {
+        if let Some((tag, mode)) = self.held.take() {
+            let _ = self.engine.locks.unlock(self.backend, tag, mode, false);
+        }
+    }
+}
+
+fn tuple_tag(rel: RelFileLocator, tid: Tid) -> LockTag {
+    LockTag::Tuple { db: rel.db_oid, rel: rel.rel_number, blk: tid.block, offset: tid.offset }
+}
+
+/// Waits for transaction `xid`, which holds the row at `tid`: 1. the heavyweight
+/// tuple lock in the mode of `want` (kept by `guard` until the change is done), so
+/// that waiters for one row queue in arrival order instead of racing when `xid`
+/// ends; 2. the xid lock, which `xid` releases when it ends. Returns false if the
+/// row is to be skipped (SKIP LOCKED). The caller re-checks the row: it may have
+/// been updated, deleted or locked again meanwhile.
+fn wait_for_row(
+    guard: &mut TupleLockGuard<'_>,
+    rel: RelFileLocator,
+    tid: Tid,
+    want: RowLockMode,
+    xid: TransactionId,
+    policy: WaitPolicy,
+    relname: &str,
+) -> Result<bool> {
+    let opts = LockOptions { dont_wait: policy != WaitPolicy::Block, ..Default::default() };
+    let not_available = || match policy {
+        WaitPolicy::SkipLocked => Ok(false),
+        _ => Err(nowait_row_error(relname)),
+    };
+    if guard.held.is_none() {
+        let tag = tuple_tag(rel, tid);
+        let mode = tuple_lock_mode(want);
+        if guard.engine.locks.lock(guard.backend, tag, mode, opts)? == LockAcquireResult::NotAvailable {
+            return not_available();
+        }
+        guard.held = Some((tag, mode));
+    }
+    if guard.engine.locks.xact_lock_table_wait(guard.backend, xid, opts)? == LockAcquireResult::NotAvailable {
+        return not_available();
+    }
+    Ok(true)
+}
+
+/// REPEATABLE READ and SERIALIZABLE: a row changed by a transaction that committed
+/// after the transaction snapshot cannot be changed or locked (PostgreSQL 15's
+/// texts: an UPDATE or DELETE reports "concurrent delete" for a deleted row,
+/// row locking always says "concurrent update").
+fn serialization_failure(what: &str) -> Error {
+    Error::user(SqlState::T_R_SERIALIZATION_FAILURE, format!("could not serialize access due to concurrent {what}"))
+}
+
+fn uses_xact_snapshot(backend: &Backend) -> bool {
+    backend.txn.isolation() != IsolationLevel::ReadCommitted
+}
+
+/// What a change asks of [`with_row`].
+#[derive(Clone, Copy)]
+struct RowRequest<'a> {
+    change: Change,
+    policy: WaitPolicy,
+    relname: &'a str,
+}
+
+/// The change itself, called with the row's page locked exclusive.
+type RowAction<'a, T> = dyn FnMut(&mut Backend, &Engine, LockedBuffer<'_>, RowState) -> Result<Option<T>> + 'a;
+
+/// Common driver: locks the page of `tid` exclusive, checks the row, waits as
+/// needed, and calls `act` with the locked page when the change may be made.
+/// `act` returns `None` to ask for a new round (it released the page and the row
+/// must be checked again).
+fn with_row<T>(
+    backend: &mut Backend,
+    rel: RelFileLocator,
+    tid: Tid,
+    req: RowRequest<'_>,
+    act: &mut RowAction<'_, T>,
+    finish: &dyn Fn(Final) -> Result<T>,
+) -> Result<T> {
+    let RowRequest { change, policy, relname } = req;
+    let engine = backend.engine().clone();
+    let mut guard = TupleLockGuard { engine: &engine, backend: backend.id(), held: None };
+    let want = strength(change);
+    loop {
+        let tag = BufferTag::new(rel, ForkNumber::Main, tid.block);
+        let page = engine.buffers.read_buffer(tag, None)?.into_locked();
+        match check_row(backend, &page[..], tid, change)? {
+            RowState::Wait { xid } => {
+                drop(page);
+                if !wait_for_row(&mut guard, rel, tid, want, xid, policy, relname)? {
+                    return finish(Final::Skipped);
+                }
+            }
+            RowState::Done(f) => {
+                drop(page);
+                drop(guard);
+                return finish(f);
+            }
+            state => {
+                if let Some(r) = act(backend, &engine, page, state)? {
+                    return Ok(r);
+                }
+            }
+        }
+    }
+}
+
+/// Sets the old version's t_cid to the combo command id when this transaction
+/// inserted it (HEAP_COMBOCID), else to cmax; returns the corrected op, already
+/// applied to the page. Part of the critical section of the change.
+fn fix_cmax(backend: &mut Backend, info: &TupleVisibilityInfo, op: &mut HeapXmaxOp, page: &mut [u8]) {
+    let (cid, combo) = backend.txn.cid_for_delete(info);
+    op.cid = Some(cid);
+    op.infomask_clear |= HEAP_COMBOCID;
+    if combo {
+        op.infomask_set |= HEAP_COMBOCID;
+    } else {
+        op.infomask_set &= !HEAP_COMBOCID;
+    }
+    if let Err(e) = op.apply(page) {
+        critical_section_failed("could not set the deleted tuple's command id", e);
+    }
+}
+
+/// UPDATE of the row version at `otid` to `new_tuple` (from `form_tuple`) as the
+/// current transaction and command (PostgreSQL's heap_update).
+///
+/// 1. Lock the old page exclusive and check the old version (`satisfies_update`);
+///    if another transaction changes or locks it, wait (tuple lock, then its xid)
+///    per `opts.wait_policy` and check again.
+/// 2. If the new version fits on the same page, put it there (heap-only if
+///    `hot_allowed`) and log one `HeapOp::Update` with the page as block 0.
+/// 3. Else release the old page, choose another ([`choose_insert_page`]), lock
+///    both in block-number order, check the old version again (it may have changed
+///    while unlocked), and make a cross-page update logged with block 0 = old page,
+///    block 1 = new page.
+///
+/// A committed concurrent update or delete is `Updated`/`Deleted` in READ
+/// COMMITTED and error 40001 in REPEATABLE READ / SERIALIZABLE.
+pub fn heap_update(
+    backend: &mut Backend,
+    rel: RelFileLocator,
+    otid: Tid,
+    new_tuple: &[u8],
+    opts: UpdateOptions<'_>,
+) -> Result<UpdateOutcome> {
+    check_tuple_size(new_tuple.len())?;
+    TupleHeader::read(new_tuple)?;
+    let xid = backend.txn.assign_xid_if_needed()?;
+    let cid = backend.txn.current_command_id();
+    let rr = uses_xact_snapshot(backend);
+    let change = Change::Update { keys_updated: opts.keys_updated };
+    let otag = BufferTag::new(rel, ForkNumber::Main, otid.block);
+    let mut choice = PageChoice::default();
+    let finish = |f: Final| -> Result<UpdateOutcome> {
+        Ok(match f {
+            Final::Updated(_) if rr => return Err(serialization_failure("update")),
+            Final::Deleted if rr => return Err(serialization_failure("delete")),
+            Final::Updated(new_tid) => UpdateOutcome::Updated { new_tid },
+            Final::Deleted => UpdateOutcome::Deleted,
+            Final::SelfModified => UpdateOutcome::SelfModified,
+            Final::Invisible => UpdateOutcome::Invisible,
+            Final::Skipped => UpdateOutcome::Skipped,
+        })
+    };
+    let mut act = |backend: &mut Backend, engine: &Engine, mut opage: LockedBuffer<'_>, _state: RowState| {
+        let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&opage[..], otid.offset)?)?, otid);
+        // Same page first: heap-only if allowed.
+        let flags = UpdateFlags { hot: opts.hot_allowed, keys_updated: opts.keys_updated };
+        if let Some(mut op) =
+            heap_page_update(&mut opage[..], otid.block, otid.offset, None, new_tuple, xid, cid, flags)?
+        {
+            fix_cmax(backend, &info, &mut op.old, &mut opage[..]);
+            let new_tid = Tid::new(otid.block, op.new.offset);
+            log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, None);
+            return Ok(Some(UpdateOutcome::Ok { new_tid, hot: opts.hot_allowed }));
+        }
+        // The page is full (a hint for later updates; not WAL-logged).
+        page_set_flag(&mut opage[..], PD_PAGE_FULL);
+        drop(opage);
+        let nblock = choose_insert_page(backend, engine, rel, new_tuple.len(), Some(otid.block), &mut choice)?;
+        let ntag = BufferTag::new(rel, ForkNumber::Main, nblock);
+        // Lock order: lower block number first.
+        let (mut opage, mut npage) = if nblock < otid.block {
+            let n = engine.buffers.read_buffer(ntag, None)?.into_locked();
+            (engine.buffers.read_buffer(otag, None)?.into_locked(), n)
+        } else {
+            let o = engine.buffers.read_buffer(otag, None)?.into_locked();
+            (o, engine.buffers.read_buffer(ntag, None)?.into_locked())
+        };
+        // The old page was unlocked: check the row again.
+        if !matches!(check_row(backend, &opage[..], otid, change)?, RowState::Proceed) {
+            return Ok(None);
+        }
+        let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&opage[..], otid.offset)?)?, otid);
+        if page_is_new(&npage[..]) {
+            heap_page_init(&mut npage[..]);
+        }
+        let flags = UpdateFlags { hot: false, keys_updated: opts.keys_updated };
+        let new_room = page_heap_free_space(&npage[..]) >= new_tuple.len();
+        let op = if new_room {
+            heap_page_update(
+                &mut opage[..],
+                otid.block,
+                otid.offset,
+                Some((&mut npage[..], nblock)),
+                new_tuple,
+                xid,
+                cid,
+                flags,
+            )?
+        } else {
+            None
+        };
+        let Some(mut op) = op else {
+            // Filled meanwhile: choose again.
+            backend.target_blocks.remove(&rel);
+            return Ok(None);
+        };
+        fix_cmax(backend, &info, &mut op.old, &mut opage[..]);
+        let new_tid = Tid::new(nblock, op.new.offset);
+        log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, Some((ntag, &mut npage)));
+        backend.target_blocks.insert(rel, nblock);
+        Ok(Some(UpdateOutcome::Ok { new_tid, hot: false }))
+    };
+    with_row(backend, rel, otid, RowRequest { change, policy: opts.wait_policy, relname: opts.relname }, &mut act, &finish)
+}
+
+/// Logs an update: block 0 = the old version's page, block 1 = the new version's
+/// page if it is another one; stamps both pages' LSNs and marks them dirty.
+fn log_update(
+    engine: &Engine,
+    xid: TransactionId,
+    op: &HeapOp,
+    otag: BufferTag,
+    opage: &mut LockedBuffer<'_>,
+    new: Option<(BufferTag, &mut LockedBuffer<'_>)>,
+) {
+    let body = op.encode();
+    let end = {
+        let mut rb = RecordBuilder::new(RmgrId::Heap, 0);
+        rb.set_xid(xid);
+        rb.register_buffer(0, otag, &opage[..], regbuf::STANDARD);
+        if let Some((ntag, npage)) = &new {
+            rb.register_buffer(1, *ntag, &npage[..], regbuf::STANDARD);
+        }
+        rb.append_main_data(&body);
+        match engine.wal.insert(&rb) {
+            Ok(end) => end,
+            Err(e) => critical_section_failed("could not insert heap WAL record", e),
+        }
+    };
+    set_page_lsn(&mut opage[..], end);
+    opage.mark_dirty();
+    if let Some((_, npage)) = new {
+        set_page_lsn(&mut npage[..], end);
+        npage.mark_dirty();
+    }
+    autovacuum::pgstat_count_heap_update(engine, otag.rel);
+}
+
+/// DELETE of the row version at `tid`, waiting for a concurrent writer per
+/// `opts.wait_policy` (PostgreSQL's heap_delete). Outcomes and errors as for
+/// [`heap_update`]; in REPEATABLE READ a row updated meanwhile is 40001 "... due
+/// to concurrent update", one deleted meanwhile "... due to concurrent delete".
+pub fn heap_delete_ext(
+    backend: &mut Backend,
+    rel: RelFileLocator,
+    tid: Tid,
+    opts: DeleteOptions<'_>,
+) -> Result<DeleteOutcome> {
+    let xid = backend.txn.assign_xid_if_needed()?;
+    let rr = uses_xact_snapshot(backend);
+    let tag = BufferTag::new(rel, ForkNumber::Main, tid.block);
+    let finish = |f: Final| -> Result<DeleteOutcome> {
+        Ok(match f {
+            Final::Updated(_) if rr => return Err(serialization_failure("update")),
+            Final::Deleted if rr => return Err(serialization_failure("delete")),
+            Final::Updated(new_tid) => DeleteOutcome::Updated { new_tid },
+            Final::Deleted => DeleteOutcome::Deleted,
+            Final::SelfModified => DeleteOutcome::SelfModified,
+            Final::Invisible => DeleteOutcome::Invisible,
+            Final::Skipped => DeleteOutcome::Skipped,
+        })
+    };
+    let mut act = |backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, _state: RowState| {
+        delete_locked(backend, engine, tag, &mut page, tid, xid)?;
+        Ok(Some(DeleteOutcome::Ok))
+    };
+    let req = RowRequest { change: Change::Delete, policy: opts.wait_policy, relname: opts.relname };
+    with_row(backend, rel, tid, req, &mut act, &finish)
+}
+
+fn delete_locked(
+    backend: &mut Backend,
+    engine: &Engine,
+    tag: BufferTag,
+    page: &mut LockedBuffer<'_>,
+    tid: Tid,
+    xid: TransactionId,
+) -> Result<()> {
+    let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&page[..], tid.offset)?)?, tid);
+    let mut op = heap_page_delete(&mut page[..], tid.offset, xid, backend.txn.current_command_id())?;
+    fix_cmax(backend, &info, &mut op, &mut page[..]);
+    log_page_change(engine, tag, xid, &HeapOp::Xmax(op), page);
+    autovacuum::pgstat_count_heap_delete(engine, tag.rel);
+    Ok(())
+}
+
+/// SELECT ... FOR KEY SHARE / FOR SHARE / FOR NO KEY UPDATE / FOR UPDATE of the
+/// row version at `tid` (PostgreSQL's heap_lock_tuple): sets xmax to the current
+/// (sub)transaction with the lock-only bits of `mode`, WAL-logged as a
+/// `HeapOp::Xmax`. A lock this transaction already holds at least as strongly is
+/// kept as it is; a weaker one of ours is upgraded.
+///
+/// Conflicts follow PostgreSQL's table, with one limitation (no multixacts): a
+/// row locked or being changed by another live transaction always makes the
+/// request wait, even where PostgreSQL would add the requester to a multixact
+/// (two shared lockers; FOR KEY SHARE next to a no-key update). NOWAIT then
+/// errors and SKIP LOCKED skips. In REPEATABLE READ, a row updated or deleted by
+/// a transaction that committed is 40001 "... due to concurrent update".
+pub fn heap_lock_tuple(
+    backend: &mut Backend,
+    rel: RelFileLocator,
+    tid: Tid,
+    mode: RowLockMode,
+    wait_policy: WaitPolicy,
+    relname: &str,
+) -> Result<LockOutcome> {
+    let xid = backend.txn.assign_xid_if_needed()?;
+    let rr = uses_xact_snapshot(backend);
+    let tag = BufferTag::new(rel, ForkNumber::Main, tid.block);
+    let finish = |f: Final| -> Result<LockOutcome> {
+        Ok(match f {
+            Final::Updated(_) | Final::Deleted if rr => return Err(serialization_failure("update")),
+            Final::Updated(new_tid) => LockOutcome::Updated { new_tid },
+            Final::Deleted => LockOutcome::Deleted,
+            Final::SelfModified => LockOutcome::SelfModified,
+            Final::Invisible => LockOutcome::Invisible,
+            Final::Skipped => LockOutcome::Skipped,
+        })
+    };
+    let mut act = |_backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, state: RowState| {
+        if matches!(state, RowState::AlreadyLocked) {
+            return Ok(Some(LockOutcome::Locked));
+        }
+        let op = heap_page_lock_tuple(&mut page[..], tid.block, tid.offset, xid, mode)?;
+        log_page_change(engine, tag, xid, &HeapOp::Xmax(op), &mut page);
+        Ok(Some(LockOutcome::Locked))
+    };
+    let req = RowRequest { change: Change::Lock(mode), policy: wait_policy, relname };
+    with_row(backend, rel, tid, req, &mut act, &finish)
+}
+
+/// The newest version of the row whose version at `tid` the caller saw, that
+/// `snapshot` sees: follows t_ctid from version to version (each next version's
+/// xmin must be the previous one's xmax, else the slot was reused and the chain
+/// ends). For READ COMMITTED's re-check after [`UpdateOutcome::Updated`]
+/// (PostgreSQL's EvalPlanQual fetch): call it with a fresh statement snapshot
+/// taken after the wait. `None`: the row is gone (deleted, or its newest version
+/// not visible).
+pub fn heap_fetch_latest(
+    backend: &Backend,
+    rel: RelFileLocator,
+    tid: Tid,
+    snapshot: &Snapshot,
+) -> Result<Option<(Tid, Vec<u8>)>> {
+    let engine = backend.engine();
+    let mut tid = tid;
+    let mut prior_xmax: Option<TransactionId> = None;
+    // A chain cannot be longer than the number of tuples in the relation; bound the
+    // walk so a damaged chain cannot loop.
+    let limit = engine.buffers.nblocks(rel, ForkNumber::Main)? as usize * 300 + 1;
+    for _ in 0..limit {
+        let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, tid.block), None)?;
+        let page = pin.lock_shared();
+        if page_is_new(&page[..]) || tid.offset == 0 || tid.offset > page_max_offset_number(&page[..]) {
+            return Ok(None);
+        }
+        let mut off = tid.offset;
+        let id = page_get_item_id(&page[..], off)?;
+        if id.flags == LpFlags::Redirect {
+            off = id.off;
+        }
+        if page_get_item_id(&page[..], off)?.flags != LpFlags::Normal {
+            return Ok(None);
+        }
+        let t = heap_page_get_tuple(&page[..], off)?;
+        let here = Tid::new(tid.block, off);
+        let h = TupleHeader::read(t)?;
+        if prior_xmax.is_some_and(|x| x != h.xmin) {
+            return Ok(None);
+        }
+        if satisfies_mvcc(&visibility_info(&h, here), snapshot, &*backend.txn)?.visible {
+            return Ok(Some((here, t.to_vec())));
+        }
+        let updated = !h.xmax_invalid() && h.xmax != 0 && !h.xmax_is_lock_only() && h.ctid != here;
+        if !updated {
+            return Ok(None);
+        }
+        prior_xmax = Some(h.xmax);
+        tid = h.ctid;
+    }
+    Err(Error::corrupt(format!("update chain from {tid:?} of relation {} loops", rel.rel_number)))
 }
 
 /// Redo of a heap record: restore the full-page image if there is one, else apply
@@ -258,12 +939,15 @@ pub fn redo(engine: &Engine, rec: &DecodedRecord) -> Result<()> {
             page.mark_dirty();
             continue;
         }
-        let mut page = if tag.block >= engine.buffers.nblocks(tag.rel, tag.fork)? {
-            // Never reached the disk: its changes are all in the WAL from here on.
-            engine.buffers.read_buffer_zero(tag, None)?
-        } else {
-            engine.buffers.read_buffer(tag, None)?.into_locked()
-        };
+        // A block past the end of the file (its extension was lost with the crash):
+        // extend the file with zero pages first, then read through the pool, which
+        // returns the page if an earlier record of this recovery restored it (a
+        // zeroed buffer here would wipe that restored image).
+        let nblocks = engine.buffers.nblocks(tag.rel, tag.fork)?;
+        if tag.block >= nblocks {
+            engine.smgr.zero_extend(tag.rel, tag.fork, nblocks, tag.block + 1 - nblocks)?;
+        }
+        let mut page = engine.buffers.read_buffer(tag, None)?.into_locked();
         if page_lsn(&page[..]) >= rec.end {
             continue;
         }

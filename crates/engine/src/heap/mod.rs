@@ -10,3 +10,11 @@ pub mod toast;
 pub mod fsm;
 #[cfg(not(loom))]
 pub mod heapam;
+#[cfg(not(loom))]
+pub mod freespace;
+#[cfg(not(loom))]
+pub mod pruneheap;
+#[cfg(not(loom))]
+pub mod vacuum;
+#[cfg(not(loom))]
+pub mod autovacuum;

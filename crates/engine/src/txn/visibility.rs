@@ -12,40 +12,13 @@ use super::xid::*;
 use super::XidStatus;
 use crate::Result;
 
-// t_infomask bits, with PostgreSQL's values (htup_details.h) so that the heap's
-// header maps 1:1.
-/// Has null attribute(s).
-pub const HEAP_HASNULL: u16 = 0x0001;
-/// Has variable-width attribute(s).
-pub const HEAP_HASVARWIDTH: u16 = 0x0002;
-/// Has external stored attribute(s).
-pub const HEAP_HASEXTERNAL: u16 = 0x0004;
-/// xmax is a key-share locker.
-pub const HEAP_XMAX_KEYSHR_LOCK: u16 = 0x0010;
-/// t_cid is a combo cid (see [`ComboCids`]).
-pub const HEAP_COMBOCID: u16 = 0x0020;
-/// xmax is an exclusive locker.
-pub const HEAP_XMAX_EXCL_LOCK: u16 = 0x0040;
-/// xmax, if valid, is only a locker (SELECT FOR UPDATE/SHARE), not a deleter.
-pub const HEAP_XMAX_LOCK_ONLY: u16 = 0x0080;
-/// xmax is a shared locker.
-pub const HEAP_XMAX_SHR_LOCK: u16 = HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK;
-/// t_xmin committed (hint).
-pub const HEAP_XMIN_COMMITTED: u16 = 0x0100;
-/// t_xmin invalid/aborted (hint).
-pub const HEAP_XMIN_INVALID: u16 = 0x0200;
-/// Both: xmin frozen (committed and older than every snapshot).
-pub const HEAP_XMIN_FROZEN: u16 = HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID;
-/// t_xmax committed (hint).
-pub const HEAP_XMAX_COMMITTED: u16 = 0x0400;
-/// t_xmax invalid/aborted (hint).
-pub const HEAP_XMAX_INVALID: u16 = 0x0800;
-/// t_xmax is a MultiXactId (not supported by this module yet; see README).
-pub const HEAP_XMAX_IS_MULTI: u16 = 0x1000;
-/// This is the UPDATEd version of a row.
-pub const HEAP_UPDATED: u16 = 0x2000;
-/// Any lock bit.
-pub const HEAP_LOCK_MASK: u16 = HEAP_XMAX_SHR_LOCK | HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK;
+// t_infomask bits: the heap's own constants (PostgreSQL's values, htup_details.h),
+// so visibility reads exactly what the heap writes.
+pub use crate::heap::tuple::{
+    HEAP_COMBOCID, HEAP_HASEXTERNAL, HEAP_HASNULL, HEAP_HASVARWIDTH, HEAP_LOCK_MASK, HEAP_UPDATED,
+    HEAP_XMAX_COMMITTED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK,
+    HEAP_XMAX_LOCK_ONLY, HEAP_XMAX_SHR_LOCK, HEAP_XMIN_COMMITTED, HEAP_XMIN_FROZEN, HEAP_XMIN_INVALID,
+};
 /// The hint bits.
 pub const HEAP_XACT_HINT_MASK: u16 =
     HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID | HEAP_XMAX_COMMITTED | HEAP_XMAX_INVALID;

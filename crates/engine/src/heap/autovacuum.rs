@@ -1,0 +1,239 @@
+//! Per-relation tuple counters (PostgreSQL's pgstat table counters, the part
+//! autovacuum needs) and the autovacuum launcher.
+//!
+//! The heap counts, per relation: tuples inserted, updated and deleted since the
+//! last VACUUM (`pgstat_count_heap_*`). Every `autovacuum_naptime` the launcher
+//! vacuums each relation whose counts pass PostgreSQL's thresholds:
+//!
+//! ```text
+//! dead tuples      > autovacuum_vacuum_threshold        + autovacuum_vacuum_scale_factor        * reltuples
+//! inserted tuples  > autovacuum_vacuum_insert_threshold + autovacuum_vacuum_insert_scale_factor * reltuples
+//! ```
+//!
+//! `reltuples` is the live-tuple count the last VACUUM found. Dead tuples are
+//! deletes plus updates (each leaves an old version). The counters are not crash
+//! safe (PostgreSQL discards its statistics after a crash too).
+//!
+//! Index safety: autovacuum runs phases 2 and 3 (index cleanup, LP_DEAD ->
+//! LP_UNUSED) only for relations whose index cleanup was registered
+//! ([`set_index_cleanup`]); for others it prunes and freezes and leaves dead line
+//! pointers, as `VACUUM (INDEX_CLEANUP OFF)` does, so that an index entry never
+//! points at a reused line pointer.
+
+use super::tuple::Tid;
+use super::vacuum::{vacuum_rel, VacuumOptions, VacuumStats};
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::storage::RelFileLocator;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Index cleanup of one relation: deletes the index entries of the given heap TIDs
+/// from every index of the relation.
+pub type IndexCleanup = Arc<dyn Fn(&[Tid]) -> Result<()> + Send + Sync>;
+
+/// Counters of one relation. Relaxed atomics: they are statistics, read by the
+/// launcher as approximate values.
+#[derive(Default, Debug)]
+pub struct RelCounters {
+    pub inserted: AtomicU64,
+    pub updated: AtomicU64,
+    pub deleted: AtomicU64,
+    /// Dead tuples (deleted + updated) since the last VACUUM, minus nothing: reset
+    /// by VACUUM to the dead-but-not-yet-removable count it found.
+    pub dead_since_vacuum: AtomicU64,
+    /// Inserts since the last VACUUM.
+    pub inserted_since_vacuum: AtomicU64,
+    /// Live tuples found by the last VACUUM.
+    pub reltuples: AtomicU64,
+    /// VACUUMs run by autovacuum.
+    pub autovacuum_count: AtomicU64,
+    /// VACUUMs run by anyone.
+    pub vacuum_count: AtomicU64,
+}
+
+/// The engine's table counters and the autovacuum launcher's handle.
+#[derive(Default)]
+pub struct TableStats {
+    /// Relation -> counters. Read-locked on the hot path (existing relation);
+    /// write-locked once per relation to add it.
+    rels: RwLock<HashMap<RelFileLocator, Arc<RelCounters>>>,
+    /// Registered index cleanups (relations with indexes).
+    cleanups: Mutex<HashMap<RelFileLocator, IndexCleanup>>,
+    launcher: Mutex<Option<Launcher>>,
+}
+
+impl TableStats {
+    /// The counters of `rel`, created on first use.
+    pub fn rel(&self, rel: RelFileLocator) -> Arc<RelCounters> {
+        if let Some(c) = self.rels.read().unwrap_or_else(|e| e.into_inner()).get(&rel) {
+            return c.clone();
+        }
+        self.rels.write().unwrap_or_else(|e| e.into_inner()).entry(rel).or_default().clone()
+    }
+
+    fn all(&self) -> Vec<(RelFileLocator, Arc<RelCounters>)> {
+        self.rels.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(r, c)| (*r, c.clone())).collect()
+    }
+
+    /// Stops the launcher (if running) and waits for its thread.
+    pub fn stop_launcher(&self) {
+        let l = self.launcher.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(l) = l {
+            l.stop();
+        }
+    }
+}
+
+/// Counts an inserted tuple of `rel` (heap_insert, after the WAL record).
+pub fn pgstat_count_heap_insert(engine: &Engine, rel: RelFileLocator) {
+    let c = engine.pgstat_tables.rel(rel);
+    c.inserted.fetch_add(1, Ordering::Relaxed);
+    c.inserted_since_vacuum.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts an updated tuple of `rel` (heap_update: the old version becomes dead once
+/// the updater commits; like PostgreSQL we count at the update, not at commit).
+pub fn pgstat_count_heap_update(engine: &Engine, rel: RelFileLocator) {
+    let c = engine.pgstat_tables.rel(rel);
+    c.updated.fetch_add(1, Ordering::Relaxed);
+    c.dead_since_vacuum.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts a deleted tuple of `rel` (heap_delete).
+pub fn pgstat_count_heap_delete(engine: &Engine, rel: RelFileLocator) {
+    let c = engine.pgstat_tables.rel(rel);
+    c.deleted.fetch_add(1, Ordering::Relaxed);
+    c.dead_since_vacuum.fetch_add(1, Ordering::Relaxed);
+}
+
+/// VACUUM finished on `rel`: reltuples is what it found live, the dead count
+/// restarts from what it could not remove yet (recently dead, dead but not
+/// pruned, deleted by a transaction still running), the insert count from 0.
+pub fn pgstat_report_vacuum(engine: &Engine, rel: RelFileLocator, live: u64, recently_dead: u64) {
+    let c = engine.pgstat_tables.rel(rel);
+    c.reltuples.store(live, Ordering::Relaxed);
+    c.dead_since_vacuum.store(recently_dead, Ordering::Relaxed);
+    c.inserted_since_vacuum.store(0, Ordering::Relaxed);
+    c.vacuum_count.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The counters of `rel` (for pg_stat_user_tables and tests).
+pub fn pgstat_rel(engine: &Engine, rel: RelFileLocator) -> Arc<RelCounters> {
+    engine.pgstat_tables.rel(rel)
+}
+
+/// Registers (Some) or removes (None) the index cleanup of `rel`. The index AMs
+/// (or the catalog layer, which knows a relation's indexes) register it when the
+/// first index is created; with one registered, autovacuum runs full index cleanup.
+/// Registering `Arc::new(|_| Ok(()))` declares "no indexes".
+pub fn set_index_cleanup(engine: &Engine, rel: RelFileLocator, cleanup: Option<IndexCleanup>) {
+    let mut m = engine.pgstat_tables.cleanups.lock().unwrap_or_else(|e| e.into_inner());
+    match cleanup {
+        Some(c) => m.insert(rel, c),
+        None => m.remove(&rel),
+    };
+}
+
+/// Whether `rel` needs an autovacuum now: (dead threshold passed, insert threshold
+/// passed).
+pub fn needs_vacuum(engine: &Engine, rel: RelFileLocator) -> (bool, bool) {
+    let s = engine.settings();
+    let c = engine.pgstat_tables.rel(rel);
+    let reltuples = c.reltuples.load(Ordering::Relaxed) as f64;
+    let dead = c.dead_since_vacuum.load(Ordering::Relaxed) as f64;
+    let ins = c.inserted_since_vacuum.load(Ordering::Relaxed) as f64;
+    let dead_limit = s.autovacuum_vacuum_threshold as f64 + s.autovacuum_vacuum_scale_factor * reltuples;
+    let ins_limit = s.autovacuum_vacuum_insert_threshold as f64 + s.autovacuum_vacuum_insert_scale_factor * reltuples;
+    (dead > dead_limit, ins > ins_limit)
+}
+
+/// One autovacuum round: vacuums every relation past a threshold. Returns what
+/// was vacuumed. A relation that no longer exists is forgotten.
+pub fn autovacuum_round(engine: &Arc<Engine>) -> Result<Vec<(RelFileLocator, VacuumStats)>> {
+    let mut done = Vec::new();
+    for (rel, c) in engine.pgstat_tables.all() {
+        let (dead, ins) = needs_vacuum(engine, rel);
+        if !dead && !ins {
+            continue;
+        }
+        if !engine.smgr.exists(rel, crate::storage::ForkNumber::Main) {
+            engine.pgstat_tables.rels.write().unwrap_or_else(|e| e.into_inner()).remove(&rel);
+            continue;
+        }
+        let cleanup = engine.pgstat_tables.cleanups.lock().unwrap_or_else(|e| e.into_inner()).get(&rel).cloned();
+        let mut opts = VacuumOptions::from_settings(engine.settings());
+        opts.skip_locked = true;
+        opts.index_cleanup = cleanup.is_some();
+        let mut cb = |tids: &[Tid]| match &cleanup {
+            Some(f) => f(tids),
+            None => Ok(()),
+        };
+        let stats = vacuum_rel(engine, None, rel, opts, &mut cb)?;
+        if !stats.skipped {
+            c.autovacuum_count.fetch_add(1, Ordering::Relaxed);
+            done.push((rel, stats));
+        }
+    }
+    Ok(done)
+}
+
+struct Launcher {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: JoinHandle<()>,
+}
+
+impl Launcher {
+    fn stop(self) {
+        {
+            let (m, cv) = &*self.stop;
+            *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        }
+        // The launcher itself may be the last holder of the engine (it upgrades its
+        // weak reference for a round) and then runs this from Engine's drop.
+        if self.thread.thread().id() != std::thread::current().id() {
+            let _ = self.thread.join();
+        }
+    }
+}
+
+/// Starts the autovacuum launcher of `engine` (if `autovacuum` is on and it is not
+/// running). It holds only a weak reference: it ends when the engine is dropped, or
+/// at [`TableStats::stop_launcher`] (call from Engine::shutdown).
+pub fn start_launcher(engine: &Arc<Engine>) {
+    if !engine.settings().autovacuum {
+        return;
+    }
+    let mut slot = engine.pgstat_tables.launcher.lock().unwrap_or_else(|e| e.into_inner());
+    if slot.is_some() {
+        return;
+    }
+    let stop = Arc::new((Mutex::new(false), Condvar::new()));
+    let weak: Weak<Engine> = Arc::downgrade(engine);
+    let naptime = Duration::from_millis(engine.settings().autovacuum_naptime_ms.max(1));
+    let stop2 = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("autovacuum launcher".into())
+        .spawn(move || {
+            loop {
+                {
+                    let (m, cv) = &*stop2;
+                    let g = m.lock().unwrap_or_else(|e| e.into_inner());
+                    let (g, _) = cv.wait_timeout_while(g, naptime, |s| !*s).unwrap_or_else(|e| e.into_inner());
+                    if *g {
+                        break;
+                    }
+                }
+                let Some(engine) = weak.upgrade() else { break };
+                if let Err(e) = autovacuum_round(&engine) {
+                    eprintln!("ERROR:  autovacuum: {e}");
+                }
+            }
+        })
+        .expect("could not start the autovacuum launcher");
+    *slot = Some(Launcher { stop, thread });
+}

@@ -1,0 +1,19 @@
+#![doc = include_str!("README.md")]
+
+pub mod check;
+pub mod page;
+pub mod scan;
+pub mod tree;
+pub mod vacuum;
+pub mod xlog;
+
+pub use check::TreeReport;
+pub use page::{BuiltinComparator, KeyComparator, KeyKind};
+pub use scan::{BTreeScan, IndexEntry, ScanBounds};
+pub use tree::{testing, BTree, HeapVisibility, KeyFormatter, UniqueCheck};
+pub use vacuum::BulkDeleteStats;
+
+/// Redo of a B-tree WAL record (dispatched by the engine for `RmgrId::Btree`).
+pub fn redo(engine: &crate::engine::Engine, rec: &crate::wal::DecodedRecord) -> crate::error::Result<()> {
+    xlog::redo(engine, rec)
+}

@@ -1,0 +1,332 @@
+//! B-tree page layout: the special space, the metapage, index tuples, and the
+//! comparison of a scan key with an index tuple. Byte diagrams: docs/format/btree.md.
+
+use crate::config::BLCKSZ;
+use crate::error::{Error, Result};
+use crate::heap::tuple::{deform_tuple, AttrDesc, Datum, Tid};
+use crate::storage::page::{
+    page_get_item, page_init, page_max_offset_number, page_special, page_special_mut, OffsetNumber, PAGE_HEADER_SIZE,
+};
+use crate::storage::{BlockNumber, INVALID_BLOCK};
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// Size of the B-tree special space at the end of every page.
+pub const BT_SPECIAL_SIZE: usize = 16;
+
+/// Page flags (special space, `btpo_flags`).
+pub const BTP_LEAF: u16 = 0x0001;
+/// The page is the root (the metapage points to it).
+pub const BTP_ROOT: u16 = 0x0002;
+/// Unlinked from the tree (never set yet: no page deletion).
+pub const BTP_DELETED: u16 = 0x0004;
+/// Half-dead: on its way to deletion (never set yet).
+pub const BTP_HALF_DEAD: u16 = 0x0008;
+/// The right sibling has no downlink in the parent yet.
+pub const BTP_INCOMPLETE_SPLIT: u16 = 0x0010;
+/// The metapage.
+pub const BTP_META: u16 = 0x0020;
+const BTP_VALID: u16 = 0x003f;
+
+/// Magic number and version of the metapage.
+pub const BTREE_MAGIC: u32 = 0x4652_4254; // "FRBT"
+pub const BTREE_VERSION: u32 = 1;
+pub const METAPAGE_BLOCK: BlockNumber = 0;
+const META_OFF: usize = PAGE_HEADER_SIZE;
+const META_SIZE: usize = 24;
+
+/// Offset number of the high key on a non-rightmost page.
+pub const P_HIKEY: OffsetNumber = 1;
+
+/// Index tuple header size; the key (a `form_tuple` image) follows.
+pub const ITUP_HEADER: usize = 16;
+/// Index tuple flag: a pivot without key (the first item of an internal page: minus
+/// infinity).
+pub const ITUP_MINUS_INF: u16 = 0x0001;
+
+/// Largest index tuple: three must fit on a page (plus a high key).
+pub const BTREE_MAX_ITEM: usize = (BLCKSZ - PAGE_HEADER_SIZE - BT_SPECIAL_SIZE) / 3 - 4 - 8;
+
+/// The special space of a B-tree page (PostgreSQL's BTPageOpaqueData).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BtOpaque {
+    pub left: BlockNumber,
+    pub right: BlockNumber,
+    pub level: u32,
+    pub flags: u16,
+}
+
+impl BtOpaque {
+    pub fn is_leaf(&self) -> bool {
+        self.flags & BTP_LEAF != 0
+    }
+    pub fn is_root(&self) -> bool {
+        self.flags & BTP_ROOT != 0
+    }
+    pub fn is_rightmost(&self) -> bool {
+        self.right == INVALID_BLOCK
+    }
+    pub fn is_leftmost(&self) -> bool {
+        self.left == INVALID_BLOCK
+    }
+    pub fn incomplete_split(&self) -> bool {
+        self.flags & BTP_INCOMPLETE_SPLIT != 0
+    }
+    /// First offset holding a data item (after the high key, if any).
+    pub fn first_data_key(&self) -> OffsetNumber {
+        if self.is_rightmost() {
+            1
+        } else {
+            2
+        }
+    }
+}
+
+/// Reads the special space; a page that is not a valid B-tree page is corruption.
+pub fn opaque(page: &[u8]) -> Result<BtOpaque> {
+    let s = page_special(page)?;
+    if s.len() != BT_SPECIAL_SIZE {
+        return Err(Error::corrupt(format!("B-tree page has a special space of {} bytes", s.len())));
+    }
+    let u32_at = |i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap());
+    let o = BtOpaque {
+        left: u32_at(0),
+        right: u32_at(4),
+        level: u32_at(8),
+        flags: u16::from_le_bytes([s[12], s[13]]),
+    };
+    if o.flags & !BTP_VALID != 0 || (o.level == 0) != o.is_leaf() && o.flags & BTP_META == 0 {
+        return Err(Error::corrupt(format!("B-tree page has invalid special space {o:?}")));
+    }
+    Ok(o)
+}
+
+pub fn set_opaque(page: &mut [u8], o: &BtOpaque) -> Result<()> {
+    let s = page_special_mut(page)?;
+    s[0..4].copy_from_slice(&o.left.to_le_bytes());
+    s[4..8].copy_from_slice(&o.right.to_le_bytes());
+    s[8..12].copy_from_slice(&o.level.to_le_bytes());
+    s[12..14].copy_from_slice(&o.flags.to_le_bytes());
+    s[14..16].fill(0);
+    Ok(())
+}
+
+/// Initializes an empty B-tree page.
+pub fn bt_page_init(page: &mut [u8], o: &BtOpaque) {
+    page_init(page, BT_SPECIAL_SIZE);
+    // The special space was just made: cannot fail.
+    let _ = set_opaque(page, o);
+}
+
+/// The metapage's contents (PostgreSQL's BTMetaPageData).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BtMeta {
+    pub root: BlockNumber,
+    pub level: u32,
+    pub fast_root: BlockNumber,
+    pub fast_level: u32,
+}
+
+pub fn meta_init(page: &mut [u8], m: &BtMeta) {
+    bt_page_init(page, &BtOpaque { left: INVALID_BLOCK, right: INVALID_BLOCK, level: 0, flags: BTP_META });
+    write_meta(page, m);
+    // pd_lower past the metadata, so that a full-page image keeps it.
+    page[12..14].copy_from_slice(&((META_OFF + META_SIZE) as u16).to_le_bytes());
+}
+
+pub fn write_meta(page: &mut [u8], m: &BtMeta) {
+    let p = &mut page[META_OFF..META_OFF + META_SIZE];
+    p[0..4].copy_from_slice(&BTREE_MAGIC.to_le_bytes());
+    p[4..8].copy_from_slice(&BTREE_VERSION.to_le_bytes());
+    p[8..12].copy_from_slice(&m.root.to_le_bytes());
+    p[12..16].copy_from_slice(&m.level.to_le_bytes());
+    p[16..20].copy_from_slice(&m.fast_root.to_le_bytes());
+    p[20..24].copy_from_slice(&m.fast_level.to_le_bytes());
+}
+
+pub fn read_meta(page: &[u8]) -> Result<BtMeta> {
+    let o = opaque(page)?;
+    let p = &page[META_OFF..META_OFF + META_SIZE];
+    let u = |i: usize| u32::from_le_bytes(p[i..i + 4].try_into().unwrap());
+    if o.flags & BTP_META == 0 || u(0) != BTREE_MAGIC {
+        return Err(Error::corrupt("index is not a btree (bad metapage magic)"));
+    }
+    if u(4) != BTREE_VERSION {
+        return Err(Error::corrupt(format!("btree version mismatch: {} vs {BTREE_VERSION}", u(4))));
+    }
+    Ok(BtMeta { root: u(8), level: u(12), fast_root: u(16), fast_level: u(20) })
+}
+
+// ----- index tuples ----------------------------------------------------------------
+
+/// Builds an index tuple: header (child block, heap TID, flags) + key image.
+pub fn make_itup(child: BlockNumber, heap_tid: Tid, flags: u16, key: &[u8]) -> Vec<u8> {
+    let mut t = vec![0u8; ITUP_HEADER + key.len()];
+    t[0..4].copy_from_slice(&child.to_le_bytes());
+    t[4..10].copy_from_slice(&heap_tid.encode());
+    t[10..12].copy_from_slice(&flags.to_le_bytes());
+    t[ITUP_HEADER..].copy_from_slice(key);
+    t
+}
+
+/// A view of an index tuple's header fields.
+#[derive(Clone, Copy, Debug)]
+pub struct ITup<'a> {
+    pub child: BlockNumber,
+    pub heap_tid: Tid,
+    pub flags: u16,
+    pub key: &'a [u8],
+}
+
+impl<'a> ITup<'a> {
+    pub fn parse(t: &'a [u8]) -> Result<ITup<'a>> {
+        if t.len() < ITUP_HEADER {
+            return Err(Error::corrupt(format!("index tuple of {} bytes", t.len())));
+        }
+        let flags = u16::from_le_bytes([t[10], t[11]]);
+        if flags & !ITUP_MINUS_INF != 0 {
+            return Err(Error::corrupt(format!("index tuple flags {flags:#x}")));
+        }
+        Ok(ITup {
+            child: u32::from_le_bytes(t[0..4].try_into().unwrap()),
+            heap_tid: Tid::decode(&t[4..10]),
+            flags,
+            key: &t[ITUP_HEADER..],
+        })
+    }
+    pub fn minus_inf(&self) -> bool {
+        self.flags & ITUP_MINUS_INF != 0
+    }
+}
+
+pub fn page_itup(page: &[u8], off: OffsetNumber) -> Result<ITup<'_>> {
+    ITup::parse(page_get_item(page, off)?)
+}
+
+/// The same tuple with another downlink (the separator keeps key and heap TID).
+pub fn with_child(t: &[u8], child: BlockNumber) -> Vec<u8> {
+    let mut v = t.to_vec();
+    v[0..4].copy_from_slice(&child.to_le_bytes());
+    v
+}
+
+/// The minus-infinity version of a pivot: its key is dropped.
+pub fn minus_inf_of(t: &[u8]) -> Vec<u8> {
+    let it = ITup::parse(t).expect("tuple parsed before");
+    make_itup(it.child, Tid::INVALID, ITUP_MINUS_INF, &[])
+}
+
+pub fn max_offset(page: &[u8]) -> OffsetNumber {
+    page_max_offset_number(page)
+}
+
+// ----- comparison --------------------------------------------------------------------
+
+/// Per-column comparison supplied by the caller (the SQL layer's operator classes).
+/// Never called with a NULL: NULLs are ordered by the tree (last, as ASC NULLS LAST).
+pub trait KeyComparator: Send + Sync {
+    fn compare(&self, col: usize, a: &Datum, b: &Datum) -> Ordering;
+}
+
+/// Built-in column kinds for tests and internal indexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    /// int8 as i64 (by value, 8 bytes).
+    Int8,
+    /// int4 as i32 (by value, 4 bytes).
+    Int4,
+    /// text compared as bytes (C collation).
+    Text,
+}
+
+/// A comparator over built-in kinds, one per column.
+pub struct BuiltinComparator(pub Vec<KeyKind>);
+
+fn datum_bytes<'a>(d: &'a Datum) -> &'a [u8] {
+    match d {
+        Datum::Varlena(b) | Datum::Fixed(b) => b,
+        Datum::Compressed { data, .. } => data,
+        _ => &[],
+    }
+}
+
+impl KeyComparator for BuiltinComparator {
+    fn compare(&self, col: usize, a: &Datum, b: &Datum) -> Ordering {
+        match (self.0.get(col), a, b) {
+            (Some(KeyKind::Int8), Datum::ByVal(x), Datum::ByVal(y)) => (*x as i64).cmp(&(*y as i64)),
+            (Some(KeyKind::Int4), Datum::ByVal(x), Datum::ByVal(y)) => (*x as u32 as i32).cmp(&(*y as u32 as i32)),
+            _ => datum_bytes(a).cmp(datum_bytes(b)),
+        }
+    }
+}
+
+/// How a scan key's heap TID compares with equal keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TidBound {
+    /// Before every tuple with an equal key (find the first equal key).
+    MinusInf,
+    /// Exactly this heap TID (insertion: every entry is unique by key + TID).
+    Exact(Tid),
+    /// After every tuple with an equal key.
+    PlusInf,
+}
+
+/// A search key: a prefix of the key columns (possibly empty) and a TID bound.
+#[derive(Clone, Debug)]
+pub struct ScanKey<'a> {
+    pub values: Vec<Option<Datum<'a>>>,
+    pub tid: TidBound,
+}
+
+/// Comparison context: key descriptor and column comparator.
+pub struct KeyCtx<'a> {
+    pub desc: &'a [AttrDesc],
+    pub cmp: &'a Arc<dyn KeyComparator>,
+}
+
+impl KeyCtx<'_> {
+    /// Compares `values` with `other` column by column (NULLS LAST).
+    pub fn compare_values(&self, a: &[Option<Datum>], b: &[Option<Datum>]) -> Ordering {
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            let o = match (x, y) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(_), None) => Ordering::Less,
+                (Some(x), Some(y)) => self.cmp.compare(i, x, y),
+            };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    }
+
+    /// `sk` compared with the index tuple `item` (a minus-infinity item is below
+    /// every key).
+    pub fn compare(&self, sk: &ScanKey, item: &[u8]) -> Result<Ordering> {
+        let it = ITup::parse(item)?;
+        if it.minus_inf() {
+            return Ok(Ordering::Greater);
+        }
+        let vals = deform_tuple(self.desc, it.key)?;
+        let o = self.compare_values(&sk.values, &vals[..sk.values.len().min(vals.len())]);
+        if o != Ordering::Equal {
+            return Ok(o);
+        }
+        Ok(match sk.tid {
+            TidBound::MinusInf => Ordering::Less,
+            TidBound::PlusInf => Ordering::Greater,
+            TidBound::Exact(t) => t.cmp(&it.heap_tid),
+        })
+    }
+
+    /// Orders two index tuples (key, then heap TID); for the invariant checker.
+    pub fn compare_items(&self, a: &[u8], b: &[u8]) -> Result<Ordering> {
+        let ia = ITup::parse(a)?;
+        if ia.minus_inf() {
+            return Ok(Ordering::Less);
+        }
+        let va = deform_tuple(self.desc, ia.key)?;
+        self.compare(&ScanKey { values: va, tid: TidBound::Exact(ia.heap_tid) }, b)
+    }
+}

@@ -1,0 +1,264 @@
+//! Forward range scans.
+//!
+//! A scan reads one leaf page at a time under a shared lock: it copies every
+//! matching entry and the page's right link, releases the lock (keeping the pin
+//! until the entries are returned, see README "Vacuum and pins"), and later goes on
+//! at the saved right link. That is safe under concurrent splits: a split moves
+//! entries only to the right, onto a new page inserted between the page we read and
+//! the saved right link — entries we have already copied. Entries inserted after we
+//! read a page may be missed, which is fine: they were not committed before the scan
+//! started.
+
+use super::page::*;
+use super::tree::BTree;
+use crate::buffer::PinnedBuffer;
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::heap::tuple::{Datum, Tid};
+use crate::storage::page::page_get_item;
+use crate::storage::BlockNumber;
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::ops::Bound;
+
+/// The key range of a scan; each bound is a prefix of the key columns.
+#[derive(Clone, Debug)]
+pub struct ScanBounds<'a> {
+    pub lower: Bound<Vec<Option<Datum<'a>>>>,
+    pub upper: Bound<Vec<Option<Datum<'a>>>>,
+}
+
+impl<'a> ScanBounds<'a> {
+    pub fn all() -> ScanBounds<'a> {
+        ScanBounds { lower: Bound::Unbounded, upper: Bound::Unbounded }
+    }
+    /// `key = values` (a prefix of the columns).
+    pub fn eq(values: Vec<Option<Datum<'a>>>) -> ScanBounds<'a> {
+        ScanBounds { lower: Bound::Included(values.clone()), upper: Bound::Included(values) }
+    }
+    pub fn range(lower: Bound<Vec<Option<Datum<'a>>>>, upper: Bound<Vec<Option<Datum<'a>>>>) -> ScanBounds<'a> {
+        ScanBounds { lower, upper }
+    }
+}
+
+/// One entry returned by a scan: the key (a `form_tuple` image over the index's
+/// key descriptor) and the heap TID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub key: Vec<u8>,
+    pub tid: Tid,
+}
+
+/// A forward scan (an iterator of heap TIDs; `next_entry` gives keys too).
+pub struct BTreeScan<'a> {
+    tree: &'a BTree,
+    engine: &'a Engine,
+    lower: ScanKey<'a>,
+    /// Stop at the first entry greater than this.
+    upper: Option<ScanKey<'a>>,
+    items: VecDeque<IndexEntry>,
+    /// Pin on the leaf the buffered entries came from.
+    pin: Option<PinnedBuffer<'a>>,
+    next_block: Option<BlockNumber>,
+    /// Backward scans: the block the buffered entries came from (the next page
+    /// is the one whose right link points to it).
+    cur_block: BlockNumber,
+    backward: bool,
+    started: bool,
+    done: bool,
+}
+
+impl BTree {
+    /// Starts a forward scan over `bounds`.
+    pub fn scan<'a>(&'a self, engine: &'a Engine, bounds: ScanBounds<'a>) -> BTreeScan<'a> {
+        self.scan_dir(engine, bounds, false)
+    }
+
+    /// Starts a backward scan over `bounds`: entries in descending order.
+    pub fn scan_backward<'a>(&'a self, engine: &'a Engine, bounds: ScanBounds<'a>) -> BTreeScan<'a> {
+        self.scan_dir(engine, bounds, true)
+    }
+
+    fn scan_dir<'a>(&'a self, engine: &'a Engine, bounds: ScanBounds<'a>, backward: bool) -> BTreeScan<'a> {
+        let lower = match bounds.lower {
+            Bound::Unbounded => ScanKey { values: Vec::new(), tid: TidBound::MinusInf },
+            Bound::Included(v) => ScanKey { values: v, tid: TidBound::MinusInf },
+            Bound::Excluded(v) => ScanKey { values: v, tid: TidBound::PlusInf },
+        };
+        let upper = match bounds.upper {
+            Bound::Unbounded => None,
+            Bound::Included(v) => Some(ScanKey { values: v, tid: TidBound::PlusInf }),
+            Bound::Excluded(v) => Some(ScanKey { values: v, tid: TidBound::MinusInf }),
+        };
+        BTreeScan {
+            tree: self,
+            engine,
+            lower,
+            upper,
+            items: VecDeque::new(),
+            pin: None,
+            next_block: None,
+            cur_block: crate::storage::INVALID_BLOCK,
+            backward,
+            started: false,
+            done: false,
+        }
+    }
+}
+
+impl<'a> BTreeScan<'a> {
+    /// The next entry in key order, or `None` at the end of the range.
+    pub fn next_entry(&mut self) -> Result<Option<IndexEntry>> {
+        loop {
+            if let Some(e) = self.items.pop_front() {
+                return Ok(Some(e));
+            }
+            if self.done {
+                self.pin = None;
+                return Ok(None);
+            }
+            if self.backward {
+                self.pin = None;
+                self.step_backward()?;
+                continue;
+            }
+            let (pin, first) = if !self.started {
+                self.started = true;
+                (self.tree.descend_read(self.engine, &self.lower)?, true)
+            } else {
+                match self.next_block {
+                    Some(b) => (self.engine.buffers.read_buffer(self.tree.tag(b), None)?, false),
+                    None => {
+                        self.done = true;
+                        continue;
+                    }
+                }
+            };
+            self.pin = None;
+            self.read_page(pin, first)?;
+        }
+    }
+
+    fn read_page(&mut self, mut pin: PinnedBuffer<'a>, first: bool) -> Result<()> {
+        let tree = self.tree;
+        let ctx = tree.ctx();
+        loop {
+            let moved = {
+                let g = pin.lock_shared();
+                let o = opaque(&g)?;
+                if first && tree.beyond_high_key(&g, &o, &self.lower)? {
+                    Some(o.right)
+                } else {
+                    let max = max_offset(&g);
+                    let start = if first { tree.first_greater(&g, &self.lower, o.first_data_key(), max)? } else { o.first_data_key() };
+                    for off in start..=max {
+                        let item = page_get_item(&g, off)?;
+                        if let Some(u) = &self.upper {
+                            if ctx.compare(u, item)? == Ordering::Less {
+                                self.done = true;
+                                break;
+                            }
+                        }
+                        let it = ITup::parse(item)?;
+                        self.items.push_back(IndexEntry { key: it.key.to_vec(), tid: it.heap_tid });
+                    }
+                    if o.is_rightmost() {
+                        self.done = true;
+                    } else {
+                        if let Some(u) = &self.upper {
+                            if ctx.compare(u, page_get_item(&g, P_HIKEY)?)? == Ordering::Less {
+                                self.done = true;
+                            }
+                        }
+                        self.next_block = Some(o.right);
+                    }
+                    None
+                }
+            };
+            match moved {
+                Some(r) => pin = self.engine.buffers.read_buffer(tree.tag(r), None)?,
+                None => {
+                    self.pin = Some(pin);
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+impl<'a> BTreeScan<'a> {
+    /// Backward scans. The first page is found like a forward scan's, with the
+    /// upper bound (no upper bound: plus infinity, the rightmost leaf). Then the
+    /// scan moves left: it reads the left link L of the page P it read, locks L,
+    /// and if L's right link is no longer P (L split since), moves right from L
+    /// until the page whose right link is P — P's left neighbour now. The check and
+    /// the copy of the entries happen under the same shared lock, one lock at a
+    /// time (never a lock on the left while holding one on the right).
+    fn step_backward(&mut self) -> Result<()> {
+        let tree = self.tree;
+        let ctx = tree.ctx();
+        let first = !self.started;
+        self.started = true;
+        let top = ScanKey { values: Vec::new(), tid: TidBound::PlusInf };
+        let (mut blk, target) = if first {
+            let sk = self.upper.as_ref().unwrap_or(&top);
+            (tree.descend_read(self.engine, sk)?.block(), None)
+        } else {
+            match self.next_block {
+                Some(b) => (b, Some(self.cur_block)),
+                None => {
+                    self.done = true;
+                    return Ok(());
+                }
+            }
+        };
+        loop {
+            let pin = self.engine.buffers.read_buffer(tree.tag(blk), None)?;
+            let g = pin.lock_shared();
+            let o = opaque(&g)?;
+            let upper = self.upper.as_ref().unwrap_or(&top);
+            let wrong_page = match target {
+                None => tree.beyond_high_key(&g, &o, upper)?,
+                Some(t) => o.right != t,
+            };
+            if wrong_page {
+                if o.is_rightmost() {
+                    return Err(crate::error::Error::corrupt(format!(
+                        "btree {:?}: left sibling chain of block {} broken",
+                        tree.rel, self.cur_block
+                    )));
+                }
+                blk = o.right;
+                continue;
+            }
+            let max = max_offset(&g);
+            let fdk = o.first_data_key();
+            let end = if first { tree.first_greater(&g, upper, fdk, max)? } else { max + 1 };
+            for off in (fdk..end).rev() {
+                let item = page_get_item(&g, off)?;
+                // Below the lower bound: the lower key is not less than the item.
+                if ctx.compare(&self.lower, item)? != Ordering::Less {
+                    self.done = true;
+                    break;
+                }
+                let it = ITup::parse(item)?;
+                self.items.push_back(IndexEntry { key: it.key.to_vec(), tid: it.heap_tid });
+            }
+            if o.is_leftmost() {
+                self.done = true;
+            }
+            self.next_block = Some(o.left);
+            self.cur_block = blk;
+            drop(g);
+            self.pin = Some(pin);
+            return Ok(());
+        }
+    }
+}
+
+impl Iterator for BTreeScan<'_> {
+    type Item = Result<Tid>;
+    fn next(&mut self) -> Option<Result<Tid>> {
+        self.next_entry().transpose().map(|r| r.map(|e| e.tid))
+    }
+}
