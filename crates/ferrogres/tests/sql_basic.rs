@@ -430,14 +430,39 @@ fn extended_protocol_with_parameters() {
 }
 
 #[test]
-fn update_is_not_supported_yet() {
+fn update_matches_postgres_15() {
+    check_script("update");
+}
+
+#[test]
+fn concurrent_update_rechecks_the_newest_version() {
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start(dir.path());
-    let (_, err) = srv.sql("CREATE TABLE u (a int)");
-    assert_eq!(err, "");
-    let out = srv.psql_cmd().args(["-At", "-v", "VERBOSITY=verbose", "-c", "UPDATE u SET a = 1"]).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("ERROR:  0A000: UPDATE is not supported yet"), "{err}");
+    let mut a = Raw::connect(srv.port);
+    let mut b = Raw::connect(srv.port);
+    let q = |s: &str| msg(b'Q', &cstr(s));
+    assert_eq!(types(&a.send(&[q("CREATE TABLE c (id int, n int); INSERT INTO c VALUES (1, 0), (2, 0)")])), "CCZ");
+    assert_eq!(types(&a.send(&[q("BEGIN; UPDATE c SET n = n + 1 WHERE id = 1")])), "CCZ");
+    // b waits for a's row, then increments the version a committed (READ COMMITTED).
+    b.0.write_all(&q("UPDATE c SET n = n + 10 WHERE n = 1 OR id = 1")).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(types(&a.send(&[q("COMMIT")])), "CZ");
+    let v = b.until_ready();
+    assert_eq!(types(&v), "CZ", "{v:?}");
+    assert_eq!(v[0].1, b"UPDATE 1\0");
+    let v = a.send(&[q("SELECT id, n FROM c ORDER BY id")]);
+    let rows: Vec<Vec<Option<Vec<u8>>>> = v.iter().filter(|m| m.0 == b'D').map(|m| row(&m.1)).collect();
+    assert_eq!(rows, vec![vec![Some(b"1".to_vec()), Some(b"11".to_vec())], vec![Some(b"2".to_vec()), Some(b"0".to_vec())]]);
+    // REPEATABLE READ: the same conflict is a serialization failure.
+    assert_eq!(types(&a.send(&[q("BEGIN; UPDATE c SET n = 0 WHERE id = 2")])), "CCZ");
+    assert_eq!(types(&b.send(&[q("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1")])), "CTDCZ");
+    b.0.write_all(&q("UPDATE c SET n = 5 WHERE id = 2")).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(types(&a.send(&[q("COMMIT")])), "CZ");
+    let v = b.until_ready();
+    assert_eq!(types(&v), "EZ", "{v:?}");
+    assert_eq!(error_field(&v[0].1, b'C'), "40001");
+    assert_eq!(types(&b.send(&[q("ROLLBACK")])), "CZ");
 }
 
 #[test]

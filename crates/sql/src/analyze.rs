@@ -135,7 +135,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::SelectStmt(s) => Ok(Statement::Query(self.select(s)?)),
             NodeEnum::InsertStmt(s) => self.insert(s),
             NodeEnum::DeleteStmt(s) => self.delete(s),
-            NodeEnum::UpdateStmt(_) => Err(SqlError::new(b"0A000", "UPDATE is not supported yet")),
+            NodeEnum::UpdateStmt(s) => self.update(s),
             NodeEnum::CreateStmt(s) => self.create(s),
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::TransactionStmt(t) => {
@@ -1067,6 +1067,73 @@ impl<'a> Analyzer<'a> {
         };
         let returning = self.returning(s.returning_clause.as_ref(), &table)?;
         Ok(Statement::Delete { table, filter, returning })
+    }
+
+    fn update(&mut self, s: &pb::UpdateStmt) -> Result<Statement> {
+        if s.with_clause.is_some() || !s.from_clause.is_empty() {
+            return Err(SqlError::not_supported("UPDATE with WITH or FROM"));
+        }
+        let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("UPDATE without relation"))?;
+        let table = self.range_table(rv)?;
+        let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
+        let mut sets: Vec<(usize, Expr)> = Vec::new();
+        for t in &s.target_list {
+            let Some(NodeEnum::ResTarget(rt)) = &t.node else { continue };
+            if !rt.indirection.is_empty() {
+                return Err(self.err_at(SqlError::not_supported("subscripts or fields in UPDATE targets"), rt.location));
+            }
+            let Some(ci) = table.columns.iter().position(|c| c.name == rt.name) else {
+                return Err(self.err_at(
+                    SqlError::new(b"42703", format!("column \"{}\" of relation \"{}\" does not exist", rt.name, table.name)),
+                    rt.location,
+                ));
+            };
+            if sets.iter().any(|(i, _)| *i == ci) {
+                return Err(SqlError::new(b"42601", format!("multiple assignments to same column \"{}\"", rt.name)));
+            }
+            let col = table.columns[ci].clone();
+            let Some(val) = node(&rt.val) else { continue };
+            let e = if matches!(val, NodeEnum::SetToDefault(_)) {
+                Expr::Const(col.default.clone().unwrap_or(Value::Null), col.ty)
+            } else {
+                let mut scope = Scope::new(Some((&table, refname.clone())));
+                let e = self.expr(val, &mut scope)?;
+                match (e.ty(), &e) {
+                    (Type::Unknown | Type::Numeric, Expr::Const(..)) | (Type::Unknown, Expr::Param(..)) => {
+                        self.coerce_typmod(e, col.ty, col.typmod, CastContext::Assignment, location(val))?
+                    }
+                    (t, _) if t == col.ty && !(t == Type::Varchar && col.typmod >= 0) => e,
+                    (t, _) => {
+                        if !types::cast_allowed(t, col.ty, CastContext::Assignment) {
+                            return Err(self.err_at(
+                                SqlError::new(
+                                    b"42804",
+                                    format!(
+                                        "column \"{}\" is of type {} but expression is of type {}",
+                                        col.name,
+                                        col.ty.name_with_typmod(col.typmod),
+                                        t.sql_name()
+                                    ),
+                                )
+                                .with_hint("You will need to rewrite or cast the expression."),
+                                location(val),
+                            ));
+                        }
+                        Expr::Cast { arg: Box::new(e), from: t, to: col.ty, typmod: col.typmod, explicit: false }
+                    }
+                }
+            };
+            sets.push((ci, e));
+        }
+        let filter = match node(&s.where_clause) {
+            Some(w) => {
+                let mut scope = Scope::new(Some((&table, refname)));
+                Some(self.bool_expr(w, &mut scope, "WHERE")?)
+            }
+            None => None,
+        };
+        let returning = self.returning(s.returning_clause.as_ref(), &table)?;
+        Ok(Statement::Update { table, sets, filter, returning })
     }
 
     fn create(&mut self, s: &pb::CreateStmt) -> Result<Statement> {

@@ -492,6 +492,83 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
     Ok(state)
 }
 
+fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Result<()> {
+    for (c, v) in table.columns.iter().zip(row) {
+        if c.not_null && v.is_null() {
+            let shown: Vec<String> = row.iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
+            return Err(SqlError::new(
+                b"23502",
+                format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),
+            )
+            .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+/// UPDATE: for each visible row matching `filter`, the new version with `sets`
+/// applied (evaluated over the old row). A row updated meanwhile by a transaction
+/// that committed is re-checked on its newest version in READ COMMITTED
+/// (PostgreSQL's EvalPlanQual, with a fresh snapshot) and updated if it still
+/// qualifies; REPEATABLE READ gets 40001 from the engine.
+pub fn update(
+    table: &crate::catalog::Table,
+    sets: &[(usize, Expr)],
+    filter: &Option<Expr>,
+    returning: &[Target],
+    ctx: &mut Ctx,
+) -> Result<(u64, Vec<Vec<Value>>)> {
+    use ferrogres_engine::heap::heapam::{heap_fetch_latest, heap_update, UpdateOptions, UpdateOutcome, WaitPolicy};
+    let rows = scan_rows(ctx.backend, &table.storage, &ctx.snap)?;
+    let qualifies = |row: &[Value], ctx: &mut Ctx| -> Result<bool> {
+        Ok(match filter {
+            Some(p) => eval_pure(p, row, ctx.params, &[], ctx.env)? == Value::Bool(true),
+            None => true,
+        })
+    };
+    let mut n = 0;
+    let mut out = Vec::new();
+    for (tid, row) in rows {
+        if !qualifies(&row, ctx)? {
+            continue;
+        }
+        let (mut tid, mut old) = (tid, row);
+        loop {
+            let mut new = old.clone();
+            for (i, e) in sets {
+                new[*i] = eval_pure(e, &old, ctx.params, &[], ctx.env)?;
+            }
+            check_not_null(table, &new)?;
+            let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
+            let opts = UpdateOptions { hot_allowed: true, keys_updated: false, wait_policy: WaitPolicy::Block, relname: &table.name };
+            match heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)? {
+                UpdateOutcome::Ok { .. } => {
+                    n += 1;
+                    if !returning.is_empty() {
+                        out.push(returning.iter().map(|t| eval_pure(&t.expr, &new, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+                    }
+                }
+                UpdateOutcome::Updated { new_tid } => {
+                    let snap = ctx.backend.txn.statement_snapshot()?;
+                    if let Some((latest, bytes)) = heap_fetch_latest(ctx.backend, table.storage.rel, new_tid, &snap)? {
+                        let descs = table.storage.descs()?;
+                        let row = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
+                        if qualifies(&row, ctx)? {
+                            tid = latest;
+                            old = row;
+                            continue;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            break;
+        }
+        ctx.env.check_interrupts()?;
+    }
+    Ok((n, out))
+}
+
 /// INSERT: evaluates each row, checks NOT NULL, inserts. Returns the count and
 /// the RETURNING rows.
 pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Target], ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
@@ -499,16 +576,7 @@ pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Ta
     let mut out = Vec::new();
     for exprs in rows {
         let row: Vec<Value> = exprs.iter().map(|e| eval_pure(e, &[], ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
-        for (c, v) in table.columns.iter().zip(&row) {
-            if c.not_null && v.is_null() {
-                let shown: Vec<String> = row.iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
-                return Err(SqlError::new(
-                    b"23502",
-                    format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),
-                )
-                .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
-            }
-        }
+        check_not_null(table, &row)?;
         insert_row(ctx.backend, &table.storage, &row)?;
         n += 1;
         if !returning.is_empty() {

@@ -149,6 +149,8 @@ pub enum Statement {
     Query(Query),
     Insert { table: Table, rows: Vec<Vec<Expr>>, returning: Vec<Target> },
     Delete { table: Table, filter: Option<Expr>, returning: Vec<Target> },
+    /// `sets`: (column index, new value over the old row).
+    Update { table: Table, sets: Vec<(usize, Expr)>, filter: Option<Expr>, returning: Vec<Target> },
     CreateTable { namespace: u32, name: String, columns: Vec<Column>, if_not_exists: bool },
     DropTables { tables: Vec<(Option<String>, String)>, missing_ok: bool },
     Transaction(TxnCmd),
@@ -162,7 +164,9 @@ impl Statement {
     pub fn targets(&self) -> Option<Vec<Target>> {
         match self {
             Statement::Query(q) => Some(q.targets.clone()),
-            Statement::Insert { returning, .. } | Statement::Delete { returning, .. } if !returning.is_empty() => {
+            Statement::Insert { returning, .. } | Statement::Delete { returning, .. } | Statement::Update { returning, .. }
+                if !returning.is_empty() =>
+            {
                 Some(returning.clone())
             }
             Statement::Show(name) => Some(vec![Target {

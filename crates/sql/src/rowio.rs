@@ -50,7 +50,8 @@ pub fn scan_rows(backend: &Backend, st: &RelStorage, snapshot: &Snapshot) -> Res
     Ok(out)
 }
 
-fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], snapshot: &Snapshot) -> Result<Vec<Value>> {
+/// Values of a stored tuple of `st` (detoasting with `snapshot`).
+pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], snapshot: &Snapshot) -> Result<Vec<Value>> {
     let datums = deform_tuple(descs, t)?;
     let mut row = Vec::with_capacity(st.types.len());
     for (i, ty) in st.types.iter().enumerate() {
@@ -67,4 +68,33 @@ fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], 
         });
     }
     Ok(row)
+}
+
+/// Forms the tuple of a row as it will be stored: varlena values that make it too
+/// big are compressed, and moved out of line into the TOAST relation (their chunks
+/// are inserted now, by the current transaction). For UPDATE, whose engine call
+/// takes a formed tuple.
+pub fn form_row_toasted(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Vec<u8>> {
+    use ferrogres_engine::heap::{toast, tuple::form_tuple};
+    let descs = st.descs()?;
+    let datums: Vec<Option<Datum<'_>>> =
+        st.types.iter().zip(row).map(|(t, v)| types::to_datum(*t, v)).collect::<Result<_>>()?;
+    let plan = toast::toast_plan(&descs, &datums)?;
+    if plan.is_noop() {
+        return Ok(form_tuple(&descs, &datums)?);
+    }
+    let Some(toast_rel) = st.toast else {
+        return Ok(form_tuple(&descs, &datums)?);
+    };
+    let mut oids = Vec::new();
+    let externals: Vec<Vec<u8>> = plan.externals().map(|(_, d)| d.to_vec()).collect();
+    for data in externals {
+        let oid = backend.engine().new_oid();
+        for chunk in toast::make_chunks(oid, &data)? {
+            heapam::heap_insert(backend, toast_rel, &chunk)?;
+        }
+        oids.push(oid);
+    }
+    let finished = plan.finish(&datums, toast_rel.rel_number, &oids)?;
+    Ok(form_tuple(&descs, &finished)?)
 }

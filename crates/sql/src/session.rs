@@ -572,6 +572,11 @@ impl Session {
                 let (n, rows) = exec::delete(table, filter, r, &mut ctx)?;
                 Ok((returning(rows, r), format!("DELETE {n}")))
             }
+            Statement::Update { table, sets, filter, returning: r } => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let (n, rows) = exec::update(table, sets, filter, r, &mut ctx)?;
+                Ok((returning(rows, r), format!("UPDATE {n}")))
+            }
             Statement::CreateTable { namespace, name, columns, if_not_exists } => {
                 // Only `public` can hold user tables this round (no CREATE SCHEMA;
                 // pg_catalog is refused by the analyzer).
