@@ -207,7 +207,10 @@ impl Engine {
         let max_backends = settings.max_connections + AUX_BACKENDS;
         // Before any LWLock is made: they take the process-wide fairness default.
         crate::lmgr::lwlock::set_default_fairness(settings.lwlock_fair);
-        crate::pgstat::wait_event::init_backend_status(max_backends);
+        // The status array is process-wide and sized once, by the first engine: at
+        // least 1024 slots (4 kB), so that a later engine in the same process (tests
+        // open several) with more backends still finds a slot for each.
+        crate::pgstat::wait_event::init_backend_status(max_backends.max(1024));
         let (wal, start) = Wal::open(&datadir, &settings)?;
         let wal = Arc::new(wal);
         let smgr = Arc::new(Smgr::new(&datadir, settings.fsync)?);
