@@ -5,6 +5,8 @@
 //! 15), plus durability across a clean restart and a crash, and the extended
 //! protocol with parameters through a raw client.
 
+mod common;
+use common::*;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -223,63 +225,6 @@ fn data_survives_restart_and_crash() {
 
 // ---- extended protocol through a raw client --------------------------------------
 
-fn msg(t: u8, body: &[u8]) -> Vec<u8> {
-    let mut v = vec![t];
-    v.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
-    v.extend_from_slice(body);
-    v
-}
-fn cstr(s: &str) -> Vec<u8> {
-    let mut v = s.as_bytes().to_vec();
-    v.push(0);
-    v
-}
-fn parse(name: &str, q: &str, types: &[u32]) -> Vec<u8> {
-    let mut b = cstr(name);
-    b.extend(cstr(q));
-    b.extend((types.len() as i16).to_be_bytes());
-    for t in types {
-        b.extend(t.to_be_bytes());
-    }
-    msg(b'P', &b)
-}
-fn bind(portal: &str, stmt: &str, formats: &[i16], params: &[Option<&[u8]>], result_formats: &[i16]) -> Vec<u8> {
-    let mut b = cstr(portal);
-    b.extend(cstr(stmt));
-    b.extend((formats.len() as i16).to_be_bytes());
-    for f in formats {
-        b.extend(f.to_be_bytes());
-    }
-    b.extend((params.len() as i16).to_be_bytes());
-    for p in params {
-        match p {
-            None => b.extend((-1i32).to_be_bytes()),
-            Some(v) => {
-                b.extend((v.len() as i32).to_be_bytes());
-                b.extend_from_slice(v);
-            }
-        }
-    }
-    b.extend((result_formats.len() as i16).to_be_bytes());
-    for f in result_formats {
-        b.extend(f.to_be_bytes());
-    }
-    msg(b'B', &b)
-}
-fn describe(kind: u8, name: &str) -> Vec<u8> {
-    let mut b = vec![kind];
-    b.extend(cstr(name));
-    msg(b'D', &b)
-}
-fn execute(portal: &str, max_rows: i32) -> Vec<u8> {
-    let mut b = cstr(portal);
-    b.extend(max_rows.to_be_bytes());
-    msg(b'E', &b)
-}
-fn sync() -> Vec<u8> {
-    msg(b'S', &[])
-}
-
 struct Raw(std::net::TcpStream);
 
 impl Raw {
@@ -323,9 +268,6 @@ impl Raw {
     }
 }
 
-fn types(v: &[(u8, Vec<u8>)]) -> String {
-    v.iter().map(|(t, _)| *t as char).collect()
-}
 
 /// Values of a DataRow.
 fn row(b: &[u8]) -> Vec<Option<Vec<u8>>> {

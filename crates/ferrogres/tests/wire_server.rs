@@ -2,6 +2,8 @@
 //! over TCP and the Unix socket, and a raw-socket client for what psql cannot
 //! send (extended protocol with row limits, CancelRequest, malformed messages).
 
+mod common;
+use common::*;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -101,51 +103,6 @@ fn text(b: &[u8]) -> String {
 }
 
 // ---- a raw protocol client ------------------------------------------------
-
-fn msg(t: u8, body: &[u8]) -> Vec<u8> {
-    let mut v = vec![t];
-    v.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
-    v.extend_from_slice(body);
-    v
-}
-fn cstr(s: &str) -> Vec<u8> {
-    let mut v = s.as_bytes().to_vec();
-    v.push(0);
-    v
-}
-fn query(q: &str) -> Vec<u8> {
-    msg(b'Q', &cstr(q))
-}
-fn parse(name: &str, q: &str) -> Vec<u8> {
-    let mut b = cstr(name);
-    b.extend(cstr(q));
-    b.extend(0i16.to_be_bytes());
-    msg(b'P', &b)
-}
-fn bind(portal: &str, stmt: &str, result_formats: &[i16]) -> Vec<u8> {
-    let mut b = cstr(portal);
-    b.extend(cstr(stmt));
-    b.extend(0i16.to_be_bytes()); // parameter formats
-    b.extend(0i16.to_be_bytes()); // parameters
-    b.extend((result_formats.len() as i16).to_be_bytes());
-    for f in result_formats {
-        b.extend(f.to_be_bytes());
-    }
-    msg(b'B', &b)
-}
-fn describe(kind: u8, name: &str) -> Vec<u8> {
-    let mut b = vec![kind];
-    b.extend(cstr(name));
-    msg(b'D', &b)
-}
-fn execute(portal: &str, max_rows: i32) -> Vec<u8> {
-    let mut b = cstr(portal);
-    b.extend(max_rows.to_be_bytes());
-    msg(b'E', &b)
-}
-fn sync() -> Vec<u8> {
-    msg(b'S', &[])
-}
 
 /// Fields of an ErrorResponse/NoticeResponse body, by field code.
 fn fields(body: &[u8]) -> HashMap<u8, String> {
@@ -273,9 +230,6 @@ impl Raw {
     }
 }
 
-fn types(v: &[(u8, Vec<u8>)]) -> String {
-    v.iter().map(|(t, _)| *t as char).collect()
-}
 
 fn simple_select_1_works(port: u16) {
     let mut r = Raw::connect(port);
@@ -386,9 +340,9 @@ fn extended_query_with_row_limit_and_error_recovery() {
     let mut r = Raw::connect(srv.port);
 
     // Parse / Describe statement / Bind / Describe portal / Execute x3 with max_rows 2 / Sync
-    let mut b = parse("s1", "select generate_series(1, 5)");
+    let mut b = parse("s1", "select generate_series(1, 5)", &[]);
     b.extend(describe(b'S', "s1"));
-    b.extend(bind("p1", "s1", &[]));
+    b.extend(bind("p1", "s1", &[], &[], &[]));
     b.extend(describe(b'P', "p1"));
     b.extend(execute("p1", 2));
     b.extend(execute("p1", 2));
@@ -403,8 +357,8 @@ fn extended_query_with_row_limit_and_error_recovery() {
     assert_eq!(v.last().unwrap().1, b"I");
 
     // Binary result format: int4 as 4 big-endian bytes.
-    let mut b = parse("", "select 42");
-    b.extend(bind("", "", &[1]));
+    let mut b = parse("", "select 42", &[]);
+    b.extend(bind("", "", &[], &[], &[1]));
     b.extend(execute("", 0));
     b.extend(sync());
     r.send(&b);
@@ -413,9 +367,9 @@ fn extended_query_with_row_limit_and_error_recovery() {
     assert_eq!(&v[2].1[2..], &[0, 0, 0, 4, 0, 0, 0, 42]);
 
     // An error in Bind: everything up to Sync is skipped, then ReadyForQuery 'I'.
-    let mut b = bind("", "no_such_statement", &[]);
+    let mut b = bind("", "no_such_statement", &[], &[], &[]);
     b.extend(execute("", 0));
-    b.extend(parse("", "select 1"));
+    b.extend(parse("", "select 1", &[]));
     b.extend(sync());
     r.send(&b);
     let v = r.until_ready();
@@ -424,8 +378,8 @@ fn extended_query_with_row_limit_and_error_recovery() {
     assert_eq!(v[1].1, b"I");
 
     // An unsupported statement fails at Parse with 0A000; the session goes on.
-    let mut b = parse("", "select a from (select 1 as a) s");
-    b.extend(bind("", "", &[]));
+    let mut b = parse("", "select a from (select 1 as a) s", &[]);
+    b.extend(bind("", "", &[], &[], &[]));
     b.extend(execute("", 0));
     b.extend(sync());
     r.send(&b);
@@ -436,7 +390,7 @@ fn extended_query_with_row_limit_and_error_recovery() {
     // Inside a transaction block an error fails the block ('E') until ROLLBACK.
     r.send(&query("begin"));
     assert_eq!(r.until_ready().last().unwrap().1, b"T");
-    r.send(&[parse("", "select nothing_known"), sync()].concat());
+    r.send(&[parse("", "select nothing_known", &[]), sync()].concat());
     assert_eq!(r.until_ready().last().unwrap().1, b"E");
     r.send(&query("select 1"));
     let v = r.until_ready();
@@ -447,7 +401,7 @@ fn extended_query_with_row_limit_and_error_recovery() {
     // Empty query through both protocols.
     r.send(&query(""));
     assert_eq!(types(&r.until_ready()), "IZ");
-    r.send(&[parse("", ""), bind("", "", &[]), describe(b'P', ""), execute("", 0), sync()].concat());
+    r.send(&[parse("", "", &[]), bind("", "", &[], &[], &[]), describe(b'P', ""), execute("", 0), sync()].concat());
     assert_eq!(types(&r.until_ready()), "12nIZ");
 }
 
