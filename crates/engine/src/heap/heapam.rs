@@ -25,7 +25,7 @@ use super::page::{
     heap_page_add_tuple, heap_page_delete, heap_page_get_tuple, heap_page_init, heap_page_lock_tuple,
     heap_page_update, HeapOp, HeapXmaxOp, RowLockMode, UpdateFlags,
 };
-use super::pruneheap::{heap_page_prune_opt, scan_page_set_hints, set_hint_bits_from_visibility, visibility_info};
+use super::pruneheap::{heap_page_prune_opt, prune_is_due, scan_page_set_hints, set_hint_bits_from_visibility, visibility_info};
 use super::toast::MAX_HEAP_TUPLE_SIZE;
 use super::{autovacuum, freespace};
 use super::tuple::{Tid, TransactionId, TupleHeader, HEAP_COMBOCID};
@@ -274,8 +274,12 @@ pub fn heap_scan(
     let nblocks = engine.buffers.nblocks(rel, ForkNumber::Main)?;
     for block in 0..nblocks {
         let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, block), None)?;
-        heap_page_prune_opt(backend, rel, &pin)?;
-        let page = pin.lock_shared();
+        let mut page = pin.lock_shared();
+        if prune_is_due(&page[..]).is_some() {
+            drop(page);
+            heap_page_prune_opt(backend, rel, &pin)?;
+            page = pin.lock_shared();
+        }
         scan_page_set_hints(backend, &page, block, snapshot, f)?;
     }
     Ok(())
@@ -287,8 +291,12 @@ pub fn heap_scan(
 pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
     let engine = backend.engine();
     let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, tid.block), None)?;
-    heap_page_prune_opt(backend, rel, &pin)?;
-    let page = pin.lock_shared();
+    let mut page = pin.lock_shared();
+    if prune_is_due(&page[..]).is_some() {
+        drop(page);
+        heap_page_prune_opt(backend, rel, &pin)?;
+        page = pin.lock_shared();
+    }
     if tid.offset == 0 || tid.offset > page_max_offset_number(&page[..]) {
         return Err(Error::corrupt(format!("heap fetch of ({},{}): no such line pointer", tid.block, tid.offset)));
     }

@@ -100,6 +100,20 @@ pub struct PruneOptOutcome {
     pub freed: usize,
 }
 
+/// The page's checks for opportunistic pruning that need no transaction state: it is
+/// short of room (PD_PAGE_FULL, or less than [`PRUNE_MIN_FREE`] bytes free) and has a
+/// prunable xid, which is returned. Scans call this under the shared lock they hold
+/// anyway and call [`heap_page_prune_opt`] only when it says yes, so the common case
+/// costs no second lock of the page.
+pub fn prune_is_due(page: &[u8]) -> Option<TransactionId> {
+    if page_is_new(page) {
+        return None;
+    }
+    let short = page_has_flag(page, PD_PAGE_FULL) || page_heap_free_space(page) < PRUNE_MIN_FREE;
+    let xid = page_prune_xid(page);
+    (short && xid != INVALID_TRANSACTION_ID).then_some(xid)
+}
+
 /// Opportunistic pruning of the page `pin` holds (PostgreSQL's heap_page_prune_opt).
 /// The caller holds `pin` and no content lock on it (and must not hold any other
 /// buffer's content lock: we would not wait, but keep the rule simple). Prunes when
@@ -110,20 +124,9 @@ pub struct PruneOptOutcome {
 pub fn heap_page_prune_opt(backend: &Backend, rel: RelFileLocator, pin: &PinnedBuffer<'_>) -> Result<PruneOptOutcome> {
     let engine = backend.engine();
     let mut out = PruneOptOutcome::default();
-    let prune_xid = {
-        let page = pin.lock_shared();
-        if page_is_new(&page[..]) {
-            return Ok(out);
-        }
-        let short = page_has_flag(&page[..], PD_PAGE_FULL) || page_heap_free_space(&page[..]) < PRUNE_MIN_FREE;
-        if !short {
-            return Ok(out);
-        }
-        page_prune_xid(&page[..])
-    };
-    if prune_xid == INVALID_TRANSACTION_ID {
+    let Some(prune_xid) = prune_is_due(&pin.lock_shared()[..]) else {
         return Ok(out);
-    }
+    };
     let horizon = engine.txn.oldest_xmin();
     if !xid_precedes(prune_xid, horizon) {
         return Ok(out);
