@@ -569,6 +569,14 @@ pub fn update(
     Ok((n, out))
 }
 
+/// Stores one new row of `table`: the constraint checks, the heap tuple, and
+/// (once tables have them) its index entries. Every way rows enter a table
+/// (INSERT VALUES, INSERT ... SELECT, COPY FROM) goes through here.
+pub fn insert_one(table: &crate::catalog::Table, row: &[Value], ctx: &mut Ctx) -> Result<ferrogres_engine::heap::tuple::Tid> {
+    check_not_null(table, row)?;
+    insert_row(ctx.backend, &table.storage, row)
+}
+
 /// INSERT: evaluates each row, checks NOT NULL, inserts. Returns the count and
 /// the RETURNING rows.
 pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Target], ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
@@ -576,8 +584,7 @@ pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Ta
     let mut out = Vec::new();
     for exprs in rows {
         let row: Vec<Value> = exprs.iter().map(|e| eval_pure(e, &[], ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
-        check_not_null(table, &row)?;
-        insert_row(ctx.backend, &table.storage, &row)?;
+        insert_one(table, &row, ctx)?;
         n += 1;
         if !returning.is_empty() {
             out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
