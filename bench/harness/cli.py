@@ -15,7 +15,7 @@ import tempfile
 import time
 from typing import Optional
 
-from . import pgbench, perfstat, procs, report, servers, workloads as W
+from . import callgrind, pgbench, perfstat, procs, report, servers, workloads as W
 
 BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(BENCH_DIR)
@@ -100,6 +100,14 @@ def parse_args(argv):
                     help="seconds a server gets to accept connections (default 20)")
     ap.add_argument("--perf-event", default="instructions",
                     help="perf event counted on the server per transaction (default instructions)")
+    ap.add_argument("--instructions", choices=["auto", "perf", "callgrind", "off"], default="auto",
+                    help="how server instructions per transaction are counted: perf stat during the timed "
+                         "points; callgrind in an extra pass per workload (server restarted under valgrind, "
+                         "fixed transaction count); auto = perf where the CPU counter works, else callgrind "
+                         "if valgrind is installed (default auto)")
+    ap.add_argument("--cg-clients", type=int, default=1, help="pgbench clients in the callgrind pass (default 1)")
+    ap.add_argument("--cg-transactions", type=int,
+                    help="transactions per client in the callgrind pass (default: the profile's)")
     ap.add_argument("--no-plots", action="store_true")
     a = ap.parse_args(argv)
     a.systems = [s.strip() for s in a.systems.split(",") if s.strip()]
@@ -122,6 +130,18 @@ class Runner:
         self.systems = args.systems
         self.ncpu = os.cpu_count() or 1
         self.perf_ok, self.perf_why = perfstat.probe(args.perf_event)
+        cg_ok, cg_why = callgrind.probe()
+        method = args.instructions
+        if method == "auto":
+            method = "perf" if self.perf_ok else ("callgrind" if cg_ok else "off")
+        if method == "callgrind" and not cg_ok:
+            log(f"note: --instructions callgrind unavailable: {cg_why}")
+            method = "off"
+        if method != "perf":
+            self.perf_ok = False
+            self.perf_why = self.perf_why or f"--instructions {args.instructions}"
+        self.instr_method = method
+        self.cg_transactions = args.cg_transactions or profile.cg_transactions
         self.fg_binary: Optional[str] = None
         self.fg_unavailable = ""
         self.results: dict = {}
@@ -268,11 +288,59 @@ class Runner:
                         msg = ("cannot run yet (see setup line)" if rec["status"] == "cannot-run"
                                else f"{rec['status']}: {rec.get('error', '')[:160]}")
                     prog.step(f"{w.name} {servers.SYSTEM_LABEL[s]} {what}: {msg}", ran=rec["status"] != "cannot-run")
+            if self.instr_method == "callgrind" and w.kind == "pgbench":
+                wr["instr_callgrind"] = []
+                for s in self.systems:
+                    if state[s][0] != "ok" or not live[s].alive():
+                        continue
+                    rec = self.callgrind_point(live[s], w, wargs)
+                    wr["instr_callgrind"].append(rec)
+                    msg = (f"{rec['instr_per_txn']:.0f} instructions/txn" if rec["status"] == "ok"
+                           else f"failed: {rec.get('error', '')[:160]}")
+                    prog.step(f"{w.name} {servers.SYSTEM_LABEL[s]} callgrind pass: {msg}")
         finally:
             for srv in live.values():
                 srv.stop()
         wr["fits"] = report.compute_fits(wr, self.systems)
         return wr
+
+    def callgrind_point(self, srv: servers.Server, w: W.Workload, wargs: list[str]) -> dict:
+        """Server instructions per transaction with the server under callgrind (see callgrind.py)."""
+        c = self.args.cg_clients
+        rec: dict = {"system": srv.system, "x": c, "status": "failed", "method": "callgrind",
+                     "transactions_per_client": self.cg_transactions}
+        cgdir = os.path.join(srv.dir, "callgrind")
+        os.makedirs(cgdir, exist_ok=True)
+        procs.chown_to_server_user(cgdir)
+        try:
+            srv.relaunch(callgrind.wrapper(cgdir), ready_timeout=300)
+        except servers.ServerError as e:
+            rec["error"] = f"could not start under valgrind: {e}"
+            return rec
+        base = set(srv.pids())
+        warm = pgbench.run(srv, workload_args=wargs, clients=c, jobs=1, transactions=max(5, self.cg_transactions // 10),
+                           logdir=self.logdir, tag=f"cg-warm-{srv.system}")
+        if not warm.ok:
+            rec["error"] = f"warm-up under valgrind: {warm.error}"
+            return rec
+        procs.wait_until(lambda: set(srv.pids()) <= base, 60.0)  # the warm-up's backends are gone
+        win = callgrind.Window(cgdir, srv.pids())
+        win.start()
+        res = pgbench.run(srv, workload_args=wargs, clients=c, jobs=1, transactions=self.cg_transactions,
+                          logdir=self.logdir, tag=f"cg-{srv.system}")
+        procs.wait_until(lambda: set(srv.pids()) <= set(win.pids), 60.0)
+        total, why = win.stop(srv.pids())
+        rec.update(txns=res.txns, instructions=total, command=" ".join(res.command))
+        if not res.ok:
+            rec["error"] = res.error
+        elif total is None:
+            rec["error"] = why
+        else:
+            rec["status"] = "ok"
+            rec["instr_per_txn"] = total / res.txns
+            if why:
+                rec["notes"] = [why]
+        return rec
 
     def parallel_point(self, srv, w, query: str, workers: int, scriptdir: str) -> dict:
         sql = dict(W.parallel_queries(self.p))[query]
@@ -307,8 +375,13 @@ class Runner:
                 "latency_mean": "pgbench 'latency average'",
                 "latency_p99": f"nearest-rank p99 of pgbench -l per-transaction latencies "
                                f"(--sampling-rate {self.p.sampling_rate})",
-                "instructions": "perf stat -e EVENT -p <server process tree>, inherited by new backends, "
-                                "divided by pgbench's transactions",
+                "instructions": ("perf stat -e EVENT -p <server process tree>, inherited by new backends, "
+                                 "divided by pgbench's transactions" if self.instr_method == "perf" else
+                                 "callgrind pass after the timed points: server restarted under valgrind "
+                                 "--tool=callgrind, counters zeroed after a warm-up, Ir of every server process "
+                                 "over a fixed pgbench -t run divided by its transactions"
+                                 if self.instr_method == "callgrind" else "not measured"),
+                "instructions_method": self.instr_method,
                 "ratio": "ferrogres tps / PostgreSQL tps",
             },
             "loadavg_start": os.getloadavg(),

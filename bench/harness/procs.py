@@ -58,6 +58,11 @@ def spawn(args: list[str], *, stop_signal: int = signal.SIGTERM, as_server_user:
         u = server_user()
         if u is not None:
             kw.update(user=u.pw_uid, group=u.pw_gid, extra_groups=[])
+            # the account's own names, not root's (valgrind's vgdb, for one, names its
+            # FIFOs after LOGNAME/USER and cannot be reached when they are missing)
+            env = dict(kw.get("env") or os.environ)
+            env.update(USER=u.pw_name, LOGNAME=u.pw_name)
+            kw["env"] = env
     p = subprocess.Popen(args, start_new_session=True, preexec_fn=_pdeathsig(stop_signal), **kw)
     _live.append((p, stop_signal))
     return p

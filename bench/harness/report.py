@@ -161,10 +161,36 @@ def workload_text(wr: dict, systems: list[str], event: str = "instructions") -> 
     if loads and max(loads) > ncpu:
         add(f"  warning: machine busy during this workload: 1-min load average up to {max(loads):.1f} "
               f"on {ncpu} CPUs (other processes compete; compare the systems only side by side)")
-    notes = sorted({p["instr_note"] for p in wr["points"] if p.get("status") == "ok" and p.get("instr_note")})
-    for n in notes:
-        add(f"  {event} per transaction n/a: {n}")
+    cg = wr.get("instr_callgrind")
+    if cg is not None:
+        add(callgrind_text(cg, systems))
+    else:
+        notes = sorted({p["instr_note"] for p in wr["points"] if p.get("status") == "ok" and p.get("instr_note")})
+        for n in notes:
+            add(f"  {event} per transaction n/a: {n}")
     return "\n".join(out) + "\n"
+
+
+def callgrind_text(recs: list[dict], systems: list[str]) -> str:
+    """The callgrind pass: server instructions per transaction of each system, and their ratio."""
+    by = {r["system"]: r for r in recs}
+    parts = []
+    for s in systems:
+        r = by.get(s)
+        if r is None:
+            parts.append(f"{LABEL[s]} not measured")
+        elif r["status"] == "ok":
+            parts.append(f"{LABEL[s]} {r['instr_per_txn']:,.0f}")
+        else:
+            parts.append(f"{LABEL[s]} failed ({r.get('error', '')[:120]})")
+    line = "  server instructions/txn (callgrind"
+    if recs:
+        line += f", {recs[0]['x']} client, {recs[0]['transactions_per_client']} txns"
+    line += "): " + "; ".join(parts)
+    a, b = by.get("pg"), by.get("ferrogres")
+    if a and b and a["status"] == "ok" and b["status"] == "ok" and a["instr_per_txn"]:
+        line += f"; ratio f/pg {b['instr_per_txn'] / a['instr_per_txn']:.2f}"
+    return line
 
 
 def print_workload(wr: dict, systems: list[str], event: str = "instructions") -> None:

@@ -69,6 +69,7 @@ class Server:
         self.datadir = ""
         self.logfile = ""
         self.root_pid: Optional[int] = None
+        self.settings: dict = {}
 
     @property
     def label(self) -> str:
@@ -133,6 +134,19 @@ class Server:
     def start(self, settings: dict) -> None:
         raise NotImplementedError
 
+    def _launch(self, wrap: list[str]) -> None:
+        raise NotImplementedError
+
+    def relaunch(self, wrap: list[str], ready_timeout: Optional[float] = None) -> None:
+        """Stops the server cleanly and starts it again on the same data directory,
+        its command prefixed by `wrap` (e.g. valgrind)."""
+        if self.proc is not None:
+            procs.stop(self.proc, self.stop_signal, timeout=120)
+            self.proc = None
+        if ready_timeout is not None:
+            self.ready_timeout = ready_timeout
+        self._launch(wrap)
+
     def stop(self) -> None:
         if self.proc is not None:
             procs.stop(self.proc, self.stop_signal, timeout=60)
@@ -169,13 +183,20 @@ class PgServer(Server):
                 procs.stop(p)
         if rc != 0:
             raise ServerError(f"initdb failed ({rc}): {tail(os.path.join(self.dir, 'initdb.log'))}")
-        log = open(self.logfile, "w")
-        args = [postgres, "-D", self.datadir, "-p", str(self.port), "-k", self.sockdir,
-                "-c", "listen_addresses=127.0.0.1"] + self.settings_args(settings)
+        self.settings = settings
+        self._launch([])
+
+    def _launch(self, wrap: list[str]) -> None:
+        env = dict(os.environ, LC_ALL="C", LANG="C", HOME=self.dir)
+        log = open(self.logfile, "a")
+        args = wrap + [os.path.join(PG_BINDIR, "postgres"), "-D", self.datadir, "-p", str(self.port),
+                       "-k", self.sockdir, "-c", "listen_addresses=127.0.0.1"] + self.settings_args(self.settings)
         self.proc = procs.spawn(args, stop_signal=self.stop_signal, as_server_user=True, stdout=log,
                                 stderr=subprocess.STDOUT, cwd=self.dir, env=env)
         log.close()
-        self.root_pid = self.proc.pid  # Popen(user=...) execs postgres itself: this is the postmaster
+        # Popen(user=...) execs postgres (or valgrind, which runs it in the same process) itself:
+        # this is the postmaster
+        self.root_pid = self.proc.pid
         self._wait_ready()
 
 
@@ -195,10 +216,15 @@ class FerrogresServer(Server):
         exe = os.path.join(self.dir, "ferrogres")
         shutil.copy2(self.binary, exe)
         procs.chown_to_server_user(exe)
+        self.settings = settings
+        self._launch([])
+
+    def _launch(self, wrap: list[str]) -> None:
+        exe = os.path.join(self.dir, "ferrogres")
         env = dict(os.environ, LC_ALL="C", LANG="C", HOME=self.dir)
-        log = open(self.logfile, "w")
-        args = [exe, "-D", self.datadir, "-p", str(self.port), "-k", self.sockdir, "-h", "127.0.0.1"] + \
-            self.settings_args(settings)
+        log = open(self.logfile, "a")
+        args = wrap + [exe, "-D", self.datadir, "-p", str(self.port), "-k", self.sockdir, "-h", "127.0.0.1"] + \
+            self.settings_args(self.settings)
         self.proc = procs.spawn(args, stop_signal=self.stop_signal, as_server_user=True, stdout=log,
                                 stderr=subprocess.STDOUT, cwd=self.dir, env=env)
         log.close()

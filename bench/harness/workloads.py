@@ -24,6 +24,7 @@ class Profile:
     par_reps: int                # timed executions per (query, workers) point
     sampling_rate: float         # pgbench --sampling-rate for the per-transaction log
     max_wal_size: str
+    cg_transactions: int = 1000  # transactions per client in the callgrind pass (--instructions callgrind)
 
 
 def _ncpu() -> int:
@@ -34,7 +35,8 @@ PROFILES = {
     # < 2 minutes for both systems: tiny data, 3 s points, two workloads, 1-4 clients
     "smoke": Profile("smoke", ["select-only", "tpcb-sync-off-in"], [1, 2, 4], 3, 32, 50,
                      scale_in=1, scale_out=8, hash_rows=10_000, par_test_rows=20_000, par_perf_rows=20_000,
-                     par_workers=[0, 1, 2], par_reps=2, sampling_rate=1.0, max_wal_size="1GB"),
+                     par_workers=[0, 1, 2], par_reps=2, sampling_rate=1.0, max_wal_size="1GB",
+                     cg_transactions=300),
     # < 15 minutes for both systems: every workload, 1-64 clients, 4 s points
     "quick": Profile("quick", ["select-only", "tpcb-sync-on-in", "tpcb-sync-off-in", "tpcb-sync-on-out",
                                "tpcb-sync-off-out", "hash-update", "parallel-scan"],
@@ -48,7 +50,7 @@ PROFILES = {
                     [1, 2, 4, 8, 16, 32, 64, 128, 256], 30, 1024, 300,
                     scale_in=40, scale_out=300, hash_rows=1_000_000, par_test_rows=1_000_000,
                     par_perf_rows=3_000_000, par_workers=list(range(0, max(4, _ncpu()) + 1)), par_reps=5,
-                    sampling_rate=0.1, max_wal_size="8GB"),
+                    sampling_rate=0.1, max_wal_size="8GB", cg_transactions=10000),
 }
 
 

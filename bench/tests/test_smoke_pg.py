@@ -35,6 +35,8 @@ def run_bench(test, args, timeout=90, env=None):
     out = tempfile.mkdtemp(prefix="bench-smoke-")
     test.addCleanup(shutil.rmtree, out, ignore_errors=True)
     t0 = time.monotonic()
+    if "--instructions" not in args:
+        args = args + ["--instructions", "off"]
     r = subprocess.run([sys.executable, RUN] + args + ["--out", out], capture_output=True, text=True,
                        timeout=timeout, env=dict(os.environ, **(env or {})))
     took = time.monotonic() - t0
@@ -77,6 +79,25 @@ class SmokePostgres(unittest.TestCase):
             self.assertIn(k, res["machine"])
         self.assertIn("commit", res["git"])
         self.assertIn("PostgreSQL tps", r.stdout)
+        server_pids_gone(self, r.stdout)
+
+    def test_callgrind_pass_counts_server_instructions(self):
+        require_pg(self)
+        if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+            self.skipTest("valgrind not installed")
+        res, out, r, _ = run_bench(self, ["smoke", "--systems", "pg", "--only", "select-only", "--clients", "1",
+                                          "--duration", "1", "--instructions", "callgrind",
+                                          "--cg-transactions", "50"], timeout=240)
+        [w] = res["workloads"]
+        [cg] = w["instr_callgrind"]
+        self.assertEqual(cg["status"], "ok", cg)
+        self.assertEqual(cg["txns"], 50)
+        # a prepared primary-key lookup costs PostgreSQL tens of thousands of instructions at
+        # least, and 50 of them with one connection's start-up well under a billion
+        self.assertGreater(cg["instr_per_txn"], 20_000, cg)
+        self.assertLess(cg["instr_per_txn"], 20_000_000, cg)
+        self.assertEqual(res["method"]["instructions_method"], "callgrind")
+        self.assertIn("server instructions/txn (callgrind", r.stdout)
         server_pids_gone(self, r.stdout)
 
     def test_ferrogres_that_cannot_start_is_reported(self):
