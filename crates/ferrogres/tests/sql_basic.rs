@@ -6,104 +6,12 @@
 //! protocol with parameters through a raw client.
 
 mod common;
+use common::server::Server;
 use common::*;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-struct Server {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
-    log: PathBuf,
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-impl Server {
-    /// Starts the server on `dir` (data in dir/data, socket in dir); retries on
-    /// another port if the chosen one was taken meanwhile.
-    fn start(dir: &Path) -> Server {
-        for _ in 0..5 {
-            let port = free_port();
-            let log = dir.join(format!("server-{port}.log"));
-            let child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
-                .arg("-D")
-                .arg(dir.join("data"))
-                .args(["-p", &port.to_string(), "-k"])
-                .arg(dir)
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).unwrap())
-                .spawn()
-                .unwrap();
-            let mut s = Server { child: Some(child), port, dir: dir.to_path_buf(), log };
-            let deadline = Instant::now() + Duration::from_secs(20);
-            loop {
-                if s.child.as_mut().unwrap().try_wait().unwrap().is_some() {
-                    break;
-                }
-                if s.log().contains("database system is ready to accept connections") {
-                    return s;
-                }
-                assert!(Instant::now() < deadline, "server did not start: {}", s.log());
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            s.child = None;
-        }
-        panic!("could not start the server");
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn psql_cmd(&self) -> Command {
-        let mut c = Command::new("psql");
-        c.args(["-X", "-h"])
-            .arg(&self.dir)
-            .args(["-p", &self.port.to_string(), "-U", "postgres", "-d", "postgres"])
-            .env_remove("PGOPTIONS")
-            .env_remove("PGSERVICE")
-            .env_remove("PGAPPNAME");
-        c
-    }
-
-    /// Runs SQL with `-At`; returns (stdout, stderr).
-    fn sql(&self, sql: &str) -> (String, String) {
-        let out = self.psql_cmd().args(["-At", "-v", "ON_ERROR_STOP=0", "-c", sql]).output().unwrap();
-        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-
-    fn signal(&mut self, sig: i32) {
-        let mut child = self.child.take().unwrap();
-        // SAFETY: signalling our own child process.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                if sig == libc::SIGTERM {
-                    assert!(st.success(), "exit status {st:?}: {}", self.log());
-                }
-                return;
-            }
-            assert!(Instant::now() < deadline, "server did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// Runs tests/sql/NAME.sql through psql as pg_regress does and compares with
 /// tests/expected/NAME.out.

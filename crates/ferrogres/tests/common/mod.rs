@@ -2,6 +2,8 @@
 //! shared by the test files of this crate.
 #![allow(dead_code)]
 
+pub mod server;
+
 pub fn msg(t: u8, body: &[u8]) -> Vec<u8> {
     let mut v = vec![t];
     v.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
