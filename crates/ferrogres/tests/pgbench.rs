@@ -98,7 +98,7 @@ fn kill_9_under_tpcb_load_loses_no_counted_transaction() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());
     init(&srv);
-    let mut child = Command::new("pgbench")
+    let child = Command::new("pgbench")
         .args(["-h"])
         .arg(&srv.dir)
         .args(["-p", &srv.port.to_string(), "-U", "postgres", "-n", "-c", "4", "-j", "2", "-T", "30", "-M", "prepared"])
