@@ -440,3 +440,8 @@ fn uncommitted_rows_are_invisible_to_other_sessions() {
     assert_eq!(v[0].1, b"DELETE 1\0");
     assert_eq!(count(&mut a), "0");
 }
+
+#[test]
+fn copy_matches_postgres_15() {
+    check_script("copy");
+}

@@ -48,11 +48,13 @@ pub struct PgError {
     pub detail: Option<String>,
     pub hint: Option<String>,
     pub position: Option<u32>,
+    /// The `W` field (psql's CONTEXT line): where the error happened.
+    pub context: Option<String>,
 }
 
 impl PgError {
     pub fn new(severity: Severity, code: &[u8; 5], message: impl Into<String>) -> PgError {
-        PgError { severity, code: *code, message: message.into(), detail: None, hint: None, position: None }
+        PgError { severity, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None }
     }
     pub fn error(code: &[u8; 5], message: impl Into<String>) -> PgError {
         PgError::new(Severity::Error, code, message)
@@ -93,6 +95,9 @@ impl PgError {
         }
         if let Some(p) = self.position {
             f.push((b'P', p.to_string()));
+        }
+        if let Some(w) = &self.context {
+            f.push((b'W', w.clone()));
         }
         f
     }

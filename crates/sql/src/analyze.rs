@@ -168,6 +168,7 @@ impl<'a> Analyzer<'a> {
                 }
             }
             NodeEnum::VariableShowStmt(s) => Ok(Statement::Show(s.name.to_ascii_lowercase())),
+            NodeEnum::CopyStmt(s) => crate::copy::analyze(self, s),
             other => {
                 let name = format!("{other:?}");
                 let kind = name.split('(').next().unwrap_or("statement").to_string();
@@ -176,7 +177,7 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
+    pub(crate) fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
         if !rv.catalogname.is_empty() {
             return Err(SqlError::not_supported("cross-database references"));
         }

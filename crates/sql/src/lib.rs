@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod catalog;
+pub mod copy;
 pub mod errors;
 pub mod exec;
 pub mod parser;

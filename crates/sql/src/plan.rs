@@ -157,6 +157,8 @@ pub enum Statement {
     Set { name: String, value: Option<String> },
     Show(String),
     Empty,
+    /// COPY FROM / TO (crate::copy).
+    Copy(Box<crate::copy::CopyStmt>),
 }
 
 impl Statement {
