@@ -649,6 +649,11 @@ impl Session {
                 }
                 Ok((None, "DROP TABLE".into()))
             }
+            Statement::InsertSelect(i) => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let (n, rows) = crate::insert_select::execute(i, &mut ctx)?;
+                Ok((returning(rows, &i.returning), format!("INSERT 0 {n}")))
+            }
             Statement::Copy(c) => {
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 Ok((None, crate::copy::execute(c, &mut ctx, out)?))
