@@ -869,7 +869,7 @@ fn copy_from(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String
                 None => Value::Null,
                 Some(bytes) => {
                     let col_ctx = |s: &str| format!("COPY {}, line {line}, column {}: \"{}\"", table.name, col.name, shown(s.as_bytes()));
-                    let s = utf8(bytes).map_err(|e| e.with_context(ctx_line(line, &rec)))?;
+                    let s = utf8(bytes).map_err(|e| e.with_context(format!("COPY {}, line {line}", table.name)))?;
                     types::input(col.ty, &s, col.typmod).map_err(|e| e.with_context(col_ctx(&s)))?
                 }
             };
