@@ -119,4 +119,24 @@ bad	row
 \.
 SELECT 1;
 ROLLBACK;
-DROP TABLE c1, c2, c3, c4;
+-- HEADER in text format, HEADER MATCH, and psql's \copy.
+CREATE TABLE c5 (k int, v text);
+COPY c5 FROM stdin WITH (HEADER);
+anything	here
+1	a
+\.
+COPY c5 FROM stdin WITH (HEADER match);
+k	v
+2	b
+\.
+COPY c5 FROM stdin WITH (FORMAT csv, HEADER match);
+k,w
+3,c
+\.
+COPY c5 FROM stdin WITH (HEADER match, FORMAT csv);
+k
+\.
+COPY c5 TO stdout WITH (HEADER match);
+COPY c5 TO stdout WITH (HEADER);
+\copy c5 to stdout with csv
+DROP TABLE c1, c2, c3, c4, c5;
