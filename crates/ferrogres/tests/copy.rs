@@ -163,6 +163,7 @@ fn copy_fail_and_broken_connection_insert_nothing() {
     assert_eq!(types(&v), "EZ");
     assert_eq!(error_field(&v[0].1, b'C'), "57014");
     assert_eq!(error_field(&v[0].1, b'M'), "COPY from stdin failed: client gave up");
+    assert_eq!(error_field(&v[0].1, b'W'), "COPY t, line 3");
     assert_eq!(v[1].1, b"I");
 
     // The session goes on; a good COPY with the old `\.` end marker, then CopyDone.

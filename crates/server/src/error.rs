@@ -151,6 +151,11 @@ mod tests {
         assert_eq!(f[2].1, "42703");
         assert_eq!(f[6].1, "8");
         assert!(!e.severity.ends_session());
+        let mut c = PgError::error(b"22P02", "bad");
+        c.context = Some("COPY t, line 1".into());
+        c.position = Some(3);
+        let codes: Vec<u8> = c.wire_fields().iter().map(|(c, _)| *c).collect();
+        assert_eq!(codes, b"SVCMPW", "W (context) comes after P, as PostgreSQL sends it");
         assert!(PgError::admin_shutdown().severity.ends_session());
     }
 }

@@ -813,7 +813,8 @@ fn copy_from(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String
                     }
                     Ok(None) => eof = true,
                     Err(e) if e.code == *b"57014" => {
-                        return Err(e.with_context(format!("COPY {}, line {}", table.name, reader.line.max(1))));
+                        // The line being read when the client gave up, as PostgreSQL counts.
+                        return Err(e.with_context(format!("COPY {}, line {}", table.name, reader.line + 1)));
                     }
                     Err(e) => return Err(e),
                 }
