@@ -13,6 +13,7 @@ use ferrogres_server::handler::{
     StatementDescription, TransactionStatus, SERVER_VERSION_NUM,
 };
 use ferrogres_server::{Backend, PgError, Session, Severity};
+use ferrogres_sql::copy::CopyInEvent;
 use ferrogres_sql::{session, ColumnDesc, Output, ParamValue, SqlError, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -36,7 +37,7 @@ fn to_pg(e: SqlError) -> PgError {
         ferrogres_sql::Severity::Warning => Severity::Warning,
         ferrogres_sql::Severity::Notice => Severity::Notice,
     };
-    PgError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position }
+    PgError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context }
 }
 
 fn to_sql(e: PgError) -> SqlError {
@@ -44,7 +45,7 @@ fn to_sql(e: PgError) -> SqlError {
         Severity::Fatal | Severity::Panic => ferrogres_sql::Severity::Fatal,
         _ => ferrogres_sql::Severity::Error,
     };
-    SqlError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position }
+    SqlError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context }
 }
 
 impl Backend for SqlBackend {
@@ -168,6 +169,25 @@ impl Output for Sink<'_> {
     }
     fn notice(&mut self, n: &SqlError) -> ferrogres_sql::Result<()> {
         self.sink.notice(&to_pg(n.clone())).map_err(to_sql)
+    }
+    fn copy_in_start(&mut self, ncols: usize) -> ferrogres_sql::Result<()> {
+        self.sink.copy_in_start(0, &vec![0; ncols]).map_err(to_sql)
+    }
+    fn copy_in_read(&mut self) -> ferrogres_sql::Result<CopyInEvent> {
+        Ok(match self.sink.copy_in_read().map_err(to_sql)? {
+            ferrogres_server::handler::CopyInEvent::Data(b) => CopyInEvent::Data(b.to_vec()),
+            ferrogres_server::handler::CopyInEvent::Done => CopyInEvent::Done,
+            ferrogres_server::handler::CopyInEvent::Fail(m) => CopyInEvent::Fail(m),
+        })
+    }
+    fn copy_out_start(&mut self, ncols: usize) -> ferrogres_sql::Result<()> {
+        self.sink.copy_out_start(0, &vec![0; ncols]).map_err(to_sql)
+    }
+    fn copy_data(&mut self, data: &[u8]) -> ferrogres_sql::Result<()> {
+        self.sink.copy_data(data).map_err(to_sql)
+    }
+    fn copy_done(&mut self) -> ferrogres_sql::Result<()> {
+        self.sink.copy_done().map_err(to_sql)
     }
 }
 

@@ -48,11 +48,13 @@ pub struct PgError {
     pub detail: Option<String>,
     pub hint: Option<String>,
     pub position: Option<u32>,
+    /// The `W` field (psql's CONTEXT line): where the error happened.
+    pub context: Option<String>,
 }
 
 impl PgError {
     pub fn new(severity: Severity, code: &[u8; 5], message: impl Into<String>) -> PgError {
-        PgError { severity, code: *code, message: message.into(), detail: None, hint: None, position: None }
+        PgError { severity, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None }
     }
     pub fn error(code: &[u8; 5], message: impl Into<String>) -> PgError {
         PgError::new(Severity::Error, code, message)
@@ -93,6 +95,9 @@ impl PgError {
         }
         if let Some(p) = self.position {
             f.push((b'P', p.to_string()));
+        }
+        if let Some(w) = &self.context {
+            f.push((b'W', w.clone()));
         }
         f
     }
@@ -146,6 +151,11 @@ mod tests {
         assert_eq!(f[2].1, "42703");
         assert_eq!(f[6].1, "8");
         assert!(!e.severity.ends_session());
+        let mut c = PgError::error(b"22P02", "bad");
+        c.context = Some("COPY t, line 1".into());
+        c.position = Some(3);
+        let codes: Vec<u8> = c.wire_fields().iter().map(|(c, _)| *c).collect();
+        assert_eq!(codes, b"SVCMPW", "W (context) comes after P, as PostgreSQL sends it");
         assert!(PgError::admin_shutdown().severity.ends_session());
     }
 }

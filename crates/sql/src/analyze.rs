@@ -168,6 +168,7 @@ impl<'a> Analyzer<'a> {
                 }
             }
             NodeEnum::VariableShowStmt(s) => Ok(Statement::Show(s.name.to_ascii_lowercase())),
+            NodeEnum::CopyStmt(s) => crate::copy::analyze(self, s),
             other => {
                 let name = format!("{other:?}");
                 let kind = name.split('(').next().unwrap_or("statement").to_string();
@@ -176,7 +177,7 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
+    pub(crate) fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
         if !rv.catalogname.is_empty() {
             return Err(SqlError::not_supported("cross-database references"));
         }
@@ -232,6 +233,7 @@ impl<'a> Analyzer<'a> {
         if !s.locking_clause.is_empty() {
             return Err(SqlError::not_supported("SELECT FOR UPDATE/SHARE"));
         }
+        let mut series = None;
         let table = match s.from_clause.as_slice() {
             [] => None,
             [f] => match f.node.as_ref() {
@@ -245,7 +247,11 @@ impl<'a> Analyzer<'a> {
                 }
                 Some(NodeEnum::JoinExpr(_)) => return Err(SqlError::not_supported("JOIN")),
                 Some(NodeEnum::RangeSubselect(_)) => return Err(SqlError::not_supported("subqueries in FROM")),
-                Some(NodeEnum::RangeFunction(_)) => return Err(SqlError::not_supported("functions in FROM")),
+                Some(NodeEnum::RangeFunction(rf)) => {
+                    let (t, refname, scan) = crate::srf::range_function(self, rf)?;
+                    series = Some(scan);
+                    Some((t, refname))
+                }
                 _ => return Err(SqlError::not_supported("this FROM item")),
             },
             _ => return Err(SqlError::not_supported("more than one table in FROM (joins)")),
@@ -360,9 +366,10 @@ impl<'a> Analyzer<'a> {
             None => None,
         };
         Ok(Query {
-            source: match table {
-                Some((t, _)) => Source::Table(t),
-                None => Source::OneRow,
+            source: match (series, table) {
+                (Some(f), _) => Source::Function(f),
+                (None, Some((t, _))) => Source::Table(t),
+                (None, None) => Source::OneRow,
             },
             filter,
             aggregates,
@@ -989,7 +996,7 @@ impl<'a> Analyzer<'a> {
                     _ => None,
                 })
                 .collect(),
-            Some(_) => return Err(SqlError::not_supported("INSERT ... SELECT")),
+            Some(sel) => return crate::insert_select::analyze(self, s, table, cols, explicit_cols, sel),
         };
         let mut scope = Scope::new(None);
         let default_row = |table: &Table| -> Vec<Expr> {
@@ -1040,6 +1047,17 @@ impl<'a> Analyzer<'a> {
         }
         let returning = self.returning(s.returning_clause.as_ref(), &table)?;
         Ok(Statement::Insert { table, rows, returning })
+    }
+
+    /// RETURNING targets over a row of `table` (for statements analyzed outside this module).
+    pub(crate) fn returning_targets(&mut self, rc: Option<&pb::ReturningClause>, table: &Table) -> Result<Vec<Target>> {
+        self.returning(rc, table)
+    }
+
+    /// An expression that sees no columns (function arguments in FROM).
+    pub(crate) fn scalar_expr(&mut self, n: &NodeEnum) -> Result<Expr> {
+        let mut scope = Scope::new(None);
+        self.expr(n, &mut scope)
     }
 
     fn returning(&mut self, rc: Option<&pb::ReturningClause>, table: &Table) -> Result<Vec<Target>> {
@@ -1147,9 +1165,11 @@ impl<'a> Analyzer<'a> {
         if !s.constraints.is_empty() {
             return Err(SqlError::not_supported("table constraints"));
         }
-        if !s.options.is_empty() || !s.tablespacename.is_empty() {
+        if !s.tablespacename.is_empty() {
             return Err(SqlError::not_supported("table storage options and tablespaces"));
         }
+        // Storage parameters: validated; fillfactor accepted but not honoured (crate::reloptions).
+        crate::reloptions::table_options(&s.options)?;
         let namespace = match rv.schemaname.as_str() {
             "" | "public" => PUBLIC_NAMESPACE,
             "pg_catalog" => return Err(SqlError::new(b"42501", format!("permission denied to create \"pg_catalog.{}\"", rv.relname))),

@@ -26,11 +26,14 @@ pub struct SqlError {
     pub hint: Option<String>,
     /// 1-based character position in the statement text.
     pub position: Option<u32>,
+    /// Where the error happened (the ErrorResponse `W` field, psql's CONTEXT line),
+    /// e.g. `COPY t, line 3, column b: "x"`.
+    pub context: Option<String>,
 }
 
 impl SqlError {
     pub fn new(code: &[u8; 5], message: impl Into<String>) -> SqlError {
-        SqlError { severity: Severity::Error, code: *code, message: message.into(), detail: None, hint: None, position: None }
+        SqlError { severity: Severity::Error, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None }
     }
     pub fn notice(code: &[u8; 5], message: impl Into<String>) -> SqlError {
         SqlError { severity: Severity::Notice, ..SqlError::new(code, message) }
@@ -44,6 +47,10 @@ impl SqlError {
     }
     pub fn with_hint(mut self, h: impl Into<String>) -> SqlError {
         self.hint = Some(h.into());
+        self
+    }
+    pub fn with_context(mut self, c: impl Into<String>) -> SqlError {
+        self.context = Some(c.into());
         self
     }
     /// Sets the position from a parse-tree location (0-based byte offset into

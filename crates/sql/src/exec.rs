@@ -386,6 +386,7 @@ pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
                 _ => Box::new(VecIter(vec![].into_iter())),
             }
         }
+        Source::Function(f) => crate::srf::scan(f, ctx)?,
     };
     let mut input: Box<dyn RowIter> = match &q.filter {
         Some(p) => Box::new(Filter { input, pred: p.clone() }),

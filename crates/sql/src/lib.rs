@@ -2,12 +2,16 @@
 
 pub mod analyze;
 pub mod catalog;
+pub mod copy;
 pub mod errors;
 pub mod exec;
+pub mod insert_select;
 pub mod parser;
 pub mod plan;
+pub mod reloptions;
 pub mod rowio;
 pub mod session;
+pub mod srf;
 pub mod types;
 
 pub use errors::{Result, Severity, SqlError};

@@ -117,6 +117,8 @@ pub enum Source {
     Table(Table),
     /// `SELECT generate_series(a, b)`: one int column.
     Series(Expr, Expr, Type),
+    /// A set-returning function in FROM (crate::srf).
+    Function(crate::srf::SeriesScan),
 }
 
 #[derive(Clone, Debug)]
@@ -157,6 +159,10 @@ pub enum Statement {
     Set { name: String, value: Option<String> },
     Show(String),
     Empty,
+    /// INSERT ... SELECT (crate::insert_select).
+    InsertSelect(Box<crate::insert_select::InsertSelect>),
+    /// COPY FROM / TO (crate::copy).
+    Copy(Box<crate::copy::CopyStmt>),
 }
 
 impl Statement {
@@ -169,6 +175,7 @@ impl Statement {
             {
                 Some(returning.clone())
             }
+            Statement::InsertSelect(i) if !i.returning.is_empty() => Some(i.returning.clone()),
             Statement::Show(name) => Some(vec![Target {
                 name: name.clone(),
                 expr: Expr::Const(Value::Null, Type::Text),

@@ -73,6 +73,24 @@ pub trait Output {
     fn command_complete(&mut self, tag: &str) -> Result<()>;
     fn empty_query(&mut self) -> Result<()>;
     fn notice(&mut self, notice: &SqlError) -> Result<()>;
+    /// COPY FROM STDIN: CopyInResponse (text format, `ncols` columns); then
+    /// [`Output::copy_in_read`] until Done or Fail.
+    fn copy_in_start(&mut self, _ncols: usize) -> Result<()> {
+        Err(SqlError::not_supported("COPY FROM STDIN on this connection"))
+    }
+    fn copy_in_read(&mut self) -> Result<crate::copy::CopyInEvent> {
+        Err(SqlError::not_supported("COPY FROM STDIN on this connection"))
+    }
+    /// COPY TO STDOUT: CopyOutResponse, then [`Output::copy_data`]* and [`Output::copy_done`].
+    fn copy_out_start(&mut self, _ncols: usize) -> Result<()> {
+        Err(SqlError::not_supported("COPY TO STDOUT on this connection"))
+    }
+    fn copy_data(&mut self, _data: &[u8]) -> Result<()> {
+        Err(SqlError::not_supported("COPY TO STDOUT on this connection"))
+    }
+    fn copy_done(&mut self) -> Result<()> {
+        Err(SqlError::not_supported("COPY TO STDOUT on this connection"))
+    }
 }
 
 /// How an Execute ended.
@@ -630,6 +648,15 @@ impl Session {
                     catalog::drop_table(&mut self.backend, &snap, t)?;
                 }
                 Ok((None, "DROP TABLE".into()))
+            }
+            Statement::InsertSelect(i) => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let (n, rows) = crate::insert_select::execute(i, &mut ctx)?;
+                Ok((returning(rows, &i.returning), format!("INSERT 0 {n}")))
+            }
+            Statement::Copy(c) => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                Ok((None, crate::copy::execute(c, &mut ctx, out)?))
             }
             other => Err(SqlError::internal(format!("statement not executable here: {other:?}"))),
         }

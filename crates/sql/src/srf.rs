@@ -1,0 +1,151 @@
+//! Set-returning functions in FROM: `FROM generate_series(start, stop [, step])
+//! [AS] alias [(colname)]`, as a one-column relation the rest of the query reads
+//! like a table (its rows are produced one at a time, never materialized).
+//!
+//! Naming follows PostgreSQL: without an alias the relation and its column are
+//! both called `generate_series`; `AS a` names both `a`; `AS a(x)` names the
+//! column `x`. The integer forms exist (int4 and int8, chosen by the argument
+//! types); the numeric and timestamp forms, WITH ORDINALITY, LATERAL, ROWS FROM
+//! and other functions in FROM are 0A000.
+
+use crate::analyze::Analyzer;
+use crate::catalog::{Column, Table};
+use crate::errors::{Result, SqlError};
+use crate::exec::{eval_pure, Ctx, RowIter};
+use crate::plan::Expr;
+use crate::rowio::RelStorage;
+use crate::types::{CastContext, Type, Value};
+use pg_query::protobuf as pb;
+use pg_query::NodeEnum;
+
+/// `generate_series(start, stop, step)` over `ty` (int4 or int8).
+#[derive(Clone, Debug)]
+pub struct SeriesScan {
+    pub start: Expr,
+    pub stop: Expr,
+    pub step: Option<Expr>,
+    pub ty: Type,
+}
+
+/// Analyzes a function in FROM: the relation the scope sees (a table with no
+/// storage, OID 0), its reference name, and the scan.
+pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Result<(Table, String, SeriesScan)> {
+    if rf.lateral || rf.ordinality || rf.is_rowsfrom || !rf.coldeflist.is_empty() || rf.functions.len() != 1 {
+        return Err(SqlError::not_supported("LATERAL, WITH ORDINALITY, ROWS FROM or column definitions for functions in FROM"));
+    }
+    let f = match rf.functions[0].node.as_ref() {
+        Some(NodeEnum::List(l)) => match l.items.first().and_then(|n| n.node.as_ref()) {
+            Some(NodeEnum::FuncCall(f)) => f,
+            _ => return Err(SqlError::not_supported("this function in FROM")),
+        },
+        _ => return Err(SqlError::not_supported("this function in FROM")),
+    };
+    let names: Vec<&str> = f
+        .funcname
+        .iter()
+        .filter_map(|n| match n.node.as_ref() {
+            Some(NodeEnum::String(s)) => Some(s.sval.as_str()),
+            _ => None,
+        })
+        .collect();
+    let name = match names.as_slice() {
+        ["pg_catalog", n] | [n] => n.to_string(),
+        _ => String::new(),
+    };
+    if name != "generate_series" || f.agg_star || f.agg_distinct || f.over.is_some() {
+        return Err(SqlError::not_supported(format!("function {} in FROM", names.join("."))).at(a.sql, f.location));
+    }
+    if f.args.len() < 2 || f.args.len() > 3 {
+        return Err(SqlError::new(b"42883", format!("function generate_series({}) does not exist", vec!["integer"; f.args.len()].join(", ")))
+            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+            .at(a.sql, f.location));
+    }
+    let mut args = Vec::new();
+    for n in &f.args {
+        let Some(n) = n.node.as_ref() else { continue };
+        args.push(a.scalar_expr(n)?);
+    }
+    let ty = if args.iter().any(|e| e.ty() == Type::Int8) { Type::Int8 } else { Type::Int4 };
+    if let Some(bad) = args.iter().find(|e| !(e.ty().is_integer() || e.ty() == Type::Unknown)) {
+        return Err(SqlError::not_supported(format!("generate_series over {}", bad.ty().sql_name())).at(a.sql, f.location));
+    }
+    let mut coerced = Vec::new();
+    for e in args {
+        coerced.push(a.coerce(e, ty, CastContext::Implicit, f.location)?);
+    }
+    let mut it = coerced.into_iter();
+    let start = it.next().ok_or_else(|| SqlError::internal("generate_series without arguments"))?;
+    let stop = it.next().ok_or_else(|| SqlError::internal("generate_series without stop"))?;
+    let step = it.next();
+    let (refname, colname) = match &rf.alias {
+        None => ("generate_series".to_string(), "generate_series".to_string()),
+        Some(al) => {
+            let cols: Vec<String> = al
+                .colnames
+                .iter()
+                .filter_map(|n| match n.node.as_ref() {
+                    Some(NodeEnum::String(s)) => Some(s.sval.clone()),
+                    _ => None,
+                })
+                .collect();
+            if cols.len() > 1 {
+                return Err(SqlError::new(b"42601", "too many column aliases specified for function generate_series"));
+            }
+            (al.aliasname.clone(), cols.into_iter().next().unwrap_or_else(|| al.aliasname.clone()))
+        }
+    };
+    let columns = vec![Column { name: colname, ty, typmod: -1, not_null: false, default: None }];
+    let storage = RelStorage {
+        rel: ferrogres_engine::storage::RelFileLocator { spc_oid: 0, db_oid: 0, rel_number: 0 },
+        toast: None,
+        types: vec![ty],
+    };
+    let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns };
+    Ok((table, refname, SeriesScan { start, stop, step, ty }))
+}
+
+/// The rows of a series, one column each.
+pub fn scan(s: &SeriesScan, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    let ev = |e: &Expr, ctx: &mut Ctx| eval_pure(e, &[], ctx.params, &[], ctx.env);
+    let start = ev(&s.start, ctx)?;
+    let stop = ev(&s.stop, ctx)?;
+    let step = match &s.step {
+        Some(e) => ev(e, ctx)?,
+        None => Value::Int8(1),
+    };
+    let (Some(cur), Some(stop), Some(step)) = (start.as_i64(), stop.as_i64(), step.as_i64()) else {
+        // A NULL argument: no rows (the function is strict).
+        return Ok(Box::new(Series { next: None, stop: 0, step: 1, ty: s.ty, n: 0 }));
+    };
+    if step == 0 {
+        return Err(SqlError::new(b"22023", "step size cannot equal zero"));
+    }
+    Ok(Box::new(Series { next: Some(cur), stop, step, ty: s.ty, n: 0 }))
+}
+
+struct Series {
+    /// The next value, `None` when done.
+    next: Option<i64>,
+    stop: i64,
+    step: i64,
+    ty: Type,
+    n: u64,
+}
+
+impl RowIter for Series {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        let Some(v) = self.next else { return Ok(None) };
+        if (self.step > 0 && v > self.stop) || (self.step < 0 && v < self.stop) {
+            self.next = None;
+            return Ok(None);
+        }
+        self.n += 1;
+        if self.n.is_multiple_of(1024) {
+            ctx.env.check_interrupts()?;
+        }
+        // Stop instead of overflowing the type.
+        let (min, max) = if self.ty == Type::Int4 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
+        self.next = v.checked_add(self.step).filter(|n| *n >= min && *n <= max);
+        Ok(Some(vec![if self.ty == Type::Int8 { Value::Int8(v) } else { Value::Int4(v as i32) }]))
+    }
+}
