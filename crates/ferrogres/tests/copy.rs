@@ -4,77 +4,17 @@
 //! run by the real pgbench binary.
 
 mod common;
+use common::server::Server;
 use common::*;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// pgbench's initialization steps the pgbench test runs: d(rop), t(ables),
 /// g (client-side generate: COPY) / G (server-side: INSERT ... SELECT
 /// generate_series). Once PRIMARY KEY and VACUUM exist, extend to the default
 /// `dtgvp` (and `dtGvp`).
 const PGBENCH_INIT_STEPS: [&str; 2] = ["dtg", "dtG"];
-
-struct Server {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
-    log: PathBuf,
-}
-
-impl Server {
-    fn start(dir: &Path) -> Server {
-        for _ in 0..5 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            let log = dir.join(format!("server-{port}.log"));
-            let child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
-                .arg("-D")
-                .arg(dir.join("data"))
-                .args(["-p", &port.to_string(), "-k"])
-                .arg(dir)
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).unwrap())
-                .spawn()
-                .unwrap();
-            let mut s = Server { child: Some(child), port, dir: dir.to_path_buf(), log };
-            let deadline = Instant::now() + Duration::from_secs(20);
-            loop {
-                if s.child.as_mut().unwrap().try_wait().unwrap().is_some() {
-                    break;
-                }
-                if std::fs::read_to_string(&s.log).unwrap_or_default().contains("database system is ready to accept connections") {
-                    return s;
-                }
-                assert!(Instant::now() < deadline, "server did not start");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            s.child = None;
-        }
-        panic!("could not start the server");
-    }
-
-    /// Runs SQL through psql with `-At`; returns (stdout, stderr).
-    fn sql(&self, sql: &str) -> (String, String) {
-        let out = Command::new("psql")
-            .args(["-X", "-At", "-v", "ON_ERROR_STOP=0", "-h"])
-            .arg(&self.dir)
-            .args(["-p", &self.port.to_string(), "-U", "postgres", "-d", "postgres", "-c", sql])
-            .env_remove("PGOPTIONS")
-            .output()
-            .unwrap();
-        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 struct Raw(std::net::TcpStream);
 
