@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod catalog;
 pub mod errors;
 pub mod exec;
+pub mod index;
 pub mod parser;
 pub mod plan;
 pub mod rowio;

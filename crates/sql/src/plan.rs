@@ -157,6 +157,8 @@ pub enum Statement {
     Set { name: String, value: Option<String> },
     Show(String),
     Empty,
+    /// Index DDL, constraints, TRUNCATE, VACUUM, ANALYZE ([`crate::index`]).
+    Index(crate::index::IndexCmd),
 }
 
 impl Statement {
