@@ -1122,3 +1122,207 @@ pub fn vacuum(backend: &mut Backend, cmd: &IndexCmd) -> Result<String> {
     }
     Ok("VACUUM".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{ColumnDesc, Output, Session, SessionEnv, Setting};
+    use ferrogres_engine::config::Settings;
+    use ferrogres_engine::txn::IsolationLevel;
+
+    #[derive(Default)]
+    struct Rows(Vec<Vec<Option<String>>>);
+
+    impl Output for Rows {
+        fn row_description(&mut self, _: &[ColumnDesc]) -> Result<()> {
+            Ok(())
+        }
+        fn row(&mut self, row: &[Value]) -> Result<()> {
+            self.0.push(row.iter().map(types::output).collect());
+            Ok(())
+        }
+        fn command_complete(&mut self, _: &str) -> Result<()> {
+            Ok(())
+        }
+        fn empty_query(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn notice(&mut self, _: &SqlError) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn session(engine: &Arc<Engine>, pid: i32) -> Session {
+        let env = SessionEnv {
+            settings: vec![Setting { name: "client_min_messages".into(), value: "notice".into(), default: "notice".into(), reported: false }],
+            changed: vec![],
+            pid,
+            version: "v".into(),
+            interrupts: Box::new(|| Ok(())),
+        };
+        Session::new(engine.backend(pid).unwrap(), env)
+    }
+
+    fn query(s: &mut Session, sql: &str) -> Vec<Vec<Option<String>>> {
+        let mut out = Rows::default();
+        s.execute_simple(sql, &mut out).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let mut rows = out.0;
+        rows.sort();
+        rows
+    }
+
+    fn check_trees(engine: &Arc<Engine>, table: &str) -> usize {
+        let mut b = engine.backend(99).unwrap();
+        b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let snap = b.txn.statement_snapshot().unwrap();
+        let t = catalog::lookup_table(&b, &snap, None, table).unwrap().unwrap();
+        for ix in &t.indexes {
+            ix.btree().unwrap().check_invariants(engine).unwrap();
+        }
+        b.txn.commit().unwrap();
+        t.indexes.len()
+    }
+
+    /// Index scans (`k = c`, `k >= a AND k < b`, `v = c` on a unique index) give
+    /// the rows sequential scans give (`k + 0 = c` cannot use an index), over random
+    /// inserts, HOT updates (of an unindexed column), non-HOT updates (of an
+    /// indexed one), deletes and VACUUMs; the trees pass their invariant check.
+    #[test]
+    fn index_scans_equal_sequential_scans_under_updates_and_deletes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, _) = Engine::open(dir.path(), Settings::default()).unwrap();
+        catalog::bootstrap(&engine).unwrap();
+        let mut s = session(&engine, 1);
+        query(&mut s, "CREATE TABLE r (k int, v int PRIMARY KEY, s text); CREATE INDEX r_k ON r (k)");
+        let mut seed: u64 = 0x9e3779b97f4a7c15;
+        let mut rnd = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let mut next_v = 0;
+        for round in 0..60 {
+            let values: Vec<String> = (0..40)
+                .map(|_| {
+                    next_v += 1;
+                    let k = if rnd(10) == 0 { "NULL".to_string() } else { rnd(30).to_string() };
+                    format!("({k}, {next_v}, 's{}')", rnd(1000))
+                })
+                .collect();
+            query(&mut s, &format!("INSERT INTO r VALUES {}", values.join(", ")));
+            for _ in 0..5 {
+                let (k, v) = (rnd(30), rnd(next_v as u64 + 1));
+                match rnd(4) {
+                    0 => query(&mut s, &format!("UPDATE r SET s = s || 'h' WHERE k = {k}")),
+                    1 => query(&mut s, &format!("UPDATE r SET k = {} WHERE v >= {v} AND v < {}", rnd(30), v + 3)),
+                    2 => query(&mut s, &format!("DELETE FROM r WHERE k = {k} AND v > {v}")),
+                    _ => query(&mut s, &format!("UPDATE r SET v = v + 100000 WHERE v = {v}")),
+                };
+            }
+            if round % 20 == 19 {
+                query(&mut s, "VACUUM r");
+            }
+            for _ in 0..4 {
+                let (a, b, v) = (rnd(30), rnd(30), rnd(next_v as u64 + 1));
+                assert_eq!(query(&mut s, &format!("SELECT * FROM r WHERE k = {a}")), query(&mut s, &format!("SELECT * FROM r WHERE k + 0 = {a}")));
+                assert_eq!(
+                    query(&mut s, &format!("SELECT * FROM r WHERE k >= {a} AND k < {b}")),
+                    query(&mut s, &format!("SELECT * FROM r WHERE k + 0 >= {a} AND k + 0 < {b}"))
+                );
+                assert_eq!(query(&mut s, &format!("SELECT * FROM r WHERE v = {v}")), query(&mut s, &format!("SELECT * FROM r WHERE v + 0 = {v}")));
+                assert_eq!(query(&mut s, &format!("SELECT * FROM r WHERE {a} > k")), query(&mut s, &format!("SELECT * FROM r WHERE {a} > k + 0")));
+            }
+        }
+        let all = query(&mut s, "SELECT count(*) FROM r");
+        assert!(all[0][0].as_deref().unwrap().parse::<u64>().unwrap() > 100);
+        assert_eq!(check_trees(&engine, "r"), 2);
+        // The chosen path: an equality on the unique key wins.
+        let mut b = engine.backend(98).unwrap();
+        b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let snap = b.txn.statement_snapshot().unwrap();
+        let t = catalog::lookup_table(&b, &snap, None, "r").unwrap().unwrap();
+        let eq = |col, v| Expr::Compare { op: CmpOp::Eq, l: Box::new(Expr::Column(col, Type::Int4)), r: Box::new(Expr::Param(v, Type::Int4)) };
+        let f = Expr::And(vec![eq(0, 0), eq(1, 1)]);
+        assert_eq!(t.indexes[choose_path(&t, Some(&f)).unwrap().index].name, "r_pkey");
+        assert!(choose_path(&t, Some(&Expr::Compare { op: CmpOp::Ne, l: Box::new(Expr::Column(0, Type::Int4)), r: Box::new(Expr::Param(0, Type::Int4)) })).is_none());
+        b.txn.commit().unwrap();
+    }
+
+    /// Two sessions insert the same key: the second waits for the first, fails
+    /// with 23505 if it commits and succeeds if it rolls back.
+    #[test]
+    fn concurrent_inserts_of_one_key_wait_for_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, _) = Engine::open(dir.path(), Settings::default()).unwrap();
+        catalog::bootstrap(&engine).unwrap();
+        let mut a = session(&engine, 1);
+        query(&mut a, "CREATE TABLE k (id int PRIMARY KEY, who text)");
+        for (end, expect) in [("COMMIT", Some("23505")), ("ROLLBACK", None)] {
+            query(&mut a, "DELETE FROM k");
+            query(&mut a, "BEGIN; INSERT INTO k VALUES (1, 'a')");
+            let e2 = engine.clone();
+            let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let d2 = done.clone();
+            let h = std::thread::spawn(move || {
+                let mut b = session(&e2, 2);
+                let r = b.execute_simple("INSERT INTO k VALUES (1, 'b')", &mut Rows::default());
+                d2.store(true, std::sync::atomic::Ordering::SeqCst);
+                r.err().map(|e| (e.sqlstate().to_string(), e.message, e.detail))
+            });
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            assert!(!done.load(std::sync::atomic::Ordering::SeqCst), "the second insert did not wait");
+            query(&mut a, end);
+            let r = h.join().unwrap();
+            match expect {
+                Some(code) => {
+                    let (c, m, d) = r.expect("duplicate not detected");
+                    assert_eq!(c, code);
+                    assert_eq!(m, "duplicate key value violates unique constraint \"k_pkey\"");
+                    assert_eq!(d.as_deref(), Some("Key (id)=(1) already exists."));
+                    assert_eq!(query(&mut a, "SELECT who FROM k WHERE id = 1"), vec![vec![Some("a".to_string())]]);
+                }
+                None => {
+                    assert!(r.is_none(), "{r:?}");
+                    assert_eq!(query(&mut a, "SELECT who FROM k WHERE id = 1"), vec![vec![Some("b".to_string())]]);
+                }
+            }
+        }
+        check_trees(&engine, "k");
+    }
+
+    /// TRUNCATE gives the table and its indexes new files in new pg_class row
+    /// versions; a rollback restores the old ones. VACUUM and ANALYZE store
+    /// relpages/reltuples.
+    #[test]
+    fn truncate_is_transactional_and_analyze_stores_sizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, _) = Engine::open(dir.path(), Settings::default()).unwrap();
+        catalog::bootstrap(&engine).unwrap();
+        let mut s = session(&engine, 1);
+        query(&mut s, "CREATE TABLE t (a int PRIMARY KEY, b text); INSERT INTO t VALUES (1, 'x'), (2, 'y'), (3, 'z')");
+        let load = || {
+            let mut b = engine.backend(97).unwrap();
+            b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+            let snap = b.txn.statement_snapshot().unwrap();
+            let t = catalog::lookup_table(&b, &snap, None, "t").unwrap().unwrap();
+            let size = stored_size(&b, &snap, t.oid).unwrap().unwrap();
+            b.txn.commit().unwrap();
+            (t, size)
+        };
+        let (before, _) = load();
+        query(&mut s, "BEGIN; TRUNCATE t; ROLLBACK");
+        let (t, _) = load();
+        assert_eq!((t.storage.rel, t.indexes[0].rel), (before.storage.rel, before.indexes[0].rel));
+        assert_eq!(query(&mut s, "SELECT count(*) FROM t WHERE a = 2"), vec![vec![Some("1".to_string())]]);
+        query(&mut s, "ANALYZE t");
+        assert_eq!(load().1, RelSize { pages: 1, tuples: 3.0 });
+        query(&mut s, "TRUNCATE t");
+        let (t, size) = load();
+        assert_ne!(t.storage.rel, before.storage.rel);
+        assert_ne!(t.indexes[0].rel, before.indexes[0].rel);
+        assert_eq!(size, RelSize { pages: 0, tuples: 0.0 });
+        query(&mut s, "INSERT INTO t VALUES (1, 'again'); VACUUM t");
+        assert_eq!(load().1, RelSize { pages: 1, tuples: 1.0 });
+        assert_eq!(query(&mut s, "SELECT b FROM t WHERE a = 1"), vec![vec![Some("again".to_string())]]);
+        check_trees(&engine, "t");
+    }
+}
