@@ -1320,7 +1320,12 @@ mod tests {
         assert_ne!(t.storage.rel, before.storage.rel);
         assert_ne!(t.indexes[0].rel, before.indexes[0].rel);
         assert_eq!(size, RelSize { pages: 0, tuples: 0.0 });
-        query(&mut s, "INSERT INTO t VALUES (1, 'again'); VACUUM t");
+        let mut out = Rows::default();
+        let e = s.execute_simple("INSERT INTO t VALUES (1, 'again'); VACUUM t", &mut out).unwrap_err();
+        assert_eq!((e.sqlstate(), e.message.as_str()), ("25001", "VACUUM cannot run inside a transaction block"));
+        assert_eq!(query(&mut s, "SELECT count(*) FROM t"), vec![vec![Some("0".to_string())]]);
+        query(&mut s, "INSERT INTO t VALUES (1, 'again')");
+        query(&mut s, "VACUUM t");
         assert_eq!(load().1, RelSize { pages: 1, tuples: 1.0 });
         assert_eq!(query(&mut s, "SELECT b FROM t WHERE a = 1"), vec![vec![Some("again".to_string())]]);
         check_trees(&engine, "t");

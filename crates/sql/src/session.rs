@@ -696,7 +696,14 @@ impl Session {
             return out.empty_query();
         }
         for st in stmts.iter() {
-            if let Err(e) = self.simple_one(st, out) {
+            // Several statements in one string form an implicit transaction block.
+            let vacuum_in_block = stmts.len() > 1 && matches!(&st.node, pg_query::NodeEnum::VacuumStmt(v) if v.is_vacuumcmd);
+            let r = if vacuum_in_block {
+                Err(SqlError::new(b"25001", "VACUUM cannot run inside a transaction block"))
+            } else {
+                self.simple_one(st, out)
+            };
+            if let Err(e) = r {
                 self.on_error();
                 return Err(e);
             }
