@@ -375,7 +375,10 @@ pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let input: Box<dyn RowIter> = match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
         Source::Table(t) => {
-            let rows: Vec<Vec<Value>> = crate::index::scan_table(t, q.filter.as_ref(), ctx)?.into_iter().map(|r| r.1).collect();
+            let rows: Vec<Vec<Value>> = match crate::index::ordered_scan(t, q, ctx)? {
+                Some(rows) => rows,
+                None => crate::index::scan_table(t, q.filter.as_ref(), ctx)?.into_iter().map(|r| r.1).collect(),
+            };
             Box::new(VecIter(rows.into_iter()))
         }
         Source::Series(a, b, ty) => {

@@ -846,6 +846,59 @@ pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result
     Ok(out)
 }
 
+/// ORDER BY `col` LIMIT n (no aggregates, one sort key) where `col` is the first
+/// column of an ascending index and the null placement is the default one: the
+/// first `offset + n` rows passing the WHERE, read in index order (backward for
+/// DESC: NULLs first, as DESC's default). The caller still filters, sorts and
+/// limits them. `None`: not applicable.
+pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Result<Option<Vec<Vec<Value>>>> {
+    if !q.aggregates.is_empty() || q.order.len() != 1 || table.indexes.is_empty() {
+        return Ok(None);
+    }
+    let key = &q.order[0];
+    if key.nulls_first != key.desc {
+        return Ok(None);
+    }
+    let expr = if key.column < q.targets.len() { &q.targets[key.column].expr } else { &q.hidden[key.column - q.targets.len()] };
+    let Expr::Column(col, _) = expr else { return Ok(None) };
+    let Some(ix) = table.indexes.iter().find(|ix| ix.columns[0] == *col && !ix.desc[0]) else { return Ok(None) };
+    let count = |e: &Option<Expr>, ctx: &mut Ctx| -> Result<Option<i64>> {
+        match e {
+            None => Ok(Some(0)),
+            Some(e) => Ok(eval_pure(e, &[], ctx.params, &[], ctx.env)?.as_i64().filter(|n| *n >= 0)),
+        }
+    };
+    let Some(limit) = q.limit.as_ref().map(|_| count(&q.limit, ctx)).transpose()?.flatten() else { return Ok(None) };
+    let Some(offset) = count(&q.offset, ctx)? else { return Ok(None) };
+    let want = (limit.saturating_add(offset)) as usize;
+    let tree = ix.btree()?;
+    let engine = ctx.backend.engine().clone();
+    let descs = table.storage.descs()?;
+    let mut scan = if key.desc { tree.scan_backward(&engine, ScanBounds::all()) } else { tree.scan(&engine, ScanBounds::all()) };
+    let mut seen: HashSet<Tid> = HashSet::new();
+    let mut out = Vec::new();
+    let mut n = 0u64;
+    while out.len() < want {
+        let Some(root) = scan.next().transpose()? else { break };
+        n += 1;
+        if n.is_multiple_of(1024) {
+            ctx.env.check_interrupts()?;
+        }
+        let Some((tid, bytes)) = heapam::heap_hot_fetch(ctx.backend, table.storage.rel, root, &ctx.snap)? else { continue };
+        if !seen.insert(tid) {
+            continue;
+        }
+        let row = deform_row(ctx.backend, &table.storage, &descs, &bytes, &ctx.snap)?;
+        if let Some(f) = &q.filter {
+            if eval_pure(f, &row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
+                continue;
+            }
+        }
+        out.push(row);
+    }
+    Ok(Some(out))
+}
+
 // ----- TRUNCATE, VACUUM, ANALYZE ---------------------------------------------------------
 
 /// TRUNCATE of each table: new, empty files for the table, its TOAST relation and
@@ -1230,6 +1283,12 @@ mod tests {
                 );
                 assert_eq!(query(&mut s, &format!("SELECT * FROM r WHERE v = {v}")), query(&mut s, &format!("SELECT * FROM r WHERE v + 0 = {v}")));
                 assert_eq!(query(&mut s, &format!("SELECT * FROM r WHERE {a} > k")), query(&mut s, &format!("SELECT * FROM r WHERE {a} > k + 0")));
+                for dir in ["", "DESC"] {
+                    assert_eq!(
+                        query(&mut s, &format!("SELECT k FROM r WHERE v > {v} ORDER BY k {dir} LIMIT {a} OFFSET 2")),
+                        query(&mut s, &format!("SELECT k FROM r WHERE v > {v} ORDER BY k + 0 {dir} LIMIT {a} OFFSET 2"))
+                    );
+                }
             }
         }
         let all = query(&mut s, "SELECT count(*) FROM r");

@@ -108,3 +108,17 @@ DROP TABLE t, u, p, m;
 CREATE TABLE t (a int);
 CREATE INDEX t_a ON t (a);
 DROP TABLE t;
+-- ORDER BY ... LIMIT through an index
+CREATE TABLE o (a int, b text);
+CREATE INDEX o_a ON o (a);
+INSERT INTO o VALUES (5, 'e'), (NULL, 'n1'), (3, 'c'), (1, 'a'), (4, 'd'), (NULL, 'n2'), (2, 'b'), (3, 'c2');
+UPDATE o SET b = b || '!' WHERE a = 4;
+UPDATE o SET a = 0 WHERE b = 'e';
+SELECT * FROM o ORDER BY a LIMIT 3;
+SELECT a FROM o ORDER BY a LIMIT 2 OFFSET 2;
+SELECT a FROM o WHERE b <> 'a' ORDER BY a DESC LIMIT 4;
+SELECT b FROM o ORDER BY a DESC LIMIT 1 OFFSET 2;
+SELECT a FROM o ORDER BY a NULLS FIRST LIMIT 3;
+SELECT a FROM o WHERE a > 2 ORDER BY a LIMIT 10;
+SELECT a FROM o ORDER BY a LIMIT 0;
+DROP TABLE o;
