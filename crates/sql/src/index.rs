@@ -72,8 +72,13 @@ pub struct IndexInfo {
     pub oid: u32,
     pub name: String,
     pub rel: RelFileLocator,
-    /// The key columns: positions in the table's columns, in key order.
+    /// The columns: positions in the table's columns, key columns in key order,
+    /// then INCLUDE columns (stored as trailing key columns: the engine's tree has
+    /// no payload columns; harmless for a non-unique index, the only kind that
+    /// may have them).
     pub columns: Vec<usize>,
+    /// The number of key columns (indnkeyatts).
+    pub nkey: usize,
     pub types: Vec<Type>,
     pub unique: bool,
     pub primary: bool,
@@ -213,11 +218,11 @@ fn int2vector(v: &str) -> Vec<i16> {
 /// The indexes of table `table_oid` (whose columns are `columns`), in creation
 /// (OID) order. Registers them for VACUUM's index cleanup.
 pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns: &[catalog::Column]) -> Result<Vec<IndexInfo>> {
-    let mut found: Vec<(u32, bool, bool, Vec<i16>, Vec<i16>)> = Vec::new();
+    let mut found: Vec<(u32, bool, bool, Vec<i16>, Vec<i16>, i16)> = Vec::new();
     for (_, row) in scan_rows(backend, &index_rel(), snap)? {
-        if let [Value::Oid(ix), Value::Oid(rel), _, _, Value::Bool(u), Value::Bool(p), Value::Text(k), Value::Text(o)] = row.as_slice() {
+        if let [Value::Oid(ix), Value::Oid(rel), _, Value::Int2(nkey), Value::Bool(u), Value::Bool(p), Value::Text(k), Value::Text(o)] = row.as_slice() {
             if *rel == table_oid {
-                found.push((*ix, *u, *p, int2vector(k), int2vector(o)));
+                found.push((*ix, *u, *p, int2vector(k), int2vector(o), *nkey));
             }
         }
     }
@@ -242,7 +247,7 @@ pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns:
     }
     found.sort_by_key(|f| f.0);
     let mut out = Vec::new();
-    for (oid, unique, primary, keys, opts) in found {
+    for (oid, unique, primary, keys, opts, nkey) in found {
         let Some((name, filenode)) = names.remove(&oid) else { continue };
         let cols: Vec<usize> = keys.iter().map(|k| (*k - 1) as usize).collect();
         if cols.iter().any(|c| *c >= columns.len()) {
@@ -256,6 +261,7 @@ pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns:
             desc: opts.iter().map(|o| o & INDOPTION_DESC != 0).collect(),
             nulls_first: opts.iter().map(|o| o & INDOPTION_NULLS_FIRST != 0).collect(),
             columns: cols,
+            nkey: nkey as usize,
             unique,
             primary,
             constraint: cons.get(&oid).copied(),
@@ -350,6 +356,8 @@ pub struct IndexSpec {
     pub columns: Vec<usize>,
     pub desc: Vec<bool>,
     pub nulls_first: Vec<bool>,
+    /// Key columns: the first `nkey` of `columns`; the rest are INCLUDE columns.
+    pub nkey: usize,
     pub unique: bool,
     pub primary: bool,
     /// A constraint (PRIMARY KEY / UNIQUE) rather than a plain index.
@@ -446,6 +454,7 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
         name: name.clone(),
         rel: locator(oid),
         columns: spec.columns.clone(),
+        nkey: spec.nkey,
         types: spec.columns.iter().map(|c| table.columns[*c].ty).collect(),
         unique: spec.unique || spec.primary,
         primary: spec.primary,
@@ -480,7 +489,7 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
             Value::Oid(oid),
             Value::Oid(table.oid),
             Value::Int2(ix.columns.len() as i16),
-            Value::Int2(ix.columns.len() as i16),
+            Value::Int2(ix.nkey as i16),
             Value::Bool(ix.unique),
             Value::Bool(ix.primary),
             Value::Text(keys.join(" ")),

@@ -122,3 +122,11 @@ SELECT a FROM o ORDER BY a NULLS FIRST LIMIT 3;
 SELECT a FROM o WHERE a > 2 ORDER BY a LIMIT 10;
 SELECT a FROM o ORDER BY a LIMIT 0;
 DROP TABLE o;
+-- INCLUDE columns
+CREATE TABLE inc (a int, b text, c int);
+INSERT INTO inc VALUES (1, 'x', 1), (2, 'y', 2), (1, 'z', 3);
+CREATE INDEX ON inc (a) INCLUDE (b, c);
+UPDATE inc SET c = c + 10 WHERE a = 1;
+SELECT * FROM inc WHERE a = 1 ORDER BY c;
+DROP INDEX inc_a_b_c_idx;
+DROP TABLE inc;

@@ -78,6 +78,7 @@ impl Analyzer<'_> {
             name: (!c.conname.is_empty()).then(|| c.conname.clone()),
             desc: vec![false; cols.len()],
             nulls_first: vec![false; cols.len()],
+            nkey: cols.len(),
             columns: cols,
             unique: true,
             primary,
@@ -124,8 +125,8 @@ impl Analyzer<'_> {
         if s.where_clause.is_some() {
             return Err(SqlError::not_supported("partial indexes"));
         }
-        if !s.index_including_params.is_empty() {
-            return Err(SqlError::not_supported("INCLUDE columns"));
+        if !s.index_including_params.is_empty() && s.unique {
+            return Err(SqlError::not_supported("INCLUDE columns in unique indexes"));
         }
         if !s.options.is_empty() || !s.table_space.is_empty() || s.nulls_not_distinct {
             return Err(SqlError::not_supported("index storage options, tablespaces and NULLS NOT DISTINCT"));
@@ -144,6 +145,7 @@ impl Analyzer<'_> {
             columns: Vec::new(),
             desc: Vec::new(),
             nulls_first: Vec::new(),
+            nkey: 0,
             unique: s.unique,
             primary: false,
             constraint: false,
@@ -169,6 +171,19 @@ impl Analyzer<'_> {
             spec.columns.push(i);
             spec.desc.push(desc);
             spec.nulls_first.push(nulls_first);
+        }
+        spec.nkey = spec.columns.len();
+        for p in &s.index_including_params {
+            let Some(NodeEnum::IndexElem(e)) = &p.node else { continue };
+            if e.expr.is_some() {
+                return Err(SqlError::not_supported("expressions in INCLUDE"));
+            }
+            let Some(i) = table.columns.iter().position(|c| c.name == e.name) else {
+                return Err(SqlError::new(b"42703", format!("column \"{}\" does not exist", e.name)));
+            };
+            spec.columns.push(i);
+            spec.desc.push(false);
+            spec.nulls_first.push(false);
         }
         if spec.columns.len() > 32 {
             return Err(SqlError::new(b"54011", "cannot use more than 32 columns in an index"));
