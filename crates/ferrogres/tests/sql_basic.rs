@@ -66,6 +66,11 @@ fn errors_match_postgres_15() {
 }
 
 #[test]
+fn indexes_match_postgres_15() {
+    check_script("indexes");
+}
+
+#[test]
 fn data_survives_restart_and_crash() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());

@@ -14,6 +14,8 @@ use ferrogres_engine::txn::IsolationLevel;
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 
+mod index_ddl;
+
 pub struct Analyzer<'a> {
     pub backend: &'a Backend,
     pub snap: &'a Snapshot,
@@ -138,6 +140,10 @@ impl<'a> Analyzer<'a> {
             NodeEnum::UpdateStmt(s) => self.update(s),
             NodeEnum::CreateStmt(s) => self.create(s),
             NodeEnum::DropStmt(s) => self.drop(s),
+            NodeEnum::IndexStmt(s) => self.create_index(s),
+            NodeEnum::AlterTableStmt(s) => self.alter_table(s),
+            NodeEnum::TruncateStmt(s) => self.truncate(s),
+            NodeEnum::VacuumStmt(s) => self.vacuum(s),
             NodeEnum::TransactionStmt(t) => {
                 use pb::TransactionStmtKind as K;
                 let cmd = match K::try_from(t.kind).unwrap_or(K::Undefined) {
@@ -1179,6 +1185,7 @@ impl<'a> Analyzer<'a> {
             },
         };
         let mut columns: Vec<Column> = Vec::new();
+        let mut constraints: Vec<(pb::Constraint, Option<String>)> = Vec::new();
         for elt in &s.table_elts {
             match elt.node.as_ref() {
                 Some(NodeEnum::ColumnDef(cd)) => {
@@ -1203,13 +1210,16 @@ impl<'a> Analyzer<'a> {
                                 })?;
                                 col.default = (!v.is_null()).then_some(v);
                             }
-                            C::ConstrPrimary | C::ConstrUnique => {
-                                return Err(self.err_at(SqlError::not_supported("PRIMARY KEY and UNIQUE (no indexes yet)"), c.location))
-                            }
+                            C::ConstrPrimary | C::ConstrUnique => constraints.push(((**c).clone(), Some(cd.colname.clone()))),
                             other => return Err(self.err_at(SqlError::not_supported(format!("column constraint {other:?}")), c.location)),
                         }
                     }
                     columns.push(col);
+                }
+                Some(NodeEnum::Constraint(c))
+                    if matches!(pb::ConstrType::try_from(c.contype), Ok(pb::ConstrType::ConstrPrimary | pb::ConstrType::ConstrUnique)) =>
+                {
+                    constraints.push(((**c).clone(), None))
                 }
                 _ => return Err(SqlError::not_supported("table constraints")),
             }
@@ -1217,10 +1227,16 @@ impl<'a> Analyzer<'a> {
         if columns.len() > 1600 {
             return Err(SqlError::new(b"54011", "tables can have at most 1600 columns"));
         }
+        if !constraints.is_empty() {
+            return self.create_with_constraints(namespace, rv.relname.clone(), columns, s.if_not_exists, constraints);
+        }
         Ok(Statement::CreateTable { namespace, name: rv.relname.clone(), columns, if_not_exists: s.if_not_exists })
     }
 
     fn drop(&mut self, s: &pb::DropStmt) -> Result<Statement> {
+        if s.remove_type == pb::ObjectType::ObjectIndex as i32 {
+            return self.drop_index(s);
+        }
         if s.remove_type != pb::ObjectType::ObjectTable as i32 {
             return Err(SqlError::not_supported("DROP of this object type"));
         }

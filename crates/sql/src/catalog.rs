@@ -4,9 +4,11 @@
 //! | catalog | relfilenode | columns (this round) |
 //! |---|---|---|
 //! | pg_namespace | 2615 | oid oid, nspname text |
-//! | pg_class | 1259 | oid oid, relname text, relnamespace oid, relfilenode oid, reltoastrelid oid, relkind text, relnatts int2 |
+//! | pg_class | 1259 | oid oid, relname text, relnamespace oid, relfilenode oid, reltoastrelid oid, relkind text, relnatts int2, relam oid, relpages int4, reltuples float8 |
 //! | pg_attribute | 1249 | attrelid oid, attname text, atttypid oid, attnum int2, atttypmod int4, attnotnull bool |
 //! | pg_attrdef | 2604 | adrelid oid, adnum int2, adbin text |
+//! | pg_index | 2610 | see [`crate::index`] |
+//! | pg_constraint | 2606 | see [`crate::index`] |
 //!
 //! Differences from PostgreSQL, for now: names are `text` rather than the 64-byte
 //! `name`; only the columns above exist; `adbin` holds the default's constant in
@@ -41,19 +43,22 @@ pub const PG_ATTRDEF: u32 = 2604;
 pub const PG_CATALOG_NAMESPACE: u32 = 11;
 pub const PUBLIC_NAMESPACE: u32 = 2200;
 
-fn locator(rel_number: u32) -> RelFileLocator {
+pub(crate) fn locator(rel_number: u32) -> RelFileLocator {
     RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number }
 }
 
-fn cat(rel: u32, types: &[Type]) -> RelStorage {
+pub(crate) fn cat(rel: u32, types: &[Type]) -> RelStorage {
     RelStorage { rel: locator(rel), toast: None, types: types.to_vec() }
 }
 
 fn namespace_rel() -> RelStorage {
     cat(PG_NAMESPACE, &[Type::Oid, Type::Text])
 }
-fn class_rel() -> RelStorage {
-    cat(PG_CLASS, &[Type::Oid, Type::Text, Type::Oid, Type::Oid, Type::Oid, Type::Text, Type::Int2])
+pub(crate) fn class_rel() -> RelStorage {
+    cat(
+        PG_CLASS,
+        &[Type::Oid, Type::Text, Type::Oid, Type::Oid, Type::Oid, Type::Text, Type::Int2, Type::Oid, Type::Int4, Type::Float8],
+    )
 }
 fn attribute_rel() -> RelStorage {
     cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool])
@@ -82,6 +87,8 @@ pub struct Table {
     pub namespace: u32,
     pub storage: RelStorage,
     pub columns: Vec<Column>,
+    /// Its indexes (B-tree), loaded with it.
+    pub indexes: Vec<crate::index::IndexInfo>,
 }
 
 /// Makes sure the catalogs exist and are filled (first start of a data directory).
@@ -89,7 +96,7 @@ pub struct Table {
 /// fills them again.
 pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
     let mut backend = engine.backend(std::process::id() as i32)?;
-    for rel in [PG_NAMESPACE, PG_CLASS, PG_ATTRIBUTE, PG_ATTRDEF] {
+    for rel in [PG_NAMESPACE, PG_CLASS, PG_ATTRIBUTE, PG_ATTRDEF, crate::index::PG_INDEX, crate::index::PG_CONSTRAINT] {
         if !engine.smgr.exists(locator(rel), ForkNumber::Main) {
             engine.create_relation(locator(rel))?;
         }
@@ -103,11 +110,18 @@ pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
         for (oid, name) in [(PG_CATALOG_NAMESPACE, "pg_catalog"), (PUBLIC_NAMESPACE, "public")] {
             insert_row(&mut backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(name.into())])?;
         }
-        let catalogs: [(u32, &str, RelStorage, &[&str]); 4] = [
+        let catalogs: [(u32, &str, RelStorage, &[&str]); 6] = [
             (PG_NAMESPACE, "pg_namespace", namespace_rel(), &["oid", "nspname"]),
-            (PG_CLASS, "pg_class", class_rel(), &["oid", "relname", "relnamespace", "relfilenode", "reltoastrelid", "relkind", "relnatts"]),
+            (
+                PG_CLASS,
+                "pg_class",
+                class_rel(),
+                &["oid", "relname", "relnamespace", "relfilenode", "reltoastrelid", "relkind", "relnatts", "relam", "relpages", "reltuples"],
+            ),
             (PG_ATTRIBUTE, "pg_attribute", attribute_rel(), &["attrelid", "attname", "atttypid", "attnum", "atttypmod", "attnotnull"]),
             (PG_ATTRDEF, "pg_attrdef", attrdef_rel(), &["adrelid", "adnum", "adbin"]),
+            (crate::index::PG_INDEX, "pg_index", crate::index::index_rel(), crate::index::PG_INDEX_COLUMNS),
+            (crate::index::PG_CONSTRAINT, "pg_constraint", crate::index::constraint_rel(), crate::index::PG_CONSTRAINT_COLUMNS),
         ];
         for (oid, name, st, cols) in catalogs {
             let columns: Vec<Column> = st
@@ -116,7 +130,7 @@ pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
                 .zip(cols)
                 .map(|(t, c)| Column { name: c.to_string(), ty: *t, typmod: -1, not_null: true, default: None })
                 .collect();
-            let table = Table { oid, name: name.into(), namespace: PG_CATALOG_NAMESPACE, storage: st, columns };
+            let table = Table { oid, name: name.into(), namespace: PG_CATALOG_NAMESPACE, storage: st, columns, indexes: Vec::new() };
             insert_catalog_rows(&mut backend, &table)?;
         }
         Ok(())
@@ -143,6 +157,9 @@ fn insert_catalog_rows(backend: &mut Backend, t: &Table) -> Result<()> {
             Value::Oid(t.storage.toast.map_or(0, |r| r.rel_number)),
             Value::Text("r".into()),
             Value::Int2(t.columns.len() as i16),
+            Value::Oid(0),
+            Value::Int4(0),
+            Value::Float8(-1.0),
         ],
     )?;
     for (i, c) in t.columns.iter().enumerate() {
@@ -191,8 +208,8 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
     };
     let mut found = None;
     for (_, row) in scan_rows(backend, &class_rel(), snap)? {
-        if let [Value::Oid(oid), Value::Text(n), Value::Oid(relns), Value::Oid(filenode), Value::Oid(toast), ..] = row.as_slice() {
-            if n == name && *relns == ns {
+        if let [Value::Oid(oid), Value::Text(n), Value::Oid(relns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), ..] = row.as_slice() {
+            if n == name && *relns == ns && kind == "r" {
                 found = Some((*oid, *filenode, *toast));
                 break;
             }
@@ -224,7 +241,10 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
         toast: (toast != 0).then(|| locator(toast)),
         types: columns.iter().map(|c| c.ty).collect(),
     };
-    Ok(Some(Table { oid, name: name.to_string(), namespace: ns, storage, columns }))
+    let indexes = crate::index::load_indexes(backend, snap, oid, &columns)?;
+    let table = Table { oid, name: name.to_string(), namespace: ns, storage, columns, indexes };
+    crate::index::register_table(backend.engine(), &table);
+    Ok(Some(table))
 }
 
 /// CREATE TABLE: new relation files (main, and a TOAST relation if a column is
@@ -242,7 +262,7 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
         None
     };
     let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect() };
-    let table = Table { oid, name: name.to_string(), namespace, storage, columns };
+    let table = Table { oid, name: name.to_string(), namespace, storage, columns, indexes: Vec::new() };
     insert_catalog_rows(backend, &table)?;
     Ok(table)
 }
@@ -250,6 +270,9 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
 /// DROP TABLE: deletes the table's catalog rows in the current transaction.
 pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<()> {
     let oid = table.oid;
+    for ix in &table.indexes {
+        crate::index::drop_index(backend, snap, ix)?;
+    }
     let mut doomed: Vec<(RelStorage, Tid)> = Vec::new();
     for (tid, row) in scan_rows(backend, &class_rel(), snap)? {
         if row[0] == Value::Oid(oid) {
@@ -292,7 +315,7 @@ mod tests {
             let snap = b.txn.statement_snapshot().unwrap();
             assert_eq!(lookup_namespace(&b, &snap, "public").unwrap(), Some(PUBLIC_NAMESPACE));
             let pg_class = lookup_table(&b, &snap, Some("pg_catalog"), "pg_class").unwrap().unwrap();
-            assert_eq!(pg_class.columns.len(), 7);
+            assert_eq!(pg_class.columns.len(), 10);
             let cols = vec![
                 Column { name: "a".into(), ty: Type::Int4, typmod: -1, not_null: true, default: None },
                 Column { name: "b".into(), ty: Type::Varchar, typmod: 14, not_null: false, default: Some(Value::Text("x".into())) },

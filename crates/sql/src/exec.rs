@@ -9,7 +9,7 @@
 
 use crate::errors::{Result, SqlError};
 use crate::plan::*;
-use crate::rowio::{insert_row, scan_rows};
+use crate::rowio::insert_row;
 use crate::types::{self, out_of_range, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
@@ -375,7 +375,10 @@ pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let input: Box<dyn RowIter> = match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
         Source::Table(t) => {
-            let rows: Vec<Vec<Value>> = scan_rows(ctx.backend, &t.storage, &ctx.snap)?.into_iter().map(|r| r.1).collect();
+            let rows: Vec<Vec<Value>> = match crate::index::ordered_scan(t, q, ctx)? {
+                Some(rows) => rows,
+                None => crate::index::scan_table(t, q.filter.as_ref(), ctx)?.into_iter().map(|r| r.1).collect(),
+            };
             Box::new(VecIter(rows.into_iter()))
         }
         Source::Series(a, b, ty) => {
@@ -520,7 +523,7 @@ pub fn update(
     ctx: &mut Ctx,
 ) -> Result<(u64, Vec<Vec<Value>>)> {
     use ferrogres_engine::heap::heapam::{heap_fetch_latest, heap_update, UpdateOptions, UpdateOutcome, WaitPolicy};
-    let rows = scan_rows(ctx.backend, &table.storage, &ctx.snap)?;
+    let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
     let qualifies = |row: &[Value], ctx: &mut Ctx| -> Result<bool> {
         Ok(match filter {
             Some(p) => eval_pure(p, row, ctx.params, &[], ctx.env)? == Value::Bool(true),
@@ -541,9 +544,13 @@ pub fn update(
             }
             check_not_null(table, &new)?;
             let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
-            let opts = UpdateOptions { hot_allowed: true, keys_updated: false, wait_policy: WaitPolicy::Block, relname: &table.name };
+            let (hot_allowed, keys_updated) = crate::index::update_flags(table, &old, &new);
+            let opts = UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
             match heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)? {
-                UpdateOutcome::Ok { .. } => {
+                UpdateOutcome::Ok { new_tid, hot } => {
+                    if !hot {
+                        crate::index::insert_entries(ctx.backend, table, &new, new_tid)?;
+                    }
                     n += 1;
                     if !returning.is_empty() {
                         out.push(returning.iter().map(|t| eval_pure(&t.expr, &new, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
@@ -571,11 +578,13 @@ pub fn update(
 }
 
 /// Stores one new row of `table`: the constraint checks, the heap tuple, and
-/// (once tables have them) its index entries. Every way rows enter a table
+/// its index entries (with unique checks). Every way rows enter a table
 /// (INSERT VALUES, INSERT ... SELECT, COPY FROM) goes through here.
 pub fn insert_one(table: &crate::catalog::Table, row: &[Value], ctx: &mut Ctx) -> Result<ferrogres_engine::heap::tuple::Tid> {
     check_not_null(table, row)?;
-    insert_row(ctx.backend, &table.storage, row)
+    let tid = insert_row(ctx.backend, &table.storage, row)?;
+    crate::index::insert_entries(ctx.backend, table, row, tid)?;
+    Ok(tid)
 }
 
 /// INSERT: evaluates each row, checks NOT NULL, inserts. Returns the count and
@@ -606,7 +615,7 @@ pub fn delete(
     returning: &[Target],
     ctx: &mut Ctx,
 ) -> Result<(u64, Vec<Vec<Value>>)> {
-    let rows = scan_rows(ctx.backend, &table.storage, &ctx.snap)?;
+    let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {

@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod copy;
 pub mod errors;
 pub mod exec;
+pub mod index;
 pub mod insert_select;
 pub mod parser;
 pub mod plan;

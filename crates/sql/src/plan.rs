@@ -163,6 +163,8 @@ pub enum Statement {
     InsertSelect(Box<crate::insert_select::InsertSelect>),
     /// COPY FROM / TO (crate::copy).
     Copy(Box<crate::copy::CopyStmt>),
+    /// Index DDL, constraints, TRUNCATE, VACUUM, ANALYZE ([`crate::index`]).
+    Index(crate::index::IndexCmd),
 }
 
 impl Statement {

@@ -550,6 +550,20 @@ impl Session {
                 return Ok((Some(vec![vec![Value::Text(v)]]), "SHOW".into()));
             }
             Statement::Empty => return Ok((None, String::new())),
+            Statement::Index(cmd @ crate::index::IndexCmd::Vacuum { vacuum: true, .. }) => {
+                if self.status != TxnStatus::Idle {
+                    return Err(SqlError::new(b"25001", "VACUUM cannot run inside a transaction block"));
+                }
+                // VACUUM runs outside any transaction: end the implicit one (its
+                // snapshot would hold the horizon back).
+                if self.backend.txn.in_transaction() {
+                    self.backend.txn.commit().map_err(txn_error)?;
+                    if std::mem::take(&mut self.did_ddl) {
+                        CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                return Ok((None, crate::index::vacuum(&mut self.backend, cmd)?));
+            }
             _ => {}
         }
         self.ensure_txn()?;
@@ -601,7 +615,9 @@ impl Session {
                 if *namespace != catalog::PUBLIC_NAMESPACE {
                     return Err(SqlError::not_supported("tables outside schema public"));
                 }
-                if catalog::lookup_table(&self.backend, &snap, None, name)?.is_some() {
+                if catalog::lookup_table(&self.backend, &snap, None, name)?.is_some()
+                    || crate::index::find_relation(&self.backend, &snap, *namespace, name)?.is_some()
+                {
                     if *if_not_exists {
                         if self.env.shows(Severity::Notice) {
                             out.notice(&SqlError::notice(b"42P07", format!("relation \"{name}\" already exists, skipping")))?;
@@ -658,6 +674,16 @@ impl Session {
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 Ok((None, crate::copy::execute(c, &mut ctx, out)?))
             }
+            Statement::Index(cmd) => {
+                if cmd.is_ddl() {
+                    self.did_ddl = true;
+                    self.ddl_count += 1;
+                }
+                let shows = self.env.shows(Severity::Notice);
+                let mut notice = |n: SqlError| if shows { out.notice(&n) } else { Ok(()) };
+                let tag = crate::index::execute(cmd, &mut self.backend, &snap, &mut notice)?;
+                Ok((None, tag))
+            }
             other => Err(SqlError::internal(format!("statement not executable here: {other:?}"))),
         }
     }
@@ -697,7 +723,14 @@ impl Session {
             return out.empty_query();
         }
         for st in stmts.iter() {
-            if let Err(e) = self.simple_one(st, out) {
+            // Several statements in one string form an implicit transaction block.
+            let vacuum_in_block = stmts.len() > 1 && matches!(&st.node, pg_query::NodeEnum::VacuumStmt(v) if v.is_vacuumcmd);
+            let r = if vacuum_in_block {
+                Err(SqlError::new(b"25001", "VACUUM cannot run inside a transaction block"))
+            } else {
+                self.simple_one(st, out)
+            };
+            if let Err(e) = r {
                 self.on_error();
                 return Err(e);
             }

@@ -100,7 +100,7 @@ pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Re
         toast: None,
         types: vec![ty],
     };
-    let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns };
+    let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns, indexes: Vec::new() };
     Ok((table, refname, SeriesScan { start, stop, step, ty }))
 }
 

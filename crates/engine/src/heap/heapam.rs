@@ -311,6 +311,129 @@ pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &S
     Ok(out)
 }
 
+/// Walks the HOT chain that starts at the index entry's `root` (a normal line
+/// pointer or a redirect; README "Heap-only tuples"): calls `f(tid, header, tuple)`
+/// on each member, under the page's shared lock, until `f` returns `Some`. A
+/// member whose xmin is not the previous member's xmax ends the chain (the slot
+/// was reused), and so does a member that is not HOT-updated. A dead or unused
+/// line pointer, or one past the end of the page, is an empty chain.
+fn heap_hot_walk<T>(
+    backend: &Backend,
+    rel: RelFileLocator,
+    root: Tid,
+    f: &mut dyn FnMut(&crate::buffer::BufferReadGuard<'_>, Tid, &TupleHeader, &[u8]) -> Result<Option<T>>,
+) -> Result<Option<T>> {
+    let engine = backend.engine();
+    let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, root.block), None)?;
+    let mut page = pin.lock_shared();
+    if prune_is_due(&page[..]).is_some() {
+        drop(page);
+        heap_page_prune_opt(backend, rel, &pin)?;
+        page = pin.lock_shared();
+    }
+    let max = page_max_offset_number(&page[..]);
+    if page_is_new(&page[..]) || root.offset == 0 || root.offset > max {
+        return Ok(None);
+    }
+    let mut off = root.offset;
+    let id = page_get_item_id(&page[..], off)?;
+    if id.flags == LpFlags::Redirect {
+        off = id.off;
+    }
+    let mut prior_xmax: Option<TransactionId> = None;
+    // A chain has at most one member per line pointer of the page.
+    for _ in 0..max {
+        if off == 0 || off > max || page_get_item_id(&page[..], off)?.flags != LpFlags::Normal {
+            return Ok(None);
+        }
+        let t = heap_page_get_tuple(&page[..], off)?;
+        let h = TupleHeader::read(t)?;
+        if prior_xmax.is_some_and(|x| x != h.xmin) {
+            return Ok(None);
+        }
+        let here = Tid::new(root.block, off);
+        if let Some(v) = f(&page, here, &h, t)? {
+            return Ok(Some(v));
+        }
+        if !h.is_hot_updated() || h.ctid.block != root.block {
+            return Ok(None);
+        }
+        prior_xmax = Some(h.xmax);
+        off = h.ctid.offset;
+    }
+    Err(Error::corrupt(format!("HOT chain at ({},{}) of relation {} loops", root.block, root.offset, rel.rel_number)))
+}
+
+/// The member of the HOT chain rooted at `root` that `snapshot` sees, with its TID
+/// (PostgreSQL's heap_hot_search_buffer for an index scan): at most one member of
+/// a chain is visible to an MVCC snapshot.
+pub fn heap_hot_fetch(backend: &Backend, rel: RelFileLocator, root: Tid, snapshot: &Snapshot) -> Result<Option<(Tid, Vec<u8>)>> {
+    heap_hot_walk(backend, rel, root, &mut |page, tid, h, t| {
+        let v = satisfies_mvcc(&visibility_info(h, tid), snapshot, &*backend.txn)?;
+        set_hint_bits_from_visibility(page, tid.offset, v.hints)?;
+        Ok(v.visible.then(|| (tid, t.to_vec())))
+    })
+}
+
+/// The dirty-snapshot test over the HOT chain rooted at `root` (for unique
+/// checks): the first member that is live or being inserted/deleted, else "not
+/// visible".
+pub fn heap_hot_satisfies_dirty(backend: &Backend, rel: RelFileLocator, root: Tid) -> Result<crate::txn::visibility::DirtyResult> {
+    let invisible = crate::txn::visibility::DirtyResult { visible: false, hints: 0, xmin_in_progress: 0, xmax_in_progress: 0 };
+    let r = heap_hot_walk(backend, rel, root, &mut |_, tid, h, _| {
+        let r = crate::txn::visibility::satisfies_dirty(&visibility_info(h, tid), &*backend.txn)?;
+        Ok(r.visible.then_some(r))
+    })?;
+    Ok(r.unwrap_or(invisible))
+}
+
+/// The root line pointer of every heap-only tuple on `block` (PostgreSQL's
+/// heap_get_root_tuples), so that an index built over existing rows points at
+/// chain roots: `(member offset, root offset)` pairs. Members of no chain (their
+/// inserter aborted) are left out.
+pub fn heap_get_root_tuples(backend: &Backend, rel: RelFileLocator, block: BlockNumber) -> Result<Vec<(u16, u16)>> {
+    let engine = backend.engine();
+    let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, block), None)?;
+    let page = pin.lock_shared();
+    let mut out = Vec::new();
+    if page_is_new(&page[..]) {
+        return Ok(out);
+    }
+    let max = page_max_offset_number(&page[..]);
+    for root in 1..=max {
+        let id = page_get_item_id(&page[..], root)?;
+        let mut off = match id.flags {
+            LpFlags::Redirect => id.off,
+            LpFlags::Normal => {
+                if TupleHeader::read(heap_page_get_tuple(&page[..], root)?)?.is_heap_only() {
+                    continue;
+                }
+                root
+            }
+            _ => continue,
+        };
+        let mut prior_xmax: Option<TransactionId> = None;
+        for _ in 0..max {
+            if off == 0 || off > max || page_get_item_id(&page[..], off)?.flags != LpFlags::Normal {
+                break;
+            }
+            let h = TupleHeader::read(heap_page_get_tuple(&page[..], off)?)?;
+            if prior_xmax.is_some_and(|x| x != h.xmin) {
+                break;
+            }
+            if off != root {
+                out.push((off, root));
+            }
+            if !h.is_hot_updated() || h.ctid.block != block {
+                break;
+            }
+            prior_xmax = Some(h.xmax);
+            off = h.ctid.offset;
+        }
+    }
+    Ok(out)
+}
+
 /// Deletes the tuple at `tid` as the current transaction and command, without
 /// waiting. Returns the update test's result: anything but `Ok` changed nothing,
 /// and `BeingModified` means another transaction is changing or locking the row.

@@ -1,0 +1,179 @@
+//! Indexes end to end through the `ferrogres` binary: committed index entries
+//! survive a crash (kill -9), and pgbench-shaped transactions (primary keys
+//! added to loaded tables, the tpcb-like statements as prepared statements
+//! through the extended protocol) keep the balances consistent.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    log: PathBuf,
+}
+
+impl Server {
+    fn start(dir: &Path) -> Server {
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let log = dir.join(format!("server-{port}.log"));
+            let child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
+                .arg("-D")
+                .arg(dir.join("data"))
+                .args(["-p", &port.to_string(), "-k"])
+                .arg(dir)
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap();
+            let mut s = Server { child: Some(child), port, dir: dir.to_path_buf(), log };
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                if s.child.as_mut().unwrap().try_wait().unwrap().is_some() {
+                    break;
+                }
+                if std::fs::read_to_string(&s.log).unwrap_or_default().contains("ready to accept connections") {
+                    return s;
+                }
+                assert!(Instant::now() < deadline, "server did not start");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            s.child = None;
+        }
+        panic!("could not start the server");
+    }
+
+    fn cmd(&self, prog: &str) -> Command {
+        let mut c = Command::new(prog);
+        c.arg("-h").arg(&self.dir).args(["-p", &self.port.to_string(), "-U", "postgres"]);
+        c.env_remove("PGOPTIONS").env_remove("PGSERVICE");
+        c
+    }
+
+    /// Runs SQL (psql -At, stopping at the first error); returns stdout.
+    fn sql(&self, sql: &str) -> String {
+        let out = self.cmd("psql").args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", "postgres"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        use std::io::Write;
+        let mut out = out;
+        out.stdin.take().unwrap().write_all(sql.as_bytes()).unwrap();
+        let o = out.wait_with_output().unwrap();
+        assert!(o.status.success(), "{sql}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn kill9(&mut self) {
+        let mut c = self.child.take().unwrap();
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn values(from: usize, to: usize, f: impl Fn(usize) -> String) -> String {
+    (from..=to).map(f).collect::<Vec<_>>().join(", ")
+}
+
+#[test]
+fn committed_index_entries_survive_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srv = Server::start(dir.path());
+    srv.sql("CREATE TABLE c (id int PRIMARY KEY, k text); CREATE INDEX c_k ON c (k);");
+    for chunk in 0..10 {
+        let (a, b) = (chunk * 500 + 1, chunk * 500 + 500);
+        srv.sql(&format!("INSERT INTO c VALUES {};", values(a, b, |i| format!("({i}, 'k{}')", i % 97))));
+    }
+    srv.sql("UPDATE c SET k = 'moved' WHERE id <= 100; UPDATE c SET id = id + 10000 WHERE id > 4900;");
+    // Uncommitted work at the crash.
+    let mut open = srv.cmd("psql").args(["-X", "-q", "-d", "postgres"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    {
+        use std::io::Write;
+        let stdin = open.stdin.as_mut().unwrap();
+        stdin.write_all(b"BEGIN; INSERT INTO c VALUES (-1, 'ghost');\n").unwrap();
+        stdin.flush().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    srv.kill9();
+    let _ = open.kill();
+    let _ = open.wait();
+    let srv = Server::start(dir.path());
+    // Every committed row is found through the primary key and through c_k.
+    let ids: Vec<i32> = (1..=4900).chain(10000 + 4901..=10000 + 5000).filter(|id| id % 7 == 0 || *id == 4900 || *id == 14901).collect();
+    let lookups: String = ids.iter().map(|id| format!("SELECT id FROM c WHERE id = {id};\n")).collect();
+    let got: Vec<String> = srv.sql(&lookups).lines().map(str::to_string).collect();
+    let want: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+    assert_eq!(got, want);
+    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE k = 'moved';").trim(), "100");
+    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE k = 'k5';").trim(), srv.sql("SELECT count(*) FROM c WHERE k || '' = 'k5';").trim());
+    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE id > 0;").trim(), "5000");
+    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE id = -1;").trim(), "0");
+    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE id > 4900 AND id < 10000;").trim(), "0");
+    // The unique index still refuses duplicates and takes new keys.
+    srv.sql("INSERT INTO c VALUES (-1, 'new');");
+    let o = srv.cmd("psql").args(["-X", "-At", "-d", "postgres", "-c", "INSERT INTO c VALUES (7, 'dup')"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("duplicate key value violates unique constraint \"c_pkey\""));
+}
+
+#[test]
+fn pgbench_shaped_transactions_through_prepared_statements() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut load = String::from(
+        "CREATE TABLE pgbench_branches (bid int not null, bbalance int, filler text);
+         CREATE TABLE pgbench_tellers (tid int not null, bid int, tbalance int, filler text);
+         CREATE TABLE pgbench_accounts (aid int not null, bid int, abalance int, filler text);
+         CREATE TABLE pgbench_history (tid int, bid int, aid int, delta int, mtime text, filler text);
+         INSERT INTO pgbench_branches VALUES (1, 0, '');\n",
+    );
+    load.push_str(&format!("INSERT INTO pgbench_tellers VALUES {};\n", values(1, 10, |i| format!("({i}, 1, 0, '')"))));
+    for c in 0..4 {
+        load.push_str(&format!("INSERT INTO pgbench_accounts VALUES {};\n", values(c * 2500 + 1, c * 2500 + 2500, |i| format!("({i}, 1, 0, '')"))));
+    }
+    load.push_str(
+        "alter table pgbench_branches add primary key (bid);
+         alter table pgbench_tellers add primary key (tid);
+         alter table pgbench_accounts add primary key (aid);
+         vacuum analyze pgbench_accounts;
+         truncate pgbench_history;
+         vacuum pgbench_branches;\n",
+    );
+    srv.sql(&load);
+    let script = dir.path().join("tpcb.sql");
+    std::fs::write(
+        &script,
+        "\\set aid random(1, 10000)\n\\set bid 1\n\\set tid random(1, 10)\n\\set delta random(-5000, 5000)\nBEGIN;\n\
+         UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
+         SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
+         UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;\n\
+         UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;\n\
+         INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, 'now');\nEND;\n",
+    )
+    .unwrap();
+    let o = srv
+        .cmd("pgbench")
+        .args(["-n", "-M", "prepared", "-c", "2", "-t", "300", "-f"])
+        .arg(&script)
+        .arg("postgres")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && out.contains("number of failed transactions: 0"), "{out}");
+    let sums = srv.sql(
+        "SELECT sum(abalance) FROM pgbench_accounts; SELECT sum(tbalance) FROM pgbench_tellers;
+         SELECT sum(bbalance) FROM pgbench_branches; SELECT sum(delta) FROM pgbench_history;
+         SELECT count(*) FROM pgbench_history; SELECT count(*) FROM pgbench_accounts WHERE aid > 0;",
+    );
+    let v: Vec<&str> = sums.lines().collect();
+    assert_eq!(v.len(), 6, "{sums}");
+    assert!(v[0] == v[1] && v[1] == v[2] && v[2] == v[3], "{sums}");
+    assert_eq!((v[4], v[5]), ("600", "10000"));
+}
