@@ -131,6 +131,11 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
         (Value::Text(x), Value::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Date(x), Value::Date(y)) => x.cmp(y),
+        (Value::Time(x), Value::Time(y)) | (Value::Timestamp(x), Value::Timestamp(y)) | (Value::Timestamptz(x), Value::Timestamptz(y)) => {
+            x.cmp(y)
+        }
+        (Value::Interval(x), Value::Interval(y)) => x.span().cmp(&y.span()),
         (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Greater,
@@ -279,6 +284,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
                 if i < 0 { arith_int(ArithOp::Sub, 0, i, ty)? } else { v.clone() }
             }
         },
+        Func::DateTime(f) => crate::datetime::call(f, &vals)?,
     })
 }
 

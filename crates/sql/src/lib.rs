@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod catalog;
+pub mod datetime;
 pub mod errors;
 pub mod exec;
 pub mod parser;

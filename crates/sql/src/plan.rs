@@ -40,6 +40,8 @@ pub enum Func {
     Upper,
     Lower,
     Abs,
+    /// Date/time functions and operators ([`crate::datetime`]).
+    DateTime(crate::datetime::DtFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,10 +14,19 @@
 //! | varchar (character varying) | 1043 | -1 | i | `Text` (typmod = n + 4) |
 //! | unknown (an untyped literal) | 705 | -2 | c | `Text` |
 //! | void | 2278 | 4 | i | `Null` |
+//! | bpchar (character(n)) | 1042 | -1 | i | `Text`, blank-padded to n (typmod = n + 4) |
+//! | date | 1082 | 4 | i | `Date` |
+//! | time | 1083 | 8 | d | `Time` |
+//! | timestamp | 1114 | 8 | d | `Timestamp` |
+//! | timestamptz | 1184 | 8 | d | `Timestamptz` |
+//! | interval | 1186 | 16 | d | `Interval` (by reference) |
+//!
+//! The date/time types' I/O and arithmetic live in [`crate::datetime`].
 //!
 //! numeric (1700) is not implemented: a decimal literal such as `1.5` answers 0A000.
 
 use crate::errors::{Result, SqlError};
+use crate::datetime::{self, Interval};
 use ferrogres_engine::heap::tuple::{AttrDesc, Datum};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,9 +44,16 @@ pub enum Type {
     /// Only as the type of a decimal literal (`1.5`) on its way to float8 or an
     /// integer type; any other use is 0A000 until numeric exists.
     Numeric,
+    /// character(n): blank-padded; comparisons and casts to text ignore trailing blanks.
+    Bpchar,
+    Date,
+    Time,
+    Timestamp,
+    Timestamptz,
+    Interval,
 }
 
-pub const TYPES: [Type; 11] = [
+pub const TYPES: [Type; 17] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -49,6 +65,12 @@ pub const TYPES: [Type; 11] = [
     Type::Unknown,
     Type::Void,
     Type::Numeric,
+    Type::Bpchar,
+    Type::Date,
+    Type::Time,
+    Type::Timestamp,
+    Type::Timestamptz,
+    Type::Interval,
 ];
 
 impl Type {
@@ -65,6 +87,12 @@ impl Type {
             Type::Unknown => 705,
             Type::Void => 2278,
             Type::Numeric => 1700,
+            Type::Bpchar => 1042,
+            Type::Date => 1082,
+            Type::Time => 1083,
+            Type::Timestamp => 1114,
+            Type::Timestamptz => 1184,
+            Type::Interval => 1186,
         }
     }
     pub fn from_oid(oid: u32) -> Option<Type> {
@@ -84,6 +112,12 @@ impl Type {
             Type::Unknown => "unknown",
             Type::Void => "void",
             Type::Numeric => "numeric",
+            Type::Bpchar => "bpchar",
+            Type::Date => "date",
+            Type::Time => "time",
+            Type::Timestamp => "timestamp",
+            Type::Timestamptz => "timestamptz",
+            Type::Interval => "interval",
         }
     }
     /// The name format_type() shows in messages.
@@ -100,12 +134,22 @@ impl Type {
             Type::Unknown => "unknown",
             Type::Void => "void",
             Type::Numeric => "numeric",
+            Type::Bpchar => "character",
+            Type::Date => "date",
+            Type::Time => "time without time zone",
+            Type::Timestamp => "timestamp without time zone",
+            Type::Timestamptz => "timestamp with time zone",
+            Type::Interval => "interval",
         }
     }
     /// The name with its modifier, as format_type(oid, typmod).
     pub fn name_with_typmod(self, typmod: i32) -> String {
         match self {
             Type::Varchar if typmod >= 4 => format!("character varying({})", typmod - 4),
+            Type::Bpchar if typmod >= 4 => format!("character({})", typmod - 4),
+            Type::Timestamp if typmod >= 0 => format!("timestamp({typmod}) without time zone"),
+            Type::Timestamptz if typmod >= 0 => format!("timestamp({typmod}) with time zone"),
+            Type::Time if typmod >= 0 => format!("time({typmod}) without time zone"),
             t => t.sql_name().to_string(),
         }
     }
@@ -115,8 +159,10 @@ impl Type {
             Type::Bool => 1,
             Type::Int2 => 2,
             Type::Int4 | Type::Oid | Type::Void => 4,
-            Type::Int8 | Type::Float8 => 8,
-            Type::Text | Type::Varchar | Type::Numeric => -1,
+            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => 8,
+            Type::Date => 4,
+            Type::Interval => 16,
+            Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar => -1,
             Type::Unknown => -2,
         }
     }
@@ -125,9 +171,10 @@ impl Type {
         Some(match self {
             Type::Bool => AttrDesc::fixed(1),
             Type::Int2 => AttrDesc::fixed(2),
-            Type::Int4 | Type::Oid => AttrDesc::fixed(4),
-            Type::Int8 | Type::Float8 => AttrDesc::fixed(8),
-            Type::Text | Type::Varchar => AttrDesc::varlena(),
+            Type::Int4 | Type::Oid | Type::Date => AttrDesc::fixed(4),
+            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => AttrDesc::fixed(8),
+            Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
+            Type::Text | Type::Varchar | Type::Bpchar => AttrDesc::varlena(),
             Type::Unknown | Type::Void | Type::Numeric => return None,
         })
     }
@@ -138,7 +185,12 @@ impl Type {
         self.is_integer() || self == Type::Float8
     }
     pub fn is_string(self) -> bool {
-        matches!(self, Type::Text | Type::Varchar | Type::Unknown)
+        matches!(self, Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar)
+    }
+    /// Whether a typmod changes values of this type (so an assignment of the same
+    /// type still needs a length or precision coercion).
+    pub fn typmod_matters(self) -> bool {
+        matches!(self, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time)
     }
     /// A type name as written in SQL (`int`, `integer`, `int4`, `pg_catalog.int4`...).
     pub fn from_sql_name(name: &str) -> Option<Type> {
@@ -154,6 +206,12 @@ impl Type {
             "unknown" => Type::Unknown,
             "void" => Type::Void,
             "numeric" | "decimal" => Type::Numeric,
+            "bpchar" | "char" | "character" => Type::Bpchar,
+            "date" => Type::Date,
+            "time" | "time without time zone" => Type::Time,
+            "timestamp" | "timestamp without time zone" => Type::Timestamp,
+            "timestamptz" | "timestamp with time zone" => Type::Timestamptz,
+            "interval" => Type::Interval,
             _ => return None,
         })
     }
@@ -170,6 +228,15 @@ pub enum Value {
     Oid(u32),
     Float8(f64),
     Text(String),
+    /// Days since 2000-01-01.
+    Date(i32),
+    /// Microseconds since midnight.
+    Time(i64),
+    /// Microseconds since 2000-01-01 00:00 (local).
+    Timestamp(i64),
+    /// Microseconds since 2000-01-01 00:00 UTC.
+    Timestamptz(i64),
+    Interval(Interval),
 }
 
 impl Value {
@@ -285,6 +352,12 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Float8 => Value::Float8(parse_float8(s)?),
         Type::Text | Type::Unknown => Value::Text(s.to_string()),
         Type::Varchar => Value::Text(check_varchar(s, typmod, false)?),
+        Type::Bpchar => Value::Text(check_bpchar(s, typmod, false)?),
+        Type::Date => Value::Date(datetime::date_in(s)?),
+        Type::Time => Value::Time(datetime::round_precision(datetime::time_in(s)?, typmod)),
+        Type::Timestamp => Value::Timestamp(datetime::round_precision(datetime::timestamp_in(s)?, typmod)),
+        Type::Timestamptz => Value::Timestamptz(datetime::round_precision(datetime::timestamptz_in(s)?, typmod)),
+        Type::Interval => Value::Interval(datetime::interval_in(s)?),
         Type::Void => Value::Null,
         Type::Numeric => return Err(SqlError::not_supported("type numeric")),
     })
@@ -308,6 +381,25 @@ pub fn check_varchar(s: &str, typmod: i32, explicit: bool) -> Result<String> {
     Err(SqlError::new(b"22001", format!("value too long for type character varying({max})")))
 }
 
+/// character(n): blank-padded to n characters. On assignment, excess trailing
+/// blanks are cut and other excess is 22001; an explicit cast truncates.
+pub fn check_bpchar(s: &str, typmod: i32, explicit: bool) -> Result<String> {
+    if typmod < 4 {
+        return Ok(s.to_string());
+    }
+    let max = (typmod - 4) as usize;
+    let n = s.chars().count();
+    if n <= max {
+        let mut out = s.to_string();
+        out.extend(std::iter::repeat_n(' ', max - n));
+        return Ok(out);
+    }
+    if explicit || s.chars().skip(max).all(|c| c == ' ') {
+        return Ok(s.chars().take(max).collect());
+    }
+    Err(SqlError::new(b"22001", format!("value too long for type character({max})")))
+}
+
 /// A value's text output (typoutput).
 pub fn output(v: &Value) -> Option<String> {
     Some(match v {
@@ -319,6 +411,11 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Oid(i) => i.to_string(),
         Value::Float8(f) => float8_out(*f),
         Value::Text(s) => s.clone(),
+        Value::Date(d) => datetime::date_out(*d),
+        Value::Time(t) => datetime::time_out(*t),
+        Value::Timestamp(t) => datetime::timestamp_out(*t),
+        Value::Timestamptz(t) => datetime::timestamptz_out(*t),
+        Value::Interval(iv) => datetime::interval_out(iv),
     })
 }
 
@@ -384,6 +481,14 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         Value::Oid(i) => i.to_be_bytes().to_vec(),
         Value::Float8(f) => f.to_bits().to_be_bytes().to_vec(),
         Value::Text(s) => s.as_bytes().to_vec(),
+        Value::Date(d) => d.to_be_bytes().to_vec(),
+        Value::Time(t) | Value::Timestamp(t) | Value::Timestamptz(t) => t.to_be_bytes().to_vec(),
+        Value::Interval(iv) => {
+            let mut b = iv.micros.to_be_bytes().to_vec();
+            b.extend_from_slice(&iv.days.to_be_bytes());
+            b.extend_from_slice(&iv.months.to_be_bytes());
+            b
+        }
     })
 }
 
@@ -406,7 +511,19 @@ pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
         Type::Int8 => Value::Int8(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
         Type::Oid => Value::Oid(u32::from_be_bytes(fixed(4)?.try_into().unwrap())),
         Type::Float8 => Value::Float8(f64::from_bits(u64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
-        Type::Text | Type::Varchar | Type::Unknown => Value::Text(
+        Type::Date => Value::Date(i32::from_be_bytes(fixed(4)?.try_into().unwrap())),
+        Type::Time => Value::Time(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
+        Type::Timestamp => Value::Timestamp(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
+        Type::Timestamptz => Value::Timestamptz(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
+        Type::Interval => {
+            let b = fixed(16)?;
+            Value::Interval(Interval {
+                micros: i64::from_be_bytes(b[..8].try_into().unwrap()),
+                days: i32::from_be_bytes(b[8..12].try_into().unwrap()),
+                months: i32::from_be_bytes(b[12..].try_into().unwrap()),
+            })
+        }
+        Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar => Value::Text(
             String::from_utf8(b.to_vec())
                 .map_err(|e| {
                     let byte = b[e.utf8_error().valid_up_to()];
@@ -428,7 +545,14 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Int8, Value::Int8(i)) => Datum::ByVal(*i as u64),
         (Type::Oid, Value::Oid(i)) => Datum::ByVal(*i as u64),
         (Type::Float8, Value::Float8(f)) => Datum::ByVal(f.to_bits()),
-        (Type::Text | Type::Varchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
+        (Type::Text | Type::Varchar | Type::Bpchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
+        (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
+        (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
+            Datum::ByVal(*t as u64)
+        }
+        (Type::Interval, Value::Interval(_)) => {
+            return Err(SqlError::internal("interval datums are formed by rowio::fixed_bytes"))
+        }
         (t, v) => return Err(SqlError::internal(format!("value {v:?} stored into a column of type {}", t.typname()))),
     }))
 }
@@ -442,8 +566,30 @@ pub fn from_byval(ty: Type, raw: u64) -> Result<Value> {
         Type::Int8 => Value::Int8(raw as i64),
         Type::Oid => Value::Oid(raw as u32),
         Type::Float8 => Value::Float8(f64::from_bits(raw)),
+        Type::Date => Value::Date(raw as u32 as i32),
+        Type::Time => Value::Time(raw as i64),
+        Type::Timestamp => Value::Timestamp(raw as i64),
+        Type::Timestamptz => Value::Timestamptz(raw as i64),
         t => return Err(SqlError::internal(format!("by-value datum for type {}", t.typname()))),
     })
+}
+
+/// The stored bytes of a fixed-length by-reference value (interval), if `v` is one.
+pub fn fixed_bytes(v: &Value) -> Option<[u8; 16]> {
+    match v {
+        Value::Interval(iv) => Some(iv.to_bytes()),
+        _ => None,
+    }
+}
+
+/// A value from a stored fixed-length by-reference datum.
+pub fn from_fixed(ty: Type, b: &[u8]) -> Result<Value> {
+    match ty {
+        Type::Interval => Interval::from_bytes(b)
+            .map(Value::Interval)
+            .ok_or_else(|| SqlError::new(b"XX001", "stored interval of the wrong length")),
+        t => Err(SqlError::internal(format!("fixed by-reference datum for type {}", t.typname()))),
+    }
 }
 
 pub fn from_varlena(bytes: &[u8]) -> Result<Value> {
@@ -458,16 +604,32 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
     if v.is_null() {
         return Ok(Value::Null);
     }
+    // character(n) -> another string type drops the padding.
+    let v = match (from, to, v) {
+        (Type::Bpchar, Type::Text | Type::Varchar, Value::Text(s)) => Value::Text(s.trim_end_matches(' ').to_string()),
+        (_, _, v) => v,
+    };
+    if datetime::is_datetime(from) && datetime::is_datetime(to) {
+        return match datetime::cast(v, to, typmod) {
+            Some(r) => r,
+            None => Err(cannot_cast(from, to)),
+        };
+    }
     if from.is_string() {
         return match (to, v) {
             (Type::Varchar, Value::Text(s)) => Ok(Value::Text(check_varchar(&s, typmod, explicit)?)),
+            (Type::Bpchar, Value::Text(s)) => Ok(Value::Text(check_bpchar(&s, typmod, explicit)?)),
             (_, Value::Text(s)) => input(to, &s, typmod),
             (_, v) => Err(SqlError::internal(format!("string of type {} holds {v:?}", from.typname()))),
         };
     }
     if to.is_string() {
         let s = output(&v).unwrap_or_default();
-        return if to == Type::Varchar { Ok(Value::Text(check_varchar(&s, typmod, explicit)?)) } else { Ok(Value::Text(s)) };
+        return match to {
+            Type::Varchar => Ok(Value::Text(check_varchar(&s, typmod, explicit)?)),
+            Type::Bpchar => Ok(Value::Text(check_bpchar(&s, typmod, explicit)?)),
+            _ => Ok(Value::Text(s)),
+        };
     }
     if from == to {
         return Ok(v);
@@ -519,9 +681,17 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
             _ => false,
         };
     }
+    if let Some((implicit, assignment)) = datetime::cast_context(from, to) {
+        return match context {
+            CastContext::Implicit => implicit,
+            CastContext::Assignment => assignment,
+            CastContext::Explicit => true,
+        };
+    }
     let implicit = matches!(
         (from, to),
         (Int2, Int4 | Int8 | Float8) | (Int4, Int8 | Float8) | (Int8, Float8) | (Varchar, Text) | (Text, Varchar)
+            | (Bpchar, Text | Varchar) | (Text | Varchar, Bpchar)
             | (Int2 | Int4 | Int8, Oid)
     );
     let assignment = implicit
