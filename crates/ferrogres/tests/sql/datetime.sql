@@ -69,6 +69,16 @@ SELECT now() = now(), now() = CURRENT_TIMESTAMP, now() = transaction_timestamp()
 SELECT CURRENT_DATE = now()::date, LOCALTIMESTAMP = now()::timestamp, CURRENT_TIMESTAMP(0) <= now() + interval '1 second';
 SELECT now() - interval '1 hour' < now(), 'now'::timestamptz = now(), 'today'::date = CURRENT_DATE, 'tomorrow'::date - 'yesterday'::date;
 COMMIT;
+CREATE TABLE nows (n int, t timestamptz, s timestamptz, c timestamptz);
+BEGIN;
+INSERT INTO nows VALUES (1, now(), statement_timestamp(), clock_timestamp());
+SELECT pg_sleep(0.01);
+INSERT INTO nows VALUES (2, CURRENT_TIMESTAMP, statement_timestamp(), clock_timestamp());
+SELECT min(t) = max(t) AS same_now, min(s) < max(s) AS stmt_moves, min(c) < max(c) AS clock_moves FROM nows;
+COMMIT;
+INSERT INTO nows VALUES (3, now(), statement_timestamp(), clock_timestamp());
+SELECT max(t) > min(t) AS next_txn_later, max(t) <= max(s) FROM nows;
+DROP TABLE nows;
 SELECT now() > '2020-01-01', now() < 'infinity', CURRENT_TIMESTAMP(2) > '2020-01-01';
 -- storage
 CREATE TABLE dt (id int, d date, t time, ts timestamp, tz timestamptz, iv interval, ts0 timestamp(0));
