@@ -526,3 +526,8 @@ fn pgbench_history_row_round_trips_text_and_binary() {
     assert_eq!(error_field(&v[0].1, b'C'), "22001");
     assert_eq!(error_field(&v[0].1, b'M'), "value too long for type character(22)");
 }
+
+#[test]
+fn bytea_matches_postgres_15() {
+    check_script("bytea");
+}

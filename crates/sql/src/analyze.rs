@@ -778,6 +778,9 @@ impl<'a> Analyzer<'a> {
                 let r = if rt == Type::Bpchar { self.coerce(r, Type::Text, CastContext::Implicit, loc)? } else { r };
                 return Ok(Expr::Concat(Box::new(l), Box::new(r)));
             }
+            if lt == Type::Bytea && rt == Type::Bytea {
+                return Err(self.err_at(SqlError::not_supported("bytea || bytea"), loc));
+            }
             return Err(self.no_operator(op, Some(lt), rt, loc));
         }
         let cmp = match op {
@@ -859,6 +862,8 @@ impl<'a> Analyzer<'a> {
             Type::Bool
         } else if lt == rt && lt == Type::Oid && cmp.is_some() {
             Type::Oid
+        } else if lt == rt && lt == Type::Bytea && cmp.is_some() {
+            Type::Bytea
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));
         };
@@ -1021,6 +1026,9 @@ impl<'a> Analyzer<'a> {
         }
         if let Some(e) = self.datetime_func(&name, &mut args, &arg_locs, f.location)? {
             return Ok(e);
+        }
+        if matches!(name.as_str(), "length" | "octet_length") && args.len() == 1 && args[0].ty() == Type::Bytea {
+            return Ok(Expr::Func { func: Func::OctetLength, args, ty: Type::Int4 });
         }
         let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
         let (func, sig, ret): (Func, &[Type], Type) = match (name.as_str(), args.len()) {

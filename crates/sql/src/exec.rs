@@ -136,6 +136,7 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
             x.cmp(y)
         }
         (Value::Interval(x), Value::Interval(y)) => x.span().cmp(&y.span()),
+        (Value::Bytea(x), Value::Bytea(y)) => x.cmp(y),
         (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Greater,
@@ -285,6 +286,11 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
             }
         },
         Func::DateTime(f) => crate::datetime::call(f, &vals)?,
+        Func::OctetLength => match &vals[0] {
+            Value::Bytea(b) => Value::Int4(b.len() as i32),
+            Value::Text(s) => Value::Int4(s.len() as i32),
+            _ => Value::Null,
+        },
     })
 }
 

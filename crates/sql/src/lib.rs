@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod analyze;
+pub mod bytea;
 pub mod catalog;
 pub mod datetime;
 pub mod errors;

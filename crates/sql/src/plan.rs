@@ -42,6 +42,8 @@ pub enum Func {
     Abs,
     /// Date/time functions and operators ([`crate::datetime`]).
     DateTime(crate::datetime::DtFunc),
+    /// length(bytea), octet_length(bytea).
+    OctetLength,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

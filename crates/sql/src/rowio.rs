@@ -69,9 +69,9 @@ pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u
         row.push(match d {
             None => Value::Null,
             Some(Datum::ByVal(raw)) => types::from_byval(*ty, raw)?,
-            Some(Datum::Varlena(b)) => types::from_varlena(b)?,
+            Some(Datum::Varlena(b)) => types::from_varlena_typed(*ty, b)?,
             Some(d @ (Datum::Compressed { .. } | Datum::External(_))) => {
-                types::from_varlena(&heapam::heap_detoast(backend, st.rel, &d, snapshot)?)?
+                types::from_varlena_typed(*ty, &heapam::heap_detoast(backend, st.rel, &d, snapshot)?)?
             }
             Some(Datum::Fixed(b)) => types::from_fixed(*ty, b)?,
         });

@@ -21,6 +21,8 @@
 //! | timestamptz | 1184 | 8 | d | `Timestamptz` |
 //! | interval | 1186 | 16 | d | `Interval` (by reference) |
 //!
+//! | bytea | 17 | -1 | i | `Bytea` (hex output; [`crate::bytea`]) |
+//!
 //! The date/time types' I/O and arithmetic live in [`crate::datetime`].
 //!
 //! numeric (1700) is not implemented: a decimal literal such as `1.5` answers 0A000.
@@ -51,9 +53,10 @@ pub enum Type {
     Timestamp,
     Timestamptz,
     Interval,
+    Bytea,
 }
 
-pub const TYPES: [Type; 17] = [
+pub const TYPES: [Type; 18] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -71,6 +74,7 @@ pub const TYPES: [Type; 17] = [
     Type::Timestamp,
     Type::Timestamptz,
     Type::Interval,
+    Type::Bytea,
 ];
 
 impl Type {
@@ -93,6 +97,7 @@ impl Type {
             Type::Timestamp => 1114,
             Type::Timestamptz => 1184,
             Type::Interval => 1186,
+            Type::Bytea => 17,
         }
     }
     pub fn from_oid(oid: u32) -> Option<Type> {
@@ -118,6 +123,7 @@ impl Type {
             Type::Timestamp => "timestamp",
             Type::Timestamptz => "timestamptz",
             Type::Interval => "interval",
+            Type::Bytea => "bytea",
         }
     }
     /// The name format_type() shows in messages.
@@ -140,6 +146,7 @@ impl Type {
             Type::Timestamp => "timestamp without time zone",
             Type::Timestamptz => "timestamp with time zone",
             Type::Interval => "interval",
+            Type::Bytea => "bytea",
         }
     }
     /// The name with its modifier, as format_type(oid, typmod).
@@ -162,7 +169,7 @@ impl Type {
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => 8,
             Type::Date => 4,
             Type::Interval => 16,
-            Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar => -1,
+            Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea => -1,
             Type::Unknown => -2,
         }
     }
@@ -174,7 +181,7 @@ impl Type {
             Type::Int4 | Type::Oid | Type::Date => AttrDesc::fixed(4),
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => AttrDesc::fixed(8),
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
-            Type::Text | Type::Varchar | Type::Bpchar => AttrDesc::varlena(),
+            Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea => AttrDesc::varlena(),
             Type::Unknown | Type::Void | Type::Numeric => return None,
         })
     }
@@ -212,6 +219,7 @@ impl Type {
             "timestamp" | "timestamp without time zone" => Type::Timestamp,
             "timestamptz" | "timestamp with time zone" => Type::Timestamptz,
             "interval" => Type::Interval,
+            "bytea" => Type::Bytea,
             _ => return None,
         })
     }
@@ -237,6 +245,7 @@ pub enum Value {
     /// Microseconds since 2000-01-01 00:00 UTC.
     Timestamptz(i64),
     Interval(Interval),
+    Bytea(Vec<u8>),
 }
 
 impl Value {
@@ -358,6 +367,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Timestamp => Value::Timestamp(datetime::round_precision(datetime::timestamp_in(s)?, typmod)),
         Type::Timestamptz => Value::Timestamptz(datetime::round_precision(datetime::timestamptz_in(s)?, typmod)),
         Type::Interval => Value::Interval(datetime::interval_in(s)?),
+        Type::Bytea => Value::Bytea(crate::bytea::input(s)?),
         Type::Void => Value::Null,
         Type::Numeric => return Err(SqlError::not_supported("type numeric")),
     })
@@ -416,6 +426,7 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Timestamp(t) => datetime::timestamp_out(*t),
         Value::Timestamptz(t) => datetime::timestamptz_out(*t),
         Value::Interval(iv) => datetime::interval_out(iv),
+        Value::Bytea(b) => crate::bytea::output(b),
     })
 }
 
@@ -483,6 +494,7 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         Value::Text(s) => s.as_bytes().to_vec(),
         Value::Date(d) => d.to_be_bytes().to_vec(),
         Value::Time(t) | Value::Timestamp(t) | Value::Timestamptz(t) => t.to_be_bytes().to_vec(),
+        Value::Bytea(b) => b.clone(),
         Value::Interval(iv) => {
             let mut b = iv.micros.to_be_bytes().to_vec();
             b.extend_from_slice(&iv.days.to_be_bytes());
@@ -523,6 +535,7 @@ pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
                 months: i32::from_be_bytes(b[12..].try_into().unwrap()),
             })
         }
+        Type::Bytea => Value::Bytea(b.to_vec()),
         Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar => Value::Text(
             String::from_utf8(b.to_vec())
                 .map_err(|e| {
@@ -546,6 +559,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Oid, Value::Oid(i)) => Datum::ByVal(*i as u64),
         (Type::Float8, Value::Float8(f)) => Datum::ByVal(f.to_bits()),
         (Type::Text | Type::Varchar | Type::Bpchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
+        (Type::Bytea, Value::Bytea(b)) => Datum::Varlena(b),
         (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
         (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
             Datum::ByVal(*t as u64)
@@ -589,6 +603,14 @@ pub fn from_fixed(ty: Type, b: &[u8]) -> Result<Value> {
             .map(Value::Interval)
             .ok_or_else(|| SqlError::new(b"XX001", "stored interval of the wrong length")),
         t => Err(SqlError::internal(format!("fixed by-reference datum for type {}", t.typname()))),
+    }
+}
+
+/// A value of type `ty` from a varlena's plain bytes.
+pub fn from_varlena_typed(ty: Type, bytes: &[u8]) -> Result<Value> {
+    match ty {
+        Type::Bytea => Ok(Value::Bytea(bytes.to_vec())),
+        _ => from_varlena(bytes),
     }
 }
 
@@ -768,5 +790,26 @@ mod tests {
         assert!(cast_allowed(Type::Int4, Type::Int8, CastContext::Implicit));
         assert!(!cast_allowed(Type::Int8, Type::Int4, CastContext::Implicit));
         assert!(!cast_allowed(Type::Int4, Type::Text, CastContext::Implicit));
+    }
+
+    #[test]
+    fn new_types_binary_formats() {
+        // date: int4 days since 2000-01-01; timestamp: int8 microseconds; interval: int8 us, int4 days, int4 months.
+        assert_eq!(send(&input(Type::Date, "2000-01-02", -1).unwrap()).unwrap(), 1i32.to_be_bytes());
+        assert_eq!(send(&input(Type::Timestamp, "2000-01-01 00:00:01", -1).unwrap()).unwrap(), 1_000_000i64.to_be_bytes());
+        let iv = input(Type::Interval, "1 mon 2 days 00:00:03", -1).unwrap();
+        let b = send(&iv).unwrap();
+        assert_eq!(b, [&3_000_000i64.to_be_bytes()[..], &2i32.to_be_bytes(), &1i32.to_be_bytes()].concat());
+        assert_eq!(recv(Type::Interval, &b).unwrap(), iv);
+        assert_eq!(recv(Type::Interval, &b[..15]).unwrap_err().sqlstate(), "22P03");
+        assert_eq!(recv(Type::Bytea, b"\x00\xff").unwrap(), Value::Bytea(b"\x00\xff".to_vec()));
+        assert_eq!(output(&Value::Bytea(vec![0, 255])).unwrap(), "\\x00ff");
+        // character(n) pads on input and trims when cast to text.
+        assert_eq!(input(Type::Bpchar, "ab", 4 + 4).unwrap(), Value::Text("ab  ".into()));
+        assert_eq!(cast(Value::Text("ab  ".into()), Type::Bpchar, Type::Text, -1, false).unwrap(), Value::Text("ab".into()));
+        let e = input(Type::Bpchar, "abcde", 4 + 4).unwrap_err();
+        assert_eq!((e.sqlstate(), e.message.as_str()), ("22001", "value too long for type character(4)"));
+        assert_eq!(check_bpchar("abcde", 4 + 4, true).unwrap(), "abcd");
+        assert_eq!(check_bpchar("abcd   ", 4 + 4, false).unwrap(), "abcd");
     }
 }
