@@ -684,7 +684,7 @@ impl<'a> Analyzer<'a> {
             return Err(self.err_at(SqlError::new(b"42704", format!("type \"{shown}\" does not exist")), tn.location));
         };
         let mut typmod = -1;
-        if !tn.typmods.is_empty() && matches!(ty, Type::Timestamp | Type::Timestamptz | Type::Time) && tn.typmods.len() == 1 {
+        if !tn.typmods.is_empty() && matches!(ty, Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz) && tn.typmods.len() == 1 {
             match tn.typmods[0].node.as_ref() {
                 Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), .. })) if i.ival >= 0 => {
                     return Ok((ty, i.ival.min(6)));
@@ -910,9 +910,7 @@ impl<'a> Analyzer<'a> {
             O::SvfopCurrentTimestamp | O::SvfopCurrentTimestampN => (DtFunc::Now(p), Type::Timestamptz),
             O::SvfopLocaltimestamp | O::SvfopLocaltimestampN => (DtFunc::LocalTimestamp(p), Type::Timestamp),
             O::SvfopLocaltime | O::SvfopLocaltimeN => (DtFunc::LocalTime(p), Type::Time),
-            O::SvfopCurrentTime | O::SvfopCurrentTimeN => {
-                return Err(self.err_at(SqlError::not_supported("CURRENT_TIME (type time with time zone)"), f.location))
-            }
+            O::SvfopCurrentTime | O::SvfopCurrentTimeN => (DtFunc::CurrentTime(p), Type::TimeTz),
             other => return Err(self.err_at(SqlError::not_supported(format!("{other:?}")), f.location)),
         };
         Ok(Expr::Func { func: Func::DateTime(func), args: vec![], ty })

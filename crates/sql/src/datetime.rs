@@ -8,6 +8,7 @@
 //! | time | 1083 | i64 microseconds since midnight | int8 |
 //! | timestamp | 1114 | i64 microseconds since 2000-01-01 00:00 | int8 |
 //! | timestamptz | 1184 | i64 microseconds since 2000-01-01 00:00 UTC | int8 |
+//! | timetz | 1266 | (i64 us since midnight, i32 zone in seconds west of UTC), 12 bytes, align d | int8, int4 |
 //! | interval | 1186 | (i64 us, i32 days, i32 months), 16 bytes, align d | int8, int4, int4 |
 //!
 //! `infinity` / `-infinity` are `i64::MAX` / `i64::MIN` (date: `i32::MAX` / `i32::MIN`).
@@ -276,6 +277,7 @@ fn syntax(ty: Type, s: &str) -> SqlError {
         Type::Timestamptz => "timestamp with time zone",
         Type::Time => "time",
         Type::Interval => "interval",
+        Type::TimeTz => "time with time zone",
         _ => "date",
     };
     SqlError::new(b"22007", format!("invalid input syntax for type {name}: \"{s}\""))
@@ -414,7 +416,7 @@ fn parse_datetime(s: &str, ty: Type) -> Result<Parsed> {
         let tok = tokens[i].clone();
         i += 1;
         let first = tok.as_bytes()[0];
-        if first.is_ascii_digit() && tok.contains('-') && p.date.is_none() && p.time.is_none() {
+        if first.is_ascii_digit() && tok.contains('-') && !tok.contains(':') && p.date.is_none() && p.time.is_none() {
             let f: Vec<&str> = tok.split('-').collect();
             if f.len() != 3 || f.iter().any(|x| x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit())) || f[0].len() < 3 {
                 return Err(syntax(ty, s));
@@ -554,6 +556,50 @@ pub fn date_in(s: &str) -> Result<i32> {
         return Err(ts_out_of_range(Type::Date, s));
     }
     Ok(days as i32)
+}
+
+/// timetz input: a time and an optional zone (default: the session's zone now).
+/// Returns (microseconds, zone in seconds west of UTC).
+pub fn timetz_in(s: &str) -> Result<(i64, i32)> {
+    let p = parse_datetime(s, Type::TimeTz)?;
+    if let Some(sp) = p.special {
+        return match sp {
+            Special::Allballs => Ok((0, 0)),
+            Special::Now => Ok(current_timetz(-1)),
+            _ => Err(syntax(Type::TimeTz, s)),
+        };
+    }
+    let t = p.time.ok_or_else(|| syntax(Type::TimeTz, s))?;
+    let off = match p.zone {
+        Some(Zone::Fixed(o)) => o,
+        Some(z @ Zone::Named(_)) => offset_at_utc(&z, xact_start()),
+        None => offset_at_utc(&session_zone(), xact_start()),
+    };
+    Ok((t, -off))
+}
+
+/// CURRENT_TIME: the transaction start's local time with the session's offset.
+pub fn current_timetz(p: i32) -> (i64, i32) {
+    let now = xact_start();
+    let off = offset_at_utc(&session_zone(), now);
+    let local = now + off as i64 * USECS_PER_SEC;
+    (round_precision(local.rem_euclid(USECS_PER_DAY), p).min(USECS_PER_DAY), -off)
+}
+
+pub fn timetz_out(t: i64, zone: i32) -> String {
+    format!("{}{}", time_text(t), offset_text(-zone))
+}
+
+/// timetz ordering: by the UTC time, then by zone.
+pub fn timetz_cmp(a: (i64, i32), b: (i64, i32)) -> std::cmp::Ordering {
+    let utc = |x: (i64, i32)| x.0 + x.1 as i64 * USECS_PER_SEC;
+    utc(a).cmp(&utc(b)).then(a.1.cmp(&b.1))
+}
+
+pub fn timetz_bytes(t: i64, zone: i32) -> Vec<u8> {
+    let mut b = t.to_le_bytes().to_vec();
+    b.extend_from_slice(&zone.to_le_bytes());
+    b
 }
 
 pub fn time_in(s: &str) -> Result<i64> {
@@ -862,6 +908,13 @@ pub fn cast(v: Value, to: Type, typmod: i32) -> Option<Result<Value>> {
             Ok(Value::Time(timestamptz_to_timestamp(t).rem_euclid(USECS_PER_DAY)))
         }
         (Value::Time(t), Type::Time) => Ok(Value::Time(round_precision(t, typmod).min(USECS_PER_DAY))),
+        (Value::TimeTz(t, _), Type::Time) => Ok(Value::Time(t)),
+        (Value::TimeTz(t, z), Type::TimeTz) => Ok(Value::TimeTz(round_precision(t, typmod).min(USECS_PER_DAY), z)),
+        (Value::Time(t), Type::TimeTz) => Ok(Value::TimeTz(t, -offset_at_utc(&session_zone(), xact_start()))),
+        (Value::Timestamptz(t), Type::TimeTz) if t != DT_NOEND && t != DT_NOBEGIN => {
+            let off = offset_at_utc(&session_zone(), t);
+            Ok(Value::TimeTz((t + off as i64 * USECS_PER_SEC).rem_euclid(USECS_PER_DAY), -off))
+        }
         (Value::Time(t), Type::Interval) => Ok(Value::Interval(Interval { micros: t, days: 0, months: 0 })),
         (Value::Interval(iv), Type::Time) => Ok(Value::Time(iv.micros.rem_euclid(USECS_PER_DAY))),
         (v @ Value::Interval(_), Type::Interval) | (v @ Value::Date(_), Type::Date) => Ok(v),
@@ -873,7 +926,8 @@ pub fn cast(v: Value, to: Type, typmod: i32) -> Option<Result<Value>> {
 pub fn cast_context(from: Type, to: Type) -> Option<(bool, bool)> {
     use Type::*;
     Some(match (from, to) {
-        (Date, Timestamp | Timestamptz) | (Timestamp, Timestamptz) | (Time, Interval) => (true, true),
+        (Date, Timestamp | Timestamptz) | (Timestamp, Timestamptz) | (Time, Interval) | (Time, TimeTz) => (true, true),
+        (TimeTz, Time) | (Timestamptz, TimeTz) => (false, true),
         (Timestamptz, Timestamp) | (Timestamp | Timestamptz, Date) | (Timestamp | Timestamptz, Time) | (Interval, Time) => {
             (false, true)
         }
@@ -882,7 +936,7 @@ pub fn cast_context(from: Type, to: Type) -> Option<(bool, bool)> {
 }
 
 pub fn is_datetime(t: Type) -> bool {
-    matches!(t, Type::Date | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Interval)
+    matches!(t, Type::Date | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Interval | Type::TimeTz)
 }
 
 // ---- operators and functions -------------------------------------------------
@@ -897,6 +951,8 @@ pub enum DtFunc {
     CurrentDate,
     LocalTimestamp(i32),
     LocalTime(i32),
+    /// CURRENT_TIME[(p)] (timetz).
+    CurrentTime(i32),
     DatePlusInt,
     DateMinusInt,
     DateMinusDate,
@@ -1165,6 +1221,10 @@ pub fn call(f: DtFunc, vals: &[Value]) -> Result<Value> {
         (DtFunc::LocalTime(p), _, _) => {
             Value::Time(round_precision(timestamptz_to_timestamp(xact_start()).rem_euclid(USECS_PER_DAY), p).min(USECS_PER_DAY))
         }
+        (DtFunc::CurrentTime(p), _, _) => {
+            let (t, z) = current_timetz(p);
+            Value::TimeTz(t, z)
+        }
         (DtFunc::DatePlusInt | DtFunc::DateMinusInt, Some(Value::Date(d)), Some(n)) => {
             let n = n.as_i64().unwrap_or(0);
             let n = if f == DtFunc::DateMinusInt { -n } else { n };
@@ -1305,6 +1365,12 @@ mod tests {
         assert_eq!(timestamp_in("2021-01-01 25:00").unwrap_err().sqlstate(), "22008");
         assert_eq!(time_out(time_in("allballs").unwrap()), "00:00:00");
         assert_eq!(time_out(time_in("23:59:59.9999995").unwrap()), "24:00:00");
+        let (t, z) = timetz_in("10:20:30.5-0330").unwrap();
+        assert_eq!(timetz_out(t, z), "10:20:30.5-03:30");
+        let a = timetz_in("10:00+02").unwrap();
+        let b = timetz_in("08:00+00").unwrap();
+        assert_ne!(timetz_cmp(a, b), std::cmp::Ordering::Equal);
+        assert_eq!(timetz_cmp(a, timetz_in("09:00+00").unwrap()), std::cmp::Ordering::Less);
     }
 
     #[test]

@@ -137,6 +137,7 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
         }
         (Value::Interval(x), Value::Interval(y)) => x.span().cmp(&y.span()),
         (Value::Bytea(x), Value::Bytea(y)) => x.cmp(y),
+        (Value::TimeTz(a, b), Value::TimeTz(c, d)) => crate::datetime::timetz_cmp((*a, *b), (*c, *d)),
         (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Greater,

@@ -29,14 +29,14 @@ impl RelStorage {
 /// Inserts one row as the backend's current command.
 pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Tid> {
     let descs = st.descs()?;
-    let fixed: Vec<Option<[u8; 16]>> = row.iter().map(types::fixed_bytes).collect();
+    let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
     let datums: Vec<Option<Datum<'_>>> = st
         .types
         .iter()
         .zip(row)
         .zip(&fixed)
         .map(|((t, v), f)| match f {
-            Some(b) => Ok(Some(Datum::Fixed(b))),
+            Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
             None => types::to_datum(*t, v),
         })
         .collect::<Result<_>>()?;
@@ -86,14 +86,14 @@ pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u
 pub fn form_row_toasted(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Vec<u8>> {
     use ferrogres_engine::heap::{toast, tuple::form_tuple};
     let descs = st.descs()?;
-    let fixed: Vec<Option<[u8; 16]>> = row.iter().map(types::fixed_bytes).collect();
+    let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
     let datums: Vec<Option<Datum<'_>>> = st
         .types
         .iter()
         .zip(row)
         .zip(&fixed)
         .map(|((t, v), f)| match f {
-            Some(b) => Ok(Some(Datum::Fixed(b))),
+            Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
             None => types::to_datum(*t, v),
         })
         .collect::<Result<_>>()?;

@@ -20,6 +20,7 @@
 //! | timestamp | 1114 | 8 | d | `Timestamp` |
 //! | timestamptz | 1184 | 8 | d | `Timestamptz` |
 //! | interval | 1186 | 16 | d | `Interval` (by reference) |
+//! | timetz | 1266 | 12 | d | `TimeTz` (by reference) |
 //!
 //! | bytea | 17 | -1 | i | `Bytea` (hex output; [`crate::bytea`]) |
 //!
@@ -54,9 +55,10 @@ pub enum Type {
     Timestamptz,
     Interval,
     Bytea,
+    TimeTz,
 }
 
-pub const TYPES: [Type; 18] = [
+pub const TYPES: [Type; 19] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -75,6 +77,7 @@ pub const TYPES: [Type; 18] = [
     Type::Timestamptz,
     Type::Interval,
     Type::Bytea,
+    Type::TimeTz,
 ];
 
 impl Type {
@@ -98,6 +101,7 @@ impl Type {
             Type::Timestamptz => 1184,
             Type::Interval => 1186,
             Type::Bytea => 17,
+            Type::TimeTz => 1266,
         }
     }
     pub fn from_oid(oid: u32) -> Option<Type> {
@@ -124,6 +128,7 @@ impl Type {
             Type::Timestamptz => "timestamptz",
             Type::Interval => "interval",
             Type::Bytea => "bytea",
+            Type::TimeTz => "timetz",
         }
     }
     /// The name format_type() shows in messages.
@@ -147,6 +152,7 @@ impl Type {
             Type::Timestamptz => "timestamp with time zone",
             Type::Interval => "interval",
             Type::Bytea => "bytea",
+            Type::TimeTz => "time with time zone",
         }
     }
     /// The name with its modifier, as format_type(oid, typmod).
@@ -157,6 +163,7 @@ impl Type {
             Type::Timestamp if typmod >= 0 => format!("timestamp({typmod}) without time zone"),
             Type::Timestamptz if typmod >= 0 => format!("timestamp({typmod}) with time zone"),
             Type::Time if typmod >= 0 => format!("time({typmod}) without time zone"),
+            Type::TimeTz if typmod >= 0 => format!("time({typmod}) with time zone"),
             t => t.sql_name().to_string(),
         }
     }
@@ -169,6 +176,7 @@ impl Type {
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => 8,
             Type::Date => 4,
             Type::Interval => 16,
+            Type::TimeTz => 12,
             Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea => -1,
             Type::Unknown => -2,
         }
@@ -181,6 +189,7 @@ impl Type {
             Type::Int4 | Type::Oid | Type::Date => AttrDesc::fixed(4),
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => AttrDesc::fixed(8),
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
+            Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
             Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea => AttrDesc::varlena(),
             Type::Unknown | Type::Void | Type::Numeric => return None,
         })
@@ -197,7 +206,7 @@ impl Type {
     /// Whether a typmod changes values of this type (so an assignment of the same
     /// type still needs a length or precision coercion).
     pub fn typmod_matters(self) -> bool {
-        matches!(self, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time)
+        matches!(self, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz)
     }
     /// A type name as written in SQL (`int`, `integer`, `int4`, `pg_catalog.int4`...).
     pub fn from_sql_name(name: &str) -> Option<Type> {
@@ -220,6 +229,7 @@ impl Type {
             "timestamptz" | "timestamp with time zone" => Type::Timestamptz,
             "interval" => Type::Interval,
             "bytea" => Type::Bytea,
+            "timetz" | "time with time zone" => Type::TimeTz,
             _ => return None,
         })
     }
@@ -246,6 +256,8 @@ pub enum Value {
     Timestamptz(i64),
     Interval(Interval),
     Bytea(Vec<u8>),
+    /// Microseconds since midnight and the zone in seconds west of UTC.
+    TimeTz(i64, i32),
 }
 
 impl Value {
@@ -368,6 +380,10 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Timestamptz => Value::Timestamptz(datetime::round_precision(datetime::timestamptz_in(s)?, typmod)),
         Type::Interval => Value::Interval(datetime::interval_in(s)?),
         Type::Bytea => Value::Bytea(crate::bytea::input(s)?),
+        Type::TimeTz => {
+            let (t, z) = datetime::timetz_in(s)?;
+            Value::TimeTz(datetime::round_precision(t, typmod).min(datetime::USECS_PER_DAY), z)
+        }
         Type::Void => Value::Null,
         Type::Numeric => return Err(SqlError::not_supported("type numeric")),
     })
@@ -427,6 +443,7 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Timestamptz(t) => datetime::timestamptz_out(*t),
         Value::Interval(iv) => datetime::interval_out(iv),
         Value::Bytea(b) => crate::bytea::output(b),
+        Value::TimeTz(t, z) => datetime::timetz_out(*t, *z),
     })
 }
 
@@ -495,6 +512,7 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         Value::Date(d) => d.to_be_bytes().to_vec(),
         Value::Time(t) | Value::Timestamp(t) | Value::Timestamptz(t) => t.to_be_bytes().to_vec(),
         Value::Bytea(b) => b.clone(),
+        Value::TimeTz(t, z) => [&t.to_be_bytes()[..], &z.to_be_bytes()].concat(),
         Value::Interval(iv) => {
             let mut b = iv.micros.to_be_bytes().to_vec();
             b.extend_from_slice(&iv.days.to_be_bytes());
@@ -536,6 +554,10 @@ pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
             })
         }
         Type::Bytea => Value::Bytea(b.to_vec()),
+        Type::TimeTz => {
+            let b = fixed(12)?;
+            Value::TimeTz(i64::from_be_bytes(b[..8].try_into().unwrap()), i32::from_be_bytes(b[8..].try_into().unwrap()))
+        }
         Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar => Value::Text(
             String::from_utf8(b.to_vec())
                 .map_err(|e| {
@@ -564,7 +586,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
             Datum::ByVal(*t as u64)
         }
-        (Type::Interval, Value::Interval(_)) => {
+        (Type::Interval, Value::Interval(_)) | (Type::TimeTz, Value::TimeTz(..)) => {
             return Err(SqlError::internal("interval datums are formed by rowio::fixed_bytes"))
         }
         (t, v) => return Err(SqlError::internal(format!("value {v:?} stored into a column of type {}", t.typname()))),
@@ -589,9 +611,10 @@ pub fn from_byval(ty: Type, raw: u64) -> Result<Value> {
 }
 
 /// The stored bytes of a fixed-length by-reference value (interval), if `v` is one.
-pub fn fixed_bytes(v: &Value) -> Option<[u8; 16]> {
+pub fn fixed_bytes(v: &Value) -> Option<Vec<u8>> {
     match v {
-        Value::Interval(iv) => Some(iv.to_bytes()),
+        Value::Interval(iv) => Some(iv.to_bytes().to_vec()),
+        Value::TimeTz(t, z) => Some(datetime::timetz_bytes(*t, *z)),
         _ => None,
     }
 }
@@ -602,6 +625,10 @@ pub fn from_fixed(ty: Type, b: &[u8]) -> Result<Value> {
         Type::Interval => Interval::from_bytes(b)
             .map(Value::Interval)
             .ok_or_else(|| SqlError::new(b"XX001", "stored interval of the wrong length")),
+        Type::TimeTz if b.len() == 12 => Ok(Value::TimeTz(
+            i64::from_le_bytes(b[..8].try_into().unwrap_or_default()),
+            i32::from_le_bytes(b[8..].try_into().unwrap_or_default()),
+        )),
         t => Err(SqlError::internal(format!("fixed by-reference datum for type {}", t.typname()))),
     }
 }

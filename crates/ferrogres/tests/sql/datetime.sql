@@ -95,3 +95,15 @@ SELECT min(d), max(ts), min(iv), max(tz), count(t) FROM dt;
 UPDATE dt SET ts = ts + interval '1 day' WHERE id = 1 RETURNING ts;
 DELETE FROM dt WHERE d = '1999-12-31' RETURNING id;
 DROP TABLE dt;
+-- time with time zone
+SET TimeZone = 'UTC';
+SELECT '10:20:30+02'::timetz, '10:20:30.5-0330'::timetz, '10:20'::timetz, 'allballs'::timetz;
+SELECT '10:00+02'::timetz = '08:00+00'::timetz, '10:00+02'::timetz < '09:00+00'::timetz, '10:20:30+02'::timetz::time, '10:20:30'::time::timetz;
+SELECT 'x'::timetz;
+SELECT current_time = current_time, current_time(2) IS NOT NULL, CURRENT_TIME::time = LOCALTIME;
+SET TimeZone = 'America/New_York';
+SELECT timestamptz '2024-07-01 12:00'::timetz;
+CREATE TABLE ttz (id int, t timetz);
+INSERT INTO ttz VALUES (1, '10:00+02'), (2, '08:30+00'), (3, '23:00-05'), (4, NULL);
+SELECT * FROM ttz ORDER BY t, id;
+DROP TABLE ttz;
