@@ -531,3 +531,8 @@ fn pgbench_history_row_round_trips_text_and_binary() {
 fn bytea_matches_postgres_15() {
     check_script("bytea");
 }
+
+#[test]
+fn float4_matches_postgres_15() {
+    check_script("float4");
+}

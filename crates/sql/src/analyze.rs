@@ -528,6 +528,7 @@ impl<'a> Analyzer<'a> {
             };
             return match to {
                 Type::Float8 => Ok(Expr::Const(Value::Float8(f), Type::Float8)),
+                Type::Float4 => Ok(Expr::Const(types::input(Type::Float4, s, -1).map_err(|e| self.err_at(e, loc))?, Type::Float4)),
                 // numeric rounds half away from zero.
                 Type::Int2 | Type::Int4 | Type::Int8 if ctx != CastContext::Implicit => {
                     Ok(Expr::Const(types::cast(Value::Float8(f.round()), Type::Float8, to, -1, true)?, to))
@@ -838,8 +839,8 @@ impl<'a> Analyzer<'a> {
             (l, r)
         };
         let (l, r) = match (l.ty(), r.ty()) {
-            (Type::Numeric, Type::Float8) => (self.coerce(l, Type::Float8, CastContext::Implicit, locs.0)?, r),
-            (Type::Float8, Type::Numeric) => {
+            (Type::Numeric, Type::Float8 | Type::Float4) => (self.coerce(l, Type::Float8, CastContext::Implicit, locs.0)?, r),
+            (Type::Float8 | Type::Float4, Type::Numeric) => {
                 let r = self.coerce(r, Type::Float8, CastContext::Implicit, locs.1)?;
                 (l, r)
             }
@@ -854,7 +855,10 @@ impl<'a> Analyzer<'a> {
             Type::Float8 => 4,
             _ => 0,
         };
-        let common = if lt.is_numeric() && rt.is_numeric() {
+        let common = if (lt == Type::Float4 && rt == Type::Float4) || (lt == Type::Float4) != (rt == Type::Float4) && lt.is_numeric() && rt.is_numeric() {
+            // real op real stays real; real with any other number is double precision.
+            if lt == rt { Type::Float4 } else { Type::Float8 }
+        } else if lt.is_numeric() && rt.is_numeric() {
             if rank(lt) >= rank(rt) { lt } else { rt }
         } else if lt.is_string() && rt.is_string() && cmp.is_some() {
             Type::Text
@@ -997,6 +1001,7 @@ impl<'a> Analyzer<'a> {
                 (AggKind::CountStar | AggKind::Count, _) => Type::Int8,
                 (AggKind::Sum, Some(Type::Int2 | Type::Int4)) => Type::Int8,
                 (AggKind::Sum, Some(Type::Float8)) => Type::Float8,
+                (AggKind::Sum, Some(Type::Float4)) => Type::Float4,
                 (AggKind::Sum, Some(Type::Int8)) => {
                     return Err(self.err_at(SqlError::not_supported("sum(bigint) (its result type is numeric)"), f.location))
                 }

@@ -10,6 +10,7 @@
 //! | int8 (bigint) | 20 | 8 | d | `Int8` |
 //! | oid | 26 | 4 | i | `Oid` |
 //! | float8 (double precision) | 701 | 8 | d | `Float8` |
+//! | float4 (real) | 700 | 4 | i | `Float4` |
 //! | text | 25 | -1 | i | `Text` |
 //! | varchar (character varying) | 1043 | -1 | i | `Text` (typmod = n + 4) |
 //! | unknown (an untyped literal) | 705 | -2 | c | `Text` |
@@ -56,9 +57,10 @@ pub enum Type {
     Interval,
     Bytea,
     TimeTz,
+    Float4,
 }
 
-pub const TYPES: [Type; 19] = [
+pub const TYPES: [Type; 20] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -78,6 +80,7 @@ pub const TYPES: [Type; 19] = [
     Type::Interval,
     Type::Bytea,
     Type::TimeTz,
+    Type::Float4,
 ];
 
 impl Type {
@@ -102,6 +105,7 @@ impl Type {
             Type::Interval => 1186,
             Type::Bytea => 17,
             Type::TimeTz => 1266,
+            Type::Float4 => 700,
         }
     }
     pub fn from_oid(oid: u32) -> Option<Type> {
@@ -129,6 +133,7 @@ impl Type {
             Type::Interval => "interval",
             Type::Bytea => "bytea",
             Type::TimeTz => "timetz",
+            Type::Float4 => "float4",
         }
     }
     /// The name format_type() shows in messages.
@@ -153,6 +158,7 @@ impl Type {
             Type::Interval => "interval",
             Type::Bytea => "bytea",
             Type::TimeTz => "time with time zone",
+            Type::Float4 => "real",
         }
     }
     /// The name with its modifier, as format_type(oid, typmod).
@@ -174,7 +180,7 @@ impl Type {
             Type::Int2 => 2,
             Type::Int4 | Type::Oid | Type::Void => 4,
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => 8,
-            Type::Date => 4,
+            Type::Date | Type::Float4 => 4,
             Type::Interval => 16,
             Type::TimeTz => 12,
             Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea => -1,
@@ -186,7 +192,7 @@ impl Type {
         Some(match self {
             Type::Bool => AttrDesc::fixed(1),
             Type::Int2 => AttrDesc::fixed(2),
-            Type::Int4 | Type::Oid | Type::Date => AttrDesc::fixed(4),
+            Type::Int4 | Type::Oid | Type::Date | Type::Float4 => AttrDesc::fixed(4),
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => AttrDesc::fixed(8),
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
@@ -198,7 +204,7 @@ impl Type {
         matches!(self, Type::Int2 | Type::Int4 | Type::Int8)
     }
     pub fn is_numeric(self) -> bool {
-        self.is_integer() || self == Type::Float8
+        self.is_integer() || self == Type::Float8 || self == Type::Float4
     }
     pub fn is_string(self) -> bool {
         matches!(self, Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar)
@@ -230,6 +236,7 @@ impl Type {
             "interval" => Type::Interval,
             "bytea" => Type::Bytea,
             "timetz" | "time with time zone" => Type::TimeTz,
+            "float4" | "real" => Type::Float4,
             _ => return None,
         })
     }
@@ -258,6 +265,7 @@ pub enum Value {
     Bytea(Vec<u8>),
     /// Microseconds since midnight and the zone in seconds west of UTC.
     TimeTz(i64, i32),
+    Float4(f32),
 }
 
 impl Value {
@@ -327,6 +335,43 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
+/// float4in: as float8in, rounded to single precision; out of single range is 22003.
+fn parse_float4(s: &str) -> Result<f32> {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
+    let bad = || SqlError::new(b"22P02", format!("invalid input syntax for type real: \"{s}\""));
+    let range = || SqlError::new(b"22003", format!("\"{t}\" is out of range for type real"));
+    let v = match parse_float8(s) {
+        Ok(v) => v,
+        Err(e) if e.sqlstate() == "22003" => return Err(range()),
+        Err(_) => return Err(bad()),
+    };
+    if !v.is_finite() {
+        return Ok(v as f32);
+    }
+    let f: f32 = t.parse().map_err(|_| bad())?;
+    if f.is_infinite() || (f == 0.0 && v != 0.0) {
+        return Err(range());
+    }
+    Ok(f)
+}
+
+/// The result of real op real computed in double precision, as real: overflow and
+/// underflow are 22003 as float4's operators report them.
+pub fn float4_arith(is_mod: bool, r: Value, x: f32, y: f32) -> Result<Value> {
+    let Value::Float8(r) = r else { return Ok(r) };
+    if is_mod {
+        return Err(SqlError::not_supported("% for real"));
+    }
+    let f = r as f32;
+    if f.is_infinite() && x.is_finite() && y.is_finite() {
+        return Err(SqlError::new(b"22003", "value out of range: overflow"));
+    }
+    if f == 0.0 && r != 0.0 {
+        return Err(SqlError::new(b"22003", "value out of range: underflow"));
+    }
+    Ok(Value::Float4(f))
+}
+
 fn parse_float8(s: &str) -> Result<f64> {
     let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
     let lower = t.to_ascii_lowercase();
@@ -371,6 +416,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
             Value::Oid(v as u32)
         }
         Type::Float8 => Value::Float8(parse_float8(s)?),
+        Type::Float4 => Value::Float4(parse_float4(s)?),
         Type::Text | Type::Unknown => Value::Text(s.to_string()),
         Type::Varchar => Value::Text(check_varchar(s, typmod, false)?),
         Type::Bpchar => Value::Text(check_bpchar(s, typmod, false)?),
@@ -436,6 +482,7 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Int8(i) => i.to_string(),
         Value::Oid(i) => i.to_string(),
         Value::Float8(f) => float8_out(*f),
+        Value::Float4(f) => float4_out(*f),
         Value::Text(s) => s.clone(),
         Value::Date(d) => datetime::date_out(*d),
         Value::Time(t) => datetime::time_out(*t),
@@ -445,6 +492,15 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Bytea(b) => crate::bytea::output(b),
         Value::TimeTz(t, z) => datetime::timetz_out(*t, *z),
     })
+}
+
+/// float4out: the shortest text that reads back as the same single, exponent
+/// when < -4 or >= 6.
+pub fn float4_out(f: f32) -> String {
+    if f.is_nan() || f.is_infinite() || f == 0.0 {
+        return float8_out(f as f64);
+    }
+    shortest_layout(&format!("{f:e}"), 6)
 }
 
 /// float8out with extra_float_digits >= 1 (the default): the shortest text that
@@ -460,7 +516,13 @@ pub fn float8_out(f: f64) -> String {
         return if f.is_sign_negative() { "-0".into() } else { "0".into() };
     }
     // Shortest round-trip digits and exponent from Rust's formatter.
-    let e = format!("{f:e}");
+    shortest_layout(&format!("{f:e}"), 15)
+}
+
+/// Lays out Rust's `{:e}` shortest digits as PostgreSQL does: plain notation for
+/// decimal exponents in -4..precision, else `d.ddde+XX`.
+fn shortest_layout(e: &str, precision: i32) -> String {
+    let e = e.to_string();
     let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let neg = mant.starts_with('-');
@@ -469,7 +531,7 @@ pub fn float8_out(f: f64) -> String {
     if neg {
         out.push('-');
     }
-    if !(-4..15).contains(&exp) {
+    if !(-4..precision).contains(&exp) {
         out.push_str(&digits[..1]);
         if digits.len() > 1 {
             out.push('.');
@@ -508,6 +570,7 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         Value::Int8(i) => i.to_be_bytes().to_vec(),
         Value::Oid(i) => i.to_be_bytes().to_vec(),
         Value::Float8(f) => f.to_bits().to_be_bytes().to_vec(),
+        Value::Float4(f) => f.to_bits().to_be_bytes().to_vec(),
         Value::Text(s) => s.as_bytes().to_vec(),
         Value::Date(d) => d.to_be_bytes().to_vec(),
         Value::Time(t) | Value::Timestamp(t) | Value::Timestamptz(t) => t.to_be_bytes().to_vec(),
@@ -541,6 +604,7 @@ pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
         Type::Int8 => Value::Int8(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
         Type::Oid => Value::Oid(u32::from_be_bytes(fixed(4)?.try_into().unwrap())),
         Type::Float8 => Value::Float8(f64::from_bits(u64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
+        Type::Float4 => Value::Float4(f32::from_bits(u32::from_be_bytes(fixed(4)?.try_into().unwrap()))),
         Type::Date => Value::Date(i32::from_be_bytes(fixed(4)?.try_into().unwrap())),
         Type::Time => Value::Time(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
         Type::Timestamp => Value::Timestamp(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
@@ -580,6 +644,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Int8, Value::Int8(i)) => Datum::ByVal(*i as u64),
         (Type::Oid, Value::Oid(i)) => Datum::ByVal(*i as u64),
         (Type::Float8, Value::Float8(f)) => Datum::ByVal(f.to_bits()),
+        (Type::Float4, Value::Float4(f)) => Datum::ByVal(f.to_bits() as u64),
         (Type::Text | Type::Varchar | Type::Bpchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
         (Type::Bytea, Value::Bytea(b)) => Datum::Varlena(b),
         (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
@@ -602,6 +667,7 @@ pub fn from_byval(ty: Type, raw: u64) -> Result<Value> {
         Type::Int8 => Value::Int8(raw as i64),
         Type::Oid => Value::Oid(raw as u32),
         Type::Float8 => Value::Float8(f64::from_bits(raw)),
+        Type::Float4 => Value::Float4(f32::from_bits(raw as u32)),
         Type::Date => Value::Date(raw as u32 as i32),
         Type::Time => Value::Time(raw as i64),
         Type::Timestamp => Value::Timestamp(raw as i64),
@@ -690,10 +756,28 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
             Type::Int8 => Value::Int8(i),
             Type::Oid => Value::Oid(u32::try_from(i).map_err(|_| SqlError::new(b"22003", "OID out of range"))?),
             Type::Float8 => Value::Float8(i as f64),
+            Type::Float4 => Value::Float4(i as f32),
             Type::Bool if from == Type::Int4 => Value::Bool(i != 0),
             _ => return Err(cannot_cast(from, to)),
         })
     };
+    let v = match (v, to) {
+        (Value::Float4(f), _) => Value::Float8(f as f64),
+        (Value::Float8(f), Type::Float4) => {
+            let r = f as f32;
+            if r.is_infinite() && f.is_finite() {
+                return Err(SqlError::new(b"22003", "value out of range: overflow"));
+            }
+            if r == 0.0 && f != 0.0 {
+                return Err(SqlError::new(b"22003", "value out of range: underflow"));
+            }
+            return Ok(Value::Float4(r));
+        }
+        (v, _) => v,
+    };
+    if let (Value::Float8(_), Type::Float8) = (&v, to) {
+        return Ok(v);
+    }
     match v {
         Value::Int2(_) | Value::Int4(_) | Value::Int8(_) | Value::Oid(_) => int_to(v.as_i64().unwrap_or(0)),
         Value::Float8(f) => {
@@ -725,7 +809,7 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
     }
     if from == Numeric {
         return match to {
-            Float8 => true,
+            Float8 | Float4 => true,
             Int2 | Int4 | Int8 => context != CastContext::Implicit,
             _ => false,
         };
@@ -739,12 +823,14 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
     }
     let implicit = matches!(
         (from, to),
-        (Int2, Int4 | Int8 | Float8) | (Int4, Int8 | Float8) | (Int8, Float8) | (Varchar, Text) | (Text, Varchar)
+        (Int2, Int4 | Int8 | Float8) | (Int4, Int8 | Float8) | (Int8, Float8)
+            | (Int2 | Int4 | Int8, Float4) | (Float4, Float8) | (Varchar, Text) | (Text, Varchar)
             | (Bpchar, Text | Varchar) | (Text | Varchar, Bpchar)
             | (Int2 | Int4 | Int8, Oid)
     );
     let assignment = implicit
         || matches!((from, to), (Int4 | Int8, Int2) | (Int8, Int4) | (Float8, Int2 | Int4 | Int8) | (Oid, Int4 | Int8))
+        || matches!((from, to), (Float8, Float4) | (Float4, Int2 | Int4 | Int8))
         || (to.is_string() && from != Void);
     let explicit = assignment || matches!((from, to), (Int4, Bool) | (Bool, Int4)) || from.is_string();
     match context {
@@ -797,6 +883,14 @@ mod tests {
         assert_eq!(float8_out(-2.0), "-2");
         assert_eq!(float8_out(f64::INFINITY), "Infinity");
         assert_eq!(input(Type::Float8, "1e400", -1).unwrap_err().message, "\"1e400\" is out of range for type double precision");
+        assert_eq!(float4_out(1234567.0), "1.234567e+06");
+        assert_eq!(float4_out(123456.7), "123456.7");
+        assert_eq!(float4_out(0.1), "0.1");
+        assert_eq!(float4_out(1e-5), "1e-05");
+        assert_eq!(input(Type::Float4, "1e39", -1).unwrap_err().message, "\"1e39\" is out of range for type real");
+        assert_eq!(input(Type::Float4, "1e-50", -1).unwrap_err().sqlstate(), "22003");
+        assert_eq!(input(Type::Float4, "x", -1).unwrap_err().message, "invalid input syntax for type real: \"x\"");
+        assert_eq!(cast(Value::Float8(1e300), Type::Float8, Type::Float4, -1, true).unwrap_err().message, "value out of range: overflow");
     }
 
     #[test]
