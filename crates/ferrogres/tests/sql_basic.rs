@@ -498,7 +498,7 @@ fn pgbench_history_row_round_trips_text_and_binary() {
     assert_eq!((fields[2].1, fields[2].2), (1042, 26));
     let first = row(&v[3].1);
     let mtime = String::from_utf8(first[1].clone().unwrap()).unwrap();
-    assert_eq!(mtime.len() >= 19 && &mtime[4..5] == "-" && &mtime[10..11] == " ", true, "{mtime}");
+    assert!(mtime.len() >= 19 && &mtime[4..5] == "-" && &mtime[10..11] == " ", "{mtime}");
     assert_eq!(first[2], None);
     assert_eq!(first[3], Some(b"t".to_vec()));
     let second = row(&v[4].1);

@@ -942,6 +942,14 @@ impl<'a> Analyzer<'a> {
                 let ret = if name == "date_part" { Type::Float8 } else { arg_ty };
                 return Ok(Some(Expr::Func { func: Func::DateTime(func), args: vec![unit, v], ty: ret }));
             }
+            ("timezone", [z, t]) if z.is_string() && matches!(t, Type::Timestamp | Type::Timestamptz | Type::Date) => {
+                let zone = self.coerce(args[0].clone(), Type::Text, CastContext::Implicit, locs[0])?;
+                let zone = if types[0] == Type::Bpchar { self.coerce(zone, Type::Text, CastContext::Implicit, locs[0])? } else { zone };
+                let from = if *t == Type::Timestamp { Type::Timestamp } else { Type::Timestamptz };
+                let v = self.coerce(args[1].clone(), from, CastContext::Implicit, locs[1])?;
+                let ret = if from == Type::Timestamp { Type::Timestamptz } else { Type::Timestamp };
+                return Ok(Some(Expr::Func { func: Func::DateTime(DtFunc::AtTimeZone(from)), args: vec![zone, v], ty: ret }));
+            }
             ("extract", _) => return Err(self.err_at(SqlError::not_supported("EXTRACT (its result type numeric is not implemented; use date_part)"), loc)),
             _ => return Ok(None),
         };

@@ -953,6 +953,8 @@ pub enum DtFunc {
     LocalTime(i32),
     /// CURRENT_TIME[(p)] (timetz).
     CurrentTime(i32),
+    /// `ts AT TIME ZONE zone` = timezone(zone, ts), for a timestamp or timestamptz `ts`.
+    AtTimeZone(Type),
     DatePlusInt,
     DateMinusInt,
     DateMinusDate,
@@ -1220,6 +1222,18 @@ pub fn call(f: DtFunc, vals: &[Value]) -> Result<Value> {
         (DtFunc::LocalTimestamp(p), _, _) => Value::Timestamp(round_precision(timestamptz_to_timestamp(xact_start()), p)),
         (DtFunc::LocalTime(p), _, _) => {
             Value::Time(round_precision(timestamptz_to_timestamp(xact_start()).rem_euclid(USECS_PER_DAY), p).min(USECS_PER_DAY))
+        }
+        (DtFunc::AtTimeZone(_), Some(Value::Text(z)), Some(v)) => {
+            let zone = zone_word(z.trim())
+                .or_else(|| parse_zone_setting(z))
+                .ok_or_else(|| SqlError::new(b"22023", format!("time zone \"{z}\" not recognized")))?;
+            match *v {
+                Value::Timestamptz(t) if t == DT_NOEND || t == DT_NOBEGIN => Value::Timestamp(t),
+                Value::Timestamp(t) if t == DT_NOEND || t == DT_NOBEGIN => Value::Timestamptz(t),
+                Value::Timestamptz(t) => Value::Timestamp(check_ts(t + offset_at_utc(&zone, t) as i64 * USECS_PER_SEC)?),
+                Value::Timestamp(t) => Value::Timestamptz(check_ts(t - offset_for_local(&zone, t) as i64 * USECS_PER_SEC)?),
+                _ => return Err(SqlError::internal("AT TIME ZONE of a non-timestamp")),
+            }
         }
         (DtFunc::CurrentTime(p), _, _) => {
             let (t, z) = current_timetz(p);

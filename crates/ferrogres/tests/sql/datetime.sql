@@ -107,3 +107,8 @@ CREATE TABLE ttz (id int, t timetz);
 INSERT INTO ttz VALUES (1, '10:00+02'), (2, '08:30+00'), (3, '23:00-05'), (4, NULL);
 SELECT * FROM ttz ORDER BY t, id;
 DROP TABLE ttz;
+-- AT TIME ZONE
+SET TimeZone = 'UTC';
+SELECT timestamptz '2024-07-01 12:00+00' AT TIME ZONE 'America/New_York', timestamp '2024-07-01 12:00' AT TIME ZONE 'America/New_York', timestamptz '2024-07-01 12:00+00' AT TIME ZONE 'PST';
+SELECT timestamp '2024-01-01 00:00' AT TIME ZONE 'UTC', timestamptz '2024-01-01 00:00+00' AT TIME ZONE '+05', date '2024-01-01' AT TIME ZONE 'UTC';
+SELECT now() AT TIME ZONE 'foo';
