@@ -887,7 +887,7 @@ impl<'a> Analyzer<'a> {
         if !is_datetime(lt) && !is_datetime(rt) {
             return Ok(None);
         }
-        let r = if lt == Type::Interval && rt == Type::Numeric && op == "*" {
+        let r = if lt == Type::Interval && rt == Type::Numeric && (op == "*" || op == "/") {
             self.coerce(r.clone(), Type::Float8, CastContext::Implicit, loc)?
         } else {
             r.clone()

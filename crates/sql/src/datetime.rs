@@ -967,6 +967,8 @@ pub enum DtFunc {
     IntervalMinus,
     IntervalNeg,
     IntervalMulFloat,
+    IntervalDivFloat,
+    DatePlusTime,
     DatePart(Type),
     DateTrunc(Type),
 }
@@ -1275,10 +1277,25 @@ pub fn call(f: DtFunc, vals: &[Value]) -> Result<Value> {
         (DtFunc::IntervalPlus, Some(Value::Interval(x)), Some(Value::Interval(y))) => Value::Interval(iv_add(*x, *y)?),
         (DtFunc::IntervalMinus, Some(Value::Interval(x)), Some(Value::Interval(y))) => Value::Interval(iv_add(*x, neg(*y)?)?),
         (DtFunc::IntervalNeg, Some(Value::Interval(x)), _) => Value::Interval(neg(*x)?),
-        (DtFunc::IntervalMulFloat, Some(Value::Interval(x)), Some(v)) => {
+        (DtFunc::DatePlusTime, Some(Value::Date(d)), Some(Value::Time(t))) => {
+            let ts = date_to_ts(*d);
+            if ts == DT_NOEND || ts == DT_NOBEGIN {
+                return Ok(Value::Timestamp(ts));
+            }
+            Value::Timestamp(check_ts(ts + t)?)
+        }
+        (DtFunc::IntervalMulFloat | DtFunc::IntervalDivFloat, Some(Value::Interval(x)), Some(v)) => {
             let k = match v {
                 Value::Float8(f) => *f,
                 v => v.as_i64().unwrap_or(0) as f64,
+            };
+            let k = if f == DtFunc::IntervalDivFloat {
+                if k == 0.0 {
+                    return Err(SqlError::new(b"22012", "division by zero"));
+                }
+                1.0 / k
+            } else {
+                k
             };
             let months = x.months as f64 * k;
             let days = x.days as f64 * k + months.fract() * 30.0;
@@ -1326,7 +1343,14 @@ pub fn resolve_operator(op: &str, l: Type, r: Type) -> Option<(Option<DtFunc>, T
         ("-", Date, Interval) => (Some(DtFunc::DateMinusInterval), Timestamp, Date, Interval),
         ("+", Interval, Interval) => (Some(DtFunc::IntervalPlus), Interval, Interval, Interval),
         ("-", Interval, Interval) => (Some(DtFunc::IntervalMinus), Interval, Interval, Interval),
-        ("*", Interval, Float8 | Int4 | Int2 | Int8) => (Some(DtFunc::IntervalMulFloat), Interval, Interval, Float8),
+        ("*", Interval, Float8 | Float4 | Int4 | Int2 | Int8) => (Some(DtFunc::IntervalMulFloat), Interval, Interval, Float8),
+        ("/", Interval, Float8 | Float4 | Int4 | Int2 | Int8) => (Some(DtFunc::IntervalDivFloat), Interval, Interval, Float8),
+        ("+", Date, Time) => (Some(DtFunc::DatePlusTime), Timestamp, Date, Time),
+        // Mixed timestamp kinds subtract after the implicit cast up (date -> timestamp -> timestamptz).
+        ("-", Date, Timestamp) | ("-", Timestamp, Date) => (Some(DtFunc::TsMinusTs(Timestamp)), Interval, Timestamp, Timestamp),
+        ("-", Date | Timestamp, Timestamptz) | ("-", Timestamptz, Date | Timestamp) => {
+            (Some(DtFunc::TsMinusTs(Timestamptz)), Interval, Timestamptz, Timestamptz)
+        }
         _ => return None,
     })
 }

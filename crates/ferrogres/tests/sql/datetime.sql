@@ -112,3 +112,8 @@ SET TimeZone = 'UTC';
 SELECT timestamptz '2024-07-01 12:00+00' AT TIME ZONE 'America/New_York', timestamp '2024-07-01 12:00' AT TIME ZONE 'America/New_York', timestamptz '2024-07-01 12:00+00' AT TIME ZONE 'PST';
 SELECT timestamp '2024-01-01 00:00' AT TIME ZONE 'UTC', timestamptz '2024-01-01 00:00+00' AT TIME ZONE '+05', date '2024-01-01' AT TIME ZONE 'UTC';
 SELECT now() AT TIME ZONE 'foo';
+-- more operators
+SELECT interval '1 hour' / 2, interval '1 day' / 3, interval '3 days' * 0.5, interval '1 mon' / 2;
+SELECT interval '1 hour' / 0;
+SELECT date '2024-01-01' + time '10:20', timestamp '2024-01-02 06:00' - date '2024-01-01', date '2024-01-02' - timestamp '2024-01-01 12:00';
+SELECT timestamptz '2024-01-02 00:00+00' - timestamp '2024-01-01 00:00', timestamptz '2024-01-02 00:00+00' - date '2024-01-01';
