@@ -1311,6 +1311,51 @@ pub fn call(f: DtFunc, vals: &[Value]) -> Result<Value> {
     })
 }
 
+/// EXTRACT's result as PostgreSQL 15 prints it (a numeric: `30.500000` for
+/// seconds, `30500.000` for milliseconds, exact epochs). EXTRACT itself answers
+/// 0A000 until the numeric type exists; this is the value it will carry.
+pub fn extract_text(unit_raw: &str, ty: Type, v: &Value) -> Result<String> {
+    let unit = canonical_unit(&unit_raw.to_ascii_lowercase()).ok_or_else(|| unit_unknown(unit_raw, ty))?;
+    let fixed = |us: i64, scale: u32| -> String {
+        let div = 10i64.pow(scale);
+        let sign = if us < 0 { "-" } else { "" };
+        let a = us.unsigned_abs() as i64;
+        if scale == 0 { format!("{sign}{a}") } else { format!("{sign}{}.{:0w$}", a / div, a % div, w = scale as usize) }
+    };
+    let secs_part = |us: i64| us % 60_000_000;
+    let (us_of_day, epoch_us): (Option<i64>, Option<i64>) = match *v {
+        Value::Timestamp(t) | Value::Timestamptz(t) if t == DT_NOEND || t == DT_NOBEGIN => {
+            let f = date_part(unit_raw, ty, v)?;
+            return Ok(match f {
+                Value::Float8(x) if x > 0.0 => "Infinity".into(),
+                Value::Float8(_) => "-Infinity".into(),
+                _ => String::new(),
+            });
+        }
+        Value::Timestamp(t) => (Some(t.rem_euclid(USECS_PER_DAY)), Some(t + UNIX_TO_PG_DAYS * USECS_PER_DAY)),
+        Value::Timestamptz(t) => (Some(timestamptz_to_timestamp(t).rem_euclid(USECS_PER_DAY)), Some(t + UNIX_TO_PG_DAYS * USECS_PER_DAY)),
+        Value::Time(t) => (Some(t), Some(t)),
+        Value::Interval(iv) => {
+            let secs = (iv.months / 12) as i64 * 31_557_600 + (iv.months % 12) as i64 * 2_592_000 + iv.days as i64 * 86_400;
+            (Some(iv.micros), Some(secs * USECS_PER_SEC + iv.micros))
+        }
+        Value::Date(d) if unit == "epoch" => {
+            return Ok(fixed((d as i64 + UNIX_TO_PG_DAYS) * 86_400, 0));
+        }
+        _ => (None, None),
+    };
+    Ok(match (unit, us_of_day, epoch_us) {
+        ("second", Some(us), _) => fixed(secs_part(us), 6),
+        ("milliseconds", Some(us), _) => fixed(secs_part(us), 3),
+        ("microseconds", Some(us), _) => fixed(secs_part(us), 0),
+        ("epoch", _, Some(e)) => fixed(e, 6),
+        _ => match date_part(unit_raw, ty, v)? {
+            Value::Float8(x) => format!("{}", x as i64),
+            _ => String::new(),
+        },
+    })
+}
+
 fn wrap(t: Type, v: i64) -> Value {
     if t == Type::Timestamptz { Value::Timestamptz(v) } else { Value::Timestamp(v) }
 }
@@ -1457,5 +1502,19 @@ mod tests {
         assert_eq!(date_trunc("month", Type::Timestamp, &m).unwrap(), Value::Timestamp(timestamp_in("2024-05-01").unwrap()));
         assert_eq!(date_trunc("week", Type::Timestamp, &m).unwrap(), Value::Timestamp(timestamp_in("2024-05-13").unwrap()));
         assert_eq!(round_precision(1_500_000, 0), 2_000_000);
+        // EXTRACT's numeric text, as PostgreSQL 15 prints it.
+        let ts = Value::Timestamp(timestamp_in("2024-01-01 10:20:30.5").unwrap());
+        let x = |u: &str, t: Type, v: &Value| extract_text(u, t, v).unwrap();
+        assert_eq!(x("second", Type::Timestamp, &ts), "30.500000");
+        assert_eq!(x("milliseconds", Type::Timestamp, &ts), "30500.000");
+        assert_eq!(x("microseconds", Type::Timestamp, &ts), "30500000");
+        assert_eq!(x("epoch", Type::Timestamp, &ts), "1704104430.500000");
+        assert_eq!(x("year", Type::Date, &Value::Date(date_in("2024-05-01").unwrap())), "2024");
+        assert_eq!(x("epoch", Type::Date, &Value::Date(date_in("2024-05-01").unwrap())), "1714521600");
+        assert_eq!(x("epoch", Type::Interval, &Value::Interval(interval_in("1 day 1.5 seconds").unwrap())), "86401.500000");
+        assert_eq!(x("second", Type::Interval, &Value::Interval(interval_in("1.5 seconds").unwrap())), "1.500000");
+        assert_eq!(x("epoch", Type::Time, &Value::Time(time_in("10:00:00.25").unwrap())), "36000.250000");
+        assert_eq!(x("dow", Type::Timestamp, &Value::Timestamp(timestamp_in("2024-01-01").unwrap())), "1");
+        assert_eq!(x("epoch", Type::Timestamp, &Value::Timestamp(DT_NOEND)), "Infinity");
     }
 }
