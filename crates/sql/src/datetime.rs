@@ -421,6 +421,9 @@ fn parse_datetime(s: &str, ty: Type) -> Result<Parsed> {
             if f.len() != 3 || f.iter().any(|x| x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit())) || f[0].len() < 3 {
                 return Err(syntax(ty, s));
             }
+            if f[0].len() > 9 {
+                return Err(ts_out_of_range(ty, s));
+            }
             let y: i64 = f[0].parse().map_err(|_| syntax(ty, s))?;
             let m: u32 = f[1].parse().map_err(|_| syntax(ty, s))?;
             let d: u32 = f[2].parse().map_err(|_| syntax(ty, s))?;
@@ -712,7 +715,7 @@ fn parse_time_unbounded(t: &str) -> Option<i64> {
         Some(p) => p.parse().ok()?,
         None => 0.0,
     };
-    if m > 59 || sec >= 60.0 {
+    if m > 59 || !(0.0..60.0).contains(&sec) || h > 2_562_047_788 {
         return None;
     }
     Some((h * 3600 + m * 60) * USECS_PER_SEC + (sec * 1e6).round() as i64)
@@ -859,12 +862,21 @@ pub fn timestamp_to_timestamptz(ts: i64) -> i64 {
     ts - offset_for_local(&session_zone(), ts) as i64 * USECS_PER_SEC
 }
 
+/// A date as a timestamp; dates past the timestamp range saturate (only
+/// date_part uses this: the checked form is [`date_to_ts_checked`]).
 fn date_to_ts(d: i32) -> i64 {
     match d {
         i32::MAX => DT_NOEND,
         i32::MIN => DT_NOBEGIN,
-        d => d as i64 * USECS_PER_DAY,
+        d => (d as i64).saturating_mul(USECS_PER_DAY),
     }
+}
+
+fn date_to_ts_checked(d: i32) -> Result<i64> {
+    if d != i32::MAX && d != i32::MIN && !(MIN_DATE_DAYS..END_TS_DAYS).contains(&(d as i64)) {
+        return Err(SqlError::new(b"22008", "date out of range for timestamp"));
+    }
+    Ok(date_to_ts(d))
 }
 
 fn ts_to_date(ts: i64) -> i32 {
@@ -888,15 +900,9 @@ pub fn round_precision(us: i64, typmod: i32) -> i64 {
 
 /// Casts among the date/time types (the text forms go through input/output).
 pub fn cast(v: Value, to: Type, typmod: i32) -> Option<Result<Value>> {
-    let ts_range = || Err(SqlError::new(b"22008", "timestamp out of range"));
     Some(match (v, to) {
-        (Value::Date(d), Type::Timestamp) => {
-            if d != i32::MAX && d != i32::MIN && d as i64 >= END_TS_DAYS {
-                return Some(ts_range());
-            }
-            Ok(Value::Timestamp(date_to_ts(d)))
-        }
-        (Value::Date(d), Type::Timestamptz) => Ok(Value::Timestamptz(timestamp_to_timestamptz(date_to_ts(d)))),
+        (Value::Date(d), Type::Timestamp) => date_to_ts_checked(d).map(Value::Timestamp),
+        (Value::Date(d), Type::Timestamptz) => date_to_ts_checked(d).map(|t| Value::Timestamptz(timestamp_to_timestamptz(t))),
         (Value::Timestamp(t), Type::Date) => Ok(Value::Date(ts_to_date(t))),
         (Value::Timestamptz(t), Type::Date) => Ok(Value::Date(ts_to_date(timestamptz_to_timestamp(t)))),
         (Value::Timestamp(t), Type::Timestamptz) => Ok(Value::Timestamptz(round_precision(timestamp_to_timestamptz(t), typmod))),
@@ -981,12 +987,39 @@ fn add_months_days(ts: i64, months: i32, days: i32) -> Result<i64> {
         let total = y * 12 + (m as i64 - 1) + months as i64;
         let (ny, nm) = (total.div_euclid(12), (total.rem_euclid(12) + 1) as u32);
         let nd = dd.min(days_in_month(ny, nm));
-        ts = days_from_civil(ny, nm, nd) * USECS_PER_DAY + us;
+        let days = days_from_civil(ny, nm, nd);
+        if !(MIN_DATE_DAYS..END_TS_DAYS).contains(&days) {
+            return Err(SqlError::new(b"22008", "timestamp out of range"));
+        }
+        ts = days * USECS_PER_DAY + us;
     }
     if days != 0 {
         ts = ts.checked_add(days as i64 * USECS_PER_DAY).ok_or_else(|| SqlError::new(b"22008", "timestamp out of range"))?;
     }
     Ok(ts)
+}
+
+/// Range checks of binary input (typreceive), as PostgreSQL's receive functions do.
+pub fn check_received(v: Value) -> Result<Value> {
+    let bad = |what: &str| Err(SqlError::new(b"22008", format!("{what} out of range")));
+    match v {
+        Value::Timestamp(t) | Value::Timestamptz(t) if t != DT_NOEND && t != DT_NOBEGIN => {
+            if !(MIN_DATE_DAYS..END_TS_DAYS).contains(&t.div_euclid(USECS_PER_DAY)) {
+                return bad("timestamp");
+            }
+        }
+        Value::Date(d) if d != i32::MAX && d != i32::MIN => {
+            if !(MIN_DATE_DAYS..END_DATE_DAYS).contains(&(d as i64)) {
+                return bad("date");
+            }
+        }
+        Value::Time(t) | Value::TimeTz(t, _) if !(0..=USECS_PER_DAY).contains(&t) => return bad("time"),
+        Value::TimeTz(_, z) if z.abs() > 15 * 3600 + 59 * 60 => {
+            return Err(SqlError::new(b"22009", "time zone displacement out of range"));
+        }
+        _ => {}
+    }
+    Ok(v)
 }
 
 fn check_ts(ts: i64) -> Result<i64> {
@@ -1269,16 +1302,16 @@ pub fn call(f: DtFunc, vals: &[Value]) -> Result<Value> {
             Value::Interval(ts_diff(*x, *y)?)
         }
         (DtFunc::DatePlusInterval, Some(Value::Date(d)), Some(Value::Interval(iv))) => {
-            Value::Timestamp(ts_plus(Type::Timestamp, date_to_ts(*d), *iv)?)
+            Value::Timestamp(ts_plus(Type::Timestamp, date_to_ts_checked(*d)?, *iv)?)
         }
         (DtFunc::DateMinusInterval, Some(Value::Date(d)), Some(Value::Interval(iv))) => {
-            Value::Timestamp(ts_plus(Type::Timestamp, date_to_ts(*d), neg(*iv)?)?)
+            Value::Timestamp(ts_plus(Type::Timestamp, date_to_ts_checked(*d)?, neg(*iv)?)?)
         }
         (DtFunc::IntervalPlus, Some(Value::Interval(x)), Some(Value::Interval(y))) => Value::Interval(iv_add(*x, *y)?),
         (DtFunc::IntervalMinus, Some(Value::Interval(x)), Some(Value::Interval(y))) => Value::Interval(iv_add(*x, neg(*y)?)?),
         (DtFunc::IntervalNeg, Some(Value::Interval(x)), _) => Value::Interval(neg(*x)?),
         (DtFunc::DatePlusTime, Some(Value::Date(d)), Some(Value::Time(t))) => {
-            let ts = date_to_ts(*d);
+            let ts = date_to_ts_checked(*d)?;
             if ts == DT_NOEND || ts == DT_NOBEGIN {
                 return Ok(Value::Timestamp(ts));
             }
@@ -1502,6 +1535,11 @@ mod tests {
         assert_eq!(date_trunc("month", Type::Timestamp, &m).unwrap(), Value::Timestamp(timestamp_in("2024-05-01").unwrap()));
         assert_eq!(date_trunc("week", Type::Timestamp, &m).unwrap(), Value::Timestamp(timestamp_in("2024-05-13").unwrap()));
         assert_eq!(round_precision(1_500_000, 0), 2_000_000);
+        // Extremes are errors, not overflows.
+        assert_eq!(date_in("999999999999999999-01-01").unwrap_err().sqlstate(), "22008");
+        assert_eq!(interval_in("99999999999999999:00").unwrap_err().sqlstate(), "22007");
+        let far = ts_plus(Type::Timestamp, 0, interval_in("178000000 years").unwrap()).unwrap_err();
+        assert_eq!(far.message, "timestamp out of range");
         // EXTRACT's numeric text, as PostgreSQL 15 prints it.
         let ts = Value::Timestamp(timestamp_in("2024-01-01 10:20:30.5").unwrap());
         let x = |u: &str, t: Type, v: &Value| extract_text(u, t, v).unwrap();

@@ -587,6 +587,14 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
 
 /// A type's binary input (typreceive). Wrong lengths are 22P03.
 pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
+    let v = recv_unchecked(ty, b)?;
+    if datetime::is_datetime(ty) {
+        return datetime::check_received(v);
+    }
+    Ok(v)
+}
+
+fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
     let bad = || SqlError::new(b"22P03", "insufficient data left in message");
     let fixed = |n: usize| -> Result<&[u8]> {
         if b.len() < n {
@@ -923,6 +931,9 @@ mod tests {
         assert_eq!(b, [&3_000_000i64.to_be_bytes()[..], &2i32.to_be_bytes(), &1i32.to_be_bytes()].concat());
         assert_eq!(recv(Type::Interval, &b).unwrap(), iv);
         assert_eq!(recv(Type::Interval, &b[..15]).unwrap_err().sqlstate(), "22P03");
+        assert_eq!(recv(Type::Timestamptz, &(i64::MAX - 1).to_be_bytes()).unwrap_err().message, "timestamp out of range");
+        assert_eq!(recv(Type::Time, &(-1i64).to_be_bytes()).unwrap_err().message, "time out of range");
+        assert_eq!(recv(Type::Timestamp, &i64::MAX.to_be_bytes()).unwrap(), Value::Timestamp(i64::MAX));
         assert_eq!(recv(Type::Bytea, b"\x00\xff").unwrap(), Value::Bytea(b"\x00\xff".to_vec()));
         assert_eq!(output(&Value::Bytea(vec![0, 255])).unwrap(), "\\x00ff");
         // character(n) pads on input and trims when cast to text.
