@@ -1003,15 +1003,13 @@ fn add_months_days(ts: i64, months: i32, days: i32) -> Result<i64> {
 pub fn check_received(v: Value) -> Result<Value> {
     let bad = |what: &str| Err(SqlError::new(b"22008", format!("{what} out of range")));
     match v {
-        Value::Timestamp(t) | Value::Timestamptz(t) if t != DT_NOEND && t != DT_NOBEGIN => {
-            if !(MIN_DATE_DAYS..END_TS_DAYS).contains(&t.div_euclid(USECS_PER_DAY)) {
-                return bad("timestamp");
-            }
+        Value::Timestamp(t) | Value::Timestamptz(t)
+            if t != DT_NOEND && t != DT_NOBEGIN && !(MIN_DATE_DAYS..END_TS_DAYS).contains(&t.div_euclid(USECS_PER_DAY)) =>
+        {
+            return bad("timestamp")
         }
-        Value::Date(d) if d != i32::MAX && d != i32::MIN => {
-            if !(MIN_DATE_DAYS..END_DATE_DAYS).contains(&(d as i64)) {
-                return bad("date");
-            }
+        Value::Date(d) if d != i32::MAX && d != i32::MIN && !(MIN_DATE_DAYS..END_DATE_DAYS).contains(&(d as i64)) => {
+            return bad("date")
         }
         Value::Time(t) | Value::TimeTz(t, _) if !(0..=USECS_PER_DAY).contains(&t) => return bad("time"),
         Value::TimeTz(_, z) if z.abs() > 15 * 3600 + 59 * 60 => {
