@@ -160,8 +160,24 @@ pub fn parse_zone_setting(name: &str) -> Option<Zone> {
     if n.starts_with(['+', '-']) || n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty() {
         return parse_offset(n).map(|o| Zone::Fixed(-o));
     }
-    // (PostgreSQL matches zone names case-insensitively; this needs the exact spelling.)
-    n.parse::<chrono_tz::Tz>().ok().map(Zone::Named)
+    named_zone(n).map(Zone::Named)
+}
+
+/// A zone of the tz database by name, matched case-insensitively as PostgreSQL does.
+fn named_zone(n: &str) -> Option<chrono_tz::Tz> {
+    n.parse::<chrono_tz::Tz>()
+        .ok()
+        .or_else(|| chrono_tz::TZ_VARIANTS.iter().copied().find(|tz| tz.name().eq_ignore_ascii_case(n)))
+}
+
+/// The TimeZone value SET stores and SHOW prints: a zone name in its canonical
+/// spelling (`america/new_york` -> `America/New_York`), other forms as given.
+pub fn canonical_zone_setting(value: &str) -> Option<String> {
+    let v = value.trim();
+    if let Some(tz) = named_zone(v) {
+        return Some(tz.name().to_string());
+    }
+    parse_zone_setting(v).map(|_| v.to_string())
 }
 
 /// The TimeZone value `SET TIME ZONE <hours>` stores (hours east of UTC).
@@ -1493,6 +1509,9 @@ mod tests {
         assert_eq!(timestamptz_out(timestamptz_in("2024-07-01 12:00").unwrap()), "2024-07-01 12:00:00-04");
         assert_eq!(timestamptz_out(timestamptz_in("2024-01-01 12:00+00").unwrap()), "2024-01-01 07:00:00-05");
         assert_eq!(timestamptz_out(timestamptz_in("2024-03-10 02:30").unwrap()), "2024-03-10 03:30:00-04");
+        assert_eq!(canonical_zone_setting("america/new_york").as_deref(), Some("America/New_York"));
+        assert_eq!(canonical_zone_setting("utc").as_deref(), Some("UTC"));
+        assert_eq!(canonical_zone_setting("nowhere/at_all"), None);
         sync_timezone("UTC");
         assert_eq!(timestamptz_out(timestamptz_in("2024-01-01 00:00+05:30").unwrap()), "2023-12-31 18:30:00+00");
         assert_eq!(timestamptz_out(timestamptz_in("2024-01-01 10:00:00-0330").unwrap()), "2024-01-01 13:30:00+00");

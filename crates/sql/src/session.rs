@@ -144,10 +144,10 @@ impl SessionEnv {
                     Ok(h) if (-15..=15).contains(&h) => crate::datetime::zone_setting_from_hours(h),
                     _ => v.to_string(),
                 };
-                if crate::datetime::parse_zone_setting(&v).is_none() {
-                    return Err(SqlError::new(b"22023", format!("invalid value for parameter \"TimeZone\": \"{value}\"")));
+                match crate::datetime::canonical_zone_setting(&v) {
+                    Some(v) => v,
+                    None => return Err(SqlError::new(b"22023", format!("invalid value for parameter \"TimeZone\": \"{value}\""))),
                 }
-                v
             }
             "intervalstyle" => {
                 if !value.eq_ignore_ascii_case("postgres") {

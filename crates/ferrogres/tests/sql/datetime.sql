@@ -117,3 +117,11 @@ SELECT interval '1 hour' / 2, interval '1 day' / 3, interval '3 days' * 0.5, int
 SELECT interval '1 hour' / 0;
 SELECT date '2024-01-01' + time '10:20', timestamp '2024-01-02 06:00' - date '2024-01-01', date '2024-01-02' - timestamp '2024-01-01 12:00';
 SELECT timestamptz '2024-01-02 00:00+00' - timestamp '2024-01-01 00:00', timestamptz '2024-01-02 00:00+00' - date '2024-01-01';
+-- zone names are case-insensitive; SHOW gives the canonical spelling
+SET TimeZone = 'america/new_york';
+SHOW TimeZone;
+SET TimeZone = 'utc';
+SHOW TimeZone;
+SET TimeZone = 'pst8pdt';
+SHOW TimeZone;
+SELECT timestamptz '2024-07-01 00:00+00';
