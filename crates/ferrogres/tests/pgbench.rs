@@ -44,10 +44,10 @@ fn one(srv: &Server, sql: &str) -> String {
 /// The four sums, which must agree.
 fn sums(srv: &Server) -> [String; 4] {
     [
-        one(srv, "select coalesce(sum(abalance), 0) from pgbench_accounts"),
-        one(srv, "select coalesce(sum(tbalance), 0) from pgbench_tellers"),
-        one(srv, "select coalesce(sum(bbalance), 0) from pgbench_branches"),
-        one(srv, "select coalesce(sum(delta), 0) from pgbench_history"),
+        one(srv, "select sum(abalance) from pgbench_accounts"),
+        one(srv, "select sum(tbalance) from pgbench_tellers"),
+        one(srv, "select sum(bbalance) from pgbench_branches"),
+        one(srv, "select sum(delta) from pgbench_history"),
     ]
 }
 

@@ -363,3 +363,99 @@ fn copy_matches_postgres_15() {
 fn insert_select_matches_postgres_15() {
     check_script("insert_select");
 }
+
+#[test]
+fn character_types_match_postgres_15() {
+    check_script("chartypes");
+}
+
+#[test]
+fn datetime_types_match_postgres_15() {
+    check_script("datetime");
+}
+
+/// pgbench's history table: `timestamp` filled with CURRENT_TIMESTAMP and a
+/// `char(22)` filler; the values round-trip in text and binary through the
+/// extended protocol, and RowDescription carries the types and typmods.
+#[test]
+fn pgbench_history_row_round_trips_text_and_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut r = Raw::connect(srv.port);
+    let v = r.send(&[query("SET TimeZone = 'UTC'")]);
+    assert_eq!(types(&v).replace('S', ""), "CZ", "{v:?}");
+    let v = r.send(&[query("CREATE TABLE h (tid int, mtime timestamp, filler char(22))")]);
+    assert_eq!(types(&v), "CZ", "{v:?}");
+    let v = r.send(&[query("INSERT INTO h (tid, mtime, filler) VALUES (1, CURRENT_TIMESTAMP, NULL)")]);
+    assert_eq!(types(&v), "CZ", "{v:?}");
+    // A parameterized insert: timestamp in binary (microseconds since 2000-01-01), bpchar in text.
+    let ts_2024 = 762_523_200_000_000i64 + 1; // 2024-02-29 12:00:00.000001
+    let v = r.send(&[
+        parse("ins", "INSERT INTO h VALUES ($1, $2, $3)", &[]),
+        bind("", "ins", &[0, 1, 0], &[Some(b"2"), Some(&ts_2024.to_be_bytes()), Some(b"ab")], &[]),
+        execute("", 0),
+        sync(),
+    ]);
+    assert_eq!(types(&v), "12CZ", "{v:?}");
+    // Text results.
+    let v = r.send(&[
+        parse("sel", "SELECT tid, mtime, filler, mtime <= now() AS past FROM h ORDER BY tid", &[]),
+        bind("", "sel", &[], &[], &[0]),
+        describe(b'P', ""),
+        execute("", 0),
+        sync(),
+    ]);
+    assert_eq!(types(&v), "12TDDCZ", "{v:?}");
+    let t = &v[2].1;
+    // RowDescription: per field name\0, table oid (4), attnum (2), type oid (4), typlen (2), typmod (4), format (2).
+    let mut fields = Vec::new();
+    let mut i = 2;
+    for _ in 0..4 {
+        let end = t[i..].iter().position(|&c| c == 0).unwrap() + i;
+        let oid = u32::from_be_bytes(t[end + 7..end + 11].try_into().unwrap());
+        let typmod = i32::from_be_bytes(t[end + 13..end + 17].try_into().unwrap());
+        fields.push((String::from_utf8_lossy(&t[i..end]).into_owned(), oid, typmod));
+        i = end + 19;
+    }
+    assert_eq!(fields[1].1, 1114);
+    assert_eq!((fields[2].1, fields[2].2), (1042, 26));
+    let first = row(&v[3].1);
+    let mtime = String::from_utf8(first[1].clone().unwrap()).unwrap();
+    assert!(mtime.len() >= 19 && &mtime[4..5] == "-" && &mtime[10..11] == " ", "{mtime}");
+    assert_eq!(first[2], None);
+    assert_eq!(first[3], Some(b"t".to_vec()));
+    let second = row(&v[4].1);
+    assert_eq!(second[1], Some(b"2024-02-29 12:00:00.000001".to_vec()));
+    assert_eq!(second[2], Some(format!("ab{}", " ".repeat(20)).into_bytes()));
+    // Binary results: the same instant as int8 microseconds.
+    let v = r.send(&[bind("", "sel", &[], &[], &[1]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "2DDCZ", "{v:?}");
+    let second = row(&v[2].1);
+    assert_eq!(second[1], Some(ts_2024.to_be_bytes().to_vec()));
+    assert_eq!(second[2], Some(format!("ab{}", " ".repeat(20)).into_bytes()));
+    // The first row's mtime read back in binary matches its text form.
+    let first_bin = row(&v[1].1);
+    let us = i64::from_be_bytes(first_bin[1].clone().unwrap().try_into().unwrap());
+    let v = r.send(&[
+        parse("", "SELECT $1::timestamp::text = $2", &[1114, 25]),
+        bind("", "", &[1, 0], &[Some(&us.to_be_bytes()), Some(mtime.as_bytes())], &[]),
+        execute("", 0),
+        sync(),
+    ]);
+    assert_eq!(types(&v), "12DCZ", "{v:?}");
+    assert_eq!(row(&v[2].1), vec![Some(b"t".to_vec())]);
+    // Over-long filler: 22001.
+    let v = r.send(&[query(&format!("INSERT INTO h VALUES (3, NULL, '{}')", "x".repeat(23)))]);
+    assert_eq!(error_field(&v[0].1, b'C'), "22001");
+    assert_eq!(error_field(&v[0].1, b'M'), "value too long for type character(22)");
+}
+
+#[test]
+fn bytea_matches_postgres_15() {
+    check_script("bytea");
+}
+
+#[test]
+fn float4_matches_postgres_15() {
+    check_script("float4");
+}

@@ -444,6 +444,7 @@ impl<'a> Analyzer<'a> {
                 (name, -1, None)
             }
             NodeEnum::FuncCall(f) => (func_name(f).unwrap_or_else(|| "?column?".into()), -1, None),
+            NodeEnum::SqlvalueFunction(f) => (crate::datetime::sql_value_function_name(f.op).to_string(), -1, None),
             NodeEnum::TypeCast(tc) => {
                 let inner = node(&tc.arg);
                 match inner {
@@ -502,9 +503,14 @@ impl<'a> Analyzer<'a> {
         let from = e.ty();
         if let Expr::Param(i, Type::Unknown) = e {
             self.params[i] = Some(to);
+            if typmod >= 0 && to.typmod_matters() {
+                // The length (bpchar padding, varchar check) or precision coercion.
+                let arg = Box::new(Expr::Param(i, to));
+                return Ok(Expr::Cast { arg, from: to, to, typmod, explicit: ctx == CastContext::Explicit });
+            }
             return Ok(Expr::Param(i, to));
         }
-        if from == to && (typmod < 0 || to != Type::Varchar) {
+        if from == to && (typmod < 0 || !to.typmod_matters()) {
             return Ok(e);
         }
         if let Expr::Const(v, Type::Unknown) = &e {
@@ -512,8 +518,11 @@ impl<'a> Analyzer<'a> {
             let v = match v {
                 Value::Null => Value::Null,
                 Value::Text(s) => {
-                    let v = types::input(to, s, -1).map_err(|er| self.err_at(er, loc))?;
-                    if to == Type::Varchar {
+                    let v = types::input(to, s, if to.is_string() { -1 } else { typmod }).map_err(|er| self.err_at(er, loc))?;
+                    if to == Type::Bpchar {
+                        let Value::Text(s) = v else { unreachable!("bpchar input gives text") };
+                        Value::Text(types::check_bpchar(&s, typmod, explicit)?)
+                    } else if to == Type::Varchar {
                         let Value::Text(s) = v else { unreachable!("varchar input gives text") };
                         // The length check is a run-time error in PostgreSQL: no position.
                         Value::Text(types::check_varchar(&s, typmod, explicit)?)
@@ -532,6 +541,7 @@ impl<'a> Analyzer<'a> {
             };
             return match to {
                 Type::Float8 => Ok(Expr::Const(Value::Float8(f), Type::Float8)),
+                Type::Float4 => Ok(Expr::Const(types::input(Type::Float4, s, -1).map_err(|e| self.err_at(e, loc))?, Type::Float4)),
                 // numeric rounds half away from zero.
                 Type::Int2 | Type::Int4 | Type::Int8 if ctx != CastContext::Implicit => {
                     Ok(Expr::Const(types::cast(Value::Float8(f.round()), Type::Float8, to, -1, true)?, to))
@@ -638,6 +648,7 @@ impl<'a> Analyzer<'a> {
                 Ok(Expr::IsNull { arg: Box::new(e), negated: t.nulltesttype == pb::NullTestType::IsNotNull as i32 })
             }
             NodeEnum::FuncCall(f) => self.func_call(f, scope),
+            NodeEnum::SqlvalueFunction(f) => self.sql_value_function(f),
             NodeEnum::SubLink(_) => Err(self.err_at(SqlError::not_supported("subqueries"), location(n))),
             NodeEnum::CaseExpr(c) => Err(self.err_at(SqlError::not_supported("CASE"), c.location)),
             NodeEnum::CoalesceExpr(c) => Err(self.err_at(SqlError::not_supported("COALESCE"), c.location)),
@@ -687,17 +698,30 @@ impl<'a> Analyzer<'a> {
             return Err(self.err_at(SqlError::new(b"42704", format!("type \"{shown}\" does not exist")), tn.location));
         };
         let mut typmod = -1;
+        if !tn.typmods.is_empty() && matches!(ty, Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz) && tn.typmods.len() == 1 {
+            match tn.typmods[0].node.as_ref() {
+                Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), .. })) if i.ival >= 0 => {
+                    return Ok((ty, i.ival.min(6)));
+                }
+                Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), .. })) => {
+                    let what = if ty == Type::Time { "TIME" } else { "TIMESTAMP" };
+                    return Err(self.err_at(SqlError::new(b"22023", format!("{what}({}) precision must not be negative", i.ival)), tn.location));
+                }
+                _ => return Err(self.err_at(SqlError::not_supported("this type modifier"), tn.location)),
+            }
+        }
         if !tn.typmods.is_empty() {
-            if ty != Type::Varchar || tn.typmods.len() != 1 {
+            if !matches!(ty, Type::Varchar | Type::Bpchar) || tn.typmods.len() != 1 {
                 return Err(self.err_at(SqlError::not_supported(format!("type modifiers for {}", ty.sql_name())), tn.location));
             }
             match tn.typmods[0].node.as_ref() {
                 Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), .. })) => {
+                    let tname = if ty == Type::Bpchar { "char" } else { "varchar" };
                     if i.ival < 1 {
-                        return Err(self.err_at(SqlError::new(b"22023", "length for type varchar must be at least 1"), tn.location));
+                        return Err(self.err_at(SqlError::new(b"22023", format!("length for type {tname} must be at least 1")), tn.location));
                     }
                     if i.ival > 10 * 1024 * 1024 {
-                        return Err(self.err_at(SqlError::new(b"22023", "length for type varchar cannot exceed 10485760"), tn.location));
+                        return Err(self.err_at(SqlError::new(b"22023", format!("length for type {tname} cannot exceed 10485760")), tn.location));
                     }
                     typmod = i.ival + 4;
                 }
@@ -721,6 +745,9 @@ impl<'a> Analyzer<'a> {
         let Some(l) = node(&a.lexpr) else {
             // Prefix operators.
             return match op.as_str() {
+                "-" if r.ty() == Type::Interval => {
+                    Ok(Expr::Func { func: Func::DateTime(crate::datetime::DtFunc::IntervalNeg), args: vec![r], ty: Type::Interval })
+                }
                 "-" => {
                     let r = if r.ty() == Type::Unknown { self.coerce(r, Type::Int4, CastContext::Implicit, a.location)? } else { r };
                     let t = r.ty();
@@ -760,7 +787,13 @@ impl<'a> Analyzer<'a> {
             if lt.is_string() || rt.is_string() {
                 let l = if lt == Type::Unknown { self.coerce(l, Type::Text, CastContext::Implicit, loc)? } else { l };
                 let r = if rt == Type::Unknown { self.coerce(r, Type::Text, CastContext::Implicit, loc)? } else { r };
+                // character(n) concatenates without its padding (as text).
+                let l = if lt == Type::Bpchar { self.coerce(l, Type::Text, CastContext::Implicit, loc)? } else { l };
+                let r = if rt == Type::Bpchar { self.coerce(r, Type::Text, CastContext::Implicit, loc)? } else { r };
                 return Ok(Expr::Concat(Box::new(l), Box::new(r)));
+            }
+            if lt == Type::Bytea && rt == Type::Bytea {
+                return Err(self.err_at(SqlError::not_supported("bytea || bytea"), loc));
             }
             return Err(self.no_operator(op, Some(lt), rt, loc));
         }
@@ -803,9 +836,24 @@ impl<'a> Analyzer<'a> {
             }
             _ => (l, r),
         };
+        if let Some(e) = self.datetime_operator(op, cmp, &l, &r, loc)? {
+            return Ok(e);
+        }
+        // character(n) compares without trailing blanks: against text as text,
+        // against character(n) or varchar as character (both sides trimmed).
+        let (l, r) = if (l.ty() == Type::Bpchar || r.ty() == Type::Bpchar) && l.ty().is_string() && r.ty().is_string() {
+            let as_bpchar = l.ty() != Type::Text && r.ty() != Type::Text;
+            let trim = |this: &mut Self, e: Expr| -> Result<Expr> {
+                let e = if as_bpchar && e.ty() == Type::Varchar { this.coerce(e, Type::Bpchar, CastContext::Implicit, loc)? } else { e };
+                if e.ty() == Type::Bpchar { this.coerce(e, Type::Text, CastContext::Implicit, loc) } else { Ok(e) }
+            };
+            (trim(self, l)?, trim(self, r)?)
+        } else {
+            (l, r)
+        };
         let (l, r) = match (l.ty(), r.ty()) {
-            (Type::Numeric, Type::Float8) => (self.coerce(l, Type::Float8, CastContext::Implicit, locs.0)?, r),
-            (Type::Float8, Type::Numeric) => {
+            (Type::Numeric, Type::Float8 | Type::Float4) => (self.coerce(l, Type::Float8, CastContext::Implicit, locs.0)?, r),
+            (Type::Float8 | Type::Float4, Type::Numeric) => {
                 let r = self.coerce(r, Type::Float8, CastContext::Implicit, locs.1)?;
                 (l, r)
             }
@@ -820,7 +868,10 @@ impl<'a> Analyzer<'a> {
             Type::Float8 => 4,
             _ => 0,
         };
-        let common = if lt.is_numeric() && rt.is_numeric() {
+        let common = if (lt == Type::Float4 && rt == Type::Float4) || (lt == Type::Float4) != (rt == Type::Float4) && lt.is_numeric() && rt.is_numeric() {
+            // real op real stays real; real with any other number is double precision.
+            if lt == rt { Type::Float4 } else { Type::Float8 }
+        } else if lt.is_numeric() && rt.is_numeric() {
             if rank(lt) >= rank(rt) { lt } else { rt }
         } else if lt.is_string() && rt.is_string() && cmp.is_some() {
             Type::Text
@@ -828,6 +879,8 @@ impl<'a> Analyzer<'a> {
             Type::Bool
         } else if lt == rt && lt == Type::Oid && cmp.is_some() {
             Type::Oid
+        } else if lt == rt && lt == Type::Bytea && cmp.is_some() {
+            Type::Bytea
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));
         };
@@ -838,6 +891,82 @@ impl<'a> Analyzer<'a> {
             (_, Some(op)) => Expr::Arith { op, l: Box::new(l), r: Box::new(r), ty: common },
             _ => unreachable!("checked above"),
         })
+    }
+
+    /// A binary operator with a date/time operand; `None` when neither side is one.
+    fn datetime_operator(&mut self, op: &str, cmp: Option<CmpOp>, l: &Expr, r: &Expr, loc: i32) -> Result<Option<Expr>> {
+        use crate::datetime::{is_datetime, resolve_operator};
+        let (lt, rt) = (l.ty(), r.ty());
+        if !is_datetime(lt) && !is_datetime(rt) {
+            return Ok(None);
+        }
+        let r = if lt == Type::Interval && rt == Type::Numeric && (op == "*" || op == "/") {
+            self.coerce(r.clone(), Type::Float8, CastContext::Implicit, loc)?
+        } else {
+            r.clone()
+        };
+        let Some((func, ret, lc, rc)) = resolve_operator(op, lt, r.ty()) else {
+            return Err(self.no_operator(op, Some(lt), rt, loc));
+        };
+        let l = self.coerce(l.clone(), lc, CastContext::Implicit, loc)?;
+        let r = self.coerce(r, rc, CastContext::Implicit, loc)?;
+        Ok(Some(match (func, cmp) {
+            (None, Some(op)) => Expr::Compare { op, l: Box::new(l), r: Box::new(r) },
+            (Some(f), _) => Expr::Func { func: Func::DateTime(f), args: vec![l, r], ty: ret },
+            (None, None) => return Err(self.no_operator(op, Some(lt), rt, loc)),
+        }))
+    }
+
+    /// CURRENT_DATE, CURRENT_TIMESTAMP[(p)], LOCALTIMESTAMP[(p)], LOCALTIME[(p)].
+    fn sql_value_function(&mut self, f: &pb::SqlValueFunction) -> Result<Expr> {
+        use crate::datetime::DtFunc;
+        use pb::SqlValueFunctionOp as O;
+        let p = if f.typmod < 0 { -1 } else { f.typmod.min(6) };
+        let (func, ty) = match O::try_from(f.op).unwrap_or(O::SqlvalueFunctionOpUndefined) {
+            O::SvfopCurrentDate => (DtFunc::CurrentDate, Type::Date),
+            O::SvfopCurrentTimestamp | O::SvfopCurrentTimestampN => (DtFunc::Now(p), Type::Timestamptz),
+            O::SvfopLocaltimestamp | O::SvfopLocaltimestampN => (DtFunc::LocalTimestamp(p), Type::Timestamp),
+            O::SvfopLocaltime | O::SvfopLocaltimeN => (DtFunc::LocalTime(p), Type::Time),
+            O::SvfopCurrentTime | O::SvfopCurrentTimeN => (DtFunc::CurrentTime(p), Type::TimeTz),
+            other => return Err(self.err_at(SqlError::not_supported(format!("{other:?}")), f.location)),
+        };
+        Ok(Expr::Func { func: Func::DateTime(func), args: vec![], ty })
+    }
+
+    /// now(), clock_timestamp(), date_part(), date_trunc() and friends.
+    fn datetime_func(&mut self, name: &str, args: &mut Vec<Expr>, locs: &[i32], loc: i32) -> Result<Option<Expr>> {
+        use crate::datetime::DtFunc;
+        let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
+        let (func, ty) = match (name, types.as_slice()) {
+            ("now" | "transaction_timestamp", []) => (DtFunc::Now(-1), Type::Timestamptz),
+            ("statement_timestamp", []) => (DtFunc::StatementTimestamp, Type::Timestamptz),
+            ("clock_timestamp", []) => (DtFunc::ClockTimestamp, Type::Timestamptz),
+            ("date_part" | "date_trunc", [u, t]) if u.is_string() && crate::datetime::is_datetime(*t) => {
+                let unit = self.coerce(args[0].clone(), Type::Text, CastContext::Implicit, locs[0])?;
+                let unit = if types[0] == Type::Bpchar { self.coerce(unit, Type::Text, CastContext::Implicit, locs[0])? } else { unit };
+                let (arg_ty, func) = match (name, *t) {
+                    ("date_part", Type::Date) => (Type::Timestamp, DtFunc::DatePart(Type::Timestamp)),
+                    ("date_part", t) => (t, DtFunc::DatePart(t)),
+                    ("date_trunc", Type::Timestamp) => (Type::Timestamp, DtFunc::DateTrunc(Type::Timestamp)),
+                    ("date_trunc", Type::Timestamptz | Type::Date) => (Type::Timestamptz, DtFunc::DateTrunc(Type::Timestamptz)),
+                    _ => return Err(self.err_at(SqlError::not_supported(format!("{name}() of type {}", t.sql_name())), loc)),
+                };
+                let v = self.coerce(args[1].clone(), arg_ty, CastContext::Implicit, locs[1])?;
+                let ret = if name == "date_part" { Type::Float8 } else { arg_ty };
+                return Ok(Some(Expr::Func { func: Func::DateTime(func), args: vec![unit, v], ty: ret }));
+            }
+            ("timezone", [z, t]) if z.is_string() && matches!(t, Type::Timestamp | Type::Timestamptz | Type::Date) => {
+                let zone = self.coerce(args[0].clone(), Type::Text, CastContext::Implicit, locs[0])?;
+                let zone = if types[0] == Type::Bpchar { self.coerce(zone, Type::Text, CastContext::Implicit, locs[0])? } else { zone };
+                let from = if *t == Type::Timestamp { Type::Timestamp } else { Type::Timestamptz };
+                let v = self.coerce(args[1].clone(), from, CastContext::Implicit, locs[1])?;
+                let ret = if from == Type::Timestamp { Type::Timestamptz } else { Type::Timestamp };
+                return Ok(Some(Expr::Func { func: Func::DateTime(DtFunc::AtTimeZone(from)), args: vec![zone, v], ty: ret }));
+            }
+            ("extract", _) => return Err(self.err_at(SqlError::not_supported("EXTRACT (its result type numeric is not implemented; use date_part)"), loc)),
+            _ => return Ok(None),
+        };
+        Ok(Some(Expr::Func { func: Func::DateTime(func), args: std::mem::take(args), ty }))
     }
 
     fn func_call(&mut self, f: &pb::FuncCall, scope: &mut Scope) -> Result<Expr> {
@@ -893,6 +1022,7 @@ impl<'a> Analyzer<'a> {
                 (AggKind::CountStar | AggKind::Count, _) => Type::Int8,
                 (AggKind::Sum, Some(Type::Int2 | Type::Int4)) => Type::Int8,
                 (AggKind::Sum, Some(Type::Float8)) => Type::Float8,
+                (AggKind::Sum, Some(Type::Float4)) => Type::Float4,
                 (AggKind::Sum, Some(Type::Int8)) => {
                     return Err(self.err_at(SqlError::not_supported("sum(bigint) (its result type is numeric)"), f.location))
                 }
@@ -918,6 +1048,12 @@ impl<'a> Analyzer<'a> {
                 arg_locs.push(location(a));
             }
         }
+        if let Some(e) = self.datetime_func(&name, &mut args, &arg_locs, f.location)? {
+            return Ok(e);
+        }
+        if matches!(name.as_str(), "length" | "octet_length") && args.len() == 1 && args[0].ty() == Type::Bytea {
+            return Ok(Expr::Func { func: Func::OctetLength, args, ty: Type::Int4 });
+        }
         let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
         let (func, sig, ret): (Func, &[Type], Type) = match (name.as_str(), args.len()) {
             ("version", 0) => (Func::Version, &[], Type::Text),
@@ -941,7 +1077,7 @@ impl<'a> Analyzer<'a> {
             if !(is_type(t, *want) || types::cast_allowed(t, *want, CastContext::Implicit)) {
                 return Err(self.unknown_function(&name, &types, f.location));
             }
-            out.push(if t.is_string() && *want == Type::Text && t != Type::Unknown { a } else { self.coerce(a, *want, CastContext::Implicit, loc)? });
+            out.push(if t.is_string() && *want == Type::Text && t != Type::Unknown && t != Type::Bpchar { a } else { self.coerce(a, *want, CastContext::Implicit, loc)? });
         }
         Ok(Expr::Func { func, args: out, ty: ret })
     }
@@ -1032,7 +1168,7 @@ impl<'a> Analyzer<'a> {
                     (Type::Unknown | Type::Numeric, Expr::Const(..)) | (Type::Unknown, Expr::Param(..)) => {
                         self.coerce_typmod(e, col.ty, col.typmod, CastContext::Assignment, location(n))?
                     }
-                    (t, _) if t == col.ty && !(t == Type::Varchar && col.typmod >= 0) => e,
+                    (t, _) if t == col.ty && !(t.typmod_matters() && col.typmod >= 0) => e,
                     (t, _) => {
                         if !types::cast_allowed(t, col.ty, CastContext::Assignment) {
                             return Err(self.err_at(
@@ -1126,7 +1262,7 @@ impl<'a> Analyzer<'a> {
                     (Type::Unknown | Type::Numeric, Expr::Const(..)) | (Type::Unknown, Expr::Param(..)) => {
                         self.coerce_typmod(e, col.ty, col.typmod, CastContext::Assignment, location(val))?
                     }
-                    (t, _) if t == col.ty && !(t == Type::Varchar && col.typmod >= 0) => e,
+                    (t, _) if t == col.ty && !(t.typmod_matters() && col.typmod >= 0) => e,
                     (t, _) => {
                         if !types::cast_allowed(t, col.ty, CastContext::Assignment) {
                             return Err(self.err_at(

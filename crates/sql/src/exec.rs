@@ -131,6 +131,14 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
         (Value::Text(x), Value::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Date(x), Value::Date(y)) => x.cmp(y),
+        (Value::Time(x), Value::Time(y)) | (Value::Timestamp(x), Value::Timestamp(y)) | (Value::Timestamptz(x), Value::Timestamptz(y)) => {
+            x.cmp(y)
+        }
+        (Value::Interval(x), Value::Interval(y)) => x.span().cmp(&y.span()),
+        (Value::Bytea(x), Value::Bytea(y)) => x.cmp(y),
+        (Value::Float4(x), Value::Float4(y)) => compare(&Value::Float8(*x as f64), &Value::Float8(*y as f64)),
+        (Value::TimeTz(a, b), Value::TimeTz(c, d)) => crate::datetime::timetz_cmp((*a, *b), (*c, *d)),
         (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Greater,
@@ -160,6 +168,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             }
             match (a, b) {
                 (Value::Float8(x), Value::Float8(y)) => arith_float(*op, x, y)?,
+                (Value::Float4(x), Value::Float4(y)) => types::float4_arith(*op == ArithOp::Mod, arith_float(*op, x as f64, y as f64)?, x, y)?,
                 (a, b) => match (a.as_i64(), b.as_i64()) {
                     (Some(x), Some(y)) => arith_int(*op, x, y, *ty)?,
                     _ => return Err(SqlError::internal("arithmetic on non-numbers")),
@@ -169,6 +178,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
         Expr::Neg(arg, ty) => match ev(arg, env)? {
             Value::Null => Value::Null,
             Value::Float8(f) => Value::Float8(-f),
+            Value::Float4(f) => Value::Float4(-f),
             v => arith_int(ArithOp::Sub, 0, v.as_i64().unwrap_or(0), *ty)?,
         },
         Expr::Compare { op, l, r } => {
@@ -274,10 +284,17 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         Func::Abs => match &vals[0] {
             Value::Null => Value::Null,
             Value::Float8(f) => Value::Float8(f.abs()),
+            Value::Float4(f) => Value::Float4(f.abs()),
             v => {
                 let i = v.as_i64().unwrap_or(0);
                 if i < 0 { arith_int(ArithOp::Sub, 0, i, ty)? } else { v.clone() }
             }
+        },
+        Func::DateTime(f) => crate::datetime::call(f, &vals)?,
+        Func::OctetLength => match &vals[0] {
+            Value::Bytea(b) => Value::Int4(b.len() as i32),
+            Value::Text(s) => Value::Int4(s.len() as i32),
+            _ => Value::Null,
         },
     })
 }
@@ -481,8 +498,10 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
                 (AggKind::CountStar | AggKind::Count, Value::Int8(n)) => Value::Int8(n + 1),
                 (AggKind::Sum, Value::Null) => match v {
                     Value::Float8(f) => Value::Float8(f),
+                    Value::Float4(f) => Value::Float4(f),
                     v => Value::Int8(v.as_i64().unwrap_or(0)),
                 },
+                (AggKind::Sum, Value::Float4(s)) => Value::Float4(s + if let Value::Float4(f) = v { f } else { 0.0 }),
                 (AggKind::Sum, Value::Float8(s)) => Value::Float8(s + if let Value::Float8(f) = v { f } else { 0.0 }),
                 (AggKind::Sum, Value::Int8(s)) => {
                     Value::Int8(s.checked_add(v.as_i64().unwrap_or(0)).ok_or_else(|| out_of_range(Type::Int8))?)

@@ -1,8 +1,10 @@
 #![doc = include_str!("../README.md")]
 
 pub mod analyze;
+pub mod bytea;
 pub mod catalog;
 pub mod copy;
+pub mod datetime;
 pub mod errors;
 pub mod exec;
 pub mod index;

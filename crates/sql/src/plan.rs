@@ -40,6 +40,10 @@ pub enum Func {
     Upper,
     Lower,
     Abs,
+    /// Date/time functions and operators ([`crate::datetime`]).
+    DateTime(crate::datetime::DtFunc),
+    /// length(bytea), octet_length(bytea).
+    OctetLength,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,8 +29,17 @@ impl RelStorage {
 /// Inserts one row as the backend's current command.
 pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Tid> {
     let descs = st.descs()?;
-    let datums: Vec<Option<Datum<'_>>> =
-        st.types.iter().zip(row).map(|(t, v)| types::to_datum(*t, v)).collect::<Result<_>>()?;
+    let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
+    let datums: Vec<Option<Datum<'_>>> = st
+        .types
+        .iter()
+        .zip(row)
+        .zip(&fixed)
+        .map(|((t, v), f)| match f {
+            Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
+            None => types::to_datum(*t, v),
+        })
+        .collect::<Result<_>>()?;
     Ok(heapam::heap_insert_values(backend, st.rel, st.toast, &descs, &datums)?)
 }
 
@@ -60,11 +69,11 @@ pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u
         row.push(match d {
             None => Value::Null,
             Some(Datum::ByVal(raw)) => types::from_byval(*ty, raw)?,
-            Some(Datum::Varlena(b)) => types::from_varlena(b)?,
+            Some(Datum::Varlena(b)) => types::from_varlena_typed(*ty, b)?,
             Some(d @ (Datum::Compressed { .. } | Datum::External(_))) => {
-                types::from_varlena(&heapam::heap_detoast(backend, st.rel, &d, snapshot)?)?
+                types::from_varlena_typed(*ty, &heapam::heap_detoast(backend, st.rel, &d, snapshot)?)?
             }
-            Some(Datum::Fixed(_)) => return Err(SqlError::internal("fixed by-reference datum of a built-in type")),
+            Some(Datum::Fixed(b)) => types::from_fixed(*ty, b)?,
         });
     }
     Ok(row)
@@ -77,8 +86,17 @@ pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u
 pub fn form_row_toasted(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Vec<u8>> {
     use ferrogres_engine::heap::{toast, tuple::form_tuple};
     let descs = st.descs()?;
-    let datums: Vec<Option<Datum<'_>>> =
-        st.types.iter().zip(row).map(|(t, v)| types::to_datum(*t, v)).collect::<Result<_>>()?;
+    let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
+    let datums: Vec<Option<Datum<'_>>> = st
+        .types
+        .iter()
+        .zip(row)
+        .zip(&fixed)
+        .map(|((t, v), f)| match f {
+            Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
+            None => types::to_datum(*t, v),
+        })
+        .collect::<Result<_>>()?;
     let plan = toast::toast_plan(&descs, &datums)?;
     if plan.is_noop() {
         return Ok(form_tuple(&descs, &datums)?);

@@ -155,6 +155,24 @@ impl SessionEnv {
                 }
                 "ISO, MDY".to_string()
             }
+            "timezone" => {
+                let v = value.trim();
+                let v = match v.parse::<i32>() {
+                    // SET TIME ZONE <number>: hours east of UTC.
+                    Ok(h) if (-15..=15).contains(&h) => crate::datetime::zone_setting_from_hours(h),
+                    _ => v.to_string(),
+                };
+                match crate::datetime::canonical_zone_setting(&v) {
+                    Some(v) => v,
+                    None => return Err(SqlError::new(b"22023", format!("invalid value for parameter \"TimeZone\": \"{value}\""))),
+                }
+            }
+            "intervalstyle" => {
+                if !value.eq_ignore_ascii_case("postgres") {
+                    return Err(SqlError::not_supported(format!("IntervalStyle \"{value}\"")));
+                }
+                "postgres".to_string()
+            }
             "client_min_messages" => {
                 let v = value.to_ascii_lowercase();
                 let ok = ["debug5", "debug4", "debug3", "debug2", "debug1", "debug", "log", "notice", "warning", "error"];
@@ -323,6 +341,7 @@ impl Session {
     fn ensure_txn(&mut self) -> Result<()> {
         if !self.backend.txn.in_transaction() {
             self.backend.txn.begin(self.default_isolation)?;
+            crate::datetime::set_xact_start();
             self.implicit = true;
             self.stmts_in_txn = 0;
             self.did_ddl = false;
@@ -411,6 +430,7 @@ impl Session {
                     }
                 } else {
                     self.backend.txn.begin(isolation.unwrap_or(self.default_isolation))?;
+                    crate::datetime::set_xact_start();
                     self.stmts_in_txn = 0;
                     self.did_ddl = false;
                 }
@@ -487,6 +507,7 @@ impl Session {
     // ---- analysis --------------------------------------------------------------
 
     fn analyze(&mut self, st: &ParsedStmt, param_types: &mut Vec<Option<Type>>, params_allowed: bool) -> Result<Statement> {
+        self.sync_datetime();
         if let pg_query::NodeEnum::TransactionStmt(_) | pg_query::NodeEnum::VariableSetStmt(_) | pg_query::NodeEnum::VariableShowStmt(_) = &st.node {
             let snap = ferrogres_engine::txn::snapshot::Snapshot {
                 xmin: 0,
@@ -513,8 +534,17 @@ impl Session {
     // ---- execution -------------------------------------------------------------
 
     /// Runs a statement's effect; returns its rows (if it returns rows) and tag.
+    /// Points the thread's date/time context at this session's TimeZone.
+    fn sync_datetime(&self) {
+        if let Ok(tz) = self.env.get("TimeZone") {
+            crate::datetime::sync_timezone(&tz);
+        }
+    }
+
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         (self.env.interrupts)()?;
+        self.sync_datetime();
+        crate::datetime::set_stmt_start();
         if let Statement::Transaction(cmd) = plan {
             return Ok((None, self.transaction_command(cmd, out)?));
         }
@@ -821,6 +851,7 @@ impl Session {
 
     /// Bind: decodes the parameters with the statement's types.
     pub fn bind(&mut self, portal: &str, statement: &str, params: &[ParamValue<'_>]) -> Result<()> {
+        self.sync_datetime();
         let r = self.bind_inner(portal, statement, params);
         r.inspect_err(|_| self.on_error())
     }

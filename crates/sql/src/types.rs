@@ -10,14 +10,27 @@
 //! | int8 (bigint) | 20 | 8 | d | `Int8` |
 //! | oid | 26 | 4 | i | `Oid` |
 //! | float8 (double precision) | 701 | 8 | d | `Float8` |
+//! | float4 (real) | 700 | 4 | i | `Float4` |
 //! | text | 25 | -1 | i | `Text` |
 //! | varchar (character varying) | 1043 | -1 | i | `Text` (typmod = n + 4) |
 //! | unknown (an untyped literal) | 705 | -2 | c | `Text` |
 //! | void | 2278 | 4 | i | `Null` |
+//! | bpchar (character(n)) | 1042 | -1 | i | `Text`, blank-padded to n (typmod = n + 4) |
+//! | date | 1082 | 4 | i | `Date` |
+//! | time | 1083 | 8 | d | `Time` |
+//! | timestamp | 1114 | 8 | d | `Timestamp` |
+//! | timestamptz | 1184 | 8 | d | `Timestamptz` |
+//! | interval | 1186 | 16 | d | `Interval` (by reference) |
+//! | timetz | 1266 | 12 | d | `TimeTz` (by reference) |
+//!
+//! | bytea | 17 | -1 | i | `Bytea` (hex output; [`crate::bytea`]) |
+//!
+//! The date/time types' I/O and arithmetic live in [`crate::datetime`].
 //!
 //! numeric (1700) is not implemented: a decimal literal such as `1.5` answers 0A000.
 
 use crate::errors::{Result, SqlError};
+use crate::datetime::{self, Interval};
 use ferrogres_engine::heap::tuple::{AttrDesc, Datum};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,9 +48,19 @@ pub enum Type {
     /// Only as the type of a decimal literal (`1.5`) on its way to float8 or an
     /// integer type; any other use is 0A000 until numeric exists.
     Numeric,
+    /// character(n): blank-padded; comparisons and casts to text ignore trailing blanks.
+    Bpchar,
+    Date,
+    Time,
+    Timestamp,
+    Timestamptz,
+    Interval,
+    Bytea,
+    TimeTz,
+    Float4,
 }
 
-pub const TYPES: [Type; 11] = [
+pub const TYPES: [Type; 20] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -49,6 +72,15 @@ pub const TYPES: [Type; 11] = [
     Type::Unknown,
     Type::Void,
     Type::Numeric,
+    Type::Bpchar,
+    Type::Date,
+    Type::Time,
+    Type::Timestamp,
+    Type::Timestamptz,
+    Type::Interval,
+    Type::Bytea,
+    Type::TimeTz,
+    Type::Float4,
 ];
 
 impl Type {
@@ -65,6 +97,15 @@ impl Type {
             Type::Unknown => 705,
             Type::Void => 2278,
             Type::Numeric => 1700,
+            Type::Bpchar => 1042,
+            Type::Date => 1082,
+            Type::Time => 1083,
+            Type::Timestamp => 1114,
+            Type::Timestamptz => 1184,
+            Type::Interval => 1186,
+            Type::Bytea => 17,
+            Type::TimeTz => 1266,
+            Type::Float4 => 700,
         }
     }
     pub fn from_oid(oid: u32) -> Option<Type> {
@@ -84,6 +125,15 @@ impl Type {
             Type::Unknown => "unknown",
             Type::Void => "void",
             Type::Numeric => "numeric",
+            Type::Bpchar => "bpchar",
+            Type::Date => "date",
+            Type::Time => "time",
+            Type::Timestamp => "timestamp",
+            Type::Timestamptz => "timestamptz",
+            Type::Interval => "interval",
+            Type::Bytea => "bytea",
+            Type::TimeTz => "timetz",
+            Type::Float4 => "float4",
         }
     }
     /// The name format_type() shows in messages.
@@ -100,12 +150,26 @@ impl Type {
             Type::Unknown => "unknown",
             Type::Void => "void",
             Type::Numeric => "numeric",
+            Type::Bpchar => "character",
+            Type::Date => "date",
+            Type::Time => "time without time zone",
+            Type::Timestamp => "timestamp without time zone",
+            Type::Timestamptz => "timestamp with time zone",
+            Type::Interval => "interval",
+            Type::Bytea => "bytea",
+            Type::TimeTz => "time with time zone",
+            Type::Float4 => "real",
         }
     }
     /// The name with its modifier, as format_type(oid, typmod).
     pub fn name_with_typmod(self, typmod: i32) -> String {
         match self {
             Type::Varchar if typmod >= 4 => format!("character varying({})", typmod - 4),
+            Type::Bpchar if typmod >= 4 => format!("character({})", typmod - 4),
+            Type::Timestamp if typmod >= 0 => format!("timestamp({typmod}) without time zone"),
+            Type::Timestamptz if typmod >= 0 => format!("timestamp({typmod}) with time zone"),
+            Type::Time if typmod >= 0 => format!("time({typmod}) without time zone"),
+            Type::TimeTz if typmod >= 0 => format!("time({typmod}) with time zone"),
             t => t.sql_name().to_string(),
         }
     }
@@ -115,8 +179,11 @@ impl Type {
             Type::Bool => 1,
             Type::Int2 => 2,
             Type::Int4 | Type::Oid | Type::Void => 4,
-            Type::Int8 | Type::Float8 => 8,
-            Type::Text | Type::Varchar | Type::Numeric => -1,
+            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => 8,
+            Type::Date | Type::Float4 => 4,
+            Type::Interval => 16,
+            Type::TimeTz => 12,
+            Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea => -1,
             Type::Unknown => -2,
         }
     }
@@ -125,9 +192,11 @@ impl Type {
         Some(match self {
             Type::Bool => AttrDesc::fixed(1),
             Type::Int2 => AttrDesc::fixed(2),
-            Type::Int4 | Type::Oid => AttrDesc::fixed(4),
-            Type::Int8 | Type::Float8 => AttrDesc::fixed(8),
-            Type::Text | Type::Varchar => AttrDesc::varlena(),
+            Type::Int4 | Type::Oid | Type::Date | Type::Float4 => AttrDesc::fixed(4),
+            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => AttrDesc::fixed(8),
+            Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
+            Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
+            Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea => AttrDesc::varlena(),
             Type::Unknown | Type::Void | Type::Numeric => return None,
         })
     }
@@ -135,10 +204,15 @@ impl Type {
         matches!(self, Type::Int2 | Type::Int4 | Type::Int8)
     }
     pub fn is_numeric(self) -> bool {
-        self.is_integer() || self == Type::Float8
+        self.is_integer() || self == Type::Float8 || self == Type::Float4
     }
     pub fn is_string(self) -> bool {
-        matches!(self, Type::Text | Type::Varchar | Type::Unknown)
+        matches!(self, Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar)
+    }
+    /// Whether a typmod changes values of this type (so an assignment of the same
+    /// type still needs a length or precision coercion).
+    pub fn typmod_matters(self) -> bool {
+        matches!(self, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz)
     }
     /// A type name as written in SQL (`int`, `integer`, `int4`, `pg_catalog.int4`...).
     pub fn from_sql_name(name: &str) -> Option<Type> {
@@ -154,6 +228,15 @@ impl Type {
             "unknown" => Type::Unknown,
             "void" => Type::Void,
             "numeric" | "decimal" => Type::Numeric,
+            "bpchar" | "char" | "character" => Type::Bpchar,
+            "date" => Type::Date,
+            "time" | "time without time zone" => Type::Time,
+            "timestamp" | "timestamp without time zone" => Type::Timestamp,
+            "timestamptz" | "timestamp with time zone" => Type::Timestamptz,
+            "interval" => Type::Interval,
+            "bytea" => Type::Bytea,
+            "timetz" | "time with time zone" => Type::TimeTz,
+            "float4" | "real" => Type::Float4,
             _ => return None,
         })
     }
@@ -170,6 +253,19 @@ pub enum Value {
     Oid(u32),
     Float8(f64),
     Text(String),
+    /// Days since 2000-01-01.
+    Date(i32),
+    /// Microseconds since midnight.
+    Time(i64),
+    /// Microseconds since 2000-01-01 00:00 (local).
+    Timestamp(i64),
+    /// Microseconds since 2000-01-01 00:00 UTC.
+    Timestamptz(i64),
+    Interval(Interval),
+    Bytea(Vec<u8>),
+    /// Microseconds since midnight and the zone in seconds west of UTC.
+    TimeTz(i64, i32),
+    Float4(f32),
 }
 
 impl Value {
@@ -239,6 +335,43 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
+/// float4in: as float8in, rounded to single precision; out of single range is 22003.
+fn parse_float4(s: &str) -> Result<f32> {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
+    let bad = || SqlError::new(b"22P02", format!("invalid input syntax for type real: \"{s}\""));
+    let range = || SqlError::new(b"22003", format!("\"{t}\" is out of range for type real"));
+    let v = match parse_float8(s) {
+        Ok(v) => v,
+        Err(e) if e.sqlstate() == "22003" => return Err(range()),
+        Err(_) => return Err(bad()),
+    };
+    if !v.is_finite() {
+        return Ok(v as f32);
+    }
+    let f: f32 = t.parse().map_err(|_| bad())?;
+    if f.is_infinite() || (f == 0.0 && v != 0.0) {
+        return Err(range());
+    }
+    Ok(f)
+}
+
+/// The result of real op real computed in double precision, as real: overflow and
+/// underflow are 22003 as float4's operators report them.
+pub fn float4_arith(is_mod: bool, r: Value, x: f32, y: f32) -> Result<Value> {
+    let Value::Float8(r) = r else { return Ok(r) };
+    if is_mod {
+        return Err(SqlError::not_supported("% for real"));
+    }
+    let f = r as f32;
+    if f.is_infinite() && x.is_finite() && y.is_finite() {
+        return Err(SqlError::new(b"22003", "value out of range: overflow"));
+    }
+    if f == 0.0 && r != 0.0 {
+        return Err(SqlError::new(b"22003", "value out of range: underflow"));
+    }
+    Ok(Value::Float4(f))
+}
+
 fn parse_float8(s: &str) -> Result<f64> {
     let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
     let lower = t.to_ascii_lowercase();
@@ -283,8 +416,20 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
             Value::Oid(v as u32)
         }
         Type::Float8 => Value::Float8(parse_float8(s)?),
+        Type::Float4 => Value::Float4(parse_float4(s)?),
         Type::Text | Type::Unknown => Value::Text(s.to_string()),
         Type::Varchar => Value::Text(check_varchar(s, typmod, false)?),
+        Type::Bpchar => Value::Text(check_bpchar(s, typmod, false)?),
+        Type::Date => Value::Date(datetime::date_in(s)?),
+        Type::Time => Value::Time(datetime::round_precision(datetime::time_in(s)?, typmod)),
+        Type::Timestamp => Value::Timestamp(datetime::round_precision(datetime::timestamp_in(s)?, typmod)),
+        Type::Timestamptz => Value::Timestamptz(datetime::round_precision(datetime::timestamptz_in(s)?, typmod)),
+        Type::Interval => Value::Interval(datetime::interval_in(s)?),
+        Type::Bytea => Value::Bytea(crate::bytea::input(s)?),
+        Type::TimeTz => {
+            let (t, z) = datetime::timetz_in(s)?;
+            Value::TimeTz(datetime::round_precision(t, typmod).min(datetime::USECS_PER_DAY), z)
+        }
         Type::Void => Value::Null,
         Type::Numeric => return Err(SqlError::not_supported("type numeric")),
     })
@@ -308,6 +453,25 @@ pub fn check_varchar(s: &str, typmod: i32, explicit: bool) -> Result<String> {
     Err(SqlError::new(b"22001", format!("value too long for type character varying({max})")))
 }
 
+/// character(n): blank-padded to n characters. On assignment, excess trailing
+/// blanks are cut and other excess is 22001; an explicit cast truncates.
+pub fn check_bpchar(s: &str, typmod: i32, explicit: bool) -> Result<String> {
+    if typmod < 4 {
+        return Ok(s.to_string());
+    }
+    let max = (typmod - 4) as usize;
+    let n = s.chars().count();
+    if n <= max {
+        let mut out = s.to_string();
+        out.extend(std::iter::repeat_n(' ', max - n));
+        return Ok(out);
+    }
+    if explicit || s.chars().skip(max).all(|c| c == ' ') {
+        return Ok(s.chars().take(max).collect());
+    }
+    Err(SqlError::new(b"22001", format!("value too long for type character({max})")))
+}
+
 /// A value's text output (typoutput).
 pub fn output(v: &Value) -> Option<String> {
     Some(match v {
@@ -318,8 +482,25 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Int8(i) => i.to_string(),
         Value::Oid(i) => i.to_string(),
         Value::Float8(f) => float8_out(*f),
+        Value::Float4(f) => float4_out(*f),
         Value::Text(s) => s.clone(),
+        Value::Date(d) => datetime::date_out(*d),
+        Value::Time(t) => datetime::time_out(*t),
+        Value::Timestamp(t) => datetime::timestamp_out(*t),
+        Value::Timestamptz(t) => datetime::timestamptz_out(*t),
+        Value::Interval(iv) => datetime::interval_out(iv),
+        Value::Bytea(b) => crate::bytea::output(b),
+        Value::TimeTz(t, z) => datetime::timetz_out(*t, *z),
     })
+}
+
+/// float4out: the shortest text that reads back as the same single, exponent
+/// when < -4 or >= 6.
+pub fn float4_out(f: f32) -> String {
+    if f.is_nan() || f.is_infinite() || f == 0.0 {
+        return float8_out(f as f64);
+    }
+    shortest_layout(&format!("{f:e}"), 6)
 }
 
 /// float8out with extra_float_digits >= 1 (the default): the shortest text that
@@ -335,7 +516,13 @@ pub fn float8_out(f: f64) -> String {
         return if f.is_sign_negative() { "-0".into() } else { "0".into() };
     }
     // Shortest round-trip digits and exponent from Rust's formatter.
-    let e = format!("{f:e}");
+    shortest_layout(&format!("{f:e}"), 15)
+}
+
+/// Lays out Rust's `{:e}` shortest digits as PostgreSQL does: plain notation for
+/// decimal exponents in -4..precision, else `d.ddde+XX`.
+fn shortest_layout(e: &str, precision: i32) -> String {
+    let e = e.to_string();
     let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let neg = mant.starts_with('-');
@@ -344,7 +531,7 @@ pub fn float8_out(f: f64) -> String {
     if neg {
         out.push('-');
     }
-    if !(-4..15).contains(&exp) {
+    if !(-4..precision).contains(&exp) {
         out.push_str(&digits[..1]);
         if digits.len() > 1 {
             out.push('.');
@@ -383,12 +570,31 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         Value::Int8(i) => i.to_be_bytes().to_vec(),
         Value::Oid(i) => i.to_be_bytes().to_vec(),
         Value::Float8(f) => f.to_bits().to_be_bytes().to_vec(),
+        Value::Float4(f) => f.to_bits().to_be_bytes().to_vec(),
         Value::Text(s) => s.as_bytes().to_vec(),
+        Value::Date(d) => d.to_be_bytes().to_vec(),
+        Value::Time(t) | Value::Timestamp(t) | Value::Timestamptz(t) => t.to_be_bytes().to_vec(),
+        Value::Bytea(b) => b.clone(),
+        Value::TimeTz(t, z) => [&t.to_be_bytes()[..], &z.to_be_bytes()].concat(),
+        Value::Interval(iv) => {
+            let mut b = iv.micros.to_be_bytes().to_vec();
+            b.extend_from_slice(&iv.days.to_be_bytes());
+            b.extend_from_slice(&iv.months.to_be_bytes());
+            b
+        }
     })
 }
 
 /// A type's binary input (typreceive). Wrong lengths are 22P03.
 pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
+    let v = recv_unchecked(ty, b)?;
+    if datetime::is_datetime(ty) {
+        return datetime::check_received(v);
+    }
+    Ok(v)
+}
+
+fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
     let bad = || SqlError::new(b"22P03", "insufficient data left in message");
     let fixed = |n: usize| -> Result<&[u8]> {
         if b.len() < n {
@@ -406,7 +612,25 @@ pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
         Type::Int8 => Value::Int8(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
         Type::Oid => Value::Oid(u32::from_be_bytes(fixed(4)?.try_into().unwrap())),
         Type::Float8 => Value::Float8(f64::from_bits(u64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
-        Type::Text | Type::Varchar | Type::Unknown => Value::Text(
+        Type::Float4 => Value::Float4(f32::from_bits(u32::from_be_bytes(fixed(4)?.try_into().unwrap()))),
+        Type::Date => Value::Date(i32::from_be_bytes(fixed(4)?.try_into().unwrap())),
+        Type::Time => Value::Time(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
+        Type::Timestamp => Value::Timestamp(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
+        Type::Timestamptz => Value::Timestamptz(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
+        Type::Interval => {
+            let b = fixed(16)?;
+            Value::Interval(Interval {
+                micros: i64::from_be_bytes(b[..8].try_into().unwrap()),
+                days: i32::from_be_bytes(b[8..12].try_into().unwrap()),
+                months: i32::from_be_bytes(b[12..].try_into().unwrap()),
+            })
+        }
+        Type::Bytea => Value::Bytea(b.to_vec()),
+        Type::TimeTz => {
+            let b = fixed(12)?;
+            Value::TimeTz(i64::from_be_bytes(b[..8].try_into().unwrap()), i32::from_be_bytes(b[8..].try_into().unwrap()))
+        }
+        Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar => Value::Text(
             String::from_utf8(b.to_vec())
                 .map_err(|e| {
                     let byte = b[e.utf8_error().valid_up_to()];
@@ -428,7 +652,16 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Int8, Value::Int8(i)) => Datum::ByVal(*i as u64),
         (Type::Oid, Value::Oid(i)) => Datum::ByVal(*i as u64),
         (Type::Float8, Value::Float8(f)) => Datum::ByVal(f.to_bits()),
-        (Type::Text | Type::Varchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
+        (Type::Float4, Value::Float4(f)) => Datum::ByVal(f.to_bits() as u64),
+        (Type::Text | Type::Varchar | Type::Bpchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
+        (Type::Bytea, Value::Bytea(b)) => Datum::Varlena(b),
+        (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
+        (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
+            Datum::ByVal(*t as u64)
+        }
+        (Type::Interval, Value::Interval(_)) | (Type::TimeTz, Value::TimeTz(..)) => {
+            return Err(SqlError::internal("interval datums are formed by rowio::fixed_bytes"))
+        }
         (t, v) => return Err(SqlError::internal(format!("value {v:?} stored into a column of type {}", t.typname()))),
     }))
 }
@@ -442,8 +675,44 @@ pub fn from_byval(ty: Type, raw: u64) -> Result<Value> {
         Type::Int8 => Value::Int8(raw as i64),
         Type::Oid => Value::Oid(raw as u32),
         Type::Float8 => Value::Float8(f64::from_bits(raw)),
+        Type::Float4 => Value::Float4(f32::from_bits(raw as u32)),
+        Type::Date => Value::Date(raw as u32 as i32),
+        Type::Time => Value::Time(raw as i64),
+        Type::Timestamp => Value::Timestamp(raw as i64),
+        Type::Timestamptz => Value::Timestamptz(raw as i64),
         t => return Err(SqlError::internal(format!("by-value datum for type {}", t.typname()))),
     })
+}
+
+/// The stored bytes of a fixed-length by-reference value (interval), if `v` is one.
+pub fn fixed_bytes(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::Interval(iv) => Some(iv.to_bytes().to_vec()),
+        Value::TimeTz(t, z) => Some(datetime::timetz_bytes(*t, *z)),
+        _ => None,
+    }
+}
+
+/// A value from a stored fixed-length by-reference datum.
+pub fn from_fixed(ty: Type, b: &[u8]) -> Result<Value> {
+    match ty {
+        Type::Interval => Interval::from_bytes(b)
+            .map(Value::Interval)
+            .ok_or_else(|| SqlError::new(b"XX001", "stored interval of the wrong length")),
+        Type::TimeTz if b.len() == 12 => Ok(Value::TimeTz(
+            i64::from_le_bytes(b[..8].try_into().unwrap_or_default()),
+            i32::from_le_bytes(b[8..].try_into().unwrap_or_default()),
+        )),
+        t => Err(SqlError::internal(format!("fixed by-reference datum for type {}", t.typname()))),
+    }
+}
+
+/// A value of type `ty` from a varlena's plain bytes.
+pub fn from_varlena_typed(ty: Type, bytes: &[u8]) -> Result<Value> {
+    match ty {
+        Type::Bytea => Ok(Value::Bytea(bytes.to_vec())),
+        _ => from_varlena(bytes),
+    }
 }
 
 pub fn from_varlena(bytes: &[u8]) -> Result<Value> {
@@ -458,16 +727,32 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
     if v.is_null() {
         return Ok(Value::Null);
     }
+    // character(n) -> another string type drops the padding.
+    let v = match (from, to, v) {
+        (Type::Bpchar, Type::Text | Type::Varchar, Value::Text(s)) => Value::Text(s.trim_end_matches(' ').to_string()),
+        (_, _, v) => v,
+    };
+    if datetime::is_datetime(from) && datetime::is_datetime(to) {
+        return match datetime::cast(v, to, typmod) {
+            Some(r) => r,
+            None => Err(cannot_cast(from, to)),
+        };
+    }
     if from.is_string() {
         return match (to, v) {
             (Type::Varchar, Value::Text(s)) => Ok(Value::Text(check_varchar(&s, typmod, explicit)?)),
+            (Type::Bpchar, Value::Text(s)) => Ok(Value::Text(check_bpchar(&s, typmod, explicit)?)),
             (_, Value::Text(s)) => input(to, &s, typmod),
             (_, v) => Err(SqlError::internal(format!("string of type {} holds {v:?}", from.typname()))),
         };
     }
     if to.is_string() {
         let s = output(&v).unwrap_or_default();
-        return if to == Type::Varchar { Ok(Value::Text(check_varchar(&s, typmod, explicit)?)) } else { Ok(Value::Text(s)) };
+        return match to {
+            Type::Varchar => Ok(Value::Text(check_varchar(&s, typmod, explicit)?)),
+            Type::Bpchar => Ok(Value::Text(check_bpchar(&s, typmod, explicit)?)),
+            _ => Ok(Value::Text(s)),
+        };
     }
     if from == to {
         return Ok(v);
@@ -479,10 +764,28 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
             Type::Int8 => Value::Int8(i),
             Type::Oid => Value::Oid(u32::try_from(i).map_err(|_| SqlError::new(b"22003", "OID out of range"))?),
             Type::Float8 => Value::Float8(i as f64),
+            Type::Float4 => Value::Float4(i as f32),
             Type::Bool if from == Type::Int4 => Value::Bool(i != 0),
             _ => return Err(cannot_cast(from, to)),
         })
     };
+    let v = match (v, to) {
+        (Value::Float4(f), _) => Value::Float8(f as f64),
+        (Value::Float8(f), Type::Float4) => {
+            let r = f as f32;
+            if r.is_infinite() && f.is_finite() {
+                return Err(SqlError::new(b"22003", "value out of range: overflow"));
+            }
+            if r == 0.0 && f != 0.0 {
+                return Err(SqlError::new(b"22003", "value out of range: underflow"));
+            }
+            return Ok(Value::Float4(r));
+        }
+        (v, _) => v,
+    };
+    if let (Value::Float8(_), Type::Float8) = (&v, to) {
+        return Ok(v);
+    }
     match v {
         Value::Int2(_) | Value::Int4(_) | Value::Int8(_) | Value::Oid(_) => int_to(v.as_i64().unwrap_or(0)),
         Value::Float8(f) => {
@@ -514,18 +817,28 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
     }
     if from == Numeric {
         return match to {
-            Float8 => true,
+            Float8 | Float4 => true,
             Int2 | Int4 | Int8 => context != CastContext::Implicit,
             _ => false,
         };
     }
+    if let Some((implicit, assignment)) = datetime::cast_context(from, to) {
+        return match context {
+            CastContext::Implicit => implicit,
+            CastContext::Assignment => assignment,
+            CastContext::Explicit => true,
+        };
+    }
     let implicit = matches!(
         (from, to),
-        (Int2, Int4 | Int8 | Float8) | (Int4, Int8 | Float8) | (Int8, Float8) | (Varchar, Text) | (Text, Varchar)
+        (Int2, Int4 | Int8 | Float8) | (Int4, Int8 | Float8) | (Int8, Float8)
+            | (Int2 | Int4 | Int8, Float4) | (Float4, Float8) | (Varchar, Text) | (Text, Varchar)
+            | (Bpchar, Text | Varchar) | (Text | Varchar, Bpchar)
             | (Int2 | Int4 | Int8, Oid)
     );
     let assignment = implicit
         || matches!((from, to), (Int4 | Int8, Int2) | (Int8, Int4) | (Float8, Int2 | Int4 | Int8) | (Oid, Int4 | Int8))
+        || matches!((from, to), (Float8, Float4) | (Float4, Int2 | Int4 | Int8))
         || (to.is_string() && from != Void);
     let explicit = assignment || matches!((from, to), (Int4, Bool) | (Bool, Int4)) || from.is_string();
     match context {
@@ -578,6 +891,14 @@ mod tests {
         assert_eq!(float8_out(-2.0), "-2");
         assert_eq!(float8_out(f64::INFINITY), "Infinity");
         assert_eq!(input(Type::Float8, "1e400", -1).unwrap_err().message, "\"1e400\" is out of range for type double precision");
+        assert_eq!(float4_out(1234567.0), "1.234567e+06");
+        assert_eq!(float4_out(123456.7), "123456.7");
+        assert_eq!(float4_out(0.1), "0.1");
+        assert_eq!(float4_out(1e-5), "1e-05");
+        assert_eq!(input(Type::Float4, "1e39", -1).unwrap_err().message, "\"1e39\" is out of range for type real");
+        assert_eq!(input(Type::Float4, "1e-50", -1).unwrap_err().sqlstate(), "22003");
+        assert_eq!(input(Type::Float4, "x", -1).unwrap_err().message, "invalid input syntax for type real: \"x\"");
+        assert_eq!(cast(Value::Float8(1e300), Type::Float8, Type::Float4, -1, true).unwrap_err().message, "value out of range: overflow");
     }
 
     #[test]
@@ -598,5 +919,29 @@ mod tests {
         assert!(cast_allowed(Type::Int4, Type::Int8, CastContext::Implicit));
         assert!(!cast_allowed(Type::Int8, Type::Int4, CastContext::Implicit));
         assert!(!cast_allowed(Type::Int4, Type::Text, CastContext::Implicit));
+    }
+
+    #[test]
+    fn new_types_binary_formats() {
+        // date: int4 days since 2000-01-01; timestamp: int8 microseconds; interval: int8 us, int4 days, int4 months.
+        assert_eq!(send(&input(Type::Date, "2000-01-02", -1).unwrap()).unwrap(), 1i32.to_be_bytes());
+        assert_eq!(send(&input(Type::Timestamp, "2000-01-01 00:00:01", -1).unwrap()).unwrap(), 1_000_000i64.to_be_bytes());
+        let iv = input(Type::Interval, "1 mon 2 days 00:00:03", -1).unwrap();
+        let b = send(&iv).unwrap();
+        assert_eq!(b, [&3_000_000i64.to_be_bytes()[..], &2i32.to_be_bytes(), &1i32.to_be_bytes()].concat());
+        assert_eq!(recv(Type::Interval, &b).unwrap(), iv);
+        assert_eq!(recv(Type::Interval, &b[..15]).unwrap_err().sqlstate(), "22P03");
+        assert_eq!(recv(Type::Timestamptz, &(i64::MAX - 1).to_be_bytes()).unwrap_err().message, "timestamp out of range");
+        assert_eq!(recv(Type::Time, &(-1i64).to_be_bytes()).unwrap_err().message, "time out of range");
+        assert_eq!(recv(Type::Timestamp, &i64::MAX.to_be_bytes()).unwrap(), Value::Timestamp(i64::MAX));
+        assert_eq!(recv(Type::Bytea, b"\x00\xff").unwrap(), Value::Bytea(b"\x00\xff".to_vec()));
+        assert_eq!(output(&Value::Bytea(vec![0, 255])).unwrap(), "\\x00ff");
+        // character(n) pads on input and trims when cast to text.
+        assert_eq!(input(Type::Bpchar, "ab", 4 + 4).unwrap(), Value::Text("ab  ".into()));
+        assert_eq!(cast(Value::Text("ab  ".into()), Type::Bpchar, Type::Text, -1, false).unwrap(), Value::Text("ab".into()));
+        let e = input(Type::Bpchar, "abcde", 4 + 4).unwrap_err();
+        assert_eq!((e.sqlstate(), e.message.as_str()), ("22001", "value too long for type character(4)"));
+        assert_eq!(check_bpchar("abcde", 4 + 4, true).unwrap(), "abcd");
+        assert_eq!(check_bpchar("abcd   ", 4 + 4, false).unwrap(), "abcd");
     }
 }

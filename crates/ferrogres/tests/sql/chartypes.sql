@@ -1,0 +1,26 @@
+-- character(n): blank padding, length checks, comparisons, casts
+CREATE TABLE ch (id int, c char(5), d character(3), e char, v varchar(10));
+INSERT INTO ch VALUES (1, 'ab', 'xyz', 'q', 'ab');
+INSERT INTO ch VALUES (2, 'abcde', 'x  ', NULL, 'abcde');
+INSERT INTO ch VALUES (3, 'ab   ', 'x     ', 'z ', 'ab   ');
+INSERT INTO ch VALUES (4, 'abcdef', 'x', 'y', 'x');
+INSERT INTO ch (id, e) VALUES (5, 'yy');
+INSERT INTO ch (id, d) VALUES (6, 'abcd');
+SELECT id, c, d, e, v, length(c) AS lc, length(v) AS lv, c || '|' AS cc FROM ch ORDER BY id;
+SELECT id FROM ch WHERE c = 'ab' ORDER BY id;
+SELECT id FROM ch WHERE c = 'ab   ' ORDER BY id;
+SELECT id FROM ch WHERE c = v ORDER BY id;
+SELECT id FROM ch WHERE c = v::text ORDER BY id;
+SELECT id FROM ch WHERE c < 'abc' ORDER BY id;
+SELECT c FROM ch ORDER BY c, id;
+SELECT 'ab'::char(3) = 'ab', 'ab '::char(5) || 'x', length('ab  '::char(5)), 'abcd'::char(2), 'abc'::char, 'abc'::bpchar;
+SELECT 'ab'::char(4)::text || '|', 'ab'::char(4)::varchar || '|', 'abc'::text::char(2), 'a'::varchar(3)::char(3) || '|';
+SELECT upper(c), lower(d) FROM ch WHERE id = 1;
+SELECT c::int FROM ch WHERE id = 1;
+SELECT '12'::char(4)::int;
+UPDATE ch SET c = 'toolong' WHERE id = 1;
+UPDATE ch SET c = 'new' WHERE id = 1;
+SELECT c, c || '|' FROM ch WHERE id = 1;
+CREATE TABLE bad (c char(0));
+SELECT 'x'::char(3) = 1;
+DROP TABLE ch;

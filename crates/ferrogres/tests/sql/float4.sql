@@ -1,0 +1,23 @@
+-- real (float4): input, shortest output, arithmetic in single precision, casts
+SELECT 1.5::real, 1234567::real, 123456::real, 0.1::real, 1e-5::real, 3.4e38::real, 1e7::real, 0.0001::real;
+SELECT '-0'::real, 'NaN'::real, 'inf'::real, '-Infinity'::real, '  2.5  '::real, 123456.7::real, 1.1::float8::real;
+SELECT '1e39'::real;
+SELECT '1e-50'::real;
+SELECT 'x'::real;
+SELECT 1.5::real + 1.5, 0.1::real + 0.2::real, 0.1::real * 3, 1.5::real + 1, 0.1::real::float8, 2::real / 3::real;
+SELECT 3e38::real * 10::real;
+SELECT 1e-30::real * 1e-30::real;
+SELECT 1e300::float8::real;
+SELECT 1::real / 0::real;
+SELECT 2.5::real::int, 3.5::real::int, 1e10::real::bigint;
+SELECT 1e10::real::int;
+SELECT 1::real = 1::float8, 0.1::real = 0.1::float8, 0.1::real = 0.1::real, 'NaN'::real > 1::real;
+SELECT -(1.5::real), abs(-2.5::real), 7::real::text, '1.5'::text::real;
+CREATE TABLE r (id int, x real, y float4);
+INSERT INTO r VALUES (1, 1.5, '2.25'), (2, 0.1, 3), (3, NULL, 'NaN'), (4, -1e-3, 1e20);
+INSERT INTO r VALUES (5, '1e40', 0);
+SELECT * FROM r ORDER BY x, id;
+SELECT sum(x), min(y), max(x), count(x) FROM r;
+SELECT id, x * y, x + id FROM r WHERE x > 0 ORDER BY id;
+UPDATE r SET x = x * 2 WHERE id = 1 RETURNING x;
+DROP TABLE r;
