@@ -138,6 +138,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::UpdateStmt(s) => self.update(s),
             NodeEnum::CreateStmt(s) => self.create(s),
             NodeEnum::DropStmt(s) => self.drop(s),
+            NodeEnum::LockStmt(s) => crate::locking::analyze_lock(s),
             NodeEnum::TransactionStmt(t) => {
                 use pb::TransactionStmtKind as K;
                 let cmd = match K::try_from(t.kind).unwrap_or(K::Undefined) {
@@ -176,7 +177,7 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
+    pub(crate) fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
         if !rv.catalogname.is_empty() {
             return Err(SqlError::not_supported("cross-database references"));
         }
@@ -236,7 +237,7 @@ impl<'a> Analyzer<'a> {
             [] => None,
             [f] => match f.node.as_ref() {
                 Some(NodeEnum::RangeVar(rv)) => {
-                    let t = self.range_table(rv)?;
+                    let t = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::AccessShare)?;
                     let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
                     if rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty()) {
                         return Err(SqlError::not_supported("column aliases in FROM"));
@@ -920,7 +921,10 @@ impl<'a> Analyzer<'a> {
                 return Ok(Expr::Func { func: Func::Abs, args, ty: t });
             }
             ("abs", 1) if types[0] == Type::Unknown => (Func::Abs, &[Type::Float8], Type::Float8),
-            _ => return Err(self.unknown_function(&name, &types, f.location)),
+            _ => match crate::locking::lookup_func(&name, args.len()) {
+                Some((lf, sig, ret)) => (Func::Lock(lf), sig, ret),
+                None => return Err(self.unknown_function(&name, &types, f.location)),
+            },
         };
         let mut out = Vec::new();
         for ((a, want), loc) in args.into_iter().zip(sig).zip(arg_locs) {
@@ -950,7 +954,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("ON CONFLICT"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("INSERT without relation"))?;
-        let table = self.range_table(rv)?;
+        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         // Target columns, in the order given (default: all).
         let mut cols: Vec<usize> = Vec::new();
         for c in &s.cols {
@@ -1056,7 +1060,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("DELETE with WITH or USING"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("DELETE without relation"))?;
-        let table = self.range_table(rv)?;
+        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let filter = match node(&s.where_clause) {
             Some(w) => {
@@ -1074,7 +1078,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("UPDATE with WITH or FROM"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("UPDATE without relation"))?;
-        let table = self.range_table(rv)?;
+        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let mut sets: Vec<(usize, Expr)> = Vec::new();
         for t in &s.target_list {

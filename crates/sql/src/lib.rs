@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod catalog;
 pub mod errors;
 pub mod exec;
+pub mod locking;
 pub mod parser;
 pub mod plan;
 pub mod rowio;

@@ -40,6 +40,8 @@ pub enum Func {
     Upper,
     Lower,
     Abs,
+    /// Advisory locks and other lock functions (`crate::locking`).
+    Lock(crate::locking::LockFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +157,9 @@ pub enum Statement {
     DropTables { tables: Vec<(Option<String>, String)>, missing_ok: bool },
     Transaction(TxnCmd),
     Set { name: String, value: Option<String> },
+    /// `LOCK [TABLE] name [, ...] [IN mode MODE] [NOWAIT]` (names resolved and
+    /// locked when it runs, as PostgreSQL does for utility statements).
+    Lock { targets: Vec<crate::locking::LockTarget>, mode: ferrogres_engine::lmgr::lock::LockMode, nowait: bool },
     Show(String),
     Empty,
 }

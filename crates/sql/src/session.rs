@@ -108,6 +108,8 @@ pub struct SessionEnv {
     pub pid: i32,
     pub version: String,
     pub interrupts: Box<dyn Fn() -> Result<()> + Send>,
+    /// The lock manager side of lock functions; set by `Session::new`.
+    pub locks: Option<crate::locking::LockCtx>,
 }
 
 impl SessionEnv {
@@ -131,6 +133,9 @@ impl SessionEnv {
                 }
                 "UTF8".to_string()
             }
+            // pg_regress / pg_isolation_regress set PGDATESTYLE=Postgres, MDY. No
+            // date/time type exists in this branch, so the style has no effect yet.
+            "datestyle" if value.eq_ignore_ascii_case("Postgres, MDY") => "Postgres, MDY".to_string(),
             "datestyle" => {
                 if !matches!(value.to_ascii_uppercase().as_str(), "ISO" | "ISO, MDY" | "MDY, ISO" | "ISO,MDY") {
                     return Err(SqlError::not_supported(format!("DateStyle \"{value}\"")));
@@ -146,6 +151,7 @@ impl SessionEnv {
                 }
                 if v == "debug" { "debug2".into() } else { v }
             }
+            "deadlock_timeout" | "lock_timeout" => crate::locking::check_time_setting(&lname, &value)?,
             "extra_float_digits" => {
                 match value.trim().parse::<i32>() {
                     Ok(n) if (-15..=3).contains(&n) => n.to_string(),
@@ -206,6 +212,9 @@ impl Env for SessionEnv {
     fn version(&self) -> String {
         self.version.clone()
     }
+    fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
+        self.locks.as_mut()
+    }
 }
 
 struct Prepared {
@@ -253,7 +262,8 @@ fn txn_error(e: impl Into<SqlError>) -> SqlError {
 }
 
 impl Session {
-    pub fn new(backend: Backend, env: SessionEnv) -> Session {
+    pub fn new(backend: Backend, mut env: SessionEnv) -> Session {
+        env.locks = Some(crate::locking::LockCtx::new(&backend));
         Session {
             backend,
             env,
@@ -336,6 +346,7 @@ impl Session {
     fn on_error(&mut self) {
         if self.status == TxnStatus::InBlock || self.status == TxnStatus::Failed {
             self.status = TxnStatus::Failed;
+            crate::locking::abort_failed_block(&mut self.backend);
         } else {
             let _ = self.end_txn(false);
         }
@@ -439,6 +450,10 @@ impl Session {
                 if self.status == TxnStatus::Idle {
                     return Err(SqlError::new(b"25P01", "ROLLBACK TO SAVEPOINT can only be used in transaction blocks"));
                 }
+                if !self.backend.txn.in_transaction() {
+                    // A failed block without savepoints was aborted at the error.
+                    return Err(SqlError::new(b"3B001", format!("savepoint \"{name}\" does not exist")));
+                }
                 self.backend.txn.rollback_to(name)?;
                 self.status = TxnStatus::InBlock;
                 "ROLLBACK".into()
@@ -485,6 +500,7 @@ impl Session {
             return r;
         }
         self.ensure_txn()?;
+        crate::locking::apply_settings(&self.backend, &self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
         let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed };
         let r = a.statement(&st.node);
@@ -536,8 +552,11 @@ impl Session {
         }
         self.ensure_txn()?;
         self.stmts_in_txn += 1;
+        crate::locking::apply_settings(&self.backend, &self.env)?;
+        crate::locking::lock_plan(&self.backend, plan)?;
         let snap = self.backend.txn.statement_snapshot()?;
         let result = self.run_in_txn(plan, params, snap, out);
+        crate::locking::flush_notices(&mut self.env, out)?;
         // The next statement sees this one's changes.
         self.backend.txn.command_counter_increment()?;
         result
@@ -609,6 +628,18 @@ impl Session {
                         Err(e) if e.sqlstate() == "3F000" && *missing_ok => None,
                         Err(e) => return Err(e),
                     };
+                    let t = match t {
+                        Some(t) if t.namespace != catalog::PG_CATALOG_NAMESPACE => crate::locking::lock_resolved(
+                            &self.backend,
+                            &snap,
+                            schema.as_deref(),
+                            name,
+                            t,
+                            ferrogres_engine::lmgr::lock::LockMode::AccessExclusive,
+                            false,
+                        )?,
+                        other => other,
+                    };
                     match t {
                         Some(t) if t.namespace == catalog::PG_CATALOG_NAMESPACE => {
                             return Err(SqlError::new(b"42501", format!("permission denied: \"{name}\" is a system catalog")))
@@ -630,6 +661,13 @@ impl Session {
                     catalog::drop_table(&mut self.backend, &snap, t)?;
                 }
                 Ok((None, "DROP TABLE".into()))
+            }
+            Statement::Lock { targets, mode, nowait } => {
+                if self.status == TxnStatus::Idle {
+                    return Err(SqlError::new(b"25P01", "LOCK TABLE can only be used in transaction blocks"));
+                }
+                crate::locking::exec_lock(&self.backend, &snap, targets, *mode, *nowait)?;
+                Ok((None, "LOCK TABLE".into()))
             }
             other => Err(SqlError::internal(format!("statement not executable here: {other:?}"))),
         }
@@ -953,6 +991,7 @@ mod tests {
             pid: 42,
             version: "v".into(),
             interrupts: Box::new(|| Ok(())),
+            locks: None,
         };
         Session::new(engine.backend(42).unwrap(), env)
     }
