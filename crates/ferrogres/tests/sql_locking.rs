@@ -318,3 +318,74 @@ fn advisory_locks() {
     ok(&a.q("COMMIT"));
     assert_eq!(b.q("SELECT pg_try_advisory_xact_lock(7)").one(), "t");
 }
+
+#[test]
+fn for_update_waits_then_follows_the_update_in_read_committed() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE foo (id int, v int)"));
+    ok(&a.q("INSERT INTO foo VALUES (1, 10), (2, 20), (3, 30)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("UPDATE foo SET v = v + 1 WHERE id = 1"));
+    ok(&a.q("UPDATE foo SET v = 0 WHERE id = 2"));
+    ok(&b.q("BEGIN"));
+    b.send("SELECT id, v FROM foo WHERE v > 5 ORDER BY id FOR UPDATE");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    // Row 1 is returned as its new version; row 2 no longer qualifies.
+    let r = b.reply();
+    ok(&r);
+    let rows: Vec<Vec<String>> = r.rows.iter().map(|r| r.iter().map(|v| v.clone().unwrap()).collect()).collect();
+    assert_eq!(rows, vec![vec!["1", "11"], vec!["3", "30"]]);
+    // b holds the row locks now: a's update of row 3 waits for b's commit.
+    a.send("UPDATE foo SET v = 31 WHERE id = 3");
+    wait_blocked(&mut ctl, a.pid, &[b.pid]);
+    ok(&b.q("COMMIT"));
+    assert_eq!(a.reply().tags, vec!["UPDATE 1"]);
+
+    // NOWAIT and SKIP LOCKED against a row lock.
+    ok(&a.q("BEGIN"));
+    ok(&a.q("SELECT * FROM foo WHERE id = 1 FOR SHARE"));
+    let r = b.q("SELECT * FROM foo WHERE id = 1 FOR UPDATE NOWAIT");
+    assert_eq!(r.error.unwrap().1, "could not obtain lock on row in relation \"foo\"");
+    let r = b.q("SELECT id FROM foo ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1");
+    assert_eq!(r.one(), "2");
+    ok(&a.q("COMMIT"));
+}
+
+#[test]
+fn for_update_of_a_concurrently_updated_row_is_40001_in_repeatable_read() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE foo (id int, v int)"));
+    ok(&a.q("INSERT INTO foo VALUES (1, 10)"));
+    ok(&b.q("BEGIN ISOLATION LEVEL REPEATABLE READ"));
+    ok(&b.q("SELECT * FROM foo"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("UPDATE foo SET v = 11"));
+    b.send("SELECT * FROM foo FOR UPDATE");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    let r = b.reply();
+    assert_eq!(r.error.map(|e| (e.0, e.1)), Some(("40001".into(), "could not serialize access due to concurrent update".into())));
+    ok(&b.q("ROLLBACK"));
+}
+
+#[test]
+fn delete_waits_for_the_updater_and_rechecks_the_new_version() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE foo (id int, v int)"));
+    ok(&a.q("INSERT INTO foo VALUES (1, 10), (2, 20)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("UPDATE foo SET v = 0 WHERE id = 1"));
+    ok(&a.q("UPDATE foo SET v = 25 WHERE id = 2"));
+    b.send("DELETE FROM foo WHERE v > 5 RETURNING id, v");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    let r = b.reply();
+    ok(&r);
+    assert_eq!(r.rows, vec![vec![Some("2".to_string()), Some("25".to_string())]]);
+    assert_eq!(r.tags, vec!["DELETE 1"]);
+    assert_eq!(a.q("SELECT count(*) FROM foo").one(), "1");
+}

@@ -132,6 +132,7 @@ impl<'a> Analyzer<'a> {
 
     pub fn statement(&mut self, stmt: &NodeEnum) -> Result<Statement> {
         match stmt {
+            NodeEnum::SelectStmt(s) if !s.locking_clause.is_empty() => crate::locking::analyze_locking_select(self, s),
             NodeEnum::SelectStmt(s) => Ok(Statement::Query(self.select(s)?)),
             NodeEnum::InsertStmt(s) => self.insert(s),
             NodeEnum::DeleteStmt(s) => self.delete(s),
@@ -208,7 +209,7 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    fn select(&mut self, s: &pb::SelectStmt) -> Result<Query> {
+    pub(crate) fn select(&mut self, s: &pb::SelectStmt) -> Result<Query> {
         if s.op != pb::SetOperation::SetopNone as i32 {
             return Err(SqlError::not_supported("UNION/INTERSECT/EXCEPT"));
         }
@@ -230,14 +231,17 @@ impl<'a> Analyzer<'a> {
         if !s.window_clause.is_empty() {
             return Err(SqlError::not_supported("window functions"));
         }
-        if !s.locking_clause.is_empty() {
-            return Err(SqlError::not_supported("SELECT FOR UPDATE/SHARE"));
-        }
+        // FOR UPDATE/SHARE: RowShareLock instead (crate::locking, which calls this).
+        let rel_mode = if s.locking_clause.is_empty() {
+            ferrogres_engine::lmgr::lock::LockMode::AccessShare
+        } else {
+            ferrogres_engine::lmgr::lock::LockMode::RowShare
+        };
         let table = match s.from_clause.as_slice() {
             [] => None,
             [f] => match f.node.as_ref() {
                 Some(NodeEnum::RangeVar(rv)) => {
-                    let t = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::AccessShare)?;
+                    let t = self.range_table_locked(rv, rel_mode)?;
                     let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
                     if rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty()) {
                         return Err(SqlError::not_supported("column aliases in FROM"));

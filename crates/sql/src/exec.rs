@@ -359,7 +359,7 @@ impl<I: RowIter> RowIter for Project<I> {
     }
 }
 
-fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u8; 5]) -> Result<Option<i64>> {
+pub(crate) fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u8; 5]) -> Result<Option<i64>> {
     let Some(e) = e else { return Ok(None) };
     match eval_pure(e, &[], ctx.params, &[], ctx.env)? {
         Value::Null => Ok(None),

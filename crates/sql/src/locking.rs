@@ -108,6 +108,10 @@ pub fn plan_lock_mode(plan: &crate::plan::Statement) -> Option<(u32, &str, LockM
             Source::Table(t) => Some((t.oid, t.name.as_str(), LockMode::AccessShare)),
             _ => None,
         },
+        Statement::LockingQuery { query, .. } => match &query.source {
+            Source::Table(t) => Some((t.oid, t.name.as_str(), LockMode::RowShare)),
+            _ => None,
+        },
         Statement::Insert { table, .. } | Statement::Update { table, .. } | Statement::Delete { table, .. } => {
             Some((table.oid, table.name.as_str(), LockMode::RowExclusive))
         }
@@ -169,8 +173,15 @@ pub fn check_time_setting(name: &str, value: &str) -> Result<String> {
         }
         Some(ms) if ms <= i32::MAX as u64 => Ok(value.trim().to_string()),
         Some(_) => Err(SqlError::new(b"22023", format!("invalid value for parameter \"{name}\": \"{value}\""))),
-        None => Err(SqlError::new(b"22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
-            .with_hint("Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\".")),
+        None => {
+            let e = SqlError::new(b"22023", format!("invalid value for parameter \"{name}\": \"{value}\""));
+            // A number with a unit we do not know gets the list of units.
+            Err(if value.trim().starts_with(|c: char| c.is_ascii_digit()) {
+                e.with_hint("Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\".")
+            } else {
+                e
+            })
+        }
     }
 }
 
@@ -420,4 +431,147 @@ pub fn abort_failed_block(backend: &mut Backend) {
     if backend.txn.in_transaction() && backend.txn.nesting_level() <= 1 {
         let _ = backend.txn.abort();
     }
+}
+
+/// SELECT ... FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE [OF t] [NOWAIT |
+/// SKIP LOCKED] over one table (the only FROM this branch has).
+pub fn analyze_locking_select(a: &mut crate::analyze::Analyzer<'_>, s: &pg_query::protobuf::SelectStmt) -> Result<crate::plan::Statement> {
+    use ferrogres_engine::heap::heapam::WaitPolicy;
+    use ferrogres_engine::heap::page::RowLockMode;
+    use pg_query::protobuf::{LockClauseStrength as S, LockWaitPolicy as W};
+    let [clause] = s.locking_clause.as_slice() else {
+        return Err(SqlError::not_supported("more than one locking clause"));
+    };
+    let Some(pg_query::NodeEnum::LockingClause(lc)) = &clause.node else {
+        return Err(SqlError::internal("locking clause expected"));
+    };
+    let (strength, what) = match S::try_from(lc.strength).unwrap_or(S::Undefined) {
+        S::LcsForkeyshare => (RowLockMode::KeyShare, "FOR KEY SHARE"),
+        S::LcsForshare => (RowLockMode::Share, "FOR SHARE"),
+        S::LcsFornokeyupdate => (RowLockMode::NoKeyExclusive, "FOR NO KEY UPDATE"),
+        S::LcsForupdate => (RowLockMode::Exclusive, "FOR UPDATE"),
+        _ => return Err(SqlError::internal("unknown row lock strength")),
+    };
+    let wait = match W::try_from(lc.wait_policy).unwrap_or(W::Undefined) {
+        W::LockWaitSkip => WaitPolicy::SkipLocked,
+        W::LockWaitError => WaitPolicy::NoWait,
+        _ => WaitPolicy::Block,
+    };
+    let query = a.select(s)?;
+    if !query.aggregates.is_empty() {
+        return Err(SqlError::new(b"0A000", format!("{what} is not allowed with aggregate functions")));
+    }
+    // OF t: must name the FROM item (by its alias if it has one).
+    let refname = match s.from_clause.first().and_then(|f| f.node.as_ref()) {
+        Some(pg_query::NodeEnum::RangeVar(rv)) => Some(rv.alias.as_ref().map_or(rv.relname.clone(), |al| al.aliasname.clone())),
+        _ => None,
+    };
+    for r in &lc.locked_rels {
+        if let Some(pg_query::NodeEnum::RangeVar(rv)) = &r.node {
+            if !rv.schemaname.is_empty() {
+                return Err(SqlError::new(b"42601", format!("{what} must specify unqualified relation names")).at(a.sql, rv.location));
+            }
+            if refname.as_deref() != Some(rv.relname.as_str()) {
+                return Err(SqlError::new(b"42P01", format!("relation \"{}\" in {what} clause not found in FROM clause", rv.relname))
+                    .at(a.sql, rv.location));
+            }
+        }
+    }
+    Ok(crate::plan::Statement::LockingQuery { query, strength, wait })
+}
+
+/// Runs a locking query: the rows passing WHERE (sorted first if ORDER BY) are
+/// locked one by one (PostgreSQL's LockRows node, below Limit: LIMIT counts
+/// locked rows only, OFFSET rows are locked too). A row updated by a
+/// transaction that committed meanwhile is re-checked on its newest version
+/// (READ COMMITTED; the engine returns 40001 in REPEATABLE READ) and returned
+/// as that version if it still qualifies; a deleted or skipped row is left out.
+pub fn run_locking_query(
+    q: &crate::plan::Query,
+    strength: ferrogres_engine::heap::page::RowLockMode,
+    wait: ferrogres_engine::heap::heapam::WaitPolicy,
+    ctx: &mut crate::exec::Ctx,
+) -> Result<Vec<Vec<crate::types::Value>>> {
+    use crate::exec::{compare, eval_pure, limit_value};
+    use crate::types::Value;
+    use ferrogres_engine::heap::heapam::{heap_fetch_latest, heap_lock_tuple, LockOutcome};
+    let crate::plan::Source::Table(table) = &q.source else {
+        let mut it = crate::exec::run_query(q, ctx)?;
+        let mut rows = Vec::new();
+        while let Some(r) = it.next(ctx)? {
+            rows.push(r);
+        }
+        return Ok(rows);
+    };
+    let qualifies = |row: &[Value], ctx: &mut crate::exec::Ctx| -> Result<bool> {
+        Ok(match &q.filter {
+            Some(p) => eval_pure(p, row, ctx.params, &[], ctx.env)? == Value::Bool(true),
+            None => true,
+        })
+    };
+    let project = |row: &[Value], ctx: &mut crate::exec::Ctx| -> Result<Vec<Value>> {
+        q.targets.iter().map(|t| &t.expr).chain(q.hidden.iter()).map(|e| eval_pure(e, row, ctx.params, &[], ctx.env)).collect()
+    };
+    let mut cand = Vec::new();
+    for (tid, row) in crate::rowio::scan_rows(ctx.backend, &table.storage, &ctx.snap)? {
+        if qualifies(&row, ctx)? {
+            let key = if q.order.is_empty() { Vec::new() } else { project(&row, ctx)? };
+            cand.push((key, tid, row));
+        }
+    }
+    if !q.order.is_empty() {
+        cand.sort_by(|(a, ..), (b, ..)| {
+            for k in &q.order {
+                let (x, y) = (&a[k.column], &b[k.column]);
+                let o = match (x.is_null(), y.is_null()) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) if k.nulls_first => std::cmp::Ordering::Less,
+                    (true, false) => std::cmp::Ordering::Greater,
+                    (false, true) if k.nulls_first => std::cmp::Ordering::Greater,
+                    (false, true) => std::cmp::Ordering::Less,
+                    _ if k.desc => compare(x, y).reverse(),
+                    _ => compare(x, y),
+                };
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+    }
+    let offset = limit_value(&q.offset, ctx, "OFFSET", b"2201X")?.unwrap_or(0).max(0) as usize;
+    let limit = limit_value(&q.limit, ctx, "LIMIT", b"2201W")?.map(|l| l.max(0) as usize);
+    let need = limit.map(|l| l.saturating_add(offset));
+    let mut out = Vec::new();
+    for (_, tid, row) in cand {
+        if need.is_some_and(|n| out.len() >= n) {
+            break;
+        }
+        let (mut tid, mut row) = (tid, row);
+        let locked = loop {
+            match heap_lock_tuple(ctx.backend, table.storage.rel, tid, strength, wait, &table.name)? {
+                LockOutcome::Locked => break Some(row),
+                LockOutcome::Updated { new_tid } => {
+                    let snap = ctx.backend.txn.statement_snapshot()?;
+                    let Some((latest, bytes)) = heap_fetch_latest(ctx.backend, table.storage.rel, new_tid, &snap)? else {
+                        break None;
+                    };
+                    let descs = table.storage.descs()?;
+                    let newest = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
+                    if !qualifies(&newest, ctx)? {
+                        break None;
+                    }
+                    (tid, row) = (latest, newest);
+                }
+                _ => break None,
+            }
+        };
+        if let Some(row) = locked {
+            let mut r = project(&row, ctx)?;
+            r.truncate(q.targets.len());
+            out.push(r);
+        }
+        ctx.env.check_interrupts()?;
+    }
+    Ok(out.into_iter().skip(offset).collect())
 }

@@ -662,6 +662,12 @@ impl Session {
                 }
                 Ok((None, "DROP TABLE".into()))
             }
+            Statement::LockingQuery { query, strength, wait } => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let rows = crate::locking::run_locking_query(query, *strength, *wait, &mut ctx)?;
+                let n = rows.len();
+                Ok((Some(rows), format!("SELECT {n}")))
+            }
             Statement::Lock { targets, mode, nowait } => {
                 if self.status == TxnStatus::Idle {
                     return Err(SqlError::new(b"25P01", "LOCK TABLE can only be used in transaction blocks"));
