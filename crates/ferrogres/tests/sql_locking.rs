@@ -389,3 +389,37 @@ fn delete_waits_for_the_updater_and_rechecks_the_new_version() {
     assert_eq!(r.tags, vec!["DELETE 1"]);
     assert_eq!(a.q("SELECT count(*) FROM foo").one(), "1");
 }
+
+#[test]
+fn pg_locks_shows_what_the_sessions_hold_and_await() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE t (x int)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("SELECT * FROM t"));
+    ok(&a.q("SELECT pg_advisory_xact_lock(1, 2)"));
+    let q = |pid: i32| {
+        format!(
+            "SELECT locktype, mode, granted, fastpath, objid, objsubid FROM pg_locks \
+             WHERE pid = {pid} AND (relation IS NULL OR relation <> '12073') ORDER BY locktype, mode"
+        )
+    };
+    let rows = |r: Reply| -> Vec<String> {
+        assert!(r.error.is_none(), "{:?}", r.error);
+        r.rows.iter().map(|row| row.iter().map(|v| v.clone().unwrap_or_default()).collect::<Vec<_>>().join(" ")).collect()
+    };
+    // A weak relation lock on the fast path, the advisory lock in the shared table.
+    assert_eq!(rows(ctl.q(&q(a.pid))), vec!["advisory ExclusiveLock t f 2 2", "relation AccessShareLock t t  "]);
+    // b waits for ACCESS EXCLUSIVE: a's lock moved to the shared table, b's shows granted = f.
+    ok(&b.q("BEGIN"));
+    b.send("LOCK TABLE t");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    assert_eq!(rows(ctl.q(&q(a.pid))), vec!["advisory ExclusiveLock t f 2 2", "relation AccessShareLock t f  "]);
+    assert_eq!(rows(ctl.q(&q(b.pid))), vec!["relation AccessExclusiveLock f f  "]);
+    let r = ctl.q("SELECT count(*) FROM pg_locks WHERE NOT granted");
+    assert_eq!(r.one(), "1");
+    ok(&a.q("COMMIT"));
+    assert_eq!(b.reply().tags, vec!["LOCK TABLE"]);
+    ok(&b.q("COMMIT"));
+    assert_eq!(rows(ctl.q(&q(a.pid))), Vec::<String>::new());
+}

@@ -183,6 +183,9 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("cross-database references"));
         }
         let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
+        if let Some(view) = crate::sysviews::lookup(schema, &rv.relname) {
+            return Ok(view);
+        }
         if schema == Some("information_schema") {
             return Err(self.err_at(SqlError::not_supported(format!("system view \"information_schema.{}\"", rv.relname)), rv.location));
         }
@@ -366,7 +369,7 @@ impl<'a> Analyzer<'a> {
         };
         Ok(Query {
             source: match table {
-                Some((t, _)) => Source::Table(t),
+                Some((t, _)) => crate::sysviews::source(t),
                 None => Source::OneRow,
             },
             filter,

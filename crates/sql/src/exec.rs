@@ -377,6 +377,7 @@ pub(crate) fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u
 pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let input: Box<dyn RowIter> = match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
+        Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend)?.into_iter())),
         Source::Table(t) => {
             let rows: Vec<Vec<Value>> = scan_rows(ctx.backend, &t.storage, &ctx.snap)?.into_iter().map(|r| r.1).collect();
             Box::new(VecIter(rows.into_iter()))

@@ -9,6 +9,7 @@ pub mod parser;
 pub mod plan;
 pub mod rowio;
 pub mod session;
+pub mod sysviews;
 pub mod types;
 
 pub use errors::{Result, Severity, SqlError};

@@ -227,6 +227,13 @@ impl crate::analyze::Analyzer<'_> {
     /// the name again after a lock wait (see the module doc).
     pub(crate) fn range_table_locked(&self, rv: &pg_query::protobuf::RangeVar, mode: LockMode) -> Result<Table> {
         let table = self.range_table(rv)?;
+        if crate::sysviews::is_view(table.oid) {
+            if mode != LockMode::AccessShare {
+                return Err(SqlError::not_supported(format!("changing or locking rows of system view \"{}\"", table.name)).at(self.sql, rv.location));
+            }
+            lock_relation(self.backend, table.oid, mode, false, &table.name)?;
+            return Ok(table);
+        }
         let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
         match lock_resolved(self.backend, self.snap, schema, &rv.relname, table, mode, false)? {
             Some(t) => Ok(t),

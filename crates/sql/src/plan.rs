@@ -117,6 +117,8 @@ pub enum Source {
     /// No FROM: one empty row.
     OneRow,
     Table(Table),
+    /// A system view computed when the query runs (`crate::sysviews`), by OID.
+    Virtual(u32),
     /// `SELECT generate_series(a, b)`: one int column.
     Series(Expr, Expr, Type),
 }
