@@ -298,6 +298,9 @@ fn deadlock_between_two_sessions_fails_one_and_lets_the_other_proceed() {
 fn advisory_locks() {
     let srv = start();
     let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    // void: not NULL, the empty string.
+    assert_eq!(a.q("SELECT pg_advisory_lock(1)").rows, vec![vec![Some(String::new())]]);
+    assert_eq!(a.q("SELECT pg_advisory_unlock_all() IS NOT NULL").one(), "t");
     assert_eq!(a.q("SELECT pg_advisory_lock(1)").rows.len(), 1);
     assert_eq!(b.q("SELECT pg_try_advisory_lock(1)").one(), "f");
     assert_eq!(b.q("SELECT pg_try_advisory_lock_shared(1)").one(), "f");

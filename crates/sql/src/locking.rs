@@ -389,6 +389,12 @@ pub fn parse_int4_array(s: &str) -> Result<Vec<i32>> {
         .collect()
 }
 
+/// The value of a function returning void: not NULL (`f() IS NOT NULL` is
+/// true), printed as the empty string, as PostgreSQL's void output gives.
+fn void() -> crate::types::Value {
+    crate::types::Value::Text(String::new())
+}
+
 /// Evaluates a lock function (strict: a NULL argument gives NULL).
 pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec::Env) -> Result<crate::types::Value> {
     use crate::types::Value;
@@ -404,7 +410,7 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
             if try_ {
                 Value::Bool(got)
             } else {
-                Value::Null
+                void()
             }
         }
         LockFunc::AdvisoryUnlock { shared } => {
@@ -417,7 +423,7 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
         }
         LockFunc::AdvisoryUnlockAll => {
             m.advisory_unlock_all(b)?;
-            Value::Null
+            void()
         }
         LockFunc::IsolationTestSessionIsBlocked => {
             let (Value::Int4(pid), Value::Text(list)) = (&vals[0], &vals[1]) else {

@@ -48,6 +48,7 @@ SELECT pg_try_advisory_xact_lock(1, 2), pg_try_advisory_xact_lock_shared(3);
 SELECT pg_advisory_unlock(1);
 COMMIT;
 SELECT pg_advisory_lock(1, 2, 3);
+SELECT pg_advisory_lock(9) IS NOT NULL AS not_null, pg_advisory_unlock(9);
 -- Settings
 SHOW deadlock_timeout;
 SET deadlock_timeout = '10ms';
