@@ -139,10 +139,19 @@ pub fn lock_mode_from_stmt(mode: i32) -> Result<LockMode> {
 /// Pushes the session's lock-related settings (deadlock_timeout, lock_timeout)
 /// to the lock manager before a statement, and drops a cancel request that no
 /// lock wait consumed (it was for an earlier statement).
-pub fn apply_settings(backend: &Backend, env: &dyn crate::exec::Env) -> Result<()> {
-    let ms = |name: &str| -> Option<u64> { env.get_setting(name).ok().and_then(|v| parse_ms(&v)) };
+///
+/// The settings are pushed only after they changed (`LockCtx::timeouts_dirty`,
+/// set by SET/RESET of either): this runs before every statement.
+pub fn apply_settings(backend: &Backend, env: &mut crate::session::SessionEnv) -> Result<()> {
     let locks = &backend.engine().locks;
-    locks.set_backend_timeouts(backend.id(), ms("deadlock_timeout"), ms("lock_timeout"))?;
+    if env.locks.as_ref().is_none_or(|l| l.timeouts_dirty) {
+        let ms = |name: &str| -> Option<u64> { env.get(name).ok().and_then(|v| parse_ms(&v)) };
+        let (deadlock, lock) = (ms("deadlock_timeout"), ms("lock_timeout"));
+        locks.set_backend_timeouts(backend.id(), deadlock, lock)?;
+        if let Some(l) = env.locks.as_mut() {
+            l.timeouts_dirty = false;
+        }
+    }
     locks.take_cancel(backend.id())?;
     Ok(())
 }
@@ -192,11 +201,14 @@ pub struct LockCtx {
     pub backend: BackendId,
     /// WARNINGs raised by functions, sent by the session after the statement.
     pub notices: Vec<SqlError>,
+    /// deadlock_timeout or lock_timeout changed since they were last pushed to
+    /// the lock manager.
+    pub timeouts_dirty: bool,
 }
 
 impl LockCtx {
     pub fn new(backend: &Backend) -> LockCtx {
-        LockCtx { manager: backend.engine().locks.clone(), backend: backend.id(), notices: Vec::new() }
+        LockCtx { manager: backend.engine().locks.clone(), backend: backend.id(), notices: Vec::new(), timeouts_dirty: true }
     }
 }
 

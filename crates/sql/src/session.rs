@@ -151,7 +151,13 @@ impl SessionEnv {
                 }
                 if v == "debug" { "debug2".into() } else { v }
             }
-            "deadlock_timeout" | "lock_timeout" => crate::locking::check_time_setting(&lname, &value)?,
+            "deadlock_timeout" | "lock_timeout" => {
+                let v = crate::locking::check_time_setting(&lname, &value)?;
+                if let Some(l) = self.locks.as_mut() {
+                    l.timeouts_dirty = true;
+                }
+                v
+            }
             "extra_float_digits" => {
                 match value.trim().parse::<i32>() {
                     Ok(n) if (-15..=3).contains(&n) => n.to_string(),
@@ -500,7 +506,7 @@ impl Session {
             return r;
         }
         self.ensure_txn()?;
-        crate::locking::apply_settings(&self.backend, &self.env)?;
+        crate::locking::apply_settings(&self.backend, &mut self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
         let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed };
         let r = a.statement(&st.node);
@@ -552,7 +558,7 @@ impl Session {
         }
         self.ensure_txn()?;
         self.stmts_in_txn += 1;
-        crate::locking::apply_settings(&self.backend, &self.env)?;
+        crate::locking::apply_settings(&self.backend, &mut self.env)?;
         crate::locking::lock_plan(&self.backend, plan)?;
         let snap = self.backend.txn.statement_snapshot()?;
         let result = self.run_in_txn(plan, params, snap, out);
