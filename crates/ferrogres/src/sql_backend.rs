@@ -63,6 +63,7 @@ impl Backend for SqlBackend {
             ("extra_float_digits", "1"),
             ("statement_timeout", "0"),
             ("lock_timeout", "0"),
+            ("deadlock_timeout", "1s"),
             ("idle_in_transaction_session_timeout", "0"),
             ("search_path", "\"$user\", public"),
             ("client_min_messages", "notice"),
@@ -78,6 +79,14 @@ impl Backend for SqlBackend {
         ] {
             settings.push(session::Setting { name: k.into(), value: v.into(), default: v.into(), reported: false });
         }
+        {
+            // A cancel request also wakes a heavyweight lock wait (57014).
+            let locks = self.engine.locks.clone();
+            let id = backend.id();
+            interrupts.set_on_cancel(Box::new(move || {
+                let _ = locks.cancel(id);
+            }));
+        }
         let int = interrupts.clone();
         let env = session::SessionEnv {
             settings,
@@ -85,6 +94,7 @@ impl Backend for SqlBackend {
             pid: startup.backend_pid,
             version: version_string(),
             interrupts: Box::new(move || int.check().map_err(to_sql)),
+            locks: None,
         };
         let mut s = ferrogres_sql::Session::new(backend, env);
         // Settings from the startup packet: `options` (PGOPTIONS) first, then the

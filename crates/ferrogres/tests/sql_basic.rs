@@ -71,6 +71,11 @@ fn indexes_match_postgres_15() {
 }
 
 #[test]
+fn locking_statements_match_postgres_15() {
+    check_script("locking");
+}
+
+#[test]
 fn data_survives_restart_and_crash() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());

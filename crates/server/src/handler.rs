@@ -41,6 +41,19 @@ pub struct Interrupts {
     cancel_pending: AtomicBool,
     /// Set by server shutdown; never cleared.
     terminate_pending: AtomicBool,
+    /// Run by `request_cancel` after setting the flag, so that a session asleep
+    /// somewhere the flag is not polled (a heavyweight lock wait) wakes up.
+    on_cancel: OnCancel,
+}
+
+/// The hook `Interrupts::request_cancel` runs (set by the backend).
+#[derive(Default)]
+struct OnCancel(std::sync::Mutex<Option<Box<dyn Fn() + Send + Sync>>>);
+
+impl std::fmt::Debug for OnCancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnCancel")
+    }
 }
 
 impl Interrupts {
@@ -51,6 +64,14 @@ impl Interrupts {
     // seen "promptly" by a thread that then reads other state; SeqCst is cheap here.
     pub fn request_cancel(&self) {
         self.cancel_pending.store(true, Ordering::SeqCst);
+        if let Some(f) = self.on_cancel.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            f();
+        }
+    }
+    /// Sets what `request_cancel` runs besides setting the flag (e.g. waking a
+    /// lock wait, which then fails with 57014).
+    pub fn set_on_cancel(&self, f: Box<dyn Fn() + Send + Sync>) {
+        *self.on_cancel.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
     pub fn request_terminate(&self) {
         self.terminate_pending.store(true, Ordering::SeqCst);

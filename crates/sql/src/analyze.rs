@@ -134,6 +134,7 @@ impl<'a> Analyzer<'a> {
 
     pub fn statement(&mut self, stmt: &NodeEnum) -> Result<Statement> {
         match stmt {
+            NodeEnum::SelectStmt(s) if !s.locking_clause.is_empty() => crate::locking::analyze_locking_select(self, s),
             NodeEnum::SelectStmt(s) => Ok(Statement::Query(self.select(s)?)),
             NodeEnum::InsertStmt(s) => self.insert(s),
             NodeEnum::DeleteStmt(s) => self.delete(s),
@@ -144,6 +145,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::AlterTableStmt(s) => self.alter_table(s),
             NodeEnum::TruncateStmt(s) => self.truncate(s),
             NodeEnum::VacuumStmt(s) => self.vacuum(s),
+            NodeEnum::LockStmt(s) => crate::locking::analyze_lock(s),
             NodeEnum::TransactionStmt(t) => {
                 use pb::TransactionStmtKind as K;
                 let cmd = match K::try_from(t.kind).unwrap_or(K::Undefined) {
@@ -188,6 +190,9 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("cross-database references"));
         }
         let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
+        if let Some(view) = crate::sysviews::lookup(schema, &rv.relname) {
+            return Ok(view);
+        }
         if schema == Some("information_schema") {
             return Err(self.err_at(SqlError::not_supported(format!("system view \"information_schema.{}\"", rv.relname)), rv.location));
         }
@@ -214,7 +219,7 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    fn select(&mut self, s: &pb::SelectStmt) -> Result<Query> {
+    pub(crate) fn select(&mut self, s: &pb::SelectStmt) -> Result<Query> {
         if s.op != pb::SetOperation::SetopNone as i32 {
             return Err(SqlError::not_supported("UNION/INTERSECT/EXCEPT"));
         }
@@ -236,15 +241,18 @@ impl<'a> Analyzer<'a> {
         if !s.window_clause.is_empty() {
             return Err(SqlError::not_supported("window functions"));
         }
-        if !s.locking_clause.is_empty() {
-            return Err(SqlError::not_supported("SELECT FOR UPDATE/SHARE"));
-        }
         let mut series = None;
+        // FOR UPDATE/SHARE: RowShareLock instead (crate::locking, which calls this).
+        let rel_mode = if s.locking_clause.is_empty() {
+            ferrogres_engine::lmgr::lock::LockMode::AccessShare
+        } else {
+            ferrogres_engine::lmgr::lock::LockMode::RowShare
+        };
         let table = match s.from_clause.as_slice() {
             [] => None,
             [f] => match f.node.as_ref() {
                 Some(NodeEnum::RangeVar(rv)) => {
-                    let t = self.range_table(rv)?;
+                    let t = self.range_table_locked(rv, rel_mode)?;
                     let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
                     if rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty()) {
                         return Err(SqlError::not_supported("column aliases in FROM"));
@@ -374,7 +382,7 @@ impl<'a> Analyzer<'a> {
         Ok(Query {
             source: match (series, table) {
                 (Some(f), _) => Source::Function(f),
-                (None, Some((t, _))) => Source::Table(t),
+                (None, Some((t, _))) => crate::sysviews::source(t),
                 (None, None) => Source::OneRow,
             },
             filter,
@@ -1069,7 +1077,10 @@ impl<'a> Analyzer<'a> {
                 return Ok(Expr::Func { func: Func::Abs, args, ty: t });
             }
             ("abs", 1) if types[0] == Type::Unknown => (Func::Abs, &[Type::Float8], Type::Float8),
-            _ => return Err(self.unknown_function(&name, &types, f.location)),
+            _ => match crate::locking::lookup_func(&name, args.len()) {
+                Some((lf, sig, ret)) => (Func::Lock(lf), sig, ret),
+                None => return Err(self.unknown_function(&name, &types, f.location)),
+            },
         };
         let mut out = Vec::new();
         for ((a, want), loc) in args.into_iter().zip(sig).zip(arg_locs) {
@@ -1099,7 +1110,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("ON CONFLICT"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("INSERT without relation"))?;
-        let table = self.range_table(rv)?;
+        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         // Target columns, in the order given (default: all).
         let mut cols: Vec<usize> = Vec::new();
         for c in &s.cols {
@@ -1216,7 +1227,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("DELETE with WITH or USING"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("DELETE without relation"))?;
-        let table = self.range_table(rv)?;
+        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let filter = match node(&s.where_clause) {
             Some(w) => {
@@ -1234,7 +1245,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("UPDATE with WITH or FROM"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("UPDATE without relation"))?;
-        let table = self.range_table(rv)?;
+        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let mut sets: Vec<(usize, Expr)> = Vec::new();
         for t in &s.target_list {

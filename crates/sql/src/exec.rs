@@ -13,8 +13,6 @@ use crate::rowio::insert_row;
 use crate::types::{self, out_of_range, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
-use ferrogres_engine::txn::visibility::TmResult;
-use ferrogres_engine::txn::IsolationLevel;
 use std::cmp::Ordering;
 
 /// What the executor needs from the session besides the engine.
@@ -26,6 +24,10 @@ pub trait Env {
     fn pid(&self) -> i32;
     /// The text `version()` returns.
     fn version(&self) -> String;
+    /// The lock manager side of lock functions (advisory locks, ...), if any.
+    fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
+        None
+    }
 }
 
 pub struct Ctx<'a> {
@@ -243,6 +245,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         _ => None,
     };
     Ok(match func {
+        Func::Lock(lf) => crate::locking::call(lf, &vals, env)?,
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
         Func::Sleep => {
@@ -373,7 +376,7 @@ impl<I: RowIter> RowIter for Project<I> {
     }
 }
 
-fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u8; 5]) -> Result<Option<i64>> {
+pub(crate) fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u8; 5]) -> Result<Option<i64>> {
     let Some(e) = e else { return Ok(None) };
     match eval_pure(e, &[], ctx.params, &[], ctx.env)? {
         Value::Null => Ok(None),
@@ -391,6 +394,7 @@ fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u8; 5]) -> R
 pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let input: Box<dyn RowIter> = match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
+        Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend)?.into_iter())),
         Source::Table(t) => {
             let rows: Vec<Vec<Value>> = match crate::index::ordered_scan(t, q, ctx)? {
                 Some(rows) => rows,
@@ -622,47 +626,60 @@ pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Ta
     Ok((n, out))
 }
 
-/// DELETE: deletes the visible rows matching `filter`. A row being changed by a
-/// running transaction is waited for (by polling its outcome: the engine's
-/// heap_delete does not report the xid to wait on yet); a row deleted by a
-/// transaction that committed meanwhile is skipped in READ COMMITTED (PostgreSQL
-/// would re-check a newer version; there are no updates yet) and is a
-/// serialization failure in REPEATABLE READ.
+/// DELETE: deletes the visible rows matching `filter`. A row being changed by
+/// a running transaction is waited for through the engine (its transaction
+/// lock: lock_timeout, cancel and the deadlock detector apply). A row updated
+/// by a transaction that committed meanwhile is re-checked on its newest
+/// version in READ COMMITTED (as UPDATE does) and deleted if it still
+/// qualifies; one deleted meanwhile is skipped. REPEATABLE READ gets 40001 from
+/// the engine.
 pub fn delete(
     table: &crate::catalog::Table,
     filter: &Option<Expr>,
     returning: &[Target],
     ctx: &mut Ctx,
 ) -> Result<(u64, Vec<Vec<Value>>)> {
+    use ferrogres_engine::heap::heapam::{heap_delete_ext, heap_fetch_latest, DeleteOptions, DeleteOutcome, WaitPolicy};
     let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
+    let qualifies = |row: &[Value], ctx: &mut Ctx| -> Result<bool> {
+        Ok(match filter {
+            Some(p) => eval_pure(p, row, ctx.params, &[], ctx.env)? == Value::Bool(true),
+            None => true,
+        })
+    };
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
-        if let Some(p) = filter {
-            if eval_pure(p, &row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
-                continue;
-            }
+        if !qualifies(&row, ctx)? {
+            continue;
         }
+        let (mut tid, mut row) = (tid, row);
         loop {
-            match ferrogres_engine::heap::heapam::heap_delete(ctx.backend, table.storage.rel, tid)? {
-                TmResult::Ok => {
+            let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };
+            match heap_delete_ext(ctx.backend, table.storage.rel, tid, opts)? {
+                DeleteOutcome::Ok => {
                     n += 1;
                     if !returning.is_empty() {
                         out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
                     }
                 }
-                TmResult::BeingModified => {
-                    ctx.env.check_interrupts()?;
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                    continue;
-                }
-                TmResult::Updated | TmResult::Deleted if ctx.backend.txn.isolation() != IsolationLevel::ReadCommitted => {
-                    return Err(SqlError::new(b"40001", "could not serialize access due to concurrent delete"));
+                DeleteOutcome::Updated { new_tid } => {
+                    let snap = ctx.backend.txn.statement_snapshot()?;
+                    if let Some((latest, bytes)) = heap_fetch_latest(ctx.backend, table.storage.rel, new_tid, &snap)? {
+                        let descs = table.storage.descs()?;
+                        let newest = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
+                        if qualifies(&newest, ctx)? {
+                            tid = latest;
+                            row = newest;
+                            continue;
+                        }
+                    }
                 }
                 _ => {}
             }
             break;
         }
+        ctx.env.check_interrupts()?;
     }
     Ok((n, out))
 }

@@ -1221,6 +1221,7 @@ mod tests {
             pid,
             version: "v".into(),
             interrupts: Box::new(|| Ok(())),
+            locks: None,
         };
         Session::new(engine.backend(pid).unwrap(), env)
     }

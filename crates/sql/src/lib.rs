@@ -9,12 +9,14 @@ pub mod errors;
 pub mod exec;
 pub mod index;
 pub mod insert_select;
+pub mod locking;
 pub mod parser;
 pub mod plan;
 pub mod reloptions;
 pub mod rowio;
 pub mod session;
 pub mod srf;
+pub mod sysviews;
 pub mod types;
 
 pub use errors::{Result, Severity, SqlError};

@@ -44,6 +44,8 @@ pub enum Func {
     DateTime(crate::datetime::DtFunc),
     /// length(bytea), octet_length(bytea).
     OctetLength,
+    /// Advisory locks and other lock functions (`crate::locking`).
+    Lock(crate::locking::LockFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +121,8 @@ pub enum Source {
     /// No FROM: one empty row.
     OneRow,
     Table(Table),
+    /// A system view computed when the query runs (`crate::sysviews`), by OID.
+    Virtual(u32),
     /// `SELECT generate_series(a, b)`: one int column.
     Series(Expr, Expr, Type),
     /// A set-returning function in FROM (crate::srf).
@@ -161,6 +165,16 @@ pub enum Statement {
     DropTables { tables: Vec<(Option<String>, String)>, missing_ok: bool },
     Transaction(TxnCmd),
     Set { name: String, value: Option<String> },
+    /// `SELECT ... FOR UPDATE | NO KEY UPDATE | SHARE | KEY SHARE [NOWAIT | SKIP
+    /// LOCKED]`: the query's rows are locked as they are returned (`crate::locking`).
+    LockingQuery {
+        query: Query,
+        strength: ferrogres_engine::heap::page::RowLockMode,
+        wait: ferrogres_engine::heap::heapam::WaitPolicy,
+    },
+    /// `LOCK [TABLE] name [, ...] [IN mode MODE] [NOWAIT]` (names resolved and
+    /// locked when it runs, as PostgreSQL does for utility statements).
+    Lock { targets: Vec<crate::locking::LockTarget>, mode: ferrogres_engine::lmgr::lock::LockMode, nowait: bool },
     Show(String),
     Empty,
     /// INSERT ... SELECT (crate::insert_select).
@@ -175,7 +189,7 @@ impl Statement {
     /// The output columns, if the statement returns rows.
     pub fn targets(&self) -> Option<Vec<Target>> {
         match self {
-            Statement::Query(q) => Some(q.targets.clone()),
+            Statement::Query(q) | Statement::LockingQuery { query: q, .. } => Some(q.targets.clone()),
             Statement::Insert { returning, .. } | Statement::Delete { returning, .. } | Statement::Update { returning, .. }
                 if !returning.is_empty() =>
             {

@@ -126,6 +126,8 @@ pub struct SessionEnv {
     pub pid: i32,
     pub version: String,
     pub interrupts: Box<dyn Fn() -> Result<()> + Send>,
+    /// The lock manager side of lock functions; set by `Session::new`.
+    pub locks: Option<crate::locking::LockCtx>,
 }
 
 impl SessionEnv {
@@ -149,6 +151,11 @@ impl SessionEnv {
                 }
                 "UTF8".to_string()
             }
+            // pg_regress / pg_isolation_regress set PGDATESTYLE=Postgres, MDY and
+            // intervalstyle=postgres_verbose: accepted so that they connect; a result
+            // column whose text would depend on the style is 0A000 under them
+            // (`check_output_styles`), never printed in another style.
+            "datestyle" if value.eq_ignore_ascii_case("Postgres, MDY") => "Postgres, MDY".to_string(),
             "datestyle" => {
                 if !matches!(value.to_ascii_uppercase().as_str(), "ISO" | "ISO, MDY" | "MDY, ISO" | "ISO,MDY") {
                     return Err(SqlError::not_supported(format!("DateStyle \"{value}\"")));
@@ -168,10 +175,12 @@ impl SessionEnv {
                 }
             }
             "intervalstyle" => {
-                if !value.eq_ignore_ascii_case("postgres") {
-                    return Err(SqlError::not_supported(format!("IntervalStyle \"{value}\"")));
+                let v = value.to_ascii_lowercase();
+                if !matches!(v.as_str(), "postgres" | "postgres_verbose" | "sql_standard" | "iso_8601") {
+                    return Err(SqlError::new(b"22023", format!("invalid value for parameter \"IntervalStyle\": \"{value}\""))
+                        .with_hint("Available values: postgres, postgres_verbose, sql_standard, iso_8601."));
                 }
-                "postgres".to_string()
+                v
             }
             "client_min_messages" => {
                 let v = value.to_ascii_lowercase();
@@ -181,6 +190,13 @@ impl SessionEnv {
                         .with_hint("Available values: debug5, debug4, debug3, debug2, debug1, log, notice, warning, error."));
                 }
                 if v == "debug" { "debug2".into() } else { v }
+            }
+            "deadlock_timeout" | "lock_timeout" => {
+                let v = crate::locking::check_time_setting(&lname, &value)?;
+                if let Some(l) = self.locks.as_mut() {
+                    l.timeouts_dirty = true;
+                }
+                v
             }
             "extra_float_digits" => {
                 match value.trim().parse::<i32>() {
@@ -242,6 +258,9 @@ impl Env for SessionEnv {
     fn version(&self) -> String {
         self.version.clone()
     }
+    fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
+        self.locks.as_mut()
+    }
 }
 
 struct Prepared {
@@ -289,7 +308,8 @@ fn txn_error(e: impl Into<SqlError>) -> SqlError {
 }
 
 impl Session {
-    pub fn new(backend: Backend, env: SessionEnv) -> Session {
+    pub fn new(backend: Backend, mut env: SessionEnv) -> Session {
+        env.locks = Some(crate::locking::LockCtx::new(&backend));
         Session {
             backend,
             env,
@@ -373,6 +393,7 @@ impl Session {
     fn on_error(&mut self) {
         if self.status == TxnStatus::InBlock || self.status == TxnStatus::Failed {
             self.status = TxnStatus::Failed;
+            crate::locking::abort_failed_block(&mut self.backend);
         } else {
             let _ = self.end_txn(false);
         }
@@ -477,6 +498,10 @@ impl Session {
                 if self.status == TxnStatus::Idle {
                     return Err(SqlError::new(b"25P01", "ROLLBACK TO SAVEPOINT can only be used in transaction blocks"));
                 }
+                if !self.backend.txn.in_transaction() {
+                    // A failed block without savepoints was aborted at the error.
+                    return Err(SqlError::new(b"3B001", format!("savepoint \"{name}\" does not exist")));
+                }
                 self.backend.txn.rollback_to(name)?;
                 self.status = TxnStatus::InBlock;
                 "ROLLBACK".into()
@@ -524,6 +549,7 @@ impl Session {
             return r;
         }
         self.ensure_txn()?;
+        crate::locking::apply_settings(&self.backend, &mut self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
         let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed };
         let r = a.statement(&st.node);
@@ -541,8 +567,30 @@ impl Session {
         }
     }
 
+    /// Date/time output exists in DateStyle ISO and IntervalStyle postgres only: a
+    /// result column whose text another style would change is 0A000 under it.
+    fn check_output_styles(&self, plan: &Statement) -> Result<()> {
+        let Some(targets) = plan.targets() else { return Ok(()) };
+        for t in &targets {
+            let (setting, supported) = match t.expr.ty() {
+                Type::Date | Type::Timestamp | Type::Timestamptz => ("DateStyle", "ISO, MDY"),
+                Type::Interval => ("IntervalStyle", "postgres"),
+                _ => continue,
+            };
+            let v = self.env.get(setting)?;
+            if v != supported {
+                return Err(SqlError::not_supported(format!(
+                    "output of type {} with {setting} \"{v}\"",
+                    t.expr.ty().sql_name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         (self.env.interrupts)()?;
+        self.check_output_styles(plan)?;
         self.sync_datetime();
         crate::datetime::set_stmt_start();
         if let Statement::Transaction(cmd) = plan {
@@ -598,8 +646,11 @@ impl Session {
         }
         self.ensure_txn()?;
         self.stmts_in_txn += 1;
+        crate::locking::apply_settings(&self.backend, &mut self.env)?;
+        crate::locking::lock_plan(&self.backend, plan)?;
         let snap = self.backend.txn.statement_snapshot()?;
         let result = self.run_in_txn(plan, params, snap, out);
+        crate::locking::flush_notices(&mut self.env, out)?;
         // The next statement sees this one's changes.
         self.backend.txn.command_counter_increment()?;
         result
@@ -673,6 +724,18 @@ impl Session {
                         Err(e) if e.sqlstate() == "3F000" && *missing_ok => None,
                         Err(e) => return Err(e),
                     };
+                    let t = match t {
+                        Some(t) if t.namespace != catalog::PG_CATALOG_NAMESPACE => crate::locking::lock_resolved(
+                            &self.backend,
+                            &snap,
+                            schema.as_deref(),
+                            name,
+                            t,
+                            ferrogres_engine::lmgr::lock::LockMode::AccessExclusive,
+                            false,
+                        )?,
+                        other => other,
+                    };
                     match t {
                         Some(t) if t.namespace == catalog::PG_CATALOG_NAMESPACE => {
                             return Err(SqlError::new(b"42501", format!("permission denied: \"{name}\" is a system catalog")))
@@ -713,6 +776,19 @@ impl Session {
                 let mut notice = |n: SqlError| if shows { out.notice(&n) } else { Ok(()) };
                 let tag = crate::index::execute(cmd, &mut self.backend, &snap, &mut notice)?;
                 Ok((None, tag))
+            }
+            Statement::LockingQuery { query, strength, wait } => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let rows = crate::locking::run_locking_query(query, *strength, *wait, &mut ctx)?;
+                let n = rows.len();
+                Ok((Some(rows), format!("SELECT {n}")))
+            }
+            Statement::Lock { targets, mode, nowait } => {
+                if self.status == TxnStatus::Idle {
+                    return Err(SqlError::new(b"25P01", "LOCK TABLE can only be used in transaction blocks"));
+                }
+                crate::locking::exec_lock(&self.backend, &snap, targets, *mode, *nowait)?;
+                Ok((None, "LOCK TABLE".into()))
             }
             other => Err(SqlError::internal(format!("statement not executable here: {other:?}"))),
         }
@@ -1044,6 +1120,7 @@ mod tests {
             pid: 42,
             version: "v".into(),
             interrupts: Box::new(|| Ok(())),
+            locks: None,
         };
         Session::new(engine.backend(42).unwrap(), env)
     }

@@ -58,6 +58,8 @@ pub enum Type {
     Bytea,
     TimeTz,
     Float4,
+    /// Transaction ids (pg_locks.transactionid); held as `Value::Oid`, no operators yet.
+    Xid,
 }
 
 pub const TYPES: [Type; 20] = [
@@ -91,6 +93,7 @@ impl Type {
             Type::Int4 => 23,
             Type::Int8 => 20,
             Type::Oid => 26,
+            Type::Xid => 28,
             Type::Float8 => 701,
             Type::Text => 25,
             Type::Varchar => 1043,
@@ -119,6 +122,7 @@ impl Type {
             Type::Int4 => "int4",
             Type::Int8 => "int8",
             Type::Oid => "oid",
+            Type::Xid => "xid",
             Type::Float8 => "float8",
             Type::Text => "text",
             Type::Varchar => "varchar",
@@ -144,6 +148,7 @@ impl Type {
             Type::Int4 => "integer",
             Type::Int8 => "bigint",
             Type::Oid => "oid",
+            Type::Xid => "xid",
             Type::Float8 => "double precision",
             Type::Text => "text",
             Type::Varchar => "character varying",
@@ -178,7 +183,7 @@ impl Type {
         match self {
             Type::Bool => 1,
             Type::Int2 => 2,
-            Type::Int4 | Type::Oid | Type::Void => 4,
+            Type::Int4 | Type::Oid | Type::Xid | Type::Void => 4,
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => 8,
             Type::Date | Type::Float4 => 4,
             Type::Interval => 16,
@@ -192,7 +197,7 @@ impl Type {
         Some(match self {
             Type::Bool => AttrDesc::fixed(1),
             Type::Int2 => AttrDesc::fixed(2),
-            Type::Int4 | Type::Oid | Type::Date | Type::Float4 => AttrDesc::fixed(4),
+            Type::Int4 | Type::Oid | Type::Xid | Type::Date | Type::Float4 => AttrDesc::fixed(4),
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => AttrDesc::fixed(8),
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
@@ -222,6 +227,7 @@ impl Type {
             "int4" | "int" | "integer" => Type::Int4,
             "int8" | "bigint" => Type::Int8,
             "oid" => Type::Oid,
+            "xid" => Type::Xid,
             "float8" | "double precision" => Type::Float8,
             "text" => Type::Text,
             "varchar" | "character varying" => Type::Varchar,
@@ -415,6 +421,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
             let v = parse_int(ty, s, i32::MIN as i64, u32::MAX as i64)?;
             Value::Oid(v as u32)
         }
+        Type::Xid => Value::Oid(s.trim().parse::<u32>().map_err(|_| invalid_syntax(Type::Xid, s))?),
         Type::Float8 => Value::Float8(parse_float8(s)?),
         Type::Float4 => Value::Float4(parse_float4(s)?),
         Type::Text | Type::Unknown => Value::Text(s.to_string()),
@@ -610,7 +617,7 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
         Type::Int2 => Value::Int2(i16::from_be_bytes(fixed(2)?.try_into().unwrap())),
         Type::Int4 => Value::Int4(i32::from_be_bytes(fixed(4)?.try_into().unwrap())),
         Type::Int8 => Value::Int8(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
-        Type::Oid => Value::Oid(u32::from_be_bytes(fixed(4)?.try_into().unwrap())),
+        Type::Oid | Type::Xid => Value::Oid(u32::from_be_bytes(fixed(4)?.try_into().unwrap())),
         Type::Float8 => Value::Float8(f64::from_bits(u64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
         Type::Float4 => Value::Float4(f32::from_bits(u32::from_be_bytes(fixed(4)?.try_into().unwrap()))),
         Type::Date => Value::Date(i32::from_be_bytes(fixed(4)?.try_into().unwrap())),
@@ -650,7 +657,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Int2, Value::Int2(i)) => Datum::ByVal(*i as u16 as u64),
         (Type::Int4, Value::Int4(i)) => Datum::ByVal(*i as u32 as u64),
         (Type::Int8, Value::Int8(i)) => Datum::ByVal(*i as u64),
-        (Type::Oid, Value::Oid(i)) => Datum::ByVal(*i as u64),
+        (Type::Oid | Type::Xid, Value::Oid(i)) => Datum::ByVal(*i as u64),
         (Type::Float8, Value::Float8(f)) => Datum::ByVal(f.to_bits()),
         (Type::Float4, Value::Float4(f)) => Datum::ByVal(f.to_bits() as u64),
         (Type::Text | Type::Varchar | Type::Bpchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
@@ -673,7 +680,7 @@ pub fn from_byval(ty: Type, raw: u64) -> Result<Value> {
         Type::Int2 => Value::Int2(raw as u16 as i16),
         Type::Int4 => Value::Int4(raw as u32 as i32),
         Type::Int8 => Value::Int8(raw as i64),
-        Type::Oid => Value::Oid(raw as u32),
+        Type::Oid | Type::Xid => Value::Oid(raw as u32),
         Type::Float8 => Value::Float8(f64::from_bits(raw)),
         Type::Float4 => Value::Float4(f32::from_bits(raw as u32)),
         Type::Date => Value::Date(raw as u32 as i32),

@@ -170,7 +170,11 @@ pub(crate) fn check(
     let Some(cycle) = g.cycle_from(start) else {
         return Outcome::NoDeadlock;
     };
-    for e in cycle.iter().filter(|e| e.soft) {
+    // Soft edges are tried from the end of the cycle back (the edge nearest the
+    // return to `start` first), the order in which PostgreSQL's FindLockCycle
+    // records them and DeadLockCheckRecurse tries them; which edge is reversed
+    // decides which waiter goes first (isolation test deadlock-soft).
+    for e in cycle.iter().rev().filter(|e| e.soft) {
         // Try: e.waiter goes just before e.blocker in the queue of e.tag.
         let mut candidate = g.clone();
         let q = &mut candidate

@@ -20,7 +20,7 @@ use crate::lmgr::fastpath::{fast_path_groups, FastPathSlots};
 use crate::lmgr::lwlock::{LwLock, LwLockGuard, Tranche};
 use crate::pgstat::wait_event::{report_wait_end, report_wait_start, WaitEvent};
 use crate::pgstat::BackendId;
-use crate::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use crate::sync::{Condvar, Mutex};
 
 /// An object identifier.
@@ -619,7 +619,15 @@ struct Proc {
     /// The local lock table. Only the owning backend touches it (the mutex is
     /// uncontended; it makes the manager `Sync`).
     local: Mutex<TagMap<(LockTag, LockMode), LocalLock>>,
+    /// The backend's own deadlock_timeout in ms (its session's setting);
+    /// `NO_OVERRIDE`: the manager's. Read only by the owner, while waiting.
+    deadlock_timeout_ms: AtomicU64,
+    /// The backend's own lock_timeout in ms (0 = none); `NO_OVERRIDE`: the manager's.
+    lock_timeout_ms: AtomicU64,
 }
+
+/// A per-backend timeout that is not set (the manager's setting applies).
+const NO_OVERRIDE: u64 = u64::MAX;
 
 // ---------------------------------------------------------------------------------
 // The manager
@@ -783,6 +791,8 @@ impl LockManager {
                 },
                 fast_path: LwCell::new(Tranche::LockFastPath, FastPathSlots::new(groups)),
                 local: Mutex::new(TagMap::default()),
+                deadlock_timeout_ms: AtomicU64::new(NO_OVERRIDE),
+                lock_timeout_ms: AtomicU64::new(NO_OVERRIDE),
             })
             .collect();
         LockManager {
@@ -829,6 +839,24 @@ impl LockManager {
     pub fn unregister_backend(&self, backend: BackendId) -> Result<()> {
         self.release_all(backend, false)?;
         self.proc(backend)?.pid.store(0, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Sets the backend's own deadlock_timeout and lock_timeout (ms; lock_timeout 0
+    /// = none), as its session's settings say; `None` = the manager's setting. A
+    /// request's `LockOptions::lock_timeout_ms` still wins over these.
+    pub fn set_backend_timeouts(
+        &self,
+        backend: BackendId,
+        deadlock_timeout_ms: Option<u64>,
+        lock_timeout_ms: Option<u64>,
+    ) -> Result<()> {
+        let p = self.proc(backend)?;
+        // Relaxed: written and read by the owning backend only.
+        p.deadlock_timeout_ms
+            .store(deadlock_timeout_ms.unwrap_or(NO_OVERRIDE), Ordering::Relaxed);
+        p.lock_timeout_ms
+            .store(lock_timeout_ms.unwrap_or(NO_OVERRIDE), Ordering::Relaxed);
         Ok(())
     }
 
@@ -983,6 +1011,27 @@ impl LockManager {
             let mut ahead: LockMask = 0;
             for (i, w) in lock.waiters.iter().enumerate() {
                 if w.mode.conflict_mask() & held != 0 {
+                    // Early deadlock (PostgreSQL's "simple deadlock" in ProcSleep):
+                    // that waiter waits for us, and we would wait for a mode it
+                    // holds. Fail at once, without queueing or waiting for
+                    // deadlock_timeout.
+                    let (wb, wm) = (w.backend, w.mode);
+                    if !opts.dont_wait && mode.conflict_mask() & lock.holder_mask(wb) != 0 {
+                        if lock.is_unused() {
+                            table.locks.remove(&tag);
+                        }
+                        drop(table);
+                        let cycle = [
+                            deadlock::Edge { waiter: backend, mode, tag, blocker: wb, soft: false },
+                            deadlock::Edge { waiter: wb, mode: wm, tag, blocker: backend, soft: false },
+                        ];
+                        let pid_of = |b: BackendId| {
+                            self.procs
+                                .get(b.0 as usize)
+                                .map_or(0, |p| p.pid.load(Ordering::Relaxed))
+                        };
+                        return Err(deadlock::deadlock_error(&cycle, &pid_of));
+                    }
                     pos = i;
                     grant_now = mode.conflict_mask() & ahead == 0
                         && !lock.conflicts_with_others(backend, mode);
@@ -1030,8 +1079,18 @@ impl LockManager {
     ) -> Result<LockAcquireResult> {
         report_wait_start(WaitEvent::Lock(tag.locktype()));
         let start = Instant::now();
-        let deadlock_at = start + self.deadlock_timeout;
-        let timeout_ms = opts.lock_timeout_ms.unwrap_or(self.lock_timeout_ms);
+        // Relaxed: the owner's own settings.
+        let deadlock_timeout = match proc.deadlock_timeout_ms.load(Ordering::Relaxed) {
+            NO_OVERRIDE => self.deadlock_timeout,
+            ms => Duration::from_millis(ms),
+        };
+        let deadlock_at = start + deadlock_timeout;
+        let timeout_ms = opts.lock_timeout_ms.unwrap_or_else(|| {
+            match proc.lock_timeout_ms.load(Ordering::Relaxed) {
+                NO_OVERRIDE => self.lock_timeout_ms,
+                ms => ms,
+            }
+        });
         let timeout_at = (timeout_ms > 0).then(|| start + Duration::from_millis(timeout_ms));
         let mut deadlock_checked = false;
         let result = loop {
@@ -1387,6 +1446,49 @@ impl LockManager {
                 l.session = 0;
             }
         })
+    }
+
+    // ----- blocking pids ---------------------------------------------------------------
+
+    /// pg_blocking_pids: the pids of the backends that block the backend with pid
+    /// `pid` in its current heavyweight lock wait: those holding a mode that
+    /// conflicts with the awaited one, then those queued ahead of it for a
+    /// conflicting mode (PostgreSQL's order). Empty if that backend is not
+    /// waiting (or unknown). Takes all partition LWLocks shared, in order (rule 4).
+    pub fn blocking_pids(&self, pid: i32) -> Vec<i32> {
+        let Some(b) = self
+            .procs
+            .iter()
+            // Relaxed: display value, as in pg_locks.
+            .position(|p| pid != 0 && p.pid.load(Ordering::Relaxed) == pid)
+        else {
+            return Vec::new();
+        };
+        let backend = BackendId(b as u32);
+        let tables: Vec<LwRead<'_, PartitionTable>> =
+            self.partitions.iter().map(|p| p.read()).collect();
+        let pid_of = |b: BackendId| self.procs[b.0 as usize].pid.load(Ordering::Relaxed);
+        let mut out = Vec::new();
+        for t in &tables {
+            for lock in t.locks.values() {
+                let Some(pos) = lock.waiters.iter().position(|w| w.backend == backend) else {
+                    continue;
+                };
+                let conflicts = lock.waiters[pos].mode.conflict_mask();
+                for h in &lock.holders {
+                    if h.backend != backend && h.hold_mask & conflicts != 0 {
+                        out.push(pid_of(h.backend));
+                    }
+                }
+                for w in lock.waiters.iter().take(pos) {
+                    if w.backend != backend && w.mode.bit() & conflicts != 0 {
+                        out.push(pid_of(w.backend));
+                    }
+                }
+                return out;
+            }
+        }
+        out
     }
 
     // ----- pg_locks -------------------------------------------------------------------

@@ -129,7 +129,8 @@ mod wal_hooks {
         /// The subtransaction `xid` was rolled back: release its locks.
         fn subxact_aborted(&self, _backend: u32, _xid: u32) {}
         /// The top transaction ended (after clog and ProcArray are updated):
-        /// release every lock it holds, waking xid-lock waiters.
+        /// release every lock it holds, waking xid-lock waiters. `top_xid` is 0
+        /// (InvalidTransactionId) for a transaction that never got an xid.
         fn xact_ended(&self, _backend: u32, _top_xid: u32, _committed: bool) {}
     }
 

@@ -481,6 +481,8 @@ impl TransactionManager {
         let Some(top) = self.stack[0].xid else {
             self.finish();
             sh.procarray.end_transaction(self.backend, None)?;
+            // Read-only transactions hold heavyweight locks too (relation locks).
+            sh.locks.xact_ended(self.backend.0, 0, true);
             return Ok(());
         };
         let subxids = self.tree_subxids();
@@ -507,6 +509,7 @@ impl TransactionManager {
         let Some(top) = self.stack[0].xid else {
             self.finish();
             sh.procarray.end_transaction(self.backend, None)?;
+            sh.locks.xact_ended(self.backend.0, 0, false);
             return Ok(());
         };
         let subxids = self.tree_subxids();

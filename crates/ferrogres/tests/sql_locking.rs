@@ -1,0 +1,428 @@
+//! Heavyweight locks taken by SQL, between real sessions: relation locks and
+//! their conflicts, LOCK TABLE (NOWAIT, 25P01), lock_timeout, deadlocks between
+//! two sessions, query cancel during a lock wait, advisory locks, and
+//! pg_isolation_test_session_is_blocked. Each test starts the `ferrogres` binary
+//! and talks the protocol through a small raw client, so one session can be
+//! left waiting while another acts.
+
+mod common;
+use common::*;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let log = dir.path().join(format!("server-{port}.log"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
+            .arg("-D")
+            .arg(dir.path().join("data"))
+            .args(["-p", &port.to_string(), "-k"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if std::fs::read_to_string(&log).unwrap_or_default().contains("ready to accept connections") {
+                return Server { child, port, _dir: dir };
+            }
+            assert!(Instant::now() < deadline, "server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = Path::new("");
+    panic!("could not start the server");
+}
+
+/// What one simple-query round trip returned.
+#[derive(Debug, Default)]
+struct Reply {
+    rows: Vec<Vec<Option<String>>>,
+    /// (SQLSTATE, message, detail) of the error, if any.
+    error: Option<(String, String, String)>,
+    notices: Vec<(String, String)>,
+    tags: Vec<String>,
+}
+
+impl Reply {
+    fn code(&self) -> &str {
+        self.error.as_ref().map_or("", |e| e.0.as_str())
+    }
+    fn one(&self) -> String {
+        assert!(self.error.is_none(), "unexpected error {:?}", self.error);
+        self.rows[0][0].clone().unwrap_or_default()
+    }
+}
+
+struct Client {
+    s: TcpStream,
+    pid: i32,
+    secret: i32,
+}
+
+fn fields(b: &[u8]) -> HashMap<u8, String> {
+    let mut m = HashMap::new();
+    let mut i = 0;
+    while i < b.len() && b[i] != 0 {
+        let t = b[i];
+        let end = i + 1 + b[i + 1..].iter().position(|&c| c == 0).unwrap();
+        m.insert(t, String::from_utf8_lossy(&b[i + 1..end]).into_owned());
+        i = end + 1;
+    }
+    m
+}
+
+impl Client {
+    fn connect(port: u16) -> Client {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut c = Client { s, pid: 0, secret: 0 };
+        let mut b = 196608i32.to_be_bytes().to_vec();
+        for (k, v) in [("user", "postgres"), ("database", "postgres")] {
+            b.extend(cstr(k));
+            b.extend(cstr(v));
+        }
+        b.push(0);
+        let mut p = ((b.len() + 4) as i32).to_be_bytes().to_vec();
+        p.extend(b);
+        c.s.write_all(&p).unwrap();
+        loop {
+            let (t, b) = c.read();
+            match t {
+                b'K' => {
+                    c.pid = i32::from_be_bytes(b[0..4].try_into().unwrap());
+                    c.secret = i32::from_be_bytes(b[4..8].try_into().unwrap());
+                }
+                b'Z' => return c,
+                b'E' => panic!("startup failed: {:?}", fields(&b)),
+                _ => {}
+            }
+        }
+    }
+
+    fn read(&mut self) -> (u8, Vec<u8>) {
+        let mut h = [0u8; 5];
+        self.s.read_exact(&mut h).expect("reply");
+        let len = i32::from_be_bytes(h[1..5].try_into().unwrap()) as usize;
+        let mut b = vec![0; len - 4];
+        self.s.read_exact(&mut b).unwrap();
+        (h[0], b)
+    }
+
+    /// Sends a query without waiting for its reply.
+    fn send(&mut self, q: &str) {
+        self.s.write_all(&query(q)).unwrap();
+    }
+
+    /// Reads the reply of the query sent last.
+    fn reply(&mut self) -> Reply {
+        let mut r = Reply::default();
+        loop {
+            let (t, b) = self.read();
+            match t {
+                b'D' => {
+                    let n = i16::from_be_bytes([b[0], b[1]]) as usize;
+                    let mut i = 2;
+                    let mut row = Vec::new();
+                    for _ in 0..n {
+                        let len = i32::from_be_bytes(b[i..i + 4].try_into().unwrap());
+                        i += 4;
+                        if len < 0 {
+                            row.push(None);
+                        } else {
+                            row.push(Some(String::from_utf8_lossy(&b[i..i + len as usize]).into_owned()));
+                            i += len as usize;
+                        }
+                    }
+                    r.rows.push(row);
+                }
+                b'E' => {
+                    let f = fields(&b);
+                    r.error = Some((f[&b'C'].clone(), f[&b'M'].clone(), f.get(&b'D').cloned().unwrap_or_default()));
+                }
+                b'N' => {
+                    let f = fields(&b);
+                    r.notices.push((f[&b'S'].clone(), f[&b'M'].clone()));
+                }
+                b'C' => r.tags.push(String::from_utf8_lossy(&b[..b.len() - 1]).into_owned()),
+                b'Z' => return r,
+                _ => {}
+            }
+        }
+    }
+
+    fn q(&mut self, q: &str) -> Reply {
+        self.send(q);
+        self.reply()
+    }
+}
+
+/// Polls until `pid` waits for a heavyweight lock held or awaited by one of `by`.
+fn wait_blocked(ctl: &mut Client, pid: i32, by: &[i32]) {
+    let list: Vec<String> = by.iter().map(|p| p.to_string()).collect();
+    let q = format!("SELECT pg_isolation_test_session_is_blocked({pid}, '{{{}}}')", list.join(","));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ctl.q(&q).one() != "t" {
+        assert!(Instant::now() < deadline, "backend {pid} never blocked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn ok(r: &Reply) {
+    assert!(r.error.is_none(), "unexpected error {:?}", r.error);
+}
+
+#[test]
+fn select_waits_for_lock_table_and_drop_is_seen_after_the_wait() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE t (x int)"));
+    ok(&a.q("INSERT INTO t VALUES (1), (2)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("LOCK TABLE t IN ACCESS EXCLUSIVE MODE"));
+    b.send("SELECT count(*) FROM t");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    assert!(!ctl.q(&format!("SELECT pg_isolation_test_session_is_blocked({}, '{{{}}}')", b.pid, ctl.pid)).one().eq("t"));
+    ok(&a.q("COMMIT"));
+    assert_eq!(b.reply().one(), "2");
+
+    // A writer's RowExclusiveLock blocks LOCK ... IN SHARE MODE; the table is
+    // dropped while a SELECT waits: it sees the new catalog state.
+    ok(&a.q("BEGIN"));
+    ok(&a.q("DROP TABLE t"));
+    b.send("SELECT count(*) FROM t");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    let r = b.reply();
+    assert_eq!(r.error.as_ref().map(|e| (e.0.as_str(), e.1.as_str())), Some(("42P01", "relation \"t\" does not exist")));
+}
+
+#[test]
+fn lock_table_nowait_outside_block_and_modes() {
+    let srv = start();
+    let (mut a, mut b) = (Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE a1 (x int)"));
+    let r = a.q("LOCK TABLE a1");
+    assert_eq!(r.error.unwrap(), ("25P01".into(), "LOCK TABLE can only be used in transaction blocks".into(), String::new()));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("INSERT INTO a1 VALUES (1)")); // RowExclusiveLock
+    ok(&b.q("BEGIN"));
+    // ROW EXCLUSIVE does not conflict with itself; SHARE does.
+    ok(&b.q("LOCK TABLE a1 IN ROW EXCLUSIVE MODE NOWAIT"));
+    let r = b.q("LOCK TABLE a1 IN SHARE MODE NOWAIT");
+    assert_eq!(r.error.unwrap(), ("55P03".into(), "could not obtain lock on relation \"a1\"".into(), String::new()));
+    // The failed block released b's locks at the error: a can take SHARE ROW EXCLUSIVE.
+    ok(&a.q("LOCK TABLE a1 IN SHARE ROW EXCLUSIVE MODE NOWAIT"));
+    assert_eq!(b.q("ROLLBACK").tags, vec!["ROLLBACK"]);
+    ok(&a.q("COMMIT"));
+    let r = a.q("BEGIN; LOCK nosuch; COMMIT");
+    assert_eq!(r.code(), "42P01");
+}
+
+#[test]
+fn lock_timeout_and_cancel_end_a_lock_wait() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE t (x int)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("LOCK TABLE t"));
+    ok(&b.q("SET lock_timeout = '100ms'"));
+    let started = Instant::now();
+    let r = b.q("SELECT * FROM t");
+    assert_eq!(r.error.unwrap().1, "canceling statement due to lock timeout");
+    assert!(started.elapsed() >= Duration::from_millis(90));
+    assert_eq!(r.tags.len(), 0);
+    ok(&b.q("SET lock_timeout = 0"));
+    b.send("SELECT * FROM t");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    // CancelRequest on a new connection.
+    let mut c = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    let mut p = 16i32.to_be_bytes().to_vec();
+    p.extend(80877102i32.to_be_bytes());
+    p.extend(b.pid.to_be_bytes());
+    p.extend(b.secret.to_be_bytes());
+    c.write_all(&p).unwrap();
+    let r = b.reply();
+    assert_eq!(r.error.unwrap().0, "57014");
+    ok(&a.q("COMMIT"));
+    ok(&b.q("SELECT * FROM t"));
+}
+
+#[test]
+fn deadlock_between_two_sessions_fails_one_and_lets_the_other_proceed() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE t1 (x int)"));
+    ok(&a.q("CREATE TABLE t2 (x int)"));
+    ok(&a.q("BEGIN; SET deadlock_timeout = '100s'"));
+    ok(&b.q("BEGIN; SET deadlock_timeout = '10ms'"));
+    ok(&a.q("LOCK TABLE t1"));
+    ok(&b.q("LOCK TABLE t2"));
+    a.send("LOCK TABLE t2");
+    wait_blocked(&mut ctl, a.pid, &[b.pid]);
+    let r = b.q("LOCK TABLE t1");
+    let (code, msg, detail) = r.error.unwrap();
+    assert_eq!((code.as_str(), msg.as_str()), ("40P01", "deadlock detected"));
+    assert!(detail.starts_with(&format!("Process {} waits for AccessExclusiveLock on relation ", b.pid)), "{detail}");
+    assert!(detail.contains(&format!("blocked by process {}.", a.pid)), "{detail}");
+    // b's transaction failed and released its locks: a proceeds at once.
+    assert_eq!(a.reply().tags, vec!["LOCK TABLE"]);
+    ok(&b.q("ROLLBACK"));
+    ok(&a.q("COMMIT"));
+}
+
+#[test]
+fn advisory_locks() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    // void: not NULL, the empty string.
+    assert_eq!(a.q("SELECT pg_advisory_lock(1)").rows, vec![vec![Some(String::new())]]);
+    assert_eq!(a.q("SELECT pg_advisory_unlock_all() IS NOT NULL").one(), "t");
+    assert_eq!(a.q("SELECT pg_advisory_lock(1)").rows.len(), 1);
+    assert_eq!(b.q("SELECT pg_try_advisory_lock(1)").one(), "f");
+    assert_eq!(b.q("SELECT pg_try_advisory_lock_shared(1)").one(), "f");
+    assert_eq!(b.q("SELECT pg_try_advisory_lock(1, 1)").one(), "t");
+    let r = b.q("SELECT pg_advisory_unlock(1)");
+    assert_eq!(r.one(), "f");
+    assert_eq!(r.notices, vec![("WARNING".to_string(), "you don't own a lock of type ExclusiveLock".to_string())]);
+    b.send("SELECT pg_advisory_lock(1)");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    assert_eq!(a.q("SELECT pg_advisory_unlock(1)").one(), "t");
+    ok(&b.reply());
+    ok(&b.q("SELECT pg_advisory_unlock_all()"));
+    // Transaction-level locks end with the transaction; shared ones share.
+    ok(&a.q("BEGIN"));
+    ok(&a.q("SELECT pg_advisory_xact_lock_shared(7)"));
+    assert_eq!(b.q("SELECT pg_try_advisory_xact_lock_shared(7)").one(), "t");
+    assert_eq!(b.q("SELECT pg_try_advisory_xact_lock(7)").one(), "f");
+    ok(&a.q("COMMIT"));
+    assert_eq!(b.q("SELECT pg_try_advisory_xact_lock(7)").one(), "t");
+}
+
+#[test]
+fn for_update_waits_then_follows_the_update_in_read_committed() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE foo (id int, v int)"));
+    ok(&a.q("INSERT INTO foo VALUES (1, 10), (2, 20), (3, 30)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("UPDATE foo SET v = v + 1 WHERE id = 1"));
+    ok(&a.q("UPDATE foo SET v = 0 WHERE id = 2"));
+    ok(&b.q("BEGIN"));
+    b.send("SELECT id, v FROM foo WHERE v > 5 ORDER BY id FOR UPDATE");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    // Row 1 is returned as its new version; row 2 no longer qualifies.
+    let r = b.reply();
+    ok(&r);
+    let rows: Vec<Vec<String>> = r.rows.iter().map(|r| r.iter().map(|v| v.clone().unwrap()).collect()).collect();
+    assert_eq!(rows, vec![vec!["1", "11"], vec!["3", "30"]]);
+    // b holds the row locks now: a's update of row 3 waits for b's commit.
+    a.send("UPDATE foo SET v = 31 WHERE id = 3");
+    wait_blocked(&mut ctl, a.pid, &[b.pid]);
+    ok(&b.q("COMMIT"));
+    assert_eq!(a.reply().tags, vec!["UPDATE 1"]);
+
+    // NOWAIT and SKIP LOCKED against a row lock.
+    ok(&a.q("BEGIN"));
+    ok(&a.q("SELECT * FROM foo WHERE id = 1 FOR SHARE"));
+    let r = b.q("SELECT * FROM foo WHERE id = 1 FOR UPDATE NOWAIT");
+    assert_eq!(r.error.unwrap().1, "could not obtain lock on row in relation \"foo\"");
+    let r = b.q("SELECT id FROM foo ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1");
+    assert_eq!(r.one(), "2");
+    ok(&a.q("COMMIT"));
+}
+
+#[test]
+fn for_update_of_a_concurrently_updated_row_is_40001_in_repeatable_read() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE foo (id int, v int)"));
+    ok(&a.q("INSERT INTO foo VALUES (1, 10)"));
+    ok(&b.q("BEGIN ISOLATION LEVEL REPEATABLE READ"));
+    ok(&b.q("SELECT * FROM foo"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("UPDATE foo SET v = 11"));
+    b.send("SELECT * FROM foo FOR UPDATE");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    let r = b.reply();
+    assert_eq!(r.error.map(|e| (e.0, e.1)), Some(("40001".into(), "could not serialize access due to concurrent update".into())));
+    ok(&b.q("ROLLBACK"));
+}
+
+#[test]
+fn delete_waits_for_the_updater_and_rechecks_the_new_version() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE foo (id int, v int)"));
+    ok(&a.q("INSERT INTO foo VALUES (1, 10), (2, 20)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("UPDATE foo SET v = 0 WHERE id = 1"));
+    ok(&a.q("UPDATE foo SET v = 25 WHERE id = 2"));
+    b.send("DELETE FROM foo WHERE v > 5 RETURNING id, v");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    let r = b.reply();
+    ok(&r);
+    assert_eq!(r.rows, vec![vec![Some("2".to_string()), Some("25".to_string())]]);
+    assert_eq!(r.tags, vec!["DELETE 1"]);
+    assert_eq!(a.q("SELECT count(*) FROM foo").one(), "1");
+}
+
+#[test]
+fn pg_locks_shows_what_the_sessions_hold_and_await() {
+    let srv = start();
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE t (x int)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("SELECT * FROM t"));
+    ok(&a.q("SELECT pg_advisory_xact_lock(1, 2)"));
+    let q = |pid: i32| {
+        format!(
+            "SELECT locktype, mode, granted, fastpath, objid, objsubid FROM pg_locks \
+             WHERE pid = {pid} AND (relation IS NULL OR relation <> '12073') ORDER BY locktype, mode"
+        )
+    };
+    let rows = |r: Reply| -> Vec<String> {
+        assert!(r.error.is_none(), "{:?}", r.error);
+        r.rows.iter().map(|row| row.iter().map(|v| v.clone().unwrap_or_default()).collect::<Vec<_>>().join(" ")).collect()
+    };
+    // A weak relation lock on the fast path, the advisory lock in the shared table.
+    assert_eq!(rows(ctl.q(&q(a.pid))), vec!["advisory ExclusiveLock t f 2 2", "relation AccessShareLock t t  "]);
+    // b waits for ACCESS EXCLUSIVE: a's lock moved to the shared table, b's shows granted = f.
+    ok(&b.q("BEGIN"));
+    b.send("LOCK TABLE t");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    assert_eq!(rows(ctl.q(&q(a.pid))), vec!["advisory ExclusiveLock t f 2 2", "relation AccessShareLock t f  "]);
+    assert_eq!(rows(ctl.q(&q(b.pid))), vec!["relation AccessExclusiveLock f f  "]);
+    let r = ctl.q("SELECT count(*) FROM pg_locks WHERE NOT granted");
+    assert_eq!(r.one(), "1");
+    ok(&a.q("COMMIT"));
+    assert_eq!(b.reply().tags, vec!["LOCK TABLE"]);
+    ok(&b.q("COMMIT"));
+    assert_eq!(rows(ctl.q(&q(a.pid))), Vec::<String>::new());
+}

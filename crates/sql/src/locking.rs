@@ -1,0 +1,602 @@
+//! Heavyweight locks taken by SQL statements: relation locks (as PostgreSQL's
+//! parser and executor take them), `LOCK TABLE`, and the session's lock
+//! settings handed to the engine's lock manager (`lmgr/lock.rs`).
+//!
+//! | statement | mode on each table it names |
+//! |---|---|
+//! | SELECT | AccessShareLock |
+//! | SELECT ... FOR UPDATE/SHARE | RowShareLock |
+//! | INSERT, UPDATE, DELETE | RowExclusiveLock |
+//! | DROP TABLE | AccessExclusiveLock |
+//! | LOCK TABLE | the mode asked for (default AccessExclusiveLock) |
+//!
+//! A lock is taken when the analyzer resolves the table's name, and again (a
+//! local re-acquisition, no shared state touched) when a cached plan runs, so a
+//! prepared statement executed in a later transaction holds its locks too. All
+//! are transaction locks: the engine releases them at commit or abort.
+//!
+//! After waiting for a lock, the name is resolved again with a new catalog
+//! snapshot (READ COMMITTED; REPEATABLE READ keeps its transaction snapshot): a
+//! table dropped meanwhile is then "does not exist", a table replaced under the
+//! same name is locked anew (PostgreSQL's RangeVarGetRelidExtended loop).
+//!
+//! Weak modes (AccessShare, RowShare, RowExclusive) go through the lock
+//! manager's fast path; a first attempt is made with NOWAIT so that the
+//! common, uncontended case costs one lock call and a wait is known to have
+//! happened.
+
+use crate::catalog::{self, Table};
+use crate::errors::{Result, SqlError};
+use ferrogres_engine::engine::{Backend, POSTGRES_DATABASE_OID};
+use ferrogres_engine::lmgr::lock::{nowait_relation_error, LockAcquireResult, LockManager, LockMode, LockOptions, LockTag};
+use ferrogres_engine::pgstat::BackendId;
+use ferrogres_engine::txn::snapshot::Snapshot;
+use ferrogres_engine::txn::IsolationLevel;
+use std::sync::Arc;
+
+/// The relation lock tag of a table of the (only) database.
+pub fn relation_tag(rel: u32) -> LockTag {
+    LockTag::Relation { db: POSTGRES_DATABASE_OID, rel }
+}
+
+/// Locks relation `rel` in `mode` for the backend's transaction. Returns whether
+/// the backend had to wait. `nowait`: 55P03 instead of waiting.
+pub fn lock_relation(backend: &Backend, rel: u32, mode: LockMode, nowait: bool, relname: &str) -> Result<bool> {
+    let locks = &backend.engine().locks;
+    let tag = relation_tag(rel);
+    let opts = LockOptions { dont_wait: true, ..Default::default() };
+    if locks.lock(backend.id(), tag, mode, opts)? != LockAcquireResult::NotAvailable {
+        return Ok(false);
+    }
+    if nowait {
+        return Err(nowait_relation_error(relname).into());
+    }
+    locks.lock(backend.id(), tag, mode, LockOptions::default())?;
+    Ok(true)
+}
+
+/// Releases one transaction-lifetime hold of `mode` on `rel`.
+pub fn unlock_relation(backend: &Backend, rel: u32, mode: LockMode) -> Result<()> {
+    backend.engine().locks.unlock(backend.id(), relation_tag(rel), mode, false)?;
+    Ok(())
+}
+
+/// A snapshot for looking the catalog up again after a lock wait: a new one in
+/// READ COMMITTED, `snap` itself otherwise.
+pub fn catalog_snapshot(backend: &Backend, snap: &Snapshot) -> Result<Snapshot> {
+    if backend.txn.isolation() != IsolationLevel::ReadCommitted {
+        return Ok(snap.clone());
+    }
+    Ok(backend.txn.shared().procarray.get_snapshot(backend.id(), snap.curcid, None)?)
+}
+
+/// Locks `table` (found by name `schema.name` under `snap`) in `mode`; after a
+/// wait, resolves the name again and follows it (unlocking the old relation if
+/// it changed). `Ok(None)`: the name no longer resolves to a table.
+pub fn lock_resolved(
+    backend: &Backend,
+    snap: &Snapshot,
+    schema: Option<&str>,
+    name: &str,
+    mut table: Table,
+    mode: LockMode,
+    nowait: bool,
+) -> Result<Option<Table>> {
+    loop {
+        if !lock_relation(backend, table.oid, mode, nowait, &table.name)? {
+            return Ok(Some(table));
+        }
+        let fresh = catalog_snapshot(backend, snap)?;
+        match catalog::lookup_table(backend, &fresh, schema, name)? {
+            Some(t) if t.oid == table.oid => return Ok(Some(t)),
+            other => {
+                unlock_relation(backend, table.oid, mode)?;
+                match other {
+                    Some(t) => table = t,
+                    None => return Ok(None),
+                }
+            }
+        }
+    }
+}
+
+/// The lock mode a statement kind takes on the tables it reads or writes.
+pub fn plan_lock_mode(plan: &crate::plan::Statement) -> Option<(u32, &str, LockMode)> {
+    use crate::plan::{Source, Statement};
+    match plan {
+        Statement::Query(q) => match &q.source {
+            Source::Table(t) => Some((t.oid, t.name.as_str(), LockMode::AccessShare)),
+            _ => None,
+        },
+        Statement::LockingQuery { query, .. } => match &query.source {
+            Source::Table(t) => Some((t.oid, t.name.as_str(), LockMode::RowShare)),
+            _ => None,
+        },
+        Statement::Insert { table, .. } | Statement::Update { table, .. } | Statement::Delete { table, .. } => {
+            Some((table.oid, table.name.as_str(), LockMode::RowExclusive))
+        }
+        _ => None,
+    }
+}
+
+/// Takes the relation locks a (possibly cached) plan needs before it runs.
+pub fn lock_plan(backend: &Backend, plan: &crate::plan::Statement) -> Result<()> {
+    if let Some((oid, name, mode)) = plan_lock_mode(plan) {
+        lock_relation(backend, oid, mode, false, name)?;
+    }
+    Ok(())
+}
+
+/// The mode named in `LOCK ... IN <mode> MODE` (pg_query's numbering: 1 =
+/// AccessShareLock .. 8 = AccessExclusiveLock).
+pub fn lock_mode_from_stmt(mode: i32) -> Result<LockMode> {
+    LockMode::ALL
+        .into_iter()
+        .find(|m| *m as i32 == mode)
+        .ok_or_else(|| SqlError::internal(format!("unknown lock mode {mode}")))
+}
+
+/// Pushes the session's lock-related settings (deadlock_timeout, lock_timeout)
+/// to the lock manager before a statement, and drops a cancel request that no
+/// lock wait consumed (it was for an earlier statement).
+///
+/// The settings are pushed only after they changed (`LockCtx::timeouts_dirty`,
+/// set by SET/RESET of either): this runs before every statement.
+pub fn apply_settings(backend: &Backend, env: &mut crate::session::SessionEnv) -> Result<()> {
+    let locks = &backend.engine().locks;
+    if env.locks.as_ref().is_none_or(|l| l.timeouts_dirty) {
+        let ms = |name: &str| -> Option<u64> { env.get(name).ok().and_then(|v| parse_ms(&v)) };
+        let (deadlock, lock) = (ms("deadlock_timeout"), ms("lock_timeout"));
+        locks.set_backend_timeouts(backend.id(), deadlock, lock)?;
+        if let Some(l) = env.locks.as_mut() {
+            l.timeouts_dirty = false;
+        }
+    }
+    locks.take_cancel(backend.id())?;
+    Ok(())
+}
+
+/// A time setting's value in ms: a bare number is ms; units ms, s, min, h.
+pub fn parse_ms(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let factor = match unit.trim() {
+        "" | "ms" => 1.0,
+        "s" => 1000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return None,
+    };
+    let ms = n * factor;
+    (ms >= 0.0 && ms < 1e15).then_some(ms as u64)
+}
+
+/// Validates a time setting (deadlock_timeout, lock_timeout) as PostgreSQL does.
+pub fn check_time_setting(name: &str, value: &str) -> Result<String> {
+    match parse_ms(value) {
+        Some(ms) if name == "deadlock_timeout" && ms == 0 => {
+            Err(SqlError::new(b"22023", format!("0 ms is outside the valid range for parameter \"{name}\" (1 .. 2147483647)")))
+        }
+        Some(ms) if ms <= i32::MAX as u64 => Ok(value.trim().to_string()),
+        Some(_) => Err(SqlError::new(b"22023", format!("invalid value for parameter \"{name}\": \"{value}\""))),
+        None => {
+            let e = SqlError::new(b"22023", format!("invalid value for parameter \"{name}\": \"{value}\""));
+            // A number with a unit we do not know gets the list of units.
+            Err(if value.trim().starts_with(|c: char| c.is_ascii_digit()) {
+                e.with_hint("Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\".")
+            } else {
+                e
+            })
+        }
+    }
+}
+
+/// What lock functions (advisory locks, pg_blocking_pids, ...) need from the
+/// session: the lock manager, this backend, and notices to send.
+pub struct LockCtx {
+    pub manager: Arc<LockManager>,
+    pub backend: BackendId,
+    /// WARNINGs raised by functions, sent by the session after the statement.
+    pub notices: Vec<SqlError>,
+    /// deadlock_timeout or lock_timeout changed since they were last pushed to
+    /// the lock manager.
+    pub timeouts_dirty: bool,
+}
+
+impl LockCtx {
+    pub fn new(backend: &Backend) -> LockCtx {
+        LockCtx { manager: backend.engine().locks.clone(), backend: backend.id(), notices: Vec::new(), timeouts_dirty: true }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_settings() {
+        assert_eq!(parse_ms("100s"), Some(100_000));
+        assert_eq!(parse_ms("10ms"), Some(10));
+        assert_eq!(parse_ms("250"), Some(250));
+        assert_eq!(parse_ms("1min"), Some(60_000));
+        assert_eq!(parse_ms("x"), None);
+        assert!(check_time_setting("deadlock_timeout", "0").is_err());
+        assert!(check_time_setting("lock_timeout", "0").is_ok());
+    }
+
+    #[test]
+    fn lock_modes_follow_pg_query_numbering() {
+        assert_eq!(lock_mode_from_stmt(1).unwrap(), LockMode::AccessShare);
+        assert_eq!(lock_mode_from_stmt(8).unwrap(), LockMode::AccessExclusive);
+    }
+}
+
+impl crate::analyze::Analyzer<'_> {
+    /// Resolves a table named in a statement and locks it in `mode`, following
+    /// the name again after a lock wait (see the module doc).
+    pub(crate) fn range_table_locked(&self, rv: &pg_query::protobuf::RangeVar, mode: LockMode) -> Result<Table> {
+        let table = self.range_table(rv)?;
+        if crate::sysviews::is_view(table.oid) {
+            if mode != LockMode::AccessShare {
+                return Err(SqlError::not_supported(format!("changing or locking rows of system view \"{}\"", table.name)).at(self.sql, rv.location));
+            }
+            lock_relation(self.backend, table.oid, mode, false, &table.name)?;
+            return Ok(table);
+        }
+        let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
+        match lock_resolved(self.backend, self.snap, schema, &rv.relname, table, mode, false)? {
+            Some(t) => Ok(t),
+            None => {
+                let name = match schema {
+                    Some(s) => format!("{s}.{}", rv.relname),
+                    None => rv.relname.clone(),
+                };
+                Err(SqlError::new(b"42P01", format!("relation \"{name}\" does not exist")).at(self.sql, rv.location))
+            }
+        }
+    }
+}
+
+/// Sends the WARNINGs lock functions raised during a statement (unless
+/// client_min_messages hides them).
+pub fn flush_notices(env: &mut crate::session::SessionEnv, out: &mut dyn crate::session::Output) -> Result<()> {
+    let Some(ctx) = env.locks.as_mut() else { return Ok(()) };
+    if ctx.notices.is_empty() {
+        return Ok(());
+    }
+    let notices = std::mem::take(&mut ctx.notices);
+    if env.get("client_min_messages").is_ok_and(|l| l == "error") {
+        return Ok(());
+    }
+    for n in &notices {
+        out.notice(n)?;
+    }
+    Ok(())
+}
+
+/// A table named by LOCK.
+#[derive(Clone, Debug)]
+pub struct LockTarget {
+    pub schema: Option<String>,
+    pub name: String,
+}
+
+/// LOCK [TABLE] [ONLY] name [, ...] [IN mode MODE] [NOWAIT].
+pub fn analyze_lock(s: &pg_query::protobuf::LockStmt) -> Result<crate::plan::Statement> {
+    let mut targets = Vec::new();
+    for r in &s.relations {
+        let Some(pg_query::NodeEnum::RangeVar(rv)) = &r.node else {
+            return Err(SqlError::internal("LOCK target is not a relation name"));
+        };
+        if !rv.catalogname.is_empty() {
+            return Err(SqlError::not_supported("cross-database references"));
+        }
+        targets.push(LockTarget { schema: (!rv.schemaname.is_empty()).then(|| rv.schemaname.clone()), name: rv.relname.clone() });
+    }
+    Ok(crate::plan::Statement::Lock { targets, mode: lock_mode_from_stmt(s.mode)?, nowait: s.nowait })
+}
+
+/// Runs LOCK: resolves and locks each table in order.
+pub fn exec_lock(backend: &Backend, snap: &Snapshot, targets: &[LockTarget], mode: LockMode, nowait: bool) -> Result<()> {
+    for t in targets {
+        let shown = match &t.schema {
+            Some(s) => format!("{s}.{}", t.name),
+            None => t.name.clone(),
+        };
+        let missing = || SqlError::new(b"42P01", format!("relation \"{shown}\" does not exist"));
+        let found = match catalog::lookup_table(backend, snap, t.schema.as_deref(), &t.name) {
+            Err(e) if e.sqlstate() == "3F000" => None,
+            r => r?,
+        };
+        let Some(table) = found else { return Err(missing()) };
+        if table.namespace == catalog::PG_CATALOG_NAMESPACE {
+            return Err(SqlError::not_supported(format!("LOCK on system catalog \"{}\"", t.name)));
+        }
+        if lock_resolved(backend, snap, t.schema.as_deref(), &t.name, table, mode, nowait)?.is_none() {
+            return Err(missing());
+        }
+    }
+    Ok(())
+}
+
+/// Lock functions callable from SQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockFunc {
+    /// pg_[try_]advisory_[xact_]lock[_shared]: (shared, xact, try). Int8 key
+    /// (one argument) or an int4 pair (two).
+    AdvisoryLock { shared: bool, xact: bool, try_: bool },
+    /// pg_advisory_unlock[_shared].
+    AdvisoryUnlock { shared: bool },
+    AdvisoryUnlockAll,
+    /// pg_isolation_test_session_is_blocked(int4, int4[]).
+    IsolationTestSessionIsBlocked,
+}
+
+/// The signature of lock function `name` called with `nargs` arguments:
+/// (function, argument types, result type).
+pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [crate::types::Type], crate::types::Type)> {
+    use crate::types::Type;
+    const INT8: &[Type] = &[Type::Int8];
+    const INT4_PAIR: &[Type] = &[Type::Int4, Type::Int4];
+    let key = match nargs {
+        1 => INT8,
+        2 => INT4_PAIR,
+        _ => &[],
+    };
+    if let Some(rest) = name.strip_prefix("pg_") {
+        let (try_, rest) = match rest.strip_prefix("try_") {
+            Some(r) => (true, r),
+            None => (false, rest),
+        };
+        let parsed = match rest {
+            "advisory_lock" => Some((false, false)),
+            "advisory_lock_shared" => Some((true, false)),
+            "advisory_xact_lock" => Some((false, true)),
+            "advisory_xact_lock_shared" => Some((true, true)),
+            _ => None,
+        };
+        if let Some((shared, xact)) = parsed {
+            if key.is_empty() {
+                return None;
+            }
+            let ret = if try_ { Type::Bool } else { Type::Void };
+            return Some((LockFunc::AdvisoryLock { shared, xact, try_ }, key, ret));
+        }
+    }
+    match (name, nargs) {
+        ("pg_advisory_unlock", 1 | 2) => Some((LockFunc::AdvisoryUnlock { shared: false }, key, Type::Bool)),
+        ("pg_advisory_unlock_shared", 1 | 2) => Some((LockFunc::AdvisoryUnlock { shared: true }, key, Type::Bool)),
+        ("pg_advisory_unlock_all", 0) => Some((LockFunc::AdvisoryUnlockAll, &[], Type::Void)),
+        // The int4[] argument is taken as its text form ('{1,2,3}') until arrays exist.
+        ("pg_isolation_test_session_is_blocked", 2) => {
+            Some((LockFunc::IsolationTestSessionIsBlocked, &[Type::Int4, Type::Text], Type::Bool))
+        }
+        _ => None,
+    }
+}
+
+fn advisory_key(vals: &[crate::types::Value]) -> Option<ferrogres_engine::lmgr::lock::AdvisoryKey> {
+    use crate::types::Value;
+    use ferrogres_engine::lmgr::lock::AdvisoryKey;
+    match vals {
+        [Value::Int8(k)] => Some(AdvisoryKey::Int8(*k)),
+        [Value::Int4(a), Value::Int4(b)] => Some(AdvisoryKey::Int4Pair(*a, *b)),
+        _ => None,
+    }
+}
+
+/// Parses an int4[] literal's text ('{1,2,3}').
+pub fn parse_int4_array(s: &str) -> Result<Vec<i32>> {
+    let bad = || SqlError::new(b"22P02", format!("malformed array literal: \"{s}\""));
+    let inner = s.trim().strip_prefix('{').and_then(|r| r.strip_suffix('}')).ok_or_else(bad)?;
+    if inner.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    inner
+        .split(',')
+        .map(|p| p.trim().parse::<i32>().map_err(|_| SqlError::new(b"22P02", format!("invalid input syntax for type integer: \"{}\"", p.trim()))))
+        .collect()
+}
+
+/// The value of a function returning void: not NULL (`f() IS NOT NULL` is
+/// true), printed as the empty string, as PostgreSQL's void output gives.
+fn void() -> crate::types::Value {
+    crate::types::Value::Text(String::new())
+}
+
+/// Evaluates a lock function (strict: a NULL argument gives NULL).
+pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec::Env) -> Result<crate::types::Value> {
+    use crate::types::Value;
+    if vals.iter().any(|v| matches!(v, Value::Null)) {
+        return Ok(Value::Null);
+    }
+    let ctx = env.lock_ctx().ok_or_else(|| SqlError::not_supported("lock functions outside a session"))?;
+    let (m, b) = (ctx.manager.clone(), ctx.backend);
+    Ok(match f {
+        LockFunc::AdvisoryLock { shared, xact, try_ } => {
+            let key = advisory_key(vals).ok_or_else(|| SqlError::internal("bad advisory lock key"))?;
+            let got = m.advisory_lock(b, POSTGRES_DATABASE_OID, key, shared, !xact, !try_)?;
+            if try_ {
+                Value::Bool(got)
+            } else {
+                void()
+            }
+        }
+        LockFunc::AdvisoryUnlock { shared } => {
+            let key = advisory_key(vals).ok_or_else(|| SqlError::internal("bad advisory lock key"))?;
+            let r = m.advisory_unlock(b, POSTGRES_DATABASE_OID, key, shared)?;
+            if let Some(w) = r.warning {
+                ctx.notices.push(SqlError::warning(b"01000", w));
+            }
+            Value::Bool(r.released)
+        }
+        LockFunc::AdvisoryUnlockAll => {
+            m.advisory_unlock_all(b)?;
+            void()
+        }
+        LockFunc::IsolationTestSessionIsBlocked => {
+            let (Value::Int4(pid), Value::Text(list)) = (&vals[0], &vals[1]) else {
+                return Err(SqlError::internal("bad arguments"));
+            };
+            let interesting = parse_int4_array(list)?;
+            Value::Bool(m.blocking_pids(*pid).iter().any(|p| interesting.contains(p)))
+        }
+    })
+}
+
+/// After an error in a transaction block without savepoints, aborts the engine
+/// transaction at once, as PostgreSQL does: its locks (relation, row, advisory
+/// transaction locks, its xid) are released now, not at the ROLLBACK that ends
+/// the failed block. With savepoints open the transaction stays, so that
+/// ROLLBACK TO can repair it (its locks are then held until then).
+pub fn abort_failed_block(backend: &mut Backend) {
+    if backend.txn.in_transaction() && backend.txn.nesting_level() <= 1 {
+        let _ = backend.txn.abort();
+    }
+}
+
+/// SELECT ... FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE [OF t] [NOWAIT |
+/// SKIP LOCKED] over one table (the only FROM this branch has).
+pub fn analyze_locking_select(a: &mut crate::analyze::Analyzer<'_>, s: &pg_query::protobuf::SelectStmt) -> Result<crate::plan::Statement> {
+    use ferrogres_engine::heap::heapam::WaitPolicy;
+    use ferrogres_engine::heap::page::RowLockMode;
+    use pg_query::protobuf::{LockClauseStrength as S, LockWaitPolicy as W};
+    let [clause] = s.locking_clause.as_slice() else {
+        return Err(SqlError::not_supported("more than one locking clause"));
+    };
+    let Some(pg_query::NodeEnum::LockingClause(lc)) = &clause.node else {
+        return Err(SqlError::internal("locking clause expected"));
+    };
+    let (strength, what) = match S::try_from(lc.strength).unwrap_or(S::Undefined) {
+        S::LcsForkeyshare => (RowLockMode::KeyShare, "FOR KEY SHARE"),
+        S::LcsForshare => (RowLockMode::Share, "FOR SHARE"),
+        S::LcsFornokeyupdate => (RowLockMode::NoKeyExclusive, "FOR NO KEY UPDATE"),
+        S::LcsForupdate => (RowLockMode::Exclusive, "FOR UPDATE"),
+        _ => return Err(SqlError::internal("unknown row lock strength")),
+    };
+    let wait = match W::try_from(lc.wait_policy).unwrap_or(W::Undefined) {
+        W::LockWaitSkip => WaitPolicy::SkipLocked,
+        W::LockWaitError => WaitPolicy::NoWait,
+        _ => WaitPolicy::Block,
+    };
+    let query = a.select(s)?;
+    if !query.aggregates.is_empty() {
+        return Err(SqlError::new(b"0A000", format!("{what} is not allowed with aggregate functions")));
+    }
+    // OF t: must name the FROM item (by its alias if it has one).
+    let refname = match s.from_clause.first().and_then(|f| f.node.as_ref()) {
+        Some(pg_query::NodeEnum::RangeVar(rv)) => Some(rv.alias.as_ref().map_or(rv.relname.clone(), |al| al.aliasname.clone())),
+        _ => None,
+    };
+    for r in &lc.locked_rels {
+        if let Some(pg_query::NodeEnum::RangeVar(rv)) = &r.node {
+            if !rv.schemaname.is_empty() {
+                return Err(SqlError::new(b"42601", format!("{what} must specify unqualified relation names")).at(a.sql, rv.location));
+            }
+            if refname.as_deref() != Some(rv.relname.as_str()) {
+                return Err(SqlError::new(b"42P01", format!("relation \"{}\" in {what} clause not found in FROM clause", rv.relname))
+                    .at(a.sql, rv.location));
+            }
+        }
+    }
+    Ok(crate::plan::Statement::LockingQuery { query, strength, wait })
+}
+
+/// Runs a locking query: the rows passing WHERE (sorted first if ORDER BY) are
+/// locked one by one (PostgreSQL's LockRows node, below Limit: LIMIT counts
+/// locked rows only, OFFSET rows are locked too). A row updated by a
+/// transaction that committed meanwhile is re-checked on its newest version
+/// (READ COMMITTED; the engine returns 40001 in REPEATABLE READ) and returned
+/// as that version if it still qualifies; a deleted or skipped row is left out.
+pub fn run_locking_query(
+    q: &crate::plan::Query,
+    strength: ferrogres_engine::heap::page::RowLockMode,
+    wait: ferrogres_engine::heap::heapam::WaitPolicy,
+    ctx: &mut crate::exec::Ctx,
+) -> Result<Vec<Vec<crate::types::Value>>> {
+    use crate::exec::{compare, eval_pure, limit_value};
+    use crate::types::Value;
+    use ferrogres_engine::heap::heapam::{heap_fetch_latest, heap_lock_tuple, LockOutcome};
+    let crate::plan::Source::Table(table) = &q.source else {
+        let mut it = crate::exec::run_query(q, ctx)?;
+        let mut rows = Vec::new();
+        while let Some(r) = it.next(ctx)? {
+            rows.push(r);
+        }
+        return Ok(rows);
+    };
+    let qualifies = |row: &[Value], ctx: &mut crate::exec::Ctx| -> Result<bool> {
+        Ok(match &q.filter {
+            Some(p) => eval_pure(p, row, ctx.params, &[], ctx.env)? == Value::Bool(true),
+            None => true,
+        })
+    };
+    let project = |row: &[Value], ctx: &mut crate::exec::Ctx| -> Result<Vec<Value>> {
+        q.targets.iter().map(|t| &t.expr).chain(q.hidden.iter()).map(|e| eval_pure(e, row, ctx.params, &[], ctx.env)).collect()
+    };
+    let mut cand = Vec::new();
+    for (tid, row) in crate::rowio::scan_rows(ctx.backend, &table.storage, &ctx.snap)? {
+        if qualifies(&row, ctx)? {
+            let key = if q.order.is_empty() { Vec::new() } else { project(&row, ctx)? };
+            cand.push((key, tid, row));
+        }
+    }
+    if !q.order.is_empty() {
+        cand.sort_by(|(a, ..), (b, ..)| {
+            for k in &q.order {
+                let (x, y) = (&a[k.column], &b[k.column]);
+                let o = match (x.is_null(), y.is_null()) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) if k.nulls_first => std::cmp::Ordering::Less,
+                    (true, false) => std::cmp::Ordering::Greater,
+                    (false, true) if k.nulls_first => std::cmp::Ordering::Greater,
+                    (false, true) => std::cmp::Ordering::Less,
+                    _ if k.desc => compare(x, y).reverse(),
+                    _ => compare(x, y),
+                };
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+    }
+    let offset = limit_value(&q.offset, ctx, "OFFSET", b"2201X")?.unwrap_or(0).max(0) as usize;
+    let limit = limit_value(&q.limit, ctx, "LIMIT", b"2201W")?.map(|l| l.max(0) as usize);
+    let need = limit.map(|l| l.saturating_add(offset));
+    let mut out = Vec::new();
+    for (_, tid, row) in cand {
+        if need.is_some_and(|n| out.len() >= n) {
+            break;
+        }
+        let (mut tid, mut row) = (tid, row);
+        let locked = loop {
+            match heap_lock_tuple(ctx.backend, table.storage.rel, tid, strength, wait, &table.name)? {
+                LockOutcome::Locked => break Some(row),
+                LockOutcome::Updated { new_tid } => {
+                    let snap = ctx.backend.txn.statement_snapshot()?;
+                    let Some((latest, bytes)) = heap_fetch_latest(ctx.backend, table.storage.rel, new_tid, &snap)? else {
+                        break None;
+                    };
+                    let descs = table.storage.descs()?;
+                    let newest = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
+                    if !qualifies(&newest, ctx)? {
+                        break None;
+                    }
+                    (tid, row) = (latest, newest);
+                }
+                _ => break None,
+            }
+        };
+        if let Some(row) = locked {
+            let mut r = project(&row, ctx)?;
+            r.truncate(q.targets.len());
+            out.push(r);
+        }
+        ctx.env.check_interrupts()?;
+    }
+    Ok(out.into_iter().skip(offset).collect())
+}
