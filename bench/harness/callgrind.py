@@ -56,14 +56,19 @@ def _control(flag: str, pids: list[int], outdir: str) -> str:
     errs = []
     for pid in pids:
         try:
-            r = subprocess.run(["callgrind_control", flag, str(pid)],
-                               capture_output=True, text=True, timeout=120)
+            # vgdb finds the server's FIFOs by the server account's name
+            u = procs.server_user()
+            env = dict(os.environ, **({"USER": u.pw_name, "LOGNAME": u.pw_name} if u else {}))
+            r = subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True, text=True, timeout=120,
+                               env=env)
         except subprocess.TimeoutExpired:
             errs.append(f"callgrind_control {flag} {pid}: timed out")
             continue
         out = r.stdout + r.stderr
-        # a process that exited meanwhile (a backend ending) is not an error
-        if r.returncode != 0 and "No active callgrind runs" not in out and procs.pid_alive(pid):
+        # a process that exited meanwhile (a backend ending) is not an error; vgdb
+        # reports a failed command on stderr with exit code 0
+        failed = r.returncode != 0 or "syscall failed" in out or "error opening" in out
+        if failed and "No active callgrind runs" not in out and procs.pid_alive(pid):
             errs.append(f"callgrind_control {flag} {pid}: {out.strip()[:200]}")
     return "; ".join(errs)
 
