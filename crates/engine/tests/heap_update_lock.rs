@@ -14,7 +14,7 @@
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::heapam::{
-    heap_delete_ext, heap_fetch, heap_fetch_latest, heap_insert, heap_lock_tuple, heap_scan, heap_update,
+    heap_delete_ext, heap_fetch, heap_fetch_latest, heap_hot_fetch, heap_insert, heap_lock_tuple, heap_scan, heap_update,
     DeleteOptions, DeleteOutcome, LockOutcome, UpdateOptions, UpdateOutcome, WaitPolicy,
 };
 use ferrogres_engine::heap::page::RowLockMode;
@@ -862,6 +862,72 @@ fn concurrent_increments_lose_nothing() {
     let expect: Vec<(u64, String)> =
         (0..ROWS).map(|k| (k, committed.iter().map(|d| d[k as usize]).sum::<u64>().to_string())).collect();
     assert_eq!(rows(&engine, r), expect);
+}
+
+/// Regression (lost updates through a primary key under pgbench): sessions
+/// increment one row found the way an index scan finds it, through the chain
+/// roots an index would hold (the first version, then every non-HOT new version)
+/// and `heap_hot_fetch`. The versions pile up as HOT chain members until the page
+/// is full and pruning starts. Concurrent updaters take their xids before queueing
+/// for the row, so the xmaxes along the chain are out of order; pruning used to
+/// stop at a RecentlyDead member and free a Dead member behind it, which cut the
+/// chain: the row could no longer be found from its root, and every later
+/// increment found nothing.
+#[test]
+fn concurrent_hot_updates_keep_the_row_reachable_from_its_root() {
+    const THREADS: u64 = 4;
+    const UPDATES: u64 = 250;
+    let (_dir, engine, r, tids) = setup(1);
+    // The "index": every root an index entry would point to.
+    let roots = std::sync::Mutex::new(tids);
+    let find = |b: &mut Backend, snap: &ferrogres_engine::txn::snapshot::Snapshot| -> Option<(Tid, Vec<u8>)> {
+        let roots = roots.lock().unwrap().clone();
+        roots.iter().find_map(|root| heap_hot_fetch(b, r, *root, snap).unwrap())
+    };
+    let done: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (engine, roots, find) = (engine.clone(), &roots, &find);
+                s.spawn(move || {
+                    let mut b = engine.backend(300 + t as i32).unwrap();
+                    for i in 0..UPDATES {
+                        b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+                        let snap = b.txn.statement_snapshot().unwrap();
+                        let found = find(&mut b, &snap);
+                        let (mut tid, mut t) = found.unwrap_or_else(|| panic!("session {t}, update {i}: the row is not reachable from any root"));
+                        loop {
+                            let (k, v) = decode(&t);
+                            let v: u64 = v.parse().unwrap_or(0);
+                            match heap_update(&mut b, r, tid, &row(k, &(v + 1).to_string()), upd(true)).unwrap() {
+                                UpdateOutcome::Ok { new_tid, hot } => {
+                                    if !hot {
+                                        roots.lock().unwrap().push(new_tid);
+                                    }
+                                    break;
+                                }
+                                UpdateOutcome::Updated { .. } => {
+                                    let snap = b.txn.statement_snapshot().unwrap();
+                                    (tid, t) = heap_fetch_latest(&b, r, tid, &snap).unwrap().expect("the row is never deleted");
+                                }
+                                other => panic!("unexpected {other:?}"),
+                            }
+                        }
+                        b.txn.commit().unwrap();
+                    }
+                    UPDATES
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    let mut b = engine.backend(999).unwrap();
+    b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+    let snap = b.txn.statement_snapshot().unwrap();
+    let (_, t) = find(&mut b, &snap).expect("the row is reachable from a root");
+    // The first version's "v1" reads as 0: the value is the number of increments.
+    assert_eq!(decode(&t).1, done.to_string());
+    assert_eq!(scan(&mut b, r), vec![(1, done.to_string())]);
+    b.txn.commit().unwrap();
 }
 
 /// One statement `UPDATE t SET v = v + 1 WHERE k = key` in READ COMMITTED: find the

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::heap::tuple::*;
 use crate::storage::page::*;
 use crate::storage::BlockNumber;
+use crate::txn::visibility::HtsvResult;
 
 /// Initializes an empty heap page (no special space).
 pub fn heap_page_init(page: &mut [u8]) {
@@ -663,25 +664,44 @@ pub struct PruneResult {
     pub ndeleted: usize,
 }
 
-/// Prunes a heap page: removes tuples `is_dead` says no snapshot can see, collapses
-/// HOT chains (the root line pointer becomes a redirect to the first surviving
-/// member, or dead if the whole chain is dead), sets dead heap-only line pointers
-/// unused, and compacts the page. Needs the page's cleanup lock (exclusive content
-/// lock and no other pin): tuples move. Returns the op to WAL-log unless empty.
+/// Prunes a heap page (PostgreSQL's heap_page_prune): removes tuples no snapshot
+/// can see, collapses HOT chains (the root line pointer becomes a redirect to the
+/// first surviving member, or dead if the whole chain is dead), sets dead heap-only
+/// line pointers unused, and compacts the page. Needs the page's cleanup lock
+/// (exclusive content lock and no other pin): tuples move. Returns the op to
+/// WAL-log unless empty.
 ///
-/// `is_dead(h)` must be true only for tuples dead to every snapshot (xmin aborted, or
-/// xmax committed before the oldest snapshot's xmin and not lock-only); the txn layer
-/// supplies it. A chain is followed while its members are dead; the first member
-/// that is not dead survives (later members stay reachable through it).
-pub fn heap_page_prune(page: &mut [u8], is_dead: &dyn Fn(&TupleHeader) -> bool) -> Result<PruneResult> {
+/// `status(h)` is the tuple's vacuum status against the xmin horizon (the txn
+/// layer's `satisfies_vacuum`); `Dead` must mean dead to every snapshot. A status
+/// that cannot be read is to be given as `DeleteInProgress` (kept, and so is
+/// everything after it in its chain).
+///
+/// The xmaxes along a chain are **not** in xid order: concurrent updaters of a row
+/// take their xids before queueing for it, so a member can be `RecentlyDead`
+/// (xmax at or after the horizon) while a later one is `Dead` (an older xmax that
+/// committed later). So, as in PostgreSQL's heap_prune_chain, a chain is walked
+/// past `RecentlyDead` members, and everything up to its last `Dead` member in the
+/// run of `Dead`/`RecentlyDead` members that starts at the root is removed: a
+/// `RecentlyDead` member before a `Dead` one is dead too (its updater committed
+/// before the `Dead` member's, which precedes every snapshot), the status is only
+/// too coarse to say so. The walk then goes on to the end of the chain, so that
+/// every member a reader can reach is marked as reached: only heap-only tuples no
+/// chain reaches are removed as unreachable (README "Pruning", rule 4).
+pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvResult) -> Result<PruneResult> {
     page_validate(page)?;
     let before = page_free_space(page);
     let max = page_max_offset_number(page) as usize;
-    // headers[o]: the header of the normal tuple at offset o (index 0 unused).
-    let mut headers: Vec<Option<TupleHeader>> = vec![None];
+    // tuples[o]: the header and vacuum status of the normal tuple at offset o
+    // (index 0 unused); each status is computed once.
+    let mut tuples: Vec<Option<(TupleHeader, HtsvResult)>> = vec![None];
     for o in 1..=max as OffsetNumber {
         let id = page_get_item_id(page, o)?;
-        headers.push(if id.flags == LpFlags::Normal { Some(heap_page_get_header(page, o)?) } else { None });
+        tuples.push(if id.flags == LpFlags::Normal {
+            let h = heap_page_get_header(page, o)?;
+            Some((h, status(&h)))
+        } else {
+            None
+        });
     }
     let mut processed = vec![false; max + 1];
     let mut op = PruneOp::default();
@@ -693,16 +713,20 @@ pub fn heap_page_prune(page: &mut [u8], is_dead: &dyn Fn(&TupleHeader) -> bool) 
         let id = page_get_item_id(page, root as OffsetNumber)?;
         let is_redirect = match id.flags {
             LpFlags::Unused | LpFlags::Dead => continue,
-            LpFlags::Normal if headers[root].is_some_and(|h| h.is_heap_only()) => continue,
+            LpFlags::Normal if tuples[root].is_some_and(|(h, _)| h.is_heap_only()) => continue,
             LpFlags::Normal => false,
             LpFlags::Redirect => true,
         };
         processed[root] = true;
+        // The chain's members in order; chain[..removable] are removed.
         let mut chain: Vec<usize> = Vec::new();
+        let mut removable = 0;
+        // Whether every member so far is Dead or RecentlyDead.
+        let mut committed_run = true;
         let mut next = if is_redirect { id.off as usize } else { root };
         let mut prior_xmax = None;
         while next >= 1 && next <= max && (next == root || !processed[next]) {
-            let Some(h) = headers[next] else { break };
+            let Some((h, st)) = tuples[next] else { break };
             if (is_redirect || !chain.is_empty()) && !h.is_heap_only() {
                 break;
             }
@@ -711,9 +735,15 @@ pub fn heap_page_prune(page: &mut [u8], is_dead: &dyn Fn(&TupleHeader) -> bool) 
             }
             chain.push(next);
             processed[next] = true;
-            // Stop at the first member not dead: it survives, and later members are
-            // reached through it (or, if dead, handled as unreachable below).
-            if !h.is_hot_updated() || !is_dead(&h) {
+            match st {
+                HtsvResult::Dead if committed_run => removable = chain.len(),
+                HtsvResult::Dead | HtsvResult::RecentlyDead => {}
+                _ => committed_run = false,
+            }
+            // A Live member that is marked HOT-updated lost its update (the
+            // updater aborted): its successor is no longer part of the chain and
+            // is removed as unreachable once dead.
+            if !h.is_hot_updated() || st == HtsvResult::Live {
                 break;
             }
             prior_xmax = Some(h.xmax);
@@ -724,27 +754,27 @@ pub fn heap_page_prune(page: &mut [u8], is_dead: &dyn Fn(&TupleHeader) -> bool) 
             op.now_dead.push(root as OffsetNumber);
             continue;
         }
-        let Some(last_dead) = chain.iter().rposition(|&o| headers[o].is_some_and(|h| is_dead(&h))) else {
+        if removable == 0 {
             continue;
-        };
-        ndeleted += last_dead + 1;
+        }
+        ndeleted += removable;
         // Chain members other than the root lose their line pointer entirely.
-        for &o in &chain[..=last_dead] {
+        for &o in &chain[..removable] {
             if o != root {
                 op.now_unused.push(o as OffsetNumber);
             }
         }
-        if last_dead + 1 == chain.len() {
+        if removable == chain.len() {
             op.now_dead.push(root as OffsetNumber);
         } else {
-            op.redirected.push((root as OffsetNumber, chain[last_dead + 1] as OffsetNumber));
+            op.redirected.push((root as OffsetNumber, chain[removable] as OffsetNumber));
         }
     }
-    // Heap-only tuples no chain reached (their updater aborted, or the chain's root
-    // was pruned earlier while they stayed): unreachable from indexes.
-    for (o, h) in headers.iter().enumerate() {
-        if let (false, Some(h)) = (processed[o], h) {
-            if h.is_heap_only() && is_dead(h) {
+    // Dead heap-only tuples no chain reached (their inserter aborted, or the
+    // chain's root was pruned earlier while they stayed): unreachable from indexes.
+    for (o, t) in tuples.iter().enumerate() {
+        if let (false, Some((h, HtsvResult::Dead))) = (processed[o], t) {
+            if h.is_heap_only() {
                 op.now_unused.push(o as OffsetNumber);
                 ndeleted += 1;
             }
@@ -759,8 +789,8 @@ pub fn heap_page_prune(page: &mut [u8], is_dead: &dyn Fn(&TupleHeader) -> bool) 
         .chain(op.redirected.iter().map(|&(r, _)| r as usize))
         .collect();
     let mut prune_xid = INVALID_TRANSACTION_ID;
-    for (o, h) in headers.iter().enumerate() {
-        let Some(h) = h else { continue };
+    for (o, t) in tuples.iter().enumerate() {
+        let Some((h, _)) = t else { continue };
         if gone.contains(&o) || h.xmax_invalid() || h.xmax_is_lock_only() || h.xmax < FIRST_NORMAL_TRANSACTION_ID {
             continue;
         }
@@ -1038,10 +1068,19 @@ mod tests {
     }
 
     /// xids whose xmax counts as committed-and-old in these tests.
-    fn dead_if_xmax_below(limit: TransactionId) -> impl Fn(&TupleHeader) -> bool {
+    /// Every xmax not marked invalid counts as committed: below `limit` it is
+    /// Dead, from `limit` on RecentlyDead; an invalid xmin is Dead.
+    fn dead_if_xmax_below(limit: TransactionId) -> impl Fn(&TupleHeader) -> HtsvResult {
         move |h: &TupleHeader| {
-            h.xmin_invalid()
-                || (!h.xmax_invalid() && !h.xmax_is_lock_only() && h.xmax != 0 && h.xmax < limit)
+            if h.xmin_invalid() {
+                HtsvResult::Dead
+            } else if h.xmax_invalid() || h.xmax_is_lock_only() || h.xmax == 0 {
+                HtsvResult::Live
+            } else if h.xmax < limit {
+                HtsvResult::Dead
+            } else {
+                HtsvResult::RecentlyDead
+            }
         }
     }
 
@@ -1103,6 +1142,52 @@ mod tests {
         assert_redo(&before, &p, HeapOp::Prune(op));
         let live: Vec<OffsetNumber> = heap_page_tuples(&p).map(|r| r.unwrap().0).collect();
         assert_eq!(live, vec![5]);
+    }
+
+    /// Regression: concurrent updaters take their xids before queueing for the
+    /// row, so the xmaxes along a HOT chain are out of order, and a member can be
+    /// RecentlyDead while a later one is Dead. Pruning once stopped at the
+    /// RecentlyDead member and then freed the Dead one behind it as "unreachable",
+    /// cutting the chain: the row's live version could no longer be found from its
+    /// index entry (lost updates through a primary key under pgbench).
+    #[test]
+    fn prune_walks_past_recently_dead_members() {
+        let mut p = new_page();
+        let hot = UpdateFlags { hot: true, keys_updated: false };
+        heap_page_add_tuple(&mut p, 0, &row(1, "v0"), 10, 0).unwrap().unwrap(); // 1
+        heap_page_update(&mut p, 0, 1, None, &row(1, "v1"), 20, 0, hot).unwrap().unwrap(); // 2
+        heap_page_update(&mut p, 0, 2, None, &row(1, "v2"), 12, 0, hot).unwrap().unwrap(); // 3
+        heap_page_update(&mut p, 0, 3, None, &row(1, "v3"), 21, 0, hot).unwrap().unwrap(); // 4
+        heap_page_update(&mut p, 0, 4, None, &row(1, "v4"), 13, 0, hot).unwrap().unwrap(); // 5
+        // Horizon 15: 1 RecentlyDead (20), 2 Dead (12), 3 RecentlyDead (21),
+        // 4 Dead (13), 5 Live.
+        let before = p.clone();
+        let r = heap_page_prune(&mut p, &dead_if_xmax_below(15)).unwrap();
+        assert_eq!(r.op.redirected, vec![(1, 5)], "everything before the last Dead member goes");
+        let mut unused = r.op.now_unused.clone();
+        unused.sort();
+        assert_eq!(unused, vec![2, 3, 4]);
+        assert!(r.op.now_dead.is_empty());
+        assert_eq!(r.ndeleted, 4);
+        assert_redo(&before, &p, HeapOp::Prune(r.op));
+        let live = heap_hot_search(&p, 1, &mut |_, h| h.xmax == 0).unwrap();
+        assert_eq!(live, Some(5), "the live version is reachable from the root");
+
+        // A Dead member behind one that is neither Dead nor RecentlyDead (its
+        // status read at another instant, or unreadable) is kept, and stays
+        // reachable: removal stops where the run of committed updates does.
+        let mut p = new_page();
+        heap_page_add_tuple(&mut p, 0, &row(1, "v0"), 10, 0).unwrap().unwrap(); // 1
+        heap_page_update(&mut p, 0, 1, None, &row(1, "v1"), 20, 0, hot).unwrap().unwrap(); // 2
+        heap_page_update(&mut p, 0, 2, None, &row(1, "v2"), 12, 0, hot).unwrap().unwrap(); // 3
+        let status = |h: &TupleHeader| match h.xmax {
+            20 => HtsvResult::DeleteInProgress,
+            12 => HtsvResult::Dead,
+            _ => HtsvResult::Live,
+        };
+        let r = heap_page_prune(&mut p, &status).unwrap();
+        assert!(r.op.is_empty(), "{:?}", r.op);
+        assert_eq!(heap_hot_search(&p, 1, &mut |_, h| h.xmax == 0).unwrap(), Some(3));
     }
 
     #[test]
@@ -1203,7 +1288,7 @@ mod tests {
             }
             let _ = heap_page_tuples(&p).count();
             let mut q = p.clone();
-            if heap_page_prune(&mut q, &|h: &TupleHeader| h.xmax != 0 && h.xmax < 205).is_ok() {
+            if heap_page_prune(&mut q, &dead_if_xmax_below(205)).is_ok() {
                 page_validate(&q).unwrap();
             }
             let off = rng.gen_range(0..32);

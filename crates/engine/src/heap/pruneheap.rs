@@ -75,12 +75,13 @@ pub fn prune_locked(
     horizon: TransactionId,
 ) -> Result<PruneResult> {
     let block = tag.block;
-    let is_dead = |h: &TupleHeader| -> bool {
+    let status = |h: &TupleHeader| -> HtsvResult {
         // The tid only matters for ctid_is_self, which the vacuum test ignores.
         let info = visibility_info(h, Tid::new(block, 0));
-        matches!(satisfies_vacuum(&info, horizon, oracle), Ok((HtsvResult::Dead, _)))
+        // Unreadable status: kept, with the rest of its chain (heap_page_prune's doc).
+        satisfies_vacuum(&info, horizon, oracle).map_or(HtsvResult::DeleteInProgress, |(s, _)| s)
     };
-    let r = heap_page_prune(&mut page[..], &is_dead)?;
+    let r = heap_page_prune(&mut page[..], &status)?;
     if !r.op.is_empty() {
         log_heap_op(engine, tag, &HeapOp::Prune(r.op.clone()), page);
     }
