@@ -457,7 +457,7 @@ impl<'a> Analyzer<'a> {
             }
             NodeEnum::FuncCall(f) => (func_name(f).unwrap_or_else(|| "?column?".into()), -1, None),
             NodeEnum::SqlvalueFunction(f) => (crate::datetime::sql_value_function_name(f.op).to_string(), -1, None),
-            NodeEnum::CaseExpr(_) => ("case".into(), -1, None),
+            NodeEnum::CaseExpr(c) => (node(&c.defresult).and_then(exprs::strong_name).unwrap_or_else(|| "case".into()), -1, None),
             NodeEnum::CoalesceExpr(_) => ("coalesce".into(), -1, None),
             NodeEnum::MinMaxExpr(m) => (if m.op == pb::MinMaxOp::IsGreatest as i32 { "greatest" } else { "least" }.into(), -1, None),
             NodeEnum::AExpr(a) if a.kind == pb::AExprKind::AexprNullif as i32 => ("nullif".into(), -1, None),

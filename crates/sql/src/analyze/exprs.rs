@@ -41,6 +41,21 @@ fn location(n: &NodeEnum) -> i32 {
     }
 }
 
+/// The output column name a CASE takes from its ELSE (PostgreSQL's
+/// FigureColname: a column, function or conditional expression names it).
+pub(super) fn strong_name(n: &NodeEnum) -> Option<String> {
+    match n {
+        NodeEnum::ColumnRef(c) => c.fields.last().and_then(str_of).map(str::to_string),
+        NodeEnum::FuncCall(f) => f.funcname.last().and_then(str_of).map(str::to_string),
+        NodeEnum::CoalesceExpr(_) => Some("coalesce".into()),
+        NodeEnum::MinMaxExpr(m) => Some(if m.op == pb::MinMaxOp::IsGreatest as i32 { "greatest" } else { "least" }.into()),
+        NodeEnum::AExpr(a) if a.kind == pb::AExprKind::AexprNullif as i32 => Some("nullif".into()),
+        NodeEnum::CaseExpr(c) => node(&c.defresult).and_then(strong_name),
+        NodeEnum::TypeCast(tc) => node(&tc.arg).and_then(strong_name),
+        _ => None,
+    }
+}
+
 /// A type's category and whether it is the category's preferred type (pg_type's
 /// typcategory and typispreferred).
 fn category(t: Type) -> (char, bool) {
@@ -106,7 +121,12 @@ impl<'a> Analyzer<'a> {
 
     pub(super) fn case_expr(&mut self, c: &pb::CaseExpr, scope: &mut Scope) -> Result<Expr> {
         let operand = match node(&c.arg) {
-            Some(a) => Some((self.expr(a, scope)?, location(a))),
+            Some(a) => {
+                // An unknown operand is text, as PostgreSQL resolves it.
+                let e = self.expr(a, scope)?;
+                let e = if e.ty() == Type::Unknown { self.coerce(e, Type::Text, CastContext::Implicit, location(a))? } else { e };
+                Some((e, location(a)))
+            }
             None => None,
         };
         let mut conds = Vec::new();
@@ -120,7 +140,7 @@ impl<'a> Analyzer<'a> {
                 Some((x, _)) => {
                     let v = self.expr(cond, scope)?;
                     let lloc = operand.as_ref().map_or(-1, |o| o.1);
-                    let e = self.binary("=", x.clone(), v, location(cond), (lloc, location(cond)))?;
+                    let e = self.binary("=", x.clone(), v, w.location, (lloc, location(cond)))?;
                     if e.ty() != Type::Bool {
                         return Err(self.err_at(
                             SqlError::new(b"42804", format!("argument of CASE/WHEN must be type boolean, not type {}", e.ty().sql_name())),
