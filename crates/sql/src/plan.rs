@@ -151,7 +151,7 @@ pub enum Source {
 pub struct Query {
     pub source: Source,
     pub filter: Option<Expr>,
-    /// Non-empty: an aggregate query (one output row, no GROUP BY yet).
+    /// Non-empty: an aggregate query (one output row, or one per group with `grouping`).
     pub aggregates: Vec<Aggregate>,
     pub targets: Vec<Target>,
     /// Extra sort expressions computed after the targets and dropped after sorting.
