@@ -70,3 +70,10 @@ CREATE INDEX g_grp ON g (grp);
 SELECT grp, count(*) FROM g GROUP BY grp ORDER BY grp LIMIT 2;
 SELECT DISTINCT grp FROM g ORDER BY grp LIMIT 2;
 DROP TABLE g;
+-- grouping by a primary key makes the other columns available
+CREATE TABLE gk (id int PRIMARY KEY, name text, n int);
+INSERT INTO gk VALUES (1, 'one', 1), (2, 'two', 2), (3, NULL, 3);
+SELECT id, name, sum(n) FROM gk GROUP BY id ORDER BY id;
+SELECT name, count(*) FROM gk GROUP BY id ORDER BY name;
+SELECT id, name FROM gk GROUP BY name ORDER BY 1;
+DROP TABLE gk;

@@ -5,7 +5,8 @@
 //! an integer constant (an output column position), a bare name that is not an
 //! input column but is an output column name, or an expression over the input.
 //! A grouped query's output, ORDER BY and HAVING may read a column outside an
-//! aggregate only inside a subexpression equal to a GROUP BY expression (42803).
+//! aggregate only inside a subexpression equal to a GROUP BY expression, or any
+//! column when GROUP BY has every primary key column (42803).
 //! DISTINCT ON items resolve like ORDER BY items (position, output name,
 //! expression), and ORDER BY must start with them (42P10).
 
@@ -70,7 +71,15 @@ impl<'a> Analyzer<'a> {
             None => None,
         };
         // 42803: a column read outside the GROUP BY expressions.
-        let key_forms: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
+        let mut key_forms: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
+        // Grouping by the primary key groups by every column of the table
+        // (functional dependency, as PostgreSQL's check_functional_grouping).
+        if let Some((t, _)) = &scope.table {
+            let grouped = |c: usize| keys.iter().any(|k| matches!(k, Expr::Column(i, _) if *i == c));
+            if t.indexes.iter().any(|ix| ix.primary && ix.columns[..ix.nkey].iter().all(|c| grouped(*c))) {
+                key_forms.extend(t.columns.iter().enumerate().map(|(i, c)| format!("{:?}", Expr::Column(i, c.ty))));
+            }
+        }
         let exprs = targets.iter().map(|t| &t.expr).chain(hidden).chain(having.as_ref());
         let mut seen = Vec::new();
         for e in exprs {
