@@ -343,8 +343,8 @@ impl<'a> Analyzer<'a> {
             };
             order.push(SortKey { column, desc, nulls_first });
         }
-        let grouping = self.group_by(s, &targets, &hidden, &mut scope)?;
         let distinct = self.distinct(s, &targets, &mut hidden, &mut order, &mut scope)?;
+        let grouping = self.group_by(s, &targets, &hidden, &mut scope)?;
         let aggregates = scope.aggs.take().unwrap_or_default();
         // Aggregates the plain Aggregate cannot run go through crate::grouping.
         let grouping = match grouping {
@@ -1075,7 +1075,13 @@ impl<'a> Analyzer<'a> {
                 (_, None) => return Err(SqlError::internal("aggregate without argument")),
             };
             let aggs = scope.aggs.as_mut().expect("checked above");
-            aggs.push(Aggregate { kind, arg, ty, filter, distinct: f.agg_distinct });
+            let agg = Aggregate { kind, arg, ty, filter, distinct: f.agg_distinct };
+            // An aggregate written twice is computed once (and its uses compare equal).
+            let form = format!("{agg:?}");
+            if let Some(i) = aggs.iter().position(|a| format!("{a:?}") == form) {
+                return Ok(Expr::AggRef(i, ty));
+            }
+            aggs.push(agg);
             return Ok(Expr::AggRef(aggs.len() - 1, ty));
         }
         if f.agg_star || f.agg_distinct {

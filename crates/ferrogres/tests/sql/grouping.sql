@@ -64,6 +64,8 @@ SELECT DISTINCT ON (grp) grp, id FROM g ORDER BY sub, grp;
 SELECT DISTINCT ON (5) grp FROM g;
 -- grouping with DISTINCT, LIMIT and CASE
 SELECT DISTINCT count(*) FROM g GROUP BY grp ORDER BY 1;
+SELECT DISTINCT ON (v) grp FROM g GROUP BY grp;
+SELECT DISTINCT ON (max(v)) grp, max(v) FROM g GROUP BY grp ORDER BY max(v), grp;
 SELECT grp, sum(CASE WHEN v > 6 THEN 1 ELSE 0 END) AS big FROM g GROUP BY grp ORDER BY grp LIMIT 3;
 SELECT CASE WHEN sub IS NULL THEN 'none' ELSE 'some' END AS k, count(*) FROM g GROUP BY 1 ORDER BY 1;
 CREATE INDEX g_grp ON g (grp);
