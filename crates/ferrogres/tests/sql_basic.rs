@@ -76,6 +76,16 @@ fn locking_statements_match_postgres_15() {
 }
 
 #[test]
+fn expressions_match_postgres_15() {
+    check_script("expressions");
+}
+
+#[test]
+fn grouping_matches_postgres_15() {
+    check_script("grouping");
+}
+
+#[test]
 fn data_survives_restart_and_crash() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());

@@ -14,6 +14,8 @@ use ferrogres_engine::txn::IsolationLevel;
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 
+mod exprs;
+mod group_by;
 mod index_ddl;
 
 pub struct Analyzer<'a> {
@@ -35,11 +37,14 @@ struct Scope<'t> {
     in_agg: bool,
     /// Location of the first column reference outside any aggregate.
     bare_column: Option<(i32, String)>,
+    /// Every column reference outside aggregates while collecting them:
+    /// (location, "refname.column", column number), for GROUP BY's 42803.
+    seen_columns: Vec<(i32, String, usize)>,
 }
 
 impl<'t> Scope<'t> {
     fn new(table: Option<(&'t Table, String)>) -> Scope<'t> {
-        Scope { table, aggs: None, in_agg: false, bare_column: None }
+        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new() }
     }
 }
 
@@ -232,12 +237,6 @@ impl<'a> Analyzer<'a> {
         if s.into_clause.is_some() {
             return Err(SqlError::not_supported("SELECT INTO"));
         }
-        if !s.group_clause.is_empty() || s.having_clause.is_some() {
-            return Err(SqlError::not_supported("GROUP BY and HAVING"));
-        }
-        if !s.distinct_clause.is_empty() {
-            return Err(SqlError::not_supported("DISTINCT"));
-        }
         if !s.window_clause.is_empty() {
             return Err(SqlError::not_supported("window functions"));
         }
@@ -298,6 +297,8 @@ impl<'a> Analyzer<'a> {
                             order: vec![],
                             limit: None,
                             offset: None,
+                            grouping: None,
+                            distinct: None,
                         });
                     }
                 }
@@ -350,8 +351,17 @@ impl<'a> Analyzer<'a> {
             };
             order.push(SortKey { column, desc, nulls_first });
         }
+        let distinct = self.distinct(s, &targets, &mut hidden, &mut order, &mut scope)?;
+        let grouping = self.group_by(s, &targets, &hidden, &mut scope)?;
         let aggregates = scope.aggs.take().unwrap_or_default();
-        if !aggregates.is_empty() {
+        // Aggregates the plain Aggregate cannot run go through crate::grouping.
+        let grouping = match grouping {
+            None if aggregates.iter().any(|a| a.kind == AggKind::Avg || a.filter.is_some() || a.distinct) => {
+                Some(crate::grouping::Grouping { keys: vec![], having: None })
+            }
+            g => g,
+        };
+        if !aggregates.is_empty() && s.group_clause.is_empty() && s.having_clause.is_none() {
             if let Some((loc, name)) = scope.bare_column.take() {
                 return Err(self.err_at(
                     SqlError::new(b"42803", format!("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function")),
@@ -392,6 +402,8 @@ impl<'a> Analyzer<'a> {
             order,
             limit,
             offset,
+            grouping: grouping.map(Box::new),
+            distinct,
         })
     }
 
@@ -453,6 +465,10 @@ impl<'a> Analyzer<'a> {
             }
             NodeEnum::FuncCall(f) => (func_name(f).unwrap_or_else(|| "?column?".into()), -1, None),
             NodeEnum::SqlvalueFunction(f) => (crate::datetime::sql_value_function_name(f.op).to_string(), -1, None),
+            NodeEnum::CaseExpr(c) => (node(&c.defresult).and_then(exprs::strong_name).unwrap_or_else(|| "case".into()), -1, None),
+            NodeEnum::CoalesceExpr(_) => ("coalesce".into(), -1, None),
+            NodeEnum::MinMaxExpr(m) => (if m.op == pb::MinMaxOp::IsGreatest as i32 { "greatest" } else { "least" }.into(), -1, None),
+            NodeEnum::AExpr(a) if a.kind == pb::AExprKind::AexprNullif as i32 => ("nullif".into(), -1, None),
             NodeEnum::TypeCast(tc) => {
                 let inner = node(&tc.arg);
                 match inner {
@@ -603,6 +619,9 @@ impl<'a> Analyzer<'a> {
         if scope.aggs.is_some() && !scope.in_agg && scope.bare_column.is_none() {
             scope.bare_column = Some((c.location, format!("{refname}.{col}")));
         }
+        if scope.aggs.is_some() && !scope.in_agg {
+            scope.seen_columns.push((c.location, format!("{refname}.{col}"), i));
+        }
         Ok(Expr::Column(i, table.columns[i].ty))
     }
 
@@ -658,8 +677,10 @@ impl<'a> Analyzer<'a> {
             NodeEnum::FuncCall(f) => self.func_call(f, scope),
             NodeEnum::SqlvalueFunction(f) => self.sql_value_function(f),
             NodeEnum::SubLink(_) => Err(self.err_at(SqlError::not_supported("subqueries"), location(n))),
-            NodeEnum::CaseExpr(c) => Err(self.err_at(SqlError::not_supported("CASE"), c.location)),
-            NodeEnum::CoalesceExpr(c) => Err(self.err_at(SqlError::not_supported("COALESCE"), c.location)),
+            NodeEnum::CaseExpr(c) => self.case_expr(c, scope),
+            NodeEnum::CoalesceExpr(c) => self.coalesce_expr(c, scope),
+            NodeEnum::MinMaxExpr(m) => self.min_max_expr(m, scope),
+            NodeEnum::BooleanTest(b) => self.boolean_test(b, scope),
             other => {
                 let name = format!("{other:?}");
                 Err(SqlError::not_supported(format!("expression {}", name.split('(').next().unwrap_or("?"))))
@@ -743,6 +764,9 @@ impl<'a> Analyzer<'a> {
         use pb::AExprKind as K;
         let kind = K::try_from(a.kind).unwrap_or(K::Undefined);
         let op = a.name.iter().filter_map(str_of).next_back().unwrap_or("").to_string();
+        if let Some(e) = self.a_expr_ext(a, kind, &op, scope)? {
+            return Ok(e);
+        }
         if kind != K::AexprOp {
             return Err(self.err_at(SqlError::not_supported(format!("operator form {kind:?}")), a.location));
         }
@@ -988,7 +1012,8 @@ impl<'a> Analyzer<'a> {
             "sum" => Some(AggKind::Sum),
             "min" => Some(AggKind::Min),
             "max" => Some(AggKind::Max),
-            "avg" | "string_agg" | "array_agg" | "bool_and" | "bool_or" | "every" => {
+            "avg" => Some(AggKind::Avg),
+            "string_agg" | "array_agg" | "bool_and" | "bool_or" | "every" => {
                 return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
             }
             _ => None,
@@ -1001,9 +1026,24 @@ impl<'a> Analyzer<'a> {
             if scope.in_agg {
                 return Err(self.err_at(SqlError::new(b"42803", "aggregate function calls cannot be nested"), f.location));
             }
-            if f.agg_distinct || !f.agg_order.is_empty() || f.agg_filter.is_some() {
-                return Err(self.err_at(SqlError::not_supported("DISTINCT, ORDER BY or FILTER in aggregates"), f.location));
+            if !f.agg_order.is_empty() {
+                return Err(self.err_at(SqlError::not_supported("ORDER BY in aggregates"), f.location));
             }
+            let filter = match node(&f.agg_filter) {
+                Some(fl) => {
+                    scope.in_agg = true;
+                    let r = self.bool_expr(fl, scope, "FILTER");
+                    scope.in_agg = false;
+                    // An aggregate in FILTER is refused as PostgreSQL words it.
+                    Some(r.map_err(|mut e| {
+                        if e.sqlstate() == "42803" && e.message == "aggregate function calls cannot be nested" {
+                            e.message = "aggregate functions are not allowed in FILTER".into();
+                        }
+                        e
+                    })?)
+                }
+                None => None,
+            };
             let arg = if kind == AggKind::CountStar {
                 None
             } else {
@@ -1035,11 +1075,21 @@ impl<'a> Analyzer<'a> {
                     return Err(self.err_at(SqlError::not_supported("sum(bigint) (its result type is numeric)"), f.location))
                 }
                 (AggKind::Min | AggKind::Max, Some(t)) if t != Type::Bool => t,
+                (AggKind::Avg, Some(Type::Float8 | Type::Float4)) => Type::Float8,
+                (AggKind::Avg, Some(Type::Int2 | Type::Int4 | Type::Int8)) => {
+                    return Err(self.err_at(SqlError::not_supported("avg of integers (its result type is numeric)"), f.location))
+                }
                 (_, Some(t)) => return Err(self.unknown_function(&name, &[t], f.location)),
                 (_, None) => return Err(SqlError::internal("aggregate without argument")),
             };
             let aggs = scope.aggs.as_mut().expect("checked above");
-            aggs.push(Aggregate { kind, arg, ty });
+            let agg = Aggregate { kind, arg, ty, filter, distinct: f.agg_distinct };
+            // An aggregate written twice is computed once (and its uses compare equal).
+            let form = format!("{agg:?}");
+            if let Some(i) = aggs.iter().position(|a| format!("{a:?}") == form) {
+                return Ok(Expr::AggRef(i, ty));
+            }
+            aggs.push(agg);
             return Ok(Expr::AggRef(aggs.len() - 1, ty));
         }
         if f.agg_star || f.agg_distinct {

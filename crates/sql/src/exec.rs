@@ -47,6 +47,9 @@ pub fn eval_const(e: &Expr) -> Result<Option<Value>> {
             Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) => is_const(l) && is_const(r),
             Expr::And(v) | Expr::Or(v) => v.iter().all(is_const),
             Expr::IsNull { arg, .. } => is_const(arg),
+            Expr::Case { .. } | Expr::Coalesce(..) | Expr::NullIf { .. } | Expr::MinMax { .. } | Expr::Distinct { .. } | Expr::Like { .. } => {
+                crate::grouping::children(e).into_iter().all(is_const)
+            }
             _ => false,
         }
     }
@@ -236,6 +239,58 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             let vals: Vec<Value> = args.iter().map(|a| ev(a, env)).collect::<Result<_>>()?;
             call(*func, vals, *ty, env)?
         }
+        Expr::Case { whens, default, .. } => {
+            for (cond, result) in whens {
+                if ev(cond, env)? == Value::Bool(true) {
+                    return ev(result, env);
+                }
+            }
+            ev(default, env)?
+        }
+        Expr::Coalesce(args, _) => {
+            for a in args {
+                let v = ev(a, env)?;
+                if !v.is_null() {
+                    return Ok(v);
+                }
+            }
+            Value::Null
+        }
+        Expr::NullIf { arg, eq } => {
+            if ev(eq, env)? == Value::Bool(true) {
+                Value::Null
+            } else {
+                ev(arg, env)?
+            }
+        }
+        Expr::MinMax { args, greatest, .. } => {
+            let want = if *greatest { Ordering::Greater } else { Ordering::Less };
+            let mut best = Value::Null;
+            for a in args {
+                let v = ev(a, env)?;
+                if !v.is_null() && (best.is_null() || compare(&v, &best) == want) {
+                    best = v;
+                }
+            }
+            best
+        }
+        Expr::Distinct { l, r, negated } => {
+            let (a, b) = (ev(l, env)?, ev(r, env)?);
+            let same = match (a.is_null(), b.is_null()) {
+                (true, true) => true,
+                (false, false) => compare(&a, &b) == Ordering::Equal,
+                _ => false,
+            };
+            Value::Bool(same == *negated)
+        }
+        Expr::Like { arg, pat, escape, ci } => {
+            let (a, p) = (ev(arg, env)?, ev(pat, env)?);
+            let esc = match escape {
+                Some(e) => Some(ev(e, env)?),
+                None => None,
+            };
+            crate::like::like(&a, &p, esc.as_ref(), *ci)?
+        }
     })
 }
 
@@ -418,14 +473,22 @@ pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     };
     let mut exprs: Vec<Expr> = q.targets.iter().map(|t| t.expr.clone()).collect();
     exprs.extend(q.hidden.iter().cloned());
-    let mut rows: Box<dyn RowIter> = if q.aggregates.is_empty() {
+    let mut rows: Box<dyn RowIter> = if let Some(g) = &q.grouping {
+        Box::new(VecIter(crate::grouping::run(g, &q.aggregates, &mut input, &exprs, ctx)?.into_iter()))
+    } else if q.aggregates.is_empty() {
         Box::new(Project { input, exprs, n: 0 })
     } else {
         let results = aggregate(&q.aggregates, &mut input, ctx)?;
         let row = exprs.iter().map(|e| eval_pure(e, &[], ctx.params, &results, ctx.env)).collect::<Result<_>>()?;
         Box::new(VecIter(vec![row].into_iter()))
     };
-    if !q.order.is_empty() {
+    if let Some(keys) = &q.distinct {
+        let mut all = Vec::new();
+        while let Some(r) = rows.next(ctx)? {
+            all.push(r);
+        }
+        rows = Box::new(VecIter(crate::grouping::distinct(all, &q.order, keys).into_iter()));
+    } else if !q.order.is_empty() {
         let mut all = Vec::new();
         while let Some(r) = rows.next(ctx)? {
             all.push(r);
@@ -721,5 +784,46 @@ mod tests {
         assert_eq!(eval_const(&Expr::Not(Box::new(null()))).unwrap(), Some(Value::Null));
         let cmp = Expr::Compare { op: CmpOp::Lt, l: c(Value::Text("a".into()), Type::Text), r: c(Value::Null, Type::Text) };
         assert_eq!(eval_const(&cmp).unwrap(), Some(Value::Null));
+    }
+
+    /// CASE, COALESCE, NULLIF, GREATEST/LEAST, IS DISTINCT FROM, IN lists (as
+    /// analysis writes them) and LIKE on NULL operands.
+    #[test]
+    fn three_valued_logic_of_conditionals() {
+        let int = |i: i32| Expr::Const(Value::Int4(i), Type::Int4);
+        let null = || Expr::Const(Value::Null, Type::Int4);
+        let eq = |l: Expr, r: Expr| Expr::Compare { op: CmpOp::Eq, l: Box::new(l), r: Box::new(r) };
+        let ne = |l: Expr, r: Expr| Expr::Compare { op: CmpOp::Ne, l: Box::new(l), r: Box::new(r) };
+        let run = |e: Expr| eval_const(&e).unwrap().unwrap();
+        // CASE: a NULL condition is not true; no ELSE gives NULL.
+        let case = Expr::Case {
+            whens: vec![(Expr::Const(Value::Null, Type::Bool), int(1)), (eq(int(1), int(2)), int(2))],
+            default: Box::new(null()),
+            ty: Type::Int4,
+        };
+        assert_eq!(run(case), Value::Null);
+        // COALESCE stops at the first non-null argument (the division is never evaluated).
+        let div0 = Expr::Arith { op: ArithOp::Div, l: Box::new(int(1)), r: Box::new(int(0)), ty: Type::Int4 };
+        assert_eq!(run(Expr::Coalesce(vec![null(), int(2), div0.clone()], Type::Int4)), Value::Int4(2));
+        assert_eq!(run(Expr::Coalesce(vec![null(), null()], Type::Int4)), Value::Null);
+        // NULLIF(NULL, 1) is NULL; NULLIF(1, NULL) is 1.
+        assert_eq!(run(Expr::NullIf { arg: Box::new(null()), eq: Box::new(eq(null(), int(1))) }), Value::Null);
+        assert_eq!(run(Expr::NullIf { arg: Box::new(int(1)), eq: Box::new(eq(int(1), null())) }), Value::Int4(1));
+        // GREATEST ignores NULLs.
+        assert_eq!(run(Expr::MinMax { args: vec![null(), int(3), int(7)], greatest: true, ty: Type::Int4 }), Value::Int4(7));
+        assert_eq!(run(Expr::MinMax { args: vec![null(), null()], greatest: false, ty: Type::Int4 }), Value::Null);
+        // IS [NOT] DISTINCT FROM is never NULL.
+        let distinct = |l: Expr, r: Expr, negated: bool| run(Expr::Distinct { l: Box::new(l), r: Box::new(r), negated });
+        assert_eq!(distinct(null(), null(), false), Value::Bool(false));
+        assert_eq!(distinct(int(1), null(), false), Value::Bool(true));
+        assert_eq!(distinct(null(), null(), true), Value::Bool(true));
+        // 2 IN (1, NULL) is NULL, 1 IN (1, NULL) true; 2 NOT IN (1, NULL) is NULL, 1 NOT IN (1, NULL) false.
+        assert_eq!(run(Expr::Or(vec![eq(int(2), int(1)), eq(int(2), null())])), Value::Null);
+        assert_eq!(run(Expr::Or(vec![eq(int(1), int(1)), eq(int(1), null())])), Value::Bool(true));
+        assert_eq!(run(Expr::And(vec![ne(int(2), int(1)), ne(int(2), null())])), Value::Null);
+        assert_eq!(run(Expr::And(vec![ne(int(1), int(1)), ne(int(1), null())])), Value::Bool(false));
+        // NOT LIKE of NULL stays NULL.
+        let like = Expr::Like { arg: c(Value::Null, Type::Text), pat: c(Value::Text("a%".into()), Type::Text), escape: None, ci: false };
+        assert_eq!(run(Expr::Not(Box::new(like))), Value::Null);
     }
 }

@@ -861,6 +861,9 @@ pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result
 /// DESC: NULLs first, as DESC's default). The caller still filters, sorts and
 /// limits them. `None`: not applicable.
 pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Result<Option<Vec<Vec<Value>>>> {
+    if q.grouping.is_some() || q.distinct.is_some() {
+        return Ok(None);
+    }
     if !q.aggregates.is_empty() || q.order.len() != 1 || table.indexes.is_empty() {
         return Ok(None);
     }

@@ -482,6 +482,16 @@ pub fn analyze_locking_select(a: &mut crate::analyze::Analyzer<'_>, s: &pg_query
         W::LockWaitError => WaitPolicy::NoWait,
         _ => WaitPolicy::Block,
     };
+    // PostgreSQL refuses these before analyzing the query (its grouping errors).
+    if !s.distinct_clause.is_empty() {
+        return Err(SqlError::new(b"0A000", format!("{what} is not allowed with DISTINCT clause")));
+    }
+    if !s.group_clause.is_empty() {
+        return Err(SqlError::new(b"0A000", format!("{what} is not allowed with GROUP BY clause")));
+    }
+    if s.having_clause.is_some() {
+        return Err(SqlError::new(b"0A000", format!("{what} is not allowed with HAVING clause")));
+    }
     let query = a.select(s)?;
     if !query.aggregates.is_empty() {
         return Err(SqlError::new(b"0A000", format!("{what} is not allowed with aggregate functions")));

@@ -55,6 +55,8 @@ pub enum AggKind {
     Sum,
     Min,
     Max,
+    /// avg(float4 | float8) -> float8 (avg of integers is numeric: 0A000).
+    Avg,
 }
 
 #[derive(Clone, Debug)]
@@ -62,6 +64,10 @@ pub struct Aggregate {
     pub kind: AggKind,
     pub arg: Option<Expr>,
     pub ty: Type,
+    /// `FILTER (WHERE ...)`: only rows where it is true are aggregated.
+    pub filter: Option<Expr>,
+    /// `agg(DISTINCT x)`: each distinct non-null value once.
+    pub distinct: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -83,6 +89,19 @@ pub enum Expr {
     Not(Box<Expr>),
     IsNull { arg: Box<Expr>, negated: bool },
     Func { func: Func, args: Vec<Expr>, ty: Type },
+    /// Searched CASE (a simple CASE is analyzed to this form): the result of
+    /// the first WHEN that is true, else `default`.
+    Case { whens: Vec<(Expr, Expr)>, default: Box<Expr>, ty: Type },
+    /// COALESCE: the first non-null argument; later ones are not evaluated.
+    Coalesce(Vec<Expr>, Type),
+    /// NULLIF(a, b): NULL when `eq` (a = b) is true, else `arg` (a).
+    NullIf { arg: Box<Expr>, eq: Box<Expr> },
+    /// GREATEST / LEAST: nulls ignored; NULL only if every argument is.
+    MinMax { args: Vec<Expr>, greatest: bool, ty: Type },
+    /// `l IS [NOT] DISTINCT FROM r` (`negated`: NOT DISTINCT); never NULL.
+    Distinct { l: Box<Expr>, r: Box<Expr>, negated: bool },
+    /// `arg LIKE pat [ESCAPE esc]` (`ci`: ILIKE); NOT LIKE is Not(Like).
+    Like { arg: Box<Expr>, pat: Box<Expr>, escape: Option<Box<Expr>>, ci: bool },
 }
 
 impl Expr {
@@ -93,6 +112,9 @@ impl Expr {
             Expr::Arith { ty, .. } | Expr::Neg(_, ty) | Expr::Func { ty, .. } => *ty,
             Expr::Compare { .. } | Expr::And(_) | Expr::Or(_) | Expr::Not(_) | Expr::IsNull { .. } => Type::Bool,
             Expr::Concat(..) => Type::Text,
+            Expr::Case { ty, .. } | Expr::Coalesce(_, ty) | Expr::MinMax { ty, .. } => *ty,
+            Expr::NullIf { arg, .. } => arg.ty(),
+            Expr::Distinct { .. } | Expr::Like { .. } => Type::Bool,
         }
     }
 }
@@ -133,7 +155,7 @@ pub enum Source {
 pub struct Query {
     pub source: Source,
     pub filter: Option<Expr>,
-    /// Non-empty: an aggregate query (one output row, no GROUP BY yet).
+    /// Non-empty: an aggregate query (one output row, or one per group with `grouping`).
     pub aggregates: Vec<Aggregate>,
     pub targets: Vec<Target>,
     /// Extra sort expressions computed after the targets and dropped after sorting.
@@ -141,6 +163,12 @@ pub struct Query {
     pub order: Vec<SortKey>,
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
+    /// GROUP BY / HAVING, or aggregates with FILTER, DISTINCT or avg
+    /// ([`crate::grouping`]); `None`: the plain Aggregate above.
+    pub grouping: Option<Box<crate::grouping::Grouping>>,
+    /// SELECT DISTINCT [ON]: the projected columns (targets, then hidden) whose
+    /// values identify a row; the first row of each set in ORDER BY order is kept.
+    pub distinct: Option<Vec<usize>>,
 }
 
 #[derive(Clone, Debug)]

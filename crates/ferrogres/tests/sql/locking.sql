@@ -60,3 +60,10 @@ SET lock_timeout = 'soon';
 RESET lock_timeout;
 RESET deadlock_timeout;
 DROP TABLE foo;
+-- row locking clauses refused with grouping and DISTINCT, before the query is analyzed
+CREATE TABLE lk_group (a int, b int);
+SELECT a FROM lk_group GROUP BY a FOR UPDATE;
+SELECT DISTINCT a FROM lk_group FOR SHARE;
+SELECT a FROM lk_group HAVING count(*) > 0 FOR UPDATE;
+SELECT count(*) FROM lk_group FOR KEY SHARE;
+DROP TABLE lk_group;

@@ -1,0 +1,272 @@
+//! GROUP BY / HAVING, aggregates per group (with FILTER, DISTINCT and avg), and
+//! SELECT DISTINCT [ON].
+//!
+//! Grouping is hash-free and sort-free: groups are found through an ordered map
+//! keyed by the GROUP BY values ([`Key`], ordered by [`crate::exec::compare`] with
+//! NULLs equal to each other, as GROUP BY treats them), and kept in the order
+//! they were first seen. A group keeps its first input row: the target list, the
+//! hidden sort expressions and HAVING are evaluated over that row and the group's
+//! aggregate results. That is sound because analysis rejects (42803) any column
+//! reference outside an aggregate that is not inside a GROUP BY expression, so
+//! every column such an expression reads has one value in the group.
+//!
+//! DISTINCT sorts the projected rows by the ORDER BY keys and then by the
+//! remaining DISTINCT columns (ties in ORDER BY may come out in any order) and
+//! keeps the first row of each run of equal DISTINCT values: for DISTINCT ON,
+//! analysis has checked that ORDER BY starts with the DISTINCT ON expressions
+//! (42P10), so the row kept is the first in ORDER BY order, as in PostgreSQL.
+
+use crate::errors::Result;
+use crate::exec::{compare, eval_pure, Ctx, RowIter};
+use crate::plan::{AggKind, Aggregate, Expr, SortKey};
+use crate::types::{out_of_range, Type, Value};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A grouped query's GROUP BY and HAVING.
+#[derive(Clone, Debug)]
+pub struct Grouping {
+    /// GROUP BY expressions over the input row; empty: one group, which exists
+    /// even when no row does (an aggregate query).
+    pub keys: Vec<Expr>,
+    /// HAVING over the group's first row and its aggregate results.
+    pub having: Option<Expr>,
+}
+
+/// Values compared as GROUP BY and DISTINCT compare them: NULLs equal, after
+/// every other value.
+#[derive(Clone, Debug)]
+pub struct Key(pub Vec<Value>);
+
+fn cmp_nulls_last(a: &Value, b: &Value) -> Ordering {
+    match (a.is_null(), b.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => compare(a, b),
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Key) -> Ordering {
+        for (a, b) in self.0.iter().zip(&other.0) {
+            let o = cmp_nulls_last(a, b);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        self.0.len().cmp(&other.0.len())
+    }
+}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Key) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Key {}
+
+/// One aggregate's running state in one group.
+struct AggState {
+    /// count: Int8; sum/min/max/avg: the running value (NULL before the first row).
+    acc: Value,
+    /// Rows aggregated (avg's divisor).
+    n: i64,
+    /// DISTINCT: the values seen.
+    seen: Option<BTreeSet<Key>>,
+}
+
+impl AggState {
+    fn new(a: &Aggregate) -> AggState {
+        let acc = if matches!(a.kind, AggKind::CountStar | AggKind::Count) { Value::Int8(0) } else { Value::Null };
+        AggState { acc, n: 0, seen: a.distinct.then(BTreeSet::new) }
+    }
+
+    fn advance(&mut self, a: &Aggregate, row: &[Value], ctx: &mut Ctx) -> Result<()> {
+        if let Some(f) = &a.filter {
+            if eval_pure(f, row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
+                return Ok(());
+            }
+        }
+        let v = match &a.arg {
+            Some(e) => eval_pure(e, row, ctx.params, &[], ctx.env)?,
+            None => Value::Bool(true),
+        };
+        if v.is_null() {
+            return Ok(());
+        }
+        if let Some(seen) = &mut self.seen {
+            if !seen.insert(Key(vec![v.clone()])) {
+                return Ok(());
+            }
+        }
+        self.n += 1;
+        self.acc = match (a.kind, std::mem::replace(&mut self.acc, Value::Null)) {
+            (AggKind::CountStar | AggKind::Count, Value::Int8(n)) => Value::Int8(n + 1),
+            (AggKind::Sum | AggKind::Avg, Value::Null) => match v {
+                Value::Float8(f) => Value::Float8(f),
+                Value::Float4(f) if a.kind == AggKind::Avg => Value::Float8(f as f64),
+                Value::Float4(f) => Value::Float4(f),
+                v => Value::Int8(v.as_i64().unwrap_or(0)),
+            },
+            (AggKind::Sum | AggKind::Avg, Value::Float4(s)) => Value::Float4(s + if let Value::Float4(f) = v { f } else { 0.0 }),
+            (AggKind::Sum | AggKind::Avg, Value::Float8(s)) => Value::Float8(
+                s + match v {
+                    Value::Float8(f) => f,
+                    Value::Float4(f) => f as f64,
+                    _ => 0.0,
+                },
+            ),
+            (AggKind::Sum | AggKind::Avg, Value::Int8(s)) => {
+                Value::Int8(s.checked_add(v.as_i64().unwrap_or(0)).ok_or_else(|| out_of_range(Type::Int8))?)
+            }
+            (AggKind::Min, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Less { v } else { cur },
+            (AggKind::Max, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Greater { v } else { cur },
+            (_, other) => other,
+        };
+        Ok(())
+    }
+
+    fn finish(self, a: &Aggregate) -> Value {
+        match (a.kind, self.acc) {
+            (AggKind::Avg, Value::Float8(s)) => Value::Float8(s / self.n as f64),
+            (_, v) => v,
+        }
+    }
+}
+
+/// Runs the grouping: one output row (the projected `exprs`) per group that
+/// passes HAVING, in the order the groups were first seen.
+pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs: &[Expr], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
+    let mut index: BTreeMap<Key, usize> = BTreeMap::new();
+    let mut groups: Vec<(Vec<Value>, Vec<AggState>)> = Vec::new();
+    if g.keys.is_empty() {
+        groups.push((vec![], aggs.iter().map(AggState::new).collect()));
+    }
+    let mut n: u64 = 0;
+    while let Some(row) = input.next(ctx)? {
+        n += 1;
+        if n.is_multiple_of(1024) {
+            ctx.env.check_interrupts()?;
+        }
+        let gi = if g.keys.is_empty() {
+            0
+        } else {
+            let key = Key(g.keys.iter().map(|k| eval_pure(k, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+            match index.get(&key) {
+                Some(i) => *i,
+                None => {
+                    index.insert(key, groups.len());
+                    groups.push((row.clone(), aggs.iter().map(AggState::new).collect()));
+                    groups.len() - 1
+                }
+            }
+        };
+        let states = &mut groups[gi].1;
+        for (a, st) in aggs.iter().zip(states.iter_mut()) {
+            st.advance(a, &row, ctx)?;
+        }
+    }
+    let mut out = Vec::new();
+    for (row, states) in groups {
+        let results: Vec<Value> = aggs.iter().zip(states).map(|(a, s)| s.finish(a)).collect();
+        if let Some(h) = &g.having {
+            if eval_pure(h, &row, ctx.params, &results, ctx.env)? != Value::Bool(true) {
+                continue;
+            }
+        }
+        out.push(exprs.iter().map(|e| eval_pure(e, &row, ctx.params, &results, ctx.env)).collect::<Result<_>>()?);
+    }
+    Ok(out)
+}
+
+/// SELECT DISTINCT [ON]: sorts `rows` by `order`, then by the DISTINCT columns
+/// `keys`, and keeps the first row of each run of equal `keys` values.
+pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize]) -> Vec<Vec<Value>> {
+    let by_order = |a: &Vec<Value>, b: &Vec<Value>| -> Ordering {
+        for k in order {
+            let (x, y) = (&a[k.column], &b[k.column]);
+            let o = match (x.is_null(), y.is_null()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
+                (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
+                _ => {
+                    let o = compare(x, y);
+                    if k.desc { o.reverse() } else { o }
+                }
+            };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    };
+    let by_keys = |a: &Vec<Value>, b: &Vec<Value>| -> Ordering {
+        for &k in keys {
+            let o = cmp_nulls_last(&a[k], &b[k]);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    };
+    rows.sort_by(|a, b| by_order(a, b).then_with(|| by_keys(a, b)));
+    let mut out: Vec<Vec<Value>> = Vec::new();
+    for r in rows {
+        if out.last().is_some_and(|last| by_keys(last, &r) == Ordering::Equal) {
+            continue;
+        }
+        out.push(r);
+    }
+    out
+}
+
+/// The direct subexpressions of `e`.
+pub fn children(e: &Expr) -> Vec<&Expr> {
+    match e {
+        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) => vec![],
+        Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => vec![arg],
+        Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => vec![l, r],
+        Expr::And(v) | Expr::Or(v) | Expr::Func { args: v, .. } | Expr::Coalesce(v, _) | Expr::MinMax { args: v, .. } => v.iter().collect(),
+        Expr::Case { whens, default, .. } => {
+            let mut out: Vec<&Expr> = whens.iter().flat_map(|(c, r)| [c, r]).collect();
+            out.push(default);
+            out
+        }
+        Expr::NullIf { arg, eq } => vec![arg, eq],
+        Expr::Like { arg, pat, escape, .. } => {
+            let mut out: Vec<&Expr> = vec![arg, pat];
+            out.extend(escape.as_deref());
+            out
+        }
+    }
+}
+
+/// The first column that `e` reads outside every subexpression equal to one
+/// of `keys` (GROUP BY expressions, compared as their debug forms, which spell
+/// out the whole typed tree), as (column number, how many references to that
+/// column came before it). `seen` counts the column references visited so far
+/// (also those inside grouped subexpressions), across calls.
+pub fn ungrouped_column(e: &Expr, keys: &[String], seen: &mut Vec<usize>) -> Option<(usize, usize)> {
+    fn count(e: &Expr, seen: &mut Vec<usize>) {
+        if let Expr::Column(i, _) = e {
+            seen.push(*i);
+        }
+        for c in children(e) {
+            count(c, seen);
+        }
+    }
+    if !keys.is_empty() && keys.contains(&format!("{e:?}")) {
+        count(e, seen);
+        return None;
+    }
+    if let Expr::Column(i, _) = e {
+        let before = seen.iter().filter(|c| **c == *i).count();
+        return Some((*i, before));
+    }
+    children(e).into_iter().find_map(|c| ungrouped_column(c, keys, seen))
+}
