@@ -56,11 +56,7 @@ def _control(flag: str, pids: list[int], outdir: str) -> str:
     errs = []
     for pid in pids:
         try:
-            # vgdb finds the server's FIFOs by the server account's name
-            u = procs.server_user()
-            env = dict(os.environ, **({"USER": u.pw_name, "LOGNAME": u.pw_name} if u else {}))
-            r = subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True, text=True, timeout=120,
-                               env=env)
+            r = subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
             errs.append(f"callgrind_control {flag} {pid}: timed out")
             continue
