@@ -608,7 +608,7 @@ pub fn update(
     returning: &[Target],
     ctx: &mut Ctx,
 ) -> Result<(u64, Vec<Vec<Value>>)> {
-    use ferrogres_engine::heap::heapam::{heap_fetch_latest, heap_update, UpdateOptions, UpdateOutcome, WaitPolicy};
+    use ferrogres_engine::heap::heapam::{heap_update, UpdateOptions, UpdateOutcome, WaitPolicy};
     let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
     let qualifies = |row: &[Value], ctx: &mut Ctx| -> Result<bool> {
         Ok(match filter {
@@ -643,15 +643,10 @@ pub fn update(
                     }
                 }
                 UpdateOutcome::Updated { new_tid } => {
-                    let snap = ctx.backend.txn.statement_snapshot()?;
-                    if let Some((latest, bytes)) = heap_fetch_latest(ctx.backend, table.storage.rel, new_tid, &snap)? {
-                        let descs = table.storage.descs()?;
-                        let row = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
-                        if qualifies(&row, ctx)? {
-                            tid = latest;
-                            old = row;
-                            continue;
-                        }
+                    if let Some((latest, row)) = newest_qualifying(table, new_tid, &qualifies, ctx)? {
+                        tid = latest;
+                        old = row;
+                        continue;
                     }
                 }
                 _ => {}
@@ -661,6 +656,25 @@ pub fn update(
         ctx.env.check_interrupts()?;
     }
     Ok((n, out))
+}
+
+/// READ COMMITTED's re-check after a row the statement meant to change or lock
+/// was updated by a transaction that committed meanwhile (PostgreSQL's
+/// EvalPlanQual): the newest version (following the update chain from
+/// `new_tid`) that a fresh snapshot sees, if it still passes `qualifies`.
+pub(crate) fn newest_qualifying(
+    table: &crate::catalog::Table,
+    new_tid: ferrogres_engine::heap::tuple::Tid,
+    qualifies: &dyn Fn(&[Value], &mut Ctx) -> Result<bool>,
+    ctx: &mut Ctx,
+) -> Result<Option<(ferrogres_engine::heap::tuple::Tid, Vec<Value>)>> {
+    let snap = ctx.backend.txn.statement_snapshot()?;
+    let Some((latest, bytes)) = ferrogres_engine::heap::heapam::heap_fetch_latest(ctx.backend, table.storage.rel, new_tid, &snap)? else {
+        return Ok(None);
+    };
+    let descs = table.storage.descs()?;
+    let row = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
+    Ok(if qualifies(&row, ctx)? { Some((latest, row)) } else { None })
 }
 
 /// Stores one new row of `table`: the constraint checks, the heap tuple, and
@@ -702,7 +716,7 @@ pub fn delete(
     returning: &[Target],
     ctx: &mut Ctx,
 ) -> Result<(u64, Vec<Vec<Value>>)> {
-    use ferrogres_engine::heap::heapam::{heap_delete_ext, heap_fetch_latest, DeleteOptions, DeleteOutcome, WaitPolicy};
+    use ferrogres_engine::heap::heapam::{heap_delete_ext, DeleteOptions, DeleteOutcome, WaitPolicy};
     let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
     let qualifies = |row: &[Value], ctx: &mut Ctx| -> Result<bool> {
         Ok(match filter {
@@ -727,15 +741,10 @@ pub fn delete(
                     }
                 }
                 DeleteOutcome::Updated { new_tid } => {
-                    let snap = ctx.backend.txn.statement_snapshot()?;
-                    if let Some((latest, bytes)) = heap_fetch_latest(ctx.backend, table.storage.rel, new_tid, &snap)? {
-                        let descs = table.storage.descs()?;
-                        let newest = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
-                        if qualifies(&newest, ctx)? {
-                            tid = latest;
-                            row = newest;
-                            continue;
-                        }
+                    if let Some((latest, newest)) = newest_qualifying(table, new_tid, &qualifies, ctx)? {
+                        tid = latest;
+                        row = newest;
+                        continue;
                     }
                 }
                 _ => {}

@@ -529,7 +529,7 @@ pub fn run_locking_query(
 ) -> Result<Vec<Vec<crate::types::Value>>> {
     use crate::exec::{compare, eval_pure, limit_value};
     use crate::types::Value;
-    use ferrogres_engine::heap::heapam::{heap_fetch_latest, heap_lock_tuple, LockOutcome};
+    use ferrogres_engine::heap::heapam::{heap_lock_tuple, LockOutcome};
     let crate::plan::Source::Table(table) = &q.source else {
         let mut it = crate::exec::run_query(q, ctx)?;
         let mut rows = Vec::new();
@@ -586,18 +586,10 @@ pub fn run_locking_query(
         let locked = loop {
             match heap_lock_tuple(ctx.backend, table.storage.rel, tid, strength, wait, &table.name)? {
                 LockOutcome::Locked => break Some(row),
-                LockOutcome::Updated { new_tid } => {
-                    let snap = ctx.backend.txn.statement_snapshot()?;
-                    let Some((latest, bytes)) = heap_fetch_latest(ctx.backend, table.storage.rel, new_tid, &snap)? else {
-                        break None;
-                    };
-                    let descs = table.storage.descs()?;
-                    let newest = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
-                    if !qualifies(&newest, ctx)? {
-                        break None;
-                    }
-                    (tid, row) = (latest, newest);
-                }
+                LockOutcome::Updated { new_tid } => match crate::exec::newest_qualifying(table, new_tid, &qualifies, ctx)? {
+                    Some((latest, newest)) => (tid, row) = (latest, newest),
+                    None => break None,
+                },
                 _ => break None,
             }
         };
