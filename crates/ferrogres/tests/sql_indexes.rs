@@ -3,87 +3,10 @@
 //! added to loaded tables, the tpcb-like statements as prepared statements
 //! through the extended protocol) keep the balances consistent.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-struct Server {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
-    log: PathBuf,
-}
-
-impl Server {
-    fn start(dir: &Path) -> Server {
-        Server::start_with(dir, &[])
-    }
-
-    /// Starts the server with extra command-line arguments (`-c name=value`).
-    fn start_with(dir: &Path, args: &[&str]) -> Server {
-        for _ in 0..5 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            let log = dir.join(format!("server-{port}.log"));
-            let child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
-                .arg("-D")
-                .arg(dir.join("data"))
-                .args(["-p", &port.to_string(), "-k"])
-                .arg(dir)
-                .args(args)
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).unwrap())
-                .spawn()
-                .unwrap();
-            let mut s = Server { child: Some(child), port, dir: dir.to_path_buf(), log };
-            let deadline = Instant::now() + Duration::from_secs(30);
-            loop {
-                if s.child.as_mut().unwrap().try_wait().unwrap().is_some() {
-                    break;
-                }
-                if std::fs::read_to_string(&s.log).unwrap_or_default().contains("ready to accept connections") {
-                    return s;
-                }
-                assert!(Instant::now() < deadline, "server did not start");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            s.child = None;
-        }
-        panic!("could not start the server");
-    }
-
-    fn cmd(&self, prog: &str) -> Command {
-        let mut c = Command::new(prog);
-        c.arg("-h").arg(&self.dir).args(["-p", &self.port.to_string(), "-U", "postgres"]);
-        c.env_remove("PGOPTIONS").env_remove("PGSERVICE");
-        c
-    }
-
-    /// Runs SQL (psql -At, stopping at the first error); returns stdout.
-    fn sql(&self, sql: &str) -> String {
-        let out = self.cmd("psql").args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", "postgres"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        use std::io::Write;
-        let mut out = out;
-        out.stdin.take().unwrap().write_all(sql.as_bytes()).unwrap();
-        let o = out.wait_with_output().unwrap();
-        assert!(o.status.success(), "{sql}: {}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn kill9(&mut self) {
-        let mut c = self.child.take().unwrap();
-        c.kill().unwrap();
-        c.wait().unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+mod common;
+use common::server::Server;
+use std::process::Stdio;
+use std::time::Duration;
 
 fn values(from: usize, to: usize, f: impl Fn(usize) -> String) -> String {
     (from..=to).map(f).collect::<Vec<_>>().join(", ")
@@ -93,12 +16,12 @@ fn values(from: usize, to: usize, f: impl Fn(usize) -> String) -> String {
 fn committed_index_entries_survive_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());
-    srv.sql("CREATE TABLE c (id int PRIMARY KEY, k text); CREATE INDEX c_k ON c (k);");
+    srv.sql_ok("CREATE TABLE c (id int PRIMARY KEY, k text); CREATE INDEX c_k ON c (k);");
     for chunk in 0..10 {
         let (a, b) = (chunk * 500 + 1, chunk * 500 + 500);
-        srv.sql(&format!("INSERT INTO c VALUES {};", values(a, b, |i| format!("({i}, 'k{}')", i % 97))));
+        srv.sql_ok(&format!("INSERT INTO c VALUES {};", values(a, b, |i| format!("({i}, 'k{}')", i % 97))));
     }
-    srv.sql("UPDATE c SET k = 'moved' WHERE id <= 100; UPDATE c SET id = id + 10000 WHERE id > 4900;");
+    srv.sql_ok("UPDATE c SET k = 'moved' WHERE id <= 100; UPDATE c SET id = id + 10000 WHERE id > 4900;");
     // Uncommitted work at the crash.
     let mut open = srv.cmd("psql").args(["-X", "-q", "-d", "postgres"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     {
@@ -108,23 +31,23 @@ fn committed_index_entries_survive_a_crash() {
         stdin.flush().unwrap();
     }
     std::thread::sleep(Duration::from_millis(500));
-    srv.kill9();
+    srv.signal(libc::SIGKILL);
     let _ = open.kill();
     let _ = open.wait();
     let srv = Server::start(dir.path());
     // Every committed row is found through the primary key and through c_k.
     let ids: Vec<i32> = (1..=4900).chain(10000 + 4901..=10000 + 5000).filter(|id| id % 7 == 0 || *id == 4900 || *id == 14901).collect();
     let lookups: String = ids.iter().map(|id| format!("SELECT id FROM c WHERE id = {id};\n")).collect();
-    let got: Vec<String> = srv.sql(&lookups).lines().map(str::to_string).collect();
+    let got: Vec<String> = srv.sql_ok(&lookups).lines().map(str::to_string).collect();
     let want: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
     assert_eq!(got, want);
-    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE k = 'moved';").trim(), "100");
-    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE k = 'k5';").trim(), srv.sql("SELECT count(*) FROM c WHERE k || '' = 'k5';").trim());
-    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE id > 0;").trim(), "5000");
-    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE id = -1;").trim(), "0");
-    assert_eq!(srv.sql("SELECT count(*) FROM c WHERE id > 4900 AND id < 10000;").trim(), "0");
+    assert_eq!(srv.sql_ok("SELECT count(*) FROM c WHERE k = 'moved';").trim(), "100");
+    assert_eq!(srv.sql_ok("SELECT count(*) FROM c WHERE k = 'k5';").trim(), srv.sql_ok("SELECT count(*) FROM c WHERE k || '' = 'k5';").trim());
+    assert_eq!(srv.sql_ok("SELECT count(*) FROM c WHERE id > 0;").trim(), "5000");
+    assert_eq!(srv.sql_ok("SELECT count(*) FROM c WHERE id = -1;").trim(), "0");
+    assert_eq!(srv.sql_ok("SELECT count(*) FROM c WHERE id > 4900 AND id < 10000;").trim(), "0");
     // The unique index still refuses duplicates and takes new keys.
-    srv.sql("INSERT INTO c VALUES (-1, 'new');");
+    srv.sql_ok("INSERT INTO c VALUES (-1, 'new');");
     let o = srv.cmd("psql").args(["-X", "-At", "-d", "postgres", "-c", "INSERT INTO c VALUES (7, 'dup')"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("duplicate key value violates unique constraint \"c_pkey\""));
 }
@@ -152,7 +75,7 @@ fn pgbench_shaped_transactions_through_prepared_statements() {
          truncate pgbench_history;
          vacuum pgbench_branches;\n",
     );
-    srv.sql(&load);
+    srv.sql_ok(&load);
     let script = dir.path().join("tpcb.sql");
     std::fs::write(
         &script,
@@ -173,7 +96,7 @@ fn pgbench_shaped_transactions_through_prepared_statements() {
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success() && out.contains("number of failed transactions: 0"), "{out}");
-    let sums = srv.sql(
+    let sums = srv.sql_ok(
         "SELECT sum(abalance) FROM pgbench_accounts; SELECT sum(tbalance) FROM pgbench_tellers;
          SELECT sum(bbalance) FROM pgbench_branches; SELECT sum(delta) FROM pgbench_history;
          SELECT count(*) FROM pgbench_history; SELECT count(*) FROM pgbench_accounts WHERE aid > 0;",
@@ -197,7 +120,7 @@ fn concurrent_updates_through_the_primary_key_lose_nothing() {
     const UPDATES: usize = 400;
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start_with(dir.path(), &["-c", "autovacuum=off"]);
-    srv.sql("CREATE TABLE e (id int PRIMARY KEY, v int); INSERT INTO e VALUES (1, 0);");
+    srv.sql_ok("CREATE TABLE e (id int PRIMARY KEY, v int); INSERT INTO e VALUES (1, 0);");
     let script = "UPDATE e SET v = v + 1 WHERE id = 1;\n".repeat(UPDATES);
     let updated: usize = std::thread::scope(|s| {
         let sessions: Vec<_> = (0..SESSIONS)
@@ -206,7 +129,7 @@ fn concurrent_updates_through_the_primary_key_lose_nothing() {
                 s.spawn(move || {
                     // psql -At prints each statement's command tag: "UPDATE 1" when
                     // the row was found and changed.
-                    let out = srv.sql(script);
+                    let out = srv.sql_ok(script);
                     out.lines().filter(|l| *l == "UPDATE 1").count()
                 })
             })
@@ -214,6 +137,6 @@ fn concurrent_updates_through_the_primary_key_lose_nothing() {
         sessions.into_iter().map(|h| h.join().unwrap()).sum()
     });
     assert_eq!(updated, SESSIONS * UPDATES, "some UPDATE did not find the row through the primary key");
-    let v = srv.sql("SELECT v FROM e WHERE id = 1; SELECT v FROM e; SELECT count(*) FROM e WHERE id = 1;");
+    let v = srv.sql_ok("SELECT v FROM e WHERE id = 1; SELECT v FROM e; SELECT count(*) FROM e WHERE id = 1;");
     assert_eq!(v.lines().collect::<Vec<_>>(), [updated.to_string().as_str(), &updated.to_string(), "1"], "index scan, seq scan, count");
 }

@@ -22,6 +22,11 @@ impl Server {
     /// Starts the server on `dir` (data in dir/data, socket in dir); retries on
     /// another port if the chosen one was taken meanwhile.
     pub fn start(dir: &Path) -> Server {
+        Server::start_with(dir, &[])
+    }
+
+    /// [`Server::start`] with extra command-line arguments (`-c name=value`).
+    pub fn start_with(dir: &Path, args: &[&str]) -> Server {
         for _ in 0..5 {
             let port = free_port();
             let log = dir.join(format!("server-{port}.log"));
@@ -30,6 +35,7 @@ impl Server {
                 .arg(dir.join("data"))
                 .args(["-p", &port.to_string(), "-k"])
                 .arg(dir)
+                .args(args)
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(&log).unwrap())
                 .spawn()
@@ -90,6 +96,34 @@ impl Server {
     }
 }
 
+impl Server {
+    /// A client program (`psql`, `pgbench`) pointed at the server.
+    pub fn cmd(&self, prog: &str) -> Command {
+        let mut c = Command::new(prog);
+        c.arg("-h").arg(&self.dir).args(["-p", &self.port.to_string(), "-U", "postgres"]);
+        c.env_remove("PGOPTIONS").env_remove("PGSERVICE");
+        c
+    }
+
+    /// Runs SQL through psql's stdin, stopping at the first error, which fails
+    /// the test; returns stdout.
+    pub fn sql_ok(&self, sql: &str) -> String {
+        use std::io::Write;
+        let mut p = self
+            .cmd("psql")
+            .args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", "postgres"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        p.stdin.take().unwrap().write_all(sql.as_bytes()).unwrap();
+        let o = p.wait_with_output().unwrap();
+        assert!(o.status.success(), "{sql}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -98,4 +132,3 @@ impl Drop for Server {
         }
     }
 }
-
