@@ -610,12 +610,7 @@ pub fn update(
 ) -> Result<(u64, Vec<Vec<Value>>)> {
     use ferrogres_engine::heap::heapam::{heap_update, UpdateOptions, UpdateOutcome, WaitPolicy};
     let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
-    let qualifies = |row: &[Value], ctx: &mut Ctx| -> Result<bool> {
-        Ok(match filter {
-            Some(p) => eval_pure(p, row, ctx.params, &[], ctx.env)? == Value::Bool(true),
-            None => true,
-        })
-    };
+    let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
@@ -656,6 +651,14 @@ pub fn update(
         ctx.env.check_interrupts()?;
     }
     Ok((n, out))
+}
+
+/// Whether `row` passes a WHERE (true when there is none; NULL does not pass).
+fn passes(filter: Option<&Expr>, row: &[Value], ctx: &mut Ctx) -> Result<bool> {
+    Ok(match filter {
+        Some(p) => eval_pure(p, row, ctx.params, &[], ctx.env)? == Value::Bool(true),
+        None => true,
+    })
 }
 
 /// READ COMMITTED's re-check after a row the statement meant to change or lock
@@ -718,12 +721,7 @@ pub fn delete(
 ) -> Result<(u64, Vec<Vec<Value>>)> {
     use ferrogres_engine::heap::heapam::{heap_delete_ext, DeleteOptions, DeleteOutcome, WaitPolicy};
     let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
-    let qualifies = |row: &[Value], ctx: &mut Ctx| -> Result<bool> {
-        Ok(match filter {
-            Some(p) => eval_pure(p, row, ctx.params, &[], ctx.env)? == Value::Bool(true),
-            None => true,
-        })
-    };
+    let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
