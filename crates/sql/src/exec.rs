@@ -445,6 +445,27 @@ pub(crate) fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u
     }
 }
 
+/// ORDER BY's order of two rows: each key in turn, with its direction and null
+/// placement.
+pub fn compare_rows(a: &[Value], b: &[Value], keys: &[SortKey]) -> Ordering {
+    for k in keys {
+        let (x, y) = (&a[k.column], &b[k.column]);
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
+            (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
+            _ => {
+                let o = compare(x, y);
+                if k.desc { o.reverse() } else { o }
+            }
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
 /// Runs a query to a row iterator of its output columns.
 pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let input: Box<dyn RowIter> = match &q.source {
@@ -493,25 +514,7 @@ pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         while let Some(r) = rows.next(ctx)? {
             all.push(r);
         }
-        let keys = q.order.clone();
-        all.sort_by(|a, b| {
-            for k in &keys {
-                let (x, y) = (&a[k.column], &b[k.column]);
-                let o = match (x.is_null(), y.is_null()) {
-                    (true, true) => Ordering::Equal,
-                    (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
-                    (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
-                    _ => {
-                        let o = compare(x, y);
-                        if k.desc { o.reverse() } else { o }
-                    }
-                };
-                if o != Ordering::Equal {
-                    return o;
-                }
-            }
-            Ordering::Equal
-        });
+        all.sort_by(|a, b| compare_rows(a, b, &q.order));
         rows = Box::new(VecIter(all.into_iter()));
     }
     let offset = limit_value(&q.offset, ctx, "OFFSET", b"2201X")?.unwrap_or(0);

@@ -187,24 +187,7 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs
 /// SELECT DISTINCT [ON]: sorts `rows` by `order`, then by the DISTINCT columns
 /// `keys`, and keeps the first row of each run of equal `keys` values.
 pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize]) -> Vec<Vec<Value>> {
-    let by_order = |a: &Vec<Value>, b: &Vec<Value>| -> Ordering {
-        for k in order {
-            let (x, y) = (&a[k.column], &b[k.column]);
-            let o = match (x.is_null(), y.is_null()) {
-                (true, true) => Ordering::Equal,
-                (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
-                (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
-                _ => {
-                    let o = compare(x, y);
-                    if k.desc { o.reverse() } else { o }
-                }
-            };
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        Ordering::Equal
-    };
+    let by_order = |a: &Vec<Value>, b: &Vec<Value>| crate::exec::compare_rows(a, b, order);
     let by_keys = |a: &Vec<Value>, b: &Vec<Value>| -> Ordering {
         for &k in keys {
             let o = cmp_nulls_last(&a[k], &b[k]);

@@ -26,20 +26,25 @@ impl RelStorage {
     }
 }
 
-/// Inserts one row as the backend's current command.
-pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Tid> {
-    let descs = st.descs()?;
-    let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
-    let datums: Vec<Option<Datum<'_>>> = st
-        .types
+/// The datums of `row` in `st`'s column types; `fixed` holds the images of the
+/// fixed-length by-reference values (`types::fixed_bytes`), which the datums borrow.
+fn datums_of<'a>(st: &RelStorage, row: &'a [Value], fixed: &'a [Option<Vec<u8>>]) -> Result<Vec<Option<Datum<'a>>>> {
+    st.types
         .iter()
         .zip(row)
-        .zip(&fixed)
+        .zip(fixed)
         .map(|((t, v), f)| match f {
             Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
             None => types::to_datum(*t, v),
         })
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// Inserts one row as the backend's current command.
+pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Tid> {
+    let descs = st.descs()?;
+    let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
+    let datums = datums_of(st, row, &fixed)?;
     Ok(heapam::heap_insert_values(backend, st.rel, st.toast, &descs, &datums)?)
 }
 
@@ -87,16 +92,7 @@ pub fn form_row_toasted(backend: &mut Backend, st: &RelStorage, row: &[Value]) -
     use ferrogres_engine::heap::{toast, tuple::form_tuple};
     let descs = st.descs()?;
     let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
-    let datums: Vec<Option<Datum<'_>>> = st
-        .types
-        .iter()
-        .zip(row)
-        .zip(&fixed)
-        .map(|((t, v), f)| match f {
-            Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
-            None => types::to_datum(*t, v),
-        })
-        .collect::<Result<_>>()?;
+    let datums = datums_of(st, row, &fixed)?;
     let plan = toast::toast_plan(&descs, &datums)?;
     if plan.is_noop() {
         return Ok(form_tuple(&descs, &datums)?);
