@@ -86,6 +86,11 @@ fn grouping_matches_postgres_15() {
 }
 
 #[test]
+fn plan_cache_follows_catalog_and_settings() {
+    check_script("plan_cache");
+}
+
+#[test]
 fn data_survives_restart_and_crash() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());

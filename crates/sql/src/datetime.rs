@@ -410,6 +410,10 @@ fn parse_datetime(s: &str, ty: Type) -> Result<Parsed> {
         _ => None,
     };
     if special.is_some() {
+        if matches!(special, Some(Special::Now | Special::Today | Special::Tomorrow | Special::Yesterday)) {
+            // Its value depends on when it is read: a plan holding it is not reused.
+            crate::plan_cache::mark_uncacheable();
+        }
         p.special = special;
         return Ok(p);
     }

@@ -13,6 +13,7 @@ pub mod insert_select;
 pub mod like;
 pub mod locking;
 pub mod parser;
+pub mod plan_cache;
 pub mod plan;
 pub mod reloptions;
 pub mod rowio;

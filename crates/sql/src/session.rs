@@ -21,10 +21,11 @@
 //!
 //! Plan cache: a prepared statement keeps its analyzed plan and is re-analyzed
 //! at Bind when the catalog changed since ([`catalog_version`]: bumped by every
-//! committed DDL transaction, plus the session's own uncommitted DDL). Simple
-//! queries reuse the parse tree of a query string seen before (a per-session
-//! cache keyed by the text, at most [`PARSE_CACHE_SIZE`] entries); analysis runs
-//! again each time, since it depends on the catalog and the snapshot.
+//! committed DDL transaction, plus the session's own DDL, counted again when it
+//! is rolled back). Simple queries reuse the parse tree of a query string seen
+//! before (a per-session cache keyed by the text, at most [`PARSE_CACHE_SIZE`]
+//! entries) and the plan of a statement text seen before while the catalog
+//! version and settings are unchanged ([`crate::plan_cache`]).
 
 use crate::analyze::Analyzer;
 use crate::errors::{Result, Severity, SqlError};
@@ -211,6 +212,7 @@ impl SessionEnv {
             }
             _ => value,
         };
+        crate::plan_cache::bump_settings_epoch();
         let s = &mut self.settings[idx];
         s.value = value.clone();
         if s.reported {
@@ -301,6 +303,8 @@ pub struct Session {
     /// Parse trees of recent simple-query strings, with a use stamp for eviction.
     parse_cache: HashMap<String, (std::sync::Arc<Vec<ParsedStmt>>, u64)>,
     parse_clock: u64,
+    /// Analyzed plans of recent simple-query statements ([`crate::plan_cache`]).
+    plan_cache: crate::plan_cache::PlanCache,
 }
 
 fn txn_error(e: impl Into<SqlError>) -> SqlError {
@@ -323,6 +327,7 @@ impl Session {
             portals: HashMap::new(),
             parse_cache: HashMap::new(),
             parse_clock: 0,
+            plan_cache: Default::default(),
         }
     }
 
@@ -372,6 +377,10 @@ impl Session {
     fn end_txn(&mut self, commit: bool) -> Result<()> {
         let was_ddl = self.did_ddl;
         self.did_ddl = false;
+        if was_ddl && !commit {
+            // Plans analyzed against the rolled-back catalog are stale.
+            self.ddl_count += 1;
+        }
         self.implicit = false;
         self.status = TxnStatus::Idle;
         self.portals.clear();
@@ -379,6 +388,12 @@ impl Session {
             return Ok(());
         }
         if commit {
+            // Bumped before the commit releases the DDL's locks (a session that
+            // gets the lock then sees the change: `simple_plan`) and after it (a
+            // plan analyzed in between, without the change, is not reused).
+            if was_ddl {
+                CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
+            }
             self.backend.txn.commit().map_err(txn_error)?;
             if was_ddl {
                 CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
@@ -503,6 +518,10 @@ impl Session {
                     return Err(SqlError::new(b"3B001", format!("savepoint \"{name}\" does not exist")));
                 }
                 self.backend.txn.rollback_to(name)?;
+                if self.did_ddl {
+                    // DDL after the savepoint may be undone: plans made since are stale.
+                    self.ddl_count += 1;
+                }
                 self.status = TxnStatus::InBlock;
                 "ROLLBACK".into()
             }
@@ -635,6 +654,9 @@ impl Session {
                 // VACUUM runs outside any transaction: end the implicit one (its
                 // snapshot would hold the horizon back).
                 if self.backend.txn.in_transaction() {
+                    if self.did_ddl {
+                        CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
+                    }
                     self.backend.txn.commit().map_err(txn_error)?;
                     if std::mem::take(&mut self.did_ddl) {
                         CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
@@ -828,13 +850,13 @@ impl Session {
         if stmts.is_empty() {
             return out.empty_query();
         }
-        for st in stmts.iter() {
+        for (i, st) in stmts.iter().enumerate() {
             // Several statements in one string form an implicit transaction block.
             let vacuum_in_block = stmts.len() > 1 && matches!(&st.node, pg_query::NodeEnum::VacuumStmt(v) if v.is_vacuumcmd);
             let r = if vacuum_in_block {
                 Err(SqlError::new(b"25001", "VACUUM cannot run inside a transaction block"))
             } else {
-                self.simple_one(st, out)
+                self.simple_one(st, i, out)
             };
             if let Err(e) = r {
                 self.on_error();
@@ -844,7 +866,7 @@ impl Session {
         self.finish_implicit()
     }
 
-    fn simple_one(&mut self, st: &ParsedStmt, out: &mut dyn Output) -> Result<()> {
+    fn simple_one(&mut self, st: &ParsedStmt, index: usize, out: &mut dyn Output) -> Result<()> {
         if self.status == TxnStatus::Failed {
             // Only transaction control is even analyzed in a failed block.
             match &st.node {
@@ -852,12 +874,8 @@ impl Session {
                 _ => return self.check_not_failed(None),
             }
         }
-        let mut params = Vec::new();
-        let plan = self.analyze(st, &mut params, false)?;
-        if !params.is_empty() {
-            return Err(SqlError::new(b"42P02", "there is no parameter $1"));
-        }
-        self.check_not_failed(Some(&plan))?;
+        let plan = self.simple_plan(st, index)?;
+        self.check_not_failed(Some(&*plan))?;
         let cols = self.describe_plan(&plan);
         let (rows, tag) = self.run(&plan, &[], out)?;
         if let Some(cols) = cols {
@@ -867,6 +885,37 @@ impl Session {
             }
         }
         out.command_complete(&tag)
+    }
+
+    /// The plan of a simple-query statement: the cached one if the catalog and
+    /// settings are as they were when it was analyzed, checked again once its
+    /// relation locks are held; else a fresh analysis, kept if it may be.
+    fn simple_plan(&mut self, st: &ParsedStmt, index: usize) -> Result<std::sync::Arc<Statement>> {
+        let key = (st.sql.clone(), index);
+        if self.status != TxnStatus::Failed {
+            if let Some((plan, version)) = self.plan_cache.get(&key, self.version()) {
+                self.ensure_txn()?;
+                crate::locking::apply_settings(&self.backend, &mut self.env)?;
+                crate::locking::lock_plan(&self.backend, &plan)?;
+                if self.version() == version {
+                    return Ok(plan);
+                }
+            }
+        }
+        let version = self.version();
+        let settings = crate::plan_cache::settings_epoch();
+        crate::plan_cache::begin_analysis();
+        let mut params = Vec::new();
+        let plan = self.analyze(st, &mut params, false);
+        let volatile = crate::plan_cache::take_uncacheable();
+        let plan = std::sync::Arc::new(plan?);
+        if !params.is_empty() {
+            return Err(SqlError::new(b"42P02", "there is no parameter $1"));
+        }
+        if !volatile && crate::plan_cache::cacheable(&plan) {
+            self.plan_cache.insert(key, plan.clone(), version, settings);
+        }
+        Ok(plan)
     }
 
     // ---- extended query --------------------------------------------------------
