@@ -6,56 +6,11 @@
 //! left waiting while another acts.
 
 mod common;
+use common::server::Server;
 use common::*;
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Server {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let log = dir.path().join(format!("server-{port}.log"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
-            .arg("-D")
-            .arg(dir.path().join("data"))
-            .args(["-p", &port.to_string(), "-k"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            if std::fs::read_to_string(&log).unwrap_or_default().contains("ready to accept connections") {
-                return Server { child, port, _dir: dir };
-            }
-            assert!(Instant::now() < deadline, "server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    let _ = Path::new("");
-    panic!("could not start the server");
-}
 
 /// What one simple-query round trip returned.
 #[derive(Debug, Default)]
@@ -81,18 +36,6 @@ struct Client {
     s: TcpStream,
     pid: i32,
     secret: i32,
-}
-
-fn fields(b: &[u8]) -> HashMap<u8, String> {
-    let mut m = HashMap::new();
-    let mut i = 0;
-    while i < b.len() && b[i] != 0 {
-        let t = b[i];
-        let end = i + 1 + b[i + 1..].iter().position(|&c| c == 0).unwrap();
-        m.insert(t, String::from_utf8_lossy(&b[i + 1..end]).into_owned());
-        i = end + 1;
-    }
-    m
 }
 
 impl Client {
@@ -197,7 +140,7 @@ fn ok(r: &Reply) {
 
 #[test]
 fn select_waits_for_lock_table_and_drop_is_seen_after_the_wait() {
-    let srv = start();
+    let srv = Server::start_temp(&[]);
     let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
     ok(&a.q("CREATE TABLE t (x int)"));
     ok(&a.q("INSERT INTO t VALUES (1), (2)"));
@@ -222,7 +165,7 @@ fn select_waits_for_lock_table_and_drop_is_seen_after_the_wait() {
 
 #[test]
 fn lock_table_nowait_outside_block_and_modes() {
-    let srv = start();
+    let srv = Server::start_temp(&[]);
     let (mut a, mut b) = (Client::connect(srv.port), Client::connect(srv.port));
     ok(&a.q("CREATE TABLE a1 (x int)"));
     let r = a.q("LOCK TABLE a1");
@@ -244,7 +187,7 @@ fn lock_table_nowait_outside_block_and_modes() {
 
 #[test]
 fn lock_timeout_and_cancel_end_a_lock_wait() {
-    let srv = start();
+    let srv = Server::start_temp(&[]);
     let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
     ok(&a.q("CREATE TABLE t (x int)"));
     ok(&a.q("BEGIN"));
@@ -273,7 +216,7 @@ fn lock_timeout_and_cancel_end_a_lock_wait() {
 
 #[test]
 fn deadlock_between_two_sessions_fails_one_and_lets_the_other_proceed() {
-    let srv = start();
+    let srv = Server::start_temp(&[]);
     let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
     ok(&a.q("CREATE TABLE t1 (x int)"));
     ok(&a.q("CREATE TABLE t2 (x int)"));
@@ -296,7 +239,7 @@ fn deadlock_between_two_sessions_fails_one_and_lets_the_other_proceed() {
 
 #[test]
 fn advisory_locks() {
-    let srv = start();
+    let srv = Server::start_temp(&[]);
     let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
     // void: not NULL, the empty string.
     assert_eq!(a.q("SELECT pg_advisory_lock(1)").rows, vec![vec![Some(String::new())]]);
@@ -324,7 +267,7 @@ fn advisory_locks() {
 
 #[test]
 fn for_update_waits_then_follows_the_update_in_read_committed() {
-    let srv = start();
+    let srv = Server::start_temp(&[]);
     let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
     ok(&a.q("CREATE TABLE foo (id int, v int)"));
     ok(&a.q("INSERT INTO foo VALUES (1, 10), (2, 20), (3, 30)"));
@@ -358,7 +301,7 @@ fn for_update_waits_then_follows_the_update_in_read_committed() {
 
 #[test]
 fn for_update_of_a_concurrently_updated_row_is_40001_in_repeatable_read() {
-    let srv = start();
+    let srv = Server::start_temp(&[]);
     let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
     ok(&a.q("CREATE TABLE foo (id int, v int)"));
     ok(&a.q("INSERT INTO foo VALUES (1, 10)"));
@@ -376,7 +319,7 @@ fn for_update_of_a_concurrently_updated_row_is_40001_in_repeatable_read() {
 
 #[test]
 fn delete_waits_for_the_updater_and_rechecks_the_new_version() {
-    let srv = start();
+    let srv = Server::start_temp(&[]);
     let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
     ok(&a.q("CREATE TABLE foo (id int, v int)"));
     ok(&a.q("INSERT INTO foo VALUES (1, 10), (2, 20)"));
@@ -395,7 +338,7 @@ fn delete_waits_for_the_updater_and_rechecks_the_new_version() {
 
 #[test]
 fn pg_locks_shows_what_the_sessions_hold_and_await() {
-    let srv = start();
+    let srv = Server::start_temp(&[]);
     let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
     ok(&a.q("CREATE TABLE t (x int)"));
     ok(&a.q("BEGIN"));

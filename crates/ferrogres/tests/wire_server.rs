@@ -3,119 +3,20 @@
 //! send (extended protocol with row limits, CancelRequest, malformed messages).
 
 mod common;
+use common::server::Server;
 use common::*;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-struct Server {
-    child: Option<Child>,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Server {
-    /// Start on a free port. A port found free may be taken before the server
-    /// binds it (by another test's server or a client socket): then the server
-    /// exits at once and we try another one.
-    fn start(extra: &[&str]) -> Server {
-        for _attempt in 0..5 {
-            let dir = tempfile::tempdir().unwrap();
-            let port = {
-                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-                l.local_addr().unwrap().port()
-            };
-            let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
-            let child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
-                .arg("-D")
-                .arg(dir.path().join("data"))
-                .args(["-p", &port.to_string(), "-k"])
-                .arg(dir.path())
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .unwrap();
-            let mut s = Server { child: Some(child), port, dir };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                if let Some(st) = s.child.as_mut().unwrap().try_wait().unwrap() {
-                    eprintln!("server exited with {st} on port {port}: {}", s.log());
-                    break;
-                }
-                // Not just "the socket file exists": bind() creates it before listen().
-                if s.log().contains("database system is ready to accept connections") {
-                    return s;
-                }
-                assert!(Instant::now() < deadline, "server did not start: {}", s.log());
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            s.child = None;
-        }
-        panic!("could not start the server on a free port");
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
-    }
-
-    fn socket_path(&self) -> PathBuf {
-        self.dir.path().join(format!(".s.PGSQL.{}", self.port))
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.as_ref().unwrap().id() as i32
-    }
-
-    fn psql(&self, host: &str, args: &[&str]) -> Output {
-        Command::new("psql")
-            .args(["-X", "-h", host, "-p", &self.port.to_string(), "-U", "postgres", "-d", "postgres"])
-            .args(args)
-            .env("PGCONNECT_TIMEOUT", "5")
-            .env_remove("PGPASSWORD")
-            .env_remove("PGOPTIONS")
-            .env_remove("PGSSLMODE")
-            .env_remove("PGSERVICE")
-            .output()
-            .expect("psql runs")
-    }
-
-    fn psql_tcp(&self, args: &[&str]) -> Output {
-        self.psql("127.0.0.1", args)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
 // ---- a raw protocol client ------------------------------------------------
-
-/// Fields of an ErrorResponse/NoticeResponse body, by field code.
-fn fields(body: &[u8]) -> HashMap<u8, String> {
-    let mut m = HashMap::new();
-    let mut i = 0;
-    while i < body.len() && body[i] != 0 {
-        let code = body[i];
-        let end = body[i + 1..].iter().position(|&b| b == 0).unwrap() + i + 1;
-        m.insert(code, text(&body[i + 1..end]));
-        i = end + 1;
-    }
-    m
-}
 
 trait Io: Read + Write {
     fn shutdown_write(&self);
@@ -242,12 +143,12 @@ fn simple_select_1_works(port: u16) {
 
 #[test]
 fn psql_over_tcp_and_unix_socket() {
-    let srv = Server::start(&[]);
+    let srv = Server::start_temp(&[]);
     let out = srv.psql_tcp(&["-At", "-c", "select 1"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "1\n");
 
-    let sock = srv.dir.path().to_str().unwrap().to_string();
+    let sock = srv.dir.to_str().unwrap().to_string();
     let out = srv.psql(&sock, &["-At", "-c", "select 1"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "1\n");
@@ -275,7 +176,7 @@ fn psql_over_tcp_and_unix_socket() {
 
 #[test]
 fn startup_reports_postgres_15_parameters_and_key() {
-    let srv = Server::start(&[]);
+    let srv = Server::start_temp(&[]);
     // SSLRequest and GSSENCRequest are refused with 'N'; startup goes on in clear.
     let mut r = Raw::tcp(srv.port);
     for code in [80877103i32, 80877104] {
@@ -336,7 +237,7 @@ fn startup_reports_postgres_15_parameters_and_key() {
 
 #[test]
 fn extended_query_with_row_limit_and_error_recovery() {
-    let srv = Server::start(&[]);
+    let srv = Server::start_temp(&[]);
     let mut r = Raw::connect(srv.port);
 
     // Parse / Describe statement / Bind / Describe portal / Execute x3 with max_rows 2 / Sync
@@ -407,7 +308,7 @@ fn extended_query_with_row_limit_and_error_recovery() {
 
 #[test]
 fn cancel_request_interrupts_pg_sleep() {
-    let srv = Server::start(&[]);
+    let srv = Server::start_temp(&[]);
     let mut r = Raw::connect(srv.port);
 
     // A cancel with the wrong secret does nothing.
@@ -448,7 +349,7 @@ fn send_cancel(port: u16, pid: i32, secret: i32) {
 
 #[test]
 fn malformed_messages_end_only_their_connection() {
-    let srv = Server::start(&[]);
+    let srv = Server::start_temp(&[]);
     let mut idle = Raw::connect(srv.port);
 
     // Garbage instead of a startup packet (an HTTP request).
@@ -493,7 +394,7 @@ fn malformed_messages_end_only_their_connection() {
 
 #[test]
 fn max_connections_is_enforced() {
-    let srv = Server::start(&["-c", "max_connections=2"]);
+    let srv = Server::start_temp(&["-c", "max_connections=2"]);
     let a = Raw::connect(srv.port);
     let _b = Raw::connect(srv.port);
     let mut c = Raw::tcp(srv.port);
@@ -519,7 +420,7 @@ fn max_connections_is_enforced() {
 
 #[test]
 fn sigterm_stops_the_server_cleanly() {
-    let mut srv = Server::start(&[]);
+    let mut srv = Server::start_temp(&[]);
     let mut idle = Raw::connect(srv.port);
     let mut busy = Raw::connect(srv.port);
     busy.send(&query("select pg_sleep(30)"));
@@ -556,7 +457,7 @@ fn sigterm_stops_the_server_cleanly() {
 
 #[test]
 fn unix_socket_raw_client() {
-    let srv = Server::start(&[]);
+    let srv = Server::start_temp(&[]);
     let s = UnixStream::connect(srv.socket_path()).unwrap_or_else(|e| panic!("{e}; server log: {}", srv.log()));
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut r = Raw { s: Box::new(s), params: HashMap::new(), pid: 0, secret: 0 };
@@ -570,8 +471,8 @@ fn unix_socket_raw_client() {
 
 #[test]
 fn pgbench_runs_in_every_query_mode() {
-    let srv = Server::start(&[]);
-    let script = srv.dir.path().join("select1.sql");
+    let srv = Server::start_temp(&[]);
+    let script = srv.dir.join("select1.sql");
     std::fs::write(&script, "select 1;\n").unwrap();
     for mode in ["simple", "extended", "prepared"] {
         let out = Command::new("pgbench")
@@ -603,7 +504,7 @@ impl Rng {
 
 #[test]
 fn random_messages_never_crash_the_server() {
-    let srv = Server::start(&[]);
+    let srv = Server::start_temp(&[]);
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let types = b"QPBEDCSHXFdcf@p\x00";
     for _ in 0..300 {

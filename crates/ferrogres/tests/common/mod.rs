@@ -71,3 +71,16 @@ pub fn query(q: &str) -> Vec<u8> {
 pub fn types(v: &[(u8, Vec<u8>)]) -> String {
     v.iter().map(|(t, _)| *t as char).collect()
 }
+
+/// Fields of an ErrorResponse/NoticeResponse body, by field code.
+pub fn fields(body: &[u8]) -> std::collections::HashMap<u8, String> {
+    let mut m = std::collections::HashMap::new();
+    let mut i = 0;
+    while i < body.len() && body[i] != 0 {
+        let code = body[i];
+        let end = body[i + 1..].iter().position(|&b| b == 0).unwrap() + i + 1;
+        m.insert(code, String::from_utf8_lossy(&body[i + 1..end]).into_owned());
+        i = end + 1;
+    }
+    m
+}

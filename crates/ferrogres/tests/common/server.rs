@@ -11,6 +11,9 @@ pub struct Server {
     pub port: u16,
     pub dir: PathBuf,
     pub log: PathBuf,
+    /// The temporary directory holding `dir`, when the server owns it
+    /// ([`Server::start_temp`]); removed after the server is stopped.
+    pub tmp: Option<tempfile::TempDir>,
 }
 
 fn free_port() -> u16 {
@@ -40,7 +43,7 @@ impl Server {
                 .stderr(std::fs::File::create(&log).unwrap())
                 .spawn()
                 .unwrap();
-            let mut s = Server { child: Some(child), port, dir: dir.to_path_buf(), log };
+            let mut s = Server { child: Some(child), port, dir: dir.to_path_buf(), log, tmp: None };
             let deadline = Instant::now() + Duration::from_secs(20);
             loop {
                 if s.child.as_mut().unwrap().try_wait().unwrap().is_some() {
@@ -55,6 +58,41 @@ impl Server {
             s.child = None;
         }
         panic!("could not start the server");
+    }
+
+    /// [`Server::start_with`] on a temporary directory of its own.
+    pub fn start_temp(args: &[&str]) -> Server {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut s = Server::start_with(tmp.path(), args);
+        s.tmp = Some(tmp);
+        s
+    }
+
+    pub fn socket_path(&self) -> PathBuf {
+        self.dir.join(format!(".s.PGSQL.{}", self.port))
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    /// psql connected through `host` (a socket directory or an address), with
+    /// `args`; its whole output.
+    pub fn psql(&self, host: &str, args: &[&str]) -> std::process::Output {
+        Command::new("psql")
+            .args(["-X", "-h", host, "-p", &self.port.to_string(), "-U", "postgres", "-d", "postgres"])
+            .args(args)
+            .env("PGCONNECT_TIMEOUT", "5")
+            .env_remove("PGPASSWORD")
+            .env_remove("PGOPTIONS")
+            .env_remove("PGSSLMODE")
+            .env_remove("PGSERVICE")
+            .output()
+            .expect("psql runs")
+    }
+
+    pub fn psql_tcp(&self, args: &[&str]) -> std::process::Output {
+        self.psql("127.0.0.1", args)
     }
 
     pub fn log(&self) -> String {
