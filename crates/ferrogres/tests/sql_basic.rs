@@ -91,6 +91,11 @@ fn plan_cache_follows_catalog_and_settings() {
 }
 
 #[test]
+fn prepare_execute_deallocate_match_postgres_15() {
+    check_script("prepare");
+}
+
+#[test]
 fn data_survives_restart_and_crash() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());

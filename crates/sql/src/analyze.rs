@@ -59,6 +59,11 @@ fn str_of(n: &pb::Node) -> Option<&str> {
     }
 }
 
+/// The parse location of an expression node (-1 if it has none).
+pub(crate) fn node_location(n: &NodeEnum) -> i32 {
+    location(n)
+}
+
 fn location(n: &NodeEnum) -> i32 {
     match n {
         NodeEnum::ColumnRef(c) => c.location,
@@ -133,7 +138,7 @@ fn set_value(args: &[pb::Node]) -> Result<String> {
 }
 
 impl<'a> Analyzer<'a> {
-    fn err_at(&self, e: SqlError, loc: i32) -> SqlError {
+    pub(crate) fn err_at(&self, e: SqlError, loc: i32) -> SqlError {
         e.at(self.sql, loc)
     }
 

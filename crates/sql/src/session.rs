@@ -874,6 +874,12 @@ impl Session {
                 _ => return self.check_not_failed(None),
             }
         }
+        match &st.node {
+            pg_query::NodeEnum::PrepareStmt(p) => return self.sql_prepare(st, p, out),
+            pg_query::NodeEnum::ExecuteStmt(e) => return self.sql_execute(st, e, out),
+            pg_query::NodeEnum::DeallocateStmt(d) => return self.sql_deallocate(d, out),
+            _ => {}
+        }
         let plan = self.simple_plan(st, index)?;
         self.check_not_failed(Some(&*plan))?;
         let cols = self.describe_plan(&plan);
@@ -918,6 +924,108 @@ impl Session {
         Ok(plan)
     }
 
+    // ---- PREPARE / EXECUTE / DEALLOCATE -----------------------------------------
+    // SQL-level prepared statements share the protocol's namespace (`prepared`),
+    // as in PostgreSQL; PREPARE is not transactional.
+
+    fn sql_prepare(&mut self, st: &ParsedStmt, p: &pg_query::protobuf::PrepareStmt, out: &mut dyn Output) -> Result<()> {
+        if self.prepared.contains_key(&p.name) {
+            return Err(SqlError::new(b"42P05", format!("prepared statement \"{}\" already exists", p.name)));
+        }
+        let Some(query) = p.query.as_ref().and_then(|q| q.node.clone()) else {
+            return Err(SqlError::syntax("PREPARE without a statement"));
+        };
+        // The statement keeps the whole string, so positions stay right.
+        let inner = ParsedStmt { node: query, sql: st.sql.clone() };
+        let version = self.version();
+        let mut types: Vec<Option<Type>> = Vec::new();
+        if !p.argtypes.is_empty() {
+            self.ensure_txn()?;
+            let snap = self.backend.txn.statement_snapshot()?;
+            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true };
+            for n in &p.argtypes {
+                let Some(pg_query::NodeEnum::TypeName(tn)) = n.node.as_ref() else {
+                    return Err(SqlError::not_supported("this PREPARE parameter type"));
+                };
+                types.push(Some(a.type_name(Some(tn))?.0));
+            }
+        }
+        let plan = self.analyze(&inner, &mut types, true)?;
+        let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
+        self.prepared.insert(p.name.clone(), Prepared { parsed: Some(inner), plan, param_types, version });
+        out.command_complete("PREPARE")
+    }
+
+    fn sql_execute(&mut self, st: &ParsedStmt, e: &pg_query::protobuf::ExecuteStmt, out: &mut dyn Output) -> Result<()> {
+        let Some(p) = self.prepared.get(&e.name) else {
+            return Err(SqlError::new(b"26000", format!("prepared statement \"{}\" does not exist", e.name)));
+        };
+        let types = p.param_types.clone();
+        if types.len() != e.params.len() {
+            return Err(SqlError::new(b"42601", format!("wrong number of parameters for prepared statement \"{}\"", e.name))
+                .with_detail(format!("Expected {} parameters but got {}.", types.len(), e.params.len())));
+        }
+        // The arguments: expressions without columns, coerced as in assignment.
+        self.ensure_txn()?;
+        let mut exprs = Vec::with_capacity(types.len());
+        {
+            let snap = self.backend.txn.statement_snapshot()?;
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false };
+            for (i, (n, ty)) in e.params.iter().zip(&types).enumerate() {
+                let Some(node) = n.node.as_ref() else { return Err(SqlError::syntax("empty EXECUTE parameter")) };
+                let ex = a.scalar_expr(node)?;
+                let from = ex.ty();
+                let loc = crate::analyze::node_location(node);
+                if from != Type::Unknown && from != *ty && !types::cast_allowed(from, *ty, types::CastContext::Assignment) {
+                    let err = SqlError::new(
+                        b"42804",
+                        format!("parameter ${} of type {} cannot be coerced to the expected type {}", i + 1, from.sql_name(), ty.sql_name()),
+                    )
+                    .with_hint("You will need to rewrite or cast the expression.");
+                    return Err(a.err_at(err, loc));
+                }
+                exprs.push(a.coerce(ex, *ty, types::CastContext::Assignment, loc)?);
+            }
+        }
+        let mut values = Vec::with_capacity(exprs.len());
+        for ex in &exprs {
+            values.push(exec::eval_pure(ex, &[], &[], &[], &mut self.env)?);
+        }
+        // Re-analyze if the catalog changed since PREPARE.
+        let version = self.version();
+        let p = &self.prepared[&e.name];
+        if p.version != version {
+            if let Some(parsed) = p.parsed.clone() {
+                let mut types: Vec<Option<Type>> = p.param_types.iter().map(|t| Some(*t)).collect();
+                let plan = self.analyze(&parsed, &mut types, true)?;
+                let p = self.prepared.get_mut(&e.name).expect("looked up above");
+                p.plan = plan;
+                p.version = version;
+            }
+        }
+        let plan = self.prepared[&e.name].plan.clone();
+        let cols = self.describe_plan(&plan);
+        let (rows, tag) = self.run(&plan, &values, out)?;
+        if let Some(cols) = cols {
+            out.row_description(&cols)?;
+            for r in rows.unwrap_or_default() {
+                out.row(&r)?;
+            }
+        }
+        out.command_complete(&tag)
+    }
+
+    fn sql_deallocate(&mut self, d: &pg_query::protobuf::DeallocateStmt, out: &mut dyn Output) -> Result<()> {
+        if d.isall || d.name.is_empty() {
+            self.prepared.clear();
+            return out.command_complete("DEALLOCATE ALL");
+        }
+        if self.prepared.remove(&d.name).is_none() {
+            return Err(SqlError::new(b"26000", format!("prepared statement \"{}\" does not exist", d.name)));
+        }
+        out.command_complete("DEALLOCATE")
+    }
+
     // ---- extended query --------------------------------------------------------
 
     /// Parse: `param_types` are the client's type OIDs (0 = infer).
@@ -941,6 +1049,8 @@ impl Session {
                 oid => Some(Type::from_oid(oid).ok_or_else(|| SqlError::not_supported(format!("parameter type with OID {oid}")))?),
             });
         }
+        // Read before analysis: DDL committing meanwhile makes the plan stale.
+        let version = self.version();
         let (parsed, plan) = match stmts.into_iter().next() {
             None => (None, Statement::Empty),
             Some(st) => {
@@ -953,7 +1063,6 @@ impl Session {
         };
         // Parameters nobody gave a type to are text, as unknown resolves.
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
-        let version = self.version();
         self.prepared.insert(name.to_string(), Prepared { parsed, plan, param_types, version });
         Ok(())
     }
