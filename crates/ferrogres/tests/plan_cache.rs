@@ -1,7 +1,8 @@
-//! The simple-query plan cache under concurrent DDL: a session whose cached
-//! plan names a table that another session drops and re-creates, and that waits
-//! for that session's lock, must see the new table once the lock is granted
-//! (the catalog version is re-checked after the plan's locks are taken).
+//! Cached plans under concurrent DDL: a session whose cached plan (simple-query
+//! cache, or a prepared statement) names a table that another session drops and
+//! re-creates, and that waits for that session's lock, must see the new table
+//! once the lock is granted (the catalog version is re-checked after the plan's
+//! locks are taken).
 
 mod common;
 use common::server::Server;
@@ -33,31 +34,25 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn a_cached_plan_waiting_on_a_ddl_lock_is_replanned() {
+/// Session A runs `setup`, then `query` twice (the second run uses the cached
+/// plan); session B replaces table t inside a transaction; A runs `query` again,
+/// waits for B's lock, and must read B's table after B commits.
+fn replanned_after_lock_wait(setup: &str, query: &str, new_table: &str, expect: &str) {
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start(dir.path());
     srv.sql_ok("CREATE TABLE t (a int); INSERT INTO t VALUES (1);");
 
-    // Session A runs the same text twice: the second run uses the cached plan.
     let a_ready = dir.path().join("a_ready");
     let mut a = interactive(&srv);
-    send(&mut a, &format!("SELECT * FROM t;\nSELECT * FROM t;\n\\! touch {}\n", a_ready.display()));
+    send(&mut a, &format!("{setup}{query}\n{query}\n\\! touch {}\n", a_ready.display()));
     wait_for("session A's first two queries", || a_ready.exists());
 
-    // Session B replaces the table and holds its locks.
-    let ready = dir.path().join("b_ready");
+    let b_ready = dir.path().join("b_ready");
     let mut b = interactive(&srv);
-    send(
-        &mut b,
-        &format!(
-            "BEGIN;\nDROP TABLE t;\nCREATE TABLE t (x text);\nINSERT INTO t VALUES ('new');\n\\! touch {}\n",
-            ready.display()
-        ),
-    );
-    wait_for("session B's DDL", || ready.exists());
+    send(&mut b, &format!("BEGIN;\nDROP TABLE t;\n{new_table}\n\\! touch {}\n", b_ready.display()));
+    wait_for("session B's DDL", || b_ready.exists());
     // A's cached plan is valid as far as it knows: B has not committed.
-    send(&mut a, "SELECT * FROM t;\n");
+    send(&mut a, &format!("{query}\n"));
     wait_for("session A to wait for B's lock", || {
         srv.sql_ok("SELECT count(*) FROM pg_locks WHERE NOT granted").trim() != "0"
     });
@@ -70,6 +65,26 @@ fn a_cached_plan_waiting_on_a_ddl_lock_is_replanned() {
     let ao = a.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&ao.stdout);
     let err = String::from_utf8_lossy(&ao.stderr);
-    assert_eq!(out, "1\n1\nnew\n", "session A's output (stderr: {err})\nserver log: {}", srv.log());
+    assert_eq!(out, expect, "session A's output (stderr: {err})\nserver log: {}", srv.log());
     assert_eq!(err, "");
+}
+
+#[test]
+fn a_cached_simple_query_plan_waiting_on_a_ddl_lock_is_replanned() {
+    replanned_after_lock_wait(
+        "",
+        "SELECT * FROM t;",
+        "CREATE TABLE t (x text);\nINSERT INTO t VALUES ('new');",
+        "1\n1\nnew\n",
+    );
+}
+
+#[test]
+fn a_prepared_statement_waiting_on_a_ddl_lock_is_replanned() {
+    replanned_after_lock_wait(
+        "PREPARE q AS SELECT * FROM t;\n",
+        "EXECUTE q;",
+        "CREATE TABLE t (a int);\nINSERT INTO t VALUES (2);",
+        "PREPARE\n1\n1\n2\n",
+    );
 }

@@ -991,18 +991,7 @@ impl Session {
         for ex in &exprs {
             values.push(exec::eval_pure(ex, &[], &[], &[], &mut self.env)?);
         }
-        // Re-analyze if the catalog changed since PREPARE.
-        let version = self.version();
-        let p = &self.prepared[&e.name];
-        if p.version != version {
-            if let Some(parsed) = p.parsed.clone() {
-                let mut types: Vec<Option<Type>> = p.param_types.iter().map(|t| Some(*t)).collect();
-                let plan = self.analyze(&parsed, &mut types, true)?;
-                let p = self.prepared.get_mut(&e.name).expect("looked up above");
-                p.plan = plan;
-                p.version = version;
-            }
-        }
+        self.revalidate_prepared(&e.name)?;
         let plan = self.prepared[&e.name].plan.clone();
         let cols = self.describe_plan(&plan);
         let (rows, tag) = self.run(&plan, &values, out)?;
@@ -1013,6 +1002,41 @@ impl Session {
             }
         }
         out.command_complete(&tag)
+    }
+
+    /// Makes prepared statement `name`'s plan current: analyzed again if the
+    /// catalog changed since, checked again once its relation locks are held (a
+    /// DDL that committed while we waited for them is seen). A new plan must
+    /// return the columns the old one did, which the client may have been told.
+    fn revalidate_prepared(&mut self, name: &str) -> Result<()> {
+        let p = &self.prepared[name];
+        if p.parsed.is_none() {
+            return Ok(());
+        }
+        let mut version = self.version();
+        let mut stale = p.version != version;
+        if !stale && crate::locking::plan_lock_mode(&p.plan).is_some() {
+            self.ensure_txn()?;
+            crate::locking::apply_settings(&self.backend, &mut self.env)?;
+            crate::locking::lock_plan(&self.backend, &self.prepared[name].plan)?;
+            version = self.version();
+            stale = self.prepared[name].version != version;
+        }
+        if !stale {
+            return Ok(());
+        }
+        let p = &self.prepared[name];
+        let parsed = p.parsed.clone().expect("checked above");
+        let mut types: Vec<Option<Type>> = p.param_types.iter().map(|t| Some(*t)).collect();
+        let plan = self.analyze(&parsed, &mut types, true)?;
+        let shape = |d: Option<Vec<ColumnDesc>>| d.map(|cols| cols.into_iter().map(|c| (c.name, c.ty, c.typmod)).collect::<Vec<_>>());
+        if shape(self.describe_plan(&plan)) != shape(self.describe_plan(&self.prepared[name].plan)) {
+            return Err(SqlError::new(b"0A000", "cached plan must not change result type"));
+        }
+        let p = self.prepared.get_mut(name).expect("looked up above");
+        p.plan = plan;
+        p.version = version;
+        Ok(())
     }
 
     fn sql_deallocate(&mut self, d: &pg_query::protobuf::DeallocateStmt, out: &mut dyn Output) -> Result<()> {
@@ -1091,10 +1115,9 @@ impl Session {
     }
 
     fn bind_inner(&mut self, portal: &str, statement: &str, params: &[ParamValue<'_>]) -> Result<()> {
-        let version = self.version();
-        let (stale, nparams) = match self.prepared.get(statement) {
+        let nparams = match self.prepared.get(statement) {
             None => return Err(no_statement(statement)),
-            Some(p) => (p.version != version && p.parsed.is_some(), p.param_types.len()),
+            Some(p) => p.param_types.len(),
         };
         if params.len() != nparams {
             return Err(SqlError::new(
@@ -1106,15 +1129,7 @@ impl Session {
         if self.status == TxnStatus::Failed && !plan_is_txn {
             self.check_not_failed(None)?;
         }
-        if stale {
-            // The catalog changed: analyze again with the same parameter types.
-            let parsed = self.prepared[statement].parsed.clone().expect("checked above");
-            let mut types: Vec<Option<Type>> = self.prepared[statement].param_types.iter().map(|t| Some(*t)).collect();
-            let plan = self.analyze(&parsed, &mut types, true)?;
-            let p = self.prepared.get_mut(statement).expect("checked above");
-            p.plan = plan;
-            p.version = version;
-        }
+        self.revalidate_prepared(statement)?;
         let p = &self.prepared[statement];
         let mut values = Vec::with_capacity(params.len());
         for (i, (pv, ty)) in params.iter().zip(&p.param_types).enumerate() {

@@ -32,6 +32,14 @@ DROP TABLE pp;
 CREATE TABLE pp (id int, name text, score float8);
 INSERT INTO pp VALUES (9, 'nine', 9);
 EXECUTE one(9);
+PREPARE star AS SELECT * FROM pp;
+EXECUTE star;
+DROP TABLE pp;
+CREATE TABLE pp (id int, name text);
+EXECUTE star;
+DROP TABLE pp;
+CREATE TABLE pp (id int, name text, score float8);
+EXECUTE star;
 -- in a transaction block
 BEGIN;
 EXECUTE ins(10, 'ten', 10);
