@@ -369,3 +369,46 @@ fn pg_locks_shows_what_the_sessions_hold_and_await() {
     ok(&b.q("COMMIT"));
     assert_eq!(rows(ctl.q(&q(a.pid))), Vec::<String>::new());
 }
+
+/// Utility statements lock their tables as PostgreSQL does: CREATE INDEX
+/// (ShareLock) waits for a transaction that inserted rows, so the index holds
+/// them; TRUNCATE (AccessExclusiveLock) waits for a reader; COPY FROM
+/// (RowExclusiveLock) waits for LOCK ... IN SHARE MODE.
+#[test]
+fn create_index_truncate_and_copy_take_relation_locks() {
+    let srv = Server::start_temp(&[]);
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE t (k int, v text)"));
+    ok(&a.q("INSERT INTO t VALUES (1, 'one')"));
+
+    // A writer in progress: CREATE INDEX waits for it, then indexes its rows.
+    ok(&a.q("BEGIN"));
+    ok(&a.q("INSERT INTO t VALUES (2, 'two')"));
+    b.send("CREATE INDEX t_k ON t (k)");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("INSERT INTO t VALUES (3, 'three')"));
+    ok(&a.q("COMMIT"));
+    ok(&b.reply());
+    // `k = c` reads through the index (an index scan is chosen for it).
+    for k in 1..=3 {
+        assert_eq!(ctl.q(&format!("SELECT count(*) FROM t WHERE k = {k}")).one(), "1", "k = {k}");
+    }
+
+    // A reader holds AccessShareLock: TRUNCATE waits for it.
+    ok(&a.q("BEGIN"));
+    assert_eq!(a.q("SELECT count(*) FROM t").one(), "3");
+    b.send("TRUNCATE t");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    assert_eq!(a.q("SELECT count(*) FROM t").one(), "3");
+    ok(&a.q("COMMIT"));
+    ok(&b.reply());
+    assert_eq!(ctl.q("SELECT count(*) FROM t").one(), "0");
+
+    // SHARE mode blocks writers, COPY FROM among them.
+    ok(&a.q("BEGIN"));
+    ok(&a.q("LOCK TABLE t IN SHARE MODE"));
+    b.send("COPY t FROM '/dev/null'");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    ok(&b.reply());
+}

@@ -33,6 +33,7 @@ use crate::session::Output;
 use crate::types::{self, Value};
 use pg_query::protobuf::{self as pb};
 use pg_query::NodeEnum;
+use ferrogres_engine::lmgr::lock::LockMode;
 use std::io::{Read, Write};
 
 /// One step of COPY FROM STDIN as the session pulls it from the client.
@@ -363,8 +364,10 @@ pub(crate) fn analyze(a: &mut Analyzer<'_>, s: &pb::CopyStmt) -> Result<Statemen
     // The table or query, and the copied columns.
     let (table, query, columns, names) = match (&s.relation, s.query.as_ref().and_then(|q| q.node.as_ref())) {
         (Some(rv), _) => {
-            // PostgreSQL reports a missing COPY table without a position.
-            let table = a.range_table(rv).map_err(|mut e| {
+            // PostgreSQL reports a missing COPY table without a position. COPY
+            // FROM writes (RowExclusiveLock), COPY TO reads (AccessShareLock).
+            let mode = if s.is_from { LockMode::RowExclusive } else { LockMode::AccessShare };
+            let table = a.range_table_locked(rv, mode).map_err(|mut e| {
                 e.position = None;
                 e
             })?;

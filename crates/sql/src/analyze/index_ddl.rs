@@ -10,6 +10,7 @@ use crate::index::{IndexCmd, IndexSpec};
 use crate::plan::Statement;
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
+use ferrogres_engine::lmgr::lock::LockMode;
 
 const OTHER_AMS: &[&str] = &["hash", "gist", "gin", "spgist", "brin"];
 
@@ -40,6 +41,14 @@ impl Analyzer<'_> {
     /// The table of a utility statement: PostgreSQL reports no position there.
     fn range_table_np(&self, rv: &pb::RangeVar) -> Result<Table> {
         self.range_table(rv).map_err(|mut e| {
+            e.position = None;
+            e
+        })
+    }
+
+    /// [`Self::range_table_np`], locked in `mode` (followed again after a wait).
+    fn range_table_np_locked(&self, rv: &pb::RangeVar, mode: LockMode) -> Result<Table> {
+        self.range_table_locked(rv, mode).map_err(|mut e| {
             e.position = None;
             e
         })
@@ -139,7 +148,9 @@ impl Analyzer<'_> {
             return Err(SqlError::new(b"42704", format!("access method \"{}\" does not exist", s.access_method)));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("CREATE INDEX without relation"))?;
-        let table = self.range_table_np(rv)?;
+        // ShareLock: no writer is in progress while the index is built, and none
+        // starts until it commits (each then sees and maintains the index).
+        let table = self.range_table_np_locked(rv, LockMode::Share)?;
         let mut spec = IndexSpec {
             name: (!s.idxname.is_empty()).then(|| s.idxname.clone()),
             columns: Vec::new(),
@@ -199,7 +210,7 @@ impl Analyzer<'_> {
             return Err(SqlError::not_supported("ALTER TABLE IF EXISTS"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("ALTER TABLE without relation"))?;
-        let table: Table = self.range_table_np(rv)?;
+        let table: Table = self.range_table_np_locked(rv, LockMode::AccessExclusive)?;
         let mut specs = Vec::new();
         for c in &s.cmds {
             let Some(NodeEnum::AlterTableCmd(cmd)) = &c.node else { continue };
@@ -244,7 +255,7 @@ impl Analyzer<'_> {
         let mut tables = Vec::new();
         for r in &s.relations {
             let Some(NodeEnum::RangeVar(rv)) = &r.node else { continue };
-            let t = self.range_table_np(rv)?;
+            let t = self.range_table_np_locked(rv, LockMode::AccessExclusive)?;
             tables.push(t);
         }
         Ok(Statement::Index(IndexCmd::Truncate { tables }))
