@@ -46,6 +46,10 @@ pub enum Func {
     OctetLength,
     /// Advisory locks and other lock functions (`crate::locking`).
     Lock(crate::locking::LockFunc),
+    /// Array constructors, subscripts, ANY/ALL, array functions (`crate::array`).
+    Array(crate::array::ArrayFunc),
+    /// Catalog and session information functions (`crate::pgcatalog`).
+    Catalog(crate::pgcatalog::CatFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
