@@ -81,18 +81,9 @@ fn psql_describe_commands_match_postgres_15() {
     let pg = Pg15::start(&pgdir.path().join("pg"));
     let fgdir = tempfile::tempdir().unwrap();
     let fg = Server::start(fgdir.path());
-    for setup in [
-        |c: &mut Command| {
-            c.args(["-i", "-q", "-s", "1", "postgres"]);
-        },
-    ] {
-        let mut a = pg.cmd("pgbench");
-        setup(&mut a);
-        assert!(a.status().unwrap().success(), "pgbench -i on PostgreSQL");
-        let mut b = fg.cmd("pgbench");
-        setup(&mut b);
-        assert!(b.status().unwrap().success(), "pgbench -i on ferrogres: {}", fg.log());
-    }
+    let init = ["-i", "-q", "-s", "1", "postgres"];
+    assert!(pg.cmd("pgbench").args(init).status().unwrap().success(), "pgbench -i on PostgreSQL");
+    assert!(fg.cmd("pgbench").args(init).status().unwrap().success(), "pgbench -i on ferrogres: {}", fg.log());
     let setup_pg = run(pg.cmd("psql").args(["-X", "-q", "-d", "postgres", "-c", SETUP]));
     let setup_fg = run(fg.cmd("psql").args(["-X", "-q", "-d", "postgres", "-c", SETUP]));
     assert_eq!(setup_fg, setup_pg);

@@ -361,7 +361,7 @@ impl<'a> Analyzer<'a> {
         let aggregates = scope.aggs.take().unwrap_or_default();
         // Aggregates the plain Aggregate cannot run go through crate::grouping.
         let grouping = match grouping {
-            None if aggregates.iter().any(|a| a.kind == AggKind::Avg || a.filter.is_some() || a.distinct) => {
+            None if aggregates.iter().any(|a| matches!(a.kind, AggKind::Avg | AggKind::ArrayAgg) || a.filter.is_some() || a.distinct) => {
                 Some(crate::grouping::Grouping { keys: vec![], having: None })
             }
             g => g,
@@ -655,6 +655,9 @@ impl<'a> Analyzer<'a> {
                 Ok(Expr::Param(i, self.params[i].unwrap_or(Type::Unknown)))
             }
             NodeEnum::TypeCast(tc) => {
+                if let Some(e) = self.reg_cast(tc, scope)? {
+                    return Ok(e);
+                }
                 let Some(arg) = node(&tc.arg) else { return Err(SqlError::internal("cast without argument")) };
                 let (to, typmod) = self.type_name(tc.type_name.as_ref())?;
                 // A decimal literal cast to a type we have: read it as that type.
@@ -1052,7 +1055,8 @@ impl<'a> Analyzer<'a> {
             "min" => Some(AggKind::Min),
             "max" => Some(AggKind::Max),
             "avg" => Some(AggKind::Avg),
-            "string_agg" | "array_agg" | "bool_and" | "bool_or" | "every" => {
+            "array_agg" => Some(AggKind::ArrayAgg),
+            "string_agg" | "bool_and" | "bool_or" | "every" => {
                 return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
             }
             _ => None,
@@ -1115,6 +1119,7 @@ impl<'a> Analyzer<'a> {
                 }
                 (AggKind::Min | AggKind::Max, Some(t)) if t != Type::Bool => t,
                 (AggKind::Avg, Some(Type::Float8 | Type::Float4)) => Type::Float8,
+                (AggKind::ArrayAgg, Some(t)) if crate::array::array_of(t).is_some() => crate::array::array_of(t).expect("checked"),
                 (AggKind::Avg, Some(Type::Int2 | Type::Int4 | Type::Int8)) => {
                     return Err(self.err_at(SqlError::not_supported("avg of integers (its result type is numeric)"), f.location))
                 }

@@ -28,6 +28,10 @@ pub trait Env {
     fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
         None
     }
+    /// Every setting as (name, value, default), for pg_settings (`crate::pgcatalog`).
+    fn settings(&self) -> Vec<(String, String, String)> {
+        Vec::new()
+    }
 }
 
 pub struct Ctx<'a> {
@@ -473,7 +477,7 @@ pub fn compare_rows(a: &[Value], b: &[Value], keys: &[SortKey]) -> Ordering {
 pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let input: Box<dyn RowIter> = match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
-        Source::Virtual(oid) if crate::pgcatalog::is_view(*oid) => Box::new(VecIter(crate::pgcatalog::rows(*oid, ctx.backend, &ctx.snap)?.into_iter())),
+        Source::Virtual(oid) if crate::pgcatalog::is_view(*oid) => Box::new(VecIter(crate::pgcatalog::rows(*oid, ctx.backend, &ctx.snap, &*ctx.env)?.into_iter())),
         Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend)?.into_iter())),
         Source::Table(t) => {
             let rows: Vec<Vec<Value>> = match crate::index::ordered_scan(t, q, ctx)? {

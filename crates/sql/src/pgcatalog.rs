@@ -21,7 +21,15 @@
 //! | pg_authid, pg_roles, pg_user | postgres (10, superuser) and PostgreSQL's predefined roles |
 //! | pg_tablespace | pg_default 1663, pg_global 1664 |
 //! | pg_collation | default 100, C 950, POSIX 951 |
-//! | pg_proc, pg_settings, pg_description, pg_shdescription, pg_inherits, pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
+//! | pg_settings | the session's settings (name, setting, source, boot_val, reset_val; vartype "string", context "user") |
+//! | pg_proc, pg_description, pg_shdescription, pg_inherits, pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
+//!
+//! | information_schema.tables, information_schema.columns | the tables (relkind 'r') and their columns |
+//!
+//! Functions that read catalogs (pg_get_indexdef, pg_get_constraintdef, the
+//! size functions, casts of OIDs to regclass) get an "oid:value" table built at
+//! analysis with the statement's snapshot, as a constant argument: the
+//! executor's functions see no catalog.
 //!
 //! Column types PostgreSQL has and we do not are shown as: regproc as text
 //! (the function's name), pg_node_tree, int2vector, oidvector, anyarray as
@@ -82,6 +90,13 @@ static VIEWS: &[View] = &[
     View { name: "pg_user", oid: 12014, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
 ];
 
+/// information_schema's views (its domains sql_identifier, cardinal_number,
+/// character_data and yes_or_no shown as name, int4 and varchar).
+static INFORMATION_SCHEMA: &[View] = &[
+    View { name: "tables", oid: 13425, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("table_type", Type::Varchar), ("self_referencing_column_name", Type::Name), ("reference_generation", Type::Varchar), ("user_defined_type_catalog", Type::Name), ("user_defined_type_schema", Type::Name), ("user_defined_type_name", Type::Name), ("is_insertable_into", Type::Varchar), ("is_typed", Type::Varchar), ("commit_action", Type::Varchar)] },
+    View { name: "columns", oid: 13295, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("column_name", Type::Name), ("ordinal_position", Type::Int4), ("column_default", Type::Varchar), ("is_nullable", Type::Varchar), ("data_type", Type::Varchar), ("character_maximum_length", Type::Int4), ("character_octet_length", Type::Int4), ("numeric_precision", Type::Int4), ("numeric_precision_radix", Type::Int4), ("numeric_scale", Type::Int4), ("datetime_precision", Type::Int4), ("interval_type", Type::Varchar), ("interval_precision", Type::Int4), ("character_set_catalog", Type::Name), ("character_set_schema", Type::Name), ("character_set_name", Type::Name), ("collation_catalog", Type::Name), ("collation_schema", Type::Name), ("collation_name", Type::Name), ("domain_catalog", Type::Name), ("domain_schema", Type::Name), ("domain_name", Type::Name), ("udt_catalog", Type::Name), ("udt_schema", Type::Name), ("udt_name", Type::Name), ("scope_catalog", Type::Name), ("scope_schema", Type::Name), ("scope_name", Type::Name), ("maximum_cardinality", Type::Int4), ("dtd_identifier", Type::Name), ("is_self_referencing", Type::Varchar), ("is_identity", Type::Varchar), ("identity_generation", Type::Varchar), ("identity_start", Type::Varchar), ("identity_increment", Type::Varchar), ("identity_maximum", Type::Varchar), ("identity_minimum", Type::Varchar), ("identity_cycle", Type::Varchar), ("is_generated", Type::Varchar), ("generation_expression", Type::Varchar), ("is_updatable", Type::Varchar)] },
+];
+
 /// The predefined roles of PostgreSQL 15 and the bootstrap superuser.
 const ROLES: &[(u32, &str)] = &[
     (10, "postgres"),
@@ -105,16 +120,17 @@ fn view(name: &str) -> Option<&'static View> {
 
 /// The view `schema.name` (schema None or pg_catalog) as a table to scope columns over.
 pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
-    if schema.is_some_and(|s| s != "pg_catalog") {
-        return None;
-    }
-    let v = view(name)?;
+    let v = match schema {
+        Some("information_schema") => INFORMATION_SCHEMA.iter().find(|v| v.name == name)?,
+        Some(s) if s != "pg_catalog" => return None,
+        _ => view(name)?,
+    };
     let columns: Vec<Column> =
         v.columns.iter().map(|(n, ty)| Column { name: n.to_string(), ty: *ty, typmod: -1, not_null: false, default: None }).collect();
     Some(Table {
         oid: v.oid,
         name: v.name.to_string(),
-        namespace: catalog::PG_CATALOG_NAMESPACE,
+        namespace: if schema == Some("information_schema") { INFORMATION_SCHEMA_NAMESPACE } else { catalog::PG_CATALOG_NAMESPACE },
         storage: RelStorage {
             rel: RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: v.oid },
             toast: None,
@@ -125,8 +141,13 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
     })
 }
 
+/// (OID, name) of every view here (regclass output).
+pub fn view_names() -> impl Iterator<Item = (u32, &'static str)> {
+    VIEWS.iter().map(|v| (v.oid, v.name))
+}
+
 pub fn is_view(oid: u32) -> bool {
-    VIEWS.iter().any(|v| v.oid == oid)
+    VIEWS.iter().chain(INFORMATION_SCHEMA).any(|v| v.oid == oid)
 }
 
 /// A row of `v` being filled by column name; unset columns are NULL.
@@ -169,8 +190,8 @@ fn text_of(v: &Value) -> String {
 }
 
 /// The rows of view `oid`, computed now from the catalogs as `snap` sees them.
-pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Value>>> {
-    let v = VIEWS.iter().find(|v| v.oid == oid).ok_or_else(|| SqlError::internal(format!("no catalog view {oid}")))?;
+pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec::Env) -> Result<Vec<Vec<Value>>> {
+    let v = VIEWS.iter().chain(INFORMATION_SCHEMA).find(|v| v.oid == oid).ok_or_else(|| SqlError::internal(format!("no catalog view {oid}")))?;
     let rows: Vec<Row> = match v.name {
         "pg_namespace" => {
             let mut out = Vec::new();
@@ -184,6 +205,26 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Valu
             out
         }
         "pg_class" => pg_class(v, backend, snap)?,
+        "tables" => is_tables(v, backend, snap)?,
+        "pg_settings" => {
+            let mut all = env.settings();
+            all.sort();
+            all.into_iter()
+                .map(|(name, value, default)| {
+                    let source = if value == default { "default" } else { "session" };
+                    Row::new(v)
+                        .t("name", &name)
+                        .t("setting", &value)
+                        .t("context", "user")
+                        .t("vartype", "string")
+                        .t("source", source)
+                        .t("boot_val", &default)
+                        .t("reset_val", &default)
+                        .b("pending_restart", false)
+                })
+                .collect()
+        }
+        "columns" => is_columns(v, backend, snap)?,
         "pg_attribute" => pg_attribute(v, backend, snap)?,
         "pg_attrdef" => {
             let mut out = Vec::new();
@@ -417,6 +458,93 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
     Ok(out)
 }
 
+fn schema_name(ns: &Value) -> &'static str {
+    match ns {
+        Value::Oid(catalog::PUBLIC_NAMESPACE) => "public",
+        _ => "pg_catalog",
+    }
+}
+
+/// information_schema.tables: the tables (not the catalogs' own rows).
+fn is_tables<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
+        if r[5] != Value::Text("r".into()) {
+            continue;
+        }
+        out.push(
+            Row::new(v)
+                .t("table_catalog", "postgres")
+                .t("table_schema", schema_name(&r[2]))
+                .t("table_name", &text_of(&r[1]))
+                .t("table_type", "BASE TABLE")
+                .t("is_insertable_into", "YES")
+                .t("is_typed", "NO"),
+        );
+    }
+    Ok(out)
+}
+
+/// information_schema.columns: the tables' columns.
+fn is_columns<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let classes: Vec<Vec<Value>> = scan_rows(backend, &catalog::class_rel(), snap)?.into_iter().map(|r| r.1).collect();
+    let defs = defaults(backend, snap)?;
+    let st = catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]);
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &st, snap)? {
+        let [Value::Oid(rel), name, Value::Oid(typ), Value::Int2(num), Value::Int4(typmod), Value::Bool(notnull)] = r.as_slice() else { continue };
+        let Some(c) = classes.iter().find(|c| c[0] == Value::Oid(*rel) && c[5] == Value::Text("r".into())) else { continue };
+        let ty = Type::from_oid(*typ).unwrap_or(Type::Text);
+        let mut row = Row::new(v)
+            .t("table_catalog", "postgres")
+            .t("table_schema", schema_name(&c[2]))
+            .t("table_name", &text_of(&c[1]))
+            .t("column_name", &text_of(name))
+            .i4("ordinal_position", *num as i32)
+            .t("is_nullable", if *notnull { "NO" } else { "YES" })
+            .t("data_type", if matches!(ty, Type::Array(_)) { "ARRAY" } else { ty.sql_name() })
+            .t("udt_catalog", "postgres")
+            .t("udt_schema", "pg_catalog")
+            .t("udt_name", ty.typname())
+            .t("dtd_identifier", &num.to_string())
+            .t("is_self_referencing", "NO")
+            .t("is_identity", "NO")
+            .t("identity_cycle", "NO")
+            .t("is_generated", "NEVER")
+            .t("is_updatable", "YES");
+        if let Some(d) = defs.iter().find(|d| d.0 == *rel && d.1 == *num) {
+            row = row.t("column_default", &deparse_const(d.2, d.3, &d.4));
+        }
+        let (prec, radix, scale) = match ty {
+            Type::Int2 => (Some(16), Some(2), Some(0)),
+            Type::Int4 => (Some(32), Some(2), Some(0)),
+            Type::Int8 => (Some(64), Some(2), Some(0)),
+            Type::Float4 => (Some(24), Some(2), None),
+            Type::Float8 => (Some(53), Some(2), None),
+            _ => (None, None, None),
+        };
+        for (col, val) in [("numeric_precision", prec), ("numeric_precision_radix", radix), ("numeric_scale", scale)] {
+            if let Some(x) = val {
+                row = row.i4(col, x);
+            }
+        }
+        match ty {
+            Type::Varchar | Type::Bpchar if *typmod >= 4 => {
+                row = row.i4("character_maximum_length", typmod - 4).i4("character_octet_length", (typmod - 4) * 4);
+            }
+            Type::Bpchar => row = row.i4("character_maximum_length", 1).i4("character_octet_length", 4),
+            Type::Text | Type::Varchar => row = row.i4("character_octet_length", 1073741824),
+            Type::Date => row = row.i4("datetime_precision", 0),
+            Type::Time | Type::TimeTz | Type::Timestamp | Type::Timestamptz | Type::Interval => {
+                row = row.i4("datetime_precision", if *typmod >= 0 { *typmod } else { 6 });
+            }
+            _ => {}
+        }
+        out.push(row);
+    }
+    Ok(out)
+}
+
 fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
     let defs = defaults(backend, snap)?;
     let mut out = Vec::new();
@@ -611,6 +739,12 @@ pub enum CatFunc {
     QuoteIdent,
     /// pg_size_pretty(int8).
     SizePretty,
+    /// An OID cast to regclass/regtype/regnamespace/regproc: the name from the
+    /// table built at analysis (second argument, "oid:name"), else the number.
+    RegName,
+    /// pg_relation_size & co.: the size from the table built at analysis
+    /// ("oid:bytes"); NULL for an unknown relation.
+    Size,
 }
 
 /// Evaluates a catalog function.
@@ -673,6 +807,27 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
             Value::Text(s) => Value::Text(quote_ident(s)),
             _ => Value::Null,
         },
+        CatFunc::RegName => {
+            let (Value::Oid(o), Value::Array(table)) = (&vals[0], &vals[1]) else { return Ok(Value::Null) };
+            let key = format!("{o}:");
+            let found = table.items.iter().find_map(|e| match e {
+                Value::Text(s) => s.strip_prefix(&key).map(str::to_string),
+                _ => None,
+            });
+            Value::Text(found.unwrap_or_else(|| if *o == 0 { "-".into() } else { o.to_string() }))
+        }
+        CatFunc::Size => {
+            let (Value::Oid(o), Value::Array(table)) = (&vals[0], &vals[1]) else { return Ok(Value::Null) };
+            let key = format!("{o}:");
+            table
+                .items
+                .iter()
+                .find_map(|e| match e {
+                    Value::Text(s) => s.strip_prefix(&key).and_then(|n| n.parse::<i64>().ok()).map(Value::Int8),
+                    _ => None,
+                })
+                .unwrap_or(Value::Null)
+        }
         CatFunc::SizePretty => match vals[0].as_i64() {
             Some(n) => Value::Text(size_pretty(n)),
             None => Value::Null,
@@ -724,6 +879,41 @@ pub fn size_pretty(size: i64) -> String {
         size >>= 10;
     }
     format!("{} PB", half_rounded(size))
+}
+
+/// `oid:bytes` of every relation for size function `func` (pg_relation_size:
+/// the main fork; pg_table_size: with the TOAST relation; pg_indexes_size: the
+/// indexes; pg_total_relation_size: all of them), from the files' lengths now.
+pub fn relation_sizes(backend: &Backend, snap: &Snapshot, func: &str) -> Result<Vec<String>> {
+    use ferrogres_engine::storage::ForkNumber;
+    let classes = scan_rows(backend, &catalog::class_rel(), snap)?;
+    let indexes = scan_rows(backend, &crate::index::index_rel(), snap)?;
+    let smgr = &backend.engine().smgr;
+    let bytes = |filenode: u32| -> Result<i64> {
+        if filenode == 0 {
+            return Ok(0);
+        }
+        Ok(smgr.nblocks(catalog::locator(filenode), ForkNumber::Main)? as i64 * ferrogres_engine::config::BLCKSZ as i64)
+    };
+    let filenode = |oid: &Value| classes.iter().find(|(_, c)| &c[0] == oid).and_then(|(_, c)| if let Value::Oid(f) = c[3] { Some(f) } else { None });
+    let mut out = Vec::new();
+    for (_, c) in &classes {
+        let (Value::Oid(oid), Value::Oid(node), Value::Oid(toast)) = (&c[0], &c[3], &c[4]) else { continue };
+        let main = bytes(*node)?;
+        let table = main + bytes(*toast)?;
+        let mut idx = 0;
+        for (_, i) in indexes.iter().filter(|(_, i)| i[1] == c[0]) {
+            idx += bytes(filenode(&i[0]).unwrap_or(0))?;
+        }
+        let n = match func {
+            "pg_relation_size" => main,
+            "pg_table_size" => table,
+            "pg_indexes_size" => idx,
+            _ => table + idx,
+        };
+        out.push(format!("{oid}:{n}"));
+    }
+    Ok(out)
 }
 
 /// `oid:definition` of every index (pg_get_indexdef) as `snap` sees them.

@@ -61,6 +61,8 @@ pub enum AggKind {
     Max,
     /// avg(float4 | float8) -> float8 (avg of integers is numeric: 0A000).
     Avg,
+    /// array_agg(x): the values (NULLs included) in input order; NULL for no rows.
+    ArrayAgg,
 }
 
 #[derive(Clone, Debug)]

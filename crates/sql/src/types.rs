@@ -24,6 +24,9 @@
 //! | timetz | 1266 | 12 | d | `TimeTz` (by reference) |
 //!
 //! | bytea | 17 | -1 | i | `Bytea` (hex output; [`crate::bytea`]) |
+//! | name | 19 | 64 | c | `Text` (stored as a varlena here) |
+//! | "char" | 18 | 1 | c | `Text` of one character (stored as a varlena here) |
+//! | arrays (`_int4` 1007, `_text` 1009, ...) | | -1 | i or d | `Array` ([`crate::array`]) |
 //!
 //! The date/time types' I/O and arithmetic live in [`crate::datetime`].
 //!

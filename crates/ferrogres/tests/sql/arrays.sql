@@ -62,3 +62,15 @@ SELECT ARRAY[1] + 1;
 SELECT ARRAY[1,2] = ARRAY['a'];
 SELECT ARRAY[];
 SELECT pg_blocking_pids(pg_backend_pid());
+-- array_agg and unnest
+CREATE TABLE agg (g int, v text);
+INSERT INTO agg VALUES (1, 'a'), (2, 'b'), (1, NULL), (1, 'c');
+SELECT array_agg(v) FROM agg;
+SELECT g, array_agg(v), array_agg(DISTINCT g) FROM agg GROUP BY g ORDER BY g;
+SELECT array_agg(v) FROM agg WHERE g > 5;
+SELECT array_agg(g) FILTER (WHERE v IS NOT NULL) FROM agg;
+SELECT * FROM unnest(ARRAY[1,2,NULL]);
+SELECT x FROM unnest('{a,b}'::text[]) AS x ORDER BY x DESC;
+SELECT u.e FROM unnest('{}'::int[]) AS u(e);
+SELECT * FROM unnest(1);
+DROP TABLE agg;

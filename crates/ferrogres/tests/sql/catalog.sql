@@ -24,6 +24,8 @@ SELECT oid, rolname, rolsuper, rolcanlogin FROM pg_catalog.pg_authid ORDER BY oi
 SELECT usename, usesysid, usecreatedb, usesuper, userepl, usebypassrls, passwd FROM pg_catalog.pg_user;
 SELECT oid, spcname, pg_catalog.pg_get_userbyid(spcowner) FROM pg_catalog.pg_tablespace ORDER BY oid;
 SELECT oid, collname, collprovider, collnamespace FROM pg_catalog.pg_collation WHERE oid IN (100, 950, 951) ORDER BY oid;
+SELECT count(*) > 10 FROM pg_catalog.pg_settings;
+SELECT name, setting, source FROM pg_settings WHERE name = 'search_path';
 SELECT count(*) FROM pg_catalog.pg_inherits;
 SELECT count(*) FROM pg_catalog.pg_trigger;
 SELECT count(*) FROM pg_catalog.pg_policy;
@@ -49,6 +51,21 @@ SELECT relname, relkind FROM pg_class WHERE relname = 'ct_tx';
 SELECT attname FROM pg_attribute WHERE attname = 'ct_tx_a';
 ROLLBACK;
 SELECT count(*) FROM pg_class WHERE relname = 'ct_tx';
+-- information_schema
+SELECT table_catalog, table_schema, table_name, table_type, is_insertable_into, is_typed, commit_action FROM information_schema.tables WHERE table_schema = 'public' AND table_name LIKE 'ct%' ORDER BY table_name;
+\x on
+SELECT * FROM information_schema.columns WHERE table_name = 'ct' ORDER BY ordinal_position;
+\x off
+SELECT pg_relation_size(oid), pg_table_size(oid), pg_indexes_size(oid), pg_total_relation_size(oid) FROM pg_class WHERE relname = 'ct2';
 DROP TABLE ct2;
 SELECT relname FROM pg_class WHERE relname LIKE 'ct%' ORDER BY 1;
 DROP TABLE ct;
+-- OID alias types
+CREATE TABLE rc (a int);
+SELECT relname FROM pg_class WHERE oid = 'rc'::regclass;
+SELECT attname FROM pg_attribute WHERE attrelid = 'public.rc'::pg_catalog.regclass AND attnum > 0;
+SELECT 1259::regclass, 1259::oid::regclass::text, 23::regtype, 1043::regtype::text, 1007::regtype, 11::regnamespace, 2200::regnamespace::text;
+SELECT 'nosuch'::regclass;
+SELECT 'nosuchtype'::regtype;
+SELECT 'integer'::regtype::oid, '16384'::pg_catalog.oid;
+DROP TABLE rc;

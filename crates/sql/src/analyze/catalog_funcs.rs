@@ -55,6 +55,14 @@ impl<'a> Analyzer<'a> {
                 let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
                 return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Lookup), args: vec![oid_arg, table, pretty], ty: Type::Text }));
             }
+            ("pg_relation_size" | "pg_table_size" | "pg_total_relation_size" | "pg_indexes_size", 1) => {
+                let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");
+                let oid_arg = self.coerce(oid_arg, Type::Oid, CastContext::Implicit, locs[0])?;
+                let sizes = pgcatalog::relation_sizes(self.backend, self.snap, name)?;
+                let table = crate::array::Array::new(Type::Text, sizes.into_iter().map(Value::Text).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Size), args: vec![oid_arg, table], ty: Type::Int8 }));
+            }
             ("current_schemas", 1) => (CatFunc::CurrentSchemas, &[Type::Bool], crate::array::array_of(Type::Name).expect("name[]")),
             ("quote_ident", 1) => (CatFunc::QuoteIdent, &[Type::Text], Type::Text),
             ("pg_size_pretty", 1) => (CatFunc::SizePretty, &[Type::Int8], Type::Text),
@@ -108,5 +116,129 @@ impl<'a> Analyzer<'a> {
             O::SvfopCurrentSchema => name_const("public"),
             _ => return None,
         })
+    }
+}
+
+/// The object-identifier alias types psql casts to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RegKind {
+    Class,
+    Type,
+    Namespace,
+    Proc,
+}
+
+impl<'a> Analyzer<'a> {
+    /// `x::regclass`, `x::regtype`, `x::regnamespace`, `x::regproc`: an OID
+    /// becomes the object's name (as type name, which prints like regclass
+    /// does); a string literal names an object and becomes its OID (type oid,
+    /// so that `attrelid = 't'::regclass` compares). `None`: not such a cast.
+    pub(super) fn reg_cast(&mut self, tc: &pb::TypeCast, scope: &mut Scope) -> Result<Option<Expr>> {
+        let Some(tn) = tc.type_name.as_ref() else { return Ok(None) };
+        let names: Vec<&str> = tn.names.iter().filter_map(super::str_of).collect();
+        let kind = match names.as_slice() {
+            ["pg_catalog", n] | [n] => match *n {
+                "regclass" => RegKind::Class,
+                "regtype" => RegKind::Type,
+                "regnamespace" => RegKind::Namespace,
+                "regproc" | "regprocedure" => RegKind::Proc,
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        if !tn.array_bounds.is_empty() {
+            return Err(self.err_at(SqlError::not_supported("arrays of OID alias types"), tn.location));
+        }
+        let Some(argn) = node(&tc.arg) else { return Err(SqlError::internal("cast without argument")) };
+        let arg = self.expr(argn, scope)?;
+        let loc = super::location(argn);
+        if let Expr::Const(v, Type::Unknown) = &arg {
+            let Value::Text(s) = v else { return Ok(Some(Expr::Const(Value::Null, Type::Oid))) };
+            if let Ok(n) = s.trim().parse::<u32>() {
+                return Ok(Some(Expr::Const(Value::Oid(n), Type::Oid)));
+            }
+            let oid = match kind {
+                RegKind::Class => match self.relation_oid(s) {
+                    Some(o) => o,
+                    None => return Err(self.err_at(SqlError::new(b"42P01", format!("relation \"{s}\" does not exist")), loc)),
+                },
+                RegKind::Type => match Type::from_sql_name(s.trim()).or_else(|| crate::array::from_typname(s.trim())) {
+                    Some(t) => t.oid(),
+                    None => return Err(self.err_at(SqlError::new(b"42704", format!("type \"{s}\" does not exist")), loc)),
+                },
+                RegKind::Namespace => match s.as_str() {
+                    "pg_catalog" => crate::catalog::PG_CATALOG_NAMESPACE,
+                    "public" => crate::catalog::PUBLIC_NAMESPACE,
+                    "pg_toast" => pgcatalog::PG_TOAST_NAMESPACE,
+                    "information_schema" => pgcatalog::INFORMATION_SCHEMA_NAMESPACE,
+                    _ => return Err(self.err_at(SqlError::new(b"42704", format!("schema \"{s}\" does not exist")), loc)),
+                },
+                RegKind::Proc => return Err(self.err_at(SqlError::not_supported("regproc input"), loc)),
+            };
+            return Ok(Some(Expr::Const(Value::Oid(oid), Type::Oid)));
+        }
+        let t = arg.ty();
+        if !(t == Type::Oid || t.is_integer()) {
+            return Err(self.err_at(crate::types::cannot_cast(t, Type::Oid), loc));
+        }
+        let arg = self.coerce(arg, Type::Oid, CastContext::Implicit, loc)?;
+        let table: Vec<String> = match kind {
+            RegKind::Class => self.relation_names()?,
+            RegKind::Type => {
+                let mut all: Vec<Type> = crate::types::TYPES.to_vec();
+                all.extend([Type::Name, Type::Char, Type::Xid]);
+                all.extend(crate::array::all_array_types());
+                all.into_iter().map(|t| format!("{}:{}", t.oid(), t.sql_name())).collect()
+            }
+            RegKind::Namespace => [(11, "pg_catalog"), (2200, "public"), (99, "pg_toast"), (pgcatalog::INFORMATION_SCHEMA_NAMESPACE, "information_schema")]
+                .iter()
+                .map(|(o, n)| format!("{o}:{n}"))
+                .collect(),
+            RegKind::Proc => vec!["0:-".into()],
+        };
+        let table = crate::array::Array::new(Type::Text, table.into_iter().map(Value::Text).collect());
+        let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+        Ok(Some(Expr::Func {
+            func: Func::Catalog(CatFunc::RegName),
+            args: vec![arg, table],
+            ty: Type::Name,
+        }))
+    }
+
+    /// `oid:name` of every relation (tables, indexes, the catalog views).
+    fn relation_names(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for (_, r) in crate::rowio::scan_rows(self.backend, &crate::catalog::class_rel(), self.snap)? {
+            if let (Value::Oid(o), Value::Text(n)) = (&r[0], &r[1]) {
+                out.push(format!("{o}:{}", pgcatalog::quote_ident(n)));
+            }
+        }
+        out.extend(pgcatalog::view_names().map(|(o, n)| format!("{o}:{n}")));
+        Ok(out)
+    }
+
+    /// The OID of relation `name` (optionally schema-qualified).
+    fn relation_oid(&self, name: &str) -> Option<u32> {
+        let (schema, rel) = match name.split_once('.') {
+            Some((s, r)) => (Some(s), r),
+            None => (None, name),
+        };
+        if let Some(t) = pgcatalog::lookup(schema, rel) {
+            return Some(t.oid);
+        }
+        for (_, r) in crate::rowio::scan_rows(self.backend, &crate::catalog::class_rel(), self.snap).ok()? {
+            if let (Value::Oid(o), Value::Text(n), Value::Oid(ns)) = (&r[0], &r[1], &r[2]) {
+                let ns_ok = match schema {
+                    None => true,
+                    Some("public") => *ns == crate::catalog::PUBLIC_NAMESPACE,
+                    Some("pg_catalog") => *ns == crate::catalog::PG_CATALOG_NAMESPACE,
+                    Some(_) => false,
+                };
+                if n == rel && ns_ok {
+                    return Some(*o);
+                }
+            }
+        }
+        None
     }
 }
