@@ -69,3 +69,4 @@ SELECT 'nosuch'::regclass;
 SELECT 'nosuchtype'::regtype;
 SELECT 'integer'::regtype::oid, '16384'::pg_catalog.oid;
 DROP TABLE rc;
+SELECT pg_get_statisticsobjdef_columns(0), pg_get_viewdef(0);

@@ -35,6 +35,9 @@ impl<'a> Analyzer<'a> {
             ("obj_description", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
             ("col_description", 2) => (CatFunc::NullText, &[Type::Oid, Type::Int4], Type::Text),
             ("pg_get_viewdef", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            // Extended statistics and publications do not exist: their catalogs are empty.
+            ("pg_get_statisticsobjdef_columns", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            ("pg_relation_is_publishable", 1) => (CatFunc::IsVisible, &[Type::Oid], Type::Bool),
             ("pg_get_viewdef", 2) => (CatFunc::NullText, &[Type::Oid, Type::Bool], Type::Text),
             ("pg_get_expr", 2) => (CatFunc::GetExpr, &[Type::Text, Type::Oid], Type::Text),
             ("pg_get_expr", 3) => (CatFunc::GetExpr, &[Type::Text, Type::Oid, Type::Bool], Type::Text),
