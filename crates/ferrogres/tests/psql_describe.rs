@@ -7,7 +7,8 @@
 //! psql's queries need joins, scalar subqueries, UNION and regular
 //! expressions; until the SQL layer has them the test is ignored. The catalog
 //! columns, types and functions those queries read are checked one by one in
-//! tests/sql/catalog.sql.
+//! tests/sql/catalog.sql. `\l` will still differ in PostgreSQL's template0 and
+//! template1 rows (ferrogres has only the postgres database).
 
 mod common;
 use common::server::Server;
@@ -82,8 +83,10 @@ fn psql_describe_commands_match_postgres_15() {
     let fgdir = tempfile::tempdir().unwrap();
     let fg = Server::start(fgdir.path());
     let init = ["-i", "-q", "-s", "1", "postgres"];
-    assert!(pg.cmd("pgbench").args(init).status().unwrap().success(), "pgbench -i on PostgreSQL");
-    assert!(fg.cmd("pgbench").args(init).status().unwrap().success(), "pgbench -i on ferrogres: {}", fg.log());
+    let out = pg.cmd("pgbench").args(init).output().unwrap();
+    assert!(out.status.success(), "pgbench -i on PostgreSQL: {}", String::from_utf8_lossy(&out.stderr));
+    let out = fg.cmd("pgbench").args(init).output().unwrap();
+    assert!(out.status.success(), "pgbench -i on ferrogres: {}\n{}", String::from_utf8_lossy(&out.stderr), fg.log());
     let setup_pg = run(pg.cmd("psql").args(["-X", "-q", "-d", "postgres", "-c", SETUP]));
     let setup_fg = run(fg.cmd("psql").args(["-X", "-q", "-d", "postgres", "-c", SETUP]));
     assert_eq!(setup_fg, setup_pg);
