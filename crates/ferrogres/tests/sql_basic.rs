@@ -484,3 +484,13 @@ fn bytea_matches_postgres_15() {
 fn float4_matches_postgres_15() {
     check_script("float4");
 }
+
+#[test]
+fn arrays_match_postgres_15() {
+    check_script("arrays");
+}
+
+#[test]
+fn catalog_matches_postgres_15() {
+    check_script("catalog");
+}

@@ -14,6 +14,8 @@ use ferrogres_engine::txn::IsolationLevel;
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 
+mod arrays;
+mod catalog_funcs;
 mod exprs;
 mod group_by;
 mod index_ddl;
@@ -203,6 +205,9 @@ impl<'a> Analyzer<'a> {
         if let Some(view) = crate::sysviews::lookup(schema, &rv.relname) {
             return Ok(view);
         }
+        if let Some(view) = crate::pgcatalog::lookup(schema, &rv.relname) {
+            return Ok(view);
+        }
         if schema == Some("information_schema") {
             return Err(self.err_at(SqlError::not_supported(format!("system view \"information_schema.{}\"", rv.relname)), rv.location));
         }
@@ -361,7 +366,7 @@ impl<'a> Analyzer<'a> {
         let aggregates = scope.aggs.take().unwrap_or_default();
         // Aggregates the plain Aggregate cannot run go through crate::grouping.
         let grouping = match grouping {
-            None if aggregates.iter().any(|a| a.kind == AggKind::Avg || a.filter.is_some() || a.distinct) => {
+            None if aggregates.iter().any(|a| matches!(a.kind, AggKind::Avg | AggKind::ArrayAgg) || a.filter.is_some() || a.distinct) => {
                 Some(crate::grouping::Grouping { keys: vec![], having: None })
             }
             g => g,
@@ -472,12 +477,19 @@ impl<'a> Analyzer<'a> {
             NodeEnum::SqlvalueFunction(f) => (crate::datetime::sql_value_function_name(f.op).to_string(), -1, None),
             NodeEnum::CaseExpr(c) => (node(&c.defresult).and_then(exprs::strong_name).unwrap_or_else(|| "case".into()), -1, None),
             NodeEnum::CoalesceExpr(_) => ("coalesce".into(), -1, None),
+            NodeEnum::AArrayExpr(_) => ("array".into(), -1, None),
+            NodeEnum::AIndirection(i) => match node(&i.arg) {
+                Some(n @ (NodeEnum::ColumnRef(_) | NodeEnum::FuncCall(_) | NodeEnum::AArrayExpr(_) | NodeEnum::TypeCast(_))) => {
+                    (self.target_info(n, expr, scope).0, -1, None)
+                }
+                _ => ("?column?".into(), -1, None),
+            },
             NodeEnum::MinMaxExpr(m) => (if m.op == pb::MinMaxOp::IsGreatest as i32 { "greatest" } else { "least" }.into(), -1, None),
             NodeEnum::AExpr(a) if a.kind == pb::AExprKind::AexprNullif as i32 => ("nullif".into(), -1, None),
             NodeEnum::TypeCast(tc) => {
                 let inner = node(&tc.arg);
                 match inner {
-                    Some(n @ (NodeEnum::ColumnRef(_) | NodeEnum::FuncCall(_))) => {
+                    Some(n @ (NodeEnum::ColumnRef(_) | NodeEnum::FuncCall(_) | NodeEnum::AArrayExpr(_))) => {
                         (self.target_info(n, expr, scope).0, typmod_of(expr), None)
                     }
                     _ => {
@@ -547,8 +559,11 @@ impl<'a> Analyzer<'a> {
             let v = match v {
                 Value::Null => Value::Null,
                 Value::Text(s) => {
-                    let v = types::input(to, s, if to.is_string() { -1 } else { typmod }).map_err(|er| self.err_at(er, loc))?;
-                    if to == Type::Bpchar {
+                    let v = types::input(to, s, if to.is_string() || matches!(to, Type::Array(_)) { -1 } else { typmod }).map_err(|er| self.err_at(er, loc))?;
+                    if matches!(to, Type::Array(_)) && typmod >= 0 {
+                        // The elements' length coercion is a run-time error: no position.
+                        types::cast(v, to, to, typmod, explicit)?
+                    } else if to == Type::Bpchar {
                         let Value::Text(s) = v else { unreachable!("bpchar input gives text") };
                         Value::Text(types::check_bpchar(&s, typmod, explicit)?)
                     } else if to == Type::Varchar {
@@ -645,12 +660,20 @@ impl<'a> Analyzer<'a> {
                 Ok(Expr::Param(i, self.params[i].unwrap_or(Type::Unknown)))
             }
             NodeEnum::TypeCast(tc) => {
+                if let Some(e) = self.reg_cast(tc, scope)? {
+                    return Ok(e);
+                }
                 let Some(arg) = node(&tc.arg) else { return Err(SqlError::internal("cast without argument")) };
                 let (to, typmod) = self.type_name(tc.type_name.as_ref())?;
                 // A decimal literal cast to a type we have: read it as that type.
                 if let NodeEnum::AConst(pb::AConst { val: Some(Val::Fval(f)), location, .. }) = arg {
                     let v = types::input(to, &f.fval, typmod).map_err(|e| self.err_at(e, *location))?;
                     return Ok(Expr::Const(v, to));
+                }
+                if let (NodeEnum::AArrayExpr(a), Type::Array(et)) = (arg, to) {
+                    // ARRAY[...]::t[] converts each element to t (errors point at the element).
+                    let e = self.array_expr_of(a, Some(*et), scope)?;
+                    return self.coerce_typmod(e, to, typmod, CastContext::Explicit, location(arg));
                 }
                 let e = self.expr(arg, scope)?;
                 self.coerce_typmod(e, to, typmod, CastContext::Explicit, location(arg))
@@ -682,6 +705,9 @@ impl<'a> Analyzer<'a> {
             NodeEnum::FuncCall(f) => self.func_call(f, scope),
             NodeEnum::SqlvalueFunction(f) => self.sql_value_function(f),
             NodeEnum::SubLink(_) => Err(self.err_at(SqlError::not_supported("subqueries"), location(n))),
+            NodeEnum::AArrayExpr(a) => self.array_expr(a, scope),
+            NodeEnum::AIndirection(i) => self.indirection(i, scope),
+            NodeEnum::CollateClause(c) => self.collate_clause(c, scope),
             NodeEnum::CaseExpr(c) => self.case_expr(c, scope),
             NodeEnum::CoalesceExpr(c) => self.coalesce_expr(c, scope),
             NodeEnum::MinMaxExpr(m) => self.min_max_expr(m, scope),
@@ -718,7 +744,7 @@ impl<'a> Analyzer<'a> {
             _ => "",
         };
         if !tn.array_bounds.is_empty() {
-            return Err(self.err_at(SqlError::not_supported("array types"), tn.location));
+            return self.array_type_name(tn);
         }
         if Type::from_sql_name(name) == Some(Type::Numeric) {
             return Err(self.err_at(SqlError::not_supported("type numeric"), tn.location));
@@ -772,6 +798,9 @@ impl<'a> Analyzer<'a> {
         if let Some(e) = self.a_expr_ext(a, kind, &op, scope)? {
             return Ok(e);
         }
+        if matches!(kind, K::AexprOpAny | K::AexprOpAll) {
+            return self.any_all(a, kind == K::AexprOpAll, &op, scope);
+        }
         if kind != K::AexprOp {
             return Err(self.err_at(SqlError::not_supported(format!("operator form {kind:?}")), a.location));
         }
@@ -820,6 +849,11 @@ impl<'a> Analyzer<'a> {
     /// conversion error points at the literal).
     fn binary(&mut self, op: &str, l: Expr, r: Expr, loc: i32, locs: (i32, i32)) -> Result<Expr> {
         let (lt, rt) = (l.ty(), r.ty());
+        if op == "||" && (matches!(lt, Type::Array(_)) || matches!(rt, Type::Array(_))) {
+            if let Some(e) = self.array_concat(l.clone(), r.clone(), loc)? {
+                return Ok(e);
+            }
+        }
         if op == "||" {
             if lt.is_string() || rt.is_string() {
                 let l = if lt == Type::Unknown { self.coerce(l, Type::Text, CastContext::Implicit, loc)? } else { l };
@@ -916,8 +950,13 @@ impl<'a> Analyzer<'a> {
             Type::Bool
         } else if lt == rt && lt == Type::Oid && cmp.is_some() {
             Type::Oid
+        } else if cmp.is_some() && ((lt == Type::Oid && rt.is_integer()) || (rt == Type::Oid && lt.is_integer())) {
+            // An integer converts implicitly to oid (pg_catalog's `oid = 1259`).
+            Type::Oid
         } else if lt == rt && lt == Type::Bytea && cmp.is_some() {
             Type::Bytea
+        } else if lt == rt && matches!(lt, Type::Array(_)) && cmp.is_some() {
+            lt
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));
         };
@@ -959,6 +998,9 @@ impl<'a> Analyzer<'a> {
         use crate::datetime::DtFunc;
         use pb::SqlValueFunctionOp as O;
         let p = if f.typmod < 0 { -1 } else { f.typmod.min(6) };
+        if let Some(e) = self.session_value_function(O::try_from(f.op).unwrap_or(O::SqlvalueFunctionOpUndefined)) {
+            return Ok(e);
+        }
         let (func, ty) = match O::try_from(f.op).unwrap_or(O::SqlvalueFunctionOpUndefined) {
             O::SvfopCurrentDate => (DtFunc::CurrentDate, Type::Date),
             O::SvfopCurrentTimestamp | O::SvfopCurrentTimestampN => (DtFunc::Now(p), Type::Timestamptz),
@@ -1018,7 +1060,8 @@ impl<'a> Analyzer<'a> {
             "min" => Some(AggKind::Min),
             "max" => Some(AggKind::Max),
             "avg" => Some(AggKind::Avg),
-            "string_agg" | "array_agg" | "bool_and" | "bool_or" | "every" => {
+            "array_agg" => Some(AggKind::ArrayAgg),
+            "string_agg" | "bool_and" | "bool_or" | "every" => {
                 return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
             }
             _ => None,
@@ -1081,6 +1124,7 @@ impl<'a> Analyzer<'a> {
                 }
                 (AggKind::Min | AggKind::Max, Some(t)) if t != Type::Bool => t,
                 (AggKind::Avg, Some(Type::Float8 | Type::Float4)) => Type::Float8,
+                (AggKind::ArrayAgg, Some(t)) if crate::array::array_of(t).is_some() => crate::array::array_of(t).expect("checked"),
                 (AggKind::Avg, Some(Type::Int2 | Type::Int4 | Type::Int8)) => {
                     return Err(self.err_at(SqlError::not_supported("avg of integers (its result type is numeric)"), f.location))
                 }
@@ -1112,6 +1156,12 @@ impl<'a> Analyzer<'a> {
             }
         }
         if let Some(e) = self.datetime_func(&name, &mut args, &arg_locs, f.location)? {
+            return Ok(e);
+        }
+        if let Some(e) = self.array_func(&name, &mut args, &arg_locs, f.location)? {
+            return Ok(e);
+        }
+        if let Some(e) = self.catalog_func(&name, &mut args, &arg_locs, f.location)? {
             return Ok(e);
         }
         if matches!(name.as_str(), "length" | "octet_length") && args.len() == 1 && args[0].ty() == Type::Bytea {

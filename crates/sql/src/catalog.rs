@@ -10,6 +10,9 @@
 //! | pg_index | 2610 | see [`crate::index`] |
 //! | pg_constraint | 2606 | see [`crate::index`] |
 //!
+//! These are the stored catalogs; SQL sees them through the views of
+//! [`crate::pgcatalog`], which have PostgreSQL 15's columns.
+//!
 //! Differences from PostgreSQL, for now: names are `text` rather than the 64-byte
 //! `name`; only the columns above exist; `adbin` holds the default's constant in
 //! its type's text form (defaults are constants this round). pg_type is not

@@ -1459,6 +1459,13 @@ pub fn sql_value_function_name(op: i32) -> &'static str {
         4 | 5 => "current_timestamp",
         6 | 7 => "localtime",
         8 | 9 => "localtimestamp",
+        // Session information (`crate::pgcatalog`).
+        10 => "current_role",
+        11 => "current_user",
+        12 => "user",
+        13 => "session_user",
+        14 => "current_catalog",
+        15 => "current_schema",
         _ => "?column?",
     }
 }

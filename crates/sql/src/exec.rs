@@ -28,6 +28,10 @@ pub trait Env {
     fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
         None
     }
+    /// Every setting as (name, value, default), for pg_settings (`crate::pgcatalog`).
+    fn settings(&self) -> Vec<(String, String, String)> {
+        Vec::new()
+    }
 }
 
 pub struct Ctx<'a> {
@@ -142,6 +146,7 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
         }
         (Value::Interval(x), Value::Interval(y)) => x.span().cmp(&y.span()),
         (Value::Bytea(x), Value::Bytea(y)) => x.cmp(y),
+        (Value::Array(x), Value::Array(y)) => crate::array::compare(x, y),
         (Value::Float4(x), Value::Float4(y)) => compare(&Value::Float8(*x as f64), &Value::Float8(*y as f64)),
         (Value::TimeTz(a, b), Value::TimeTz(c, d)) => crate::datetime::timetz_cmp((*a, *b), (*c, *d)),
         (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
@@ -301,6 +306,8 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
     };
     Ok(match func {
         Func::Lock(lf) => crate::locking::call(lf, &vals, env)?,
+        Func::Array(af) => crate::array::call(af, &vals, ty)?,
+        Func::Catalog(cf) => crate::pgcatalog::call(cf, &vals, env)?,
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
         Func::Sleep => {
@@ -470,6 +477,7 @@ pub fn compare_rows(a: &[Value], b: &[Value], keys: &[SortKey]) -> Ordering {
 pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let input: Box<dyn RowIter> = match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
+        Source::Virtual(oid) if crate::pgcatalog::is_view(*oid) => Box::new(VecIter(crate::pgcatalog::rows(*oid, ctx.backend, &ctx.snap, &*ctx.env)?.into_iter())),
         Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend)?.into_iter())),
         Source::Table(t) => {
             let rows: Vec<Vec<Value>> = match crate::index::ordered_scan(t, q, ctx)? {

@@ -96,7 +96,7 @@ impl AggState {
             Some(e) => eval_pure(e, row, ctx.params, &[], ctx.env)?,
             None => Value::Bool(true),
         };
-        if v.is_null() {
+        if v.is_null() && a.kind != AggKind::ArrayAgg {
             return Ok(());
         }
         if let Some(seen) = &mut self.seen {
@@ -126,6 +126,17 @@ impl AggState {
             }
             (AggKind::Min, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Less { v } else { cur },
             (AggKind::Max, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Greater { v } else { cur },
+            (AggKind::ArrayAgg, Value::Array(mut arr)) => {
+                arr.items.push(v);
+                Value::Array(arr)
+            }
+            (AggKind::ArrayAgg, _) => {
+                let elem = match a.ty {
+                    Type::Array(e) => *e,
+                    t => t,
+                };
+                Value::Array(Box::new(crate::array::Array::new(elem, vec![v])))
+            }
             (_, other) => other,
         };
         Ok(())

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod analyze;
+pub mod array;
 pub mod bytea;
 pub mod catalog;
 pub mod copy;
@@ -13,6 +14,7 @@ pub mod insert_select;
 pub mod like;
 pub mod locking;
 pub mod parser;
+pub mod pgcatalog;
 pub mod plan_cache;
 pub mod plan;
 pub mod reloptions;

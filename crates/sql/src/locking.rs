@@ -333,6 +333,8 @@ pub enum LockFunc {
     AdvisoryUnlockAll,
     /// pg_isolation_test_session_is_blocked(int4, int4[]).
     IsolationTestSessionIsBlocked,
+    /// pg_blocking_pids(int4) -> int4[].
+    BlockingPids,
 }
 
 /// The signature of lock function `name` called with `nargs` arguments:
@@ -370,10 +372,11 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [crat
         ("pg_advisory_unlock", 1 | 2) => Some((LockFunc::AdvisoryUnlock { shared: false }, key, Type::Bool)),
         ("pg_advisory_unlock_shared", 1 | 2) => Some((LockFunc::AdvisoryUnlock { shared: true }, key, Type::Bool)),
         ("pg_advisory_unlock_all", 0) => Some((LockFunc::AdvisoryUnlockAll, &[], Type::Void)),
-        // The int4[] argument is taken as its text form ('{1,2,3}') until arrays exist.
         ("pg_isolation_test_session_is_blocked", 2) => {
-            Some((LockFunc::IsolationTestSessionIsBlocked, &[Type::Int4, Type::Text], Type::Bool))
+            const SIG: &[Type] = &[Type::Int4, Type::Array(&Type::Int4)];
+            Some((LockFunc::IsolationTestSessionIsBlocked, SIG, Type::Bool))
         }
+        ("pg_blocking_pids", 1) => Some((LockFunc::BlockingPids, &[Type::Int4], Type::Array(&Type::Int4))),
         _ => None,
     }
 }
@@ -386,19 +389,6 @@ fn advisory_key(vals: &[crate::types::Value]) -> Option<ferrogres_engine::lmgr::
         [Value::Int4(a), Value::Int4(b)] => Some(AdvisoryKey::Int4Pair(*a, *b)),
         _ => None,
     }
-}
-
-/// Parses an int4[] literal's text ('{1,2,3}').
-pub fn parse_int4_array(s: &str) -> Result<Vec<i32>> {
-    let bad = || SqlError::new(b"22P02", format!("malformed array literal: \"{s}\""));
-    let inner = s.trim().strip_prefix('{').and_then(|r| r.strip_suffix('}')).ok_or_else(bad)?;
-    if inner.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    inner
-        .split(',')
-        .map(|p| p.trim().parse::<i32>().map_err(|_| SqlError::new(b"22P02", format!("invalid input syntax for type integer: \"{}\"", p.trim()))))
-        .collect()
 }
 
 /// The value of a function returning void: not NULL (`f() IS NOT NULL` is
@@ -438,11 +428,16 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
             void()
         }
         LockFunc::IsolationTestSessionIsBlocked => {
-            let (Value::Int4(pid), Value::Text(list)) = (&vals[0], &vals[1]) else {
+            let (Value::Int4(pid), Value::Array(list)) = (&vals[0], &vals[1]) else {
                 return Err(SqlError::internal("bad arguments"));
             };
-            let interesting = parse_int4_array(list)?;
-            Value::Bool(m.blocking_pids(*pid).iter().any(|p| interesting.contains(p)))
+            let blockers = m.blocking_pids(*pid);
+            Value::Bool(list.items.iter().any(|p| matches!(p, Value::Int4(p) if blockers.contains(p))))
+        }
+        LockFunc::BlockingPids => {
+            let Value::Int4(pid) = &vals[0] else { return Err(SqlError::internal("bad arguments")) };
+            let pids = m.blocking_pids(*pid).into_iter().map(Value::Int4).collect();
+            Value::Array(Box::new(crate::array::Array::new(crate::types::Type::Int4, pids)))
         }
     })
 }

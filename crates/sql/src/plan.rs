@@ -46,6 +46,10 @@ pub enum Func {
     OctetLength,
     /// Advisory locks and other lock functions (`crate::locking`).
     Lock(crate::locking::LockFunc),
+    /// Array constructors, subscripts, ANY/ALL, array functions (`crate::array`).
+    Array(crate::array::ArrayFunc),
+    /// Catalog and session information functions (`crate::pgcatalog`).
+    Catalog(crate::pgcatalog::CatFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +61,8 @@ pub enum AggKind {
     Max,
     /// avg(float4 | float8) -> float8 (avg of integers is numeric: 0A000).
     Avg,
+    /// array_agg(x): the values (NULLs included) in input order; NULL for no rows.
+    ArrayAgg,
 }
 
 #[derive(Clone, Debug)]

@@ -34,6 +34,8 @@ fn datums_of<'a>(st: &RelStorage, row: &'a [Value], fixed: &'a [Option<Vec<u8>>]
         .zip(row)
         .zip(fixed)
         .map(|((t, v), f)| match f {
+            // An array's image is a varlena (`crate::array`: the binary send format).
+            Some(b) if matches!(t, Type::Array(_)) => Ok(Some(Datum::Varlena(b.as_slice()))),
             Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
             None => types::to_datum(*t, v),
         })

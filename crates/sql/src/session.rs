@@ -251,6 +251,9 @@ impl Env for SessionEnv {
     fn get_setting(&self, name: &str) -> Result<String> {
         self.get(name)
     }
+    fn settings(&self) -> Vec<(String, String, String)> {
+        self.settings.iter().map(|s| (s.name.clone(), s.value.clone(), s.default.clone())).collect()
+    }
     fn set_setting(&mut self, name: &str, value: &str) -> Result<()> {
         self.set(name, Some(value))
     }

@@ -6,7 +6,8 @@
 //! both called `generate_series`; `AS a` names both `a`; `AS a(x)` names the
 //! column `x`. The integer forms exist (int4 and int8, chosen by the argument
 //! types); the numeric and timestamp forms, WITH ORDINALITY, LATERAL, ROWS FROM
-//! and other functions in FROM are 0A000.
+//! and other functions in FROM are 0A000. `unnest(array)` is the other
+//! function in FROM: one row per element ([`crate::array`]).
 
 use crate::analyze::Analyzer;
 use crate::catalog::{Column, Table};
@@ -25,6 +26,8 @@ pub struct SeriesScan {
     pub stop: Expr,
     pub step: Option<Expr>,
     pub ty: Type,
+    /// `unnest(array)`: the array's elements instead of a series (`crate::array`).
+    pub unnest: Option<Expr>,
 }
 
 /// Analyzes a function in FROM: the relation the scope sees (a table with no
@@ -52,20 +55,36 @@ pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Re
         ["pg_catalog", n] | [n] => n.to_string(),
         _ => String::new(),
     };
-    if name != "generate_series" || f.agg_star || f.agg_distinct || f.over.is_some() {
+    let unnest = if name == "unnest" && f.args.len() == 1 && !f.agg_star && !f.agg_distinct && f.over.is_none() {
+        let Some(n) = f.args[0].node.as_ref() else { return Err(SqlError::internal("unnest without argument")) };
+        let e = a.scalar_expr(n)?;
+        let Type::Array(elem) = e.ty() else {
+            return Err(SqlError::new(b"42883", format!("function unnest({}) does not exist", e.ty().sql_name()))
+                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+                .at(a.sql, f.location));
+        };
+        Some((e, *elem))
+    } else {
+        None
+    };
+    if unnest.is_none() && name != "generate_series" || f.agg_star || f.agg_distinct || f.over.is_some() {
         return Err(SqlError::not_supported(format!("function {} in FROM", names.join("."))).at(a.sql, f.location));
     }
-    if f.args.len() < 2 || f.args.len() > 3 {
+    if unnest.is_none() && (f.args.len() < 2 || f.args.len() > 3) {
         return Err(SqlError::new(b"42883", format!("function generate_series({}) does not exist", vec!["integer"; f.args.len()].join(", ")))
             .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
             .at(a.sql, f.location));
     }
     let mut args = Vec::new();
-    for n in &f.args {
+    for n in f.args.iter().filter(|_| unnest.is_none()) {
         let Some(n) = n.node.as_ref() else { continue };
         args.push(a.scalar_expr(n)?);
     }
-    let ty = if args.iter().any(|e| e.ty() == Type::Int8) { Type::Int8 } else { Type::Int4 };
+    let ty = match &unnest {
+        Some((_, elem)) => *elem,
+        None if args.iter().any(|e| e.ty() == Type::Int8) => Type::Int8,
+        None => Type::Int4,
+    };
     if let Some(bad) = args.iter().find(|e| !(e.ty().is_integer() || e.ty() == Type::Unknown)) {
         return Err(SqlError::not_supported(format!("generate_series over {}", bad.ty().sql_name())).at(a.sql, f.location));
     }
@@ -74,11 +93,12 @@ pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Re
         coerced.push(a.coerce(e, ty, CastContext::Implicit, f.location)?);
     }
     let mut it = coerced.into_iter();
-    let start = it.next().ok_or_else(|| SqlError::internal("generate_series without arguments"))?;
-    let stop = it.next().ok_or_else(|| SqlError::internal("generate_series without stop"))?;
+    let null = || Expr::Const(Value::Null, ty);
+    let start = if unnest.is_some() { null() } else { it.next().ok_or_else(|| SqlError::internal("generate_series without arguments"))? };
+    let stop = if unnest.is_some() { null() } else { it.next().ok_or_else(|| SqlError::internal("generate_series without stop"))? };
     let step = it.next();
     let (refname, colname) = match &rf.alias {
-        None => ("generate_series".to_string(), "generate_series".to_string()),
+        None => (name.clone(), name.clone()),
         Some(al) => {
             let cols: Vec<String> = al
                 .colnames
@@ -89,7 +109,7 @@ pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Re
                 })
                 .collect();
             if cols.len() > 1 {
-                return Err(SqlError::new(b"42601", "too many column aliases specified for function generate_series"));
+                return Err(SqlError::new(b"42601", format!("too many column aliases specified for function {name}")));
             }
             (al.aliasname.clone(), cols.into_iter().next().unwrap_or_else(|| al.aliasname.clone()))
         }
@@ -101,12 +121,19 @@ pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Re
         types: vec![ty],
     };
     let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns, indexes: Vec::new() };
-    Ok((table, refname, SeriesScan { start, stop, step, ty }))
+    Ok((table, refname, SeriesScan { start, stop, step, ty, unnest: unnest.map(|u| u.0) }))
 }
 
 /// The rows of a series, one column each.
 pub fn scan(s: &SeriesScan, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let ev = |e: &Expr, ctx: &mut Ctx| eval_pure(e, &[], ctx.params, &[], ctx.env);
+    if let Some(a) = &s.unnest {
+        let items = match ev(a, ctx)? {
+            Value::Array(arr) => arr.items,
+            _ => Vec::new(),
+        };
+        return Ok(Box::new(Elements(items.into_iter())));
+    }
     let start = ev(&s.start, ctx)?;
     let stop = ev(&s.stop, ctx)?;
     let step = match &s.step {
@@ -121,6 +148,15 @@ pub fn scan(s: &SeriesScan, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         return Err(SqlError::new(b"22023", "step size cannot equal zero"));
     }
     Ok(Box::new(Series { next: Some(cur), stop, step, ty: s.ty, n: 0 }))
+}
+
+/// unnest's rows: one element each.
+struct Elements(std::vec::IntoIter<Value>);
+
+impl RowIter for Elements {
+    fn next(&mut self, _: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        Ok(self.0.next().map(|v| vec![v]))
+    }
 }
 
 struct Series {

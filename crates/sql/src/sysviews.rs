@@ -76,7 +76,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
 
 /// Is `oid` one of these views?
 pub fn is_view(oid: u32) -> bool {
-    VIEWS.iter().any(|v| v.oid == oid)
+    VIEWS.iter().any(|v| v.oid == oid) || crate::pgcatalog::is_view(oid)
 }
 
 /// The query source for a resolved FROM table.

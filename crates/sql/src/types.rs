@@ -24,6 +24,9 @@
 //! | timetz | 1266 | 12 | d | `TimeTz` (by reference) |
 //!
 //! | bytea | 17 | -1 | i | `Bytea` (hex output; [`crate::bytea`]) |
+//! | name | 19 | 64 | c | `Text` (stored as a varlena here) |
+//! | "char" | 18 | 1 | c | `Text` of one character (stored as a varlena here) |
+//! | arrays (`_int4` 1007, `_text` 1009, ...) | | -1 | i or d | `Array` ([`crate::array`]) |
 //!
 //! The date/time types' I/O and arithmetic live in [`crate::datetime`].
 //!
@@ -60,6 +63,12 @@ pub enum Type {
     Float4,
     /// Transaction ids (pg_locks.transactionid); held as `Value::Oid`, no operators yet.
     Xid,
+    /// `name` (19): catalog identifiers; held as `Value::Text`, at most 63 bytes.
+    Name,
+    /// `"char"` (18): one byte (pg_class.relkind); held as `Value::Text`.
+    Char,
+    /// A one-dimensional array of the element type (`crate::array`).
+    Array(&'static Type),
 }
 
 pub const TYPES: [Type; 20] = [
@@ -109,10 +118,19 @@ impl Type {
             Type::Bytea => 17,
             Type::TimeTz => 1266,
             Type::Float4 => 700,
+            Type::Name => 19,
+            Type::Char => 18,
+            Type::Array(e) => crate::array::array_oid(*e),
         }
     }
     pub fn from_oid(oid: u32) -> Option<Type> {
-        TYPES.iter().copied().find(|t| t.oid() == oid)
+        match oid {
+            19 => return Some(Type::Name),
+            18 => return Some(Type::Char),
+            28 => return Some(Type::Xid),
+            _ => {}
+        }
+        TYPES.iter().copied().find(|t| t.oid() == oid).or_else(|| crate::array::from_array_oid(oid))
     }
     /// pg_type.typname.
     pub fn typname(self) -> &'static str {
@@ -138,6 +156,9 @@ impl Type {
             Type::Bytea => "bytea",
             Type::TimeTz => "timetz",
             Type::Float4 => "float4",
+            Type::Name => "name",
+            Type::Char => "char",
+            Type::Array(e) => crate::array::array_typname(*e),
         }
     }
     /// The name format_type() shows in messages.
@@ -164,6 +185,9 @@ impl Type {
             Type::Bytea => "bytea",
             Type::TimeTz => "time with time zone",
             Type::Float4 => "real",
+            Type::Name => "name",
+            Type::Char => "\"char\"",
+            Type::Array(e) => crate::array::array_sql_name(*e),
         }
     }
     /// The name with its modifier, as format_type(oid, typmod).
@@ -175,6 +199,7 @@ impl Type {
             Type::Timestamptz if typmod >= 0 => format!("timestamp({typmod}) with time zone"),
             Type::Time if typmod >= 0 => format!("time({typmod}) without time zone"),
             Type::TimeTz if typmod >= 0 => format!("time({typmod}) with time zone"),
+            Type::Array(e) => format!("{}[]", e.name_with_typmod(typmod)),
             t => t.sql_name().to_string(),
         }
     }
@@ -188,8 +213,10 @@ impl Type {
             Type::Date | Type::Float4 => 4,
             Type::Interval => 16,
             Type::TimeTz => 12,
-            Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea => -1,
+            Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea | Type::Array(_) => -1,
             Type::Unknown => -2,
+            Type::Name => 64,
+            Type::Char => 1,
         }
     }
     /// How a column of this type is stored in a heap tuple.
@@ -201,7 +228,8 @@ impl Type {
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => AttrDesc::fixed(8),
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
-            Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea => AttrDesc::varlena(),
+            // name and "char" are stored as varlena here (PostgreSQL: 64 and 1 fixed bytes).
+            Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea | Type::Name | Type::Char | Type::Array(_) => AttrDesc::varlena(),
             Type::Unknown | Type::Void | Type::Numeric => return None,
         })
     }
@@ -212,12 +240,15 @@ impl Type {
         self.is_integer() || self == Type::Float8 || self == Type::Float4
     }
     pub fn is_string(self) -> bool {
-        matches!(self, Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar)
+        matches!(self, Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar | Type::Name | Type::Char)
     }
     /// Whether a typmod changes values of this type (so an assignment of the same
     /// type still needs a length or precision coercion).
     pub fn typmod_matters(self) -> bool {
-        matches!(self, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz)
+        match self {
+            Type::Array(e) => e.typmod_matters(),
+            t => matches!(t, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz),
+        }
     }
     /// A type name as written in SQL (`int`, `integer`, `int4`, `pg_catalog.int4`...).
     pub fn from_sql_name(name: &str) -> Option<Type> {
@@ -234,7 +265,9 @@ impl Type {
             "unknown" => Type::Unknown,
             "void" => Type::Void,
             "numeric" | "decimal" => Type::Numeric,
-            "bpchar" | "char" | "character" => Type::Bpchar,
+            "bpchar" | "character" => Type::Bpchar,
+            "char" => Type::Char,
+            "name" => Type::Name,
             "date" => Type::Date,
             "time" | "time without time zone" => Type::Time,
             "timestamp" | "timestamp without time zone" => Type::Timestamp,
@@ -243,7 +276,7 @@ impl Type {
             "bytea" => Type::Bytea,
             "timetz" | "time with time zone" => Type::TimeTz,
             "float4" | "real" => Type::Float4,
-            _ => return None,
+            _ => return crate::array::from_typname(name),
         })
     }
 }
@@ -272,6 +305,8 @@ pub enum Value {
     /// Microseconds since midnight and the zone in seconds west of UTC.
     TimeTz(i64, i32),
     Float4(f32),
+    /// An array (`crate::array`).
+    Array(Box<crate::array::Array>),
 }
 
 impl Value {
@@ -439,6 +474,9 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         }
         Type::Void => Value::Null,
         Type::Numeric => return Err(SqlError::not_supported("type numeric")),
+        Type::Name => Value::Text(crate::array::name_in(s)),
+        Type::Char => Value::Text(crate::array::char_in(s)),
+        Type::Array(e) => crate::array::input(*e, s, typmod)?,
     })
 }
 
@@ -498,6 +536,7 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Interval(iv) => datetime::interval_out(iv),
         Value::Bytea(b) => crate::bytea::output(b),
         Value::TimeTz(t, z) => datetime::timetz_out(*t, *z),
+        Value::Array(a) => crate::array::output(a),
     })
 }
 
@@ -583,6 +622,7 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         Value::Time(t) | Value::Timestamp(t) | Value::Timestamptz(t) => t.to_be_bytes().to_vec(),
         Value::Bytea(b) => b.clone(),
         Value::TimeTz(t, z) => [&t.to_be_bytes()[..], &z.to_be_bytes()].concat(),
+        Value::Array(a) => crate::array::send(a),
         Value::Interval(iv) => {
             let mut b = iv.micros.to_be_bytes().to_vec();
             b.extend_from_slice(&iv.days.to_be_bytes());
@@ -637,7 +677,8 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
             let b = fixed(12)?;
             Value::TimeTz(i64::from_be_bytes(b[..8].try_into().unwrap()), i32::from_be_bytes(b[8..].try_into().unwrap()))
         }
-        Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar => Value::Text(
+        Type::Array(e) => crate::array::recv(*e, b)?,
+        Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar | Type::Name | Type::Char => Value::Text(
             String::from_utf8(b.to_vec())
                 .map_err(|e| {
                     let byte = b[e.utf8_error().valid_up_to()];
@@ -660,7 +701,8 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Oid | Type::Xid, Value::Oid(i)) => Datum::ByVal(*i as u64),
         (Type::Float8, Value::Float8(f)) => Datum::ByVal(f.to_bits()),
         (Type::Float4, Value::Float4(f)) => Datum::ByVal(f.to_bits() as u64),
-        (Type::Text | Type::Varchar | Type::Bpchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
+        (Type::Text | Type::Varchar | Type::Bpchar | Type::Name | Type::Char, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
+        (Type::Array(_), Value::Array(_)) => return Err(SqlError::internal("array datums are formed by rowio from types::fixed_bytes")),
         (Type::Bytea, Value::Bytea(b)) => Datum::Varlena(b),
         (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
         (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
@@ -696,6 +738,7 @@ pub fn fixed_bytes(v: &Value) -> Option<Vec<u8>> {
     match v {
         Value::Interval(iv) => Some(iv.to_bytes().to_vec()),
         Value::TimeTz(t, z) => Some(datetime::timetz_bytes(*t, *z)),
+        Value::Array(a) => Some(crate::array::send(a)),
         _ => None,
     }
 }
@@ -718,6 +761,7 @@ pub fn from_fixed(ty: Type, b: &[u8]) -> Result<Value> {
 pub fn from_varlena_typed(ty: Type, bytes: &[u8]) -> Result<Value> {
     match ty {
         Type::Bytea => Ok(Value::Bytea(bytes.to_vec())),
+        Type::Array(e) => crate::array::recv(e.to_owned(), bytes).map_err(|er| SqlError::new(b"XX001", format!("stored array is corrupt: {}", er.message))),
         _ => from_varlena(bytes),
     }
 }
@@ -739,6 +783,9 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
         (Type::Bpchar, Type::Text | Type::Varchar, Value::Text(s)) => Value::Text(s.trim_end_matches(' ').to_string()),
         (_, _, v) => v,
     };
+    if let (Type::Array(_), Type::Array(te), Value::Array(a)) = (from, to, &v) {
+        return crate::array::cast(a, *te, typmod, explicit);
+    }
     if datetime::is_datetime(from) && datetime::is_datetime(to) {
         return match datetime::cast(v, to, typmod) {
             Some(r) => r,
@@ -829,6 +876,9 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
             _ => false,
         };
     }
+    if let (Array(f), Array(t)) = (from, to) {
+        return cast_allowed(*f, *t, context);
+    }
     if let Some((implicit, assignment)) = datetime::cast_context(from, to) {
         return match context {
             CastContext::Implicit => implicit,
@@ -842,6 +892,7 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
             | (Int2 | Int4 | Int8, Float4) | (Float4, Float8) | (Varchar, Text) | (Text, Varchar)
             | (Bpchar, Text | Varchar) | (Text | Varchar, Bpchar)
             | (Int2 | Int4 | Int8, Oid)
+            | (Text | Varchar | Bpchar, Name) | (Name, Text | Varchar) | (Char, Text | Varchar)
     );
     let assignment = implicit
         || matches!((from, to), (Int4 | Int8, Int2) | (Int8, Int4) | (Float8, Int2 | Int4 | Int8) | (Oid, Int4 | Int8))

@@ -173,6 +173,10 @@ impl Analyzer<'_> {
             let Some(i) = table.columns.iter().position(|c| c.name == e.name) else {
                 return Err(SqlError::new(b"42703", format!("column \"{}\" does not exist", e.name)));
             };
+            if matches!(table.columns[i].ty, crate::types::Type::Array(_)) {
+                // Index keys are formed from borrowed datums; an array has no stored image to borrow yet.
+                return Err(SqlError::not_supported("indexes on array columns"));
+            }
             let desc = e.ordering == pb::SortByDir::SortbyDesc as i32;
             let nulls_first = match e.nulls_ordering {
                 x if x == pb::SortByNulls::SortbyNullsFirst as i32 => true,

@@ -1,0 +1,247 @@
+//! Analysis of the catalog and session information functions psql calls
+//! (`crate::pgcatalog::CatFunc`), COLLATE clauses, and current_user & co.
+
+use super::{node, Analyzer, Scope};
+use crate::errors::{Result, SqlError};
+use crate::pgcatalog::{self, CatFunc};
+use crate::plan::{Expr, Func};
+use crate::types::{CastContext, Type, Value};
+use pg_query::protobuf as pb;
+
+fn name_const(s: &str) -> Expr {
+    Expr::Const(Value::Text(s.to_string()), Type::Name)
+}
+
+impl<'a> Analyzer<'a> {
+    /// A catalog function, `None` for another name.
+    pub(super) fn catalog_func(&mut self, name: &str, args: &mut Vec<Expr>, locs: &[i32], loc: i32) -> Result<Option<Expr>> {
+        let n = args.len();
+        let (f, sig, ret): (CatFunc, &[Type], Type) = match (name, n) {
+            ("format_type", 2) => (CatFunc::FormatType, &[Type::Oid, Type::Int4], Type::Text),
+            ("pg_get_userbyid", 1) => (CatFunc::GetUserById, &[Type::Oid], Type::Name),
+            ("pg_encoding_to_char", 1) => (CatFunc::EncodingToChar, &[Type::Int4], Type::Name),
+            ("pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible", 1) => {
+                (CatFunc::IsVisible, &[Type::Oid], Type::Bool)
+            }
+            ("has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_column_privilege" | "has_function_privilege", 2..=4) => {
+                // The privilege and object arguments are names or OIDs; their values do not matter.
+                let mut out = Vec::new();
+                for (a, l) in std::mem::take(args).into_iter().zip(locs) {
+                    out.push(if a.ty() == Type::Unknown { self.coerce(a, Type::Text, CastContext::Implicit, *l)? } else { a });
+                }
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::True), args: out, ty: Type::Bool }));
+            }
+            ("obj_description" | "shobj_description", 2) => (CatFunc::NullText, &[Type::Oid, Type::Name], Type::Text),
+            ("obj_description", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            ("col_description", 2) => (CatFunc::NullText, &[Type::Oid, Type::Int4], Type::Text),
+            ("pg_get_viewdef", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            // Extended statistics and publications do not exist: their catalogs are empty.
+            ("pg_get_statisticsobjdef_columns", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            ("pg_relation_is_publishable", 1) => (CatFunc::IsVisible, &[Type::Oid], Type::Bool),
+            ("pg_get_viewdef", 2) => (CatFunc::NullText, &[Type::Oid, Type::Bool], Type::Text),
+            ("pg_get_expr", 2) => (CatFunc::GetExpr, &[Type::Text, Type::Oid], Type::Text),
+            ("pg_get_expr", 3) => (CatFunc::GetExpr, &[Type::Text, Type::Oid, Type::Bool], Type::Text),
+            ("pg_get_indexdef", 1 | 3) | ("pg_get_constraintdef", 1 | 2) => {
+                let mut given = std::mem::take(args).into_iter();
+                let oid_arg = given.next().expect("one argument or more");
+                let oid_arg = self.coerce(oid_arg, Type::Oid, CastContext::Implicit, locs[0])?;
+                let pretty = match given.last() {
+                    Some(p) => self.coerce(p, Type::Bool, CastContext::Implicit, *locs.last().unwrap_or(&loc))?,
+                    None => Expr::Const(Value::Bool(false), Type::Bool),
+                };
+                let defs = if name == "pg_get_indexdef" {
+                    pgcatalog::index_defs(self.backend, self.snap)?
+                } else {
+                    pgcatalog::constraint_defs(self.backend, self.snap)?
+                };
+                let table = crate::array::Array::new(Type::Text, defs.into_iter().map(Value::Text).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Lookup), args: vec![oid_arg, table, pretty], ty: Type::Text }));
+            }
+            ("pg_relation_size" | "pg_table_size" | "pg_total_relation_size" | "pg_indexes_size", 1) => {
+                let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");
+                let oid_arg = self.coerce(oid_arg, Type::Oid, CastContext::Implicit, locs[0])?;
+                let sizes = pgcatalog::relation_sizes(self.backend, self.snap, name)?;
+                let table = crate::array::Array::new(Type::Text, sizes.into_iter().map(Value::Text).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Size), args: vec![oid_arg, table], ty: Type::Int8 }));
+            }
+            ("current_schemas", 1) => (CatFunc::CurrentSchemas, &[Type::Bool], crate::array::array_of(Type::Name).expect("name[]")),
+            ("quote_ident", 1) => (CatFunc::QuoteIdent, &[Type::Text], Type::Text),
+            ("pg_size_pretty", 1) => (CatFunc::SizePretty, &[Type::Int8], Type::Text),
+            ("current_schema", 0) => return Ok(Some(name_const("public"))),
+            ("current_database", 0) => return Ok(Some(name_const("postgres"))),
+            _ => return Ok(None),
+        };
+        let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
+        let mut out = Vec::new();
+        for ((a, want), l) in std::mem::take(args).into_iter().zip(sig).zip(locs) {
+            let t = a.ty();
+            let ok = t == *want || crate::types::cast_allowed(t, *want, CastContext::Implicit) || (t.is_string() && want.is_string());
+            if !ok {
+                let names: Vec<&str> = types.iter().map(|t| t.sql_name()).collect();
+                return Err(self.err_at(
+                    SqlError::new(b"42883", format!("function {name}({}) does not exist", names.join(", ")))
+                        .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."),
+                    loc,
+                ));
+            }
+            out.push(if t == *want { a } else { self.coerce(a, *want, CastContext::Implicit, *l)? });
+        }
+        Ok(Some(Expr::Func { func: Func::Catalog(f), args: out, ty: ret }))
+    }
+
+    /// `expr COLLATE name`: the default, "C" and "POSIX" collations are the
+    /// byte order every string comparison uses; others are 0A000.
+    pub(super) fn collate_clause(&mut self, c: &pb::CollateClause, scope: &mut Scope) -> Result<Expr> {
+        let names: Vec<&str> = c.collname.iter().filter_map(super::str_of).collect();
+        let coll = names.last().copied().unwrap_or("");
+        if !matches!(coll, "default" | "C" | "POSIX" | "ucs_basic") {
+            return Err(self.err_at(SqlError::not_supported(format!("collation \"{coll}\"")), c.location));
+        }
+        let Some(arg) = node(&c.arg) else { return Err(SqlError::internal("COLLATE without argument")) };
+        let e = self.expr(arg, scope)?;
+        if !(e.ty().is_string()) {
+            return Err(self.err_at(
+                SqlError::new(b"42804", format!("collations are not supported by type {}", e.ty().sql_name())),
+                c.location,
+            ));
+        }
+        Ok(e)
+    }
+
+    /// CURRENT_USER, SESSION_USER, USER, CURRENT_ROLE, CURRENT_CATALOG, CURRENT_SCHEMA.
+    pub(super) fn session_value_function(&self, op: pb::SqlValueFunctionOp) -> Option<Expr> {
+        use pb::SqlValueFunctionOp as O;
+        Some(match op {
+            O::SvfopCurrentUser | O::SvfopCurrentRole | O::SvfopSessionUser | O::SvfopUser => name_const("postgres"),
+            O::SvfopCurrentCatalog => name_const("postgres"),
+            O::SvfopCurrentSchema => name_const("public"),
+            _ => return None,
+        })
+    }
+}
+
+/// The object-identifier alias types psql casts to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RegKind {
+    Class,
+    Type,
+    Namespace,
+    Proc,
+}
+
+impl<'a> Analyzer<'a> {
+    /// `x::regclass`, `x::regtype`, `x::regnamespace`, `x::regproc`: an OID
+    /// becomes the object's name (as type name, which prints like regclass
+    /// does); a string literal names an object and becomes its OID (type oid,
+    /// so that `attrelid = 't'::regclass` compares). `None`: not such a cast.
+    pub(super) fn reg_cast(&mut self, tc: &pb::TypeCast, scope: &mut Scope) -> Result<Option<Expr>> {
+        let Some(tn) = tc.type_name.as_ref() else { return Ok(None) };
+        let names: Vec<&str> = tn.names.iter().filter_map(super::str_of).collect();
+        let kind = match names.as_slice() {
+            ["pg_catalog", n] | [n] => match *n {
+                "regclass" => RegKind::Class,
+                "regtype" => RegKind::Type,
+                "regnamespace" => RegKind::Namespace,
+                "regproc" | "regprocedure" => RegKind::Proc,
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        if !tn.array_bounds.is_empty() {
+            return Err(self.err_at(SqlError::not_supported("arrays of OID alias types"), tn.location));
+        }
+        let Some(argn) = node(&tc.arg) else { return Err(SqlError::internal("cast without argument")) };
+        let arg = self.expr(argn, scope)?;
+        let loc = super::location(argn);
+        if let Expr::Const(v, Type::Unknown) = &arg {
+            let Value::Text(s) = v else { return Ok(Some(Expr::Const(Value::Null, Type::Oid))) };
+            if let Ok(n) = s.trim().parse::<u32>() {
+                return Ok(Some(Expr::Const(Value::Oid(n), Type::Oid)));
+            }
+            let oid = match kind {
+                RegKind::Class => match self.relation_oid(s) {
+                    Some(o) => o,
+                    None => return Err(self.err_at(SqlError::new(b"42P01", format!("relation \"{s}\" does not exist")), loc)),
+                },
+                RegKind::Type => match Type::from_sql_name(s.trim()).or_else(|| crate::array::from_typname(s.trim())) {
+                    Some(t) => t.oid(),
+                    None => return Err(self.err_at(SqlError::new(b"42704", format!("type \"{s}\" does not exist")), loc)),
+                },
+                RegKind::Namespace => match s.as_str() {
+                    "pg_catalog" => crate::catalog::PG_CATALOG_NAMESPACE,
+                    "public" => crate::catalog::PUBLIC_NAMESPACE,
+                    "pg_toast" => pgcatalog::PG_TOAST_NAMESPACE,
+                    "information_schema" => pgcatalog::INFORMATION_SCHEMA_NAMESPACE,
+                    _ => return Err(self.err_at(SqlError::new(b"42704", format!("schema \"{s}\" does not exist")), loc)),
+                },
+                RegKind::Proc => return Err(self.err_at(SqlError::not_supported("regproc input"), loc)),
+            };
+            return Ok(Some(Expr::Const(Value::Oid(oid), Type::Oid)));
+        }
+        let t = arg.ty();
+        if !(t == Type::Oid || t.is_integer()) {
+            return Err(self.err_at(crate::types::cannot_cast(t, Type::Oid), loc));
+        }
+        let arg = self.coerce(arg, Type::Oid, CastContext::Implicit, loc)?;
+        let table: Vec<String> = match kind {
+            RegKind::Class => self.relation_names()?,
+            RegKind::Type => {
+                let mut all: Vec<Type> = crate::types::TYPES.to_vec();
+                all.extend([Type::Name, Type::Char, Type::Xid]);
+                all.extend(crate::array::all_array_types());
+                all.into_iter().map(|t| format!("{}:{}", t.oid(), t.sql_name())).collect()
+            }
+            RegKind::Namespace => [(11, "pg_catalog"), (2200, "public"), (99, "pg_toast"), (pgcatalog::INFORMATION_SCHEMA_NAMESPACE, "information_schema")]
+                .iter()
+                .map(|(o, n)| format!("{o}:{n}"))
+                .collect(),
+            RegKind::Proc => vec!["0:-".into()],
+        };
+        let table = crate::array::Array::new(Type::Text, table.into_iter().map(Value::Text).collect());
+        let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+        Ok(Some(Expr::Func {
+            func: Func::Catalog(CatFunc::RegName),
+            args: vec![arg, table],
+            ty: Type::Name,
+        }))
+    }
+
+    /// `oid:name` of every relation (tables, indexes, the catalog views).
+    fn relation_names(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for (_, r) in crate::rowio::scan_rows(self.backend, &crate::catalog::class_rel(), self.snap)? {
+            if let (Value::Oid(o), Value::Text(n)) = (&r[0], &r[1]) {
+                out.push(format!("{o}:{}", pgcatalog::quote_ident(n)));
+            }
+        }
+        out.extend(pgcatalog::view_names().map(|(o, n)| format!("{o}:{n}")));
+        Ok(out)
+    }
+
+    /// The OID of relation `name` (optionally schema-qualified).
+    fn relation_oid(&self, name: &str) -> Option<u32> {
+        let (schema, rel) = match name.split_once('.') {
+            Some((s, r)) => (Some(s), r),
+            None => (None, name),
+        };
+        if let Some(t) = pgcatalog::lookup(schema, rel) {
+            return Some(t.oid);
+        }
+        for (_, r) in crate::rowio::scan_rows(self.backend, &crate::catalog::class_rel(), self.snap).ok()? {
+            if let (Value::Oid(o), Value::Text(n), Value::Oid(ns)) = (&r[0], &r[1], &r[2]) {
+                let ns_ok = match schema {
+                    None => true,
+                    Some("public") => *ns == crate::catalog::PUBLIC_NAMESPACE,
+                    Some("pg_catalog") => *ns == crate::catalog::PG_CATALOG_NAMESPACE,
+                    Some(_) => false,
+                };
+                if n == rel && ns_ok {
+                    return Some(*o);
+                }
+            }
+        }
+        None
+    }
+}

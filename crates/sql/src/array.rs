@@ -1,0 +1,706 @@
+//! Arrays: one-dimensional arrays of the built-in scalar types, with
+//! PostgreSQL 15's type OIDs, text and binary I/O, and the operators and
+//! functions over them. Also the input functions of `name` and `"char"`.
+//!
+//! | element | array type | oid |
+//! |---|---|---|
+//! | bool, bytea, "char", name, int2, int4, text, xid | _bool ... | 1000 1001 1002 1003 1005 1007 1009 1011 |
+//! | bpchar, varchar, int8, float4, float8, oid | | 1014 1015 1016 1021 1022 1028 |
+//! | timestamp, date, time, timestamptz, interval, timetz | | 1115 1182 1183 1185 1187 1270 |
+//!
+//! A value is [`Array`]: the element type, the lower bound of its one dimension
+//! and the elements (`Value::Null` for a NULL element). An empty array has no
+//! dimension (`{}`; array_length/array_lower/array_upper give NULL).
+//!
+//! Storage: an array column is a varlena whose bytes are the binary send format
+//! (big-endian, as `array_send` writes it):
+//!
+//! ```text
+//! ndim i32 (0 or 1) | has-nulls i32 (0/1) | element type oid u32
+//! [ if ndim = 1: length i32 | lower bound i32 ]
+//! per element: byte length i32 (-1 = NULL) | the element's binary send bytes
+//! ```
+//!
+//! Not done: more than one dimension (input `{{1,2},{3,4}}` and such binary
+//! data are 0A000), ARRAY(subquery), arrays of arrays' slices assignment
+//! (`UPDATE t SET a[2] = ...`).
+
+use crate::errors::{Result, SqlError};
+use crate::plan::CmpOp;
+use crate::types::{self, Type, Value};
+use std::cmp::Ordering;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Array {
+    pub elem: Type,
+    /// The subscript of the first element (1 unless written `[lo:hi]=...`).
+    pub lower: i32,
+    pub items: Vec<Value>,
+}
+
+impl Array {
+    pub fn new(elem: Type, items: Vec<Value>) -> Array {
+        Array { elem, lower: 1, items }
+    }
+}
+
+/// The element types that have an array type: (element, array oid, typname, SQL name).
+static ELEMS: [(Type, u32, &str, &str); 20] = [
+    (Type::Bool, 1000, "_bool", "boolean[]"),
+    (Type::Bytea, 1001, "_bytea", "bytea[]"),
+    (Type::Char, 1002, "_char", "\"char\"[]"),
+    (Type::Name, 1003, "_name", "name[]"),
+    (Type::Int2, 1005, "_int2", "smallint[]"),
+    (Type::Int4, 1007, "_int4", "integer[]"),
+    (Type::Text, 1009, "_text", "text[]"),
+    (Type::Xid, 1011, "_xid", "xid[]"),
+    (Type::Bpchar, 1014, "_bpchar", "character[]"),
+    (Type::Varchar, 1015, "_varchar", "character varying[]"),
+    (Type::Int8, 1016, "_int8", "bigint[]"),
+    (Type::Float4, 1021, "_float4", "real[]"),
+    (Type::Float8, 1022, "_float8", "double precision[]"),
+    (Type::Oid, 1028, "_oid", "oid[]"),
+    (Type::Timestamp, 1115, "_timestamp", "timestamp without time zone[]"),
+    (Type::Date, 1182, "_date", "date[]"),
+    (Type::Time, 1183, "_time", "time without time zone[]"),
+    (Type::Timestamptz, 1185, "_timestamptz", "timestamp with time zone[]"),
+    (Type::Interval, 1187, "_interval", "interval[]"),
+    (Type::TimeTz, 1270, "_timetz", "time with time zone[]"),
+];
+
+/// The element types, as `'static` references for `Type::Array`.
+static ELEM_TYPES: [Type; 20] = [
+    Type::Bool,
+    Type::Bytea,
+    Type::Char,
+    Type::Name,
+    Type::Int2,
+    Type::Int4,
+    Type::Text,
+    Type::Xid,
+    Type::Bpchar,
+    Type::Varchar,
+    Type::Int8,
+    Type::Float4,
+    Type::Float8,
+    Type::Oid,
+    Type::Timestamp,
+    Type::Date,
+    Type::Time,
+    Type::Timestamptz,
+    Type::Interval,
+    Type::TimeTz,
+];
+
+fn entry(elem: Type) -> Option<usize> {
+    ELEMS.iter().position(|e| e.0 == elem)
+}
+
+/// The array type of `elem`, if it has one.
+pub fn array_of(elem: Type) -> Option<Type> {
+    entry(elem).map(|i| Type::Array(&ELEM_TYPES[i]))
+}
+
+/// All array types (pg_type's rows).
+pub fn all_array_types() -> impl Iterator<Item = Type> {
+    ELEM_TYPES.iter().map(Type::Array)
+}
+
+pub fn array_oid(elem: Type) -> u32 {
+    entry(elem).map_or(0, |i| ELEMS[i].1)
+}
+
+pub fn from_array_oid(oid: u32) -> Option<Type> {
+    ELEMS.iter().position(|e| e.1 == oid).map(|i| Type::Array(&ELEM_TYPES[i]))
+}
+
+pub fn array_typname(elem: Type) -> &'static str {
+    entry(elem).map_or("_unknown", |i| ELEMS[i].2)
+}
+
+pub fn array_sql_name(elem: Type) -> &'static str {
+    entry(elem).map_or("unknown[]", |i| ELEMS[i].3)
+}
+
+/// `_int4` style names and their aliases.
+pub fn from_typname(name: &str) -> Option<Type> {
+    ELEMS.iter().position(|e| e.2 == name).map(|i| Type::Array(&ELEM_TYPES[i]))
+}
+
+/// namein: at most NAMEDATALEN - 1 = 63 bytes (cut at a character boundary).
+pub fn name_in(s: &str) -> String {
+    let mut end = s.len().min(63);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// charin: the first byte (an ASCII character here).
+pub fn char_in(s: &str) -> String {
+    s.chars().next().map(|c| c.to_string()).unwrap_or_default()
+}
+
+fn malformed(s: &str, detail: &str) -> SqlError {
+    SqlError::new(b"22P02", format!("malformed array literal: \"{s}\"")).with_detail(detail)
+}
+
+/// array_in for a one-dimensional array: `{a,b,"c d",NULL}`, optionally preceded
+/// by `[lo:hi]=`. Elements go through the element type's input function.
+pub fn input(elem: Type, s: &str, typmod: i32) -> Result<Value> {
+    let b: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    let ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c');
+    while i < b.len() && ws(b[i]) {
+        i += 1;
+    }
+    let mut dims: Option<(i32, i32)> = None;
+    if i < b.len() && b[i] == '[' {
+        let close = b[i..].iter().position(|c| *c == ']').map(|p| p + i);
+        let Some(close) = close else { return Err(malformed(s, "Missing \"]\" after array dimensions.")) };
+        let inner: String = b[i + 1..close].iter().collect();
+        let (lo, hi) = match inner.split_once(':') {
+            Some((l, h)) => (l.trim().parse::<i32>(), h.trim().parse::<i32>()),
+            None => (Ok(1), inner.trim().parse::<i32>()),
+        };
+        let (Ok(lo), Ok(hi)) = (lo, hi) else { return Err(malformed(s, "\"[\" must introduce explicitly-specified array dimensions.")) };
+        if hi < lo {
+            return Err(SqlError::new(b"2202E", "upper bound cannot be less than lower bound"));
+        }
+        i = close + 1;
+        if i < b.len() && b[i] == '[' {
+            return Err(SqlError::not_supported("multidimensional arrays"));
+        }
+        if i >= b.len() || b[i] != '=' {
+            return Err(malformed(s, "Missing \"=\" after array dimensions."));
+        }
+        i += 1;
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        dims = Some((lo, hi));
+    }
+    if i >= b.len() || b[i] != '{' {
+        return Err(malformed(s, "Array value must start with \"{\" or dimension information."));
+    }
+    i += 1;
+    let mut items = Vec::new();
+    let end_of_input = || malformed(s, "Unexpected end of input.");
+    loop {
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        if i >= b.len() {
+            return Err(end_of_input());
+        }
+        if b[i] == '}' && items.is_empty() {
+            i += 1;
+            break;
+        }
+        if b[i] == '{' {
+            if items.is_empty() {
+                return Err(SqlError::not_supported("multidimensional arrays"));
+            }
+            return Err(malformed(s, "Unexpected \"{\" character."));
+        }
+        // One element.
+        let mut text = String::new();
+        let mut quoted = false;
+        if b[i] == '"' {
+            quoted = true;
+            i += 1;
+            loop {
+                if i >= b.len() {
+                    return Err(end_of_input());
+                }
+                match b[i] {
+                    '\\' => {
+                        i += 1;
+                        if i >= b.len() {
+                            return Err(end_of_input());
+                        }
+                        text.push(b[i]);
+                    }
+                    '"' => {
+                        i += 1;
+                        break;
+                    }
+                    c => text.push(c),
+                }
+                i += 1;
+            }
+            while i < b.len() && ws(b[i]) {
+                i += 1;
+            }
+        } else {
+            // Unquoted: up to a delimiter; trailing blanks (unescaped) dropped.
+            let mut keep = 0; // length of text up to its last escaped or non-blank character
+            loop {
+                if i >= b.len() {
+                    return Err(end_of_input());
+                }
+                match b[i] {
+                    ',' | '}' => break,
+                    '{' | '"' => return Err(malformed(s, &format!("Unexpected \"{}\" character.", b[i]))),
+                    '\\' => {
+                        i += 1;
+                        if i >= b.len() {
+                            return Err(end_of_input());
+                        }
+                        text.push(b[i]);
+                        quoted = true;
+                        keep = text.len();
+                    }
+                    c => {
+                        text.push(c);
+                        if !ws(c) {
+                            keep = text.len();
+                        }
+                    }
+                }
+                i += 1;
+            }
+            text.truncate(keep);
+            if text.is_empty() && !quoted {
+                return Err(malformed(s, &format!("Unexpected \"{}\" character.", b[i])));
+            }
+        }
+        if !quoted && text.eq_ignore_ascii_case("NULL") {
+            items.push(Value::Null);
+        } else {
+            let v = types::input(elem, &text, typmod)?;
+            items.push(v);
+        }
+        if i >= b.len() {
+            return Err(end_of_input());
+        }
+        match b[i] {
+            ',' => i += 1,
+            '}' => {
+                i += 1;
+                break;
+            }
+            c => return Err(malformed(s, &format!("Unexpected \"{c}\" character."))),
+        }
+    }
+    while i < b.len() {
+        if !ws(b[i]) {
+            return Err(malformed(s, "Junk after closing right brace."));
+        }
+        i += 1;
+    }
+    let mut a = Array::new(elem, items);
+    if let Some((lo, hi)) = dims {
+        if (hi as i64 - lo as i64 + 1) as usize != a.items.len() {
+            return Err(malformed(s, "Specified array dimensions do not match array contents."));
+        }
+        a.lower = lo;
+    }
+    Ok(Value::Array(Box::new(a)))
+}
+
+/// array_out: `{1,2,NULL}`; elements quoted when needed; `[lo:hi]=` when the
+/// lower bound is not 1.
+pub fn output(a: &Array) -> String {
+    let mut out = String::new();
+    if a.lower != 1 && !a.items.is_empty() {
+        out.push_str(&format!("[{}:{}]=", a.lower, a.lower as i64 + a.items.len() as i64 - 1));
+    }
+    out.push('{');
+    for (n, v) in a.items.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        match types::output(v) {
+            None => out.push_str("NULL"),
+            Some(t) => {
+                let needs_quotes = t.is_empty()
+                    || t.eq_ignore_ascii_case("NULL")
+                    || t.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\' | ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'));
+                if needs_quotes {
+                    out.push('"');
+                    for c in t.chars() {
+                        if c == '"' || c == '\\' {
+                            out.push('\\');
+                        }
+                        out.push(c);
+                    }
+                    out.push('"');
+                } else {
+                    out.push_str(&t);
+                }
+            }
+        }
+    }
+    out.push('}');
+    out
+}
+
+/// array_send (also the stored form).
+pub fn send(a: &Array) -> Vec<u8> {
+    let mut b = Vec::new();
+    let ndim: i32 = if a.items.is_empty() { 0 } else { 1 };
+    b.extend_from_slice(&ndim.to_be_bytes());
+    b.extend_from_slice(&(a.items.iter().any(Value::is_null) as i32).to_be_bytes());
+    b.extend_from_slice(&a.elem.oid().to_be_bytes());
+    if ndim == 1 {
+        b.extend_from_slice(&(a.items.len() as i32).to_be_bytes());
+        b.extend_from_slice(&a.lower.to_be_bytes());
+    }
+    for v in &a.items {
+        match types::send(v) {
+            None => b.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(d) => {
+                b.extend_from_slice(&(d.len() as i32).to_be_bytes());
+                b.extend_from_slice(&d);
+            }
+        }
+    }
+    b
+}
+
+/// array_recv: 22P03 for short or inconsistent data, 42804 for another element type.
+pub fn recv(elem: Type, b: &[u8]) -> Result<Value> {
+    let bad = || SqlError::new(b"22P03", "insufficient data left in message");
+    let mut pos = 0;
+    let i32_at = |pos: &mut usize| -> Result<i32> {
+        let v = b.get(*pos..*pos + 4).ok_or_else(bad)?;
+        *pos += 4;
+        Ok(i32::from_be_bytes(v.try_into().unwrap_or_default()))
+    };
+    let ndim = i32_at(&mut pos)?;
+    let _flags = i32_at(&mut pos)?;
+    let oid = i32_at(&mut pos)? as u32;
+    if !(0..=1).contains(&ndim) {
+        if ndim > 1 {
+            return Err(SqlError::not_supported("multidimensional arrays"));
+        }
+        return Err(SqlError::new(b"22P03", format!("invalid number of dimensions: {ndim}")));
+    }
+    if oid != elem.oid() {
+        return Err(SqlError::new(b"42804", "wrong element type"));
+    }
+    let (n, lower) = if ndim == 1 { (i32_at(&mut pos)?, i32_at(&mut pos)?) } else { (0, 1) };
+    if n < 0 {
+        return Err(SqlError::new(b"22P03", "insufficient data left in message"));
+    }
+    let mut items = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let len = i32_at(&mut pos)?;
+        if len == -1 {
+            items.push(Value::Null);
+            continue;
+        }
+        let d = b.get(pos..pos + len.max(0) as usize).ok_or_else(bad)?;
+        pos += len as usize;
+        items.push(types::recv(elem, d)?);
+    }
+    if pos != b.len() {
+        return Err(SqlError::new(b"22P03", "incorrect binary data format in array element 1"));
+    }
+    Ok(Value::Array(Box::new(Array { elem, lower, items })))
+}
+
+/// A cast between array types, element by element.
+pub fn cast(a: &Array, to_elem: Type, typmod: i32, explicit: bool) -> Result<Value> {
+    let items = a.items.iter().map(|v| types::cast(v.clone(), a.elem, to_elem, typmod, explicit)).collect::<Result<Vec<_>>>()?;
+    Ok(Value::Array(Box::new(Array { elem: to_elem, lower: a.lower, items })))
+}
+
+/// btarraycmp: element by element (NULL after every value), then the shorter first.
+pub fn compare(a: &Array, b: &Array) -> Ordering {
+    for (x, y) in a.items.iter().zip(&b.items) {
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => crate::exec::compare(x, y),
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    a.items.len().cmp(&b.items.len()).then(a.lower.cmp(&b.lower))
+}
+
+/// Array functions and operators, evaluated by [`call`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrayFunc {
+    /// `ARRAY[a, b, ...]`.
+    Construct,
+    /// `a[i]`.
+    Subscript,
+    /// `a[lo:hi]`, either bound may be omitted (`lo`/`hi`: whether it is an argument).
+    Slice { lo: bool, hi: bool },
+    /// `x op ANY (a)` / `x op ALL (a)`.
+    AnyAll { op: CmpOp, all: bool },
+    /// array || array.
+    Cat,
+    /// array || element.
+    Append,
+    /// element || array.
+    Prepend,
+    Length,
+    Upper,
+    Lower,
+    Cardinality,
+    Position,
+    /// array_to_string(a, delim [, null_string]).
+    ToString,
+    /// string_to_array(s, delim [, null_string]).
+    FromString,
+    /// array_ndims(a).
+    Ndims,
+    /// array_dims(a).
+    Dims,
+}
+
+fn arr(v: &Value) -> Option<&Array> {
+    match v {
+        Value::Array(a) => Some(a),
+        _ => None,
+    }
+}
+
+fn text(v: &Value) -> Option<&str> {
+    match v {
+        Value::Text(s) => Some(s),
+        _ => None,
+    }
+}
+
+fn cmp_holds(op: CmpOp, o: Ordering) -> bool {
+    match op {
+        CmpOp::Eq => o == Ordering::Equal,
+        CmpOp::Ne => o != Ordering::Equal,
+        CmpOp::Lt => o == Ordering::Less,
+        CmpOp::Le => o != Ordering::Greater,
+        CmpOp::Gt => o == Ordering::Greater,
+        CmpOp::Ge => o != Ordering::Less,
+    }
+}
+
+/// Evaluates an array function; `ty` is its result type.
+pub fn call(f: ArrayFunc, vals: &[Value], ty: Type) -> Result<Value> {
+    let elem_of = |t: Type| match t {
+        Type::Array(e) => *e,
+        t => t,
+    };
+    let dim_ok = |v: &Value| matches!(v, Value::Int4(1));
+    Ok(match f {
+        ArrayFunc::Construct => Value::Array(Box::new(Array::new(elem_of(ty), vals.to_vec()))),
+        ArrayFunc::Subscript => match (arr(&vals[0]), vals[1].as_i64()) {
+            (Some(a), Some(i)) => {
+                let k = i - a.lower as i64;
+                if k >= 0 && (k as usize) < a.items.len() {
+                    a.items[k as usize].clone()
+                } else {
+                    Value::Null
+                }
+            }
+            _ => Value::Null,
+        },
+        ArrayFunc::Slice { lo, hi } => {
+            let Some(a) = arr(&vals[0]) else { return Ok(Value::Null) };
+            let mut k = 1;
+            let first = a.lower as i64;
+            let last = a.lower as i64 + a.items.len() as i64 - 1;
+            let l = if lo {
+                k += 1;
+                match vals[k - 1].as_i64() {
+                    Some(v) => v,
+                    None => return Ok(Value::Null),
+                }
+            } else {
+                first
+            };
+            let h = if hi {
+                match vals[k].as_i64() {
+                    Some(v) => v,
+                    None => return Ok(Value::Null),
+                }
+            } else {
+                last
+            };
+            let (l, h) = (l.max(first), h.min(last));
+            let items = if l > h { Vec::new() } else { a.items[(l - first) as usize..=(h - first) as usize].to_vec() };
+            Value::Array(Box::new(Array::new(a.elem, items)))
+        }
+        ArrayFunc::AnyAll { op, all } => {
+            let Some(a) = arr(&vals[1]) else { return Ok(Value::Null) };
+            if a.items.is_empty() {
+                return Ok(Value::Bool(all));
+            }
+            if vals[0].is_null() {
+                return Ok(Value::Null);
+            }
+            let mut saw_null = false;
+            for v in &a.items {
+                if v.is_null() {
+                    saw_null = true;
+                    continue;
+                }
+                let holds = cmp_holds(op, crate::exec::compare(&vals[0], v));
+                if holds != all {
+                    return Ok(Value::Bool(holds));
+                }
+            }
+            if saw_null { Value::Null } else { Value::Bool(all) }
+        }
+        ArrayFunc::Cat => match (arr(&vals[0]), arr(&vals[1])) {
+            (Some(a), Some(b)) => {
+                if a.items.is_empty() {
+                    return Ok(vals[1].clone());
+                }
+                let mut items = a.items.clone();
+                items.extend(b.items.iter().cloned());
+                Value::Array(Box::new(Array { elem: a.elem, lower: a.lower, items }))
+            }
+            (Some(_), None) => vals[0].clone(),
+            (None, Some(_)) => vals[1].clone(),
+            _ => Value::Null,
+        },
+        ArrayFunc::Append => match arr(&vals[0]) {
+            Some(a) => {
+                let mut a = a.clone();
+                a.items.push(vals[1].clone());
+                Value::Array(Box::new(a))
+            }
+            None => Value::Array(Box::new(Array::new(elem_of(ty), vec![vals[1].clone()]))),
+        },
+        ArrayFunc::Prepend => match arr(&vals[1]) {
+            Some(a) => {
+                let mut a = a.clone();
+                a.items.insert(0, vals[0].clone());
+                Value::Array(Box::new(a))
+            }
+            None => Value::Array(Box::new(Array::new(elem_of(ty), vec![vals[0].clone()]))),
+        },
+        ArrayFunc::Length | ArrayFunc::Upper | ArrayFunc::Lower => match arr(&vals[0]) {
+            Some(a) if !a.items.is_empty() && dim_ok(&vals[1]) => Value::Int4(match f {
+                ArrayFunc::Length => a.items.len() as i32,
+                ArrayFunc::Lower => a.lower,
+                _ => a.lower + a.items.len() as i32 - 1,
+            }),
+            _ => Value::Null,
+        },
+        ArrayFunc::Cardinality => match arr(&vals[0]) {
+            Some(a) => Value::Int4(a.items.len() as i32),
+            None => Value::Null,
+        },
+        ArrayFunc::Ndims => match arr(&vals[0]) {
+            Some(a) if !a.items.is_empty() => Value::Int4(1),
+            _ => Value::Null,
+        },
+        ArrayFunc::Dims => match arr(&vals[0]) {
+            Some(a) if !a.items.is_empty() => Value::Text(format!("[{}:{}]", a.lower, a.lower as i64 + a.items.len() as i64 - 1)),
+            _ => Value::Null,
+        },
+        ArrayFunc::Position => {
+            let Some(a) = arr(&vals[0]) else { return Ok(Value::Null) };
+            for (k, v) in a.items.iter().enumerate() {
+                let same = match (v.is_null(), vals[1].is_null()) {
+                    (true, true) => true,
+                    (false, false) => crate::exec::compare(v, &vals[1]) == Ordering::Equal,
+                    _ => false,
+                };
+                if same {
+                    return Ok(Value::Int4(a.lower + k as i32));
+                }
+            }
+            Value::Null
+        }
+        ArrayFunc::ToString => {
+            let (Some(a), Some(d)) = (arr(&vals[0]), text(&vals[1])) else { return Ok(Value::Null) };
+            let null_text = vals.get(2).and_then(text);
+            let mut parts = Vec::new();
+            for v in &a.items {
+                match types::output(v) {
+                    Some(t) => parts.push(t),
+                    None => {
+                        if let Some(n) = null_text {
+                            parts.push(n.to_string());
+                        }
+                    }
+                }
+            }
+            Value::Text(parts.join(d))
+        }
+        ArrayFunc::FromString => {
+            let Some(s) = text(&vals[0]) else { return Ok(Value::Null) };
+            let null_text = vals.get(2).and_then(text);
+            let parts: Vec<String> = if s.is_empty() {
+                Vec::new()
+            } else {
+                match text(&vals[1]) {
+                    None => s.chars().map(|c| c.to_string()).collect(),
+                    Some("") => vec![s.to_string()],
+                    Some(d) => s.split(d).map(str::to_string).collect(),
+                }
+            };
+            let items = parts.into_iter().map(|p| if Some(p.as_str()) == null_text { Value::Null } else { Value::Text(p) }).collect();
+            Value::Array(Box::new(Array::new(Type::Text, items)))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ints(s: &str) -> Result<Value> {
+        input(Type::Int4, s, -1)
+    }
+
+    #[test]
+    fn text_io_round_trips_and_quotes() {
+        let v = ints(" { 1 , 2,NULL } ").unwrap();
+        let Value::Array(a) = &v else { panic!() };
+        assert_eq!(a.items, vec![Value::Int4(1), Value::Int4(2), Value::Null]);
+        assert_eq!(output(a), "{1,2,NULL}");
+        let t = input(Type::Text, r#"{NULL,"NULL","a b","","q\"",x\,y}"#, -1).unwrap();
+        let Value::Array(t) = t else { panic!() };
+        assert_eq!(output(&t), r#"{NULL,"NULL","a b","","q\"","x,y"}"#);
+        let Value::Array(e) = ints("{}").unwrap() else { panic!() };
+        assert_eq!(output(&e), "{}");
+        let Value::Array(d) = ints("[0:1]={1,2}").unwrap() else { panic!() };
+        assert_eq!((d.lower, output(&d).as_str()), (0, "[0:1]={1,2}"));
+    }
+
+    #[test]
+    fn malformed_literals() {
+        let e = ints("x").unwrap_err();
+        assert_eq!((e.sqlstate(), e.message.as_str()), ("22P02", "malformed array literal: \"x\""));
+        assert_eq!(e.detail.as_deref(), Some("Array value must start with \"{\" or dimension information."));
+        assert_eq!(ints("{1,2").unwrap_err().detail.as_deref(), Some("Unexpected end of input."));
+        assert_eq!(ints("{1,{2}}").unwrap_err().detail.as_deref(), Some("Unexpected \"{\" character."));
+        assert_eq!(ints("{a}").unwrap_err().message, "invalid input syntax for type integer: \"a\"");
+        assert_eq!(ints("{{1},{2}}").unwrap_err().sqlstate(), "0A000");
+    }
+
+    #[test]
+    fn binary_round_trip() {
+        let v = input(Type::Text, "{a,NULL,c}", -1).unwrap();
+        let Value::Array(a) = &v else { panic!() };
+        let b = send(a);
+        assert_eq!(&b[..12], &[0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 25]);
+        assert_eq!(recv(Type::Text, &b).unwrap(), v);
+        assert_eq!(recv(Type::Int4, &b).unwrap_err().sqlstate(), "42804");
+        assert_eq!(recv(Type::Text, &b[..b.len() - 1]).unwrap_err().sqlstate(), "22P03");
+    }
+
+    #[test]
+    fn functions() {
+        let a = ints("{1,2,NULL,2}").unwrap();
+        let i4 = Type::Int4;
+        assert_eq!(call(ArrayFunc::Subscript, &[a.clone(), Value::Int4(2)], i4).unwrap(), Value::Int4(2));
+        assert_eq!(call(ArrayFunc::Subscript, &[a.clone(), Value::Int4(9)], i4).unwrap(), Value::Null);
+        let any = ArrayFunc::AnyAll { op: CmpOp::Eq, all: false };
+        assert_eq!(call(any, &[Value::Int4(2), a.clone()], Type::Bool).unwrap(), Value::Bool(true));
+        assert_eq!(call(any, &[Value::Int4(5), a.clone()], Type::Bool).unwrap(), Value::Null);
+        assert_eq!(call(ArrayFunc::Position, &[a.clone(), Value::Int4(2)], i4).unwrap(), Value::Int4(2));
+        let s = call(ArrayFunc::ToString, &[a.clone(), Value::Text(",".into()), Value::Text("*".into())], Type::Text).unwrap();
+        assert_eq!(s, Value::Text("1,2,*,2".into()));
+        assert_eq!(call(ArrayFunc::Cardinality, &[a], i4).unwrap(), Value::Int4(4));
+    }
+}

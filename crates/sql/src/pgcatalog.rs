@@ -1,0 +1,1012 @@
+//! pg_catalog as PostgreSQL 15 shows it: the system catalogs psql and other
+//! clients query, with PostgreSQL 15's columns and built-in OIDs, as views
+//! computed when a query reads them (`plan::Source::Virtual`, like
+//! [`crate::sysviews`]) from the stored catalogs of [`crate::catalog`] and
+//! [`crate::index`], read with the statement's snapshot: they are
+//! transactional with DDL (a session sees its own uncommitted CREATE TABLE).
+//! Catalogs with no objects of ours are empty. The name resolves before the
+//! stored catalog of the same name (pg_class, pg_attribute, ... as stored keep
+//! their own narrower shape, internal to [`crate::catalog`]).
+//!
+//! | view | rows |
+//! |---|---|
+//! | pg_namespace | stored rows, plus pg_toast (99) and information_schema (13207) |
+//! | pg_class | stored rows (tables 'r' with relam heap 2, indexes 'i' with btree 403) |
+//! | pg_attribute | stored rows (user columns only: no system columns with attnum < 0) |
+//! | pg_attrdef | stored defaults; `adbin` holds the expression as pg_get_expr shows it |
+//! | pg_index, pg_constraint | stored rows of [`crate::index`] |
+//! | pg_type | the built-in types of [`crate::types`] and their array types |
+//! | pg_am | heap 2, btree 403, hash 405, gist 783, gin 2742, spgist 4000, brin 3580 |
+//! | pg_database | postgres (5) only: there are no template databases |
+//! | pg_authid, pg_roles, pg_user | postgres (10, superuser) and PostgreSQL's predefined roles |
+//! | pg_tablespace | pg_default 1663, pg_global 1664 |
+//! | pg_collation | default 100, C 950, POSIX 951 |
+//! | pg_settings | the session's settings (name, setting, source, boot_val, reset_val; vartype "string", context "user") |
+//! | pg_proc, pg_description, pg_shdescription, pg_inherits, pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
+//!
+//! | information_schema.tables, information_schema.columns | the tables (relkind 'r') and their columns |
+//!
+//! Functions that read catalogs (pg_get_indexdef, pg_get_constraintdef, the
+//! size functions, casts of OIDs to regclass) get an "oid:value" table built at
+//! analysis with the statement's snapshot, as a constant argument: the
+//! executor's functions see no catalog.
+//!
+//! Column types PostgreSQL has and we do not are shown as: regproc as text
+//! (the function's name), pg_node_tree, int2vector, oidvector, anyarray as
+//! text (int2vector's "1 2" form), aclitem[] as text[].
+
+use crate::catalog::{self, Column, Table};
+use crate::errors::{Result, SqlError};
+use crate::rowio::{scan_rows, RelStorage};
+use crate::types::{self, Type, Value};
+use ferrogres_engine::engine::{Backend, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
+use ferrogres_engine::storage::RelFileLocator;
+use ferrogres_engine::txn::snapshot::Snapshot;
+
+const TEXT_ARRAY: Type = Type::Array(&Type::Text);
+const INT2_ARRAY: Type = Type::Array(&Type::Int2);
+const OID_ARRAY: Type = Type::Array(&Type::Oid);
+const CHAR_ARRAY: Type = Type::Array(&Type::Char);
+
+pub const BOOTSTRAP_SUPERUSER: u32 = 10;
+pub const PG_TOAST_NAMESPACE: u32 = 99;
+pub const INFORMATION_SCHEMA_NAMESPACE: u32 = 13207;
+pub const PG_DATABASE_OWNER: u32 = 6171;
+
+struct View {
+    name: &'static str,
+    oid: u32,
+    columns: &'static [(&'static str, Type)],
+}
+
+static VIEWS: &[View] = &[
+    View { name: "pg_am", oid: 2601, columns: &[("oid", Type::Oid), ("amname", Type::Name), ("amhandler", Type::Text), ("amtype", Type::Char)] },
+    View { name: "pg_attrdef", oid: 2604, columns: &[("oid", Type::Oid), ("adrelid", Type::Oid), ("adnum", Type::Int2), ("adbin", Type::Text)] },
+    View { name: "pg_attribute", oid: 1249, columns: &[("attrelid", Type::Oid), ("attname", Type::Name), ("atttypid", Type::Oid), ("attstattarget", Type::Int4), ("attlen", Type::Int2), ("attnum", Type::Int2), ("attndims", Type::Int4), ("attcacheoff", Type::Int4), ("atttypmod", Type::Int4), ("attbyval", Type::Bool), ("attalign", Type::Char), ("attstorage", Type::Char), ("attcompression", Type::Char), ("attnotnull", Type::Bool), ("atthasdef", Type::Bool), ("atthasmissing", Type::Bool), ("attidentity", Type::Char), ("attgenerated", Type::Char), ("attisdropped", Type::Bool), ("attislocal", Type::Bool), ("attinhcount", Type::Int4), ("attcollation", Type::Oid), ("attacl", TEXT_ARRAY), ("attoptions", TEXT_ARRAY), ("attfdwoptions", TEXT_ARRAY), ("attmissingval", Type::Text)] },
+    View { name: "pg_authid", oid: 1260, columns: &[("oid", Type::Oid), ("rolname", Type::Name), ("rolsuper", Type::Bool), ("rolinherit", Type::Bool), ("rolcreaterole", Type::Bool), ("rolcreatedb", Type::Bool), ("rolcanlogin", Type::Bool), ("rolreplication", Type::Bool), ("rolbypassrls", Type::Bool), ("rolconnlimit", Type::Int4), ("rolpassword", Type::Text), ("rolvaliduntil", Type::Timestamptz)] },
+    View { name: "pg_class", oid: 1259, columns: &[("oid", Type::Oid), ("relname", Type::Name), ("relnamespace", Type::Oid), ("reltype", Type::Oid), ("reloftype", Type::Oid), ("relowner", Type::Oid), ("relam", Type::Oid), ("relfilenode", Type::Oid), ("reltablespace", Type::Oid), ("relpages", Type::Int4), ("reltuples", Type::Float4), ("relallvisible", Type::Int4), ("reltoastrelid", Type::Oid), ("relhasindex", Type::Bool), ("relisshared", Type::Bool), ("relpersistence", Type::Char), ("relkind", Type::Char), ("relnatts", Type::Int2), ("relchecks", Type::Int2), ("relhasrules", Type::Bool), ("relhastriggers", Type::Bool), ("relhassubclass", Type::Bool), ("relrowsecurity", Type::Bool), ("relforcerowsecurity", Type::Bool), ("relispopulated", Type::Bool), ("relreplident", Type::Char), ("relispartition", Type::Bool), ("relrewrite", Type::Oid), ("relfrozenxid", Type::Xid), ("relminmxid", Type::Xid), ("relacl", TEXT_ARRAY), ("reloptions", TEXT_ARRAY), ("relpartbound", Type::Text)] },
+    View { name: "pg_collation", oid: 3456, columns: &[("oid", Type::Oid), ("collname", Type::Name), ("collnamespace", Type::Oid), ("collowner", Type::Oid), ("collprovider", Type::Char), ("collisdeterministic", Type::Bool), ("collencoding", Type::Int4), ("collcollate", Type::Text), ("collctype", Type::Text), ("colliculocale", Type::Text), ("collversion", Type::Text)] },
+    View { name: "pg_constraint", oid: 2606, columns: &[("oid", Type::Oid), ("conname", Type::Name), ("connamespace", Type::Oid), ("contype", Type::Char), ("condeferrable", Type::Bool), ("condeferred", Type::Bool), ("convalidated", Type::Bool), ("conrelid", Type::Oid), ("contypid", Type::Oid), ("conindid", Type::Oid), ("conparentid", Type::Oid), ("confrelid", Type::Oid), ("confupdtype", Type::Char), ("confdeltype", Type::Char), ("confmatchtype", Type::Char), ("conislocal", Type::Bool), ("coninhcount", Type::Int4), ("connoinherit", Type::Bool), ("conkey", INT2_ARRAY), ("confkey", INT2_ARRAY), ("conpfeqop", OID_ARRAY), ("conppeqop", OID_ARRAY), ("conffeqop", OID_ARRAY), ("confdelsetcols", INT2_ARRAY), ("conexclop", OID_ARRAY), ("conbin", Type::Text)] },
+    View { name: "pg_database", oid: 1262, columns: &[("oid", Type::Oid), ("datname", Type::Name), ("datdba", Type::Oid), ("encoding", Type::Int4), ("datlocprovider", Type::Char), ("datistemplate", Type::Bool), ("datallowconn", Type::Bool), ("datconnlimit", Type::Int4), ("datfrozenxid", Type::Xid), ("datminmxid", Type::Xid), ("dattablespace", Type::Oid), ("datcollate", Type::Text), ("datctype", Type::Text), ("daticulocale", Type::Text), ("datcollversion", Type::Text), ("datacl", TEXT_ARRAY)] },
+    View { name: "pg_description", oid: 2609, columns: &[("objoid", Type::Oid), ("classoid", Type::Oid), ("objsubid", Type::Int4), ("description", Type::Text)] },
+    View { name: "pg_foreign_table", oid: 3118, columns: &[("ftrelid", Type::Oid), ("ftserver", Type::Oid), ("ftoptions", TEXT_ARRAY)] },
+    View { name: "pg_index", oid: 2610, columns: &[("indexrelid", Type::Oid), ("indrelid", Type::Oid), ("indnatts", Type::Int2), ("indnkeyatts", Type::Int2), ("indisunique", Type::Bool), ("indnullsnotdistinct", Type::Bool), ("indisprimary", Type::Bool), ("indisexclusion", Type::Bool), ("indimmediate", Type::Bool), ("indisclustered", Type::Bool), ("indisvalid", Type::Bool), ("indcheckxmin", Type::Bool), ("indisready", Type::Bool), ("indislive", Type::Bool), ("indisreplident", Type::Bool), ("indkey", Type::Text), ("indcollation", Type::Text), ("indclass", Type::Text), ("indoption", Type::Text), ("indexprs", Type::Text), ("indpred", Type::Text)] },
+    View { name: "pg_inherits", oid: 2611, columns: &[("inhrelid", Type::Oid), ("inhparent", Type::Oid), ("inhseqno", Type::Int4), ("inhdetachpending", Type::Bool)] },
+    View { name: "pg_namespace", oid: 2615, columns: &[("oid", Type::Oid), ("nspname", Type::Name), ("nspowner", Type::Oid), ("nspacl", TEXT_ARRAY)] },
+    View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Text), ("partclass", Type::Text), ("partcollation", Type::Text), ("partexprs", Type::Text)] },
+    View { name: "pg_policy", oid: 3256, columns: &[("oid", Type::Oid), ("polname", Type::Name), ("polrelid", Type::Oid), ("polcmd", Type::Char), ("polpermissive", Type::Bool), ("polroles", OID_ARRAY), ("polqual", Type::Text), ("polwithcheck", Type::Text)] },
+    View { name: "pg_proc", oid: 1255, columns: &[("oid", Type::Oid), ("proname", Type::Name), ("pronamespace", Type::Oid), ("proowner", Type::Oid), ("prolang", Type::Oid), ("procost", Type::Float4), ("prorows", Type::Float4), ("provariadic", Type::Oid), ("prosupport", Type::Text), ("prokind", Type::Char), ("prosecdef", Type::Bool), ("proleakproof", Type::Bool), ("proisstrict", Type::Bool), ("proretset", Type::Bool), ("provolatile", Type::Char), ("proparallel", Type::Char), ("pronargs", Type::Int2), ("pronargdefaults", Type::Int2), ("prorettype", Type::Oid), ("proargtypes", Type::Text), ("proallargtypes", OID_ARRAY), ("proargmodes", CHAR_ARRAY), ("proargnames", TEXT_ARRAY), ("proargdefaults", Type::Text), ("protrftypes", OID_ARRAY), ("prosrc", Type::Text), ("probin", Type::Text), ("prosqlbody", Type::Text), ("proconfig", TEXT_ARRAY), ("proacl", TEXT_ARRAY)] },
+    View { name: "pg_publication", oid: 6104, columns: &[("oid", Type::Oid), ("pubname", Type::Name), ("pubowner", Type::Oid), ("puballtables", Type::Bool), ("pubinsert", Type::Bool), ("pubupdate", Type::Bool), ("pubdelete", Type::Bool), ("pubtruncate", Type::Bool), ("pubviaroot", Type::Bool)] },
+    View { name: "pg_publication_namespace", oid: 6237, columns: &[("oid", Type::Oid), ("pnpubid", Type::Oid), ("pnnspid", Type::Oid)] },
+    View { name: "pg_publication_rel", oid: 6106, columns: &[("oid", Type::Oid), ("prpubid", Type::Oid), ("prrelid", Type::Oid), ("prqual", Type::Text), ("prattrs", Type::Text)] },
+    View { name: "pg_rewrite", oid: 2618, columns: &[("oid", Type::Oid), ("rulename", Type::Name), ("ev_class", Type::Oid), ("ev_type", Type::Char), ("ev_enabled", Type::Char), ("is_instead", Type::Bool), ("ev_qual", Type::Text), ("ev_action", Type::Text)] },
+    View { name: "pg_roles", oid: 12000, columns: &[("rolname", Type::Name), ("rolsuper", Type::Bool), ("rolinherit", Type::Bool), ("rolcreaterole", Type::Bool), ("rolcreatedb", Type::Bool), ("rolcanlogin", Type::Bool), ("rolreplication", Type::Bool), ("rolconnlimit", Type::Int4), ("rolpassword", Type::Text), ("rolvaliduntil", Type::Timestamptz), ("rolbypassrls", Type::Bool), ("rolconfig", TEXT_ARRAY), ("oid", Type::Oid)] },
+    View { name: "pg_settings", oid: 12104, columns: &[("name", Type::Text), ("setting", Type::Text), ("unit", Type::Text), ("category", Type::Text), ("short_desc", Type::Text), ("extra_desc", Type::Text), ("context", Type::Text), ("vartype", Type::Text), ("source", Type::Text), ("min_val", Type::Text), ("max_val", Type::Text), ("enumvals", TEXT_ARRAY), ("boot_val", Type::Text), ("reset_val", Type::Text), ("sourcefile", Type::Text), ("sourceline", Type::Int4), ("pending_restart", Type::Bool)] },
+    View { name: "pg_shdescription", oid: 2396, columns: &[("objoid", Type::Oid), ("classoid", Type::Oid), ("description", Type::Text)] },
+    View { name: "pg_statistic_ext", oid: 3381, columns: &[("oid", Type::Oid), ("stxrelid", Type::Oid), ("stxname", Type::Name), ("stxnamespace", Type::Oid), ("stxowner", Type::Oid), ("stxstattarget", Type::Int4), ("stxkeys", Type::Text), ("stxkind", CHAR_ARRAY), ("stxexprs", Type::Text)] },
+    View { name: "pg_tablespace", oid: 1213, columns: &[("oid", Type::Oid), ("spcname", Type::Name), ("spcowner", Type::Oid), ("spcacl", TEXT_ARRAY), ("spcoptions", TEXT_ARRAY)] },
+    View { name: "pg_trigger", oid: 2620, columns: &[("oid", Type::Oid), ("tgrelid", Type::Oid), ("tgparentid", Type::Oid), ("tgname", Type::Name), ("tgfoid", Type::Oid), ("tgtype", Type::Int2), ("tgenabled", Type::Char), ("tgisinternal", Type::Bool), ("tgconstrrelid", Type::Oid), ("tgconstrindid", Type::Oid), ("tgconstraint", Type::Oid), ("tgdeferrable", Type::Bool), ("tginitdeferred", Type::Bool), ("tgnargs", Type::Int2), ("tgattr", Type::Text), ("tgargs", Type::Bytea), ("tgqual", Type::Text), ("tgoldtable", Type::Name), ("tgnewtable", Type::Name)] },
+    View { name: "pg_type", oid: 1247, columns: &[("oid", Type::Oid), ("typname", Type::Name), ("typnamespace", Type::Oid), ("typowner", Type::Oid), ("typlen", Type::Int2), ("typbyval", Type::Bool), ("typtype", Type::Char), ("typcategory", Type::Char), ("typispreferred", Type::Bool), ("typisdefined", Type::Bool), ("typdelim", Type::Char), ("typrelid", Type::Oid), ("typsubscript", Type::Text), ("typelem", Type::Oid), ("typarray", Type::Oid), ("typinput", Type::Text), ("typoutput", Type::Text), ("typreceive", Type::Text), ("typsend", Type::Text), ("typmodin", Type::Text), ("typmodout", Type::Text), ("typanalyze", Type::Text), ("typalign", Type::Char), ("typstorage", Type::Char), ("typnotnull", Type::Bool), ("typbasetype", Type::Oid), ("typtypmod", Type::Int4), ("typndims", Type::Int4), ("typcollation", Type::Oid), ("typdefaultbin", Type::Text), ("typdefault", Type::Text), ("typacl", TEXT_ARRAY)] },
+    View { name: "pg_user", oid: 12014, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
+];
+
+/// information_schema's views (its domains sql_identifier, cardinal_number,
+/// character_data and yes_or_no shown as name, int4 and varchar).
+static INFORMATION_SCHEMA: &[View] = &[
+    View { name: "tables", oid: 13425, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("table_type", Type::Varchar), ("self_referencing_column_name", Type::Name), ("reference_generation", Type::Varchar), ("user_defined_type_catalog", Type::Name), ("user_defined_type_schema", Type::Name), ("user_defined_type_name", Type::Name), ("is_insertable_into", Type::Varchar), ("is_typed", Type::Varchar), ("commit_action", Type::Varchar)] },
+    View { name: "columns", oid: 13295, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("column_name", Type::Name), ("ordinal_position", Type::Int4), ("column_default", Type::Varchar), ("is_nullable", Type::Varchar), ("data_type", Type::Varchar), ("character_maximum_length", Type::Int4), ("character_octet_length", Type::Int4), ("numeric_precision", Type::Int4), ("numeric_precision_radix", Type::Int4), ("numeric_scale", Type::Int4), ("datetime_precision", Type::Int4), ("interval_type", Type::Varchar), ("interval_precision", Type::Int4), ("character_set_catalog", Type::Name), ("character_set_schema", Type::Name), ("character_set_name", Type::Name), ("collation_catalog", Type::Name), ("collation_schema", Type::Name), ("collation_name", Type::Name), ("domain_catalog", Type::Name), ("domain_schema", Type::Name), ("domain_name", Type::Name), ("udt_catalog", Type::Name), ("udt_schema", Type::Name), ("udt_name", Type::Name), ("scope_catalog", Type::Name), ("scope_schema", Type::Name), ("scope_name", Type::Name), ("maximum_cardinality", Type::Int4), ("dtd_identifier", Type::Name), ("is_self_referencing", Type::Varchar), ("is_identity", Type::Varchar), ("identity_generation", Type::Varchar), ("identity_start", Type::Varchar), ("identity_increment", Type::Varchar), ("identity_maximum", Type::Varchar), ("identity_minimum", Type::Varchar), ("identity_cycle", Type::Varchar), ("is_generated", Type::Varchar), ("generation_expression", Type::Varchar), ("is_updatable", Type::Varchar)] },
+];
+
+/// The predefined roles of PostgreSQL 15 and the bootstrap superuser.
+const ROLES: &[(u32, &str)] = &[
+    (10, "postgres"),
+    (3373, "pg_monitor"),
+    (3374, "pg_read_all_settings"),
+    (3375, "pg_read_all_stats"),
+    (3377, "pg_stat_scan_tables"),
+    (4200, "pg_signal_backend"),
+    (4544, "pg_checkpoint"),
+    (4569, "pg_read_server_files"),
+    (4570, "pg_write_server_files"),
+    (4571, "pg_execute_server_program"),
+    (6171, "pg_database_owner"),
+    (6181, "pg_read_all_data"),
+    (6182, "pg_write_all_data"),
+];
+
+fn view(name: &str) -> Option<&'static View> {
+    VIEWS.iter().find(|v| v.name == name)
+}
+
+/// The view `schema.name` (schema None or pg_catalog) as a table to scope columns over.
+pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
+    let v = match schema {
+        Some("information_schema") => INFORMATION_SCHEMA.iter().find(|v| v.name == name)?,
+        Some(s) if s != "pg_catalog" => return None,
+        _ => view(name)?,
+    };
+    let columns: Vec<Column> =
+        v.columns.iter().map(|(n, ty)| Column { name: n.to_string(), ty: *ty, typmod: -1, not_null: false, default: None }).collect();
+    Some(Table {
+        oid: v.oid,
+        name: v.name.to_string(),
+        namespace: if schema == Some("information_schema") { INFORMATION_SCHEMA_NAMESPACE } else { catalog::PG_CATALOG_NAMESPACE },
+        storage: RelStorage {
+            rel: RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: v.oid },
+            toast: None,
+            types: columns.iter().map(|c| c.ty).collect(),
+        },
+        columns,
+        indexes: Vec::new(),
+    })
+}
+
+/// (OID, name) of every view here (regclass output).
+pub fn view_names() -> impl Iterator<Item = (u32, &'static str)> {
+    VIEWS.iter().map(|v| (v.oid, v.name))
+}
+
+pub fn is_view(oid: u32) -> bool {
+    VIEWS.iter().chain(INFORMATION_SCHEMA).any(|v| v.oid == oid)
+}
+
+/// A row of `v` being filled by column name; unset columns are NULL.
+struct Row<'v> {
+    v: &'v View,
+    vals: Vec<Value>,
+}
+
+impl<'v> Row<'v> {
+    fn new(v: &'v View) -> Row<'v> {
+        Row { v, vals: vec![Value::Null; v.columns.len()] }
+    }
+    fn set(mut self, col: &str, val: Value) -> Self {
+        if let Some(i) = self.v.columns.iter().position(|c| c.0 == col) {
+            self.vals[i] = val;
+        } else {
+            debug_assert!(false, "no column {col} in {}", self.v.name);
+        }
+        self
+    }
+    fn oid(self, col: &str, o: u32) -> Self {
+        self.set(col, Value::Oid(o))
+    }
+    fn b(self, col: &str, b: bool) -> Self {
+        self.set(col, Value::Bool(b))
+    }
+    fn t(self, col: &str, s: &str) -> Self {
+        self.set(col, Value::Text(s.to_string()))
+    }
+    fn i4(self, col: &str, i: i32) -> Self {
+        self.set(col, Value::Int4(i))
+    }
+    fn i2(self, col: &str, i: i16) -> Self {
+        self.set(col, Value::Int2(i))
+    }
+}
+
+fn text_of(v: &Value) -> String {
+    types::output(v).unwrap_or_default()
+}
+
+/// The rows of view `oid`, computed now from the catalogs as `snap` sees them.
+pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec::Env) -> Result<Vec<Vec<Value>>> {
+    let v = VIEWS.iter().chain(INFORMATION_SCHEMA).find(|v| v.oid == oid).ok_or_else(|| SqlError::internal(format!("no catalog view {oid}")))?;
+    let rows: Vec<Row> = match v.name {
+        "pg_namespace" => {
+            let mut out = Vec::new();
+            for (_, r) in scan_rows(backend, &catalog::cat(catalog::PG_NAMESPACE, &[Type::Oid, Type::Text]), snap)? {
+                let (Value::Oid(o), name) = (&r[0], &r[1]) else { continue };
+                let owner = if *o == catalog::PUBLIC_NAMESPACE { PG_DATABASE_OWNER } else { BOOTSTRAP_SUPERUSER };
+                out.push(Row::new(v).oid("oid", *o).t("nspname", &text_of(name)).oid("nspowner", owner));
+            }
+            out.push(Row::new(v).oid("oid", PG_TOAST_NAMESPACE).t("nspname", "pg_toast").oid("nspowner", BOOTSTRAP_SUPERUSER));
+            out.push(Row::new(v).oid("oid", INFORMATION_SCHEMA_NAMESPACE).t("nspname", "information_schema").oid("nspowner", BOOTSTRAP_SUPERUSER));
+            out
+        }
+        "pg_class" => pg_class(v, backend, snap)?,
+        "tables" => is_tables(v, backend, snap)?,
+        "pg_settings" => {
+            let mut all = env.settings();
+            all.sort();
+            all.into_iter()
+                .map(|(name, value, default)| {
+                    let source = if value == default { "default" } else { "session" };
+                    Row::new(v)
+                        .t("name", &name)
+                        .t("setting", &value)
+                        .t("context", "user")
+                        .t("vartype", "string")
+                        .t("source", source)
+                        .t("boot_val", &default)
+                        .t("reset_val", &default)
+                        .b("pending_restart", false)
+                })
+                .collect()
+        }
+        "columns" => is_columns(v, backend, snap)?,
+        "pg_attribute" => pg_attribute(v, backend, snap)?,
+        "pg_attrdef" => {
+            let mut out = Vec::new();
+            for (relid, num, ty, typmod, text) in defaults(backend, snap)? {
+                let expr = deparse_const(ty, typmod, &text);
+                out.push(Row::new(v).oid("oid", 0).oid("adrelid", relid).i2("adnum", num).t("adbin", &expr));
+            }
+            out
+        }
+        "pg_index" => {
+            let mut out = Vec::new();
+            for (_, r) in scan_rows(backend, &crate::index::index_rel(), snap)? {
+                let nkey = r[3].clone();
+                let ncols = match &r[2] {
+                    Value::Int2(n) => *n as usize,
+                    _ => 0,
+                };
+                let zeros = vec!["0"; ncols].join(" ");
+                out.push(
+                    Row::new(v)
+                        .set("indexrelid", r[0].clone())
+                        .set("indrelid", r[1].clone())
+                        .set("indnatts", r[2].clone())
+                        .set("indnkeyatts", nkey)
+                        .set("indisunique", r[4].clone())
+                        .b("indnullsnotdistinct", false)
+                        .set("indisprimary", r[5].clone())
+                        .b("indisexclusion", false)
+                        .b("indimmediate", true)
+                        .b("indisclustered", false)
+                        .b("indisvalid", true)
+                        .b("indcheckxmin", false)
+                        .b("indisready", true)
+                        .b("indislive", true)
+                        .b("indisreplident", false)
+                        .set("indkey", r[6].clone())
+                        .t("indcollation", &zeros)
+                        .t("indclass", &zeros)
+                        .set("indoption", r[7].clone()),
+                );
+            }
+            out
+        }
+        "pg_constraint" => {
+            let mut out = Vec::new();
+            for (_, r) in scan_rows(backend, &crate::index::constraint_rel(), snap)? {
+                let conkey = match &r[6] {
+                    Value::Text(s) => types::input(INT2_ARRAY, s, -1).unwrap_or(Value::Null),
+                    _ => Value::Null,
+                };
+                out.push(
+                    Row::new(v)
+                        .set("oid", r[0].clone())
+                        .set("conname", r[1].clone())
+                        .set("connamespace", r[2].clone())
+                        .set("contype", r[3].clone())
+                        .b("condeferrable", false)
+                        .b("condeferred", false)
+                        .b("convalidated", true)
+                        .set("conrelid", r[4].clone())
+                        .oid("contypid", 0)
+                        .set("conindid", r[5].clone())
+                        .oid("conparentid", 0)
+                        .oid("confrelid", 0)
+                        .t("confupdtype", " ")
+                        .t("confdeltype", " ")
+                        .t("confmatchtype", " ")
+                        .b("conislocal", true)
+                        .i4("coninhcount", 0)
+                        .b("connoinherit", true)
+                        .set("conkey", conkey),
+                );
+            }
+            out
+        }
+        "pg_type" => pg_type(v),
+        "pg_am" => [(2, "heap", "heap_tableam_handler", "t"), (403, "btree", "bthandler", "i"), (405, "hash", "hashhandler", "i"), (783, "gist", "gisthandler", "i"), (2742, "gin", "ginhandler", "i"), (4000, "spgist", "spghandler", "i"), (3580, "brin", "brinhandler", "i")]
+            .iter()
+            .map(|(o, n, h, t)| Row::new(v).oid("oid", *o).t("amname", n).t("amhandler", h).t("amtype", t))
+            .collect(),
+        "pg_database" => vec![Row::new(v)
+            .oid("oid", POSTGRES_DATABASE_OID)
+            .t("datname", "postgres")
+            .oid("datdba", BOOTSTRAP_SUPERUSER)
+            .i4("encoding", 6)
+            .t("datlocprovider", "c")
+            .b("datistemplate", false)
+            .b("datallowconn", true)
+            .i4("datconnlimit", -1)
+            .set("datfrozenxid", Value::Oid(716))
+            .set("datminmxid", Value::Oid(1))
+            .oid("dattablespace", DEFAULT_TABLESPACE_OID)
+            .t("datcollate", "C")
+            .t("datctype", "C")],
+        "pg_authid" | "pg_roles" | "pg_user" => ROLES
+            .iter()
+            .filter(|(o, _)| v.name != "pg_user" || *o == BOOTSTRAP_SUPERUSER)
+            .map(|(o, n)| {
+                let su = *o == BOOTSTRAP_SUPERUSER;
+                let r = Row::new(v);
+                if v.name == "pg_user" {
+                    return r
+                        .t("usename", n)
+                        .oid("usesysid", *o)
+                        .b("usecreatedb", su)
+                        .b("usesuper", su)
+                        .b("userepl", su)
+                        .b("usebypassrls", su)
+                        .t("passwd", "********");
+                }
+                let r = r
+                    .oid("oid", *o)
+                    .t("rolname", n)
+                    .b("rolsuper", su)
+                    .b("rolinherit", true)
+                    .b("rolcreaterole", su)
+                    .b("rolcreatedb", su)
+                    .b("rolcanlogin", su)
+                    .b("rolreplication", su)
+                    .b("rolbypassrls", su)
+                    .i4("rolconnlimit", -1);
+                if v.name == "pg_roles" { r.t("rolpassword", "********") } else { r }
+            })
+            .collect(),
+        "pg_tablespace" => [(1663, "pg_default"), (1664, "pg_global")]
+            .iter()
+            .map(|(o, n)| Row::new(v).oid("oid", *o).t("spcname", n).oid("spcowner", BOOTSTRAP_SUPERUSER))
+            .collect(),
+        "pg_collation" => [(100, "default", "d", None), (950, "C", "c", Some("C")), (951, "POSIX", "c", Some("POSIX"))]
+            .iter()
+            .map(|(o, n, p, c)| {
+                let r = Row::new(v)
+                    .oid("oid", *o)
+                    .t("collname", n)
+                    .oid("collnamespace", catalog::PG_CATALOG_NAMESPACE)
+                    .oid("collowner", BOOTSTRAP_SUPERUSER)
+                    .t("collprovider", p)
+                    .b("collisdeterministic", true)
+                    .i4("collencoding", if *o == 100 { -1 } else { -1 });
+                match c {
+                    Some(c) => r.t("collcollate", c).t("collctype", c),
+                    None => r,
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(rows.into_iter().map(|r| r.vals).collect())
+}
+
+/// (relid, attnum, type, typmod, stored text) of every column default.
+fn defaults(backend: &Backend, snap: &Snapshot) -> Result<Vec<(u32, i16, Type, i32, String)>> {
+    let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &catalog::cat(catalog::PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text]), snap)? {
+        let [Value::Oid(rel), Value::Int2(num), Value::Text(text)] = r.as_slice() else { continue };
+        let Some(a) = attrs.iter().find(|(_, a)| a[0] == Value::Oid(*rel) && a[3] == Value::Int2(*num)) else { continue };
+        let (Value::Oid(t), Value::Int4(tm)) = (&a.1[2], &a.1[4]) else { continue };
+        out.push((*rel, *num, Type::from_oid(*t).unwrap_or(Type::Text), *tm, text.clone()));
+    }
+    Ok(out)
+}
+
+/// A constant default as PostgreSQL deparses it (pg_get_expr): numbers bare
+/// (negative ones quoted and cast), booleans bare, anything else a quoted
+/// literal cast to its type.
+pub fn deparse_const(ty: Type, typmod: i32, text: &str) -> String {
+    let quoted = format!("'{}'", text.replace('\'', "''"));
+    match ty {
+        // An integer default was an integer literal: int4 if it fits, else int8.
+        Type::Int2 | Type::Int4 | Type::Int8 => match text.parse::<i64>() {
+            Ok(v) if v >= 0 => text.to_string(),
+            Ok(v) if i32::try_from(v).is_ok() => format!("{quoted}::integer"),
+            _ => format!("{quoted}::bigint"),
+        },
+        Type::Float8 if !text.starts_with('-') && text.parse::<f64>().is_ok_and(f64::is_finite) => text.to_string(),
+        Type::Bool => if text == "t" { "true" } else { "false" }.to_string(),
+        Type::Text => format!("{quoted}::text"),
+        Type::Varchar | Type::Bpchar => format!("{quoted}::{}", ty.sql_name()),
+        t => format!("{quoted}::{}", t.name_with_typmod(typmod)),
+    }
+}
+
+fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let indexes = scan_rows(backend, &crate::index::index_rel(), snap)?;
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
+        let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), natts, _, pages, tuples] = r.as_slice() else {
+            continue;
+        };
+        let is_index = kind == "i";
+        let has_index = indexes.iter().any(|(_, i)| i[1] == Value::Oid(*oid));
+        let reltuples = match tuples {
+            Value::Float8(f) => Value::Float4(*f as f32),
+            _ => Value::Float4(-1.0),
+        };
+        out.push(
+            Row::new(v)
+                .oid("oid", *oid)
+                .t("relname", &text_of(name))
+                .oid("relnamespace", *ns)
+                .oid("reltype", 0)
+                .oid("reloftype", 0)
+                .oid("relowner", BOOTSTRAP_SUPERUSER)
+                .oid("relam", if is_index { crate::index::BTREE_AM_OID } else { 2 })
+                .oid("relfilenode", *filenode)
+                .oid("reltablespace", 0)
+                .set("relpages", pages.clone())
+                .set("reltuples", reltuples)
+                .i4("relallvisible", 0)
+                .oid("reltoastrelid", *toast)
+                .b("relhasindex", has_index)
+                .b("relisshared", false)
+                .t("relpersistence", "p")
+                .t("relkind", kind)
+                .set("relnatts", natts.clone())
+                .i2("relchecks", 0)
+                .b("relhasrules", false)
+                .b("relhastriggers", false)
+                .b("relhassubclass", false)
+                .b("relrowsecurity", false)
+                .b("relforcerowsecurity", false)
+                .b("relispopulated", true)
+                .t("relreplident", if is_index { "n" } else { "d" })
+                .b("relispartition", false)
+                .oid("relrewrite", 0)
+                .set("relfrozenxid", Value::Oid(0))
+                .set("relminmxid", Value::Oid(if is_index { 0 } else { 1 })),
+        );
+    }
+    Ok(out)
+}
+
+fn schema_name(ns: &Value) -> &'static str {
+    match ns {
+        Value::Oid(catalog::PUBLIC_NAMESPACE) => "public",
+        _ => "pg_catalog",
+    }
+}
+
+/// information_schema.tables: the tables (not the catalogs' own rows).
+fn is_tables<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
+        if r[5] != Value::Text("r".into()) {
+            continue;
+        }
+        out.push(
+            Row::new(v)
+                .t("table_catalog", "postgres")
+                .t("table_schema", schema_name(&r[2]))
+                .t("table_name", &text_of(&r[1]))
+                .t("table_type", "BASE TABLE")
+                .t("is_insertable_into", "YES")
+                .t("is_typed", "NO"),
+        );
+    }
+    Ok(out)
+}
+
+/// information_schema.columns: the tables' columns.
+fn is_columns<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let classes: Vec<Vec<Value>> = scan_rows(backend, &catalog::class_rel(), snap)?.into_iter().map(|r| r.1).collect();
+    let defs = defaults(backend, snap)?;
+    let st = catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]);
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &st, snap)? {
+        let [Value::Oid(rel), name, Value::Oid(typ), Value::Int2(num), Value::Int4(typmod), Value::Bool(notnull)] = r.as_slice() else { continue };
+        let Some(c) = classes.iter().find(|c| c[0] == Value::Oid(*rel) && c[5] == Value::Text("r".into())) else { continue };
+        let ty = Type::from_oid(*typ).unwrap_or(Type::Text);
+        let mut row = Row::new(v)
+            .t("table_catalog", "postgres")
+            .t("table_schema", schema_name(&c[2]))
+            .t("table_name", &text_of(&c[1]))
+            .t("column_name", &text_of(name))
+            .i4("ordinal_position", *num as i32)
+            .t("is_nullable", if *notnull { "NO" } else { "YES" })
+            .t("data_type", if matches!(ty, Type::Array(_)) { "ARRAY" } else { ty.sql_name() })
+            .t("udt_catalog", "postgres")
+            .t("udt_schema", "pg_catalog")
+            .t("udt_name", ty.typname())
+            .t("dtd_identifier", &num.to_string())
+            .t("is_self_referencing", "NO")
+            .t("is_identity", "NO")
+            .t("identity_cycle", "NO")
+            .t("is_generated", "NEVER")
+            .t("is_updatable", "YES");
+        if let Some(d) = defs.iter().find(|d| d.0 == *rel && d.1 == *num) {
+            row = row.t("column_default", &deparse_const(d.2, d.3, &d.4));
+        }
+        let (prec, radix, scale) = match ty {
+            Type::Int2 => (Some(16), Some(2), Some(0)),
+            Type::Int4 => (Some(32), Some(2), Some(0)),
+            Type::Int8 => (Some(64), Some(2), Some(0)),
+            Type::Float4 => (Some(24), Some(2), None),
+            Type::Float8 => (Some(53), Some(2), None),
+            _ => (None, None, None),
+        };
+        for (col, val) in [("numeric_precision", prec), ("numeric_precision_radix", radix), ("numeric_scale", scale)] {
+            if let Some(x) = val {
+                row = row.i4(col, x);
+            }
+        }
+        match ty {
+            Type::Varchar | Type::Bpchar if *typmod >= 4 => {
+                row = row.i4("character_maximum_length", typmod - 4).i4("character_octet_length", (typmod - 4) * 4);
+            }
+            Type::Bpchar => row = row.i4("character_maximum_length", 1).i4("character_octet_length", 4),
+            Type::Text | Type::Varchar => row = row.i4("character_octet_length", 1073741824),
+            Type::Date => row = row.i4("datetime_precision", 0),
+            Type::Time | Type::TimeTz | Type::Timestamp | Type::Timestamptz | Type::Interval => {
+                row = row.i4("datetime_precision", if *typmod >= 0 { *typmod } else { 6 });
+            }
+            _ => {}
+        }
+        out.push(row);
+    }
+    Ok(out)
+}
+
+fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let defs = defaults(backend, snap)?;
+    let mut out = Vec::new();
+    let st = catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]);
+    let mut attrs = scan_rows(backend, &st, snap)?;
+    // An index's attributes: its key columns, as the table has them (not null and default aside).
+    let mut index_attrs = Vec::new();
+    for (_, ix) in scan_rows(backend, &crate::index::index_rel(), snap)? {
+        for (k, num) in text_of(&ix[6]).split_whitespace().enumerate() {
+            let num: i16 = num.parse().unwrap_or(0);
+            if let Some((tid, a)) = attrs.iter().find(|(_, a)| a[0] == ix[1] && a[3] == Value::Int2(num)) {
+                index_attrs.push((*tid, vec![ix[0].clone(), a[1].clone(), a[2].clone(), Value::Int2(k as i16 + 1), a[4].clone(), Value::Bool(false)]));
+            }
+        }
+    }
+    attrs.extend(index_attrs);
+    for (_, r) in attrs {
+        let [Value::Oid(rel), name, Value::Oid(typ), Value::Int2(num), typmod, notnull] = r.as_slice() else { continue };
+        let ty = Type::from_oid(*typ).unwrap_or(Type::Text);
+        let collatable = matches!(ty, Type::Text | Type::Varchar | Type::Bpchar) || matches!(ty, Type::Array(e) if matches!(e, Type::Text | Type::Varchar | Type::Bpchar));
+        out.push(
+            Row::new(v)
+                .oid("attrelid", *rel)
+                .t("attname", &text_of(name))
+                .oid("atttypid", *typ)
+                .i4("attstattarget", -1)
+                .i2("attlen", ty.typlen())
+                .i2("attnum", *num)
+                .i4("attndims", matches!(ty, Type::Array(_)) as i32)
+                .i4("attcacheoff", -1)
+                .set("atttypmod", typmod.clone())
+                .b("attbyval", typbyval(ty))
+                .t("attalign", typalign(ty))
+                .t("attstorage", typstorage(ty))
+                .t("attcompression", "")
+                .set("attnotnull", notnull.clone())
+                .b("atthasdef", defs.iter().any(|d| d.0 == *rel && d.1 == *num))
+                .b("atthasmissing", false)
+                .t("attidentity", "")
+                .t("attgenerated", "")
+                .b("attisdropped", false)
+                .b("attislocal", true)
+                .i4("attinhcount", 0)
+                .oid("attcollation", if collatable { 100 } else { 0 }),
+        );
+    }
+    Ok(out)
+}
+
+fn typbyval(t: Type) -> bool {
+    matches!(t, Type::Bool | Type::Int2 | Type::Int4 | Type::Int8 | Type::Oid | Type::Xid | Type::Float4 | Type::Float8 | Type::Date | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Char | Type::Void)
+}
+
+fn typalign(t: Type) -> &'static str {
+    match t {
+        Type::Bool | Type::Char | Type::Name | Type::Unknown => "c",
+        Type::Int2 => "s",
+        Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Interval | Type::TimeTz => "d",
+        Type::Array(e) if typalign(*e) == "d" => "d",
+        _ => "i",
+    }
+}
+
+fn typstorage(t: Type) -> &'static str {
+    if t.typlen() == -1 { "x" } else { "p" }
+}
+
+/// typcategory, typispreferred.
+fn category(t: Type) -> (&'static str, bool) {
+    match t {
+        Type::Bool => ("B", true),
+        Type::Float8 | Type::Oid => ("N", true),
+        Type::Int2 | Type::Int4 | Type::Int8 | Type::Float4 | Type::Numeric => ("N", false),
+        Type::Text => ("S", true),
+        Type::Varchar | Type::Bpchar | Type::Name => ("S", false),
+        Type::Timestamptz => ("D", true),
+        Type::Date | Type::Time | Type::Timestamp | Type::TimeTz => ("D", false),
+        Type::Interval => ("T", true),
+        Type::Unknown => ("X", false),
+        Type::Void => ("P", false),
+        Type::Char => ("Z", false),
+        Type::Array(_) => ("A", false),
+        _ => ("U", false),
+    }
+}
+
+/// The I/O function name stem of a type (`int4` -> int4in/int4out...).
+fn io_stem(t: Type) -> String {
+    match t {
+        Type::Date | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Interval | Type::TimeTz | Type::Void => format!("{}_", t.typname()),
+        Type::Array(_) => "array_".into(),
+        _ => t.typname().to_string(),
+    }
+}
+
+fn pg_type(v: &View) -> Vec<Row<'_>> {
+    let mut all: Vec<Type> = types::TYPES.iter().copied().filter(|t| *t != Type::Numeric).collect();
+    all.extend([Type::Name, Type::Char, Type::Xid]);
+    all.extend(crate::array::all_array_types());
+    all.into_iter()
+        .map(|t| {
+            let (cat, pref) = category(t);
+            let stem = io_stem(t);
+            let (inp, out, rcv, snd) = match t {
+                Type::Date | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Interval | Type::TimeTz | Type::Void | Type::Array(_) => {
+                    (format!("{stem}in"), format!("{stem}out"), format!("{stem}recv"), format!("{stem}send"))
+                }
+                _ => (format!("{stem}in"), format!("{stem}out"), format!("{stem}recv"), format!("{stem}send")),
+            };
+            let elem = match t {
+                Type::Array(e) => e.oid(),
+                Type::Name => 18,
+                _ => 0,
+            };
+            let subscript = match t {
+                Type::Array(_) => "array_subscript_handler",
+                Type::Name => "raw_array_subscript_handler",
+                _ => "-",
+            };
+            let collation = match t {
+                Type::Text | Type::Varchar | Type::Bpchar => 100,
+                Type::Name => 950,
+                Type::Array(e) if matches!(e, Type::Text | Type::Varchar | Type::Bpchar) => 100,
+                Type::Array(Type::Name) => 950,
+                _ => 0,
+            };
+            let array = crate::array::array_of(t).map_or(0, |a| a.oid());
+            Row::new(v)
+                .oid("oid", t.oid())
+                .t("typname", t.typname())
+                .oid("typnamespace", catalog::PG_CATALOG_NAMESPACE)
+                .oid("typowner", BOOTSTRAP_SUPERUSER)
+                .i2("typlen", t.typlen())
+                .b("typbyval", typbyval(t))
+                .t("typtype", if matches!(t, Type::Void | Type::Unknown) && t == Type::Void { "p" } else { "b" })
+                .t("typcategory", cat)
+                .b("typispreferred", pref)
+                .b("typisdefined", true)
+                .t("typdelim", ",")
+                .oid("typrelid", 0)
+                .t("typsubscript", subscript)
+                .oid("typelem", elem)
+                .oid("typarray", array)
+                .t("typinput", &inp)
+                .t("typoutput", &out)
+                .t("typreceive", &rcv)
+                .t("typsend", &snd)
+                .t("typmodin", "-")
+                .t("typmodout", "-")
+                .t("typanalyze", if matches!(t, Type::Array(_)) { "array_typanalyze" } else { "-" })
+                .t("typalign", typalign(t))
+                .t("typstorage", typstorage(t))
+                .b("typnotnull", false)
+                .oid("typbasetype", 0)
+                .i4("typtypmod", -1)
+                .i4("typndims", 0)
+                .oid("typcollation", collation)
+        })
+        .collect()
+}
+
+/// The role name of `oid` (pg_get_userbyid).
+pub fn role_name(oid: u32) -> String {
+    ROLES.iter().find(|r| r.0 == oid).map_or_else(|| format!("unknown (OID={oid})"), |r| r.1.to_string())
+}
+
+/// Catalog and session information functions, evaluated by [`call`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatFunc {
+    /// format_type(oid, int4).
+    FormatType,
+    /// pg_get_userbyid(oid).
+    GetUserById,
+    /// pg_encoding_to_char(int4).
+    EncodingToChar,
+    /// pg_table_is_visible(oid) and the other *_is_visible: every relation is
+    /// in pg_catalog or public, both on the search path.
+    IsVisible,
+    /// has_*_privilege(...): the only role is the superuser.
+    True,
+    /// obj_description, col_description, shobj_description, pg_get_viewdef:
+    /// there are no comments and no views.
+    NullText,
+    /// pg_get_expr(text, oid [, bool]): pg_attrdef.adbin is already the deparsed text.
+    GetExpr,
+    /// pg_get_indexdef / pg_get_constraintdef: the argument's definition from
+    /// the table built at analysis (second argument: text[] of "oid:definition").
+    Lookup,
+    /// current_schemas(bool).
+    CurrentSchemas,
+    /// quote_ident(text).
+    QuoteIdent,
+    /// pg_size_pretty(int8).
+    SizePretty,
+    /// An OID cast to regclass/regtype/regnamespace/regproc: the name from the
+    /// table built at analysis (second argument, "oid:name"), else the number.
+    RegName,
+    /// pg_relation_size & co.: the size from the table built at analysis
+    /// ("oid:bytes"); NULL for an unknown relation.
+    Size,
+}
+
+/// Evaluates a catalog function.
+pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Result<Value> {
+    let null = vals.first().is_some_and(Value::is_null);
+    Ok(match f {
+        CatFunc::FormatType => match &vals[0] {
+            Value::Oid(o) => {
+                let typmod = match vals.get(1) {
+                    Some(Value::Int4(t)) => *t,
+                    _ => -1,
+                };
+                Value::Text(match Type::from_oid(*o) {
+                    Some(t) => t.name_with_typmod(typmod),
+                    None => "???".into(),
+                })
+            }
+            _ => Value::Null,
+        },
+        CatFunc::GetUserById => match &vals[0] {
+            Value::Oid(o) => Value::Text(role_name(*o)),
+            _ => Value::Null,
+        },
+        CatFunc::EncodingToChar => match &vals[0] {
+            Value::Int4(6) => Value::Text("UTF8".into()),
+            Value::Int4(0) => Value::Text("SQL_ASCII".into()),
+            Value::Int4(_) => Value::Text(String::new()),
+            _ => Value::Null,
+        },
+        CatFunc::IsVisible | CatFunc::True if null => Value::Null,
+        CatFunc::IsVisible | CatFunc::True => Value::Bool(true),
+        CatFunc::NullText => Value::Null,
+        CatFunc::GetExpr => vals[0].clone(),
+        CatFunc::Lookup => {
+            let (Value::Oid(o), Value::Array(table)) = (&vals[0], &vals[1]) else { return Ok(Value::Null) };
+            // pretty (pg_get_indexdef's third argument): no schema qualification of public tables.
+            let pretty = vals.get(2) == Some(&Value::Bool(true));
+            let key = format!("{o}:");
+            table
+                .items
+                .iter()
+                .find_map(|e| match e {
+                    Value::Text(s) => s.strip_prefix(&key).map(|d| Value::Text(if pretty { d.replacen(" ON public.", " ON ", 1) } else { d.to_string() })),
+                    _ => None,
+                })
+                .unwrap_or(Value::Null)
+        }
+        CatFunc::CurrentSchemas => match &vals[0] {
+            Value::Bool(implicit) => {
+                let mut items = Vec::new();
+                if *implicit {
+                    items.push(Value::Text("pg_catalog".into()));
+                }
+                items.push(Value::Text("public".into()));
+                Value::Array(Box::new(crate::array::Array::new(Type::Name, items)))
+            }
+            _ => Value::Null,
+        },
+        CatFunc::QuoteIdent => match &vals[0] {
+            Value::Text(s) => Value::Text(quote_ident(s)),
+            _ => Value::Null,
+        },
+        CatFunc::RegName => {
+            let (Value::Oid(o), Value::Array(table)) = (&vals[0], &vals[1]) else { return Ok(Value::Null) };
+            let key = format!("{o}:");
+            let found = table.items.iter().find_map(|e| match e {
+                Value::Text(s) => s.strip_prefix(&key).map(str::to_string),
+                _ => None,
+            });
+            Value::Text(found.unwrap_or_else(|| if *o == 0 { "-".into() } else { o.to_string() }))
+        }
+        CatFunc::Size => {
+            let (Value::Oid(o), Value::Array(table)) = (&vals[0], &vals[1]) else { return Ok(Value::Null) };
+            let key = format!("{o}:");
+            table
+                .items
+                .iter()
+                .find_map(|e| match e {
+                    Value::Text(s) => s.strip_prefix(&key).and_then(|n| n.parse::<i64>().ok()).map(Value::Int8),
+                    _ => None,
+                })
+                .unwrap_or(Value::Null)
+        }
+        CatFunc::SizePretty => match vals[0].as_i64() {
+            Some(n) => Value::Text(size_pretty(n)),
+            None => Value::Null,
+        },
+    })
+}
+
+/// quote_ident: quoted unless all lower-case letters, digits and underscores
+/// (not starting with a digit) and not a keyword.
+pub fn quote_ident(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !is_reserved(s);
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
+
+fn is_reserved(s: &str) -> bool {
+    // Keywords that need quoting as identifiers (reserved and type/function-name ones).
+    const KW: &[&str] = &[
+        "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "both", "case", "cast", "check", "collate", "column",
+        "constraint", "create", "current_catalog", "current_date", "current_role", "current_time", "current_timestamp", "current_user",
+        "default", "deferrable", "desc", "distinct", "do", "else", "end", "except", "false", "fetch", "for", "foreign", "from", "grant",
+        "group", "having", "in", "initially", "intersect", "into", "lateral", "leading", "limit", "localtime", "localtimestamp", "not",
+        "null", "offset", "on", "only", "or", "order", "placing", "primary", "references", "returning", "select", "session_user", "some",
+        "symmetric", "table", "then", "to", "trailing", "true", "union", "unique", "user", "using", "variadic", "when", "where", "window",
+        "with",
+    ];
+    KW.contains(&s)
+}
+
+/// pg_size_pretty(bigint) as PostgreSQL 15 rounds it.
+pub fn size_pretty(size: i64) -> String {
+    let half_rounded = |x: i64| (x + if x < 0 { -1 } else { 1 }) / 2;
+    let limit: i64 = 10 * 1024;
+    let limit2: i64 = limit * 2 - 1;
+    if size.abs() < limit {
+        return format!("{size} bytes");
+    }
+    let mut size = size >> 9; // one extra bit for rounding
+    for unit in ["kB", "MB", "GB", "TB"] {
+        if size.abs() < limit2 {
+            return format!("{} {unit}", half_rounded(size));
+        }
+        size >>= 10;
+    }
+    format!("{} PB", half_rounded(size))
+}
+
+/// `oid:bytes` of every relation for size function `func` (pg_relation_size:
+/// the main fork; pg_table_size: with the TOAST relation; pg_indexes_size: the
+/// indexes; pg_total_relation_size: all of them), from the files' lengths now.
+pub fn relation_sizes(backend: &Backend, snap: &Snapshot, func: &str) -> Result<Vec<String>> {
+    use ferrogres_engine::storage::ForkNumber;
+    let classes = scan_rows(backend, &catalog::class_rel(), snap)?;
+    let indexes = scan_rows(backend, &crate::index::index_rel(), snap)?;
+    let smgr = &backend.engine().smgr;
+    let bytes = |filenode: u32| -> Result<i64> {
+        if filenode == 0 {
+            return Ok(0);
+        }
+        Ok(smgr.nblocks(catalog::locator(filenode), ForkNumber::Main)? as i64 * ferrogres_engine::config::BLCKSZ as i64)
+    };
+    let filenode = |oid: &Value| classes.iter().find(|(_, c)| &c[0] == oid).and_then(|(_, c)| if let Value::Oid(f) = c[3] { Some(f) } else { None });
+    let mut out = Vec::new();
+    for (_, c) in &classes {
+        let (Value::Oid(oid), Value::Oid(node), Value::Oid(toast)) = (&c[0], &c[3], &c[4]) else { continue };
+        let main = bytes(*node)?;
+        let table = main + bytes(*toast)?;
+        let mut idx = 0;
+        for (_, i) in indexes.iter().filter(|(_, i)| i[1] == c[0]) {
+            idx += bytes(filenode(&i[0]).unwrap_or(0))?;
+        }
+        let n = match func {
+            "pg_relation_size" => main,
+            "pg_table_size" => table,
+            "pg_indexes_size" => idx,
+            _ => table + idx,
+        };
+        out.push(format!("{oid}:{n}"));
+    }
+    Ok(out)
+}
+
+/// `oid:definition` of every index (pg_get_indexdef) as `snap` sees them.
+pub fn index_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
+    let classes = scan_rows(backend, &catalog::class_rel(), snap)?;
+    let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;
+    let name_of = |oid: &Value| classes.iter().find(|(_, c)| &c[0] == oid).map(|(_, c)| (text_of(&c[1]), c[2].clone()));
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &crate::index::index_rel(), snap)? {
+        let (Some((iname, _)), Some((tname, tns))) = (name_of(&r[0]), name_of(&r[1])) else { continue };
+        let schema = if tns == Value::Oid(catalog::PUBLIC_NAMESPACE) { "public" } else { "pg_catalog" };
+        let options: Vec<i16> = text_of(&r[7]).split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        let nkey = r[3].as_i64().unwrap_or(0) as usize;
+        let mut keys = Vec::new();
+        let mut include = Vec::new();
+        for (k, num) in text_of(&r[6]).split_whitespace().enumerate() {
+            let num: i16 = num.parse().unwrap_or(0);
+            let col = attrs
+                .iter()
+                .find(|(_, a)| a[0] == r[1] && a[3] == Value::Int2(num))
+                .map_or_else(|| format!("{num}"), |(_, a)| quote_ident(&text_of(&a[1])));
+            if k >= nkey {
+                include.push(col);
+                continue;
+            }
+            let opt = options.get(k).copied().unwrap_or(0);
+            let mut c = col;
+            match (opt & 1 != 0, opt & 2 != 0) {
+                (true, false) => c.push_str(" DESC NULLS LAST"),
+                (true, true) => c.push_str(" DESC"),
+                (false, true) => c.push_str(" NULLS FIRST"),
+                _ => {}
+            }
+            keys.push(c);
+        }
+        let unique = if r[4] == Value::Bool(true) { "UNIQUE " } else { "" };
+        let mut def = format!("CREATE {unique}INDEX {} ON {schema}.{} USING btree ({})", quote_ident(&iname), quote_ident(&tname), keys.join(", "));
+        if !include.is_empty() {
+            def.push_str(&format!(" INCLUDE ({})", include.join(", ")));
+        }
+        out.push(format!("{}:{def}", text_of(&r[0])));
+    }
+    Ok(out)
+}
+
+/// `oid:definition` of every constraint (pg_get_constraintdef).
+pub fn constraint_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
+    let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &crate::index::constraint_rel(), snap)? {
+        let kind = match text_of(&r[3]).as_str() {
+            "p" => "PRIMARY KEY",
+            "u" => "UNIQUE",
+            _ => continue,
+        };
+        let cols: Vec<String> = text_of(&r[6])
+            .trim_matches(|c| c == '{' || c == '}')
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter_map(|x| x.parse::<i16>().ok())
+            .map(|num| {
+                attrs.iter().find(|(_, a)| a[0] == r[4] && a[3] == Value::Int2(num)).map_or_else(|| num.to_string(), |(_, a)| quote_ident(&text_of(&a[1])))
+            })
+            .collect();
+        out.push(format!("{}:{kind} ({})", text_of(&r[0]), cols.join(", ")));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_idents() {
+        assert_eq!(size_pretty(10239), "10239 bytes");
+        assert_eq!(size_pretty(10240), "10 kB");
+        assert_eq!(size_pretty(8192 * 1000), "8000 kB");
+        assert_eq!(size_pretty(1_000_000_000), "954 MB");
+        assert_eq!(quote_ident("abc_1"), "abc_1");
+        assert_eq!(quote_ident("Abc"), "\"Abc\"");
+        assert_eq!(quote_ident("select"), "\"select\"");
+        assert_eq!(deparse_const(Type::Int4, -1, "42"), "42");
+        assert_eq!(deparse_const(Type::Int4, -1, "-1"), "'-1'::integer");
+        assert_eq!(deparse_const(Type::Varchar, 14, "x"), "'x'::character varying");
+    }
+
+    #[test]
+    fn every_view_has_unique_columns() {
+        for v in VIEWS {
+            let mut names: Vec<&str> = v.columns.iter().map(|c| c.0).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), v.columns.len(), "{}", v.name);
+        }
+    }
+}
