@@ -28,7 +28,12 @@ use super::page::{
 use super::pruneheap::{heap_page_prune_opt, prune_is_due, scan_page_set_hints, set_hint_bits_from_visibility, visibility_info};
 use super::toast::MAX_HEAP_TUPLE_SIZE;
 use super::{autovacuum, freespace};
-use super::tuple::{Tid, TransactionId, TupleHeader, HEAP_COMBOCID};
+use super::tuple::{
+    Tid, TransactionId, TupleHeader, HEAP_COMBOCID, HEAP_KEYS_UPDATED, HEAP_LOCK_MASK, HEAP_XMAX_BITS, HEAP_XMAX_IS_MULTI,
+    HEAP_XMAX_LOCK_ONLY,
+};
+use crate::txn::multixact::{Member, MemberStatus};
+use crate::txn::visibility::XidOracle;
 use crate::buffer::LockedBuffer;
 use crate::engine::{Backend, Engine};
 use crate::lmgr::lock::{nowait_row_error, LockAcquireResult, LockMode, LockOptions, LockTag};
@@ -450,7 +455,7 @@ pub fn heap_delete(backend: &mut Backend, rel: RelFileLocator, tid: Tid) -> Resu
     if result != TmResult::Ok {
         return Ok(result);
     }
-    delete_locked(backend, &engine, tag, &mut page, tid, xid)?;
+    delete_locked(backend, &engine, tag, &mut page, tid, xid, &[])?;
     Ok(TmResult::Ok)
 }
 
@@ -584,8 +589,10 @@ fn tuple_lock_mode(m: RowLockMode) -> LockMode {
 
 /// What the check of the row under the exclusive content lock decided.
 enum RowState {
-    /// The change may be made now.
-    Proceed,
+    /// The change may be made now. `keep`: the row's other live lockers (and our
+    /// own locks of other subtransactions) that do not conflict with the change:
+    /// the new xmax is a multixact of them plus the change (README "MultiXacts").
+    Proceed { keep: Vec<Member> },
     /// Already locked by this transaction at least as strongly (lock requests only).
     AlreadyLocked,
     /// Another transaction (`xid`) is changing or locking the row: wait for it.
@@ -606,35 +613,135 @@ enum Final {
 /// Decides, under the page's exclusive content lock, whether `change` may be made
 /// to the tuple at `tid` now.
 ///
-/// Without multixacts a tuple has one xmax. So another transaction's live lock or
-/// change always means waiting, even when PostgreSQL would let the two coexist
-/// (two FOR SHARE lockers; FOR KEY SHARE and a no-key UPDATE): the second one
-/// cannot be recorded without erasing the first, and erasing a lock would lose it.
+/// The row's xmax may stand for several lockers and at most one updater (a
+/// multixact). Every live member that is not ours is checked against the
+/// strength the change needs (the 4x4 table, `MemberStatus::conflicts`): the
+/// first conflicting one is waited for; the others are kept in the new xmax. A
+/// running updater is always waited for (PostgreSQL lets FOR KEY SHARE lock past
+/// a running no-key update by also locking the newer versions; we do not follow
+/// the update chain, see README "MultiXacts").
 fn check_row(backend: &Backend, page: &[u8], tid: Tid, change: Change) -> Result<RowState> {
     let h = TupleHeader::read(heap_page_get_tuple(page, tid.offset)?)?;
     let info = visibility_info(&h, tid);
     let (result, _hints) = satisfies_update(&info, backend.txn.current_command_id(), &*backend.txn)?;
     Ok(match result {
-        TmResult::Ok => RowState::Proceed,
+        TmResult::Ok => RowState::Proceed { keep: Vec::new() },
         TmResult::Invisible => RowState::Done(Final::Invisible),
         TmResult::SelfModified => RowState::Done(Final::SelfModified),
         TmResult::Updated => RowState::Done(Final::Updated(h.ctid)),
         TmResult::Deleted => RowState::Done(Final::Deleted),
         TmResult::WouldBlock => RowState::Done(Final::Skipped),
         TmResult::BeingModified => {
-            if backend.txn.is_current_xid(h.xmax) {
-                // Our own row lock (satisfies_update reports our own delete or
-                // update as SelfModified/Invisible): a change replaces it, a lock
-                // request is covered by it or upgrades it.
-                match (change, RowLockMode::from_tuple(&h)) {
-                    (Change::Lock(want), Some(held)) if rank(held) >= rank(want) => RowState::AlreadyLocked,
-                    _ => RowState::Proceed,
+            let want = rank(strength(change));
+            let me = backend.txn.current_xid();
+            let mut keep = Vec::new();
+            for m in xmax_members(backend, &h) {
+                let ours = backend.txn.is_current_xid(m.xid);
+                if !ours && !backend.txn.is_in_progress(m.xid) {
+                    continue;
                 }
-            } else {
-                RowState::Wait { xid: h.xmax }
+                if ours {
+                    // Our own lock: a lock request it covers is done; a change or a
+                    // stronger lock replaces it when taken by the same (sub)xact, and
+                    // keeps it when taken by a child (a rollback to the savepoint
+                    // must leave it in place).
+                    if m.status.is_update() {
+                        continue;
+                    }
+                    if matches!(change, Change::Lock(_)) && m.status.strength() >= want {
+                        return Ok(RowState::AlreadyLocked);
+                    }
+                    if m.xid != me {
+                        keep.push(m);
+                    }
+                    continue;
+                }
+                if m.status.is_update() || MemberStatus::conflicts(m.status.strength(), want) {
+                    return Ok(RowState::Wait { xid: m.xid });
+                }
+                keep.push(m);
             }
+            RowState::Proceed { keep }
         }
     })
+}
+
+/// The members the row's xmax stands for: a multixact's members, or the one
+/// xid with its lock strength (or as an updater).
+fn xmax_members(backend: &Backend, h: &TupleHeader) -> Vec<Member> {
+    if h.xmax_invalid() || h.xmax == 0 {
+        return Vec::new();
+    }
+    if h.xmax_is_multi() {
+        return backend.engine().txn.multixacts.members(h.xmax).map(|m| m.to_vec()).unwrap_or_default();
+    }
+    let status = match RowLockMode::from_tuple(h) {
+        Some(m) => lock_status(m),
+        None if h.keys_updated() => MemberStatus::Update,
+        None => MemberStatus::NoKeyUpdate,
+    };
+    vec![Member { xid: h.xmax, status }]
+}
+
+/// The xid that updated the row (PostgreSQL's HeapTupleHeaderGetUpdateXid): xmax,
+/// or a multixact xmax's updater member (the next version's xmin).
+fn update_xid(backend: &Backend, h: &TupleHeader) -> TransactionId {
+    if !h.xmax_is_multi() {
+        return h.xmax;
+    }
+    xmax_members(backend, h).iter().find(|m| m.status.is_update()).map_or(0, |m| m.xid)
+}
+
+fn lock_status(m: RowLockMode) -> MemberStatus {
+    match m {
+        RowLockMode::KeyShare => MemberStatus::ForKeyShare,
+        RowLockMode::Share => MemberStatus::ForShare,
+        RowLockMode::NoKeyExclusive => MemberStatus::ForNoKeyUpdate,
+        RowLockMode::Exclusive => MemberStatus::ForUpdate,
+    }
+}
+
+/// The member a change adds to the row.
+fn change_status(change: Change) -> MemberStatus {
+    match change {
+        Change::Update { keys_updated: false } => MemberStatus::NoKeyUpdate,
+        Change::Update { keys_updated: true } | Change::Delete => MemberStatus::Update,
+        Change::Lock(m) => lock_status(m),
+    }
+}
+
+/// After a page op set xmax to `xid` for `change` (and applied it): when other
+/// members are kept, replaces that xmax by a new multixact of `keep` plus the
+/// change, re-applying the op. Called before the op is WAL-logged; the multixact's
+/// creation is logged first. `pd_prune_xid` keeps the value the first apply gave
+/// it (the change's xid: a hint).
+fn make_multi_xmax(engine: &Engine, op: &mut HeapXmaxOp, page: &mut [u8], keep: &[Member], xid: TransactionId, change: Change) {
+    if keep.is_empty() {
+        return;
+    }
+    let mut members = keep.to_vec();
+    let status = change_status(change);
+    members.push(Member { xid, status });
+    let multi = match engine.txn.create_multixact(&members) {
+        Ok(m) => m,
+        Err(e) => critical_section_failed("could not log a multixact", e),
+    };
+    let strongest = members.iter().map(|m| m.status).max_by_key(|s| s.strength()).unwrap_or(status);
+    op.xmax = multi;
+    op.infomask_clear |= HEAP_XMAX_BITS;
+    op.infomask_set = (op.infomask_set & !(HEAP_LOCK_MASK | HEAP_XMAX_LOCK_ONLY)) | HEAP_XMAX_IS_MULTI | strongest.lock_bits();
+    if !members.iter().any(|m| m.status.is_update()) {
+        op.infomask_set |= HEAP_XMAX_LOCK_ONLY;
+    }
+    op.infomask2_clear |= HEAP_KEYS_UPDATED;
+    op.infomask2_set &= !HEAP_KEYS_UPDATED;
+    if members.iter().any(|m| matches!(m.status, MemberStatus::Update | MemberStatus::ForUpdate)) {
+        op.infomask2_set |= HEAP_KEYS_UPDATED;
+    }
+    op.set_prunable = false;
+    if let Err(e) = op.apply(page) {
+        critical_section_failed("could not store a multixact xmax", e);
+    }
 }
 
 /// The heavyweight tuple lock a waiter holds while it waits for the row's xmax
@@ -813,17 +920,22 @@ pub fn heap_update(
             Final::Skipped => UpdateOutcome::Skipped,
         })
     };
-    let mut act = |backend: &mut Backend, engine: &Engine, mut opage: LockedBuffer<'_>, _state: RowState| {
+    let mut act = |backend: &mut Backend, engine: &Engine, mut opage: LockedBuffer<'_>, state: RowState| {
+        let RowState::Proceed { keep } = state else { return Err(Error::internal("heap_update: row not ready")) };
         let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&opage[..], otid.offset)?)?, otid);
-        // Same page first: heap-only if allowed.
-        let flags = UpdateFlags { hot: opts.hot_allowed, keys_updated: opts.keys_updated };
+        // Same page first: heap-only if allowed. Not when the old version keeps
+        // other lockers: a multixact xmax is not an xid a HOT chain walk can match
+        // with the next member's xmin (README "MultiXacts").
+        let hot = opts.hot_allowed && keep.is_empty();
+        let flags = UpdateFlags { hot, keys_updated: opts.keys_updated };
         if let Some(mut op) =
             heap_page_update(&mut opage[..], otid.block, otid.offset, None, new_tuple, xid, cid, flags)?
         {
             fix_cmax(backend, &info, &mut op.old, &mut opage[..]);
+            make_multi_xmax(engine, &mut op.old, &mut opage[..], &keep, xid, change);
             let new_tid = Tid::new(otid.block, op.new.offset);
             log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, None);
-            return Ok(Some(UpdateOutcome::Ok { new_tid, hot: opts.hot_allowed }));
+            return Ok(Some(UpdateOutcome::Ok { new_tid, hot }));
         }
         // The page is full (a hint for later updates; not WAL-logged).
         page_set_flag(&mut opage[..], PD_PAGE_FULL);
@@ -839,9 +951,9 @@ pub fn heap_update(
             (o, engine.buffers.read_buffer(ntag, None)?.into_locked())
         };
         // The old page was unlocked: check the row again.
-        if !matches!(check_row(backend, &opage[..], otid, change)?, RowState::Proceed) {
+        let RowState::Proceed { keep } = check_row(backend, &opage[..], otid, change)? else {
             return Ok(None);
-        }
+        };
         let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&opage[..], otid.offset)?)?, otid);
         if page_is_new(&npage[..]) {
             heap_page_init(&mut npage[..]);
@@ -868,6 +980,7 @@ pub fn heap_update(
             return Ok(None);
         };
         fix_cmax(backend, &info, &mut op.old, &mut opage[..]);
+        make_multi_xmax(engine, &mut op.old, &mut opage[..], &keep, xid, change);
         let new_tid = Tid::new(nblock, op.new.offset);
         log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, Some((ntag, &mut npage)));
         backend.target_blocks.insert(rel, nblock);
@@ -933,8 +1046,9 @@ pub fn heap_delete_ext(
             Final::Skipped => DeleteOutcome::Skipped,
         })
     };
-    let mut act = |backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, _state: RowState| {
-        delete_locked(backend, engine, tag, &mut page, tid, xid)?;
+    let mut act = |backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, state: RowState| {
+        let RowState::Proceed { keep } = state else { return Err(Error::internal("heap_delete: row not ready")) };
+        delete_locked(backend, engine, tag, &mut page, tid, xid, &keep)?;
         Ok(Some(DeleteOutcome::Ok))
     };
     let req = RowRequest { change: Change::Delete, policy: opts.wait_policy, relname: opts.relname };
@@ -948,10 +1062,12 @@ fn delete_locked(
     page: &mut LockedBuffer<'_>,
     tid: Tid,
     xid: TransactionId,
+    keep: &[Member],
 ) -> Result<()> {
     let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&page[..], tid.offset)?)?, tid);
     let mut op = heap_page_delete(&mut page[..], tid.offset, xid, backend.txn.current_command_id())?;
     fix_cmax(backend, &info, &mut op, &mut page[..]);
+    make_multi_xmax(engine, &mut op, &mut page[..], keep, xid, Change::Delete);
     log_page_change(engine, tag, xid, &HeapOp::Xmax(op), page);
     autovacuum::pgstat_count_heap_delete(engine, tag.rel);
     Ok(())
@@ -991,10 +1107,9 @@ pub fn heap_lock_tuple(
         })
     };
     let mut act = |_backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, state: RowState| {
-        if matches!(state, RowState::AlreadyLocked) {
-            return Ok(Some(LockOutcome::Locked));
-        }
-        let op = heap_page_lock_tuple(&mut page[..], tid.block, tid.offset, xid, mode)?;
+        let RowState::Proceed { keep } = state else { return Ok(Some(LockOutcome::Locked)) };
+        let mut op = heap_page_lock_tuple(&mut page[..], tid.block, tid.offset, xid, mode)?;
+        make_multi_xmax(engine, &mut op, &mut page[..], &keep, xid, Change::Lock(mode));
         log_page_change(engine, tag, xid, &HeapOp::Xmax(op), &mut page);
         Ok(Some(LockOutcome::Locked))
     };
@@ -1048,7 +1163,7 @@ pub fn heap_fetch_latest(
         if !updated {
             return Ok(None);
         }
-        prior_xmax = Some(h.xmax);
+        prior_xmax = Some(update_xid(backend, &h));
         tid = h.ctid;
     }
     Err(Error::corrupt(format!("update chain from {tid:?} of relation {} loops", rel.rel_number)))

@@ -791,7 +791,7 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
     let mut prune_xid = INVALID_TRANSACTION_ID;
     for (o, t) in tuples.iter().enumerate() {
         let Some((h, _)) = t else { continue };
-        if gone.contains(&o) || h.xmax_invalid() || h.xmax_is_lock_only() || h.xmax < FIRST_NORMAL_TRANSACTION_ID {
+        if gone.contains(&o) || h.xmax_invalid() || h.xmax_is_lock_only() || h.xmax_is_multi() || h.xmax < FIRST_NORMAL_TRANSACTION_ID {
             continue;
         }
         if prune_xid == INVALID_TRANSACTION_ID || xid_precedes(h.xmax, prune_xid) {
