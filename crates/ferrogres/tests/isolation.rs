@@ -25,6 +25,7 @@ const PASSING: &[&str] = &[
     "skip-locked-2",
     "tuplelock-conflict",
     "delete-abort-savept",
+    "lock-update-delete",
 ];
 
 struct Server {

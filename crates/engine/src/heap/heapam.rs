@@ -34,6 +34,7 @@ use super::tuple::{
 };
 use crate::txn::multixact::{Member, MemberStatus};
 use crate::txn::visibility::XidOracle;
+use crate::txn::XidStatus;
 use crate::buffer::LockedBuffer;
 use crate::engine::{Backend, Engine};
 use crate::lmgr::lock::{nowait_row_error, LockAcquireResult, LockMode, LockOptions, LockTag};
@@ -363,7 +364,7 @@ fn heap_hot_walk<T>(
         if !h.is_hot_updated() || h.ctid.block != root.block {
             return Ok(None);
         }
-        prior_xmax = Some(h.xmax);
+        prior_xmax = Some(update_xid(backend, &h));
         off = h.ctid.offset;
     }
     Err(Error::corrupt(format!("HOT chain at ({},{}) of relation {} loops", root.block, root.offset, rel.rel_number)))
@@ -432,7 +433,7 @@ pub fn heap_get_root_tuples(backend: &Backend, rel: RelFileLocator, block: Block
             if !h.is_hot_updated() || h.ctid.block != block {
                 break;
             }
-            prior_xmax = Some(h.xmax);
+            prior_xmax = Some(update_xid(backend, &h));
             off = h.ctid.offset;
         }
     }
@@ -592,7 +593,10 @@ enum RowState {
     /// The change may be made now. `keep`: the row's other live lockers (and our
     /// own locks of other subtransactions) that do not conflict with the change:
     /// the new xmax is a multixact of them plus the change (README "MultiXacts").
-    Proceed { keep: Vec<Member> },
+    /// `follow`: FOR KEY SHARE of a version whose no-key updater is running or
+    /// committed (they do not conflict): the lock is taken here, and then on every
+    /// newer version from `follow` on ([`lock_updated_chain`]).
+    Proceed { keep: Vec<Member>, follow: Option<Tid> },
     /// Already locked by this transaction at least as strongly (lock requests only).
     AlreadyLocked,
     /// Another transaction (`xid`) is changing or locking the row: wait for it.
@@ -625,45 +629,73 @@ fn check_row(backend: &Backend, page: &[u8], tid: Tid, change: Change) -> Result
     let info = visibility_info(&h, tid);
     let (result, _hints) = satisfies_update(&info, backend.txn.current_command_id(), &*backend.txn)?;
     Ok(match result {
-        TmResult::Ok => RowState::Proceed { keep: Vec::new() },
+        TmResult::Ok => RowState::Proceed { keep: Vec::new(), follow: None },
         TmResult::Invisible => RowState::Done(Final::Invisible),
         TmResult::SelfModified => RowState::Done(Final::SelfModified),
-        TmResult::Updated => RowState::Done(Final::Updated(h.ctid)),
+        TmResult::Updated if change != Change::Lock(RowLockMode::KeyShare) => RowState::Done(Final::Updated(h.ctid)),
         TmResult::Deleted => RowState::Done(Final::Deleted),
         TmResult::WouldBlock => RowState::Done(Final::Skipped),
-        TmResult::BeingModified => {
-            let want = rank(strength(change));
-            let me = backend.txn.current_xid();
-            let mut keep = Vec::new();
-            for m in xmax_members(backend, &h) {
-                let ours = backend.txn.is_current_xid(m.xid);
-                if !ours && !backend.txn.is_in_progress(m.xid) {
-                    continue;
-                }
-                if ours {
-                    // Our own lock: a lock request it covers is done; a change or a
-                    // stronger lock replaces it when taken by the same (sub)xact, and
-                    // keeps it when taken by a child (a rollback to the savepoint
-                    // must leave it in place).
-                    if m.status.is_update() {
-                        continue;
-                    }
-                    if matches!(change, Change::Lock(_)) && m.status.strength() >= want {
-                        return Ok(RowState::AlreadyLocked);
-                    }
-                    if m.xid != me {
-                        keep.push(m);
-                    }
-                    continue;
-                }
-                if m.status.is_update() || MemberStatus::conflicts(m.status.strength(), want) {
-                    return Ok(RowState::Wait { xid: m.xid });
-                }
-                keep.push(m);
-            }
-            RowState::Proceed { keep }
-        }
+        TmResult::Updated | TmResult::BeingModified => xmax_state(backend, &h, tid, change)?,
     })
+}
+
+/// The member-by-member decision of [`check_row`] for a row whose xmax is live
+/// (README "MultiXacts"), also used on the newer versions by
+/// [`lock_updated_chain`].
+fn xmax_state(backend: &Backend, h: &TupleHeader, tid: Tid, change: Change) -> Result<RowState> {
+    let want = rank(strength(change));
+    let key_share = change == Change::Lock(RowLockMode::KeyShare);
+    let me = backend.txn.current_xid();
+    let members = xmax_members(backend, h);
+    let mut keep = Vec::new();
+    let mut follow = None;
+    // The updater first: a committed conflicting one ends the matter at once.
+    if let Some(u) = members.iter().find(|m| m.status.is_update()) {
+        let ours = backend.txn.is_current_xid(u.xid);
+        let running = !ours && backend.txn.is_in_progress(u.xid);
+        let committed = !ours && !running && backend.txn.status(u.xid)? == XidStatus::Committed;
+        if ours {
+            return Ok(RowState::Done(Final::SelfModified));
+        }
+        if running || committed {
+            if key_share && u.status == MemberStatus::NoKeyUpdate {
+                keep.push(*u);
+                follow = Some(h.ctid);
+            } else if running {
+                return Ok(RowState::Wait { xid: u.xid });
+            } else if h.ctid == tid {
+                return Ok(RowState::Done(Final::Deleted));
+            } else {
+                return Ok(RowState::Done(Final::Updated(h.ctid)));
+            }
+        }
+    }
+    for m in members.iter().filter(|m| !m.status.is_update()) {
+        let ours = backend.txn.is_current_xid(m.xid);
+        if !ours && !backend.txn.is_in_progress(m.xid) {
+            continue;
+        }
+        if ours {
+            // Our own lock: a lock request it covers is done; a change or a
+            // stronger lock replaces it when taken by the same (sub)xact, and
+            // keeps it when taken by a child (a rollback to the savepoint must
+            // leave it in place).
+            if matches!(change, Change::Lock(_)) && m.status.strength() >= want {
+                // (With a no-key updater, the newer versions are not locked
+                // again: they were when this lock was taken.)
+                return Ok(RowState::AlreadyLocked);
+            }
+            if m.xid != me {
+                keep.push(*m);
+            }
+            continue;
+        }
+        if MemberStatus::conflicts(m.status.strength(), want) {
+            return Ok(RowState::Wait { xid: m.xid });
+        }
+        keep.push(*m);
+    }
+    Ok(RowState::Proceed { keep, follow })
 }
 
 /// The members the row's xmax stands for: a multixact's members, or the one
@@ -921,7 +953,7 @@ pub fn heap_update(
         })
     };
     let mut act = |backend: &mut Backend, engine: &Engine, mut opage: LockedBuffer<'_>, state: RowState| {
-        let RowState::Proceed { keep } = state else { return Err(Error::internal("heap_update: row not ready")) };
+        let RowState::Proceed { keep, .. } = state else { return Err(Error::internal("heap_update: row not ready")) };
         let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&opage[..], otid.offset)?)?, otid);
         // Same page first: heap-only if allowed. Not when the old version keeps
         // other lockers: a multixact xmax is not an xid a HOT chain walk can match
@@ -951,7 +983,7 @@ pub fn heap_update(
             (o, engine.buffers.read_buffer(ntag, None)?.into_locked())
         };
         // The old page was unlocked: check the row again.
-        let RowState::Proceed { keep } = check_row(backend, &opage[..], otid, change)? else {
+        let RowState::Proceed { keep, .. } = check_row(backend, &opage[..], otid, change)? else {
             return Ok(None);
         };
         let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&opage[..], otid.offset)?)?, otid);
@@ -1047,7 +1079,7 @@ pub fn heap_delete_ext(
         })
     };
     let mut act = |backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, state: RowState| {
-        let RowState::Proceed { keep } = state else { return Err(Error::internal("heap_delete: row not ready")) };
+        let RowState::Proceed { keep, .. } = state else { return Err(Error::internal("heap_delete: row not ready")) };
         delete_locked(backend, engine, tag, &mut page, tid, xid, &keep)?;
         Ok(Some(DeleteOutcome::Ok))
     };
@@ -1107,14 +1139,106 @@ pub fn heap_lock_tuple(
         })
     };
     let mut act = |_backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, state: RowState| {
-        let RowState::Proceed { keep } = state else { return Ok(Some(LockOutcome::Locked)) };
+        let RowState::Proceed { keep, follow } = state else { return Ok(Some((LockOutcome::Locked, None))) };
         let mut op = heap_page_lock_tuple(&mut page[..], tid.block, tid.offset, xid, mode)?;
+        if let Some(next) = follow {
+            // The version stays updated: its t_ctid keeps leading to the newer one.
+            op.ctid = Some(next);
+        }
         make_multi_xmax(engine, &mut op, &mut page[..], &keep, xid, Change::Lock(mode));
         log_page_change(engine, tag, xid, &HeapOp::Xmax(op), &mut page);
-        Ok(Some(LockOutcome::Locked))
+        let updater = keep.iter().find(|m| m.status.is_update()).map(|m| m.xid);
+        Ok(Some((LockOutcome::Locked, follow.zip(updater))))
     };
+    let finish2 = |f: Final| finish(f).map(|o| (o, None));
     let req = RowRequest { change: Change::Lock(mode), policy: wait_policy, relname };
-    with_row(backend, rel, tid, req, &mut act, &finish)
+    let (outcome, chain) = with_row(backend, rel, tid, req, &mut act, &finish2)?;
+    match chain {
+        Some((next, updater)) => match lock_updated_chain(backend, rel, next, updater, mode, wait_policy, relname, xid)? {
+            None => Ok(outcome),
+            Some(f) => finish(f),
+        },
+        None => Ok(outcome),
+    }
+}
+
+/// FOR KEY SHARE went past a no-key update (they do not conflict): the newer
+/// versions of the row are locked too, from `next` on, each one created by the
+/// previous version's updater `prior` (PostgreSQL's heap_lock_updated_tuple), so
+/// that a later key update or delete of the row waits for us. A version being
+/// deleted or key-updated by a running transaction is waited for; one whose
+/// deleter or key updater committed ends the walk with that outcome
+/// (`Some(Final)`); the end of the chain (or a version whose inserter aborted, or a
+/// reused slot) ends it with `None`: locked.
+#[allow(clippy::too_many_arguments)]
+fn lock_updated_chain(
+    backend: &mut Backend,
+    rel: RelFileLocator,
+    mut next: Tid,
+    mut prior: TransactionId,
+    mode: RowLockMode,
+    policy: WaitPolicy,
+    relname: &str,
+    xid: TransactionId,
+) -> Result<Option<Final>> {
+    let engine = backend.engine().clone();
+    let change = Change::Lock(mode);
+    let limit = engine.buffers.nblocks(rel, ForkNumber::Main)? as usize * 300 + 1;
+    for _ in 0..limit {
+        let tag = BufferTag::new(rel, ForkNumber::Main, next.block);
+        let mut guard = TupleLockGuard { engine: &engine, backend: backend.id(), held: None };
+        loop {
+            let mut page = engine.buffers.read_buffer(tag, None)?.into_locked();
+            if page_is_new(&page[..]) || next.offset == 0 || next.offset > page_max_offset_number(&page[..]) {
+                return Ok(None);
+            }
+            if page_get_item_id(&page[..], next.offset)?.flags != LpFlags::Normal {
+                return Ok(None);
+            }
+            let h = TupleHeader::read(heap_page_get_tuple(&page[..], next.offset)?)?;
+            if h.xmin != prior {
+                return Ok(None);
+            }
+            if !backend.txn.is_current_xid(h.xmin)
+                && !backend.txn.is_in_progress(h.xmin)
+                && backend.txn.status(h.xmin)? != XidStatus::Committed
+            {
+                return Ok(None);
+            }
+            let state = if h.xmax_invalid() || h.xmax == 0 {
+                RowState::Proceed { keep: Vec::new(), follow: None }
+            } else {
+                xmax_state(backend, &h, next, change)?
+            };
+            match state {
+                RowState::Wait { xid: other } => {
+                    drop(page);
+                    if !wait_for_row(&mut guard, rel, next, mode, other, policy, relname)? {
+                        return Ok(Some(Final::Skipped));
+                    }
+                }
+                RowState::Done(Final::SelfModified) | RowState::AlreadyLocked => return Ok(None),
+                RowState::Done(f) => return Ok(Some(f)),
+                RowState::Proceed { keep, follow } => {
+                    let mut op = heap_page_lock_tuple(&mut page[..], next.block, next.offset, xid, mode)?;
+                    if let Some(n) = follow {
+                        op.ctid = Some(n);
+                    }
+                    make_multi_xmax(&engine, &mut op, &mut page[..], &keep, xid, change);
+                    log_page_change(&engine, tag, xid, &HeapOp::Xmax(op), &mut page);
+                    match (follow, keep.iter().find(|m| m.status.is_update())) {
+                        (Some(n), Some(u)) => {
+                            prior = u.xid;
+                            next = n;
+                            break;
+                        }
+                        _ => return Ok(None),
+                    }
+                }
+            }
+        }
+    }
+    Err(Error::corrupt(format!("update chain from {next:?} of relation {} loops", rel.rel_number)))
 }
 
 /// The newest version of the row whose version at `tid` the caller saw, that

@@ -107,7 +107,9 @@ pub fn heap_hot_search(
         if !h.is_hot_updated() {
             return Ok(None);
         }
-        prior_xmax = Some(h.xmax);
+        // A multixact xmax is not the successor's xmin (its updater member is):
+        // the pure page code cannot resolve it, so the check is skipped.
+        prior_xmax = (!h.xmax_is_multi()).then_some(h.xmax);
         first = false;
         off = h.ctid.offset;
     }
@@ -746,7 +748,9 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
             if !h.is_hot_updated() || st == HtsvResult::Live {
                 break;
             }
-            prior_xmax = Some(h.xmax);
+            // A multixact xmax (a key-share locker next to the no-key updater)
+            // is not the successor's xmin: the check is skipped for it.
+            prior_xmax = (!h.xmax_is_multi()).then_some(h.xmax);
             next = h.ctid.offset as usize;
         }
         if chain.is_empty() {

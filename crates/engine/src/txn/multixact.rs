@@ -305,8 +305,9 @@ pub fn resolve(t: &TupleVisibilityInfo, o: &dyn XidOracle) -> Result<TupleVisibi
     };
     if let Some(u) = members.iter().find(|m| m.status.is_update()) {
         if member_is_live(o, u)? {
+            // No lock bits: EXCL_LOCK without IS_MULTI would read as the old
+            // (pre-9.3) "locked only" encoding.
             e.xmax = u.xid;
-            e.infomask |= HEAP_XMAX_EXCL_LOCK;
             return Ok(e);
         }
     }
