@@ -715,6 +715,42 @@ fn xmax_members(backend: &Backend, h: &TupleHeader) -> Vec<Member> {
     vec![Member { xid: h.xmax, status }]
 }
 
+/// A no-key update that kept lockers of the old version (KEY SHARE: they do not
+/// conflict with it) makes them lockers of the new version too (PostgreSQL does
+/// the same), so that a later key update or delete of the new version still waits
+/// for them: a foreign key's lock survives a no-key update of the referenced row.
+/// Sets the new tuple's xmax on the page and in the op (its redo image). Part of
+/// the critical section.
+fn carry_lockers(engine: &Engine, new: &mut super::page::HeapInsertOp, page: &mut [u8], keep: &[Member]) {
+    if keep.is_empty() {
+        return;
+    }
+    let strongest = keep.iter().map(|m| m.status).max_by_key(|s| s.strength()).unwrap_or(MemberStatus::ForKeyShare);
+    let (xmax, multi) = if keep.len() == 1 {
+        (keep[0].xid, 0)
+    } else {
+        match engine.txn.create_multixact(keep) {
+            Ok(m) => (m, HEAP_XMAX_IS_MULTI),
+            Err(e) => critical_section_failed("could not log a multixact", e),
+        }
+    };
+    let keys = keep.iter().any(|m| m.status == MemberStatus::ForUpdate);
+    let set = |t: &mut [u8]| {
+        super::tuple::tuple_set_xmax(t, xmax);
+        let m = super::tuple::tuple_infomask(t) & !HEAP_XMAX_BITS;
+        super::tuple::tuple_set_infomask(t, m | multi | HEAP_XMAX_LOCK_ONLY | strongest.lock_bits());
+        if keys {
+            let m2 = super::tuple::tuple_infomask2(t) | HEAP_KEYS_UPDATED;
+            super::tuple::tuple_set_infomask2(t, m2);
+        }
+    };
+    set(&mut new.tuple);
+    match super::page::heap_page_get_tuple_mut(page, new.offset) {
+        Ok(t) => set(t),
+        Err(e) => critical_section_failed("could not set the new version's lockers", e),
+    }
+}
+
 /// The xid that updated the row (PostgreSQL's HeapTupleHeaderGetUpdateXid): xmax,
 /// or a multixact xmax's updater member (the next version's xmin).
 fn update_xid(backend: &Backend, h: &TupleHeader) -> TransactionId {
@@ -965,6 +1001,7 @@ pub fn heap_update(
         {
             fix_cmax(backend, &info, &mut op.old, &mut opage[..]);
             make_multi_xmax(engine, &mut op.old, &mut opage[..], &keep, xid, change);
+            carry_lockers(engine, &mut op.new, &mut opage[..], &keep);
             let new_tid = Tid::new(otid.block, op.new.offset);
             log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, None);
             return Ok(Some(UpdateOutcome::Ok { new_tid, hot }));
@@ -1013,6 +1050,7 @@ pub fn heap_update(
         };
         fix_cmax(backend, &info, &mut op.old, &mut opage[..]);
         make_multi_xmax(engine, &mut op.old, &mut opage[..], &keep, xid, change);
+        carry_lockers(engine, &mut op.new, &mut npage[..], &keep);
         let new_tid = Tid::new(nblock, op.new.offset);
         log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, Some((ntag, &mut npage)));
         backend.target_blocks.insert(rel, nblock);
