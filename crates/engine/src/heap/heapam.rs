@@ -1145,16 +1145,16 @@ fn delete_locked(
 
 /// SELECT ... FOR KEY SHARE / FOR SHARE / FOR NO KEY UPDATE / FOR UPDATE of the
 /// row version at `tid` (PostgreSQL's heap_lock_tuple): sets xmax to the current
-/// (sub)transaction with the lock-only bits of `mode`, WAL-logged as a
+/// (sub)transaction with the lock-only bits of `mode`, or to a multixact of it and
+/// the other live, compatible lockers (README "MultiXacts"), WAL-logged as a
 /// `HeapOp::Xmax`. A lock this transaction already holds at least as strongly is
 /// kept as it is; a weaker one of ours is upgraded.
 ///
-/// Conflicts follow PostgreSQL's table, with one limitation (no multixacts): a
-/// row locked or being changed by another live transaction always makes the
-/// request wait, even where PostgreSQL would add the requester to a multixact
-/// (two shared lockers; FOR KEY SHARE next to a no-key update). NOWAIT then
-/// errors and SKIP LOCKED skips. In REPEATABLE READ, a row updated or deleted by
-/// a transaction that committed is 40001 "... due to concurrent update".
+/// Conflicts follow PostgreSQL's table: a conflicting live member is waited for
+/// (NOWAIT errors, SKIP LOCKED skips). FOR KEY SHARE goes past a no-key update,
+/// running or committed, and locks the newer versions too ([`lock_updated_chain`]).
+/// In REPEATABLE READ, a row updated (with a conflicting change) or deleted by a
+/// transaction that committed is 40001 "... due to concurrent update".
 pub fn heap_lock_tuple(
     backend: &mut Backend,
     rel: RelFileLocator,

@@ -405,8 +405,8 @@ impl RowLockMode {
     }
 }
 
-/// Marks the tuple at `off` locked by `locker` (a single locker: multixacts, for
-/// several lockers at once, come later). xmax is set with LOCK_ONLY and the strength
+/// Marks the tuple at `off` locked by `locker` (a single locker; heapam replaces
+/// xmax by a multixact when other lockers stay, heap README "MultiXacts"). xmax is set with LOCK_ONLY and the strength
 /// bits; ctid is reset to the tuple itself; cid and PD_ALL_VISIBLE are unchanged.
 pub fn heap_page_lock_tuple(
     page: &mut [u8],
