@@ -123,6 +123,7 @@ impl XactWal for XactWalAdapter {
         let id = match rmgr {
             TxnRmgr::Xact => RmgrId::Xact,
             TxnRmgr::Clog => RmgrId::Clog,
+            TxnRmgr::MultiXact => RmgrId::MultiXact,
         };
         let mut rb = RecordBuilder::new(id, 0);
         rb.append_main_data(payload);
@@ -275,6 +276,7 @@ impl Engine {
                 }
                 RmgrId::Xact => self.txn.redo_xact(&rec.main_data),
                 RmgrId::Clog => self.txn.clog.redo(&rec.main_data),
+                RmgrId::MultiXact => self.txn.multixacts.redo(&rec.main_data),
                 RmgrId::Smgr => self.redo_smgr(rec),
                 RmgrId::Heap => heapam::redo(self, rec),
                 RmgrId::Btree => crate::nbtree::redo(self, rec),

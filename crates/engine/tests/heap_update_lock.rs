@@ -449,14 +449,18 @@ fn row_lock_strengths_against_updates_and_deletes() {
         assert!(blocks(m, key_update));
         assert!(blocks(m, delete));
     }
-    // LIMITATION (no multixacts, README): FOR KEY SHARE by another live transaction
-    // also makes a no-key update wait (PostgreSQL lets it through): the row has one
-    // xmax, and overwriting the locker would lose its lock.
-    assert!(blocks(RowLockMode::KeyShare, no_key_update));
-    // Same for two compatible shared lockers.
-    assert!(blocks(RowLockMode::KeyShare, |b: &mut Backend, tid, r| Ok(format!(
+    // FOR KEY SHARE does not conflict with a no-key update, nor with another FOR
+    // KEY SHARE: both proceed, the row's xmax becoming a multixact (README
+    // "MultiXacts"; before multixacts both waited).
+    assert!(!blocks(RowLockMode::KeyShare, no_key_update));
+    assert!(!blocks(RowLockMode::KeyShare, |b: &mut Backend, tid, r| Ok(format!(
         "{:?}",
         heap_lock_tuple(b, r, tid, RowLockMode::KeyShare, WaitPolicy::Block, REL).map_err(err)?
+    ))));
+    // FOR SHARE next to FOR SHARE, too.
+    assert!(!blocks(RowLockMode::Share, |b: &mut Backend, tid, r| Ok(format!(
+        "{:?}",
+        heap_lock_tuple(b, r, tid, RowLockMode::Share, WaitPolicy::Block, REL).map_err(err)?
     ))));
 }
 

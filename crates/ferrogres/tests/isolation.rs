@@ -14,7 +14,19 @@ const PG_ISOLATION_REGRESS: &str = "/usr/lib/postgresql/15/lib/pgxs/src/test/iso
 const SPECS: &str = "/work/shared/pg15-tests/isolation";
 
 /// Specs that pass, in schedule order.
-const PASSING: &[&str] = &["deadlock-simple", "deadlock-hard", "deadlock-soft", "nowait", "nowait-3", "skip-locked"];
+const PASSING: &[&str] = &[
+    "deadlock-simple",
+    "deadlock-hard",
+    "deadlock-soft",
+    "nowait",
+    "nowait-2",
+    "nowait-3",
+    "skip-locked",
+    "skip-locked-2",
+    "tuplelock-conflict",
+    "delete-abort-savept",
+    "lock-update-delete",
+];
 
 struct Server {
     child: Child,

@@ -616,7 +616,8 @@ pub fn insert_entries(backend: &Backend, table: &Table, row: &[Value], tid: Tid)
 pub fn update_flags(table: &Table, old: &[Value], new: &[Value]) -> (bool, bool) {
     let changed = |c: &usize| old[*c] != new[*c];
     let hot = !table.indexes.iter().any(|ix| ix.columns.iter().any(changed));
-    let keys = table.indexes.iter().any(|ix| ix.unique && ix.columns.iter().any(changed));
+    // Key columns only: INCLUDE columns are not part of what a foreign key matches.
+    let keys = table.indexes.iter().any(|ix| ix.unique && ix.columns[..ix.nkey.min(ix.columns.len())].iter().any(changed));
     (hot, keys)
 }
 

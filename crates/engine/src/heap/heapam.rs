@@ -28,7 +28,13 @@ use super::page::{
 use super::pruneheap::{heap_page_prune_opt, prune_is_due, scan_page_set_hints, set_hint_bits_from_visibility, visibility_info};
 use super::toast::MAX_HEAP_TUPLE_SIZE;
 use super::{autovacuum, freespace};
-use super::tuple::{Tid, TransactionId, TupleHeader, HEAP_COMBOCID};
+use super::tuple::{
+    Tid, TransactionId, TupleHeader, HEAP_COMBOCID, HEAP_KEYS_UPDATED, HEAP_LOCK_MASK, HEAP_XMAX_BITS, HEAP_XMAX_IS_MULTI,
+    HEAP_XMAX_LOCK_ONLY,
+};
+use crate::txn::multixact::{Member, MemberStatus};
+use crate::txn::visibility::XidOracle;
+use crate::txn::XidStatus;
 use crate::buffer::LockedBuffer;
 use crate::engine::{Backend, Engine};
 use crate::lmgr::lock::{nowait_row_error, LockAcquireResult, LockMode, LockOptions, LockTag};
@@ -358,7 +364,7 @@ fn heap_hot_walk<T>(
         if !h.is_hot_updated() || h.ctid.block != root.block {
             return Ok(None);
         }
-        prior_xmax = Some(h.xmax);
+        prior_xmax = Some(update_xid(backend, &h));
         off = h.ctid.offset;
     }
     Err(Error::corrupt(format!("HOT chain at ({},{}) of relation {} loops", root.block, root.offset, rel.rel_number)))
@@ -427,7 +433,7 @@ pub fn heap_get_root_tuples(backend: &Backend, rel: RelFileLocator, block: Block
             if !h.is_hot_updated() || h.ctid.block != block {
                 break;
             }
-            prior_xmax = Some(h.xmax);
+            prior_xmax = Some(update_xid(backend, &h));
             off = h.ctid.offset;
         }
     }
@@ -450,7 +456,7 @@ pub fn heap_delete(backend: &mut Backend, rel: RelFileLocator, tid: Tid) -> Resu
     if result != TmResult::Ok {
         return Ok(result);
     }
-    delete_locked(backend, &engine, tag, &mut page, tid, xid)?;
+    delete_locked(backend, &engine, tag, &mut page, tid, xid, &[])?;
     Ok(TmResult::Ok)
 }
 
@@ -584,8 +590,13 @@ fn tuple_lock_mode(m: RowLockMode) -> LockMode {
 
 /// What the check of the row under the exclusive content lock decided.
 enum RowState {
-    /// The change may be made now.
-    Proceed,
+    /// The change may be made now. `keep`: the row's other live lockers (and our
+    /// own locks of other subtransactions) that do not conflict with the change:
+    /// the new xmax is a multixact of them plus the change (README "MultiXacts").
+    /// `follow`: FOR KEY SHARE of a version whose no-key updater is running or
+    /// committed (they do not conflict): the lock is taken here, and then on every
+    /// newer version from `follow` on ([`lock_updated_chain`]).
+    Proceed { keep: Vec<Member>, follow: Option<Tid> },
     /// Already locked by this transaction at least as strongly (lock requests only).
     AlreadyLocked,
     /// Another transaction (`xid`) is changing or locking the row: wait for it.
@@ -606,35 +617,199 @@ enum Final {
 /// Decides, under the page's exclusive content lock, whether `change` may be made
 /// to the tuple at `tid` now.
 ///
-/// Without multixacts a tuple has one xmax. So another transaction's live lock or
-/// change always means waiting, even when PostgreSQL would let the two coexist
-/// (two FOR SHARE lockers; FOR KEY SHARE and a no-key UPDATE): the second one
-/// cannot be recorded without erasing the first, and erasing a lock would lose it.
+/// The row's xmax may stand for several lockers and at most one updater (a
+/// multixact). Every live member that is not ours is checked against the
+/// strength the change needs (the 4x4 table, `MemberStatus::conflicts`): the
+/// first conflicting one is waited for; the others are kept in the new xmax. A
+/// running updater is always waited for (PostgreSQL lets FOR KEY SHARE lock past
+/// a running no-key update by also locking the newer versions; we do not follow
+/// the update chain, see README "MultiXacts").
 fn check_row(backend: &Backend, page: &[u8], tid: Tid, change: Change) -> Result<RowState> {
     let h = TupleHeader::read(heap_page_get_tuple(page, tid.offset)?)?;
     let info = visibility_info(&h, tid);
     let (result, _hints) = satisfies_update(&info, backend.txn.current_command_id(), &*backend.txn)?;
     Ok(match result {
-        TmResult::Ok => RowState::Proceed,
+        TmResult::Ok => RowState::Proceed { keep: Vec::new(), follow: None },
         TmResult::Invisible => RowState::Done(Final::Invisible),
         TmResult::SelfModified => RowState::Done(Final::SelfModified),
-        TmResult::Updated => RowState::Done(Final::Updated(h.ctid)),
+        TmResult::Updated if change != Change::Lock(RowLockMode::KeyShare) => RowState::Done(Final::Updated(h.ctid)),
         TmResult::Deleted => RowState::Done(Final::Deleted),
         TmResult::WouldBlock => RowState::Done(Final::Skipped),
-        TmResult::BeingModified => {
-            if backend.txn.is_current_xid(h.xmax) {
-                // Our own row lock (satisfies_update reports our own delete or
-                // update as SelfModified/Invisible): a change replaces it, a lock
-                // request is covered by it or upgrades it.
-                match (change, RowLockMode::from_tuple(&h)) {
-                    (Change::Lock(want), Some(held)) if rank(held) >= rank(want) => RowState::AlreadyLocked,
-                    _ => RowState::Proceed,
-                }
+        TmResult::Updated | TmResult::BeingModified => xmax_state(backend, &h, tid, change)?,
+    })
+}
+
+/// The member-by-member decision of [`check_row`] for a row whose xmax is live
+/// (README "MultiXacts"), also used on the newer versions by
+/// [`lock_updated_chain`].
+fn xmax_state(backend: &Backend, h: &TupleHeader, tid: Tid, change: Change) -> Result<RowState> {
+    let want = rank(strength(change));
+    let key_share = change == Change::Lock(RowLockMode::KeyShare);
+    let me = backend.txn.current_xid();
+    let members = xmax_members(backend, h);
+    let mut keep = Vec::new();
+    let mut follow = None;
+    // The updater first: a committed conflicting one ends the matter at once.
+    if let Some(u) = members.iter().find(|m| m.status.is_update()) {
+        let ours = backend.txn.is_current_xid(u.xid);
+        let running = !ours && backend.txn.is_in_progress(u.xid);
+        let committed = !ours && !running && backend.txn.status(u.xid)? == XidStatus::Committed;
+        if ours {
+            return Ok(RowState::Done(Final::SelfModified));
+        }
+        if running || committed {
+            if key_share && u.status == MemberStatus::NoKeyUpdate {
+                keep.push(*u);
+                follow = Some(h.ctid);
+            } else if running {
+                return Ok(RowState::Wait { xid: u.xid });
+            } else if h.ctid == tid {
+                return Ok(RowState::Done(Final::Deleted));
             } else {
-                RowState::Wait { xid: h.xmax }
+                return Ok(RowState::Done(Final::Updated(h.ctid)));
             }
         }
-    })
+    }
+    for m in members.iter().filter(|m| !m.status.is_update()) {
+        let ours = backend.txn.is_current_xid(m.xid);
+        if !ours && !backend.txn.is_in_progress(m.xid) {
+            continue;
+        }
+        if ours {
+            // Our own lock: a lock request it covers is done; a change or a
+            // stronger lock replaces it when taken by the same (sub)xact, and
+            // keeps it when taken by a child (a rollback to the savepoint must
+            // leave it in place).
+            if matches!(change, Change::Lock(_)) && m.status.strength() >= want {
+                // (With a no-key updater, the newer versions are not locked
+                // again: they were when this lock was taken.)
+                return Ok(RowState::AlreadyLocked);
+            }
+            if m.xid != me {
+                keep.push(*m);
+            }
+            continue;
+        }
+        if MemberStatus::conflicts(m.status.strength(), want) {
+            return Ok(RowState::Wait { xid: m.xid });
+        }
+        keep.push(*m);
+    }
+    Ok(RowState::Proceed { keep, follow })
+}
+
+/// The members the row's xmax stands for: a multixact's members, or the one
+/// xid with its lock strength (or as an updater).
+fn xmax_members(backend: &Backend, h: &TupleHeader) -> Vec<Member> {
+    if h.xmax_invalid() || h.xmax == 0 {
+        return Vec::new();
+    }
+    if h.xmax_is_multi() {
+        return backend.engine().txn.multixacts.members(h.xmax).map(|m| m.to_vec()).unwrap_or_default();
+    }
+    let status = match RowLockMode::from_tuple(h) {
+        Some(m) => lock_status(m),
+        None if h.keys_updated() => MemberStatus::Update,
+        None => MemberStatus::NoKeyUpdate,
+    };
+    vec![Member { xid: h.xmax, status }]
+}
+
+/// A no-key update that kept lockers of the old version (KEY SHARE: they do not
+/// conflict with it) makes them lockers of the new version too (PostgreSQL does
+/// the same), so that a later key update or delete of the new version still waits
+/// for them: a foreign key's lock survives a no-key update of the referenced row.
+/// Sets the new tuple's xmax on the page and in the op (its redo image). Part of
+/// the critical section.
+fn carry_lockers(engine: &Engine, new: &mut super::page::HeapInsertOp, page: &mut [u8], keep: &[Member]) {
+    if keep.is_empty() {
+        return;
+    }
+    let strongest = keep.iter().map(|m| m.status).max_by_key(|s| s.strength()).unwrap_or(MemberStatus::ForKeyShare);
+    let (xmax, multi) = if keep.len() == 1 {
+        (keep[0].xid, 0)
+    } else {
+        match engine.txn.create_multixact(keep) {
+            Ok(m) => (m, HEAP_XMAX_IS_MULTI),
+            Err(e) => critical_section_failed("could not log a multixact", e),
+        }
+    };
+    let keys = keep.iter().any(|m| m.status == MemberStatus::ForUpdate);
+    let set = |t: &mut [u8]| {
+        super::tuple::tuple_set_xmax(t, xmax);
+        let m = super::tuple::tuple_infomask(t) & !HEAP_XMAX_BITS;
+        super::tuple::tuple_set_infomask(t, m | multi | HEAP_XMAX_LOCK_ONLY | strongest.lock_bits());
+        if keys {
+            let m2 = super::tuple::tuple_infomask2(t) | HEAP_KEYS_UPDATED;
+            super::tuple::tuple_set_infomask2(t, m2);
+        }
+    };
+    set(&mut new.tuple);
+    match super::page::heap_page_get_tuple_mut(page, new.offset) {
+        Ok(t) => set(t),
+        Err(e) => critical_section_failed("could not set the new version's lockers", e),
+    }
+}
+
+/// The xid that updated the row (PostgreSQL's HeapTupleHeaderGetUpdateXid): xmax,
+/// or a multixact xmax's updater member (the next version's xmin).
+fn update_xid(backend: &Backend, h: &TupleHeader) -> TransactionId {
+    if !h.xmax_is_multi() {
+        return h.xmax;
+    }
+    xmax_members(backend, h).iter().find(|m| m.status.is_update()).map_or(0, |m| m.xid)
+}
+
+fn lock_status(m: RowLockMode) -> MemberStatus {
+    match m {
+        RowLockMode::KeyShare => MemberStatus::ForKeyShare,
+        RowLockMode::Share => MemberStatus::ForShare,
+        RowLockMode::NoKeyExclusive => MemberStatus::ForNoKeyUpdate,
+        RowLockMode::Exclusive => MemberStatus::ForUpdate,
+    }
+}
+
+/// The member a change adds to the row.
+fn change_status(change: Change) -> MemberStatus {
+    match change {
+        Change::Update { keys_updated: false } => MemberStatus::NoKeyUpdate,
+        Change::Update { keys_updated: true } | Change::Delete => MemberStatus::Update,
+        Change::Lock(m) => lock_status(m),
+    }
+}
+
+/// After a page op set xmax to `xid` for `change` (and applied it): when other
+/// members are kept, replaces that xmax by a new multixact of `keep` plus the
+/// change, re-applying the op. Called before the op is WAL-logged; the multixact's
+/// creation is logged first. `pd_prune_xid` keeps the value the first apply gave
+/// it (the change's xid: a hint).
+fn make_multi_xmax(engine: &Engine, op: &mut HeapXmaxOp, page: &mut [u8], keep: &[Member], xid: TransactionId, change: Change) {
+    if keep.is_empty() {
+        return;
+    }
+    let mut members = keep.to_vec();
+    let status = change_status(change);
+    members.push(Member { xid, status });
+    let multi = match engine.txn.create_multixact(&members) {
+        Ok(m) => m,
+        Err(e) => critical_section_failed("could not log a multixact", e),
+    };
+    let strongest = members.iter().map(|m| m.status).max_by_key(|s| s.strength()).unwrap_or(status);
+    op.xmax = multi;
+    op.infomask_clear |= HEAP_XMAX_BITS;
+    op.infomask_set = (op.infomask_set & !(HEAP_LOCK_MASK | HEAP_XMAX_LOCK_ONLY)) | HEAP_XMAX_IS_MULTI | strongest.lock_bits();
+    if !members.iter().any(|m| m.status.is_update()) {
+        op.infomask_set |= HEAP_XMAX_LOCK_ONLY;
+    }
+    op.infomask2_clear |= HEAP_KEYS_UPDATED;
+    op.infomask2_set &= !HEAP_KEYS_UPDATED;
+    if members.iter().any(|m| matches!(m.status, MemberStatus::Update | MemberStatus::ForUpdate)) {
+        op.infomask2_set |= HEAP_KEYS_UPDATED;
+    }
+    op.set_prunable = false;
+    if let Err(e) = op.apply(page) {
+        critical_section_failed("could not store a multixact xmax", e);
+    }
 }
 
 /// The heavyweight tuple lock a waiter holds while it waits for the row's xmax
@@ -813,17 +988,23 @@ pub fn heap_update(
             Final::Skipped => UpdateOutcome::Skipped,
         })
     };
-    let mut act = |backend: &mut Backend, engine: &Engine, mut opage: LockedBuffer<'_>, _state: RowState| {
+    let mut act = |backend: &mut Backend, engine: &Engine, mut opage: LockedBuffer<'_>, state: RowState| {
+        let RowState::Proceed { keep, .. } = state else { return Err(Error::internal("heap_update: row not ready")) };
         let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&opage[..], otid.offset)?)?, otid);
-        // Same page first: heap-only if allowed.
-        let flags = UpdateFlags { hot: opts.hot_allowed, keys_updated: opts.keys_updated };
+        // Same page first: heap-only if allowed. Not when the old version keeps
+        // other lockers: a multixact xmax is not an xid a HOT chain walk can match
+        // with the next member's xmin (README "MultiXacts").
+        let hot = opts.hot_allowed && keep.is_empty();
+        let flags = UpdateFlags { hot, keys_updated: opts.keys_updated };
         if let Some(mut op) =
             heap_page_update(&mut opage[..], otid.block, otid.offset, None, new_tuple, xid, cid, flags)?
         {
             fix_cmax(backend, &info, &mut op.old, &mut opage[..]);
+            make_multi_xmax(engine, &mut op.old, &mut opage[..], &keep, xid, change);
+            carry_lockers(engine, &mut op.new, &mut opage[..], &keep);
             let new_tid = Tid::new(otid.block, op.new.offset);
             log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, None);
-            return Ok(Some(UpdateOutcome::Ok { new_tid, hot: opts.hot_allowed }));
+            return Ok(Some(UpdateOutcome::Ok { new_tid, hot }));
         }
         // The page is full (a hint for later updates; not WAL-logged).
         page_set_flag(&mut opage[..], PD_PAGE_FULL);
@@ -839,9 +1020,9 @@ pub fn heap_update(
             (o, engine.buffers.read_buffer(ntag, None)?.into_locked())
         };
         // The old page was unlocked: check the row again.
-        if !matches!(check_row(backend, &opage[..], otid, change)?, RowState::Proceed) {
+        let RowState::Proceed { keep, .. } = check_row(backend, &opage[..], otid, change)? else {
             return Ok(None);
-        }
+        };
         let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&opage[..], otid.offset)?)?, otid);
         if page_is_new(&npage[..]) {
             heap_page_init(&mut npage[..]);
@@ -868,6 +1049,8 @@ pub fn heap_update(
             return Ok(None);
         };
         fix_cmax(backend, &info, &mut op.old, &mut opage[..]);
+        make_multi_xmax(engine, &mut op.old, &mut opage[..], &keep, xid, change);
+        carry_lockers(engine, &mut op.new, &mut npage[..], &keep);
         let new_tid = Tid::new(nblock, op.new.offset);
         log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, Some((ntag, &mut npage)));
         backend.target_blocks.insert(rel, nblock);
@@ -933,8 +1116,9 @@ pub fn heap_delete_ext(
             Final::Skipped => DeleteOutcome::Skipped,
         })
     };
-    let mut act = |backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, _state: RowState| {
-        delete_locked(backend, engine, tag, &mut page, tid, xid)?;
+    let mut act = |backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, state: RowState| {
+        let RowState::Proceed { keep, .. } = state else { return Err(Error::internal("heap_delete: row not ready")) };
+        delete_locked(backend, engine, tag, &mut page, tid, xid, &keep)?;
         Ok(Some(DeleteOutcome::Ok))
     };
     let req = RowRequest { change: Change::Delete, policy: opts.wait_policy, relname: opts.relname };
@@ -948,10 +1132,12 @@ fn delete_locked(
     page: &mut LockedBuffer<'_>,
     tid: Tid,
     xid: TransactionId,
+    keep: &[Member],
 ) -> Result<()> {
     let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&page[..], tid.offset)?)?, tid);
     let mut op = heap_page_delete(&mut page[..], tid.offset, xid, backend.txn.current_command_id())?;
     fix_cmax(backend, &info, &mut op, &mut page[..]);
+    make_multi_xmax(engine, &mut op, &mut page[..], keep, xid, Change::Delete);
     log_page_change(engine, tag, xid, &HeapOp::Xmax(op), page);
     autovacuum::pgstat_count_heap_delete(engine, tag.rel);
     Ok(())
@@ -959,16 +1145,16 @@ fn delete_locked(
 
 /// SELECT ... FOR KEY SHARE / FOR SHARE / FOR NO KEY UPDATE / FOR UPDATE of the
 /// row version at `tid` (PostgreSQL's heap_lock_tuple): sets xmax to the current
-/// (sub)transaction with the lock-only bits of `mode`, WAL-logged as a
+/// (sub)transaction with the lock-only bits of `mode`, or to a multixact of it and
+/// the other live, compatible lockers (README "MultiXacts"), WAL-logged as a
 /// `HeapOp::Xmax`. A lock this transaction already holds at least as strongly is
 /// kept as it is; a weaker one of ours is upgraded.
 ///
-/// Conflicts follow PostgreSQL's table, with one limitation (no multixacts): a
-/// row locked or being changed by another live transaction always makes the
-/// request wait, even where PostgreSQL would add the requester to a multixact
-/// (two shared lockers; FOR KEY SHARE next to a no-key update). NOWAIT then
-/// errors and SKIP LOCKED skips. In REPEATABLE READ, a row updated or deleted by
-/// a transaction that committed is 40001 "... due to concurrent update".
+/// Conflicts follow PostgreSQL's table: a conflicting live member is waited for
+/// (NOWAIT errors, SKIP LOCKED skips). FOR KEY SHARE goes past a no-key update,
+/// running or committed, and locks the newer versions too ([`lock_updated_chain`]).
+/// In REPEATABLE READ, a row updated (with a conflicting change) or deleted by a
+/// transaction that committed is 40001 "... due to concurrent update".
 pub fn heap_lock_tuple(
     backend: &mut Backend,
     rel: RelFileLocator,
@@ -991,15 +1177,106 @@ pub fn heap_lock_tuple(
         })
     };
     let mut act = |_backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, state: RowState| {
-        if matches!(state, RowState::AlreadyLocked) {
-            return Ok(Some(LockOutcome::Locked));
+        let RowState::Proceed { keep, follow } = state else { return Ok(Some((LockOutcome::Locked, None))) };
+        let mut op = heap_page_lock_tuple(&mut page[..], tid.block, tid.offset, xid, mode)?;
+        if let Some(next) = follow {
+            // The version stays updated: its t_ctid keeps leading to the newer one.
+            op.ctid = Some(next);
         }
-        let op = heap_page_lock_tuple(&mut page[..], tid.block, tid.offset, xid, mode)?;
+        make_multi_xmax(engine, &mut op, &mut page[..], &keep, xid, Change::Lock(mode));
         log_page_change(engine, tag, xid, &HeapOp::Xmax(op), &mut page);
-        Ok(Some(LockOutcome::Locked))
+        let updater = keep.iter().find(|m| m.status.is_update()).map(|m| m.xid);
+        Ok(Some((LockOutcome::Locked, follow.zip(updater))))
     };
+    let finish2 = |f: Final| finish(f).map(|o| (o, None));
     let req = RowRequest { change: Change::Lock(mode), policy: wait_policy, relname };
-    with_row(backend, rel, tid, req, &mut act, &finish)
+    let (outcome, chain) = with_row(backend, rel, tid, req, &mut act, &finish2)?;
+    match chain {
+        Some((next, updater)) => match lock_updated_chain(backend, rel, next, updater, mode, wait_policy, relname, xid)? {
+            None => Ok(outcome),
+            Some(f) => finish(f),
+        },
+        None => Ok(outcome),
+    }
+}
+
+/// FOR KEY SHARE went past a no-key update (they do not conflict): the newer
+/// versions of the row are locked too, from `next` on, each one created by the
+/// previous version's updater `prior` (PostgreSQL's heap_lock_updated_tuple), so
+/// that a later key update or delete of the row waits for us. A version being
+/// deleted or key-updated by a running transaction is waited for; one whose
+/// deleter or key updater committed ends the walk with that outcome
+/// (`Some(Final)`); the end of the chain (or a version whose inserter aborted, or a
+/// reused slot) ends it with `None`: locked.
+#[allow(clippy::too_many_arguments)]
+fn lock_updated_chain(
+    backend: &mut Backend,
+    rel: RelFileLocator,
+    mut next: Tid,
+    mut prior: TransactionId,
+    mode: RowLockMode,
+    policy: WaitPolicy,
+    relname: &str,
+    xid: TransactionId,
+) -> Result<Option<Final>> {
+    let engine = backend.engine().clone();
+    let change = Change::Lock(mode);
+    let limit = engine.buffers.nblocks(rel, ForkNumber::Main)? as usize * 300 + 1;
+    for _ in 0..limit {
+        let tag = BufferTag::new(rel, ForkNumber::Main, next.block);
+        let mut guard = TupleLockGuard { engine: &engine, backend: backend.id(), held: None };
+        loop {
+            let mut page = engine.buffers.read_buffer(tag, None)?.into_locked();
+            if page_is_new(&page[..]) || next.offset == 0 || next.offset > page_max_offset_number(&page[..]) {
+                return Ok(None);
+            }
+            if page_get_item_id(&page[..], next.offset)?.flags != LpFlags::Normal {
+                return Ok(None);
+            }
+            let h = TupleHeader::read(heap_page_get_tuple(&page[..], next.offset)?)?;
+            if h.xmin != prior {
+                return Ok(None);
+            }
+            if !backend.txn.is_current_xid(h.xmin)
+                && !backend.txn.is_in_progress(h.xmin)
+                && backend.txn.status(h.xmin)? != XidStatus::Committed
+            {
+                return Ok(None);
+            }
+            let state = if h.xmax_invalid() || h.xmax == 0 {
+                RowState::Proceed { keep: Vec::new(), follow: None }
+            } else {
+                xmax_state(backend, &h, next, change)?
+            };
+            match state {
+                RowState::Wait { xid: other } => {
+                    drop(page);
+                    if !wait_for_row(&mut guard, rel, next, mode, other, policy, relname)? {
+                        return Ok(Some(Final::Skipped));
+                    }
+                }
+                RowState::Done(Final::SelfModified) | RowState::AlreadyLocked => return Ok(None),
+                RowState::Done(f) => return Ok(Some(f)),
+                RowState::Proceed { keep, follow } => {
+                    let mut op = heap_page_lock_tuple(&mut page[..], next.block, next.offset, xid, mode)?;
+                    if let Some(n) = follow {
+                        op.ctid = Some(n);
+                    }
+                    make_multi_xmax(&engine, &mut op, &mut page[..], &keep, xid, change);
+                    log_page_change(&engine, tag, xid, &HeapOp::Xmax(op), &mut page);
+                    match (follow, keep.iter().find(|m| m.status.is_update())) {
+                        (Some(n), Some(u)) => {
+                            prior = u.xid;
+                            next = n;
+                            break;
+                        }
+                        _ => return Ok(None),
+                    }
+                }
+            }
+        }
+    }
+    Err(Error::corrupt(format!("update chain from {next:?} of relation {} loops", rel.rel_number)))
 }
 
 /// The newest version of the row whose version at `tid` the caller saw, that
@@ -1048,7 +1325,7 @@ pub fn heap_fetch_latest(
         if !updated {
             return Ok(None);
         }
-        prior_xmax = Some(h.xmax);
+        prior_xmax = Some(update_xid(backend, &h));
         tid = h.ctid;
     }
     Err(Error::corrupt(format!("update chain from {tid:?} of relation {} loops", rel.rel_number)))

@@ -74,7 +74,7 @@ pub const HEAP_XMIN_FROZEN: u16 = HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID;
 pub const HEAP_XMAX_COMMITTED: u16 = 0x0400;
 /// Hint: xmax aborted, or there is no xmax.
 pub const HEAP_XMAX_INVALID: u16 = 0x0800;
-/// xmax is a MultiXactId (reserved; multixacts come later).
+/// xmax is a MultiXactId (txn::multixact; heap README "MultiXacts").
 pub const HEAP_XMAX_IS_MULTI: u16 = 0x1000;
 /// This tuple is the new version of an updated row.
 pub const HEAP_UPDATED: u16 = 0x2000;

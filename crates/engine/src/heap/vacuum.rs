@@ -380,7 +380,9 @@ impl LazyVacuum<'_> {
             if !freeze_xmin && !h.xmin_frozen() {
                 min_xid(&mut self.stats.new_relfrozenxid, h.xmin);
             }
-            if !clear_xmax {
+            // A multixact xmax is not an xid (multixact freezing is not done: its
+            // members are kept by the retention rule, txn README "MultiXacts").
+            if !clear_xmax && !h.xmax_is_multi() {
                 min_xid(&mut self.stats.new_relfrozenxid, h.xmax);
             }
         }

@@ -5,6 +5,8 @@ pub mod group;
 #[cfg(not(loom))]
 pub mod clog;
 #[cfg(not(loom))]
+pub mod multixact;
+#[cfg(not(loom))]
 pub mod procarray;
 #[cfg(not(loom))]
 pub mod snapshot;
@@ -46,6 +48,9 @@ mod wal_hooks {
         /// Commit-log page zeroing and truncation (RM_CLOG_ID);
         /// replay with [`crate::txn::Clog::redo`].
         Clog,
+        /// MultiXact creation (RM_MULTIXACT_ID); replay with
+        /// [`crate::txn::multixact::MultiXacts::redo`].
+        MultiXact,
     }
 
     /// What the transaction layer needs from the WAL. The integrator implements it

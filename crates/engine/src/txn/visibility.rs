@@ -78,7 +78,19 @@ pub trait XidOracle {
     fn cmax(&self, t: &TupleVisibilityInfo) -> CommandId;
     /// Is `xid` running according to `snap` (snapshot + subtrans)?
     fn in_snapshot(&self, xid: TransactionId, snap: &Snapshot) -> bool;
+    /// The members of multixact `multi` (None: forgotten, every member ended
+    /// without a committed update; see txn::multixact's retention rule).
+    fn multi_members(&self, multi: u32) -> Option<std::sync::Arc<[super::multixact::Member]>>;
 }
+
+/// A tuple whose xmax is a multixact (and not hinted invalid).
+fn xmax_is_multi(t: &TupleVisibilityInfo) -> bool {
+    t.infomask & HEAP_XMAX_IS_MULTI != 0 && t.infomask & HEAP_XMAX_INVALID == 0 && t.xmax != INVALID_XID
+}
+
+/// Hint bits about xmax are never set for a multixact xmax: they would describe
+/// the member the resolution picked, not the multixact.
+const XMAX_HINTS: u16 = HEAP_XMAX_COMMITTED | HEAP_XMAX_INVALID;
 
 /// A visibility answer with the hint bits the caller may set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,6 +193,11 @@ fn examine_xmin(t: &TupleVisibilityInfo, o: &dyn XidOracle, hints: &mut u16) -> 
 /// MVCC visibility (HeapTupleSatisfiesMVCC): is the tuple visible to `snap`, given
 /// the current transaction's own changes up to `snap.curcid`?
 pub fn satisfies_mvcc(t: &TupleVisibilityInfo, snap: &Snapshot, o: &dyn XidOracle) -> Result<Visibility> {
+    if xmax_is_multi(t) {
+        let mut v = satisfies_mvcc(&super::multixact::resolve(t, o)?, snap, o)?;
+        v.hints &= !XMAX_HINTS;
+        return Ok(v);
+    }
     let mut hints = 0u16;
     let no = |hints| Ok(Visibility { visible: false, hints });
     let yes = |hints| Ok(Visibility { visible: true, hints });
@@ -249,6 +266,10 @@ pub fn satisfies_mvcc(t: &TupleVisibilityInfo, snap: &Snapshot, o: &dyn XidOracl
 /// current transaction update, delete or lock this tuple? Looks at the *current*
 /// state (ProcArray and clog), not at a snapshot.
 pub fn satisfies_update(t: &TupleVisibilityInfo, curcid: CommandId, o: &dyn XidOracle) -> Result<(TmResult, u16)> {
+    if xmax_is_multi(t) {
+        let (r, hints) = satisfies_update(&super::multixact::resolve(t, o)?, curcid, o)?;
+        return Ok((r, hints & !XMAX_HINTS));
+    }
     let mut hints = 0u16;
     match examine_xmin(t, o, &mut hints)? {
         XminState::Invalid | XminState::Running => return Ok((TmResult::Invisible, hints)),
@@ -311,6 +332,10 @@ pub fn satisfies_update(t: &TupleVisibilityInfo, curcid: CommandId, o: &dyn XidO
 /// The vacuum test (HeapTupleSatisfiesVacuum): can the tuple be removed, given
 /// `oldest_xmin` (the horizon from `ProcArray::oldest_xmin`)?
 pub fn satisfies_vacuum(t: &TupleVisibilityInfo, oldest_xmin: TransactionId, o: &dyn XidOracle) -> Result<(HtsvResult, u16)> {
+    if xmax_is_multi(t) {
+        let (r, hints) = satisfies_vacuum(&super::multixact::resolve(t, o)?, oldest_xmin, o)?;
+        return Ok((r, hints & !XMAX_HINTS));
+    }
     let mut hints = 0u16;
     if !t.xmin_committed() && !t.xmin_frozen() {
         if t.xmin_invalid() {
@@ -373,6 +398,11 @@ pub fn satisfies_self(t: &TupleVisibilityInfo, o: &dyn XidOracle) -> Result<Visi
 /// running transaction counts as visible and one deleted by a running transaction
 /// too; the running xids are returned for the caller to wait on (unique checks).
 pub fn satisfies_dirty(t: &TupleVisibilityInfo, o: &dyn XidOracle) -> Result<DirtyResult> {
+    if xmax_is_multi(t) {
+        let mut r = satisfies_dirty(&super::multixact::resolve(t, o)?, o)?;
+        r.hints &= !XMAX_HINTS;
+        return Ok(r);
+    }
     let mut r = DirtyResult {
         visible: false,
         hints: 0,
@@ -523,6 +553,7 @@ mod tests {
         committed: HashSet<u32>,
         unflushed: HashSet<u32>,
         combo: ComboCids,
+        multis: std::collections::HashMap<u32, std::sync::Arc<[super::super::multixact::Member]>>,
     }
 
     impl World {
@@ -533,6 +564,7 @@ mod tests {
                 committed: [COMMITTED, COMMITTED_AFTER_SNAP, ASYNC_COMMITTED].into_iter().collect(),
                 unflushed: [ASYNC_COMMITTED].into_iter().collect(),
                 combo: ComboCids::default(),
+                multis: multis(),
             }
         }
     }
@@ -567,6 +599,53 @@ mod tests {
         fn in_snapshot(&self, xid: TransactionId, snap: &Snapshot) -> bool {
             snap.xid_in_snapshot(xid, &super::super::subtrans::SubTrans::new())
         }
+        fn multi_members(&self, multi: u32) -> Option<std::sync::Arc<[super::super::multixact::Member]>> {
+            self.multis.get(&multi).cloned()
+        }
+    }
+
+    use super::super::multixact::{Member, MemberStatus as Ms};
+    /// Multixact 1: RUNNING key-share + COMMITTED no-key update; 2: RUNNING share +
+    /// COMMITTED share (lock only); 3: ABORTED updater + COMMITTED locker (all over);
+    /// 4: MY_SUB's key share + MY_ABORTED_SUB's delete.
+    fn multis() -> std::collections::HashMap<u32, std::sync::Arc<[Member]>> {
+        let m = |xid, status| Member { xid, status };
+        [
+            (1, vec![m(RUNNING, Ms::ForKeyShare), m(COMMITTED, Ms::NoKeyUpdate)]),
+            (2, vec![m(COMMITTED, Ms::ForShare), m(RUNNING, Ms::ForShare)]),
+            (3, vec![m(ABORTED, Ms::Update), m(COMMITTED, Ms::ForShare)]),
+            (4, vec![m(MY_SUB, Ms::ForKeyShare), m(MY_ABORTED_SUB, Ms::Update)]),
+        ]
+        .into_iter()
+        .map(|(id, v)| (id, v.into()))
+        .collect()
+    }
+
+    #[test]
+    fn multi_with_committed_updater_reads_as_updated_and_gets_no_xmax_hint() {
+        let t = TupleVisibilityInfo { ctid_is_self: false, ..tup(COMMITTED, 1, 0, HEAP_XMIN_COMMITTED | HEAP_XMAX_IS_MULTI) };
+        let v = mvcc(t);
+        assert!(!v.visible);
+        assert_eq!(v.hints & (HEAP_XMAX_COMMITTED | HEAP_XMAX_INVALID), 0);
+        assert_eq!(upd(t).0, TmResult::Updated);
+    }
+
+    #[test]
+    fn multi_of_lockers_is_being_modified_while_one_runs() {
+        let lock_only = HEAP_XMIN_COMMITTED | HEAP_XMAX_IS_MULTI | HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_SHR_LOCK;
+        assert!(mvcc(tup(COMMITTED, 2, 0, lock_only)).visible);
+        assert_eq!(upd(tup(COMMITTED, 2, 0, lock_only)).0, TmResult::BeingModified);
+        // All members over (3), or forgotten (99): free to change.
+        assert_eq!(upd(tup(COMMITTED, 3, 0, HEAP_XMIN_COMMITTED | HEAP_XMAX_IS_MULTI)).0, TmResult::Ok);
+        assert_eq!(upd(tup(COMMITTED, 99, 0, lock_only)).0, TmResult::Ok);
+        assert_eq!(vac(tup(COMMITTED, 3, 0, HEAP_XMIN_COMMITTED | HEAP_XMAX_IS_MULTI), 200).0, HtsvResult::Live);
+    }
+
+    #[test]
+    fn multi_whose_updater_subxact_aborted_keeps_our_lock_and_the_row() {
+        let t = tup(COMMITTED, 4, 0, HEAP_XMIN_COMMITTED | HEAP_XMAX_IS_MULTI);
+        assert!(mvcc(t).visible);
+        assert_eq!(upd(t).0, TmResult::BeingModified);
     }
 
     /// Snapshot taken by ME at command 5: RUNNING and ME running; 120 is after xmax.

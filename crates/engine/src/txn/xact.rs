@@ -71,6 +71,8 @@ pub struct TxnShared {
     pub clog: Clog,
     pub subtrans: Arc<SubTrans>,
     pub procarray: ProcArray,
+    /// Members of the multixacts that still matter (txn::multixact).
+    pub multixacts: super::multixact::MultiXacts,
     wal: Arc<dyn XactWal>,
     locks: Arc<dyn XactLocks>,
     synchronous_commit: AtomicBool,
@@ -105,7 +107,11 @@ impl TxnShared {
         )?;
         let procarray = ProcArray::new(cfg.max_backends, next, subtrans.clone());
         procarray.set_group_clear(cfg.procarray_group_clear);
+        // pg_multixact sits beside pg_xact.
+        let mx_dir = cfg.clog_dir.parent().map_or_else(|| "pg_multixact".into(), |p| p.join("pg_multixact"));
+        let multixacts = super::multixact::MultiXacts::open(mx_dir)?;
         Ok(Arc::new(TxnShared {
+            multixacts,
             xidgen: XidGenerator::new(next),
             clog,
             subtrans,
@@ -217,7 +223,18 @@ impl TxnShared {
     /// Checkpoint: writes the clog's dirty pages and drops old subtrans links.
     pub fn checkpoint(&self) -> Result<()> {
         self.subtrans.truncate(self.oldest_xmin());
-        self.clog.flush()
+        self.clog.flush()?;
+        let running = |x: TransactionId| self.xid_in_progress(x);
+        let aborted = |x: TransactionId| !matches!(self.xid_status(x), Ok(XidStatus::Committed | XidStatus::InProgress));
+        self.multixacts.checkpoint(&|m| super::multixact::worth_keeping(m, &running, &aborted))
+    }
+
+    /// Creates a multixact of `members` and WAL-logs it (before the caller logs the
+    /// heap change that stores its id: redo meets the creation first).
+    pub fn create_multixact(&self, members: &[super::multixact::Member]) -> Result<super::multixact::MultiXactId> {
+        let id = self.multixacts.create(members);
+        self.wal.insert(TxnRmgr::MultiXact, &super::multixact::encode_create(id, members))?;
+        Ok(id)
     }
 
     /// Truncates the clog below the oldest unfrozen xid (after VACUUM advanced it).
@@ -368,6 +385,11 @@ impl TransactionManager {
             self.latest_xid = Some(full);
         }
         Ok(self.stack.last().and_then(|s| s.xid).map(|f| f.xid()).unwrap_or(INVALID_XID))
+    }
+
+    /// The xid of the innermost (sub)transaction, or INVALID if it has none yet.
+    pub fn current_xid(&self) -> TransactionId {
+        self.stack.last().and_then(|s| s.xid).map_or(INVALID_XID, |f| f.xid())
     }
 
     /// The top-level xid, if assigned.
@@ -558,6 +580,9 @@ impl XidOracle for TransactionManager {
     }
     fn in_snapshot(&self, xid: TransactionId, snap: &Snapshot) -> bool {
         snap.xid_in_snapshot(xid, &self.shared.subtrans)
+    }
+    fn multi_members(&self, multi: u32) -> Option<Arc<[super::multixact::Member]>> {
+        self.shared.multixacts.members(multi)
     }
 }
 
