@@ -474,3 +474,23 @@ fn bytea_matches_postgres_15() {
 fn float4_matches_postgres_15() {
     check_script("float4");
 }
+
+#[test]
+fn joins_match_postgres_15() {
+    check_script("joins");
+}
+
+#[test]
+fn subqueries_match_postgres_15() {
+    check_script("subselect");
+}
+
+#[test]
+fn set_operations_match_postgres_15() {
+    check_script("union");
+}
+
+#[test]
+fn with_queries_match_postgres_15() {
+    check_script("with");
+}

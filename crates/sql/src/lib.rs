@@ -10,6 +10,7 @@ pub mod exec;
 pub mod grouping;
 pub mod index;
 pub mod insert_select;
+pub mod join;
 pub mod like;
 pub mod locking;
 pub mod parser;
@@ -17,7 +18,9 @@ pub mod plan;
 pub mod reloptions;
 pub mod rowio;
 pub mod session;
+pub mod setop;
 pub mod srf;
+pub mod subquery;
 pub mod sysviews;
 pub mod types;
 

@@ -82,7 +82,7 @@ fn can_coerce(from: Type, to: Type) -> bool {
 impl<'a> Analyzer<'a> {
     /// PostgreSQL's select_common_type over `(expression, location)` pairs,
     /// then each converted to the result; `what` names the construct in errors.
-    fn common_type(&mut self, items: Vec<(Expr, i32)>, what: &str) -> Result<(Vec<Expr>, Type)> {
+    pub(super) fn common_type(&mut self, items: Vec<(Expr, i32)>, what: &str) -> Result<(Vec<Expr>, Type)> {
         let mut ptype: Option<Type> = None;
         for (e, loc) in &items {
             let t = e.ty();
