@@ -4,7 +4,10 @@
 //!
 //! A query is the fixed pipeline PostgreSQL's simplest plans have:
 //! `source -> Filter -> (Aggregate) -> Project -> Sort -> Limit`, where the source
-//! is a sequential scan of one table, one empty row (no FROM), or a row generator.
+//! is a sequential scan of one table, one empty row (no FROM), or a row generator,
+//! or a tree: joins of sources, subqueries, VALUES, set operations and recursive
+//! CTEs (`crate::join`, `crate::subquery`, `crate::setop`). Expressions may
+//! hold subqueries (`Expr::SubPlan`) reading enclosing levels (`Expr::OuterColumn`).
 
 use crate::catalog::{Column, Table};
 use crate::types::{Type, Value};
