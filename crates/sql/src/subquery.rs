@@ -228,16 +228,11 @@ pub fn has_subplan(e: &Expr) -> bool {
 /// InitPlans: a copy of `q` with the rows of each uncorrelated subquery of its
 /// level computed now, or `None` when it has none.
 pub fn init_plans(q: &Query, ctx: &mut Ctx) -> Result<Option<Query>> {
-    let mut any = false;
-    let mut probe = q.clone();
-    walk_query(&mut probe, 0, false, &mut |e, _| {
-        if let Expr::SubPlan(sp) = e {
-            any |= !sp.correlated && sp.rows.is_none();
-        }
-    });
-    if !any {
+    // Checked without copying the plan: this runs before every query.
+    if !level_has_init_plan(q) {
         return Ok(None);
     }
+    let mut probe = q.clone();
     let mut pending = Vec::new();
     walk_query(&mut probe, 0, false, &mut |e, _| {
         if let Expr::SubPlan(sp) = e {
@@ -363,4 +358,33 @@ pub fn tables_of(q: &Query) -> Vec<(u32, String)> {
     }
     query(q, &mut out);
     out
+}
+
+/// Whether an expression of `q`'s level holds an uncorrelated subquery not yet run.
+fn level_has_init_plan(q: &Query) -> bool {
+    fn expr(e: &Expr) -> bool {
+        matches!(e, Expr::SubPlan(sp) if !sp.correlated && sp.rows.is_none()) || crate::grouping::children(e).into_iter().any(expr)
+    }
+    fn source(s: &Source) -> bool {
+        match s {
+            Source::Series(a, b, _) => expr(a) || expr(b),
+            Source::Function(f) => expr(&f.start) || expr(&f.stop) || f.step.as_ref().is_some_and(expr),
+            Source::Join(j) => {
+                [&j.cond, &j.left_filter, &j.right_filter].into_iter().flatten().any(expr)
+                    || j.hash.as_ref().is_some_and(|(l, r)| l.iter().chain(r).any(expr))
+                    || source(&j.left)
+                    || source(&j.right)
+            }
+            Source::Values(rows) => rows.iter().flatten().any(expr),
+            _ => false,
+        }
+    }
+    q.filter.as_ref().is_some_and(expr)
+        || q.targets.iter().any(|t| expr(&t.expr))
+        || q.hidden.iter().any(expr)
+        || q.limit.as_ref().is_some_and(expr)
+        || q.offset.as_ref().is_some_and(expr)
+        || q.aggregates.iter().any(|a| a.arg.as_ref().is_some_and(expr) || a.filter.as_ref().is_some_and(expr))
+        || q.grouping.as_ref().is_some_and(|g| g.keys.iter().any(expr) || g.having.as_ref().is_some_and(expr))
+        || source(&q.source)
 }
