@@ -494,3 +494,23 @@ fn arrays_match_postgres_15() {
 fn catalog_matches_postgres_15() {
     check_script("catalog");
 }
+
+#[test]
+fn joins_match_postgres_15() {
+    check_script("joins");
+}
+
+#[test]
+fn subqueries_match_postgres_15() {
+    check_script("subselect");
+}
+
+#[test]
+fn set_operations_match_postgres_15() {
+    check_script("union");
+}
+
+#[test]
+fn with_queries_match_postgres_15() {
+    check_script("with");
+}

@@ -17,8 +17,11 @@ use pg_query::NodeEnum;
 mod arrays;
 mod catalog_funcs;
 mod exprs;
+mod from;
 mod group_by;
 mod index_ddl;
+mod setop;
+mod sublink;
 
 pub struct Analyzer<'a> {
     pub backend: &'a Backend,
@@ -42,11 +45,16 @@ struct Scope<'t> {
     /// Every column reference outside aggregates while collecting them:
     /// (location, "refname.column", column number), for GROUP BY's 42803.
     seen_columns: Vec<(i32, String, usize)>,
+    /// A FROM of several items, joins, subqueries or CTEs ([`from`]): columns
+    /// resolve here instead of through `table`.
+    ns: Option<std::rc::Rc<from::Namespace>>,
+    /// The namespaces of the enclosing query levels, innermost last.
+    outer: Vec<std::rc::Rc<from::Namespace>>,
 }
 
 impl<'t> Scope<'t> {
     fn new(table: Option<(&'t Table, String)>) -> Scope<'t> {
-        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new() }
+        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new(), ns: None, outer: Vec::new() }
     }
 }
 
@@ -235,15 +243,21 @@ impl<'a> Analyzer<'a> {
     }
 
     pub(crate) fn select(&mut self, s: &pb::SelectStmt) -> Result<Query> {
+        self.select_level(s, &[])
+    }
+
+    /// A SELECT at a query level below `outer` (the enclosing levels' namespaces).
+    pub(crate) fn select_level(&mut self, s: &pb::SelectStmt, outer: &[std::rc::Rc<from::Namespace>]) -> Result<Query> {
         if s.op != pb::SetOperation::SetopNone as i32 {
-            return Err(SqlError::not_supported("UNION/INTERSECT/EXCEPT"));
-        }
-        if s.with_clause.is_some() {
-            return Err(SqlError::not_supported("WITH"));
+            return self.set_operation(s, outer);
         }
         if !s.values_lists.is_empty() {
-            return Err(SqlError::not_supported("VALUES as a query"));
+            return self.values_query(s, outer);
         }
+        let ctes = match &s.with_clause {
+            Some(w) => self.with_clause(w, outer)?,
+            None => Vec::new(),
+        };
         if s.into_clause.is_some() {
             return Err(SqlError::not_supported("SELECT INTO"));
         }
@@ -257,8 +271,16 @@ impl<'a> Analyzer<'a> {
         } else {
             ferrogres_engine::lmgr::lock::LockMode::RowShare
         };
+        let mut from_source = None;
+        let mut from_ns = None;
         let table = match s.from_clause.as_slice() {
             [] => None,
+            items if !self.simple_from(s, outer) => {
+                let (src, ns) = self.from_clause(items, rel_mode, outer, &ctes)?;
+                from_source = Some(src);
+                from_ns = Some(std::rc::Rc::new(ns));
+                None
+            }
             [f] => match f.node.as_ref() {
                 Some(NodeEnum::RangeVar(rv)) => {
                     let t = self.range_table_locked(rv, rel_mode)?;
@@ -280,12 +302,14 @@ impl<'a> Analyzer<'a> {
             _ => return Err(SqlError::not_supported("more than one table in FROM (joins)")),
         };
         let mut scope = Scope::new(table.as_ref().map(|(t, r)| (t, r.clone())));
+        scope.ns = from_ns;
+        scope.outer = outer.to_vec();
         let filter = match node(&s.where_clause) {
             Some(w) => Some(self.bool_expr(w, &mut scope, "WHERE")?),
             None => None,
         };
         // generate_series(a, b) as the whole target list of a query without FROM.
-        if table.is_none() && s.target_list.len() == 1 {
+        if table.is_none() && from_source.is_none() && s.target_list.len() == 1 {
             if let Some(NodeEnum::ResTarget(rt)) = &s.target_list[0].node {
                 if let Some(NodeEnum::FuncCall(f)) = node(&rt.val) {
                     if func_name(f).as_deref() == Some("generate_series") && f.args.len() == 2 {
@@ -399,8 +423,17 @@ impl<'a> Analyzer<'a> {
             }
             None => None,
         };
+        if from_source.is_some() && !s.locking_clause.is_empty() {
+            return Err(SqlError::not_supported("FOR UPDATE/SHARE over joins, subqueries or CTEs"));
+        }
+        let mut source = from_source;
+        let filter = match source.as_mut() {
+            Some(src) => crate::join::place_conditions(src, filter),
+            None => filter,
+        };
         Ok(Query {
             source: match (series, table) {
+                _ if source.is_some() => source.take().expect("checked"),
                 (Some(f), _) => Source::Function(f),
                 (None, Some((t, _))) => crate::sysviews::source(t),
                 (None, None) => Source::OneRow,
@@ -425,6 +458,10 @@ impl<'a> Analyzer<'a> {
             // `*` and `t.*`
             if let NodeEnum::ColumnRef(c) = val {
                 if matches!(c.fields.last().and_then(|f| f.node.as_ref()), Some(NodeEnum::AStar(_))) {
+                    if let Some(ts) = self.star_levels(c, scope)? {
+                        out.extend(ts);
+                        continue;
+                    }
                     let Some((table, refname)) = scope.table.clone() else {
                         return Err(self.err_at(SqlError::new(b"42601", "SELECT * with no tables specified is not valid"), c.location));
                     };
@@ -471,9 +508,16 @@ impl<'a> Analyzer<'a> {
                 if let (Expr::Column(i, _), Some((t, _))) = (expr, &scope.table) {
                     return (name, t.columns[*i].typmod, Some((t.oid, *i as i16 + 1)));
                 }
+                if let Some((typmod, origin)) = match expr {
+                    Expr::Column(i, _) => self.column_info(scope, *i),
+                    _ => None,
+                } {
+                    return (name, typmod, origin);
+                }
                 (name, -1, None)
             }
             NodeEnum::FuncCall(f) => (func_name(f).unwrap_or_else(|| "?column?".into()), -1, None),
+            NodeEnum::SubLink(_) => (sublink::column_name(expr), -1, None),
             NodeEnum::SqlvalueFunction(f) => (crate::datetime::sql_value_function_name(f.op).to_string(), -1, None),
             NodeEnum::CaseExpr(c) => (node(&c.defresult).and_then(exprs::strong_name).unwrap_or_else(|| "case".into()), -1, None),
             NodeEnum::CoalesceExpr(_) => ("coalesce".into(), -1, None),
@@ -608,6 +652,9 @@ impl<'a> Analyzer<'a> {
     }
 
     fn column_ref(&mut self, c: &pb::ColumnRef, scope: &mut Scope) -> Result<Expr> {
+        if scope.ns.is_some() || !scope.outer.is_empty() {
+            return self.column_ref_levels(c, scope);
+        }
         let names: Vec<&str> = c.fields.iter().filter_map(str_of).collect();
         if names.len() != c.fields.len() {
             return Err(self.err_at(SqlError::not_supported("this column reference"), c.location));
@@ -704,7 +751,7 @@ impl<'a> Analyzer<'a> {
             }
             NodeEnum::FuncCall(f) => self.func_call(f, scope),
             NodeEnum::SqlvalueFunction(f) => self.sql_value_function(f),
-            NodeEnum::SubLink(_) => Err(self.err_at(SqlError::not_supported("subqueries"), location(n))),
+            NodeEnum::SubLink(sl) => self.sublink(sl, scope),
             NodeEnum::AArrayExpr(a) => self.array_expr(a, scope),
             NodeEnum::AIndirection(i) => self.indirection(i, scope),
             NodeEnum::CollateClause(c) => self.collate_clause(c, scope),
@@ -1068,7 +1115,7 @@ impl<'a> Analyzer<'a> {
         };
         if let Some(kind) = agg {
             if scope.aggs.is_none() {
-                let place = if scope.table.is_some() { "WHERE" } else { "this context" };
+                let place = if scope.table.is_some() || scope.ns.is_some() { "WHERE" } else { "this context" };
                 return Err(self.err_at(SqlError::new(b"42803", format!("aggregate functions are not allowed in {place}")), f.location));
             }
             if scope.in_agg {

@@ -32,6 +32,41 @@ pub trait Env {
     fn settings(&self) -> Vec<(String, String, String)> {
         Vec::new()
     }
+
+    /// Evaluates a subquery in an expression for `row` ([`crate::subquery`]);
+    /// only an environment that can run queries (a [`Ctx`]) can.
+    fn run_subplan(&mut self, _sp: &crate::subquery::SubPlan, _row: &[Value], _params: &[Value], _aggs: &[Value]) -> Result<Value> {
+        Err(SqlError::not_supported("subqueries in this context"))
+    }
+}
+
+/// The executor's context is an [`Env`] that also runs subqueries: operators
+/// pass it to [`eval_pure`] so that expressions may hold them.
+impl Env for Ctx<'_> {
+    fn check_interrupts(&self) -> Result<()> {
+        self.env.check_interrupts()
+    }
+    fn get_setting(&self, name: &str) -> Result<String> {
+        self.env.get_setting(name)
+    }
+    fn set_setting(&mut self, name: &str, value: &str) -> Result<()> {
+        self.env.set_setting(name, value)
+    }
+    fn pid(&self) -> i32 {
+        self.env.pid()
+    }
+    fn version(&self) -> String {
+        self.env.version()
+    }
+    fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
+        self.env.lock_ctx()
+    }
+    fn settings(&self) -> Vec<(String, String, String)> {
+        self.env.settings()
+    }
+    fn run_subplan(&mut self, sp: &crate::subquery::SubPlan, row: &[Value], params: &[Value], aggs: &[Value]) -> Result<Value> {
+        crate::subquery::run(sp, row, params, aggs, self)
+    }
 }
 
 pub struct Ctx<'a> {
@@ -296,6 +331,8 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             };
             crate::like::like(&a, &p, esc.as_ref(), *ci)?
         }
+        Expr::SubPlan(sp) => env.run_subplan(sp, row, params, aggs)?,
+        Expr::OuterColumn { .. } => return Err(SqlError::internal("outer column reference not bound")),
     })
 }
 
@@ -413,7 +450,8 @@ struct Filter<I> {
 impl<I: RowIter> RowIter for Filter<I> {
     fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
         while let Some(row) = self.input.next(ctx)? {
-            if eval_pure(&self.pred, &row, ctx.params, &[], ctx.env)? == Value::Bool(true) {
+            let params = ctx.params;
+            if eval_pure(&self.pred, &row, params, &[], ctx)? == Value::Bool(true) {
                 return Ok(Some(row));
             }
         }
@@ -433,7 +471,8 @@ impl<I: RowIter> RowIter for Project<I> {
         if self.n.is_multiple_of(1024) {
             ctx.env.check_interrupts()?;
         }
-        let out = self.exprs.iter().map(|e| eval_pure(e, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
+        let params = ctx.params;
+        let out = self.exprs.iter().map(|e| eval_pure(e, &row, params, &[], ctx)).collect::<Result<_>>()?;
         Ok(Some(out))
     }
 }
@@ -473,9 +512,58 @@ pub fn compare_rows(a: &[Value], b: &[Value], keys: &[SortKey]) -> Ordering {
     Ordering::Equal
 }
 
+/// A row iterator over rows already computed.
+pub fn rows_iter(rows: Vec<Vec<Value>>) -> impl RowIter {
+    VecIter(rows.into_iter())
+}
+
+/// The rows of a source other than a table (the sources joins and subqueries
+/// hold; a table is scanned with its query's WHERE: [`run_query`]).
+pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    Ok(match s {
+        Source::Table(t) => Box::new(VecIter(crate::index::scan_table(t, None, ctx)?.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
+        Source::Join(j) => crate::join::run(j, ctx)?,
+        Source::Subquery(q) => run_query(q, ctx)?,
+        Source::Values(rows) => {
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                let params = ctx.params;
+                out.push(r.iter().map(|e| eval_pure(e, &[], params, &[], ctx)).collect::<Result<Vec<_>>>()?);
+            }
+            Box::new(VecIter(out.into_iter()))
+        }
+        Source::SetOp(s) => crate::setop::run(s, ctx)?,
+        Source::Recursive(r) => crate::setop::run_recursive(r, ctx)?,
+        Source::WorkTable(id) => Box::new(VecIter(crate::setop::work_table(*id)?.into_iter())),
+        other => {
+            let q = Query {
+                source: other.clone(),
+                filter: None,
+                aggregates: vec![],
+                targets: vec![],
+                hidden: vec![],
+                order: vec![],
+                limit: None,
+                offset: None,
+                grouping: None,
+                distinct: None,
+            };
+            return run_source(&q, ctx);
+        }
+    })
+}
+
 /// Runs a query to a row iterator of its output columns.
 pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
-    let input: Box<dyn RowIter> = match &q.source {
+    // Uncorrelated subqueries are run once, now (InitPlans).
+    if let Some(q) = crate::subquery::init_plans(q, ctx)? {
+        return run_query_inner(&q, ctx);
+    }
+    run_query_inner(q, ctx)
+}
+
+fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    Ok(match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
         Source::Virtual(oid) if crate::pgcatalog::is_view(*oid) => Box::new(VecIter(crate::pgcatalog::rows(*oid, ctx.backend, &ctx.snap, &*ctx.env)?.into_iter())),
         Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend)?.into_iter())),
@@ -495,7 +583,12 @@ pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
             }
         }
         Source::Function(f) => crate::srf::scan(f, ctx)?,
-    };
+        other => source_rows(other, ctx)?,
+    })
+}
+
+fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    let input = run_source(q, ctx)?;
     let mut input: Box<dyn RowIter> = match &q.filter {
         Some(p) => Box::new(Filter { input, pred: p.clone() }),
         None => input,
@@ -508,7 +601,8 @@ pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Box::new(Project { input, exprs, n: 0 })
     } else {
         let results = aggregate(&q.aggregates, &mut input, ctx)?;
-        let row = exprs.iter().map(|e| eval_pure(e, &[], ctx.params, &results, ctx.env)).collect::<Result<_>>()?;
+        let params = ctx.params;
+        let row = exprs.iter().map(|e| eval_pure(e, &[], params, &results, ctx)).collect::<Result<_>>()?;
         Box::new(VecIter(vec![row].into_iter()))
     };
     if let Some(keys) = &q.distinct {
@@ -565,8 +659,9 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
         .collect();
     while let Some(row) = input.next(ctx)? {
         for (a, st) in aggs.iter().zip(state.iter_mut()) {
+            let params = ctx.params;
             let v = match &a.arg {
-                Some(e) => eval_pure(e, &row, ctx.params, &[], ctx.env)?,
+                Some(e) => eval_pure(e, &row, params, &[], ctx)?,
                 None => Value::Bool(true),
             };
             if v.is_null() {
@@ -632,7 +727,8 @@ pub fn update(
         loop {
             let mut new = old.clone();
             for (i, e) in sets {
-                new[*i] = eval_pure(e, &old, ctx.params, &[], ctx.env)?;
+                let params = ctx.params;
+                new[*i] = eval_pure(e, &old, params, &[], ctx)?;
             }
             check_not_null(table, &new)?;
             let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
@@ -667,7 +763,10 @@ pub fn update(
 /// Whether `row` passes a WHERE (true when there is none; NULL does not pass).
 fn passes(filter: Option<&Expr>, row: &[Value], ctx: &mut Ctx) -> Result<bool> {
     Ok(match filter {
-        Some(p) => eval_pure(p, row, ctx.params, &[], ctx.env)? == Value::Bool(true),
+        Some(p) => {
+            let params = ctx.params;
+            eval_pure(p, row, params, &[], ctx)? == Value::Bool(true)
+        }
         None => true,
     })
 }
@@ -707,7 +806,8 @@ pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Ta
     let mut n = 0;
     let mut out = Vec::new();
     for exprs in rows {
-        let row: Vec<Value> = exprs.iter().map(|e| eval_pure(e, &[], ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
+        let params = ctx.params;
+        let row: Vec<Value> = exprs.iter().map(|e| eval_pure(e, &[], params, &[], ctx)).collect::<Result<_>>()?;
         insert_one(table, &row, ctx)?;
         n += 1;
         if !returning.is_empty() {

@@ -88,12 +88,14 @@ impl AggState {
 
     fn advance(&mut self, a: &Aggregate, row: &[Value], ctx: &mut Ctx) -> Result<()> {
         if let Some(f) = &a.filter {
-            if eval_pure(f, row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
+            let params = ctx.params;
+            if eval_pure(f, row, params, &[], ctx)? != Value::Bool(true) {
                 return Ok(());
             }
         }
+        let params = ctx.params;
         let v = match &a.arg {
-            Some(e) => eval_pure(e, row, ctx.params, &[], ctx.env)?,
+            Some(e) => eval_pure(e, row, params, &[], ctx)?,
             None => Value::Bool(true),
         };
         if v.is_null() && a.kind != AggKind::ArrayAgg {
@@ -167,7 +169,8 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs
         let gi = if g.keys.is_empty() {
             0
         } else {
-            let key = Key(g.keys.iter().map(|k| eval_pure(k, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+            let params = ctx.params;
+            let key = Key(g.keys.iter().map(|k| eval_pure(k, &row, params, &[], ctx)).collect::<Result<_>>()?);
             match index.get(&key) {
                 Some(i) => *i,
                 None => {
@@ -186,11 +189,13 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs
     for (row, states) in groups {
         let results: Vec<Value> = aggs.iter().zip(states).map(|(a, s)| s.finish(a)).collect();
         if let Some(h) = &g.having {
-            if eval_pure(h, &row, ctx.params, &results, ctx.env)? != Value::Bool(true) {
+            let params = ctx.params;
+            if eval_pure(h, &row, params, &results, ctx)? != Value::Bool(true) {
                 continue;
             }
         }
-        out.push(exprs.iter().map(|e| eval_pure(e, &row, ctx.params, &results, ctx.env)).collect::<Result<_>>()?);
+        let params = ctx.params;
+        out.push(exprs.iter().map(|e| eval_pure(e, &row, params, &results, ctx)).collect::<Result<_>>()?);
     }
     Ok(out)
 }
@@ -222,7 +227,8 @@ pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize]) ->
 /// The direct subexpressions of `e`.
 pub fn children(e: &Expr) -> Vec<&Expr> {
     match e {
-        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) => vec![],
+        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } => vec![],
+        Expr::SubPlan(sp) => sp.lhs.iter().collect(),
         Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => vec![arg],
         Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => vec![l, r],
         Expr::And(v) | Expr::Or(v) | Expr::Func { args: v, .. } | Expr::Coalesce(v, _) | Expr::MinMax { args: v, .. } => v.iter().collect(),

@@ -766,7 +766,8 @@ pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result
     };
     let ix = &table.indexes[path.index];
     let eval = |e: &Expr, k: usize, ctx: &mut Ctx| -> Result<Option<Option<Value>>> {
-        let v = eval_pure(e, &[], ctx.params, &[], ctx.env)?;
+        let params = ctx.params;
+        let v = eval_pure(e, &[], params, &[], ctx)?;
         if v.is_null() {
             return Ok(Some(None));
         }
@@ -903,7 +904,8 @@ pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Res
         }
         let row = deform_row(ctx.backend, &table.storage, &descs, &bytes, &ctx.snap)?;
         if let Some(f) = &q.filter {
-            if eval_pure(f, &row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
+            let params = ctx.params;
+            if eval_pure(f, &row, params, &[], ctx)? != Value::Bool(true) {
                 continue;
             }
         }

@@ -11,6 +11,7 @@ pub mod exec;
 pub mod grouping;
 pub mod index;
 pub mod insert_select;
+pub mod join;
 pub mod like;
 pub mod locking;
 pub mod parser;
@@ -20,7 +21,9 @@ pub mod plan;
 pub mod reloptions;
 pub mod rowio;
 pub mod session;
+pub mod setop;
 pub mod srf;
+pub mod subquery;
 pub mod sysviews;
 pub mod types;
 

@@ -124,6 +124,12 @@ pub fn lock_plan(backend: &Backend, plan: &crate::plan::Statement) -> Result<()>
     if let Some((oid, name, mode)) = plan_lock_mode(plan) {
         lock_relation(backend, oid, mode, false, name)?;
     }
+    // Every other table a query reads (joins, subqueries, CTEs): AccessShareLock.
+    if let crate::plan::Statement::Query(q) = plan {
+        for (oid, name) in crate::subquery::tables_of(q) {
+            lock_relation(backend, oid, LockMode::AccessShare, false, &name)?;
+        }
+    }
     Ok(())
 }
 

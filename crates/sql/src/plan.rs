@@ -4,7 +4,10 @@
 //!
 //! A query is the fixed pipeline PostgreSQL's simplest plans have:
 //! `source -> Filter -> (Aggregate) -> Project -> Sort -> Limit`, where the source
-//! is a sequential scan of one table, one empty row (no FROM), or a row generator.
+//! is a sequential scan of one table, one empty row (no FROM), or a row generator,
+//! or a tree: joins of sources, subqueries, VALUES, set operations and recursive
+//! CTEs (`crate::join`, `crate::subquery`, `crate::setop`). Expressions may
+//! hold subqueries (`Expr::SubPlan`) reading enclosing levels (`Expr::OuterColumn`).
 
 use crate::catalog::{Column, Table};
 use crate::types::{Type, Value};
@@ -108,6 +111,13 @@ pub enum Expr {
     Distinct { l: Box<Expr>, r: Box<Expr>, negated: bool },
     /// `arg LIKE pat [ESCAPE esc]` (`ci`: ILIKE); NOT LIKE is Not(Like).
     Like { arg: Box<Expr>, pat: Box<Expr>, escape: Option<Box<Expr>>, ci: bool },
+    /// A subquery in an expression (scalar, EXISTS, IN / op ANY / op ALL),
+    /// run by [`crate::subquery`].
+    SubPlan(Box<crate::subquery::SubPlan>),
+    /// A column of the row of an enclosing query level (`levels_up` >= 1) or,
+    /// for a LATERAL item, of the FROM items to its left; bound to a constant
+    /// before the query that holds it runs ([`crate::subquery::bind_outer`]).
+    OuterColumn { levels_up: usize, index: usize, ty: Type },
 }
 
 impl Expr {
@@ -121,6 +131,8 @@ impl Expr {
             Expr::Case { ty, .. } | Expr::Coalesce(_, ty) | Expr::MinMax { ty, .. } => *ty,
             Expr::NullIf { arg, .. } => arg.ty(),
             Expr::Distinct { .. } | Expr::Like { .. } => Type::Bool,
+            Expr::SubPlan(sp) => sp.ty,
+            Expr::OuterColumn { ty, .. } => *ty,
         }
     }
 }
@@ -155,6 +167,18 @@ pub enum Source {
     Series(Expr, Expr, Type),
     /// A set-returning function in FROM (crate::srf).
     Function(crate::srf::SeriesScan),
+    /// Two FROM items joined ([`crate::join`]): the row is the left row, then the right one.
+    Join(Box<crate::join::Join>),
+    /// A subquery in FROM (also a CTE reference): its output rows.
+    Subquery(Box<Query>),
+    /// `VALUES (...), (...)`: each row's expressions.
+    Values(Vec<Vec<Expr>>),
+    /// UNION / INTERSECT / EXCEPT of two queries ([`crate::setop`]).
+    SetOp(Box<crate::setop::SetOp>),
+    /// WITH RECURSIVE: the fixed point of a recursive CTE ([`crate::setop`]).
+    Recursive(Box<crate::setop::Recursive>),
+    /// The working table of the recursive CTE `id` (its rows of the last iteration).
+    WorkTable(u64),
 }
 
 #[derive(Clone, Debug)]

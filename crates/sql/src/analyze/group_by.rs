@@ -43,6 +43,7 @@ impl<'a> Analyzer<'a> {
                     if c.fields.len() == 1
                         && str_of(&c.fields[0]).is_some_and(|name| {
                             !scope.table.as_ref().is_some_and(|(t, _)| t.columns.iter().any(|col| col.name == name))
+                                && !scope.ns.as_ref().is_some_and(|ns| ns.cols.iter().any(|col| col.name == name))
                                 && targets.iter().filter(|t| t.name == name).count() == 1
                         }) =>
                 {
@@ -52,6 +53,8 @@ impl<'a> Analyzer<'a> {
                 NodeEnum::GroupingSet(_) => return Err(self.err_at(SqlError::not_supported("GROUPING SETS, ROLLUP and CUBE"), location(g))),
                 other => {
                     let mut gscope = Scope::new(scope.table.clone());
+                    gscope.ns = scope.ns.clone();
+                    gscope.outer = scope.outer.clone();
                     let e = self.expr(other, &mut gscope).map_err(|mut e| {
                         if e.sqlstate() == "42803" && e.message.starts_with("aggregate functions are not allowed in") {
                             e.message = "aggregate functions are not allowed in GROUP BY".into();

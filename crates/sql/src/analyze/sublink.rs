@@ -1,0 +1,74 @@
+//! Subqueries in expressions (pg_query's SubLink): scalar `(SELECT ...)`,
+//! `EXISTS`, `x [NOT] IN (SELECT ...)`, `x op ANY/SOME/ALL (SELECT ...)`.
+//! The subquery is analyzed one level below the expression's query, seeing
+//! that query's columns as outer references ([`crate::subquery`] runs it).
+
+use super::{node, Analyzer, Scope};
+use crate::errors::{Result, SqlError};
+use crate::plan::*;
+use crate::subquery::{SubKind, SubPlan};
+use crate::types::{CastContext, Type};
+use pg_query::protobuf as pb;
+use pg_query::NodeEnum;
+
+/// The output column name of a subquery expression (PostgreSQL's
+/// FigureColname): EXISTS is `exists`, a scalar subquery takes its column's name.
+pub(super) fn column_name(e: &Expr) -> String {
+    match e {
+        Expr::SubPlan(sp) if sp.kind == SubKind::Exists => "exists".into(),
+        Expr::SubPlan(sp) if sp.kind == SubKind::Expr => sp.query.targets.first().map_or("?column?".into(), |t| t.name.clone()),
+        _ => "?column?".into(),
+    }
+}
+
+impl<'a> Analyzer<'a> {
+    pub(super) fn sublink(&mut self, sl: &pb::SubLink, scope: &mut Scope) -> Result<Expr> {
+        use pb::SubLinkType as T;
+        let kind = match T::try_from(sl.sub_link_type).unwrap_or(T::Undefined) {
+            T::ExistsSublink => SubKind::Exists,
+            T::ExprSublink => SubKind::Expr,
+            T::AnySublink => SubKind::Any,
+            T::AllSublink => SubKind::All,
+            other => return Err(self.err_at(SqlError::not_supported(format!("subquery form {other:?}")), sl.location)),
+        };
+        let Some(NodeEnum::SelectStmt(sub)) = node(&sl.subselect) else {
+            return Err(SqlError::internal("subquery without SELECT"));
+        };
+        let mut outer = scope.outer.clone();
+        outer.push(self.level_ns(scope));
+        let query = self.select_level(sub, &outer)?;
+        let correlated = crate::subquery::is_correlated(&query);
+        let width = query.targets.len();
+        let (lhs, cmp, ty) = match kind {
+            SubKind::Exists => (None, None, Type::Bool),
+            SubKind::Expr => {
+                if width != 1 {
+                    return Err(self.err_at(SqlError::new(b"42601", "subquery must return only one column"), sl.location));
+                }
+                (None, None, query.targets[0].expr.ty())
+            }
+            SubKind::Any | SubKind::All => {
+                let Some(test) = node(&sl.testexpr) else { return Err(SqlError::internal("ANY without left operand")) };
+                if matches!(test, NodeEnum::RowExpr(_)) {
+                    return Err(self.err_at(SqlError::not_supported("row constructors with IN / ANY / ALL subqueries"), sl.location));
+                }
+                if width > 1 {
+                    return Err(self.err_at(SqlError::new(b"42601", "subquery has too many columns"), sl.location));
+                }
+                if width == 0 {
+                    return Err(self.err_at(SqlError::new(b"42601", "subquery has too few columns"), sl.location));
+                }
+                let op = sl.oper_name.iter().filter_map(super::str_of).next_back().unwrap_or("=").to_string();
+                let lhs = self.expr(test, scope)?;
+                let sub_ty = query.targets[0].expr.ty();
+                let lhs = if lhs.ty() == Type::Unknown { self.coerce(lhs, sub_ty, CastContext::Implicit, super::location(test))? } else { lhs };
+                let cmp = self.binary(&op, Expr::Column(0, lhs.ty()), Expr::Column(1, sub_ty), sl.location, (sl.location, sl.location))?;
+                if cmp.ty() != Type::Bool {
+                    return Err(self.err_at(SqlError::new(b"42809", format!("op ANY/ALL (array) requires operator to yield boolean")), sl.location));
+                }
+                (Some(lhs), Some(cmp), Type::Bool)
+            }
+        };
+        Ok(Expr::SubPlan(Box::new(SubPlan { kind, query, lhs, cmp, correlated, ty, rows: None })))
+    }
+}

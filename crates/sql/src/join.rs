@@ -1,0 +1,307 @@
+//! Joins: the execution of [`Source::Join`] and the planning that places the
+//! conditions of a FROM tree.
+//!
+//! A join's row is its left input's row followed by its right input's row
+//! (`lw + rw` values); a NULL-extended row has NULLs for the missing side.
+//! The right (inner) input is materialized once; then
+//!
+//! - with equality conditions between an expression of the left row and one
+//!   of the right row (`hash` keys), a hash join: the right rows indexed by
+//!   their key values (an ordered map compared as [`crate::exec::compare`]
+//!   compares; a NULL key matches nothing), probed with each left row;
+//! - otherwise a nested loop over the materialized right rows;
+//! - a LATERAL right input (it reads the left row) is run again for each left
+//!   row, with the left row bound into it ([`crate::subquery::bind_outer`]).
+//!
+//! In both, `cond` (the rest of the ON condition) decides whether a pair
+//! matches; LEFT/FULL emit an unmatched left row NULL-extended, RIGHT/FULL
+//! the unmatched right rows at the end.
+//!
+//! Planning ([`place_conditions`]): WHERE conjuncts of an inner join or a
+//! cross join that read one input only move into that input's filter (so a
+//! table input keeps its index scans, [`crate::index::scan_table`]), those
+//! that read both become join conditions; an outer join's ON conjuncts that
+//! read only its nullable side filter that side. Equalities across the two
+//! sides become hash keys.
+
+use crate::errors::Result;
+use crate::exec::{eval_pure, Ctx, RowIter};
+use crate::grouping::Key;
+use crate::plan::{CmpOp, Expr, Source};
+use crate::subquery::{columns_read, has_subplan, shift_columns};
+use crate::types::Value;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+    Right,
+    Full,
+}
+
+#[derive(Clone, Debug)]
+pub struct Join {
+    pub kind: JoinKind,
+    pub left: Source,
+    pub right: Source,
+    /// Applied to each left (right) input row before joining (over that input's row).
+    pub left_filter: Option<Expr>,
+    pub right_filter: Option<Expr>,
+    /// The join condition over the joined row (None: every pair matches).
+    pub cond: Option<Expr>,
+    /// Hash keys: left expressions over the left row, right ones over the right row.
+    pub hash: Option<(Vec<Expr>, Vec<Expr>)>,
+    pub lw: usize,
+    pub rw: usize,
+    /// The right input is a LATERAL subquery: re-run per left row.
+    pub lateral: bool,
+}
+
+/// Rows of one join input, filtered.
+fn input_rows(s: &Source, filter: &Option<Expr>, ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
+    let rows: Vec<Vec<Value>> = match s {
+        Source::Table(t) => crate::index::scan_table(t, filter.as_ref(), ctx)?.into_iter().map(|r| r.1).collect(),
+        other => {
+            let mut it = crate::exec::source_rows(other, ctx)?;
+            let mut rows = Vec::new();
+            while let Some(r) = it.next(ctx)? {
+                rows.push(r);
+            }
+            rows
+        }
+    };
+    let Some(f) = filter else { return Ok(rows) };
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let params = ctx.params;
+        if eval_pure(f, &r, params, &[], ctx)? == Value::Bool(true) {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+fn keys_of(exprs: &[Expr], row: &[Value], ctx: &mut Ctx) -> Result<Option<Key>> {
+    let mut k = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        let params = ctx.params;
+        let v = eval_pure(e, row, params, &[], ctx)?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        k.push(v);
+    }
+    Ok(Some(Key(k)))
+}
+
+/// Runs a join to its rows (materialized).
+pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    let left = input_rows(&j.left, &j.left_filter, ctx)?;
+    let mut out = Vec::new();
+    let null_right = vec![Value::Null; j.rw];
+    if j.lateral {
+        for l in left {
+            let Source::Subquery(q) = &j.right else { return Err(crate::errors::SqlError::internal("LATERAL input is not a subquery")) };
+            let mut q = (**q).clone();
+            crate::subquery::bind_outer(&mut q, &l);
+            let rights = input_rows(&Source::Subquery(Box::new(q)), &j.right_filter, ctx)?;
+            let mut matched = false;
+            for r in &rights {
+                let row = concat(&l, r);
+                if passes(&j.cond, &row, ctx)? {
+                    matched = true;
+                    out.push(row);
+                }
+            }
+            if !matched && matches!(j.kind, JoinKind::Left | JoinKind::Full) {
+                out.push(concat(&l, &null_right));
+            }
+        }
+        return Ok(Box::new(crate::exec::rows_iter(out)));
+    }
+    let right = input_rows(&j.right, &j.right_filter, ctx)?;
+    let mut right_matched = vec![false; right.len()];
+    let index = match &j.hash {
+        Some((_, rk)) => {
+            let mut map: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+            for (i, r) in right.iter().enumerate() {
+                if let Some(k) = keys_of(rk, r, ctx)? {
+                    map.entry(k).or_default().push(i);
+                }
+            }
+            Some(map)
+        }
+        None => None,
+    };
+    let all: Vec<usize> = (0..right.len()).collect();
+    for (n, l) in left.iter().enumerate() {
+        if n % 1024 == 0 {
+            ctx.env.check_interrupts()?;
+        }
+        let cands: &[usize] = match (&index, &j.hash) {
+            (Some(map), Some((lk, _))) => match keys_of(lk, l, ctx)? {
+                Some(k) => map.get(&k).map_or(&[][..], |v| v.as_slice()),
+                None => &[],
+            },
+            _ => &all,
+        };
+        let mut matched = false;
+        for &i in cands {
+            let row = concat(l, &right[i]);
+            if passes(&j.cond, &row, ctx)? {
+                matched = true;
+                right_matched[i] = true;
+                out.push(row);
+            }
+        }
+        if !matched && matches!(j.kind, JoinKind::Left | JoinKind::Full) {
+            out.push(concat(l, &null_right));
+        }
+    }
+    if matches!(j.kind, JoinKind::Right | JoinKind::Full) {
+        let null_left = vec![Value::Null; j.lw];
+        for (i, r) in right.iter().enumerate() {
+            if !right_matched[i] {
+                out.push(concat(&null_left, r));
+            }
+        }
+    }
+    Ok(Box::new(crate::exec::rows_iter(out)))
+}
+
+fn concat(l: &[Value], r: &[Value]) -> Vec<Value> {
+    let mut row = Vec::with_capacity(l.len() + r.len());
+    row.extend_from_slice(l);
+    row.extend_from_slice(r);
+    row
+}
+
+fn passes(cond: &Option<Expr>, row: &[Value], ctx: &mut Ctx) -> Result<bool> {
+    Ok(match cond {
+        Some(c) => {
+            let params = ctx.params;
+            eval_pure(c, row, params, &[], ctx)? == Value::Bool(true)
+        }
+        None => true,
+    })
+}
+
+/// Splits a condition into its AND-ed conjuncts.
+pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::And(v) => v.into_iter().for_each(|c| conjuncts(c, out)),
+        e => out.push(e),
+    }
+}
+
+fn and_of(mut v: Vec<Expr>) -> Option<Expr> {
+    match v.len() {
+        0 => None,
+        1 => v.pop(),
+        _ => Some(Expr::And(v)),
+    }
+}
+
+fn add_filter(f: &mut Option<Expr>, e: Expr) {
+    *f = Some(match f.take() {
+        None => e,
+        Some(Expr::And(mut v)) => {
+            v.push(e);
+            Expr::And(v)
+        }
+        Some(other) => Expr::And(vec![other, e]),
+    });
+}
+
+/// Places the conditions of `source` (and the query's WHERE `filter` over its
+/// row): returns the WHERE conjuncts that must stay above it.
+pub fn place_conditions(source: &mut Source, filter: Option<Expr>) -> Option<Expr> {
+    let mut quals = Vec::new();
+    if let Some(f) = filter {
+        conjuncts(f, &mut quals);
+    }
+    let Source::Join(j) = source else { return and_of(quals) };
+    let (lw, rw) = (j.lw, j.rw);
+    let side = |e: &Expr| -> (bool, bool) {
+        let cols = columns_read(e);
+        (cols.iter().any(|c| *c < lw), cols.iter().any(|c| *c >= lw && *c < lw + rw))
+    };
+    let mut keep = Vec::new();
+    // WHERE conjuncts.
+    for q in quals {
+        if has_subplan(&q) {
+            keep.push(q);
+            continue;
+        }
+        let (l, r) = side(&q);
+        match (l, r, j.kind) {
+            (true, false, JoinKind::Inner | JoinKind::Left) => add_filter(&mut j.left_filter, q),
+            (false, true, JoinKind::Inner | JoinKind::Right) if !j.lateral => {
+                let mut q = q;
+                shift_columns(&mut q, -(lw as isize));
+                add_filter(&mut j.right_filter, q)
+            }
+            (true, true, JoinKind::Inner) => add_filter(&mut j.cond, q),
+            _ => keep.push(q),
+        }
+    }
+    // ON conjuncts that read one side only.
+    if let Some(c) = j.cond.take() {
+        let mut cs = Vec::new();
+        conjuncts(c, &mut cs);
+        let mut rest = Vec::new();
+        for q in cs {
+            if has_subplan(&q) {
+                rest.push(q);
+                continue;
+            }
+            let (l, r) = side(&q);
+            match (l, r, j.kind) {
+                (true, false, JoinKind::Inner | JoinKind::Right) => add_filter(&mut j.left_filter, q),
+                (false, true, JoinKind::Inner | JoinKind::Left) if !j.lateral => {
+                    let mut q = q;
+                    shift_columns(&mut q, -(lw as isize));
+                    add_filter(&mut j.right_filter, q)
+                }
+                _ => rest.push(q),
+            }
+        }
+        // Hash keys: `left expr = right expr`.
+        let mut lk = Vec::new();
+        let mut rk = Vec::new();
+        let mut residual = Vec::new();
+        for q in rest {
+            if let Expr::Compare { op: CmpOp::Eq, l, r } = &q {
+                if !j.lateral && !has_subplan(&q) {
+                    let (ll, lr) = side(l);
+                    let (rl, rr) = side(r);
+                    let pair = if ll && !lr && rr && !rl {
+                        Some(((**l).clone(), (**r).clone()))
+                    } else if lr && !ll && rl && !rr {
+                        Some(((**r).clone(), (**l).clone()))
+                    } else {
+                        None
+                    };
+                    if let Some((a, mut b)) = pair {
+                        shift_columns(&mut b, -(lw as isize));
+                        lk.push(a);
+                        rk.push(b);
+                        continue;
+                    }
+                }
+            }
+            residual.push(q);
+        }
+        if !lk.is_empty() {
+            j.hash = Some((lk, rk));
+        }
+        j.cond = and_of(residual);
+    }
+    // Inputs that are joins themselves.
+    let lf = j.left_filter.take();
+    j.left_filter = place_conditions(&mut j.left, lf);
+    let rf = j.right_filter.take();
+    j.right_filter = place_conditions(&mut j.right, rf);
+    and_of(keep)
+}

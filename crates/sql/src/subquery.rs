@@ -1,0 +1,390 @@
+//! Subqueries in expressions (PostgreSQL's SubPlan): scalar `(SELECT ...)`,
+//! `EXISTS (...)`, `x IN (SELECT ...)`, `x op ANY/ALL (SELECT ...)`, and the
+//! outer-column references of correlated subqueries and LATERAL items.
+//!
+//! A subquery is a whole [`Query`] one level below the query that holds it.
+//! A column of an enclosing level is [`Expr::OuterColumn`] `{ levels_up, index }`
+//! (`levels_up` counted from the query the reference is in). Before a
+//! correlated subquery runs for one row of its parent, the parent's row is
+//! bound into a copy of it ([`bind_outer`]: every `OuterColumn` that points
+//! at that level becomes a constant), so the subquery runs as an ordinary
+//! query. An uncorrelated subquery (one that reads no enclosing level) is run
+//! once per execution of the query that holds it (PostgreSQL's InitPlan:
+//! [`init_plans`] fills in its rows before the query runs).
+//!
+//! Evaluation happens inside [`crate::exec::eval_pure`], which calls
+//! [`crate::exec::Env::run_subplan`]; [`crate::exec::Ctx`] implements it, so
+//! the operators that evaluate expressions with the context as their `Env`
+//! (Filter, Project, joins, grouping) run subqueries. Semantics, as SQL and
+//! PostgreSQL define them:
+//!
+//! - scalar: no row gives NULL, more than one row is 21000;
+//! - `EXISTS`: true if the subquery returns a row;
+//! - `x op ANY (...)`: true if some comparison is true, else NULL if some is
+//!   NULL, else false (`x IN (...)` is `x = ANY (...)`, NOT IN its negation:
+//!   `1 NOT IN (SELECT NULL)` is NULL);
+//! - `x op ALL (...)`: false if some comparison is false, else NULL if some is
+//!   NULL, else true (true over no rows).
+
+use crate::errors::{Result, SqlError};
+use crate::exec::{eval_pure, run_query, Ctx};
+use crate::plan::{Expr, Query, Source};
+use crate::types::{Type, Value};
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubKind {
+    Exists,
+    /// A scalar subquery (one column, at most one row).
+    Expr,
+    Any,
+    All,
+}
+
+#[derive(Clone, Debug)]
+pub struct SubPlan {
+    pub kind: SubKind,
+    pub query: Query,
+    /// ANY/ALL: the left operand, over the row of the query holding the subquery.
+    pub lhs: Option<Expr>,
+    /// ANY/ALL: the comparison over the two-column row [lhs value, subquery value].
+    pub cmp: Option<Expr>,
+    /// Reads a column of an enclosing level: re-run for each row.
+    pub correlated: bool,
+    pub ty: Type,
+    /// An uncorrelated subquery's rows, filled in for one execution (InitPlan).
+    pub rows: Option<Arc<Vec<Vec<Value>>>>,
+}
+
+/// The direct subexpressions of `e` at the same query level (a SubPlan's
+/// left operand; not its comparison, which reads its own two-column row).
+pub fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    match e {
+        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } => vec![],
+        Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => vec![arg],
+        Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => vec![l, r],
+        Expr::And(v) | Expr::Or(v) | Expr::Func { args: v, .. } | Expr::Coalesce(v, _) | Expr::MinMax { args: v, .. } => v.iter_mut().collect(),
+        Expr::Case { whens, default, .. } => {
+            let mut out: Vec<&mut Expr> = whens.iter_mut().flat_map(|(c, r)| [c, r]).collect();
+            out.push(default);
+            out
+        }
+        Expr::NullIf { arg, eq } => vec![arg, eq],
+        Expr::Like { arg, pat, escape, .. } => {
+            let mut out: Vec<&mut Expr> = vec![arg, pat];
+            out.extend(escape.as_deref_mut());
+            out
+        }
+        Expr::SubPlan(sp) => sp.lhs.iter_mut().collect(),
+    }
+}
+
+/// Calls `f` on every node of `e` (parents first), with the query depth it is
+/// at relative to where the walk started; with `descend`, also inside the
+/// queries of subplans (at `depth + 1`).
+pub fn walk_expr(e: &mut Expr, depth: usize, descend: bool, f: &mut dyn FnMut(&mut Expr, usize)) {
+    f(e, depth);
+    if descend {
+        if let Expr::SubPlan(sp) = e {
+            walk_query(&mut sp.query, depth + 1, true, f);
+        }
+    }
+    for c in children_mut(e) {
+        walk_expr(c, depth, descend, f);
+    }
+}
+
+/// Calls `f` on every expression of `q` at `depth` (and, with `descend`, of
+/// every query nested in it, at their depths).
+pub fn walk_query(q: &mut Query, depth: usize, descend: bool, f: &mut dyn FnMut(&mut Expr, usize)) {
+    let mut exprs: Vec<&mut Expr> = Vec::new();
+    exprs.extend(q.filter.as_mut());
+    exprs.extend(q.targets.iter_mut().map(|t| &mut t.expr));
+    exprs.extend(q.hidden.iter_mut());
+    exprs.extend(q.limit.as_mut());
+    exprs.extend(q.offset.as_mut());
+    for a in q.aggregates.iter_mut() {
+        exprs.extend(a.arg.as_mut());
+        exprs.extend(a.filter.as_mut());
+    }
+    if let Some(g) = q.grouping.as_mut() {
+        exprs.extend(g.keys.iter_mut());
+        exprs.extend(g.having.as_mut());
+    }
+    for e in exprs {
+        walk_expr(e, depth, descend, f);
+    }
+    walk_source(&mut q.source, depth, descend, f);
+}
+
+fn walk_source(s: &mut Source, depth: usize, descend: bool, f: &mut dyn FnMut(&mut Expr, usize)) {
+    match s {
+        Source::OneRow | Source::Table(_) | Source::Virtual(_) | Source::WorkTable(_) => {}
+        Source::Series(a, b, _) => {
+            walk_expr(a, depth, descend, f);
+            walk_expr(b, depth, descend, f);
+        }
+        Source::Function(scan) => {
+            walk_expr(&mut scan.start, depth, descend, f);
+            walk_expr(&mut scan.stop, depth, descend, f);
+            if let Some(s) = scan.step.as_mut() {
+                walk_expr(s, depth, descend, f);
+            }
+        }
+        Source::Join(j) => {
+            for e in [&mut j.cond, &mut j.left_filter, &mut j.right_filter].into_iter().flatten() {
+                walk_expr(e, depth, descend, f);
+            }
+            if let Some((l, r)) = j.hash.as_mut() {
+                for e in l.iter_mut().chain(r.iter_mut()) {
+                    walk_expr(e, depth, descend, f);
+                }
+            }
+            walk_source(&mut j.left, depth, descend, f);
+            walk_source(&mut j.right, depth, descend, f);
+        }
+        Source::Values(rows) => {
+            for e in rows.iter_mut().flatten() {
+                walk_expr(e, depth, descend, f);
+            }
+        }
+        Source::Subquery(q) => {
+            if descend {
+                walk_query(q, depth + 1, true, f)
+            }
+        }
+        Source::SetOp(s) => {
+            if descend {
+                walk_query(&mut s.left, depth + 1, true, f);
+                walk_query(&mut s.right, depth + 1, true, f);
+            }
+        }
+        Source::Recursive(r) => {
+            if descend {
+                walk_query(&mut r.base, depth + 1, true, f);
+                walk_query(&mut r.step, depth + 1, true, f);
+            }
+        }
+    }
+}
+
+/// Whether `q` (a query one level below its parent) reads a column of a level
+/// above itself.
+pub fn is_correlated(q: &Query) -> bool {
+    let mut q = q.clone();
+    let mut found = false;
+    walk_query(&mut q, 0, true, &mut |e, d| {
+        if let Expr::OuterColumn { levels_up, .. } = e {
+            if *levels_up > d {
+                found = true;
+            }
+        }
+    });
+    found
+}
+
+/// Binds `row`, a row of the level just above `q`, into `q`: each reference to
+/// that level becomes a constant.
+pub fn bind_outer(q: &mut Query, row: &[Value]) {
+    walk_query(q, 0, true, &mut |e, d| {
+        if let Expr::OuterColumn { levels_up, index, ty } = e {
+            if *levels_up == d + 1 {
+                *e = Expr::Const(row.get(*index).cloned().unwrap_or(Value::Null), *ty);
+            }
+        }
+    });
+}
+
+/// Shifts the columns of the current level read by `e` (also from inside its
+/// subqueries) by `delta` (a conjunct moved to one input of a join).
+pub fn shift_columns(e: &mut Expr, delta: isize) {
+    walk_expr(e, 0, true, &mut |e, d| match e {
+        Expr::Column(i, _) if d == 0 => *i = (*i as isize + delta) as usize,
+        Expr::OuterColumn { levels_up, index, .. } if d > 0 && *levels_up == d => *index = (*index as isize + delta) as usize,
+        _ => {}
+    });
+}
+
+/// The columns of the current level that `e` reads (also from inside its subqueries).
+pub fn columns_read(e: &Expr) -> Vec<usize> {
+    let mut e = e.clone();
+    let mut out = Vec::new();
+    walk_expr(&mut e, 0, true, &mut |e, d| match e {
+        Expr::Column(i, _) if d == 0 => out.push(*i),
+        Expr::OuterColumn { levels_up, index, .. } if d > 0 && *levels_up == d => out.push(*index),
+        _ => {}
+    });
+    out
+}
+
+/// Whether `e` holds a subquery.
+pub fn has_subplan(e: &Expr) -> bool {
+    let mut e = e.clone();
+    let mut found = false;
+    walk_expr(&mut e, 0, false, &mut |e, _| found |= matches!(e, Expr::SubPlan(_)));
+    found
+}
+
+/// InitPlans: a copy of `q` with the rows of each uncorrelated subquery of its
+/// level computed now, or `None` when it has none.
+pub fn init_plans(q: &Query, ctx: &mut Ctx) -> Result<Option<Query>> {
+    // Checked without copying the plan: this runs before every query.
+    if !level_has_init_plan(q) {
+        return Ok(None);
+    }
+    let mut probe = q.clone();
+    let mut pending = Vec::new();
+    walk_query(&mut probe, 0, false, &mut |e, _| {
+        if let Expr::SubPlan(sp) = e {
+            if !sp.correlated && sp.rows.is_none() {
+                pending.push(sp.query.clone());
+            }
+        }
+    });
+    let mut results = Vec::new();
+    for sq in &pending {
+        results.push(Arc::new(collect(sq, ctx)?));
+    }
+    let mut it = results.into_iter();
+    walk_query(&mut probe, 0, false, &mut |e, _| {
+        if let Expr::SubPlan(sp) = e {
+            if !sp.correlated && sp.rows.is_none() {
+                sp.rows = it.next();
+            }
+        }
+    });
+    Ok(Some(probe))
+}
+
+/// Every row of `q`.
+pub fn collect(q: &Query, ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
+    let mut it = run_query(q, ctx)?;
+    let mut rows = Vec::new();
+    while let Some(r) = it.next(ctx)? {
+        rows.push(r);
+    }
+    Ok(rows)
+}
+
+/// Evaluates subquery `sp` for `row` of the query holding it.
+pub fn run(sp: &SubPlan, row: &[Value], params: &[Value], aggs: &[Value], ctx: &mut Ctx) -> Result<Value> {
+    let lhs = match &sp.lhs {
+        Some(e) => Some(eval_pure(e, row, params, aggs, ctx)?),
+        None => None,
+    };
+    let owned;
+    let rows: &[Vec<Value>] = match &sp.rows {
+        Some(r) => r,
+        None => {
+            let q = if sp.correlated {
+                let mut q = sp.query.clone();
+                bind_outer(&mut q, row);
+                q
+            } else {
+                sp.query.clone()
+            };
+            owned = if sp.kind == SubKind::Exists { first_rows(&q, 1, ctx)? } else if sp.kind == SubKind::Expr { first_rows(&q, 2, ctx)? } else { collect(&q, ctx)? };
+            &owned
+        }
+    };
+    Ok(match sp.kind {
+        SubKind::Exists => Value::Bool(!rows.is_empty()),
+        SubKind::Expr => match rows {
+            [] => Value::Null,
+            [r] => r.first().cloned().unwrap_or(Value::Null),
+            _ => return Err(SqlError::new(b"21000", "more than one row returned by a subquery used as an expression")),
+        },
+        SubKind::Any | SubKind::All => {
+            let any = sp.kind == SubKind::Any;
+            let lhs = lhs.unwrap_or(Value::Null);
+            let cmp = sp.cmp.as_ref().ok_or_else(|| SqlError::internal("ANY/ALL without comparison"))?;
+            let mut saw_null = false;
+            for r in rows {
+                let pair = [lhs.clone(), r.first().cloned().unwrap_or(Value::Null)];
+                match eval_pure(cmp, &pair, params, &[], ctx)? {
+                    Value::Bool(b) if b == any => return Ok(Value::Bool(any)),
+                    Value::Null => saw_null = true,
+                    _ => {}
+                }
+            }
+            if saw_null { Value::Null } else { Value::Bool(!any) }
+        }
+    })
+}
+
+/// The first `n` rows of `q` (EXISTS needs one, a scalar subquery two).
+fn first_rows(q: &Query, n: usize, ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
+    let mut it = run_query(q, ctx)?;
+    let mut rows = Vec::new();
+    while rows.len() < n {
+        match it.next(ctx)? {
+            Some(r) => rows.push(r),
+            None => break,
+        }
+    }
+    Ok(rows)
+}
+
+/// Every table a query reads, anywhere in its tree (for relation locks).
+pub fn tables_of(q: &Query) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    fn source(s: &Source, out: &mut Vec<(u32, String)>) {
+        match s {
+            Source::Table(t) => out.push((t.oid, t.name.clone())),
+            Source::Join(j) => {
+                source(&j.left, out);
+                source(&j.right, out);
+            }
+            Source::Subquery(q) => query(q, out),
+            Source::SetOp(s) => {
+                query(&s.left, out);
+                query(&s.right, out);
+            }
+            Source::Recursive(r) => {
+                query(&r.base, out);
+                query(&r.step, out);
+            }
+            _ => {}
+        }
+    }
+    fn query(q: &Query, out: &mut Vec<(u32, String)>) {
+        source(&q.source, out);
+        let mut q = q.clone();
+        walk_query(&mut q, 0, false, &mut |e, _| {
+            if let Expr::SubPlan(sp) = e {
+                query(&sp.query, out);
+            }
+        });
+    }
+    query(q, &mut out);
+    out
+}
+
+/// Whether an expression of `q`'s level holds an uncorrelated subquery not yet run.
+fn level_has_init_plan(q: &Query) -> bool {
+    fn expr(e: &Expr) -> bool {
+        matches!(e, Expr::SubPlan(sp) if !sp.correlated && sp.rows.is_none()) || crate::grouping::children(e).into_iter().any(expr)
+    }
+    fn source(s: &Source) -> bool {
+        match s {
+            Source::Series(a, b, _) => expr(a) || expr(b),
+            Source::Function(f) => expr(&f.start) || expr(&f.stop) || f.step.as_ref().is_some_and(expr),
+            Source::Join(j) => {
+                [&j.cond, &j.left_filter, &j.right_filter].into_iter().flatten().any(expr)
+                    || j.hash.as_ref().is_some_and(|(l, r)| l.iter().chain(r).any(expr))
+                    || source(&j.left)
+                    || source(&j.right)
+            }
+            Source::Values(rows) => rows.iter().flatten().any(expr),
+            _ => false,
+        }
+    }
+    q.filter.as_ref().is_some_and(expr)
+        || q.targets.iter().any(|t| expr(&t.expr))
+        || q.hidden.iter().any(expr)
+        || q.limit.as_ref().is_some_and(expr)
+        || q.offset.as_ref().is_some_and(expr)
+        || q.aggregates.iter().any(|a| a.arg.as_ref().is_some_and(expr) || a.filter.as_ref().is_some_and(expr))
+        || q.grouping.as_ref().is_some_and(|g| g.keys.iter().any(expr) || g.having.as_ref().is_some_and(expr))
+        || source(&q.source)
+}
