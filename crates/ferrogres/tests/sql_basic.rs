@@ -474,3 +474,8 @@ fn bytea_matches_postgres_15() {
 fn float4_matches_postgres_15() {
     check_script("float4");
 }
+
+#[test]
+fn sequences_and_serial_match_postgres_15() {
+    check_script("sequences");
+}

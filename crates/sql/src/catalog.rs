@@ -63,8 +63,8 @@ pub(crate) fn class_rel() -> RelStorage {
 fn attribute_rel() -> RelStorage {
     cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool])
 }
-fn attrdef_rel() -> RelStorage {
-    cat(PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text])
+pub(crate) fn attrdef_rel() -> RelStorage {
+    cat(PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text, Type::Text])
 }
 
 /// A column of a user table.
@@ -89,6 +89,8 @@ pub struct Table {
     pub columns: Vec<Column>,
     /// Its indexes (B-tree), loaded with it.
     pub indexes: Vec<crate::index::IndexInfo>,
+    /// Expression defaults and CHECK constraints ([`crate::constraints`]).
+    pub extras: crate::constraints::TableExtras,
 }
 
 /// Makes sure the catalogs exist and are filled (first start of a data directory).
@@ -119,7 +121,7 @@ pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
                 &["oid", "relname", "relnamespace", "relfilenode", "reltoastrelid", "relkind", "relnatts", "relam", "relpages", "reltuples"],
             ),
             (PG_ATTRIBUTE, "pg_attribute", attribute_rel(), &["attrelid", "attname", "atttypid", "attnum", "atttypmod", "attnotnull"]),
-            (PG_ATTRDEF, "pg_attrdef", attrdef_rel(), &["adrelid", "adnum", "adbin"]),
+            (PG_ATTRDEF, "pg_attrdef", attrdef_rel(), &["adrelid", "adnum", "adbin", "adsrc"]),
             (crate::index::PG_INDEX, "pg_index", crate::index::index_rel(), crate::index::PG_INDEX_COLUMNS),
             (crate::index::PG_CONSTRAINT, "pg_constraint", crate::index::constraint_rel(), crate::index::PG_CONSTRAINT_COLUMNS),
         ];
@@ -130,7 +132,7 @@ pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
                 .zip(cols)
                 .map(|(t, c)| Column { name: c.to_string(), ty: *t, typmod: -1, not_null: true, default: None })
                 .collect();
-            let table = Table { oid, name: name.into(), namespace: PG_CATALOG_NAMESPACE, storage: st, columns, indexes: Vec::new() };
+            let table = Table { oid, name: name.into(), namespace: PG_CATALOG_NAMESPACE, storage: st, columns, indexes: Vec::new(), extras: Default::default() };
             insert_catalog_rows(&mut backend, &table)?;
         }
         Ok(())
@@ -178,7 +180,7 @@ fn insert_catalog_rows(backend: &mut Backend, t: &Table) -> Result<()> {
         )?;
         if let Some(d) = &c.default {
             if let Some(text) = types::output(d) {
-                insert_row(backend, &attrdef_rel(), &[Value::Oid(t.oid), attnum, Value::Text(text)])?;
+                insert_row(backend, &attrdef_rel(), &[Value::Oid(t.oid), attnum, Value::Text(text), Value::Null])?;
             }
         }
     }
@@ -226,11 +228,19 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
         }
     }
     cols.sort_by_key(|c| c.0);
+    let mut expr_defaults: Vec<(usize, String)> = Vec::new();
     for (_, row) in scan_rows(backend, &attrdef_rel(), snap)? {
-        if let [Value::Oid(rel), Value::Int2(num), Value::Text(text)] = row.as_slice() {
+        if let [Value::Oid(rel), Value::Int2(num), Value::Text(text), _] = row.as_slice() {
             if *rel == oid {
                 if let Some((_, c)) = cols.iter_mut().find(|(n, _)| n == num) {
                     c.default = Some(types::input(c.ty, text, c.typmod)?);
+                }
+            }
+        }
+        if let [Value::Oid(rel), Value::Int2(num), Value::Null, Value::Text(sql)] = row.as_slice() {
+            if *rel == oid {
+                if let Some(i) = cols.iter().position(|(n, _)| n == num) {
+                    expr_defaults.push((i, sql.clone()));
                 }
             }
         }
@@ -242,7 +252,8 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
         types: columns.iter().map(|c| c.ty).collect(),
     };
     let indexes = crate::index::load_indexes(backend, snap, oid, &columns)?;
-    let table = Table { oid, name: name.to_string(), namespace: ns, storage, columns, indexes };
+    let mut table = Table { oid, name: name.to_string(), namespace: ns, storage, columns, indexes, extras: Default::default() };
+    crate::constraints::load(backend, snap, &mut table, expr_defaults)?;
     crate::index::register_table(backend.engine(), &table);
     Ok(Some(table))
 }
@@ -262,7 +273,7 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
         None
     };
     let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect() };
-    let table = Table { oid, name: name.to_string(), namespace, storage, columns, indexes: Vec::new() };
+    let table = Table { oid, name: name.to_string(), namespace, storage, columns, indexes: Vec::new(), extras: Default::default() };
     insert_catalog_rows(backend, &table)?;
     Ok(table)
 }
@@ -273,6 +284,7 @@ pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Resu
     for ix in &table.indexes {
         crate::index::drop_index(backend, snap, ix)?;
     }
+    crate::constraints::drop_for_table(backend, snap, table)?;
     let mut doomed: Vec<(RelStorage, Tid)> = Vec::new();
     for (tid, row) in scan_rows(backend, &class_rel(), snap)? {
         if row[0] == Value::Oid(oid) {

@@ -859,7 +859,7 @@ fn copy_from(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String
             }
             continue;
         }
-        let mut row: Vec<Value> = table.columns.iter().map(|col| col.default.clone().unwrap_or(Value::Null)).collect();
+        let mut row: Vec<Value> = crate::constraints::default_values(table, &c.columns, ctx)?;
         let mut fields = fields.into_iter();
         for &ci in &c.columns {
             let col = &table.columns[ci];

@@ -28,6 +28,10 @@ pub trait Env {
     fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
         None
     }
+    /// The session's sequence state (currval, lastval), if any.
+    fn seq_ctx(&mut self) -> Option<&mut crate::sequence::SeqSession> {
+        self.lock_ctx().map(|l| &mut l.seqs)
+    }
 }
 
 pub struct Ctx<'a> {
@@ -301,6 +305,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
     };
     Ok(match func {
         Func::Lock(lf) => crate::locking::call(lf, &vals, env)?,
+        Func::Seq(f) => crate::sequence::call(f, &vals, env)?,
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
         Func::Sleep => {
@@ -627,6 +632,7 @@ pub fn update(
                 new[*i] = eval_pure(e, &old, ctx.params, &[], ctx.env)?;
             }
             check_not_null(table, &new)?;
+            crate::constraints::check_row(table, &new, ctx)?;
             let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
             let (hot_allowed, keys_updated) = crate::index::update_flags(table, &old, &new);
             let opts = UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
@@ -688,6 +694,7 @@ pub(crate) fn newest_qualifying(
 /// (INSERT VALUES, INSERT ... SELECT, COPY FROM) goes through here.
 pub fn insert_one(table: &crate::catalog::Table, row: &[Value], ctx: &mut Ctx) -> Result<ferrogres_engine::heap::tuple::Tid> {
     check_not_null(table, row)?;
+    crate::constraints::check_row(table, row, ctx)?;
     let tid = insert_row(ctx.backend, &table.storage, row)?;
     crate::index::insert_entries(ctx.backend, table, row, tid)?;
     Ok(tid)

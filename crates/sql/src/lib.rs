@@ -3,6 +3,7 @@
 pub mod analyze;
 pub mod bytea;
 pub mod catalog;
+pub mod constraints;
 pub mod copy;
 pub mod datetime;
 pub mod errors;
@@ -16,6 +17,7 @@ pub mod parser;
 pub mod plan;
 pub mod reloptions;
 pub mod rowio;
+pub mod sequence;
 pub mod session;
 pub mod srf;
 pub mod sysviews;

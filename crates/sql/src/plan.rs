@@ -46,6 +46,8 @@ pub enum Func {
     OctetLength,
     /// Advisory locks and other lock functions (`crate::locking`).
     Lock(crate::locking::LockFunc),
+    /// nextval, currval, setval, lastval ([`crate::sequence`]).
+    Seq(crate::sequence::SeqFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,6 +213,8 @@ pub enum Statement {
     Copy(Box<crate::copy::CopyStmt>),
     /// Index DDL, constraints, TRUNCATE, VACUUM, ANALYZE ([`crate::index`]).
     Index(crate::index::IndexCmd),
+    /// Sequences, CREATE TABLE with SERIAL/expression defaults/CHECK ([`crate::constraints`]).
+    Ddl(Box<crate::constraints::DdlCmd>),
 }
 
 impl Statement {

@@ -1,0 +1,360 @@
+//! Expression DEFAULTs (volatile ones: `now()`, `nextval(...)`, `random()`),
+//! CHECK constraints, SERIAL columns, and the DDL statements that create them.
+//!
+//! Storage:
+//! - an expression default is a `pg_attrdef` row whose `adbin` is NULL and
+//!   whose `adsrc` holds the expression as SQL text (deparsed by libpg_query);
+//!   a constant default keeps its constant's text in `adbin` as before.
+//! - a CHECK constraint is a `pg_constraint` row with `contype = 'c'`,
+//!   `conkey` the referenced column numbers and `conbin` the expression's SQL
+//!   text.
+//!
+//! Both are analyzed again each time the table is loaded ([`load`]), against
+//! the table's columns, so they are evaluated per row as PostgreSQL does
+//! (`exec::insert_one` and `exec::update` call [`check_row`] after the NOT NULL
+//! checks; the rows INSERT, INSERT ... SELECT and COPY build take their
+//! defaults from [`default_expr`] / [`default_values`]).
+//!
+//! CHECK constraints are evaluated in name order (as PostgreSQL's relcache
+//! sorts them); a NULL result passes.
+
+use crate::catalog::{self, class_rel, Table};
+use crate::errors::{Result, SqlError};
+use crate::exec::{eval_pure, Ctx};
+use crate::plan::Expr;
+use crate::rowio::{insert_row, scan_rows};
+use crate::types::{self, Type, Value};
+use ferrogres_engine::engine::Backend;
+use ferrogres_engine::heap::heapam;
+use ferrogres_engine::txn::snapshot::Snapshot;
+use pg_query::protobuf as pb;
+use pg_query::NodeEnum;
+
+/// A column's expression default, analyzed.
+#[derive(Clone, Debug)]
+pub struct ExprDefault {
+    pub column: usize,
+    pub sql: String,
+    pub expr: Expr,
+}
+
+/// A CHECK constraint, analyzed over the table's row.
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub name: String,
+    pub sql: String,
+    pub expr: Expr,
+}
+
+/// What a table has beyond its columns and indexes (loaded with it).
+#[derive(Clone, Debug, Default)]
+pub struct TableExtras {
+    pub defaults: Vec<ExprDefault>,
+    /// In name order.
+    pub checks: Vec<Check>,
+}
+
+/// The SQL text of an expression node (libpg_query's deparser).
+pub fn deparse_expr(n: &NodeEnum) -> Result<String> {
+    // Replace the `1` of a parsed `SELECT 1` (every other field keeps valid enum values).
+    let mut pr = pg_query::parse("SELECT 1", 0).map_err(|e| SqlError::internal(format!("deparse: {e}")))?.protobuf;
+    let stmt = pr.stmts.get_mut(0).and_then(|s| s.stmt.as_mut()).and_then(|s| s.node.as_mut());
+    let Some(NodeEnum::SelectStmt(sel)) = stmt else { return Err(SqlError::internal("deparse: no SELECT")) };
+    let Some(NodeEnum::ResTarget(rt)) = sel.target_list.get_mut(0).and_then(|t| t.node.as_mut()) else {
+        return Err(SqlError::internal("deparse: no target"));
+    };
+    rt.val = Some(Box::new(pb::Node { node: Some(n.clone()) }));
+    let text = pg_query::deparse(&pr, Default::default()).map_err(|e| SqlError::internal(format!("deparse: {e}")))?;
+    Ok(text.strip_prefix("SELECT ").unwrap_or(&text).to_string())
+}
+
+/// Parses the SQL text of an expression back into a node.
+fn parse_expr(sql: &str) -> Result<NodeEnum> {
+    let full = format!("SELECT {sql}");
+    let stmts = crate::parser::parse(&full)?;
+    let Some(NodeEnum::SelectStmt(s)) = stmts.into_iter().next().map(|s| s.node) else {
+        return Err(SqlError::internal("stored expression is not an expression"));
+    };
+    match s.target_list.first().and_then(|t| t.node.as_ref()) {
+        Some(NodeEnum::ResTarget(rt)) => rt.val.as_ref().and_then(|v| v.node.clone()).ok_or_else(|| SqlError::internal("empty stored expression")),
+        _ => Err(SqlError::internal("stored expression is not an expression")),
+    }
+}
+
+fn analyzer<'a>(backend: &'a Backend, snap: &'a Snapshot, sql: &'a str) -> crate::analyze::Analyzer<'a> {
+    crate::analyze::Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false }
+}
+
+/// Analyzes a default's text for column `ci` of `table` (coerced to its type).
+fn analyze_default(backend: &Backend, snap: &Snapshot, table: &Table, ci: usize, sql: &str) -> Result<Expr> {
+    let node = parse_expr(sql)?;
+    let full = format!("SELECT {sql}");
+    let mut a = analyzer(backend, snap, &full);
+    let e = a.scalar_expr(&node)?;
+    let c = &table.columns[ci];
+    a.coerce_assignment(e, c.ty, c.typmod)
+}
+
+/// Analyzes a CHECK's text over the row of `table` (boolean).
+pub fn analyze_check(backend: &Backend, snap: &Snapshot, table: &Table, node: &NodeEnum, sql: &str) -> Result<Expr> {
+    let mut a = analyzer(backend, snap, sql);
+    a.check_expr(node, table)
+}
+
+/// The columns an expression reads.
+pub fn columns_of(e: &Expr, out: &mut Vec<usize>) {
+    if let Expr::Column(i, _) = e {
+        if !out.contains(i) {
+            out.push(*i);
+        }
+    }
+    for c in crate::grouping::children(e) {
+        columns_of(c, out);
+    }
+}
+
+/// Adds the expression defaults (from pg_attrdef, `raw`) and the CHECK
+/// constraints (from pg_constraint) of a table being loaded.
+pub fn load(backend: &Backend, snap: &Snapshot, table: &mut Table, raw: Vec<(usize, String)>) -> Result<()> {
+    let mut checks = Vec::new();
+    for (_, row) in scan_rows(backend, &crate::index::constraint_rel(), snap)? {
+        if let [_, Value::Text(name), _, Value::Text(kind), Value::Oid(rel), _, _, Value::Text(sql)] = row.as_slice() {
+            if *rel == table.oid && kind == "c" {
+                checks.push((name.clone(), sql.clone()));
+            }
+        }
+    }
+    if raw.is_empty() && checks.is_empty() {
+        return Ok(());
+    }
+    for (ci, sql) in raw {
+        if ci < table.columns.len() {
+            let expr = analyze_default(backend, snap, table, ci, &sql)?;
+            table.extras.defaults.push(ExprDefault { column: ci, sql, expr });
+        }
+    }
+    checks.sort();
+    for (name, sql) in checks {
+        let full = format!("SELECT {sql}");
+        let node = parse_expr(&sql)?;
+        let _ = full;
+        let expr = analyze_check(backend, snap, table, &node, &sql)?;
+        table.extras.checks.push(Check { name, sql, expr });
+    }
+    Ok(())
+}
+
+/// The default of column `ci` as an expression (NULL if none).
+pub fn default_expr(table: &Table, ci: usize) -> Expr {
+    if let Some(d) = table.extras.defaults.iter().find(|d| d.column == ci) {
+        return d.expr.clone();
+    }
+    let c = &table.columns[ci];
+    Expr::Const(c.default.clone().unwrap_or(Value::Null), c.ty)
+}
+
+/// A new row of defaults, for COPY: expression defaults are evaluated for the
+/// columns not in `given` only (a nextval is not spent on a column COPY fills).
+pub fn default_values(table: &Table, given: &[usize], ctx: &mut Ctx) -> Result<Vec<Value>> {
+    let mut row: Vec<Value> = table.columns.iter().map(|c| c.default.clone().unwrap_or(Value::Null)).collect();
+    for d in &table.extras.defaults {
+        if !given.contains(&d.column) {
+            row[d.column] = eval_pure(&d.expr, &[], ctx.params, &[], ctx.env)?;
+        }
+    }
+    Ok(row)
+}
+
+/// Whether a column default of `table` calls nextval on sequence `seq`.
+pub fn default_uses(table: &Table, seq: &str) -> bool {
+    table.extras.defaults.iter().any(|d| d.sql.contains(&format!("'{seq}'")))
+}
+
+/// The CHECK constraints of `table` on a new row (INSERT, UPDATE, COPY).
+pub fn check_row(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
+    for c in &table.extras.checks {
+        if eval_pure(&c.expr, row, ctx.params, &[], ctx.env)? == Value::Bool(false) {
+            let shown: Vec<String> = row.iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
+            return Err(SqlError::new(b"23514", format!("new row for relation \"{}\" violates check constraint \"{}\"", table.name, c.name))
+                .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+/// Stores an expression default.
+pub fn store_default(backend: &mut Backend, table_oid: u32, attnum: i16, sql: &str) -> Result<()> {
+    insert_row(
+        backend,
+        &catalog::attrdef_rel(),
+        &[Value::Oid(table_oid), Value::Int2(attnum), Value::Null, Value::Text(sql.to_string())],
+    )?;
+    Ok(())
+}
+
+/// Names of every constraint of namespace `ns`.
+fn constraint_names(backend: &Backend, snap: &Snapshot, ns: u32) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (_, row) in scan_rows(backend, &crate::index::constraint_rel(), snap)? {
+        if let [_, Value::Text(name), Value::Oid(n), ..] = row.as_slice() {
+            if *n == ns {
+                out.push(name.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// PostgreSQL's ChooseConstraintName: `base`, else `base1`, `base2`, ...
+fn choose_name(base: &str, taken: &[String]) -> String {
+    if !taken.iter().any(|t| t == base) {
+        return base.to_string();
+    }
+    (1..).map(|i| format!("{base}{i}")).find(|n| !taken.iter().any(|t| t == n)).unwrap_or_default()
+}
+
+/// Stores a CHECK constraint row.
+fn store_check(backend: &mut Backend, table: &Table, name: &str, sql: &str, cols: &[usize]) -> Result<()> {
+    let oid = backend.engine().new_oid();
+    let keys: Vec<String> = cols.iter().map(|c| (c + 1).to_string()).collect();
+    insert_row(
+        backend,
+        &crate::index::constraint_rel(),
+        &[
+            Value::Oid(oid),
+            Value::Text(name.to_string()),
+            Value::Oid(table.namespace),
+            Value::Text("c".into()),
+            Value::Oid(table.oid),
+            Value::Oid(0),
+            Value::Text(format!("{{{}}}", keys.join(","))),
+            Value::Text(sql.to_string()),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Deletes the CHECK rows of a dropped table and drops the sequences its
+/// SERIAL columns own (`catalog::drop_table`).
+pub fn drop_for_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<()> {
+    let st = crate::index::constraint_rel();
+    let mut doomed = Vec::new();
+    for (tid, row) in scan_rows(backend, &st, snap)? {
+        if let [_, _, _, Value::Text(kind), Value::Oid(rel), ..] = row.as_slice() {
+            if *rel == table.oid && kind == "c" {
+                doomed.push(tid);
+            }
+        }
+    }
+    for tid in doomed {
+        heapam::heap_delete(backend, st.rel, tid)?;
+    }
+    for (oid, name) in crate::sequence::owned_by(backend, snap, table.oid)? {
+        crate::sequence::drop_sequence(backend, snap, oid, &name)?;
+    }
+    Ok(())
+}
+
+// ---- CREATE TABLE with SERIAL, expression defaults and CHECK --------------------
+
+/// A CHECK of a table being created: its name if given, SQL text, columns.
+#[derive(Clone, Debug)]
+pub struct CheckSpec {
+    pub name: Option<String>,
+    pub sql: String,
+    pub columns: Vec<usize>,
+}
+
+/// The parts of CREATE TABLE this module adds after the table exists.
+#[derive(Clone, Debug, Default)]
+pub struct CreateExtras {
+    /// SERIAL: (column index, sequence name, options).
+    pub sequences: Vec<(usize, String, crate::sequence::SeqOptions)>,
+    /// Expression defaults: (column index, SQL text).
+    pub defaults: Vec<(usize, String)>,
+    pub checks: Vec<CheckSpec>,
+}
+
+impl CreateExtras {
+    pub fn is_empty(&self) -> bool {
+        self.sequences.is_empty() && self.defaults.is_empty() && self.checks.is_empty()
+    }
+}
+
+/// The statements of this module and of `crate::sequence`.
+#[derive(Clone, Debug)]
+pub enum DdlCmd {
+    Seq(crate::sequence::SeqCmd),
+    /// CREATE TABLE (run as `base`) with SERIAL columns, expression defaults or CHECKs.
+    CreateTable { base: crate::index::IndexCmd, extras: CreateExtras },
+}
+
+/// Runs a statement of this module in the current transaction.
+pub fn execute(cmd: &DdlCmd, backend: &mut Backend, snap: &Snapshot, notice: &mut dyn FnMut(SqlError) -> Result<()>) -> Result<String> {
+    match cmd {
+        DdlCmd::Seq(s) => crate::sequence::execute(s, backend, snap, notice),
+        DdlCmd::CreateTable { base, extras } => {
+            let crate::index::IndexCmd::CreateTable { namespace, name, if_not_exists, .. } = base else {
+                return Err(SqlError::internal("not a CREATE TABLE"));
+            };
+            if *if_not_exists && crate::index::find_relation(backend, snap, *namespace, name)?.is_some() {
+                return crate::index::execute(base, backend, snap, notice);
+            }
+            for (_, seq, _) in &extras.sequences {
+                if crate::index::find_relation(backend, snap, *namespace, seq)?.is_some() {
+                    return Err(SqlError::new(b"42P07", format!("relation \"{seq}\" already exists")));
+                }
+            }
+            let tag = crate::index::execute(base, backend, snap, notice)?;
+            backend.txn.command_counter_increment()?;
+            let snap = backend.txn.statement_snapshot()?;
+            let schema = (*namespace != catalog::PUBLIC_NAMESPACE).then_some("");
+            let _ = schema;
+            let table = lookup_in(backend, &snap, *namespace, name)?;
+            for (ci, seq, opts) in &extras.sequences {
+                crate::sequence::create(backend, *namespace, seq, opts, (table.oid, *ci as i16 + 1))?;
+            }
+            for (ci, sql) in &extras.defaults {
+                store_default(backend, table.oid, *ci as i16 + 1, sql)?;
+            }
+            let mut taken = constraint_names(backend, &snap, *namespace)?;
+            for c in &extras.checks {
+                let n = match &c.name {
+                    Some(n) => {
+                        if taken.contains(n) {
+                            return Err(SqlError::new(b"42710", format!("constraint \"{n}\" for relation \"{name}\" already exists")));
+                        }
+                        n.clone()
+                    }
+                    None => {
+                        let base = match c.columns.as_slice() {
+                            [one] => format!("{name}_{}_check", table.columns[*one].name),
+                            _ => format!("{name}_check"),
+                        };
+                        choose_name(&base, &taken)
+                    }
+                };
+                store_check(backend, &table, &n, &c.sql, &c.columns)?;
+                taken.push(n);
+            }
+            Ok(tag)
+        }
+    }
+}
+
+fn lookup_in(backend: &Backend, snap: &Snapshot, ns: u32, name: &str) -> Result<Table> {
+    let schema = if ns == catalog::PUBLIC_NAMESPACE { None } else { Some(namespace_name(backend, snap, ns)?) };
+    catalog::lookup_table(backend, snap, schema.as_deref(), name)?.ok_or_else(|| SqlError::internal("created table not found"))
+}
+
+fn namespace_name(backend: &Backend, snap: &Snapshot, ns: u32) -> Result<String> {
+    let _ = class_rel;
+    for (_, row) in scan_rows(backend, &catalog::cat(catalog::PG_NAMESPACE, &[Type::Oid, Type::Text]), snap)? {
+        if let [Value::Oid(o), Value::Text(n)] = row.as_slice() {
+            if *o == ns {
+                return Ok(n.clone());
+            }
+        }
+    }
+    Err(SqlError::internal("namespace not found"))
+}
