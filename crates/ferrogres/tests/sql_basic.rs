@@ -479,3 +479,13 @@ fn float4_matches_postgres_15() {
 fn sequences_and_serial_match_postgres_15() {
     check_script("sequences");
 }
+
+#[test]
+fn check_constraints_match_postgres_15() {
+    check_script("constraints");
+}
+
+#[test]
+fn foreign_keys_match_postgres_15() {
+    check_script("foreign_keys");
+}

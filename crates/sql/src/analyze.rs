@@ -1267,7 +1267,7 @@ impl<'a> Analyzer<'a> {
     /// A CHECK constraint's expression over the row of `table`.
     pub(crate) fn check_expr(&mut self, n: &NodeEnum, table: &Table) -> Result<Expr> {
         let mut scope = Scope::new(Some((table, table.name.clone())));
-        self.bool_expr(n, &mut scope, "CHECK constraint")
+        self.bool_expr(n, &mut scope, "CHECK")
     }
 
     /// `e` converted to a column's type as an assignment does.
@@ -1402,6 +1402,7 @@ impl<'a> Analyzer<'a> {
         let mut constraints: Vec<(pb::Constraint, Option<String>)> = Vec::new();
         let mut extras = crate::constraints::CreateExtras::default();
         let mut checks: Vec<(pb::Constraint, Option<usize>)> = Vec::new();
+        let mut fkeys: Vec<(pb::Constraint, Option<usize>)> = Vec::new();
         for elt in &s.table_elts {
             match elt.node.as_ref() {
                 Some(NodeEnum::ColumnDef(cd)) => {
@@ -1435,6 +1436,7 @@ impl<'a> Analyzer<'a> {
                             }
                             C::ConstrPrimary | C::ConstrUnique => constraints.push(((**c).clone(), Some(cd.colname.clone()))),
                             C::ConstrCheck => checks.push(((**c).clone(), Some(columns.len()))),
+                            C::ConstrForeign => fkeys.push(((**c).clone(), Some(columns.len()))),
                             other => return Err(self.err_at(SqlError::not_supported(format!("column constraint {other:?}")), c.location)),
                         }
                     }
@@ -1448,6 +1450,9 @@ impl<'a> Analyzer<'a> {
                 Some(NodeEnum::Constraint(c)) if matches!(pb::ConstrType::try_from(c.contype), Ok(pb::ConstrType::ConstrCheck)) => {
                     checks.push(((**c).clone(), None))
                 }
+                Some(NodeEnum::Constraint(c)) if matches!(pb::ConstrType::try_from(c.contype), Ok(pb::ConstrType::ConstrForeign)) => {
+                    fkeys.push(((**c).clone(), None))
+                }
                 _ => return Err(SqlError::not_supported("table constraints")),
             }
         }
@@ -1455,6 +1460,10 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::new(b"54011", "tables can have at most 1600 columns"));
         }
         ddl_create::checks(self, namespace, &rv.relname, &columns, checks, &mut extras)?;
+        for (c, col) in fkeys {
+            let spec = crate::foreign_key::analyze(self, &rv.relname, &columns, &c, col)?;
+            extras.fkeys.push(spec);
+        }
         if !extras.is_empty() {
             let base = match self.create_with_constraints(namespace, rv.relname.clone(), columns, s.if_not_exists, constraints)? {
                 Statement::Index(base) => base,

@@ -281,6 +281,7 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
 /// DROP TABLE: deletes the table's catalog rows in the current transaction.
 pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<()> {
     let oid = table.oid;
+    crate::constraints::check_drop(backend, table)?;
     for ix in &table.indexes {
         crate::index::drop_index(backend, snap, ix)?;
     }

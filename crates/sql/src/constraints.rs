@@ -52,6 +52,16 @@ pub struct TableExtras {
     pub defaults: Vec<ExprDefault>,
     /// In name order.
     pub checks: Vec<Check>,
+    /// Foreign keys of this table (it is the referencing side).
+    pub fkeys: Vec<crate::foreign_key::ForeignKey>,
+    /// Foreign keys of other tables referencing this one.
+    pub referenced_by: Vec<crate::foreign_key::ForeignKey>,
+}
+
+thread_local! {
+    /// Tables being loaded on this thread: a table loaded as another table's
+    /// foreign-key parent does not load its own parents (no cycles).
+    static LOAD_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// The SQL text of an expression node (libpg_query's deparser).
@@ -118,11 +128,34 @@ pub fn columns_of(e: &Expr, out: &mut Vec<usize>) {
 pub fn load(backend: &Backend, snap: &Snapshot, table: &mut Table, raw: Vec<(usize, String)>) -> Result<()> {
     let mut checks = Vec::new();
     for (_, row) in scan_rows(backend, &crate::index::constraint_rel(), snap)? {
-        if let [_, Value::Text(name), _, Value::Text(kind), Value::Oid(rel), _, _, Value::Text(sql)] = row.as_slice() {
+        if let [_, Value::Text(name), _, Value::Text(kind), Value::Oid(rel), _, Value::Text(conkey), Value::Text(sql)] = row.as_slice() {
             if *rel == table.oid && kind == "c" {
                 checks.push((name.clone(), sql.clone()));
             }
+            if kind == "f" {
+                if let Some(fk) = crate::foreign_key::decode(name, *rel, conkey, sql) {
+                    if fk.parent == table.oid {
+                        table.extras.referenced_by.push(fk.clone());
+                    }
+                    if *rel == table.oid {
+                        table.extras.fkeys.push(fk);
+                    }
+                }
+            }
         }
+    }
+    if !table.extras.fkeys.is_empty() && LOAD_DEPTH.with(|d| d.get()) == 0 {
+        LOAD_DEPTH.with(|d| d.set(d.get() + 1));
+        let r = (|| -> Result<()> {
+            for i in 0..table.extras.fkeys.len() {
+                let p = table.extras.fkeys[i].parent;
+                let parent = if p == table.oid { None } else { table_by_oid(backend, snap, p)? };
+                table.extras.fkeys[i].parent_table = parent.map(Box::new);
+            }
+            Ok(())
+        })();
+        LOAD_DEPTH.with(|d| d.set(d.get() - 1));
+        r?;
     }
     if raw.is_empty() && checks.is_empty() {
         return Ok(());
@@ -234,6 +267,29 @@ fn store_check(backend: &mut Backend, table: &Table, name: &str, sql: &str, cols
     Ok(())
 }
 
+/// Stores a FOREIGN KEY constraint row (see `crate::foreign_key`).
+pub fn store_fkey(backend: &mut Backend, table: &Table, name: &str, f: &crate::foreign_key::FkSpec) -> Result<()> {
+    let oid = backend.engine().new_oid();
+    let keys: Vec<String> = f.cols.iter().map(|c| (c + 1).to_string()).collect();
+    insert_row(
+        backend,
+        &crate::index::constraint_rel(),
+        &[
+            Value::Oid(oid),
+            Value::Text(name.to_string()),
+            Value::Oid(table.namespace),
+            Value::Text("f".into()),
+            Value::Oid(table.oid),
+            // PostgreSQL stores the referenced unique index here; 0 keeps the
+            // row out of index.rs's DROP INDEX cleanup (which matches conindid).
+            Value::Oid(0),
+            Value::Text(format!("{{{}}}", keys.join(","))),
+            Value::Text(crate::foreign_key::encode(f.parent, &f.parent_cols, f.on_update, f.on_delete)),
+        ],
+    )?;
+    Ok(())
+}
+
 /// Deletes the CHECK rows of a dropped table and drops the sequences its
 /// SERIAL columns own (`catalog::drop_table`).
 pub fn drop_for_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<()> {
@@ -241,7 +297,7 @@ pub fn drop_for_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> 
     let mut doomed = Vec::new();
     for (tid, row) in scan_rows(backend, &st, snap)? {
         if let [_, _, _, Value::Text(kind), Value::Oid(rel), ..] = row.as_slice() {
-            if *rel == table.oid && kind == "c" {
+            if *rel == table.oid && (kind == "c" || kind == "f") {
                 doomed.push(tid);
             }
         }
@@ -249,6 +305,38 @@ pub fn drop_for_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> 
     for tid in doomed {
         heapam::heap_delete(backend, st.rel, tid)?;
     }
+    drop_owned_sequences(backend, snap, table)
+}
+
+/// DROP TABLE of a table another table's foreign key references: 2BP01 (no
+/// CASCADE yet). Called before anything of the table is dropped.
+pub fn check_drop(backend: &mut Backend, table: &Table) -> Result<()> {
+    let st = crate::index::constraint_rel();
+    // Tables dropped earlier in the same statement are gone for this check.
+    backend.txn.command_counter_increment()?;
+    let now = backend.txn.statement_snapshot()?;
+    let mut deps: Vec<String> = Vec::new();
+    for (_, row) in scan_rows(backend, &st, &now)? {
+        if let [_, Value::Text(name), _, Value::Text(kind), Value::Oid(rel), _, Value::Text(conkey), Value::Text(bin)] = row.as_slice() {
+            if kind == "f" && *rel != table.oid {
+                if let Some(fk) = crate::foreign_key::decode(name, *rel, conkey, bin) {
+                    if fk.parent == table.oid {
+                        let child = table_by_oid(backend, &now, *rel)?.map_or_else(|| rel.to_string(), |t| t.name);
+                        deps.push(format!("constraint {name} on table {child} depends on table {}", table.name));
+                    }
+                }
+            }
+        }
+    }
+    if !deps.is_empty() {
+        return Err(SqlError::new(b"2BP01", format!("cannot drop table {} because other objects depend on it", table.name))
+            .with_detail(deps.join("\n"))
+            .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+    }
+    Ok(())
+}
+
+fn drop_owned_sequences(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<()> {
     for (oid, name) in crate::sequence::owned_by(backend, snap, table.oid)? {
         crate::sequence::drop_sequence(backend, snap, oid, &name)?;
     }
@@ -273,11 +361,12 @@ pub struct CreateExtras {
     /// Expression defaults: (column index, SQL text).
     pub defaults: Vec<(usize, String)>,
     pub checks: Vec<CheckSpec>,
+    pub fkeys: Vec<crate::foreign_key::FkSpec>,
 }
 
 impl CreateExtras {
     pub fn is_empty(&self) -> bool {
-        self.sequences.is_empty() && self.defaults.is_empty() && self.checks.is_empty()
+        self.sequences.is_empty() && self.defaults.is_empty() && self.checks.is_empty() && self.fkeys.is_empty()
     }
 }
 
@@ -320,12 +409,8 @@ pub fn execute(cmd: &DdlCmd, backend: &mut Backend, snap: &Snapshot, notice: &mu
             let mut taken = constraint_names(backend, &snap, *namespace)?;
             for c in &extras.checks {
                 let n = match &c.name {
-                    Some(n) => {
-                        if taken.contains(n) {
-                            return Err(SqlError::new(b"42710", format!("constraint \"{n}\" for relation \"{name}\" already exists")));
-                        }
-                        n.clone()
-                    }
+                    // Named: unique among the table's constraints (checked at analysis).
+                    Some(n) => n.clone(),
                     None => {
                         let base = match c.columns.as_slice() {
                             [one] => format!("{name}_{}_check", table.columns[*one].name),
@@ -337,9 +422,30 @@ pub fn execute(cmd: &DdlCmd, backend: &mut Backend, snap: &Snapshot, notice: &mu
                 store_check(backend, &table, &n, &c.sql, &c.columns)?;
                 taken.push(n);
             }
+            for f in &extras.fkeys {
+                let n = match &f.name {
+                    Some(n) => n.clone(),
+                    None => choose_name(&crate::foreign_key::default_name(&table, &f.cols), &taken),
+                };
+                store_fkey(backend, &table, &n, f)?;
+                taken.push(n);
+            }
             Ok(tag)
         }
     }
+}
+
+/// A table by OID (any schema).
+pub fn table_by_oid(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<Table>> {
+    for (_, row) in scan_rows(backend, &class_rel(), snap)? {
+        if let [Value::Oid(o), Value::Text(n), Value::Oid(ns), _, _, Value::Text(kind), ..] = row.as_slice() {
+            if *o == oid && kind == "r" {
+                let schema = if *ns == catalog::PUBLIC_NAMESPACE { None } else { Some(namespace_name(backend, snap, *ns)?) };
+                return catalog::lookup_table(backend, snap, schema.as_deref(), n);
+            }
+        }
+    }
+    Ok(None)
 }
 
 fn lookup_in(backend: &Backend, snap: &Snapshot, ns: u32, name: &str) -> Result<Table> {
@@ -348,7 +454,6 @@ fn lookup_in(backend: &Backend, snap: &Snapshot, ns: u32, name: &str) -> Result<
 }
 
 fn namespace_name(backend: &Backend, snap: &Snapshot, ns: u32) -> Result<String> {
-    let _ = class_rel;
     for (_, row) in scan_rows(backend, &catalog::cat(catalog::PG_NAMESPACE, &[Type::Oid, Type::Text]), snap)? {
         if let [Value::Oid(o), Value::Text(n)] = row.as_slice() {
             if *o == ns {

@@ -641,6 +641,8 @@ pub fn update(
                     if !hot {
                         crate::index::insert_entries(ctx.backend, table, &new, new_tid)?;
                     }
+                    crate::foreign_key::check_child(table, &new, Some(&old), ctx)?;
+                    crate::foreign_key::on_parent_update(table, &old, &new, ctx)?;
                     n += 1;
                     if !returning.is_empty() {
                         out.push(returning.iter().map(|t| eval_pure(&t.expr, &new, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
@@ -697,6 +699,7 @@ pub fn insert_one(table: &crate::catalog::Table, row: &[Value], ctx: &mut Ctx) -
     crate::constraints::check_row(table, row, ctx)?;
     let tid = insert_row(ctx.backend, &table.storage, row)?;
     crate::index::insert_entries(ctx.backend, table, row, tid)?;
+    crate::foreign_key::check_child(table, row, None, ctx)?;
     Ok(tid)
 }
 
@@ -743,6 +746,7 @@ pub fn delete(
             let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };
             match heap_delete_ext(ctx.backend, table.storage.rel, tid, opts)? {
                 DeleteOutcome::Ok => {
+                    crate::foreign_key::on_parent_delete(table, &row, ctx)?;
                     n += 1;
                     if !returning.is_empty() {
                         out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);

@@ -8,6 +8,7 @@ pub mod copy;
 pub mod datetime;
 pub mod errors;
 pub mod exec;
+pub mod foreign_key;
 pub mod grouping;
 pub mod index;
 pub mod insert_select;

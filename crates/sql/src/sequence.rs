@@ -709,7 +709,7 @@ pub fn execute(cmd: &SeqCmd, backend: &mut Backend, snap: &Snapshot, notice: &mu
             for (oid, name) in &found {
                 if let Some(s) = with_state(backend.engine(), *oid, name, |s| Ok(s.owner)).ok().filter(|o| o.0 != 0) {
                     // A SERIAL column's default depends on it.
-                    if let Some(t) = table_by_oid(backend, snap, s.0)? {
+                    if let Some(t) = crate::constraints::table_by_oid(backend, snap, s.0)? {
                         if crate::constraints::default_uses(&t, name) {
                             let col = t.columns.get(s.1 as usize - 1).map_or(String::new(), |c| c.name.clone());
                             return Err(SqlError::new(b"2BP01", format!("cannot drop sequence {name} because other objects depend on it"))
@@ -723,18 +723,6 @@ pub fn execute(cmd: &SeqCmd, backend: &mut Backend, snap: &Snapshot, notice: &mu
             Ok("DROP SEQUENCE".into())
         }
     }
-}
-
-fn table_by_oid(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<crate::catalog::Table>> {
-    for (_, row) in scan_rows(backend, &class_rel(), snap)? {
-        if let [Value::Oid(o), Value::Text(n), Value::Oid(ns), _, _, Value::Text(kind), ..] = row.as_slice() {
-            if *o == oid && kind == "r" {
-                let schema = if *ns == catalog::PUBLIC_NAMESPACE { None } else { return Ok(None) };
-                return catalog::lookup_table(backend, snap, schema, n);
-            }
-        }
-    }
-    Ok(None)
 }
 
 /// Splits a regclass literal (`s`, `sch.s`, `"S"`) into schema and name, as

@@ -107,7 +107,7 @@ pub(super) fn checks(
         let name = (!c.conname.is_empty()).then(|| c.conname.clone());
         if let Some(n) = &name {
             if extras.checks.iter().any(|x| x.name.as_ref() == Some(n)) {
-                return Err(SqlError::new(b"42710", format!("constraint \"{n}\" for relation \"{table}\" already exists")));
+                return Err(SqlError::new(b"42710", format!("check constraint \"{n}\" already exists")));
             }
         }
         extras.checks.push(CheckSpec { name, sql: deparse_expr(raw)?, columns: cols });
