@@ -489,3 +489,8 @@ fn check_constraints_match_postgres_15() {
 fn foreign_keys_match_postgres_15() {
     check_script("foreign_keys");
 }
+
+#[test]
+fn alter_table_add_constraint_matches_postgres_15() {
+    check_script("alter_table");
+}

@@ -17,6 +17,7 @@ use pg_query::NodeEnum;
 mod exprs;
 mod group_by;
 mod index_ddl;
+mod ddl_alter;
 mod ddl_create;
 
 pub struct Analyzer<'a> {
@@ -148,6 +149,9 @@ impl<'a> Analyzer<'a> {
             NodeEnum::CreateStmt(s) => self.create(s),
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
+            NodeEnum::AlterTableStmt(s) if ddl_alter::added_constraint(s).is_some() => {
+                self.alter_add_constraint(s, ddl_alter::added_constraint(s).expect("checked"))
+            }
             NodeEnum::AlterTableStmt(s) => self.alter_table(s),
             NodeEnum::TruncateStmt(s) => self.truncate(s),
             NodeEnum::VacuumStmt(s) => self.vacuum(s),

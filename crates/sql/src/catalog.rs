@@ -6,13 +6,14 @@
 //! | pg_namespace | 2615 | oid oid, nspname text |
 //! | pg_class | 1259 | oid oid, relname text, relnamespace oid, relfilenode oid, reltoastrelid oid, relkind text, relnatts int2, relam oid, relpages int4, reltuples float8 |
 //! | pg_attribute | 1249 | attrelid oid, attname text, atttypid oid, attnum int2, atttypmod int4, attnotnull bool |
-//! | pg_attrdef | 2604 | adrelid oid, adnum int2, adbin text |
+//! | pg_attrdef | 2604 | adrelid oid, adnum int2, adbin text, adsrc text (an expression default's SQL, see [`crate::constraints`]) |
 //! | pg_index | 2610 | see [`crate::index`] |
 //! | pg_constraint | 2606 | see [`crate::index`] |
 //!
 //! Differences from PostgreSQL, for now: names are `text` rather than the 64-byte
-//! `name`; only the columns above exist; `adbin` holds the default's constant in
-//! its type's text form (defaults are constants this round). pg_type is not
+//! `name`; only the columns above exist; `adbin` holds a constant default in
+//! its type's text form; an expression default has `adbin` NULL and its SQL in
+//! `adsrc`, analyzed again when the table is loaded. pg_type is not
 //! stored: its rows are the built-in constants of [`crate::types`] (a bootstrap
 //! catalog). The catalogs have fixed relfilenodes equal to PostgreSQL's relation
 //! OIDs, and are created and filled by [`bootstrap`] in one transaction on the

@@ -376,11 +376,75 @@ pub enum DdlCmd {
     Seq(crate::sequence::SeqCmd),
     /// CREATE TABLE (run as `base`) with SERIAL columns, expression defaults or CHECKs.
     CreateTable { base: crate::index::IndexCmd, extras: CreateExtras },
+    /// ALTER TABLE ... ADD CHECK / FOREIGN KEY: existing rows validated first.
+    AddConstraint { table: Table, check: Option<CheckSpec>, fkey: Option<crate::foreign_key::FkSpec> },
 }
 
 /// Runs a statement of this module in the current transaction.
-pub fn execute(cmd: &DdlCmd, backend: &mut Backend, snap: &Snapshot, notice: &mut dyn FnMut(SqlError) -> Result<()>) -> Result<String> {
+pub fn execute(
+    cmd: &DdlCmd,
+    backend: &mut Backend,
+    snap: &Snapshot,
+    env: &mut dyn crate::exec::Env,
+    notice: &mut dyn FnMut(SqlError) -> Result<()>,
+) -> Result<String> {
     match cmd {
+        DdlCmd::AddConstraint { table, check, fkey } => {
+            let taken = constraint_names(backend, snap, table.namespace)?;
+            let mut t = table.clone();
+            t.extras = TableExtras::default();
+            let name = match (check, fkey) {
+                (Some(c), _) => c.name.clone().unwrap_or_else(|| {
+                    let base = match c.columns.as_slice() {
+                        [one] => format!("{}_{}_check", t.name, t.columns[*one].name),
+                        _ => format!("{}_check", t.name),
+                    };
+                    choose_name(&base, &taken)
+                }),
+                (None, Some(f)) => f.name.clone().unwrap_or_else(|| choose_name(&crate::foreign_key::default_name(&t, &f.cols), &taken)),
+                _ => return Err(SqlError::internal("ADD CONSTRAINT without a constraint")),
+            };
+            // Validate the existing rows with the new constraint alone.
+            if let Some(c) = check {
+                let node = parse_expr(&c.sql)?;
+                let expr = analyze_check(backend, snap, &t, &node, &c.sql)?;
+                t.extras.checks.push(Check { name: name.clone(), sql: c.sql.clone(), expr });
+            }
+            if let Some(f) = fkey {
+                let parent = table_by_oid(backend, snap, f.parent)?.map(Box::new);
+                t.extras.fkeys.push(crate::foreign_key::ForeignKey {
+                    name: name.clone(),
+                    child: t.oid,
+                    cols: f.cols.clone(),
+                    parent: f.parent,
+                    parent_cols: f.parent_cols.clone(),
+                    on_update: f.on_update,
+                    on_delete: f.on_delete,
+                    parent_table: parent,
+                });
+            }
+            let rows = scan_rows(backend, &t.storage, snap)?;
+            let mut ctx = Ctx { backend: &mut *backend, snap: snap.clone(), params: &[], env };
+            for (_, row) in rows {
+                if check.is_some() {
+                    check_row(&t, &row, &mut ctx).map_err(|e| {
+                        if &e.code == b"23514" {
+                            SqlError::new(b"23514", format!("check constraint \"{name}\" of relation \"{}\" is violated by some row", t.name))
+                        } else {
+                            e
+                        }
+                    })?;
+                } else {
+                    crate::foreign_key::check_child(&t, &row, None, &mut ctx)?;
+                }
+            }
+            match (check, fkey) {
+                (Some(c), _) => store_check(backend, &t, &name, &c.sql, &c.columns)?,
+                (None, Some(f)) => store_fkey(backend, &t, &name, f)?,
+                _ => {}
+            }
+            Ok("ALTER TABLE".into())
+        }
         DdlCmd::Seq(s) => crate::sequence::execute(s, backend, snap, notice),
         DdlCmd::CreateTable { base, extras } => {
             let crate::index::IndexCmd::CreateTable { namespace, name, if_not_exists, .. } = base else {

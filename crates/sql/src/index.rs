@@ -6,7 +6,7 @@
 //! | catalog | relfilenode | columns (this round) |
 //! |---|---|---|
 //! | pg_index | 2610 | indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool, indisprimary bool, indkey text, indoption text |
-//! | pg_constraint | 2606 | oid oid, conname text, connamespace oid, contype text, conrelid oid, conindid oid, conkey text |
+//! | pg_constraint | 2606 | oid oid, conname text, connamespace oid, contype text, conrelid oid, conindid oid, conkey text, conbin text (CHECK: the expression's SQL; FOREIGN KEY: see `crate::foreign_key`; NULL for p/u) |
 //!
 //! `indkey` and `indoption` hold int2vector's text form ("1 2"), `conkey` the
 //! int2[] text form ("{1,2}"), until those types exist. `indoption` bits are
