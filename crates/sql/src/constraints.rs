@@ -312,9 +312,12 @@ pub fn drop_for_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> 
 /// CASCADE yet). Called before anything of the table is dropped.
 pub fn check_drop(backend: &mut Backend, table: &Table) -> Result<()> {
     let st = crate::index::constraint_rel();
-    // Tables dropped earlier in the same statement are gone for this check.
-    backend.txn.command_counter_increment()?;
-    let now = backend.txn.statement_snapshot()?;
+    // Tables dropped earlier in the same statement are gone for this check: the
+    // current command's own deletions are seen as done (curcid + 1), without a
+    // command counter increment (which would make a second drop of the same
+    // table in `DROP TABLE w, w` fail).
+    let mut now = backend.txn.statement_snapshot()?;
+    now.curcid = now.curcid.wrapping_add(1);
     let mut deps: Vec<String> = Vec::new();
     for (_, row) in scan_rows(backend, &st, &now)? {
         if let [_, Value::Text(name), _, Value::Text(kind), Value::Oid(rel), _, Value::Text(conkey), Value::Text(bin)] = row.as_slice() {
