@@ -514,3 +514,23 @@ fn set_operations_match_postgres_15() {
 fn with_queries_match_postgres_15() {
     check_script("with");
 }
+
+#[test]
+fn sequences_and_serial_match_postgres_15() {
+    check_script("sequences");
+}
+
+#[test]
+fn check_constraints_match_postgres_15() {
+    check_script("constraints");
+}
+
+#[test]
+fn foreign_keys_match_postgres_15() {
+    check_script("foreign_keys");
+}
+
+#[test]
+fn alter_table_add_constraint_matches_postgres_15() {
+    check_script("alter_table");
+}

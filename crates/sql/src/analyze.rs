@@ -20,6 +20,8 @@ mod exprs;
 mod from;
 mod group_by;
 mod index_ddl;
+mod ddl_alter;
+mod ddl_create;
 mod setop;
 mod sublink;
 
@@ -162,6 +164,9 @@ impl<'a> Analyzer<'a> {
             NodeEnum::CreateStmt(s) => self.create(s),
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
+            NodeEnum::AlterTableStmt(s) if ddl_alter::added_constraint(s).is_some() => {
+                self.alter_add_constraint(s, ddl_alter::added_constraint(s).expect("checked"))
+            }
             NodeEnum::AlterTableStmt(s) => self.alter_table(s),
             NodeEnum::TruncateStmt(s) => self.truncate(s),
             NodeEnum::VacuumStmt(s) => self.vacuum(s),
@@ -197,6 +202,8 @@ impl<'a> Analyzer<'a> {
             }
             NodeEnum::VariableShowStmt(s) => Ok(Statement::Show(s.name.to_ascii_lowercase())),
             NodeEnum::CopyStmt(s) => crate::copy::analyze(self, s),
+            NodeEnum::CreateSeqStmt(s) => Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_create(self, s)?))),
+            NodeEnum::AlterSeqStmt(s) => Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_alter(self, s)?))),
             other => {
                 let name = format!("{other:?}");
                 let kind = name.split('(').next().unwrap_or("statement").to_string();
@@ -1097,6 +1104,9 @@ impl<'a> Analyzer<'a> {
 
     fn func_call(&mut self, f: &pb::FuncCall, scope: &mut Scope) -> Result<Expr> {
         let name = func_name(f).unwrap_or_default();
+        if let Some(e) = crate::sequence::analyze_call(self, &name, f)? {
+            return Ok(e);
+        }
         if f.over.is_some() {
             return Err(self.err_at(SqlError::not_supported("window functions"), f.location));
         }
@@ -1305,7 +1315,7 @@ impl<'a> Analyzer<'a> {
         };
         let mut scope = Scope::new(None);
         let default_row = |table: &Table| -> Vec<Expr> {
-            table.columns.iter().map(|c| Expr::Const(c.default.clone().unwrap_or(Value::Null), c.ty)).collect()
+            (0..table.columns.len()).map(|i| crate::constraints::default_expr(table, i)).collect()
         };
         if sel.is_none() {
             rows.push(default_row(&table));
@@ -1360,6 +1370,17 @@ impl<'a> Analyzer<'a> {
     }
 
     /// An expression that sees no columns (function arguments in FROM).
+    /// A CHECK constraint's expression over the row of `table`.
+    pub(crate) fn check_expr(&mut self, n: &NodeEnum, table: &Table) -> Result<Expr> {
+        let mut scope = Scope::new(Some((table, table.name.clone())));
+        self.bool_expr(n, &mut scope, "CHECK")
+    }
+
+    /// `e` converted to a column's type as an assignment does.
+    pub(crate) fn coerce_assignment(&mut self, e: Expr, to: Type, typmod: i32) -> Result<Expr> {
+        self.coerce_typmod(e, to, typmod, CastContext::Assignment, -1)
+    }
+
     pub(crate) fn scalar_expr(&mut self, n: &NodeEnum) -> Result<Expr> {
         let mut scope = Scope::new(None);
         self.expr(n, &mut scope)
@@ -1417,7 +1438,7 @@ impl<'a> Analyzer<'a> {
             let col = table.columns[ci].clone();
             let Some(val) = node(&rt.val) else { continue };
             let e = if matches!(val, NodeEnum::SetToDefault(_)) {
-                Expr::Const(col.default.clone().unwrap_or(Value::Null), col.ty)
+                crate::constraints::default_expr(&table, ci)
             } else {
                 let mut scope = Scope::new(Some((&table, refname.clone())));
                 let e = self.expr(val, &mut scope)?;
@@ -1485,14 +1506,24 @@ impl<'a> Analyzer<'a> {
         };
         let mut columns: Vec<Column> = Vec::new();
         let mut constraints: Vec<(pb::Constraint, Option<String>)> = Vec::new();
+        let mut extras = crate::constraints::CreateExtras::default();
+        let mut checks: Vec<(pb::Constraint, Option<usize>)> = Vec::new();
+        let mut fkeys: Vec<(pb::Constraint, Option<usize>)> = Vec::new();
         for elt in &s.table_elts {
             match elt.node.as_ref() {
                 Some(NodeEnum::ColumnDef(cd)) => {
                     if columns.iter().any(|c| c.name == cd.colname) {
                         return Err(SqlError::new(b"42701", format!("column \"{}\" specified more than once", cd.colname)));
                     }
-                    let (ty, typmod) = self.type_name(cd.type_name.as_ref())?;
+                    let serial = ddl_create::serial_type(cd.type_name.as_ref());
+                    let (ty, typmod) = match serial {
+                        Some(t) => (t, -1),
+                        None => self.type_name(cd.type_name.as_ref())?,
+                    };
                     let mut col = Column { name: cd.colname.clone(), ty, typmod, not_null: cd.is_not_null, default: None };
+                    if serial.is_some() {
+                        ddl_create::serial_column(self, &rv.relname, columns.len(), &mut col, &cd.constraints, &mut extras)?;
+                    }
                     for c in &cd.constraints {
                         let Some(NodeEnum::Constraint(c)) = &c.node else { continue };
                         use pb::ConstrType as C;
@@ -1504,12 +1535,14 @@ impl<'a> Analyzer<'a> {
                                 let mut scope = Scope::new(None);
                                 let e = self.expr(raw, &mut scope)?;
                                 let e = self.coerce_typmod(e, ty, typmod, CastContext::Assignment, location(raw))?;
-                                let v = crate::exec::eval_const(&e).map_err(|e| self.err_at(e, location(raw)))?.ok_or_else(|| {
-                                    self.err_at(SqlError::not_supported("non-constant DEFAULT expressions"), location(raw))
-                                })?;
-                                col.default = (!v.is_null()).then_some(v);
+                                match crate::exec::eval_const(&e).map_err(|e| self.err_at(e, location(raw)))? {
+                                    Some(v) => col.default = (!v.is_null()).then_some(v),
+                                    None => extras.defaults.push((columns.len(), crate::constraints::deparse_expr(raw)?)),
+                                }
                             }
                             C::ConstrPrimary | C::ConstrUnique => constraints.push(((**c).clone(), Some(cd.colname.clone()))),
+                            C::ConstrCheck => checks.push(((**c).clone(), Some(columns.len()))),
+                            C::ConstrForeign => fkeys.push(((**c).clone(), Some(columns.len()))),
                             other => return Err(self.err_at(SqlError::not_supported(format!("column constraint {other:?}")), c.location)),
                         }
                     }
@@ -1520,11 +1553,29 @@ impl<'a> Analyzer<'a> {
                 {
                     constraints.push(((**c).clone(), None))
                 }
+                Some(NodeEnum::Constraint(c)) if matches!(pb::ConstrType::try_from(c.contype), Ok(pb::ConstrType::ConstrCheck)) => {
+                    checks.push(((**c).clone(), None))
+                }
+                Some(NodeEnum::Constraint(c)) if matches!(pb::ConstrType::try_from(c.contype), Ok(pb::ConstrType::ConstrForeign)) => {
+                    fkeys.push(((**c).clone(), None))
+                }
                 _ => return Err(SqlError::not_supported("table constraints")),
             }
         }
         if columns.len() > 1600 {
             return Err(SqlError::new(b"54011", "tables can have at most 1600 columns"));
+        }
+        ddl_create::checks(self, namespace, &rv.relname, &columns, checks, &mut extras)?;
+        for (c, col) in fkeys {
+            let spec = crate::foreign_key::analyze(self, &rv.relname, &columns, &c, col)?;
+            extras.fkeys.push(spec);
+        }
+        if !extras.is_empty() {
+            let base = match self.create_with_constraints(namespace, rv.relname.clone(), columns, s.if_not_exists, constraints)? {
+                Statement::Index(base) => base,
+                _ => return Err(SqlError::internal("CREATE TABLE analysis")),
+            };
+            return Ok(ddl(crate::constraints::DdlCmd::CreateTable { base, extras }));
         }
         if !constraints.is_empty() {
             return self.create_with_constraints(namespace, rv.relname.clone(), columns, s.if_not_exists, constraints);
@@ -1535,6 +1586,9 @@ impl<'a> Analyzer<'a> {
     fn drop(&mut self, s: &pb::DropStmt) -> Result<Statement> {
         if s.remove_type == pb::ObjectType::ObjectIndex as i32 {
             return self.drop_index(s);
+        }
+        if s.remove_type == pb::ObjectType::ObjectSequence as i32 {
+            return Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_drop(s)?)));
         }
         if s.remove_type != pb::ObjectType::ObjectTable as i32 {
             return Err(SqlError::not_supported("DROP of this object type"));
@@ -1554,6 +1608,10 @@ impl<'a> Analyzer<'a> {
         }
         Ok(Statement::DropTables { tables, missing_ok: s.missing_ok })
     }
+}
+
+fn ddl(cmd: crate::constraints::DdlCmd) -> Statement {
+    Statement::Ddl(Box::new(cmd))
 }
 
 fn typmod_of(e: &Expr) -> i32 {

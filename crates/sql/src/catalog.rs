@@ -6,7 +6,7 @@
 //! | pg_namespace | 2615 | oid oid, nspname text |
 //! | pg_class | 1259 | oid oid, relname text, relnamespace oid, relfilenode oid, reltoastrelid oid, relkind text, relnatts int2, relam oid, relpages int4, reltuples float8 |
 //! | pg_attribute | 1249 | attrelid oid, attname text, atttypid oid, attnum int2, atttypmod int4, attnotnull bool |
-//! | pg_attrdef | 2604 | adrelid oid, adnum int2, adbin text |
+//! | pg_attrdef | 2604 | adrelid oid, adnum int2, adbin text, adsrc text (an expression default's SQL, see [`crate::constraints`]) |
 //! | pg_index | 2610 | see [`crate::index`] |
 //! | pg_constraint | 2606 | see [`crate::index`] |
 //!
@@ -14,8 +14,9 @@
 //! [`crate::pgcatalog`], which have PostgreSQL 15's columns.
 //!
 //! Differences from PostgreSQL, for now: names are `text` rather than the 64-byte
-//! `name`; only the columns above exist; `adbin` holds the default's constant in
-//! its type's text form (defaults are constants this round). pg_type is not
+//! `name`; only the columns above exist; `adbin` holds a constant default in
+//! its type's text form; an expression default has `adbin` NULL and its SQL in
+//! `adsrc`, analyzed again when the table is loaded. pg_type is not
 //! stored: its rows are the built-in constants of [`crate::types`] (a bootstrap
 //! catalog). The catalogs have fixed relfilenodes equal to PostgreSQL's relation
 //! OIDs, and are created and filled by [`bootstrap`] in one transaction on the
@@ -66,8 +67,8 @@ pub(crate) fn class_rel() -> RelStorage {
 fn attribute_rel() -> RelStorage {
     cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool])
 }
-fn attrdef_rel() -> RelStorage {
-    cat(PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text])
+pub(crate) fn attrdef_rel() -> RelStorage {
+    cat(PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text, Type::Text])
 }
 
 /// A column of a user table.
@@ -92,6 +93,8 @@ pub struct Table {
     pub columns: Vec<Column>,
     /// Its indexes (B-tree), loaded with it.
     pub indexes: Vec<crate::index::IndexInfo>,
+    /// Expression defaults and CHECK constraints ([`crate::constraints`]).
+    pub extras: crate::constraints::TableExtras,
 }
 
 /// Makes sure the catalogs exist and are filled (first start of a data directory).
@@ -122,7 +125,7 @@ pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
                 &["oid", "relname", "relnamespace", "relfilenode", "reltoastrelid", "relkind", "relnatts", "relam", "relpages", "reltuples"],
             ),
             (PG_ATTRIBUTE, "pg_attribute", attribute_rel(), &["attrelid", "attname", "atttypid", "attnum", "atttypmod", "attnotnull"]),
-            (PG_ATTRDEF, "pg_attrdef", attrdef_rel(), &["adrelid", "adnum", "adbin"]),
+            (PG_ATTRDEF, "pg_attrdef", attrdef_rel(), &["adrelid", "adnum", "adbin", "adsrc"]),
             (crate::index::PG_INDEX, "pg_index", crate::index::index_rel(), crate::index::PG_INDEX_COLUMNS),
             (crate::index::PG_CONSTRAINT, "pg_constraint", crate::index::constraint_rel(), crate::index::PG_CONSTRAINT_COLUMNS),
         ];
@@ -133,7 +136,7 @@ pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
                 .zip(cols)
                 .map(|(t, c)| Column { name: c.to_string(), ty: *t, typmod: -1, not_null: true, default: None })
                 .collect();
-            let table = Table { oid, name: name.into(), namespace: PG_CATALOG_NAMESPACE, storage: st, columns, indexes: Vec::new() };
+            let table = Table { oid, name: name.into(), namespace: PG_CATALOG_NAMESPACE, storage: st, columns, indexes: Vec::new(), extras: Default::default() };
             insert_catalog_rows(&mut backend, &table)?;
         }
         Ok(())
@@ -181,7 +184,7 @@ fn insert_catalog_rows(backend: &mut Backend, t: &Table) -> Result<()> {
         )?;
         if let Some(d) = &c.default {
             if let Some(text) = types::output(d) {
-                insert_row(backend, &attrdef_rel(), &[Value::Oid(t.oid), attnum, Value::Text(text)])?;
+                insert_row(backend, &attrdef_rel(), &[Value::Oid(t.oid), attnum, Value::Text(text), Value::Null])?;
             }
         }
     }
@@ -229,11 +232,19 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
         }
     }
     cols.sort_by_key(|c| c.0);
+    let mut expr_defaults: Vec<(usize, String)> = Vec::new();
     for (_, row) in scan_rows(backend, &attrdef_rel(), snap)? {
-        if let [Value::Oid(rel), Value::Int2(num), Value::Text(text)] = row.as_slice() {
+        if let [Value::Oid(rel), Value::Int2(num), Value::Text(text), _] = row.as_slice() {
             if *rel == oid {
                 if let Some((_, c)) = cols.iter_mut().find(|(n, _)| n == num) {
                     c.default = Some(types::input(c.ty, text, c.typmod)?);
+                }
+            }
+        }
+        if let [Value::Oid(rel), Value::Int2(num), Value::Null, Value::Text(sql)] = row.as_slice() {
+            if *rel == oid {
+                if let Some(i) = cols.iter().position(|(n, _)| n == num) {
+                    expr_defaults.push((i, sql.clone()));
                 }
             }
         }
@@ -245,7 +256,8 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
         types: columns.iter().map(|c| c.ty).collect(),
     };
     let indexes = crate::index::load_indexes(backend, snap, oid, &columns)?;
-    let table = Table { oid, name: name.to_string(), namespace: ns, storage, columns, indexes };
+    let mut table = Table { oid, name: name.to_string(), namespace: ns, storage, columns, indexes, extras: Default::default() };
+    crate::constraints::load(backend, snap, &mut table, expr_defaults)?;
     crate::index::register_table(backend.engine(), &table);
     Ok(Some(table))
 }
@@ -265,7 +277,7 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
         None
     };
     let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect() };
-    let table = Table { oid, name: name.to_string(), namespace, storage, columns, indexes: Vec::new() };
+    let table = Table { oid, name: name.to_string(), namespace, storage, columns, indexes: Vec::new(), extras: Default::default() };
     insert_catalog_rows(backend, &table)?;
     Ok(table)
 }
@@ -273,9 +285,11 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
 /// DROP TABLE: deletes the table's catalog rows in the current transaction.
 pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<()> {
     let oid = table.oid;
+    crate::constraints::check_drop(backend, table)?;
     for ix in &table.indexes {
         crate::index::drop_index(backend, snap, ix)?;
     }
+    crate::constraints::drop_for_table(backend, snap, table)?;
     let mut doomed: Vec<(RelStorage, Tid)> = Vec::new();
     for (tid, row) in scan_rows(backend, &class_rel(), snap)? {
         if row[0] == Value::Oid(oid) {

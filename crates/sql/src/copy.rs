@@ -862,7 +862,7 @@ fn copy_from(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String
             }
             continue;
         }
-        let mut row: Vec<Value> = table.columns.iter().map(|col| col.default.clone().unwrap_or(Value::Null)).collect();
+        let mut row: Vec<Value> = crate::constraints::default_values(table, &c.columns, ctx)?;
         let mut fields = fields.into_iter();
         for &ci in &c.columns {
             let col = &table.columns[ci];
@@ -881,7 +881,8 @@ fn copy_from(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String
         if fields.next().is_some() || (c.columns.is_empty() && !rec.is_empty()) {
             return Err(SqlError::new(b"22P04", "extra data after last expected column").with_context(ctx_line(line, &rec)));
         }
-        exec::insert_one(table, &row, ctx).map_err(|e| if e.context.is_some() { e } else { e.with_context(ctx_line(line, &rec)) })?;
+        // A foreign-key failure has no line (PostgreSQL checks it after the rows, in an AFTER trigger).
+        exec::insert_one(table, &row, ctx).map_err(|e| if e.context.is_some() || &e.code == b"23503" { e } else { e.with_context(ctx_line(line, &rec)) })?;
         n += 1;
         if n.is_multiple_of(1024) {
             ctx.env.check_interrupts()?;

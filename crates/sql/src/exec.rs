@@ -28,6 +28,11 @@ pub trait Env {
     fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
         None
     }
+    /// The session's sequence state (currval, lastval), if any.
+    fn seq_ctx(&mut self) -> Option<&mut crate::sequence::SeqSession> {
+        self.lock_ctx().map(|l| &mut l.seqs)
+    }
+
     /// Every setting as (name, value, default), for pg_settings (`crate::pgcatalog`).
     fn settings(&self) -> Vec<(String, String, String)> {
         Vec::new()
@@ -345,6 +350,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         Func::Lock(lf) => crate::locking::call(lf, &vals, env)?,
         Func::Array(af) => crate::array::call(af, &vals, ty)?,
         Func::Catalog(cf) => crate::pgcatalog::call(cf, &vals, env)?,
+        Func::Seq(f) => crate::sequence::call(f, &vals, env)?,
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
         Func::Sleep => {
@@ -731,6 +737,7 @@ pub fn update(
                 new[*i] = eval_pure(e, &old, params, &[], ctx)?;
             }
             check_not_null(table, &new)?;
+            crate::constraints::check_row(table, &new, ctx)?;
             let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
             let (hot_allowed, keys_updated) = crate::index::update_flags(table, &old, &new);
             let opts = UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
@@ -739,6 +746,8 @@ pub fn update(
                     if !hot {
                         crate::index::insert_entries(ctx.backend, table, &new, new_tid)?;
                     }
+                    crate::foreign_key::check_child(table, &new, Some(&old), ctx)?;
+                    crate::foreign_key::on_parent_update(table, &old, &new, ctx)?;
                     n += 1;
                     if !returning.is_empty() {
                         out.push(returning.iter().map(|t| eval_pure(&t.expr, &new, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
@@ -795,8 +804,10 @@ pub(crate) fn newest_qualifying(
 /// (INSERT VALUES, INSERT ... SELECT, COPY FROM) goes through here.
 pub fn insert_one(table: &crate::catalog::Table, row: &[Value], ctx: &mut Ctx) -> Result<ferrogres_engine::heap::tuple::Tid> {
     check_not_null(table, row)?;
+    crate::constraints::check_row(table, row, ctx)?;
     let tid = insert_row(ctx.backend, &table.storage, row)?;
     crate::index::insert_entries(ctx.backend, table, row, tid)?;
+    crate::foreign_key::check_child(table, row, None, ctx)?;
     Ok(tid)
 }
 
@@ -844,6 +855,7 @@ pub fn delete(
             let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };
             match heap_delete_ext(ctx.backend, table.storage.rel, tid, opts)? {
                 DeleteOutcome::Ok => {
+                    crate::foreign_key::on_parent_delete(table, &row, ctx)?;
                     n += 1;
                     if !returning.is_empty() {
                         out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);

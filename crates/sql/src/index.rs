@@ -6,7 +6,7 @@
 //! | catalog | relfilenode | columns (this round) |
 //! |---|---|---|
 //! | pg_index | 2610 | indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool, indisprimary bool, indkey text, indoption text |
-//! | pg_constraint | 2606 | oid oid, conname text, connamespace oid, contype text, conrelid oid, conindid oid, conkey text |
+//! | pg_constraint | 2606 | oid oid, conname text, connamespace oid, contype text, conrelid oid, conindid oid, conkey text, conbin text (CHECK: the expression's SQL; FOREIGN KEY: see `crate::foreign_key`; NULL for p/u) |
 //!
 //! `indkey` and `indoption` hold int2vector's text form ("1 2"), `conkey` the
 //! int2[] text form ("{1,2}"), until those types exist. `indoption` bits are
@@ -53,13 +53,13 @@ pub const PG_CONSTRAINT: u32 = 2606;
 pub const BTREE_AM_OID: u32 = 403;
 pub const PG_INDEX_COLUMNS: &[&str] =
     &["indexrelid", "indrelid", "indnatts", "indnkeyatts", "indisunique", "indisprimary", "indkey", "indoption"];
-pub const PG_CONSTRAINT_COLUMNS: &[&str] = &["oid", "conname", "connamespace", "contype", "conrelid", "conindid", "conkey"];
+pub const PG_CONSTRAINT_COLUMNS: &[&str] = &["oid", "conname", "connamespace", "contype", "conrelid", "conindid", "conkey", "conbin"];
 
 pub fn index_rel() -> RelStorage {
     cat(PG_INDEX, &[Type::Oid, Type::Oid, Type::Int2, Type::Int2, Type::Bool, Type::Bool, Type::Text, Type::Text])
 }
 pub fn constraint_rel() -> RelStorage {
-    cat(PG_CONSTRAINT, &[Type::Oid, Type::Text, Type::Oid, Type::Text, Type::Oid, Type::Oid, Type::Text])
+    cat(PG_CONSTRAINT, &[Type::Oid, Type::Text, Type::Oid, Type::Text, Type::Oid, Type::Oid, Type::Text, Type::Text])
 }
 
 /// indoption bits.
@@ -239,7 +239,7 @@ pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns:
     }
     let mut cons: HashMap<u32, char> = HashMap::new();
     for (_, row) in scan_rows(backend, &constraint_rel(), snap)? {
-        if let [_, _, _, Value::Text(t), Value::Oid(rel), Value::Oid(ix), _] = row.as_slice() {
+        if let [_, _, _, Value::Text(t), Value::Oid(rel), Value::Oid(ix), ..] = row.as_slice() {
             if *rel == table_oid {
                 cons.insert(*ix, t.chars().next().unwrap_or('u'));
             }
@@ -508,6 +508,7 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
                 Value::Oid(table.oid),
                 Value::Oid(oid),
                 Value::Text(format!("{{{}}}", keys.join(","))),
+                Value::Null,
             ],
         )?;
     }

@@ -56,7 +56,7 @@ pub(crate) fn analyze(
         });
         return Err(SqlError::new(b"42601", "INSERT has more target columns than expressions").at(a.sql, l));
     }
-    let mut row: Vec<Expr> = table.columns.iter().map(|c| Expr::Const(c.default.clone().unwrap_or(Value::Null), c.ty)).collect();
+    let mut row: Vec<Expr> = (0..table.columns.len()).map(|i| crate::constraints::default_expr(&table, i)).collect();
     for (j, &ci) in cols.iter().enumerate().take(n) {
         let col = &table.columns[ci];
         let src_is_literal = matches!(

@@ -210,11 +210,19 @@ pub struct LockCtx {
     /// deadlock_timeout or lock_timeout changed since they were last pushed to
     /// the lock manager.
     pub timeouts_dirty: bool,
+    /// currval/lastval of the session (`crate::sequence`).
+    pub seqs: crate::sequence::SeqSession,
 }
 
 impl LockCtx {
     pub fn new(backend: &Backend) -> LockCtx {
-        LockCtx { manager: backend.engine().locks.clone(), backend: backend.id(), notices: Vec::new(), timeouts_dirty: true }
+        LockCtx {
+            manager: backend.engine().locks.clone(),
+            backend: backend.id(),
+            notices: Vec::new(),
+            timeouts_dirty: true,
+            seqs: crate::sequence::SeqSession::new(backend.engine().clone()),
+        }
     }
 }
 

@@ -138,6 +138,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
         },
         columns,
         indexes: Vec::new(),
+        extras: Default::default(),
     })
 }
 

@@ -53,6 +53,8 @@ pub enum Func {
     Array(crate::array::ArrayFunc),
     /// Catalog and session information functions (`crate::pgcatalog`).
     Catalog(crate::pgcatalog::CatFunc),
+    /// nextval, currval, setval, lastval ([`crate::sequence`]).
+    Seq(crate::sequence::SeqFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,6 +243,8 @@ pub enum Statement {
     Copy(Box<crate::copy::CopyStmt>),
     /// Index DDL, constraints, TRUNCATE, VACUUM, ANALYZE ([`crate::index`]).
     Index(crate::index::IndexCmd),
+    /// Sequences, CREATE TABLE with SERIAL/expression defaults/CHECK ([`crate::constraints`]).
+    Ddl(Box<crate::constraints::DdlCmd>),
 }
 
 impl Statement {

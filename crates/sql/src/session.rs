@@ -802,6 +802,13 @@ impl Session {
                 let tag = crate::index::execute(cmd, &mut self.backend, &snap, &mut notice)?;
                 Ok((None, tag))
             }
+            Statement::Ddl(cmd) => {
+                self.did_ddl = true;
+                self.ddl_count += 1;
+                let shows = self.env.shows(Severity::Notice);
+                let mut notice = |n: SqlError| if shows { out.notice(&n) } else { Ok(()) };
+                Ok((None, crate::constraints::execute(cmd, &mut self.backend, &snap, &mut self.env, &mut notice)?))
+            }
             Statement::LockingQuery { query, strength, wait } => {
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 let rows = crate::locking::run_locking_query(query, *strength, *wait, &mut ctx)?;

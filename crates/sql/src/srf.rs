@@ -120,7 +120,7 @@ pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Re
         toast: None,
         types: vec![ty],
     };
-    let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns, indexes: Vec::new() };
+    let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns, indexes: Vec::new(), extras: Default::default() };
     Ok((table, refname, SeriesScan { start, stop, step, ty, unnest: unnest.map(|u| u.0) }))
 }
 

@@ -61,6 +61,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
         .map(|(n, ty)| Column { name: n.to_string(), ty: *ty, typmod: -1, not_null: false, default: None })
         .collect();
     Some(Table {
+        extras: Default::default(),
         oid: v.oid,
         name: v.name.to_string(),
         namespace: catalog::PG_CATALOG_NAMESPACE,
