@@ -12,6 +12,7 @@ pub mod index;
 pub mod insert_select;
 pub mod like;
 pub mod locking;
+pub mod numeric;
 pub mod parser;
 pub mod plan;
 pub mod reloptions;
