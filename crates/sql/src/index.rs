@@ -98,7 +98,7 @@ pub struct SqlComparator {
 fn datum_value(ty: Type, d: &Datum) -> Value {
     let v = match d {
         Datum::ByVal(raw) => types::from_byval(ty, *raw),
-        Datum::Varlena(b) => types::from_varlena(b),
+        Datum::Varlena(b) => types::from_varlena_typed(ty, b),
         _ => return Value::Null,
     };
     v.unwrap_or(Value::Null)

@@ -527,9 +527,11 @@ impl Numeric {
             let r = moved.rescale(0, true);
             Numeric::finite(r.is_neg(), shift(r.digits(), sh), 0)
         };
+        // |r| < 10^maxdigits: the leading digit's power of ten is below maxdigits.
         let maxdigits = p - s;
-        if r.int_digits() as i64 > maxdigits as i64 {
-            let limit = if maxdigits > 0 { format!("10^{maxdigits}") } else { "1".into() };
+        let lead = r.digits().len() as i64 - r.dscale() as i64;
+        if !r.digits().is_empty() && lead > maxdigits as i64 {
+            let limit = if maxdigits != 0 { format!("10^{maxdigits}") } else { "1".into() };
             return Err(SqlError::new(b"22003", "numeric field overflow")
                 .with_detail(format!("A field with precision {p}, scale {s} must round to an absolute value less than {limit}.")));
         }
@@ -880,7 +882,9 @@ impl Numeric {
         out.extend_from_slice(&(groups.len() as i16).to_be_bytes());
         out.extend_from_slice(&weight.to_be_bytes());
         out.extend_from_slice(&sign.to_be_bytes());
-        out.extend_from_slice(&(self.dscale() as u16).to_be_bytes());
+        // PostgreSQL 15 sends 32 as the display scale of the infinities.
+        let dscale = if self.is_inf() { 32 } else { self.dscale() as u16 };
+        out.extend_from_slice(&dscale.to_be_bytes());
         for g in groups {
             out.extend_from_slice(&g.to_be_bytes());
         }
@@ -965,6 +969,165 @@ pub fn type_name(typmod: i32) -> String {
     match typmod_parts(typmod) {
         Some((p, s)) => format!("numeric({p},{s})"),
         None => "numeric".into(),
+    }
+}
+
+// ---- SQL glue: casts, aggregates, functions ----
+
+use crate::types::{Type, Value};
+
+/// An integer or numeric value as numeric.
+pub fn of_value(v: &Value) -> Option<Numeric> {
+    match v {
+        Value::Numeric(n) => Some(n.clone()),
+        v => v.as_i64().map(Numeric::from_i64),
+    }
+}
+
+/// A cast to or from numeric (string types are the caller's: they go through
+/// the text I/O). `typmod` is numeric(p, s)'s when `to` is numeric.
+pub fn cast(v: Value, from: Type, to: Type, typmod: i32) -> Result<Value> {
+    Ok(match (v, to) {
+        (Value::Null, _) => Value::Null,
+        (Value::Numeric(n), Type::Numeric) => Value::Numeric(n.apply_typmod(typmod)?),
+        (Value::Numeric(n), Type::Int2 | Type::Int4 | Type::Int8) => {
+            let i = n.to_i64(to.sql_name())?.ok_or_else(|| crate::types::out_of_range(to))?;
+            match to {
+                Type::Int2 => Value::Int2(i16::try_from(i).map_err(|_| crate::types::out_of_range(to))?),
+                Type::Int4 => Value::Int4(i32::try_from(i).map_err(|_| crate::types::out_of_range(to))?),
+                _ => Value::Int8(i),
+            }
+        }
+        (Value::Numeric(n), Type::Float8) => Value::Float8(n.to_f64().ok_or_else(|| {
+            SqlError::new(b"22003", format!("\"{}\" is out of range for type double precision", n.to_text()))
+        })?),
+        (Value::Numeric(n), Type::Float4) => {
+            let t = n.to_text();
+            crate::types::input(Type::Float4, &t, -1)?
+        }
+        (Value::Float8(f), Type::Numeric) => Value::Numeric(Numeric::from_f64(f, 15)?.apply_typmod(typmod)?),
+        (Value::Float4(f), Type::Numeric) => Value::Numeric(Numeric::from_f64(f as f64, 6)?.apply_typmod(typmod)?),
+        (v, Type::Numeric) if v.as_i64().is_some() && from != Type::Oid => {
+            Value::Numeric(Numeric::from_i64(v.as_i64().unwrap_or(0)).apply_typmod(typmod)?)
+        }
+        _ => return Err(crate::types::cannot_cast(from, to)),
+    })
+}
+
+/// sum/avg's transition over numeric: the running sum (NULL before the first row).
+pub fn agg_add(acc: Value, v: &Value) -> Result<Value> {
+    let x = of_value(v).ok_or_else(|| SqlError::internal(format!("numeric sum of {v:?}")))?;
+    Ok(Value::Numeric(match acc {
+        Value::Numeric(a) => a.add(&x)?,
+        _ => x,
+    }))
+}
+
+/// avg's final step: the sum divided by the count, with division's result scale.
+pub fn avg_final(sum: Value, n: i64) -> Result<Value> {
+    match sum {
+        Value::Numeric(s) if n > 0 => Ok(Value::Numeric(s.div(&Numeric::from_i64(n))?)),
+        _ => Ok(Value::Null),
+    }
+}
+
+/// The numeric functions ([`resolve`] picks them, [`call`] runs them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumFunc {
+    Abs,
+    Round,
+    Trunc,
+    Ceil,
+    Floor,
+    Sign,
+    Mod,
+    Div,
+    Sqrt,
+    Scale,
+    MinScale,
+    TrimScale,
+}
+
+/// The numeric function `name(args)` resolves to, as (function, argument types
+/// to coerce to, result type); `None` when it is not one of them for these types.
+/// One-argument functions that float8 also has (round, abs, sqrt...) are chosen
+/// only for a numeric argument, as PostgreSQL's resolution does (`round(5)` is
+/// float8's).
+pub fn resolve(name: &str, args: &[Type]) -> Option<(NumFunc, Vec<Type>, Type)> {
+    use NumFunc::*;
+    let num = |t: &Type| *t == Type::Numeric;
+    let int_or_num = |t: &Type| t.is_integer() || *t == Type::Numeric;
+    let f = match (name, args) {
+        ("abs", [t]) if num(t) => Abs,
+        ("round", [t]) if num(t) => Round,
+        ("trunc", [t]) if num(t) => Trunc,
+        ("ceil" | "ceiling", [t]) if num(t) => Ceil,
+        ("floor", [t]) if num(t) => Floor,
+        ("sign", [t]) if num(t) => Sign,
+        ("sqrt", [t]) if num(t) => Sqrt,
+        ("round", [t, s]) if int_or_num(t) && (s.is_integer() || *s == Type::Unknown) => {
+            return Some((if name == "round" { Round } else { Trunc }, vec![Type::Numeric, Type::Int4], Type::Numeric))
+        }
+        ("trunc", [t, s]) if int_or_num(t) && (s.is_integer() || *s == Type::Unknown) => {
+            return Some((Trunc, vec![Type::Numeric, Type::Int4], Type::Numeric))
+        }
+        ("mod", [a, b]) if (num(a) || num(b)) && int_or_num(a) && int_or_num(b) => Mod,
+        ("div", [a, b]) if int_or_num(a) && int_or_num(b) => Div,
+        ("scale", [t]) if int_or_num(t) => return Some((Scale, vec![Type::Numeric], Type::Int4)),
+        ("min_scale", [t]) if int_or_num(t) => return Some((MinScale, vec![Type::Numeric], Type::Int4)),
+        ("trim_scale", [t]) if int_or_num(t) => TrimScale,
+        _ => return None,
+    };
+    Some((f, vec![Type::Numeric; args.len()], Type::Numeric))
+}
+
+/// Runs a numeric function on (already coerced, non-null-checked) arguments.
+pub fn call(f: NumFunc, vals: &[Value]) -> Result<Value> {
+    if vals.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let a = match vals.first() {
+        Some(Value::Numeric(n)) => n,
+        other => return Err(SqlError::internal(format!("numeric function on {other:?}"))),
+    };
+    let second = || -> Result<Numeric> {
+        match vals.get(1) {
+            Some(Value::Numeric(n)) => Ok(n.clone()),
+            other => Err(SqlError::internal(format!("numeric function on {other:?}"))),
+        }
+    };
+    let places = || -> i32 {
+        match vals.get(1) {
+            Some(Value::Int4(i)) => *i,
+            _ => 0,
+        }
+    };
+    let n = |x: Numeric| Ok(Value::Numeric(x));
+    match f {
+        NumFunc::Abs => n(a.abs()),
+        NumFunc::Round => n(a.round(places(), true)),
+        NumFunc::Trunc => n(a.round(places(), false)),
+        NumFunc::Ceil => n(a.ceil_floor(true)),
+        NumFunc::Floor => n(a.ceil_floor(false)),
+        NumFunc::Sign => n(a.sign()),
+        NumFunc::Sqrt => n(a.sqrt()?),
+        NumFunc::Mod => n(a.rem(&second()?)?),
+        NumFunc::Div => n(a.div_trunc(&second()?)?),
+        NumFunc::Scale => Ok(a.scale().map_or(Value::Null, Value::Int4)),
+        NumFunc::MinScale => Ok(a.min_scale().map_or(Value::Null, Value::Int4)),
+        NumFunc::TrimScale => n(a.trim_scale()),
+    }
+}
+
+/// `a op b` for numeric operands (`op` one of `+ - * / %`).
+pub fn arith(op: crate::plan::ArithOp, a: &Numeric, b: &Numeric) -> Result<Numeric> {
+    use crate::plan::ArithOp;
+    match op {
+        ArithOp::Add => a.add(b),
+        ArithOp::Sub => a.sub(b),
+        ArithOp::Mul => a.mul(b),
+        ArithOp::Div => a.div(b),
+        ArithOp::Mod => a.rem(b),
     }
 }
 
@@ -1066,6 +1229,11 @@ mod tests {
         // 12345.678: groups 1, 2345, 6780; weight 1; dscale 3.
         let b = n("12345.678").send();
         assert_eq!(b, [0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1a, 0x7c]);
+        // PostgreSQL 15's numeric_send of -0.00012, 0.000, 100000000 and -Infinity.
+        assert_eq!(n("-0.00012").send(), [0, 2, 0xff, 0xff, 0x40, 0, 0, 5, 0, 1, 0x07, 0xd0]);
+        assert_eq!(n("0.000").send(), [0, 0, 0, 0, 0, 0, 0, 3]);
+        assert_eq!(n("100000000").send(), [0, 1, 0, 2, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(n("-inf").send(), [0, 0, 0, 0, 0xf0, 0, 0, 0x20]);
         for s in ["0", "0.000", "-1", "10000", "0.0001", "-123456789.000000001", "NaN", "Infinity", "-Infinity", "1e100", "1e-100"] {
             let v = n(s);
             let back = Numeric::recv(&v.send()).unwrap();

@@ -46,6 +46,8 @@ pub enum Func {
     OctetLength,
     /// Advisory locks and other lock functions (`crate::locking`).
     Lock(crate::locking::LockFunc),
+    /// round, trunc, ceil, floor, sqrt, mod, div, scale... of numeric ([`crate::numeric`]).
+    Numeric(crate::numeric::NumFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +57,7 @@ pub enum AggKind {
     Sum,
     Min,
     Max,
-    /// avg(float4 | float8) -> float8 (avg of integers is numeric: 0A000).
+    /// avg(float4 | float8) -> float8; avg of integers and numeric -> numeric.
     Avg,
 }
 

@@ -27,7 +27,7 @@
 //!
 //! The date/time types' I/O and arithmetic live in [`crate::datetime`].
 //!
-//! numeric (1700) is not implemented: a decimal literal such as `1.5` answers 0A000.
+//! | numeric | 1700 | -1 | i | `Numeric` ([`crate::numeric`]; typmod = (p << 16 | s) + 4) |
 
 use crate::errors::{Result, SqlError};
 use crate::datetime::{self, Interval};
@@ -45,8 +45,7 @@ pub enum Type {
     Varchar,
     Unknown,
     Void,
-    /// Only as the type of a decimal literal (`1.5`) on its way to float8 or an
-    /// integer type; any other use is 0A000 until numeric exists.
+    /// Arbitrary-precision decimal ([`crate::numeric`]).
     Numeric,
     /// character(n): blank-padded; comparisons and casts to text ignore trailing blanks.
     Bpchar,
@@ -175,6 +174,7 @@ impl Type {
             Type::Timestamptz if typmod >= 0 => format!("timestamp({typmod}) with time zone"),
             Type::Time if typmod >= 0 => format!("time({typmod}) without time zone"),
             Type::TimeTz if typmod >= 0 => format!("time({typmod}) with time zone"),
+            Type::Numeric => crate::numeric::type_name(typmod),
             t => t.sql_name().to_string(),
         }
     }
@@ -201,15 +201,15 @@ impl Type {
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => AttrDesc::fixed(8),
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
-            Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea => AttrDesc::varlena(),
-            Type::Unknown | Type::Void | Type::Numeric => return None,
+            Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea | Type::Numeric => AttrDesc::varlena(),
+            Type::Unknown | Type::Void => return None,
         })
     }
     pub fn is_integer(self) -> bool {
         matches!(self, Type::Int2 | Type::Int4 | Type::Int8)
     }
     pub fn is_numeric(self) -> bool {
-        self.is_integer() || self == Type::Float8 || self == Type::Float4
+        self.is_integer() || self == Type::Float8 || self == Type::Float4 || self == Type::Numeric
     }
     pub fn is_string(self) -> bool {
         matches!(self, Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar)
@@ -217,7 +217,7 @@ impl Type {
     /// Whether a typmod changes values of this type (so an assignment of the same
     /// type still needs a length or precision coercion).
     pub fn typmod_matters(self) -> bool {
-        matches!(self, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz)
+        matches!(self, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz | Type::Numeric)
     }
     /// A type name as written in SQL (`int`, `integer`, `int4`, `pg_catalog.int4`...).
     pub fn from_sql_name(name: &str) -> Option<Type> {
@@ -272,6 +272,7 @@ pub enum Value {
     /// Microseconds since midnight and the zone in seconds west of UTC.
     TimeTz(i64, i32),
     Float4(f32),
+    Numeric(crate::numeric::Numeric),
 }
 
 impl Value {
@@ -438,7 +439,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
             Value::TimeTz(datetime::round_precision(t, typmod).min(datetime::USECS_PER_DAY), z)
         }
         Type::Void => Value::Null,
-        Type::Numeric => return Err(SqlError::not_supported("type numeric")),
+        Type::Numeric => Value::Numeric(crate::numeric::Numeric::parse(s)?.apply_typmod(typmod)?),
     })
 }
 
@@ -498,6 +499,7 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Interval(iv) => datetime::interval_out(iv),
         Value::Bytea(b) => crate::bytea::output(b),
         Value::TimeTz(t, z) => datetime::timetz_out(*t, *z),
+        Value::Numeric(n) => n.to_text(),
     })
 }
 
@@ -589,6 +591,7 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
             b.extend_from_slice(&iv.months.to_be_bytes());
             b
         }
+        Value::Numeric(n) => n.send(),
     })
 }
 
@@ -645,7 +648,7 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
                 })?,
         ),
         Type::Void => Value::Null,
-        Type::Numeric => return Err(SqlError::not_supported("type numeric")),
+        Type::Numeric => Value::Numeric(crate::numeric::Numeric::recv(b)?),
     })
 }
 
@@ -662,6 +665,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Float4, Value::Float4(f)) => Datum::ByVal(f.to_bits() as u64),
         (Type::Text | Type::Varchar | Type::Bpchar, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
         (Type::Bytea, Value::Bytea(b)) => Datum::Varlena(b),
+        (Type::Numeric, Value::Numeric(n)) => Datum::Varlena(n.as_bytes()),
         (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
         (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
             Datum::ByVal(*t as u64)
@@ -718,6 +722,7 @@ pub fn from_fixed(ty: Type, b: &[u8]) -> Result<Value> {
 pub fn from_varlena_typed(ty: Type, bytes: &[u8]) -> Result<Value> {
     match ty {
         Type::Bytea => Ok(Value::Bytea(bytes.to_vec())),
+        Type::Numeric => Ok(Value::Numeric(crate::numeric::Numeric::from_bytes(bytes)?)),
         _ => from_varlena(bytes),
     }
 }
@@ -760,6 +765,9 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
             Type::Bpchar => Ok(Value::Text(check_bpchar(&s, typmod, explicit)?)),
             _ => Ok(Value::Text(s)),
         };
+    }
+    if from == Type::Numeric || to == Type::Numeric {
+        return crate::numeric::cast(v, from, to, typmod);
     }
     if from == to {
         return Ok(v);
@@ -822,10 +830,13 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
     if from == to || from == Unknown {
         return true;
     }
-    if from == Numeric {
-        return match to {
-            Float8 | Float4 => true,
-            Int2 | Int4 | Int8 => context != CastContext::Implicit,
+    if from == Numeric || to == Numeric {
+        // pg_cast: integers -> numeric -> float implicitly; the other way on assignment.
+        return match (from, to) {
+            (Numeric, Float8 | Float4) | (Int2 | Int4 | Int8, Numeric) => true,
+            (Numeric, Int2 | Int4 | Int8) | (Float8 | Float4, Numeric) => context != CastContext::Implicit,
+            (Numeric, t) if t.is_string() => context != CastContext::Implicit,
+            (f, Numeric) if f.is_string() => context == CastContext::Explicit,
             _ => false,
         };
     }
