@@ -1003,7 +1003,8 @@ impl<'a> Analyzer<'a> {
             "min" => Some(AggKind::Min),
             "max" => Some(AggKind::Max),
             "avg" => Some(AggKind::Avg),
-            "string_agg" | "array_agg" | "bool_and" | "bool_or" | "every" => {
+            "string_agg" | "array_agg" | "bool_and" | "bool_or" | "every" | "stddev" | "stddev_samp" | "stddev_pop" | "variance"
+            | "var_samp" | "var_pop" => {
                 return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
             }
             _ => None,
