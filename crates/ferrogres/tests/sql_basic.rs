@@ -61,6 +61,11 @@ fn types_and_errors_match_postgres_15() {
 }
 
 #[test]
+fn numeric_matches_postgres_15() {
+    check_script("numeric");
+}
+
+#[test]
 fn errors_match_postgres_15() {
     check_script("errors");
 }
@@ -533,4 +538,64 @@ fn foreign_keys_match_postgres_15() {
 #[test]
 fn alter_table_add_constraint_matches_postgres_15() {
     check_script("alter_table");
+}
+
+#[test]
+/// numeric through the extended protocol: parameters in binary (PostgreSQL's
+/// numeric_send layout: ndigits, weight, sign, dscale, base-10000 digits) and
+/// text, results in both formats, and numeric(12,2)'s typmod in RowDescription.
+/// The byte strings are what PostgreSQL 15's `numeric_send(...)` returns.
+#[test]
+fn numeric_binary_io_uses_postgres_wire_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut r = Raw::connect(srv.port);
+    let v = r.send(&[query("CREATE TABLE nb (id int, x numeric, m numeric(12,2))")]);
+    assert_eq!(types(&v), "CZ", "{v:?}");
+    let one_and_half = [0u8, 2, 0, 0, 0, 0, 0, 1, 0, 1, 0x13, 0x88]; // 1.5
+    let small_neg = [0u8, 2, 0xff, 0xff, 0x40, 0, 0, 5, 0, 1, 0x07, 0xd0]; // -0.00012
+    let big = [0u8, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1a, 0x7c]; // 12345.678
+    let v = r.send(&[
+        parse("ins", "INSERT INTO nb VALUES ($1, $2, $3)", &[]),
+        bind("", "ins", &[0, 1, 1], &[Some(b"1"), Some(&small_neg), Some(&big)], &[]),
+        execute("", 0),
+        bind("", "ins", &[0, 1, 0], &[Some(b"2"), Some(&one_and_half), Some(b"-7.005")], &[]),
+        execute("", 0),
+        sync(),
+    ]);
+    assert_eq!(types(&v), "12C2CZ", "{v:?}");
+    // Text results, and the column's typmod (12 << 16 | 2) + 4 in RowDescription.
+    let v = r.send(&[
+        parse("sel", "SELECT x, m FROM nb ORDER BY id", &[]),
+        bind("", "sel", &[], &[], &[0]),
+        describe(b'P', ""),
+        execute("", 0),
+        sync(),
+    ]);
+    assert_eq!(types(&v), "12TDDCZ", "{v:?}");
+    let t = &v[2].1;
+    let end = t[2..].iter().position(|&c| c == 0).unwrap() + 2;
+    let start_m = end + 19;
+    let end_m = t[start_m..].iter().position(|&c| c == 0).unwrap() + start_m;
+    let oid = u32::from_be_bytes(t[end_m + 7..end_m + 11].try_into().unwrap());
+    let typmod = i32::from_be_bytes(t[end_m + 13..end_m + 17].try_into().unwrap());
+    assert_eq!((oid, typmod), (1700, 786438));
+    assert_eq!(row(&v[3].1), vec![Some(b"-0.00012".to_vec()), Some(b"12345.68".to_vec())]);
+    assert_eq!(row(&v[4].1), vec![Some(b"1.5".to_vec()), Some(b"-7.01".to_vec())]);
+    // Binary results.
+    let v = r.send(&[bind("", "sel", &[], &[], &[1]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "2DDCZ", "{v:?}");
+    let m1 = vec![0u8, 3, 0, 1, 0, 0, 0, 2, 0, 1, 0x09, 0x29, 0x1a, 0x90]; // 12345.68
+    let m2 = vec![0u8, 2, 0, 0, 0x40, 0, 0, 2, 0, 7, 0, 0x64]; // -7.01
+    assert_eq!(row(&v[1].1), vec![Some(small_neg.to_vec()), Some(m1)]);
+    assert_eq!(row(&v[2].1), vec![Some(one_and_half.to_vec()), Some(m2)]);
+    // A bad sign word is 22P03, as numeric_recv reports it.
+    let v = r.send(&[
+        parse("", "SELECT $1::numeric", &[1700]),
+        bind("", "", &[1], &[Some(&[0, 0, 0, 0, 0x12, 0, 0, 0])], &[]),
+        execute("", 0),
+        sync(),
+    ]);
+    assert_eq!(error_field(&v[1].1, b'C'), "22P03", "{v:?}");
+    assert_eq!(error_field(&v[1].1, b'M'), "invalid sign in external \"numeric\" value");
 }

@@ -24,6 +24,7 @@ mod ddl_alter;
 mod ddl_create;
 mod setop;
 mod sublink;
+mod numeric_fn;
 
 pub struct Analyzer<'a> {
     pub backend: &'a Backend,
@@ -383,9 +384,6 @@ impl<'a> Analyzer<'a> {
                 }
                 other => {
                     let e = self.expr(other, &mut scope)?;
-                    if e.ty() == Type::Numeric {
-                        return Err(self.err_at(SqlError::not_supported("type numeric"), location(other)));
-                    }
                     hidden.push(e);
                     targets.len() + hidden.len() - 1
                 }
@@ -497,9 +495,6 @@ impl<'a> Analyzer<'a> {
             }
             let expr = self.expr(val, scope)?;
             let expr = self.resolve_unknown(expr);
-            if expr.ty() == Type::Numeric {
-                return Err(self.err_at(SqlError::not_supported("type numeric"), location(val)));
-            }
             let (default_name, typmod, origin) = self.target_info(val, &expr, scope);
             let name = if rt.name.is_empty() { default_name } else { rt.name.clone() };
             out.push(Target { name, expr, typmod, origin });
@@ -610,9 +605,10 @@ impl<'a> Analyzer<'a> {
             let v = match v {
                 Value::Null => Value::Null,
                 Value::Text(s) => {
-                    let v = types::input(to, s, if to.is_string() || matches!(to, Type::Array(_)) { -1 } else { typmod }).map_err(|er| self.err_at(er, loc))?;
-                    if matches!(to, Type::Array(_)) && typmod >= 0 {
-                        // The elements' length coercion is a run-time error: no position.
+                    let v = types::input(to, s, if to.is_string() || matches!(to, Type::Array(_)) || to == Type::Numeric { -1 } else { typmod }).map_err(|er| self.err_at(er, loc))?;
+                    if matches!(to, Type::Array(_)) && typmod >= 0 || to == Type::Numeric {
+                        // The elements' length coercion and numeric(p, s)'s overflow
+                        // are run-time errors in PostgreSQL: no position.
                         types::cast(v, to, to, typmod, explicit)?
                     } else if to == Type::Bpchar {
                         let Value::Text(s) = v else { unreachable!("bpchar input gives text") };
@@ -628,21 +624,6 @@ impl<'a> Analyzer<'a> {
                 other => other.clone(),
             };
             return Ok(Expr::Const(v, to));
-        }
-        if let Expr::Const(Value::Text(s), Type::Numeric) = &e {
-            let f = match types::input(Type::Float8, s, -1) {
-                Ok(Value::Float8(f)) => f,
-                _ => return Err(self.err_at(SqlError::not_supported("type numeric"), loc)),
-            };
-            return match to {
-                Type::Float8 => Ok(Expr::Const(Value::Float8(f), Type::Float8)),
-                Type::Float4 => Ok(Expr::Const(types::input(Type::Float4, s, -1).map_err(|e| self.err_at(e, loc))?, Type::Float4)),
-                // numeric rounds half away from zero.
-                Type::Int2 | Type::Int4 | Type::Int8 if ctx != CastContext::Implicit => {
-                    Ok(Expr::Const(types::cast(Value::Float8(f.round()), Type::Float8, to, -1, true)?, to))
-                }
-                _ => Err(self.err_at(SqlError::not_supported("type numeric"), loc)),
-            };
         }
         if !types::cast_allowed(from, to, ctx) {
             let msg = match ctx {
@@ -720,7 +701,7 @@ impl<'a> Analyzer<'a> {
                 let Some(arg) = node(&tc.arg) else { return Err(SqlError::internal("cast without argument")) };
                 let (to, typmod) = self.type_name(tc.type_name.as_ref())?;
                 // A decimal literal cast to a type we have: read it as that type.
-                if let NodeEnum::AConst(pb::AConst { val: Some(Val::Fval(f)), location, .. }) = arg {
+                if let (NodeEnum::AConst(pb::AConst { val: Some(Val::Fval(f)), location, .. }), Type::Float8 | Type::Float4) = (arg, to) {
                     let v = types::input(to, &f.fval, typmod).map_err(|e| self.err_at(e, *location))?;
                     return Ok(Expr::Const(v, to));
                 }
@@ -781,7 +762,10 @@ impl<'a> Analyzer<'a> {
             Some(Val::Ival(i)) => Expr::Const(Value::Int4(i.ival), Type::Int4),
             Some(Val::Fval(f)) => match f.fval.parse::<i64>() {
                 Ok(v) => Expr::Const(Value::Int8(v), Type::Int8),
-                Err(_) => Expr::Const(Value::Text(f.fval.clone()), Type::Numeric),
+                Err(_) => Expr::Const(
+                    Value::Numeric(crate::numeric::Numeric::parse(&f.fval).map_err(|e| self.err_at(e, c.location))?),
+                    Type::Numeric,
+                ),
             },
             Some(Val::Boolval(b)) => Expr::Const(Value::Bool(b.boolval), Type::Bool),
             Some(Val::Sval(s)) => Expr::Const(Value::Text(s.sval.clone()), Type::Unknown),
@@ -800,8 +784,8 @@ impl<'a> Analyzer<'a> {
         if !tn.array_bounds.is_empty() {
             return self.array_type_name(tn);
         }
-        if Type::from_sql_name(name) == Some(Type::Numeric) {
-            return Err(self.err_at(SqlError::not_supported("type numeric"), tn.location));
+        if Type::from_sql_name(name) == Some(Type::Numeric) && !tn.typmods.is_empty() {
+            return self.numeric_typmod(tn);
         }
         let Some(ty) = Type::from_sql_name(name).filter(|t| *t != Type::Unknown && *t != Type::Void) else {
             let shown = names.join(".");
@@ -982,7 +966,6 @@ impl<'a> Analyzer<'a> {
                 let r = self.coerce(r, Type::Float8, CastContext::Implicit, locs.1)?;
                 (l, r)
             }
-            (Type::Numeric, _) | (_, Type::Numeric) => return Err(self.err_at(SqlError::not_supported("type numeric"), loc)),
             _ => (l, r),
         };
         let (lt, rt) = (l.ty(), r.ty());
@@ -990,7 +973,8 @@ impl<'a> Analyzer<'a> {
             Type::Int2 => 1,
             Type::Int4 => 2,
             Type::Int8 => 3,
-            Type::Float8 => 4,
+            Type::Numeric => 4,
+            Type::Float8 => 5,
             _ => 0,
         };
         let common = if (lt == Type::Float4 && rt == Type::Float4) || (lt == Type::Float4) != (rt == Type::Float4) && lt.is_numeric() && rt.is_numeric() {
@@ -1096,7 +1080,11 @@ impl<'a> Analyzer<'a> {
                 let ret = if from == Type::Timestamp { Type::Timestamptz } else { Type::Timestamp };
                 return Ok(Some(Expr::Func { func: Func::DateTime(DtFunc::AtTimeZone(from)), args: vec![zone, v], ty: ret }));
             }
-            ("extract", _) => return Err(self.err_at(SqlError::not_supported("EXTRACT (its result type numeric is not implemented; use date_part)"), loc)),
+            ("extract", [u, t]) if u.is_string() && crate::datetime::is_datetime(*t) => {
+                let unit = self.coerce(args[0].clone(), Type::Text, CastContext::Implicit, locs[0])?;
+                let v = args[1].clone();
+                return Ok(Some(Expr::Func { func: Func::DateTime(DtFunc::Extract(*t)), args: vec![unit, v], ty: Type::Numeric }));
+            }
             _ => return Ok(None),
         };
         Ok(Some(Expr::Func { func: Func::DateTime(func), args: std::mem::take(args), ty }))
@@ -1118,7 +1106,8 @@ impl<'a> Analyzer<'a> {
             "max" => Some(AggKind::Max),
             "avg" => Some(AggKind::Avg),
             "array_agg" => Some(AggKind::ArrayAgg),
-            "string_agg" | "bool_and" | "bool_or" | "every" => {
+            "string_agg" | "bool_and" | "bool_or" | "every" | "stddev" | "stddev_samp" | "stddev_pop" | "variance"
+            | "var_samp" | "var_pop" => {
                 return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
             }
             _ => None,
@@ -1176,15 +1165,11 @@ impl<'a> Analyzer<'a> {
                 (AggKind::Sum, Some(Type::Int2 | Type::Int4)) => Type::Int8,
                 (AggKind::Sum, Some(Type::Float8)) => Type::Float8,
                 (AggKind::Sum, Some(Type::Float4)) => Type::Float4,
-                (AggKind::Sum, Some(Type::Int8)) => {
-                    return Err(self.err_at(SqlError::not_supported("sum(bigint) (its result type is numeric)"), f.location))
-                }
+                (AggKind::Sum, Some(Type::Int8 | Type::Numeric)) => Type::Numeric,
                 (AggKind::Min | AggKind::Max, Some(t)) if t != Type::Bool => t,
                 (AggKind::Avg, Some(Type::Float8 | Type::Float4)) => Type::Float8,
                 (AggKind::ArrayAgg, Some(t)) if crate::array::array_of(t).is_some() => crate::array::array_of(t).expect("checked"),
-                (AggKind::Avg, Some(Type::Int2 | Type::Int4 | Type::Int8)) => {
-                    return Err(self.err_at(SqlError::not_supported("avg of integers (its result type is numeric)"), f.location))
-                }
+                (AggKind::Avg, Some(Type::Int2 | Type::Int4 | Type::Int8 | Type::Numeric)) => Type::Numeric,
                 (_, Some(t)) => return Err(self.unknown_function(&name, &[t], f.location)),
                 (_, None) => return Err(SqlError::internal("aggregate without argument")),
             };
@@ -1219,6 +1204,9 @@ impl<'a> Analyzer<'a> {
             return Ok(e);
         }
         if let Some(e) = self.catalog_func(&name, &mut args, &arg_locs, f.location)? {
+            return Ok(e);
+        }
+        if let Some(e) = self.numeric_func(&name, &mut args, &arg_locs)? {
             return Ok(e);
         }
         if matches!(name.as_str(), "length" | "octet_length") && args.len() == 1 && args[0].ty() == Type::Bytea {

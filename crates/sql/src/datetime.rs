@@ -997,6 +997,8 @@ pub enum DtFunc {
     DatePlusTime,
     DatePart(Type),
     DateTrunc(Type),
+    /// EXTRACT(field FROM x): numeric ([`extract_text`]).
+    Extract(Type),
 }
 
 fn add_months_days(ts: i64, months: i32, days: i32) -> Result<i64> {
@@ -1358,13 +1360,15 @@ pub fn call(f: DtFunc, vals: &[Value]) -> Result<Value> {
         }
         (DtFunc::DatePart(t), Some(u), Some(v)) => date_part(&text_arg(u), t, v)?,
         (DtFunc::DateTrunc(t), Some(u), Some(v)) => date_trunc(&text_arg(u), t, v)?,
+        (DtFunc::Extract(t), Some(u), Some(v)) => {
+            Value::Numeric(crate::numeric::Numeric::parse(&extract_text(&text_arg(u), t, v)?)?)
+        }
         _ => return Err(SqlError::internal(format!("date/time function {f:?} on {vals:?}"))),
     })
 }
 
 /// EXTRACT's result as PostgreSQL 15 prints it (a numeric: `30.500000` for
-/// seconds, `30500.000` for milliseconds, exact epochs). EXTRACT itself answers
-/// 0A000 until the numeric type exists; this is the value it will carry.
+/// seconds, `30500.000` for milliseconds, exact epochs): the value EXTRACT returns.
 pub fn extract_text(unit_raw: &str, ty: Type, v: &Value) -> Result<String> {
     let unit = canonical_unit(&unit_raw.to_ascii_lowercase()).ok_or_else(|| unit_unknown(unit_raw, ty))?;
     let fixed = |us: i64, scale: u32| -> String {

@@ -188,6 +188,7 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
         (Value::Bytea(x), Value::Bytea(y)) => x.cmp(y),
         (Value::Array(x), Value::Array(y)) => crate::array::compare(x, y),
         (Value::Float4(x), Value::Float4(y)) => compare(&Value::Float8(*x as f64), &Value::Float8(*y as f64)),
+        (Value::Numeric(x), Value::Numeric(y)) => x.cmp(y),
         (Value::TimeTz(a, b), Value::TimeTz(c, d)) => crate::datetime::timetz_cmp((*a, *b), (*c, *d)),
         (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
             (true, true) => Ordering::Equal,
@@ -218,6 +219,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             }
             match (a, b) {
                 (Value::Float8(x), Value::Float8(y)) => arith_float(*op, x, y)?,
+                (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(crate::numeric::arith(*op, &x, &y)?),
                 (Value::Float4(x), Value::Float4(y)) => types::float4_arith(*op == ArithOp::Mod, arith_float(*op, x as f64, y as f64)?, x, y)?,
                 (a, b) => match (a.as_i64(), b.as_i64()) {
                     (Some(x), Some(y)) => arith_int(*op, x, y, *ty)?,
@@ -229,6 +231,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             Value::Null => Value::Null,
             Value::Float8(f) => Value::Float8(-f),
             Value::Float4(f) => Value::Float4(-f),
+            Value::Numeric(n) => Value::Numeric(n.negate()),
             v => arith_int(ArithOp::Sub, 0, v.as_i64().unwrap_or(0), *ty)?,
         },
         Expr::Compare { op, l, r } => {
@@ -393,12 +396,14 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
             Value::Null => Value::Null,
             Value::Float8(f) => Value::Float8(f.abs()),
             Value::Float4(f) => Value::Float4(f.abs()),
+            Value::Numeric(n) => Value::Numeric(n.abs()),
             v => {
                 let i = v.as_i64().unwrap_or(0);
                 if i < 0 { arith_int(ArithOp::Sub, 0, i, ty)? } else { v.clone() }
             }
         },
         Func::DateTime(f) => crate::datetime::call(f, &vals)?,
+        Func::Numeric(f) => crate::numeric::call(f, &vals)?,
         Func::OctetLength => match &vals[0] {
             Value::Bytea(b) => Value::Int4(b.len() as i32),
             Value::Text(s) => Value::Int4(s.len() as i32),
@@ -674,6 +679,7 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
                 continue;
             }
             *st = match (a.kind, std::mem::replace(st, Value::Null)) {
+                (AggKind::Sum, acc) if a.ty == Type::Numeric => crate::numeric::agg_add(acc, &v)?,
                 (AggKind::CountStar | AggKind::Count, Value::Int8(n)) => Value::Int8(n + 1),
                 (AggKind::Sum, Value::Null) => match v {
                     Value::Float8(f) => Value::Float8(f),

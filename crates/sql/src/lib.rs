@@ -16,6 +16,7 @@ pub mod insert_select;
 pub mod join;
 pub mod like;
 pub mod locking;
+pub mod numeric;
 pub mod parser;
 pub mod pgcatalog;
 pub mod plan_cache;

@@ -55,6 +55,8 @@ pub enum Func {
     Catalog(crate::pgcatalog::CatFunc),
     /// nextval, currval, setval, lastval ([`crate::sequence`]).
     Seq(crate::sequence::SeqFunc),
+    /// round, trunc, ceil, floor, sqrt, mod, div, scale... of numeric ([`crate::numeric`]).
+    Numeric(crate::numeric::NumFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +66,7 @@ pub enum AggKind {
     Sum,
     Min,
     Max,
-    /// avg(float4 | float8) -> float8 (avg of integers is numeric: 0A000).
+    /// avg(float4 | float8) -> float8; avg of integers and numeric -> numeric.
     Avg,
     /// array_agg(x): the values (NULLs included) in input order; NULL for no rows.
     ArrayAgg,

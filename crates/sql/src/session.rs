@@ -1152,7 +1152,9 @@ impl Session {
                     types::input(*ty, s, -1)?
                 }
                 ParamValue::Binary(b) => types::recv(*ty, b).map_err(|e| {
-                    if e.code == *b"22P03" {
+                    // A receive function's own complaint about the content (numeric_recv's
+                    // "invalid sign in external ..." ) keeps its text, as in PostgreSQL.
+                    if e.code == *b"22P03" && !e.message.starts_with("invalid ") {
                         SqlError::new(b"22P03", format!("incorrect binary data format in bind parameter {}", i + 1))
                     } else {
                         e

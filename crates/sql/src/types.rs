@@ -30,7 +30,7 @@
 //!
 //! The date/time types' I/O and arithmetic live in [`crate::datetime`].
 //!
-//! numeric (1700) is not implemented: a decimal literal such as `1.5` answers 0A000.
+//! | numeric | 1700 | -1 | i | `Numeric` ([`crate::numeric`]; typmod = (p << 16 | s) + 4) |
 
 use crate::errors::{Result, SqlError};
 use crate::datetime::{self, Interval};
@@ -48,8 +48,7 @@ pub enum Type {
     Varchar,
     Unknown,
     Void,
-    /// Only as the type of a decimal literal (`1.5`) on its way to float8 or an
-    /// integer type; any other use is 0A000 until numeric exists.
+    /// Arbitrary-precision decimal ([`crate::numeric`]).
     Numeric,
     /// character(n): blank-padded; comparisons and casts to text ignore trailing blanks.
     Bpchar,
@@ -200,6 +199,7 @@ impl Type {
             Type::Time if typmod >= 0 => format!("time({typmod}) without time zone"),
             Type::TimeTz if typmod >= 0 => format!("time({typmod}) with time zone"),
             Type::Array(e) => format!("{}[]", e.name_with_typmod(typmod)),
+            Type::Numeric => crate::numeric::type_name(typmod),
             t => t.sql_name().to_string(),
         }
     }
@@ -229,15 +229,15 @@ impl Type {
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
             // name and "char" are stored as varlena here (PostgreSQL: 64 and 1 fixed bytes).
-            Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea | Type::Name | Type::Char | Type::Array(_) => AttrDesc::varlena(),
-            Type::Unknown | Type::Void | Type::Numeric => return None,
+            Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea | Type::Name | Type::Char | Type::Array(_) | Type::Numeric => AttrDesc::varlena(),
+            Type::Unknown | Type::Void => return None,
         })
     }
     pub fn is_integer(self) -> bool {
         matches!(self, Type::Int2 | Type::Int4 | Type::Int8)
     }
     pub fn is_numeric(self) -> bool {
-        self.is_integer() || self == Type::Float8 || self == Type::Float4
+        self.is_integer() || self == Type::Float8 || self == Type::Float4 || self == Type::Numeric
     }
     pub fn is_string(self) -> bool {
         matches!(self, Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar | Type::Name | Type::Char)
@@ -247,7 +247,7 @@ impl Type {
     pub fn typmod_matters(self) -> bool {
         match self {
             Type::Array(e) => e.typmod_matters(),
-            t => matches!(t, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz),
+            t => matches!(t, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz | Type::Numeric),
         }
     }
     /// A type name as written in SQL (`int`, `integer`, `int4`, `pg_catalog.int4`...).
@@ -307,6 +307,7 @@ pub enum Value {
     Float4(f32),
     /// An array (`crate::array`).
     Array(Box<crate::array::Array>),
+    Numeric(crate::numeric::Numeric),
 }
 
 impl Value {
@@ -473,7 +474,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
             Value::TimeTz(datetime::round_precision(t, typmod).min(datetime::USECS_PER_DAY), z)
         }
         Type::Void => Value::Null,
-        Type::Numeric => return Err(SqlError::not_supported("type numeric")),
+        Type::Numeric => Value::Numeric(crate::numeric::Numeric::parse(s)?.apply_typmod(typmod)?),
         Type::Name => Value::Text(crate::array::name_in(s)),
         Type::Char => Value::Text(crate::array::char_in(s)),
         Type::Array(e) => crate::array::input(*e, s, typmod)?,
@@ -537,6 +538,7 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Bytea(b) => crate::bytea::output(b),
         Value::TimeTz(t, z) => datetime::timetz_out(*t, *z),
         Value::Array(a) => crate::array::output(a),
+        Value::Numeric(n) => n.to_text(),
     })
 }
 
@@ -629,6 +631,7 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
             b.extend_from_slice(&iv.months.to_be_bytes());
             b
         }
+        Value::Numeric(n) => n.send(),
     })
 }
 
@@ -686,7 +689,7 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
                 })?,
         ),
         Type::Void => Value::Null,
-        Type::Numeric => return Err(SqlError::not_supported("type numeric")),
+        Type::Numeric => Value::Numeric(crate::numeric::Numeric::recv(b)?),
     })
 }
 
@@ -704,6 +707,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Text | Type::Varchar | Type::Bpchar | Type::Name | Type::Char, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
         (Type::Array(_), Value::Array(_)) => return Err(SqlError::internal("array datums are formed by rowio from types::fixed_bytes")),
         (Type::Bytea, Value::Bytea(b)) => Datum::Varlena(b),
+        (Type::Numeric, Value::Numeric(n)) => Datum::Varlena(n.as_bytes()),
         (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
         (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
             Datum::ByVal(*t as u64)
@@ -762,6 +766,7 @@ pub fn from_varlena_typed(ty: Type, bytes: &[u8]) -> Result<Value> {
     match ty {
         Type::Bytea => Ok(Value::Bytea(bytes.to_vec())),
         Type::Array(e) => crate::array::recv(e.to_owned(), bytes).map_err(|er| SqlError::new(b"XX001", format!("stored array is corrupt: {}", er.message))),
+        Type::Numeric => Ok(Value::Numeric(crate::numeric::Numeric::from_bytes(bytes)?)),
         _ => from_varlena(bytes),
     }
 }
@@ -807,6 +812,9 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
             Type::Bpchar => Ok(Value::Text(check_bpchar(&s, typmod, explicit)?)),
             _ => Ok(Value::Text(s)),
         };
+    }
+    if from == Type::Numeric || to == Type::Numeric {
+        return crate::numeric::cast(v, from, to, typmod);
     }
     if from == to {
         return Ok(v);
@@ -869,10 +877,13 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
     if from == to || from == Unknown {
         return true;
     }
-    if from == Numeric {
-        return match to {
-            Float8 | Float4 => true,
-            Int2 | Int4 | Int8 => context != CastContext::Implicit,
+    if from == Numeric || to == Numeric {
+        // pg_cast: integers -> numeric -> float implicitly; the other way on assignment.
+        return match (from, to) {
+            (Numeric, Float8 | Float4) | (Int2 | Int4 | Int8, Numeric) => true,
+            (Numeric, Int2 | Int4 | Int8) | (Float8 | Float4, Numeric) => context != CastContext::Implicit,
+            (Numeric, t) if t.is_string() => context != CastContext::Implicit,
+            (f, Numeric) if f.is_string() => context == CastContext::Explicit,
             _ => false,
         };
     }

@@ -108,10 +108,6 @@ impl<'a> Analyzer<'a> {
             }
         }
         let ty = ptype.unwrap_or(Type::Text);
-        if ty == Type::Numeric {
-            let loc = items.first().map_or(-1, |i| i.1);
-            return Err(self.err_at(SqlError::not_supported("type numeric"), loc));
-        }
         let mut out = Vec::new();
         for (e, loc) in items {
             out.push(self.coerce(e, ty, CastContext::Implicit, loc)?);

@@ -64,9 +64,6 @@ impl<'a> Analyzer<'a> {
                     self.resolve_unknown(e)
                 }
             };
-            if e.ty() == Type::Numeric {
-                return Err(self.err_at(SqlError::not_supported("type numeric"), location(g)));
-            }
             keys.push(e);
         }
         let having = match node(&s.having_clause) {
