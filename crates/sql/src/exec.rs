@@ -301,6 +301,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
     };
     Ok(match func {
         Func::Lock(lf) => crate::locking::call(lf, &vals, env)?,
+        Func::Builtin(id) => crate::functions::call(id, &vals)?,
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
         Func::Sleep => {
@@ -494,7 +495,13 @@ pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     };
     let mut exprs: Vec<Expr> = q.targets.iter().map(|t| t.expr.clone()).collect();
     exprs.extend(q.hidden.iter().cloned());
-    let mut rows: Box<dyn RowIter> = if let Some(g) = &q.grouping {
+    let srfs = exprs.iter().any(crate::project_set::contains_srf);
+    if srfs && (q.grouping.is_some() || !q.aggregates.is_empty()) {
+        return Err(SqlError::not_supported("set-returning functions in the select list with aggregates or GROUP BY"));
+    }
+    let mut rows: Box<dyn RowIter> = if srfs && q.grouping.is_none() && q.aggregates.is_empty() {
+        Box::new(crate::project_set::ProjectSet::new(input, exprs))
+    } else if let Some(g) = &q.grouping {
         Box::new(VecIter(crate::grouping::run(g, &q.aggregates, &mut input, &exprs, ctx)?.into_iter()))
     } else if q.aggregates.is_empty() {
         Box::new(Project { input, exprs, n: 0 })

@@ -46,6 +46,8 @@ pub enum Func {
     OctetLength,
     /// Advisory locks and other lock functions (`crate::locking`).
     Lock(crate::locking::LockFunc),
+    /// A function of the built-in table (`crate::functions::BUILTINS`).
+    Builtin(crate::functions::FuncId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
