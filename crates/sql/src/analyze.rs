@@ -675,6 +675,8 @@ impl<'a> Analyzer<'a> {
         Ok(match &c.val {
             Some(Val::Ival(i)) => Expr::Const(Value::Int4(i.ival), Type::Int4),
             Some(Val::Fval(f)) => match f.fval.parse::<i64>() {
+                // The grammar folds a minus into the literal: -2147483648 is an integer.
+                Ok(v) if i32::try_from(v).is_ok() => Expr::Const(Value::Int4(v as i32), Type::Int4),
                 Ok(v) => Expr::Const(Value::Int8(v), Type::Int8),
                 Err(_) => Expr::Const(Value::Text(f.fval.clone()), Type::Numeric),
             },

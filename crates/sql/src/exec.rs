@@ -203,7 +203,12 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
         }
         Expr::Concat(l, r) => {
             let (a, b) = (ev(l, env)?, ev(r, env)?);
-            match (types::output(&a), types::output(&b)) {
+            // Each side as its cast to text (a boolean reads `true`, not `t`).
+            let text = |v: &Value| match v {
+                Value::Bool(b) => Some(b.to_string()),
+                v => types::output(v),
+            };
+            match (text(&a), text(&b)) {
                 (Some(x), Some(y)) => Value::Text(x + &y),
                 _ => Value::Null,
             }

@@ -283,9 +283,13 @@ pub fn replace(source: &str, pattern: &str, replacement: &str, flags: &str) -> R
             i += 1;
         }
     };
+    // As PostgreSQL: after an empty match the search moves one character on;
+    // an empty match right after a non-empty one counts (`a*` on `aaa` matches twice).
     let mut out = String::new();
     let mut last = 0;
-    for caps in re.captures_iter(source) {
+    let mut pos = 0;
+    while pos <= source.len() {
+        let Some(caps) = re.captures_at(source, pos) else { break };
         let m = caps.get(0).expect("group 0 always matches");
         out.push_str(&source[last..m.start()]);
         expand(&caps, &mut out);
@@ -293,6 +297,14 @@ pub fn replace(source: &str, pattern: &str, replacement: &str, flags: &str) -> R
         if !global {
             break;
         }
+        pos = if m.end() > m.start() {
+            m.end()
+        } else {
+            match source[m.end()..].chars().next() {
+                Some(c) => m.end() + c.len_utf8(),
+                None => break,
+            }
+        };
     }
     out.push_str(&source[last..]);
     Ok(out)

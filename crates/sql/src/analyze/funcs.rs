@@ -60,7 +60,7 @@ fn declared(id: usize, n: usize) -> Vec<Option<Type>> {
 
 fn fits(id: usize, n: usize) -> bool {
     let b = &BUILTINS[id];
-    b.args.len() == n || (b.variadic_any && n > b.args.len())
+    if b.variadic_any { n > b.args.len() } else { b.args.len() == n }
 }
 
 enum Resolution {

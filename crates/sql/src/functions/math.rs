@@ -82,6 +82,8 @@ pub fn sqrt(a: &[Value]) -> Result<Value> {
     f8(x.sqrt())
 }
 
+/// Rust's cube root: correctly rounded, so it can differ from glibc's (which
+/// PostgreSQL calls) in the last bit: cbrt(27) is 3 here, 3.0000000000000004 there.
 pub fn cbrt(a: &[Value]) -> Result<Value> {
     f8(float(&a[0]).cbrt())
 }

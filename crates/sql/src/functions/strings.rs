@@ -1,5 +1,7 @@
 //! String functions, as PostgreSQL 15 defines them (character positions count
-//! characters, not bytes; the database encoding is UTF-8).
+//! characters, not bytes; the database encoding is UTF-8). Case mapping is the
+//! C locale's (ASCII letters only), the locale `initdb --no-locale` gives and
+//! the one whose (bytewise) collation ferrogres implements.
 
 use super::{int, text};
 use crate::errors::{Result, SqlError};
@@ -22,11 +24,11 @@ pub fn bit_length(a: &[Value]) -> Result<Value> {
 }
 
 pub fn upper(a: &[Value]) -> Result<Value> {
-    t(text(&a[0]).to_uppercase())
+    t(text(&a[0]).to_ascii_uppercase())
 }
 
 pub fn lower(a: &[Value]) -> Result<Value> {
-    t(text(&a[0]).to_lowercase())
+    t(text(&a[0]).to_ascii_lowercase())
 }
 
 /// The first letter of each run of letters and digits upper case, the rest lower.
@@ -34,11 +36,7 @@ pub fn initcap(a: &[Value]) -> Result<Value> {
     let mut out = String::new();
     let mut in_word = false;
     for c in text(&a[0]).chars() {
-        if in_word {
-            out.extend(c.to_lowercase());
-        } else {
-            out.extend(c.to_uppercase());
-        }
+        out.push(if in_word { c.to_ascii_lowercase() } else { c.to_ascii_uppercase() });
         in_word = c.is_alphanumeric();
     }
     t(out)
