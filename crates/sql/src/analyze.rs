@@ -749,7 +749,8 @@ impl<'a> Analyzer<'a> {
         if let Some(e) = self.a_expr_ext(a, kind, &op, scope)? {
             return Ok(e);
         }
-        if kind != K::AexprOp {
+        // `x [NOT] SIMILAR TO p` arrives as `x ~ similar_to_escape(p)` (`!~`).
+        if kind != K::AexprOp && kind != K::AexprSimilar {
             return Err(self.err_at(SqlError::not_supported(format!("operator form {kind:?}")), a.location));
         }
         let r = match node(&a.rexpr) {

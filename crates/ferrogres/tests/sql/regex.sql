@@ -20,10 +20,15 @@ SELECT 'tbl' OPERATOR(pg_catalog.~) '^(tbl)$' COLLATE pg_catalog.default AS psql
 SELECT 'x' COLLATE "C" = 'x', 'b' COLLATE "POSIX" > 'a';
 SELECT 'x' COLLATE "fr_FR";
 SELECT 1 COLLATE "C";
+SELECT 'abc' SIMILAR TO 'a%', 'abc' SIMILAR TO '_b_', 'abc' NOT SIMILAR TO 'a', 'a.c' SIMILAR TO 'a.c', 'abc' SIMILAR TO 'a.c';
+SELECT 'ab' SIMILAR TO '(a|x)b', 'a%' SIMILAR TO 'a#%' ESCAPE '#', 'abc' SIMILAR TO '[a-c]+', 'a' SIMILAR TO NULL IS NULL AS null_pattern;
+SELECT similar_to_escape('a%b_c'), similar_to_escape('a#%', '#');
+SELECT 'abc' SIMILAR TO 'a' ESCAPE 'xy';
 CREATE TABLE r (id int, name text);
 INSERT INTO r VALUES (1, 'apple'), (2, 'Banana'), (3, 'cherry'), (4, NULL), (5, 'apricot');
 SELECT id, name FROM r WHERE name ~ '^a' ORDER BY id;
 SELECT id, name FROM r WHERE name ~* '^b' OR name !~ 'r' ORDER BY id;
+SELECT id, name FROM r WHERE name SIMILAR TO '(a|c)%' ORDER BY id;
 SELECT id, regexp_replace(name, '[aeiou]', '_', 'g') FROM r ORDER BY id;
 SELECT id, name FROM r WHERE name OPERATOR(pg_catalog.~) '^(apple|cherry)$' COLLATE pg_catalog.default ORDER BY id;
 DROP TABLE r;

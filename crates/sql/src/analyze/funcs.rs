@@ -188,6 +188,9 @@ impl Analyzer<'_> {
     pub(super) fn builtin_call(&mut self, name: &str, args: &mut Vec<Expr>, locs: &[i32], f: &pb::FuncCall, scope: &Scope) -> Result<Option<Expr>> {
         let cands: Vec<usize> = (0..BUILTINS.len()).filter(|&i| BUILTINS[i].name == name).collect();
         if cands.is_empty() {
+            if crate::functions::NOT_YET.contains(&name) {
+                return Err(self.err_at(SqlError::not_supported(format!("function {name}")), f.location));
+            }
             return Ok(None);
         }
         if f.func_variadic {

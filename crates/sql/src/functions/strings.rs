@@ -315,6 +315,63 @@ pub fn iregex_ne(a: &[Value]) -> Result<Value> {
     Ok(Value::Bool(!crate::pgregex::compile(text(&a[1]), true)?.is_match(text(&a[0]))))
 }
 
+/// `similar_to_escape(pattern [, escape])`: a SIMILAR TO pattern as the POSIX
+/// regular expression `~` runs (`%` any string, `_` any character, `(` a
+/// non-capturing group, `.` `^` `$` literal, anchored at both ends).
+pub fn similar_to_escape(a: &[Value]) -> Result<Value> {
+    let pat = text(&a[0]);
+    let escape: Option<char> = match a.get(1) {
+        None => Some('\\'),
+        Some(v) => {
+            let e = text(v);
+            match e.chars().count() {
+                0 => None,
+                1 => e.chars().next(),
+                _ => {
+                    return Err(SqlError::new(b"22025", "invalid escape string").with_hint("Escape string must be empty or one character."));
+                }
+            }
+        }
+    };
+    let mut out = String::from("^(?:");
+    let mut after_escape = false;
+    let mut in_class = false;
+    for c in pat.chars() {
+        if after_escape {
+            out.push('\\');
+            out.push(c);
+            after_escape = false;
+        } else if Some(c) == escape {
+            after_escape = true;
+        } else if in_class {
+            if c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+            if c == ']' {
+                in_class = false;
+            }
+        } else {
+            match c {
+                '[' => {
+                    out.push(c);
+                    in_class = true;
+                }
+                '%' => out.push_str(".*"),
+                '_' => out.push('.'),
+                '(' => out.push_str("(?:"),
+                '\\' | '.' | '^' | '$' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c => out.push(c),
+            }
+        }
+    }
+    out.push_str(")$");
+    t(out)
+}
+
 fn format_err(msg: impl Into<String>) -> SqlError {
     SqlError::new(b"22023", msg)
 }
