@@ -18,6 +18,7 @@ mod arrays;
 mod catalog_funcs;
 mod exprs;
 mod from;
+mod funcs;
 mod group_by;
 mod index_ddl;
 mod ddl_alter;
@@ -53,11 +54,13 @@ struct Scope<'t> {
     ns: Option<std::rc::Rc<from::Namespace>>,
     /// The namespaces of the enclosing query levels, innermost last.
     outer: Vec<std::rc::Rc<from::Namespace>>,
+    /// Set-returning functions are refused here (the clause named: "WHERE").
+    no_srf: Option<&'static str>,
 }
 
 impl<'t> Scope<'t> {
     fn new(table: Option<(&'t Table, String)>) -> Scope<'t> {
-        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new(), ns: None, outer: Vec::new() }
+        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new(), ns: None, outer: Vec::new(), no_srf: None }
     }
 }
 
@@ -316,36 +319,6 @@ impl<'a> Analyzer<'a> {
             Some(w) => Some(self.bool_expr(w, &mut scope, "WHERE")?),
             None => None,
         };
-        // generate_series(a, b) as the whole target list of a query without FROM.
-        if table.is_none() && from_source.is_none() && s.target_list.len() == 1 {
-            if let Some(NodeEnum::ResTarget(rt)) = &s.target_list[0].node {
-                if let Some(NodeEnum::FuncCall(f)) = node(&rt.val) {
-                    if func_name(f).as_deref() == Some("generate_series") && f.args.len() == 2 {
-                        let a = self.expr(f.args[0].node.as_ref().unwrap(), &mut scope)?;
-                        let b = self.expr(f.args[1].node.as_ref().unwrap(), &mut scope)?;
-                        let ty = if a.ty() == Type::Int8 || b.ty() == Type::Int8 { Type::Int8 } else { Type::Int4 };
-                        let a = self.coerce(a, ty, CastContext::Implicit, f.location)?;
-                        let b = self.coerce(b, ty, CastContext::Implicit, f.location)?;
-                        let name = if rt.name.is_empty() { "generate_series".to_string() } else { rt.name.clone() };
-                        if !s.sort_clause.is_empty() || s.limit_count.is_some() || s.limit_offset.is_some() || filter.is_some() {
-                            return Err(SqlError::not_supported("generate_series with WHERE, ORDER BY or LIMIT"));
-                        }
-                        return Ok(Query {
-                            source: Source::Series(a, b, ty),
-                            filter: None,
-                            aggregates: vec![],
-                            targets: vec![Target { name, expr: Expr::Column(0, ty), typmod: -1, origin: None }],
-                            hidden: vec![],
-                            order: vec![],
-                            limit: None,
-                            offset: None,
-                            grouping: None,
-                            distinct: None,
-                        });
-                    }
-                }
-            }
-        }
         scope.aggs = Some(Vec::new());
         let targets = self.targets(&s.target_list, &mut scope)?;
         // ORDER BY: an output column number, an output column name, or an expression.
@@ -569,7 +542,13 @@ impl<'a> Analyzer<'a> {
     }
 
     fn bool_expr(&mut self, n: &NodeEnum, scope: &mut Scope, what: &str) -> Result<Expr> {
-        let e = self.expr(n, scope)?;
+        let saved = scope.no_srf;
+        if what == "WHERE" {
+            scope.no_srf = Some("WHERE");
+        }
+        let e = self.expr(n, scope);
+        scope.no_srf = saved;
+        let e = e?;
         match e.ty() {
             Type::Bool => Ok(e),
             Type::Unknown => self.coerce(e, Type::Bool, CastContext::Implicit, location(n)),
@@ -761,6 +740,8 @@ impl<'a> Analyzer<'a> {
         Ok(match &c.val {
             Some(Val::Ival(i)) => Expr::Const(Value::Int4(i.ival), Type::Int4),
             Some(Val::Fval(f)) => match f.fval.parse::<i64>() {
+                // The grammar folds a minus into the literal: -2147483648 is an integer.
+                Ok(v) if i32::try_from(v).is_ok() => Expr::Const(Value::Int4(v as i32), Type::Int4),
                 Ok(v) => Expr::Const(Value::Int8(v), Type::Int8),
                 Err(_) => Expr::Const(
                     Value::Numeric(crate::numeric::Numeric::parse(&f.fval).map_err(|e| self.err_at(e, c.location))?),
@@ -839,7 +820,8 @@ impl<'a> Analyzer<'a> {
         if matches!(kind, K::AexprOpAny | K::AexprOpAll) {
             return self.any_all(a, kind == K::AexprOpAll, &op, scope);
         }
-        if kind != K::AexprOp {
+        // `x [NOT] SIMILAR TO p` arrives as `x ~ similar_to_escape(p)` (`!~`).
+        if kind != K::AexprOp && kind != K::AexprSimilar {
             return Err(self.err_at(SqlError::not_supported(format!("operator form {kind:?}")), a.location));
         }
         let r = match node(&a.rexpr) {
@@ -848,6 +830,10 @@ impl<'a> Analyzer<'a> {
         };
         let Some(l) = node(&a.lexpr) else {
             // Prefix operators.
+            if crate::functions::is_builtin_operator(&op) {
+                let rloc = node(&a.rexpr).map_or(a.location, location);
+                return self.builtin_operator(&op, None, r, a.location, (a.location, rloc));
+            }
             return match op.as_str() {
                 "-" if r.ty() == Type::Interval => {
                     Ok(Expr::Func { func: Func::DateTime(crate::datetime::DtFunc::IntervalNeg), args: vec![r], ty: Type::Interval })
@@ -886,6 +872,9 @@ impl<'a> Analyzer<'a> {
     /// A binary operator; `locs` are the operands' locations (an unknown literal's
     /// conversion error points at the literal).
     fn binary(&mut self, op: &str, l: Expr, r: Expr, loc: i32, locs: (i32, i32)) -> Result<Expr> {
+        if crate::functions::is_builtin_operator(op) {
+            return self.builtin_operator(op, Some(l), r, loc, locs);
+        }
         let (lt, rt) = (l.ty(), r.ty());
         if op == "||" && (matches!(lt, Type::Array(_)) || matches!(rt, Type::Array(_))) {
             if let Some(e) = self.array_concat(l.clone(), r.clone(), loc)? {
@@ -1186,9 +1175,6 @@ impl<'a> Analyzer<'a> {
         if f.agg_star || f.agg_distinct {
             return Err(self.err_at(SqlError::new(b"42809", format!("{name}(*) specified, but {name} is not an aggregate function")), f.location));
         }
-        if name == "generate_series" {
-            return Err(self.err_at(SqlError::not_supported("set-returning functions here (only SELECT generate_series(a, b) alone)"), f.location));
-        }
         let mut args = Vec::new();
         let mut arg_locs = Vec::new();
         for a in &f.args {
@@ -1211,6 +1197,9 @@ impl<'a> Analyzer<'a> {
         }
         if matches!(name.as_str(), "length" | "octet_length") && args.len() == 1 && args[0].ty() == Type::Bytea {
             return Ok(Expr::Func { func: Func::OctetLength, args, ty: Type::Int4 });
+        }
+        if let Some(e) = self.builtin_call(&name, &mut args, &arg_locs, f, scope)? {
+            return Ok(e);
         }
         let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
         let (func, sig, ret): (Func, &[Type], Type) = match (name.as_str(), args.len()) {
@@ -1302,6 +1291,9 @@ impl<'a> Analyzer<'a> {
             Some(sel) => return crate::insert_select::analyze(self, s, table, cols, explicit_cols, sel),
         };
         let mut scope = Scope::new(None);
+        if lists.len() > 1 {
+            scope.no_srf = Some("VALUES");
+        }
         let default_row = |table: &Table| -> Vec<Expr> {
             (0..table.columns.len()).map(|i| crate::constraints::default_expr(table, i)).collect()
         };
@@ -1347,6 +1339,9 @@ impl<'a> Analyzer<'a> {
                 row[ci] = e;
             }
             rows.push(row);
+        }
+        if rows.iter().flatten().any(crate::project_set::contains_srf) {
+            return self.insert_values_srf(table, rows, s);
         }
         let returning = self.returning(s.returning_clause.as_ref(), &table)?;
         Ok(Statement::Insert { table, rows, returning })

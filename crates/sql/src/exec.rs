@@ -251,7 +251,12 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
         }
         Expr::Concat(l, r) => {
             let (a, b) = (ev(l, env)?, ev(r, env)?);
-            match (types::output(&a), types::output(&b)) {
+            // Each side as its cast to text (a boolean reads `true`, not `t`).
+            let text = |v: &Value| match v {
+                Value::Bool(b) => Some(b.to_string()),
+                v => types::output(v),
+            };
+            match (text(&a), text(&b)) {
                 (Some(x), Some(y)) => Value::Text(x + &y),
                 _ => Value::Null,
             }
@@ -354,6 +359,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         Func::Array(af) => crate::array::call(af, &vals, ty)?,
         Func::Catalog(cf) => crate::pgcatalog::call(cf, &vals, env)?,
         Func::Seq(f) => crate::sequence::call(f, &vals, env)?,
+        Func::Builtin(id) => crate::functions::call(id, &vals)?,
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
         Func::Sleep => {
@@ -606,7 +612,13 @@ fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     };
     let mut exprs: Vec<Expr> = q.targets.iter().map(|t| t.expr.clone()).collect();
     exprs.extend(q.hidden.iter().cloned());
-    let mut rows: Box<dyn RowIter> = if let Some(g) = &q.grouping {
+    let srfs = exprs.iter().any(crate::project_set::contains_srf);
+    if srfs && (q.grouping.is_some() || !q.aggregates.is_empty()) {
+        return Err(SqlError::not_supported("set-returning functions in the select list with aggregates or GROUP BY"));
+    }
+    let mut rows: Box<dyn RowIter> = if srfs && q.grouping.is_none() && q.aggregates.is_empty() {
+        Box::new(crate::project_set::ProjectSet::new(input, exprs))
+    } else if let Some(g) = &q.grouping {
         Box::new(VecIter(crate::grouping::run(g, &q.aggregates, &mut input, &exprs, ctx)?.into_iter()))
     } else if q.aggregates.is_empty() {
         Box::new(Project { input, exprs, n: 0 })

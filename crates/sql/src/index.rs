@@ -658,7 +658,9 @@ fn row_free(e: &Expr) -> bool {
         Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) => row_free(l) && row_free(r),
         Expr::And(v) | Expr::Or(v) => v.iter().all(row_free),
         Expr::Func { func, args, .. } => {
-            matches!(func, Func::Length | Func::Upper | Func::Lower | Func::Abs | Func::Version) && args.iter().all(row_free)
+            (matches!(func, Func::Length | Func::Upper | Func::Lower | Func::Abs | Func::Version)
+                || matches!(func, Func::Builtin(id) if id.get().volatility != crate::functions::Volatility::Volatile && !id.get().returns_set()))
+                && args.iter().all(row_free)
         }
         #[allow(unreachable_patterns)]
         _ => false,

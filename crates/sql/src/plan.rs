@@ -57,6 +57,8 @@ pub enum Func {
     Seq(crate::sequence::SeqFunc),
     /// round, trunc, ceil, floor, sqrt, mod, div, scale... of numeric ([`crate::numeric`]).
     Numeric(crate::numeric::NumFunc),
+    /// A function of the built-in table (`crate::functions::BUILTINS`).
+    Builtin(crate::functions::FuncId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

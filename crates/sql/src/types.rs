@@ -806,7 +806,11 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
         };
     }
     if to.is_string() {
-        let s = output(&v).unwrap_or_default();
+        // boolean's cast to text is `true`/`false` (its output is `t`/`f`).
+        let s = match v {
+            Value::Bool(b) => b.to_string(),
+            v => output(&v).unwrap_or_default(),
+        };
         return match to {
             Type::Varchar => Ok(Value::Text(check_varchar(&s, typmod, explicit)?)),
             Type::Bpchar => Ok(Value::Text(check_bpchar(&s, typmod, explicit)?)),

@@ -91,25 +91,6 @@ impl<'a> Analyzer<'a> {
         Ok(Some(Expr::Func { func: Func::Catalog(f), args: out, ty: ret }))
     }
 
-    /// `expr COLLATE name`: the default, "C" and "POSIX" collations are the
-    /// byte order every string comparison uses; others are 0A000.
-    pub(super) fn collate_clause(&mut self, c: &pb::CollateClause, scope: &mut Scope) -> Result<Expr> {
-        let names: Vec<&str> = c.collname.iter().filter_map(super::str_of).collect();
-        let coll = names.last().copied().unwrap_or("");
-        if !matches!(coll, "default" | "C" | "POSIX" | "ucs_basic") {
-            return Err(self.err_at(SqlError::not_supported(format!("collation \"{coll}\"")), c.location));
-        }
-        let Some(arg) = node(&c.arg) else { return Err(SqlError::internal("COLLATE without argument")) };
-        let e = self.expr(arg, scope)?;
-        if !(e.ty().is_string()) {
-            return Err(self.err_at(
-                SqlError::new(b"42804", format!("collations are not supported by type {}", e.ty().sql_name())),
-                c.location,
-            ));
-        }
-        Ok(e)
-    }
-
     /// CURRENT_USER, SESSION_USER, USER, CURRENT_ROLE, CURRENT_CATALOG, CURRENT_SCHEMA.
     pub(super) fn session_value_function(&self, op: pb::SqlValueFunctionOp) -> Option<Expr> {
         use pb::SqlValueFunctionOp as O;

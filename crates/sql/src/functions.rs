@@ -1,0 +1,426 @@
+//! Built-in functions: one table ([`BUILTINS`]) of every function and operator
+//! procedure the analyzer can call by name, as pg_proc rows are: name,
+//! argument types, result type, volatility, strictness and the Rust
+//! implementation. [`crate::analyze`] resolves a call against the table with
+//! PostgreSQL's rules (`analyze::funcs`); the executor calls the chosen entry by
+//! its index ([`crate::plan::Func::Builtin`]).
+//!
+//! Operators that are plain functions of their operands (`~`, `&`, `<<`, `@`,
+//! `^`, ...) are listed in [`OPERATORS`] by the procedure that implements them
+//! (pg_operator.oprcode), and resolved like a function call over those procedures.
+//!
+//! An entry whose `imp` is [`Imp::Missing`] exists so that overload resolution
+//! sees the same candidates PostgreSQL does (`round(1.5)` picks `round(numeric)`,
+//! not `round(float8)`): choosing it answers 0A000 until it is implemented.
+//!
+//! Adding a function: append a `Builtin` row (helpers [`f`], then `.stable()`,
+//! `.volatile()`, `.nonstrict()`, `.variadic_any()`), with an implementation
+//! `fn(&[Value]) -> Result<Value>` that receives its arguments already converted
+//! to the declared types (a strict function never sees a NULL). A set-returning
+//! function uses [`Imp::Set`]. Nothing else needs changing.
+
+use crate::errors::{Result, SqlError};
+use crate::types::{Type, Value};
+
+mod math;
+mod strings;
+
+pub use strings::{md5_hex, quote_ident};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Volatility {
+    Immutable,
+    Stable,
+    Volatile,
+}
+
+/// The rows a set-returning function produces for one call.
+pub type SetIter = Box<dyn Iterator<Item = Result<Value>>>;
+
+#[derive(Clone, Copy)]
+pub enum Imp {
+    Scalar(fn(&[Value]) -> Result<Value>),
+    /// A set-returning function (select list: `exec::ProjectSet`).
+    Set(fn(&[Value]) -> Result<SetIter>),
+    /// Known to PostgreSQL, not implemented here: choosing it is 0A000 with this text.
+    Missing(&'static str),
+}
+
+/// One built-in function (a pg_proc row).
+#[derive(Clone, Copy)]
+pub struct Builtin {
+    pub name: &'static str,
+    /// Declared argument types, in order.
+    pub args: &'static [Type],
+    /// `VARIADIC "any"` after `args` (concat, concat_ws, format).
+    pub variadic_any: bool,
+    pub ret: Type,
+    pub volatility: Volatility,
+    /// Returns NULL, without being called, when any argument is NULL.
+    pub strict: bool,
+    pub imp: Imp,
+}
+
+impl Builtin {
+    pub const fn stable(mut self) -> Builtin {
+        self.volatility = Volatility::Stable;
+        self
+    }
+    pub const fn volatile(mut self) -> Builtin {
+        self.volatility = Volatility::Volatile;
+        self
+    }
+    pub const fn nonstrict(mut self) -> Builtin {
+        self.strict = false;
+        self
+    }
+    pub const fn variadic_any(mut self) -> Builtin {
+        self.variadic_any = true;
+        self
+    }
+    pub fn returns_set(&self) -> bool {
+        matches!(self.imp, Imp::Set(_))
+    }
+}
+
+/// An immutable strict function.
+pub const fn f(name: &'static str, args: &'static [Type], ret: Type, imp: fn(&[Value]) -> Result<Value>) -> Builtin {
+    Builtin { name, args, variadic_any: false, ret, volatility: Volatility::Immutable, strict: true, imp: Imp::Scalar(imp) }
+}
+
+/// A function PostgreSQL has over numeric (not implemented yet).
+const fn numeric(name: &'static str, args: &'static [Type], ret: Type) -> Builtin {
+    Builtin { name, args, variadic_any: false, ret, volatility: Volatility::Immutable, strict: true, imp: Imp::Missing("type numeric") }
+}
+
+const fn set(name: &'static str, args: &'static [Type], ret: Type, imp: fn(&[Value]) -> Result<SetIter>) -> Builtin {
+    Builtin { name, args, variadic_any: false, ret, volatility: Volatility::Immutable, strict: true, imp: Imp::Set(imp) }
+}
+
+const fn missing(name: &'static str, args: &'static [Type], ret: Type, what: &'static str) -> Builtin {
+    Builtin { name, args, variadic_any: false, ret, volatility: Volatility::Immutable, strict: true, imp: Imp::Missing(what) }
+}
+
+const T: Type = Type::Text;
+const I2: Type = Type::Int2;
+const I4: Type = Type::Int4;
+const I8: Type = Type::Int8;
+const F4: Type = Type::Float4;
+const F8: Type = Type::Float8;
+const N: Type = Type::Numeric;
+const B: Type = Type::Bool;
+
+use math as m;
+use strings as s;
+
+/// Every built-in function, by name (several rows per overloaded name).
+pub static BUILTINS: &[Builtin] = &[
+    // --- strings (functions/strings.rs)
+    f("length", &[T], I4, s::length),
+    f("char_length", &[T], I4, s::length),
+    f("character_length", &[T], I4, s::length),
+    f("octet_length", &[T], I4, s::octet_length),
+    f("octet_length", &[Type::Bpchar], I4, s::octet_length),
+    f("bit_length", &[T], I4, s::bit_length),
+    f("upper", &[T], T, s::upper),
+    f("lower", &[T], T, s::lower),
+    f("initcap", &[T], T, s::initcap),
+    f("substr", &[T, I4], T, s::substr),
+    f("substr", &[T, I4, I4], T, s::substr),
+    f("substring", &[T, I4], T, s::substr),
+    f("substring", &[T, I4, I4], T, s::substr),
+    f("substring", &[T, T], T, s::substring_regex),
+    missing("substring", &[T, T, T], T, "SUBSTRING ... SIMILAR"),
+    missing("substr", &[Type::Bytea, I4], Type::Bytea, "substr(bytea)"),
+    missing("substr", &[Type::Bytea, I4, I4], Type::Bytea, "substr(bytea)"),
+    missing("substring", &[Type::Bytea, I4], Type::Bytea, "substring(bytea)"),
+    missing("substring", &[Type::Bytea, I4, I4], Type::Bytea, "substring(bytea)"),
+    missing("btrim", &[Type::Bytea, Type::Bytea], Type::Bytea, "btrim(bytea)"),
+    missing("ltrim", &[Type::Bytea, Type::Bytea], Type::Bytea, "ltrim(bytea)"),
+    missing("rtrim", &[Type::Bytea, Type::Bytea], Type::Bytea, "rtrim(bytea)"),
+    missing("position", &[Type::Bytea, Type::Bytea], I4, "position(bytea)"),
+    missing("overlay", &[Type::Bytea, Type::Bytea, I4, I4], Type::Bytea, "overlay(bytea)"),
+    missing("overlay", &[Type::Bytea, Type::Bytea, I4], Type::Bytea, "overlay(bytea)"),
+    f("position", &[T, T], I4, s::strpos),
+    f("strpos", &[T, T], I4, s::strpos),
+    f("replace", &[T, T, T], T, s::replace),
+    f("translate", &[T, T, T], T, s::translate),
+    f("btrim", &[T], T, s::btrim),
+    f("btrim", &[T, T], T, s::btrim),
+    f("ltrim", &[T], T, s::ltrim),
+    f("ltrim", &[T, T], T, s::ltrim),
+    f("rtrim", &[T], T, s::rtrim),
+    f("rtrim", &[T, T], T, s::rtrim),
+    f("lpad", &[T, I4], T, s::lpad),
+    f("lpad", &[T, I4, T], T, s::lpad),
+    f("rpad", &[T, I4], T, s::rpad),
+    f("rpad", &[T, I4, T], T, s::rpad),
+    f("left", &[T, I4], T, s::left),
+    f("right", &[T, I4], T, s::right),
+    f("repeat", &[T, I4], T, s::repeat),
+    f("reverse", &[T], T, s::reverse),
+    f("split_part", &[T, T, I4], T, s::split_part),
+    f("ascii", &[T], I4, s::ascii),
+    f("chr", &[I4], T, s::chr),
+    f("concat", &[], T, s::concat).stable().nonstrict().variadic_any(),
+    f("concat_ws", &[T], T, s::concat_ws).stable().nonstrict().variadic_any(),
+    f("format", &[T], T, s::format).stable().nonstrict(),
+    f("format", &[T], T, s::format).stable().nonstrict().variadic_any(),
+    f("quote_ident", &[T], T, s::quote_ident_fn),
+    f("quote_literal", &[T], T, s::quote_literal),
+    f("quote_nullable", &[T], T, s::quote_nullable).nonstrict(),
+    f("to_hex", &[I4], T, s::to_hex32),
+    f("to_hex", &[I8], T, s::to_hex64),
+    f("md5", &[T], T, s::md5),
+    f("md5", &[Type::Bytea], T, s::md5),
+    f("starts_with", &[T, T], B, s::starts_with),
+    f("overlay", &[T, T, I4, I4], T, s::overlay),
+    f("overlay", &[T, T, I4], T, s::overlay),
+    f("regexp_replace", &[T, T, T], T, s::regexp_replace),
+    f("regexp_replace", &[T, T, T, T], T, s::regexp_replace),
+    f("similar_to_escape", &[T], T, s::similar_to_escape),
+    f("similar_to_escape", &[T, T], T, s::similar_to_escape),
+    f("textregexeq", &[T, T], B, s::regex_eq),
+    f("textregexne", &[T, T], B, s::regex_ne),
+    f("texticregexeq", &[T, T], B, s::iregex_eq),
+    f("texticregexne", &[T, T], B, s::iregex_ne),
+    // --- math (functions/math.rs)
+    f("abs", &[I2], I2, m::abs),
+    f("abs", &[I4], I4, m::abs),
+    f("abs", &[I8], I8, m::abs),
+    f("abs", &[F4], F4, m::abs),
+    f("abs", &[F8], F8, m::abs),
+    numeric("abs", &[N], N),
+    f("int2abs", &[I2], I2, m::abs),
+    f("int4abs", &[I4], I4, m::abs),
+    f("int8abs", &[I8], I8, m::abs),
+    f("float4abs", &[F4], F4, m::abs),
+    f("float8abs", &[F8], F8, m::abs),
+    f("mod", &[I2, I2], I2, m::modulo),
+    f("mod", &[I4, I4], I4, m::modulo),
+    f("mod", &[I8, I8], I8, m::modulo),
+    numeric("mod", &[N, N], N),
+    numeric("div", &[N, N], N),
+    f("round", &[F8], F8, m::round),
+    numeric("round", &[N], N),
+    numeric("round", &[N, I4], N),
+    f("trunc", &[F8], F8, m::trunc),
+    numeric("trunc", &[N], N),
+    numeric("trunc", &[N, I4], N),
+    f("ceil", &[F8], F8, m::ceil),
+    numeric("ceil", &[N], N),
+    f("ceiling", &[F8], F8, m::ceil),
+    numeric("ceiling", &[N], N),
+    f("floor", &[F8], F8, m::floor),
+    numeric("floor", &[N], N),
+    f("sign", &[F8], F8, m::sign),
+    numeric("sign", &[N], N),
+    f("sqrt", &[F8], F8, m::sqrt),
+    numeric("sqrt", &[N], N),
+    f("dsqrt", &[F8], F8, m::sqrt),
+    f("cbrt", &[F8], F8, m::cbrt),
+    f("dcbrt", &[F8], F8, m::cbrt),
+    f("exp", &[F8], F8, m::exp),
+    numeric("exp", &[N], N),
+    f("ln", &[F8], F8, m::ln),
+    numeric("ln", &[N], N),
+    f("log", &[F8], F8, m::log10),
+    numeric("log", &[N], N),
+    numeric("log", &[N, N], N),
+    f("log10", &[F8], F8, m::log10),
+    numeric("log10", &[N], N),
+    f("power", &[F8, F8], F8, m::power),
+    numeric("power", &[N, N], N),
+    f("pow", &[F8, F8], F8, m::power),
+    numeric("pow", &[N, N], N),
+    f("dpow", &[F8, F8], F8, m::power),
+    numeric("numeric_power", &[N, N], N),
+    f("pi", &[], F8, m::pi),
+    f("degrees", &[F8], F8, m::degrees),
+    f("radians", &[F8], F8, m::radians),
+    f("sin", &[F8], F8, m::sin),
+    f("cos", &[F8], F8, m::cos),
+    f("tan", &[F8], F8, m::tan),
+    f("cot", &[F8], F8, m::cot),
+    f("asin", &[F8], F8, m::asin),
+    f("acos", &[F8], F8, m::acos),
+    f("atan", &[F8], F8, m::atan),
+    f("atan2", &[F8, F8], F8, m::atan2),
+    f("sinh", &[F8], F8, m::sinh),
+    f("cosh", &[F8], F8, m::cosh),
+    f("tanh", &[F8], F8, m::tanh),
+    f("random", &[], F8, m::random).volatile(),
+    f("setseed", &[F8], Type::Void, m::setseed).volatile(),
+    f("gcd", &[I4, I4], I4, m::gcd),
+    f("gcd", &[I8, I8], I8, m::gcd),
+    numeric("gcd", &[N, N], N),
+    f("lcm", &[I4, I4], I4, m::lcm),
+    f("lcm", &[I8, I8], I8, m::lcm),
+    numeric("lcm", &[N, N], N),
+    numeric("factorial", &[I8], N),
+    f("width_bucket", &[F8, F8, F8, I4], I4, m::width_bucket),
+    numeric("width_bucket", &[N, N, N, I4], I4),
+    // integer bit operators (pg_operator: & | # ~ << >>)
+    f("int2and", &[I2, I2], I2, m::and),
+    f("int4and", &[I4, I4], I4, m::and),
+    f("int8and", &[I8, I8], I8, m::and),
+    f("int2or", &[I2, I2], I2, m::or),
+    f("int4or", &[I4, I4], I4, m::or),
+    f("int8or", &[I8, I8], I8, m::or),
+    f("int2xor", &[I2, I2], I2, m::xor),
+    f("int4xor", &[I4, I4], I4, m::xor),
+    f("int8xor", &[I8, I8], I8, m::xor),
+    f("int2not", &[I2], I2, m::not),
+    f("int4not", &[I4], I4, m::not),
+    f("int8not", &[I8], I8, m::not),
+    f("int2shl", &[I2, I4], I2, m::shl),
+    f("int4shl", &[I4, I4], I4, m::shl),
+    f("int8shl", &[I8, I4], I8, m::shl),
+    f("int2shr", &[I2, I4], I2, m::shr),
+    f("int4shr", &[I4, I4], I4, m::shr),
+    f("int8shr", &[I8, I4], I8, m::shr),
+    // --- set-returning
+    set("generate_series", &[I4, I4], I4, m::series),
+    set("generate_series", &[I4, I4, I4], I4, m::series),
+    set("generate_series", &[I8, I8], I8, m::series),
+    set("generate_series", &[I8, I8, I8], I8, m::series),
+    numeric("generate_series", &[N, N], N),
+    numeric("generate_series", &[N, N, N], N),
+    missing("generate_series", &[Type::Timestamp, Type::Timestamp, Type::Interval], Type::Timestamp, "generate_series over timestamps"),
+    missing("generate_series", &[Type::Timestamptz, Type::Timestamptz, Type::Interval], Type::Timestamptz, "generate_series over timestamps"),
+];
+
+/// PostgreSQL 15 functions of this module's kind (strings, regular expressions)
+/// that are not implemented: a call is 0A000, not 42883 "does not exist".
+pub static NOT_YET: &[&str] = &[
+    "regexp_count",
+    "regexp_instr",
+    "regexp_like",
+    "regexp_match",
+    "regexp_matches",
+    "regexp_split_to_array",
+    "regexp_split_to_table",
+    "regexp_substr",
+    "unistr",
+    "normalize",
+    "to_ascii",
+];
+
+/// Operators implemented by a procedure of [`BUILTINS`]: (operator, procedure).
+/// A procedure with one argument makes a prefix operator.
+pub static OPERATORS: &[(&str, &str)] = &[
+    ("~", "textregexeq"),
+    ("!~", "textregexne"),
+    ("~*", "texticregexeq"),
+    ("!~*", "texticregexne"),
+    ("&", "int2and"),
+    ("&", "int4and"),
+    ("&", "int8and"),
+    ("|", "int2or"),
+    ("|", "int4or"),
+    ("|", "int8or"),
+    ("#", "int2xor"),
+    ("#", "int4xor"),
+    ("#", "int8xor"),
+    ("~", "int2not"),
+    ("~", "int4not"),
+    ("~", "int8not"),
+    ("<<", "int2shl"),
+    ("<<", "int4shl"),
+    ("<<", "int8shl"),
+    (">>", "int2shr"),
+    (">>", "int4shr"),
+    (">>", "int8shr"),
+    ("@", "int2abs"),
+    ("@", "int4abs"),
+    ("@", "int8abs"),
+    ("@", "float4abs"),
+    ("@", "float8abs"),
+    ("^", "dpow"),
+    ("^", "numeric_power"),
+    ("|/", "dsqrt"),
+    ("||/", "dcbrt"),
+];
+
+/// Whether some operator `op` is in [`OPERATORS`].
+pub fn is_builtin_operator(op: &str) -> bool {
+    OPERATORS.iter().any(|(o, _)| *o == op)
+}
+
+/// A function's index in [`BUILTINS`] (what `plan::Func::Builtin` holds).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct FuncId(pub u16);
+
+impl std::fmt::Debug for FuncId {
+    fn fmt(&self, fm: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let b = &BUILTINS[self.0 as usize];
+        write!(fm, "{}#{}", b.name, self.0)
+    }
+}
+
+impl FuncId {
+    pub fn get(self) -> &'static Builtin {
+        &BUILTINS[self.0 as usize]
+    }
+}
+
+/// Calls a scalar built-in (strictness applied here).
+pub fn call(id: FuncId, vals: &[Value]) -> Result<Value> {
+    let b = id.get();
+    if b.strict && vals.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    match b.imp {
+        Imp::Scalar(fun) => fun(vals),
+        Imp::Set(_) => Err(SqlError::new(b"0A000", "set-valued function called in context that cannot accept a set")),
+        Imp::Missing(what) => Err(SqlError::not_supported(what)),
+    }
+}
+
+/// Starts a set-returning built-in: an empty set when strict and an argument is NULL.
+pub fn call_set(id: FuncId, vals: &[Value]) -> Result<SetIter> {
+    let b = id.get();
+    if b.strict && vals.iter().any(Value::is_null) {
+        return Ok(Box::new(std::iter::empty()));
+    }
+    match b.imp {
+        Imp::Set(fun) => fun(vals),
+        Imp::Scalar(fun) => Ok(Box::new(std::iter::once(fun(vals)))),
+        Imp::Missing(what) => Err(SqlError::not_supported(what)),
+    }
+}
+
+/// A string argument (the declared type is a string type).
+pub(crate) fn text(v: &Value) -> &str {
+    match v {
+        Value::Text(s) => s,
+        _ => "",
+    }
+}
+
+/// An integer argument.
+pub(crate) fn int(v: &Value) -> i64 {
+    v.as_i64().unwrap_or(0)
+}
+
+/// A float argument.
+pub(crate) fn float(v: &Value) -> f64 {
+    match v {
+        Value::Float8(f) => *f,
+        Value::Float4(f) => *f as f64,
+        v => v.as_i64().unwrap_or(0) as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operator_names_a_builtin() {
+        for (op, proc) in OPERATORS {
+            assert!(BUILTINS.iter().any(|b| b.name == *proc), "operator {op}: no procedure {proc}");
+        }
+        assert!(BUILTINS.len() < u16::MAX as usize);
+    }
+}
