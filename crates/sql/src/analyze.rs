@@ -17,7 +17,7 @@ use pg_query::NodeEnum;
 mod arrays;
 mod catalog_funcs;
 mod exprs;
-mod from;
+pub(crate) mod from;
 mod funcs;
 mod group_by;
 mod index_ddl;
@@ -304,7 +304,7 @@ impl<'a> Analyzer<'a> {
                 Some(NodeEnum::JoinExpr(_)) => return Err(SqlError::not_supported("JOIN")),
                 Some(NodeEnum::RangeSubselect(_)) => return Err(SqlError::not_supported("subqueries in FROM")),
                 Some(NodeEnum::RangeFunction(rf)) => {
-                    let (t, refname, scan) = crate::srf::range_function(self, rf)?;
+                    let (t, refname, scan) = crate::srf::range_function(self, rf, outer)?;
                     series = Some(scan);
                     Some((t, refname))
                 }
@@ -368,7 +368,7 @@ impl<'a> Analyzer<'a> {
         let aggregates = scope.aggs.take().unwrap_or_default();
         // Aggregates the plain Aggregate cannot run go through crate::grouping.
         let grouping = match grouping {
-            None if aggregates.iter().any(|a| matches!(a.kind, AggKind::Avg | AggKind::ArrayAgg) || a.filter.is_some() || a.distinct) => {
+            None if aggregates.iter().any(|a| !matches!(a.kind, AggKind::CountStar | AggKind::Count | AggKind::Sum | AggKind::Min | AggKind::Max) || a.filter.is_some() || a.distinct) => {
                 Some(crate::grouping::Grouping { keys: vec![], having: None })
             }
             g => g,
@@ -1095,7 +1095,10 @@ impl<'a> Analyzer<'a> {
             "max" => Some(AggKind::Max),
             "avg" => Some(AggKind::Avg),
             "array_agg" => Some(AggKind::ArrayAgg),
-            "string_agg" | "bool_and" | "bool_or" | "every" | "stddev" | "stddev_samp" | "stddev_pop" | "variance"
+            "string_agg" => Some(AggKind::StringAgg),
+            "bool_and" | "every" => Some(AggKind::BoolAnd),
+            "bool_or" => Some(AggKind::BoolOr),
+            "stddev" | "stddev_samp" | "stddev_pop" | "variance"
             | "var_samp" | "var_pop" => {
                 return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
             }
@@ -1127,10 +1130,25 @@ impl<'a> Analyzer<'a> {
                 }
                 None => None,
             };
+            let mut delim = None;
+            let mut delim_ty = None;
+            if kind == AggKind::StringAgg && f.args.len() == 2 {
+                scope.in_agg = true;
+                let r = self.expr(f.args[1].node.as_ref().unwrap(), scope);
+                scope.in_agg = false;
+                let r = r?;
+                delim_ty = Some(r.ty());
+                let d = self.coerce(r, Type::Text, CastContext::Implicit, f.location)?;
+                delim = match crate::exec::eval_const(&d)? {
+                    Some(Value::Text(s)) => Some(s),
+                    Some(_) => None,
+                    None => return Err(self.err_at(SqlError::not_supported("string_agg with a delimiter that is not a constant"), f.location)),
+                };
+            }
             let arg = if kind == AggKind::CountStar {
                 None
             } else {
-                if f.args.len() != 1 {
+                if f.args.len() != 1 && !(kind == AggKind::StringAgg && f.args.len() == 2) {
                     return Err(self.unknown_function(&name, &[], f.location));
                 }
                 scope.in_agg = true;
@@ -1158,12 +1176,17 @@ impl<'a> Analyzer<'a> {
                 (AggKind::Min | AggKind::Max, Some(t)) if t != Type::Bool => t,
                 (AggKind::Avg, Some(Type::Float8 | Type::Float4)) => Type::Float8,
                 (AggKind::ArrayAgg, Some(t)) if crate::array::array_of(t).is_some() => crate::array::array_of(t).expect("checked"),
+                (AggKind::StringAgg, Some(t)) if t.is_string() => Type::Text,
+                (AggKind::BoolAnd | AggKind::BoolOr, Some(Type::Bool)) => Type::Bool,
                 (AggKind::Avg, Some(Type::Int2 | Type::Int4 | Type::Int8 | Type::Numeric)) => Type::Numeric,
-                (_, Some(t)) => return Err(self.unknown_function(&name, &[t], f.location)),
+                (_, Some(t)) => {
+                    let types: Vec<Type> = std::iter::once(t).chain(delim_ty).collect();
+                    return Err(self.unknown_function(&name, &types, f.location));
+                }
                 (_, None) => return Err(SqlError::internal("aggregate without argument")),
             };
             let aggs = scope.aggs.as_mut().expect("checked above");
-            let agg = Aggregate { kind, arg, ty, filter, distinct: f.agg_distinct };
+            let agg = Aggregate { kind, arg, ty, filter, distinct: f.agg_distinct, delim };
             // An aggregate written twice is computed once (and its uses compare equal).
             let form = format!("{agg:?}");
             if let Some(i) = aggs.iter().position(|a| format!("{a:?}") == form) {
@@ -1366,6 +1389,14 @@ impl<'a> Analyzer<'a> {
 
     pub(crate) fn scalar_expr(&mut self, n: &NodeEnum) -> Result<Expr> {
         let mut scope = Scope::new(None);
+        self.expr(n, &mut scope)
+    }
+
+    /// An expression of this query level that reads no column of it but may
+    /// read the enclosing levels `outer` (a function's arguments in FROM).
+    pub(crate) fn outer_expr(&mut self, n: &NodeEnum, outer: &[std::rc::Rc<from::Namespace>]) -> Result<Expr> {
+        let mut scope = Scope::new(None);
+        scope.outer = outer.to_vec();
         self.expr(n, &mut scope)
     }
 

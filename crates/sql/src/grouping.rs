@@ -133,6 +133,20 @@ impl AggState {
                 arr.items.push(v);
                 Value::Array(arr)
             }
+            (AggKind::StringAgg, acc) => {
+                let Value::Text(v) = v else { return Err(crate::errors::SqlError::internal("string_agg of a non-text value")) };
+                match acc {
+                    Value::Text(mut s) => {
+                        s.push_str(a.delim.as_deref().unwrap_or(""));
+                        s.push_str(&v);
+                        Value::Text(s)
+                    }
+                    _ => Value::Text(v),
+                }
+            }
+            (AggKind::BoolAnd, Value::Bool(b)) => Value::Bool(b && v == Value::Bool(true)),
+            (AggKind::BoolOr, Value::Bool(b)) => Value::Bool(b || v == Value::Bool(true)),
+            (AggKind::BoolAnd | AggKind::BoolOr, _) => v,
             (AggKind::ArrayAgg, _) => {
                 let elem = match a.ty {
                     Type::Array(e) => *e,

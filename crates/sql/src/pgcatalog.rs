@@ -33,7 +33,8 @@
 //!
 //! Column types PostgreSQL has and we do not are shown as: regproc as text
 //! (the function's name), pg_node_tree, int2vector, oidvector, anyarray as
-//! text (int2vector's "1 2" form), aclitem[] as text[].
+//! text (int2vector's "1 2" form; pg_publication_rel.prattrs, which psql
+//! subscripts, is int2[]), aclitem[] as text[].
 
 use crate::catalog::{self, Column, Table};
 use crate::errors::{Result, SqlError};
@@ -78,7 +79,7 @@ static VIEWS: &[View] = &[
     View { name: "pg_proc", oid: 1255, columns: &[("oid", Type::Oid), ("proname", Type::Name), ("pronamespace", Type::Oid), ("proowner", Type::Oid), ("prolang", Type::Oid), ("procost", Type::Float4), ("prorows", Type::Float4), ("provariadic", Type::Oid), ("prosupport", Type::Text), ("prokind", Type::Char), ("prosecdef", Type::Bool), ("proleakproof", Type::Bool), ("proisstrict", Type::Bool), ("proretset", Type::Bool), ("provolatile", Type::Char), ("proparallel", Type::Char), ("pronargs", Type::Int2), ("pronargdefaults", Type::Int2), ("prorettype", Type::Oid), ("proargtypes", Type::Text), ("proallargtypes", OID_ARRAY), ("proargmodes", CHAR_ARRAY), ("proargnames", TEXT_ARRAY), ("proargdefaults", Type::Text), ("protrftypes", OID_ARRAY), ("prosrc", Type::Text), ("probin", Type::Text), ("prosqlbody", Type::Text), ("proconfig", TEXT_ARRAY), ("proacl", TEXT_ARRAY)] },
     View { name: "pg_publication", oid: 6104, columns: &[("oid", Type::Oid), ("pubname", Type::Name), ("pubowner", Type::Oid), ("puballtables", Type::Bool), ("pubinsert", Type::Bool), ("pubupdate", Type::Bool), ("pubdelete", Type::Bool), ("pubtruncate", Type::Bool), ("pubviaroot", Type::Bool)] },
     View { name: "pg_publication_namespace", oid: 6237, columns: &[("oid", Type::Oid), ("pnpubid", Type::Oid), ("pnnspid", Type::Oid)] },
-    View { name: "pg_publication_rel", oid: 6106, columns: &[("oid", Type::Oid), ("prpubid", Type::Oid), ("prrelid", Type::Oid), ("prqual", Type::Text), ("prattrs", Type::Text)] },
+    View { name: "pg_publication_rel", oid: 6106, columns: &[("oid", Type::Oid), ("prpubid", Type::Oid), ("prrelid", Type::Oid), ("prqual", Type::Text), ("prattrs", INT2_ARRAY)] },
     View { name: "pg_rewrite", oid: 2618, columns: &[("oid", Type::Oid), ("rulename", Type::Name), ("ev_class", Type::Oid), ("ev_type", Type::Char), ("ev_enabled", Type::Char), ("is_instead", Type::Bool), ("ev_qual", Type::Text), ("ev_action", Type::Text)] },
     View { name: "pg_roles", oid: 12000, columns: &[("rolname", Type::Name), ("rolsuper", Type::Bool), ("rolinherit", Type::Bool), ("rolcreaterole", Type::Bool), ("rolcreatedb", Type::Bool), ("rolcanlogin", Type::Bool), ("rolreplication", Type::Bool), ("rolconnlimit", Type::Int4), ("rolpassword", Type::Text), ("rolvaliduntil", Type::Timestamptz), ("rolbypassrls", Type::Bool), ("rolconfig", TEXT_ARRAY), ("oid", Type::Oid)] },
     View { name: "pg_settings", oid: 12104, columns: &[("name", Type::Text), ("setting", Type::Text), ("unit", Type::Text), ("category", Type::Text), ("short_desc", Type::Text), ("extra_desc", Type::Text), ("context", Type::Text), ("vartype", Type::Text), ("source", Type::Text), ("min_val", Type::Text), ("max_val", Type::Text), ("enumvals", TEXT_ARRAY), ("boot_val", Type::Text), ("reset_val", Type::Text), ("sourcefile", Type::Text), ("sourceline", Type::Int4), ("pending_restart", Type::Bool)] },

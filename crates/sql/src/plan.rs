@@ -72,6 +72,11 @@ pub enum AggKind {
     Avg,
     /// array_agg(x): the values (NULLs included) in input order; NULL for no rows.
     ArrayAgg,
+    /// string_agg(text, delimiter): the non-null values joined by `delim`.
+    StringAgg,
+    /// bool_and / every, bool_or.
+    BoolAnd,
+    BoolOr,
 }
 
 #[derive(Clone, Debug)]
@@ -83,6 +88,8 @@ pub struct Aggregate {
     pub filter: Option<Expr>,
     /// `agg(DISTINCT x)`: each distinct non-null value once.
     pub distinct: bool,
+    /// string_agg's delimiter (a constant; NULL joins with nothing).
+    pub delim: Option<String>,
 }
 
 #[derive(Clone, Debug)]

@@ -32,7 +32,12 @@ pub struct SeriesScan {
 
 /// Analyzes a function in FROM: the relation the scope sees (a table with no
 /// storage, OID 0), its reference name, and the scan.
-pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Result<(Table, String, SeriesScan)> {
+/// The arguments may read enclosing query levels (`outer`), not this one.
+pub(crate) fn range_function(
+    a: &mut Analyzer<'_>,
+    rf: &pb::RangeFunction,
+    outer: &[std::rc::Rc<crate::analyze::from::Namespace>],
+) -> Result<(Table, String, SeriesScan)> {
     if rf.lateral || rf.ordinality || rf.is_rowsfrom || !rf.coldeflist.is_empty() || rf.functions.len() != 1 {
         return Err(SqlError::not_supported("LATERAL, WITH ORDINALITY, ROWS FROM or column definitions for functions in FROM"));
     }
@@ -57,7 +62,7 @@ pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Re
     };
     let unnest = if name == "unnest" && f.args.len() == 1 && !f.agg_star && !f.agg_distinct && f.over.is_none() {
         let Some(n) = f.args[0].node.as_ref() else { return Err(SqlError::internal("unnest without argument")) };
-        let e = a.scalar_expr(n)?;
+        let e = a.outer_expr(n, outer)?;
         let Type::Array(elem) = e.ty() else {
             return Err(SqlError::new(b"42883", format!("function unnest({}) does not exist", e.ty().sql_name()))
                 .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
@@ -78,7 +83,7 @@ pub(crate) fn range_function(a: &mut Analyzer<'_>, rf: &pb::RangeFunction) -> Re
     let mut args = Vec::new();
     for n in f.args.iter().filter(|_| unnest.is_none()) {
         let Some(n) = n.node.as_ref() else { continue };
-        args.push(a.scalar_expr(n)?);
+        args.push(a.outer_expr(n, outer)?);
     }
     let ty = match &unnest {
         Some((_, elem)) => *elem,

@@ -39,6 +39,8 @@ pub enum SubKind {
     Expr,
     Any,
     All,
+    /// `ARRAY(subquery)`: the one column's values as an array (empty: `{}`).
+    Array,
 }
 
 #[derive(Clone, Debug)]
@@ -129,6 +131,9 @@ fn walk_source(s: &mut Source, depth: usize, descend: bool, f: &mut dyn FnMut(&m
             walk_expr(&mut scan.stop, depth, descend, f);
             if let Some(s) = scan.step.as_mut() {
                 walk_expr(s, depth, descend, f);
+            }
+            if let Some(u) = scan.unnest.as_mut() {
+                walk_expr(u, depth, descend, f);
             }
         }
         Source::Join(j) => {
@@ -294,6 +299,11 @@ pub fn run(sp: &SubPlan, row: &[Value], params: &[Value], aggs: &[Value], ctx: &
             [r] => r.first().cloned().unwrap_or(Value::Null),
             _ => return Err(SqlError::new(b"21000", "more than one row returned by a subquery used as an expression")),
         },
+        SubKind::Array => {
+            let Type::Array(elem) = sp.ty else { return Err(SqlError::internal("ARRAY subquery of a non-array type")) };
+            let items = rows.iter().map(|r| r.first().cloned().unwrap_or(Value::Null)).collect();
+            Value::Array(Box::new(crate::array::Array::new(*elem, items)))
+        }
         SubKind::Any | SubKind::All => {
             let any = sp.kind == SubKind::Any;
             let lhs = lhs.unwrap_or(Value::Null);

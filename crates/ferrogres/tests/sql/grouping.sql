@@ -79,3 +79,12 @@ SELECT id, name, sum(n) FROM gk GROUP BY id ORDER BY id;
 SELECT name, count(*) FROM gk GROUP BY id ORDER BY name;
 SELECT id, name FROM gk GROUP BY name ORDER BY 1;
 DROP TABLE gk;
+-- string_agg, bool_and / every, bool_or
+CREATE TABLE sa (g int, s text, v varchar(5), b bool);
+INSERT INTO sa VALUES (1, 'a', 'x', true), (1, NULL, 'y', NULL), (1, 'c', NULL, false), (2, 'd', 'z', true), (3, NULL, NULL, NULL);
+SELECT g, string_agg(s, ', '), string_agg(v, '-'), bool_and(b), bool_or(b), every(b) FROM sa GROUP BY g ORDER BY g;
+SELECT string_agg(s, NULL), string_agg(DISTINCT v, '|') FILTER (WHERE g < 3) FROM sa;
+SELECT string_agg(s, ',') FROM sa WHERE false;
+SELECT string_agg(g, ',') FROM sa;
+SELECT bool_and(g) FROM sa;
+DROP TABLE sa;

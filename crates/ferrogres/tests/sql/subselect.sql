@@ -40,3 +40,9 @@ SELECT * FROM s2 ORDER BY x, y;
 DELETE FROM s2 WHERE x NOT IN (SELECT a FROM s1 WHERE a IS NOT NULL);
 SELECT * FROM s2 ORDER BY x, y;
 SELECT 'a' IN (SELECT b FROM s1) AS in_text, 'one' IN (SELECT b FROM s1) AS in_text2;
+-- ARRAY(subquery)
+SELECT ARRAY(SELECT g FROM generate_series(1, 4) g WHERE g % 2 = 0) AS evens;
+SELECT ARRAY(SELECT g::text FROM generate_series(1, 3) g ORDER BY g DESC);
+SELECT ARRAY(SELECT 1 WHERE false) AS empty, cardinality(ARRAY(SELECT 1 WHERE false));
+SELECT x, ARRAY(SELECT y FROM generate_series(1, x) y) FROM generate_series(1, 3) x ORDER BY x;
+SELECT ARRAY(SELECT 1, 2);

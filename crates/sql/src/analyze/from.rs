@@ -261,7 +261,7 @@ impl<'a> Analyzer<'a> {
                 Ok(Item { source: crate::sysviews::source(t), width, ns, lateral: false })
             }
             NodeEnum::RangeFunction(rf) => {
-                let (t, refname, scan) = crate::srf::range_function(self, rf)?;
+                let (t, refname, scan) = crate::srf::range_function(self, rf, outer)?;
                 let ns = Namespace::single(&t, &refname);
                 Ok(Item { source: Source::Function(scan), width: t.columns.len(), ns, lateral: false })
             }

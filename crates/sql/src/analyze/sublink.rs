@@ -16,6 +16,7 @@ use pg_query::NodeEnum;
 pub(super) fn column_name(e: &Expr) -> String {
     match e {
         Expr::SubPlan(sp) if sp.kind == SubKind::Exists => "exists".into(),
+        Expr::SubPlan(sp) if sp.kind == SubKind::Array => "array".into(),
         Expr::SubPlan(sp) if sp.kind == SubKind::Expr => sp.query.targets.first().map_or("?column?".into(), |t| t.name.clone()),
         _ => "?column?".into(),
     }
@@ -29,6 +30,7 @@ impl<'a> Analyzer<'a> {
             T::ExprSublink => SubKind::Expr,
             T::AnySublink => SubKind::Any,
             T::AllSublink => SubKind::All,
+            T::ArraySublink => SubKind::Array,
             other => return Err(self.err_at(SqlError::not_supported(format!("subquery form {other:?}")), sl.location)),
         };
         let Some(NodeEnum::SelectStmt(sub)) = node(&sl.subselect) else {
@@ -46,6 +48,20 @@ impl<'a> Analyzer<'a> {
                     return Err(self.err_at(SqlError::new(b"42601", "subquery must return only one column"), sl.location));
                 }
                 (None, None, query.targets[0].expr.ty())
+            }
+            SubKind::Array => {
+                if width != 1 {
+                    return Err(self.err_at(SqlError::new(b"42601", "subquery must return only one column"), sl.location));
+                }
+                let elem = query.targets[0].expr.ty();
+                let elem = if elem == Type::Unknown { Type::Text } else { elem };
+                let Some(ty) = crate::array::array_of(elem) else {
+                    return Err(self.err_at(
+                        SqlError::new(b"42704", format!("could not find array type for data type {}", elem.sql_name())),
+                        sl.location,
+                    ));
+                };
+                (None, None, ty)
             }
             SubKind::Any | SubKind::All => {
                 let Some(test) = node(&sl.testexpr) else { return Err(SqlError::internal("ANY without left operand")) };
