@@ -27,4 +27,8 @@ failed=$(grep -oE '^test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$log
 py_ran=$(grep -oE '^Ran [0-9]+ tests?' "$log" | awk '{s+=$2} END {print s+0}')
 py_bad=$(grep -oE '^FAILED \((failures|errors)=[0-9]+(, (failures|errors)=[0-9]+)?' "$log" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
 echo "$((passed + py_ran - py_bad)) passed, $((failed + py_bad)) failed"
+# A stage that failed without a failing test (a build error) still fails the run.
+if [ $status -ne 0 ] && [ $((failed + py_bad)) -eq 0 ]; then
+  echo "a stage failed before its tests ran (see the errors above)"
+fi
 exit $status

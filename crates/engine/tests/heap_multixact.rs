@@ -91,11 +91,6 @@ fn scan(b: &mut Backend, r: RelFileLocator) -> Vec<(u64, String)> {
     out
 }
 
-/// (key, length, first character) of each row: readable failure messages.
-fn summary(rows: &[(u64, String)]) -> Vec<(u64, usize, Option<char>)> {
-    rows.iter().map(|(k, v)| (*k, v.len(), v.chars().next())).collect()
-}
-
 /// Waits until the backend with `pid` waits for a lock (an ungranted row in pg_locks).
 fn wait_until_blocked(engine: &Engine, pid: i32) {
     let deadline = Instant::now() + Duration::from_secs(20);

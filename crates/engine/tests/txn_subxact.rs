@@ -270,6 +270,7 @@ fn restart_replays_commits_from_wal() {
         match rmgr {
             ferrogres_engine::txn::TxnRmgr::Clog => sh.clog.redo(&payload).unwrap(),
             ferrogres_engine::txn::TxnRmgr::Xact => sh.redo_xact(&payload).unwrap(),
+            ferrogres_engine::txn::TxnRmgr::MultiXact => sh.multixacts.redo(&payload).unwrap(),
         }
     }
     sh.end_recovery().unwrap();

@@ -6,9 +6,10 @@
 //! Skipped (with a message) when PostgreSQL 15's test programs or the specs are
 //! not installed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+use common::server::Server;
+use std::path::Path;
+use std::process::Command;
 
 const PG_ISOLATION_REGRESS: &str = "/usr/lib/postgresql/15/lib/pgxs/src/test/isolation/pg_isolation_regress";
 const SPECS: &str = "/work/shared/pg15-tests/isolation";
@@ -26,48 +27,8 @@ const PASSING: &[&str] = &[
     "tuplelock-conflict",
     "delete-abort-savept",
     "lock-update-delete",
+    "tuplelock-update",
 ];
-
-struct Server {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(dir: &Path) -> Server {
-    for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let log = dir.join(format!("server-{port}.log"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
-            .arg("-D")
-            .arg(dir.join("data"))
-            .args(["-p", &port.to_string(), "-k"])
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            if std::fs::read_to_string(&log).unwrap_or_default().contains("ready to accept connections") {
-                return Server { child, port, dir: dir.to_path_buf() };
-            }
-            assert!(Instant::now() < deadline, "server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    panic!("could not start the server");
-}
 
 #[test]
 fn pg15_isolation_specs() {
@@ -76,7 +37,7 @@ fn pg15_isolation_specs() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let server = start(tmp.path());
+    let server = Server::start(tmp.path());
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     let status = Command::new(PG_ISOLATION_REGRESS)

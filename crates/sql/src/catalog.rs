@@ -283,9 +283,10 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
 }
 
 /// DROP TABLE: deletes the table's catalog rows in the current transaction.
-pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<()> {
+/// `dropping`: every table the statement drops (see `constraints::check_drop`).
+pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table, dropping: &[u32]) -> Result<()> {
     let oid = table.oid;
-    crate::constraints::check_drop(backend, table)?;
+    crate::constraints::check_drop(backend, table, dropping)?;
     for ix in &table.indexes {
         crate::index::drop_index(backend, snap, ix)?;
     }
@@ -345,13 +346,13 @@ mod tests {
             create_table(&mut b, PUBLIC_NAMESPACE, "u", cols.clone()).unwrap();
             let snap = b.txn.statement_snapshot().unwrap();
             let gone = lookup_table(&b, &snap, None, "gone").unwrap().unwrap();
-            drop_table(&mut b, &snap, &gone).unwrap();
+            drop_table(&mut b, &snap, &gone, &[]).unwrap();
             b.txn.abort().unwrap();
             b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
             let snap = b.txn.statement_snapshot().unwrap();
             assert!(lookup_table(&b, &snap, None, "u").unwrap().is_none());
             let gone = lookup_table(&b, &snap, None, "gone").unwrap().unwrap();
-            drop_table(&mut b, &snap, &gone).unwrap();
+            drop_table(&mut b, &snap, &gone, &[]).unwrap();
             b.txn.commit().unwrap();
             drop(b);
             engine.shutdown().unwrap();

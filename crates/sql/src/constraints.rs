@@ -310,7 +310,9 @@ pub fn drop_for_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> 
 
 /// DROP TABLE of a table another table's foreign key references: 2BP01 (no
 /// CASCADE yet). Called before anything of the table is dropped.
-pub fn check_drop(backend: &mut Backend, table: &Table) -> Result<()> {
+/// `dropping`: the tables the statement drops (foreign keys among them do not
+/// hold the drop back).
+pub fn check_drop(backend: &mut Backend, table: &Table, dropping: &[u32]) -> Result<()> {
     let st = crate::index::constraint_rel();
     // Tables dropped earlier in the same statement are gone for this check: the
     // current command's own deletions are seen as done (curcid + 1), without a
@@ -321,7 +323,7 @@ pub fn check_drop(backend: &mut Backend, table: &Table) -> Result<()> {
     let mut deps: Vec<String> = Vec::new();
     for (_, row) in scan_rows(backend, &st, &now)? {
         if let [_, Value::Text(name), _, Value::Text(kind), Value::Oid(rel), _, Value::Text(conkey), Value::Text(bin)] = row.as_slice() {
-            if kind == "f" && *rel != table.oid {
+            if kind == "f" && *rel != table.oid && !dropping.contains(rel) {
                 if let Some(fk) = crate::foreign_key::decode(name, *rel, conkey, bin) {
                     if fk.parent == table.oid {
                         let child = table_by_oid(backend, &now, *rel)?.map_or_else(|| rel.to_string(), |t| t.name);

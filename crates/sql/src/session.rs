@@ -778,8 +778,9 @@ impl Session {
                     self.did_ddl = true;
                     self.ddl_count += 1;
                 }
+                let dropping: Vec<u32> = found.iter().map(|t| t.oid).collect();
                 for t in &found {
-                    catalog::drop_table(&mut self.backend, &snap, t)?;
+                    catalog::drop_table(&mut self.backend, &snap, t, &dropping)?;
                 }
                 Ok((None, "DROP TABLE".into()))
             }

@@ -57,7 +57,7 @@ SELECT * FROM cn ORDER BY id;
 DELETE FROM pc WHERE id = 3;
 -- DROP TABLE of a referenced table
 DROP TABLE p;
-DROP TABLE c, p;
+DROP TABLE p, c;
 DROP TABLE u;
 DROP TABLE r1;
 DROP TABLE r2;
