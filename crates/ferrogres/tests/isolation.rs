@@ -28,6 +28,8 @@ const PASSING: &[&str] = &[
     "delete-abort-savept",
     "lock-update-delete",
     "tuplelock-update",
+    "update-locked-tuple",
+    "lock-committed-update",
 ];
 
 #[test]

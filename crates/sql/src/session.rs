@@ -624,7 +624,7 @@ impl Session {
                     let iso = match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
                         Some("read committed") | Some("read uncommitted") | None => IsolationLevel::ReadCommitted,
                         Some("repeatable read") => IsolationLevel::RepeatableRead,
-                        Some("serializable") => return Err(SqlError::not_supported("SERIALIZABLE isolation level")),
+                        Some("serializable") => IsolationLevel::Serializable,
                         Some(other) => {
                             return Err(SqlError::new(b"22023", format!("invalid value for parameter \"transaction_isolation\": \"{other}\"")))
                         }

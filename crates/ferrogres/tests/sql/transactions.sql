@@ -86,3 +86,11 @@ INSERT INTO acct VALUES (10, 'x', 1)\; INSERT INTO acct VALUES (11, 'y', 2);
 SELECT count(*) FROM acct WHERE id >= 10;
 DELETE FROM acct WHERE id >= 10;
 DROP TABLE acct;
+-- SERIALIZABLE is accepted (it runs as REPEATABLE READ: no SSI yet)
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SHOW transaction_isolation;
+COMMIT;
+BEGIN;
+SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
+SHOW transaction_isolation;
+COMMIT;
