@@ -30,6 +30,7 @@ const PASSING: &[&str] = &[
     "tuplelock-update",
     "update-locked-tuple",
     "lock-committed-update",
+    "lock-update-traversal",
 ];
 
 #[test]

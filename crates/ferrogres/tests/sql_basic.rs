@@ -96,6 +96,11 @@ fn plan_cache_follows_catalog_and_settings() {
 }
 
 #[test]
+fn unique_indexes_with_include_match_postgres_15() {
+    check_script("include");
+}
+
+#[test]
 fn prepare_execute_deallocate_match_postgres_15() {
     check_script("prepare");
 }

@@ -131,7 +131,7 @@ impl IndexInfo {
             .map(|t| t.attr_desc().ok_or_else(|| SqlError::internal(format!("index column of type {}", t.typname()))))
             .collect::<Result<_>>()?;
         let cmp = SqlComparator { types: self.types.clone(), desc: self.desc.clone() };
-        Ok(BTree::new(self.rel, descs, Arc::new(cmp), self.unique))
+        Ok(BTree::new(self.rel, descs, Arc::new(cmp), self.unique).with_key_columns(self.nkey))
     }
 
     fn indoption(&self) -> String {
@@ -591,9 +591,10 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
     let vals = key_values(ix, row);
     let datums: Vec<Option<Datum<'_>>> = ix.types.iter().zip(&vals).map(|(t, v)| types::to_datum(*t, v)).collect::<Result<_>>()?;
     let heap = HeapDirty { backend, rel: table.storage.rel };
-    let names: Vec<&str> = ix.columns.iter().map(|c| table.columns[*c].name.as_str()).collect();
+    // The DETAIL names the key columns only (not INCLUDE columns).
+    let names: Vec<&str> = ix.columns[..ix.nkey].iter().map(|c| table.columns[*c].name.as_str()).collect();
     let cols = names.join(", ");
-    let shown: Vec<String> = vals.iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
+    let shown: Vec<String> = vals[..ix.nkey].iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
     let shown = shown.join(", ");
     let fmt = move |_: &[Option<Datum>]| (cols.clone(), shown.clone());
     let uc = UniqueCheck { backend: backend.id(), heap: &heap, index_name: &ix.name, format_key: &fmt };

@@ -45,6 +45,9 @@ pub struct BTree {
     pub desc: Vec<AttrDesc>,
     pub cmp: Arc<dyn KeyComparator>,
     pub unique: bool,
+    /// The leading columns a unique check compares (the rest are INCLUDE
+    /// columns: stored and ordered, but not part of uniqueness).
+    pub nkey: usize,
     /// The root as last read from the metapage: `block << 32 | level`, or
     /// `NO_ROOT`. A hint only (PostgreSQL caches the metapage in the relcache):
     /// a descent that finds the page no longer has BTP_ROOT re-reads the metapage.
@@ -63,7 +66,15 @@ enum UniqueOutcome {
 
 impl BTree {
     pub fn new(rel: RelFileLocator, desc: Vec<AttrDesc>, cmp: Arc<dyn KeyComparator>, unique: bool) -> BTree {
-        BTree { rel, desc, cmp, unique, root_cache: AtomicU64::new(NO_ROOT) }
+        let nkey = desc.len();
+        BTree { rel, desc, cmp, unique, nkey, root_cache: AtomicU64::new(NO_ROOT) }
+    }
+
+    /// Only the first `nkey` columns take part in unique checks (an index with
+    /// INCLUDE columns).
+    pub fn with_key_columns(mut self, nkey: usize) -> BTree {
+        self.nkey = nkey.clamp(1, self.desc.len());
+        self
     }
 
     pub(crate) fn ctx(&self) -> KeyCtx<'_> {
@@ -293,17 +304,19 @@ impl BTree {
             ));
         }
         let sk = self.scan_key(values, TidBound::Exact(heap_tid));
-        let check = unique.filter(|_| self.unique && values.iter().all(|v| v.is_some()));
+        // Uniqueness is over the key columns; INCLUDE columns only ride along.
+        let ukey = &values[..self.nkey];
+        let check = unique.filter(|_| self.unique && ukey.iter().all(|v| v.is_some()));
         let Some(uc) = check else {
             let (leaf, mut stack) = self.descend_write(engine, &sk)?;
             let o = opaque(&leaf)?;
             let pos = self.first_greater(&leaf, &sk, o.first_data_key(), max_offset(&leaf))?;
             return self.insert_into_page(engine, leaf, pos, itup, None, None, &mut stack);
         };
-        let sk_first = self.scan_key(values, TidBound::MinusInf);
+        let sk_first = self.scan_key(ukey, TidBound::MinusInf);
         loop {
             let (first, mut stack) = self.descend_write(engine, &sk_first)?;
-            match self.check_unique(engine, &first, values, uc)? {
+            match self.check_unique(engine, &first, ukey, uc)? {
                 UniqueOutcome::Ok => {}
                 UniqueOutcome::Wait(xid) => {
                     drop(first);
@@ -311,7 +324,7 @@ impl BTree {
                     continue;
                 }
                 UniqueOutcome::Duplicate => {
-                    let (cols, vals) = (uc.format_key)(values);
+                    let (cols, vals) = (uc.format_key)(ukey);
                     return Err(Error::user(
                         SqlState(*b"23505"),
                         format!("duplicate key value violates unique constraint \"{}\"", uc.index_name),
@@ -358,8 +371,9 @@ impl BTree {
         }
     }
 
-    /// Looks at every entry equal to `values` from the first page on (moving right
-    /// with shared locks while the high key is equal), asking the heap about each.
+    /// Looks at every entry whose leading columns equal `values` (the key
+    /// columns) from the first page on (moving right with shared locks while the
+    /// high key's are equal), asking the heap about each.
     fn check_unique(
         &self,
         engine: &Engine,

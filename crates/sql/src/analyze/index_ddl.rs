@@ -62,8 +62,8 @@ impl Analyzer<'_> {
         if c.deferrable || c.initdeferred {
             return Err(self.err_at(SqlError::not_supported("deferrable constraints"), c.location));
         }
-        if !c.including.is_empty() || !c.indexname.is_empty() || !c.options.is_empty() || !c.indexspace.is_empty() || c.nulls_not_distinct {
-            return Err(self.err_at(SqlError::not_supported("INCLUDE, USING INDEX, NULLS NOT DISTINCT and index options of constraints"), c.location));
+        if !c.indexname.is_empty() || !c.options.is_empty() || !c.indexspace.is_empty() || c.nulls_not_distinct {
+            return Err(self.err_at(SqlError::not_supported("USING INDEX, NULLS NOT DISTINCT and index options of constraints"), c.location));
         }
         let keys: Vec<String> = match colname {
             Some(n) => vec![n.to_string()],
@@ -83,11 +83,18 @@ impl Analyzer<'_> {
             }
             cols.push(i);
         }
+        let nkey = cols.len();
+        for k in names(&c.including) {
+            let Some(i) = columns.iter().position(|col| col.name == k) else {
+                return Err(self.err_at(SqlError::new(b"42703", format!("column \"{k}\" named in key does not exist")), c.location));
+            };
+            cols.push(i);
+        }
         Ok(IndexSpec {
             name: (!c.conname.is_empty()).then(|| c.conname.clone()),
             desc: vec![false; cols.len()],
             nulls_first: vec![false; cols.len()],
-            nkey: cols.len(),
+            nkey,
             columns: cols,
             unique: true,
             primary,
@@ -133,9 +140,6 @@ impl Analyzer<'_> {
         }
         if s.where_clause.is_some() {
             return Err(SqlError::not_supported("partial indexes"));
-        }
-        if !s.index_including_params.is_empty() && s.unique {
-            return Err(SqlError::not_supported("INCLUDE columns in unique indexes"));
         }
         if !s.options.is_empty() || !s.table_space.is_empty() || s.nulls_not_distinct {
             return Err(SqlError::not_supported("index storage options, tablespaces and NULLS NOT DISTINCT"));
