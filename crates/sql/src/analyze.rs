@@ -446,10 +446,7 @@ impl<'a> Analyzer<'a> {
                     };
                     if c.fields.len() == 2 && str_of(&c.fields[0]) != Some(refname.as_str()) {
                         let q = str_of(&c.fields[0]).unwrap_or_default();
-                        return Err(self.err_at(
-                            SqlError::new(b"42P01", format!("missing FROM-clause entry for table \"{q}\"")),
-                            c.location,
-                        ));
+                        return Err(self.err_at(missing_from_entry(q, &table.name, &refname), c.location));
                     }
                     if scope.aggs.is_some() && !scope.in_agg && scope.bare_column.is_none() {
                         if let Some(c0) = table.columns.first() {
@@ -640,7 +637,7 @@ impl<'a> Analyzer<'a> {
         };
         if let Some(q) = qual {
             if q != refname {
-                return Err(self.err_at(SqlError::new(b"42P01", format!("missing FROM-clause entry for table \"{q}\"")), c.location));
+                return Err(self.err_at(missing_from_entry(q, &table.name, &refname), c.location));
             }
         }
         let Some(i) = table.columns.iter().position(|x| x.name == col) else {
@@ -1627,6 +1624,16 @@ impl<'a> Analyzer<'a> {
 
 fn ddl(cmd: crate::constraints::DdlCmd) -> Statement {
     Statement::Ddl(Box::new(cmd))
+}
+
+/// A qualifier `q` that names no FROM entry; when it names the table that is
+/// there under an alias, PostgreSQL says so.
+fn missing_from_entry(q: &str, table: &str, refname: &str) -> SqlError {
+    if q == table && refname != table {
+        return SqlError::new(b"42P01", format!("invalid reference to FROM-clause entry for table \"{q}\""))
+            .with_hint(format!("Perhaps you meant to reference the table alias \"{refname}\"."));
+    }
+    SqlError::new(b"42P01", format!("missing FROM-clause entry for table \"{q}\""))
 }
 
 fn typmod_of(e: &Expr) -> i32 {
