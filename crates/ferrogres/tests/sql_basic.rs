@@ -6,44 +6,11 @@
 //! protocol with parameters through a raw client.
 
 mod common;
-use common::server::Server;
+use common::server::{check_script, Server};
 use common::*;
 use std::io::{Read, Write};
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// Runs tests/sql/NAME.sql through psql as pg_regress does and compares with
-/// tests/expected/NAME.out.
-fn check_script(name: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let srv = Server::start(dir.path());
-    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    // stdout and stderr interleaved in one stream, as a shell's 2>&1 gives.
-    let (mut reader, writer) = std::io::pipe().unwrap();
-    let mut child = srv
-        .psql_cmd()
-        .current_dir(&tests)
-        .args(["-a", "-q", "-v", "ON_ERROR_STOP=0", "-f"])
-        .arg(format!("sql/{name}.sql"))
-        .stdout(writer.try_clone().unwrap())
-        .stderr(writer)
-        .spawn()
-        .unwrap();
-    let mut got = String::new();
-    reader.read_to_string(&mut got).unwrap();
-    child.wait().unwrap();
-    let expected = std::fs::read_to_string(tests.join(format!("expected/{name}.out"))).unwrap();
-    if got != expected {
-        let out = std::env::temp_dir().join(format!("ferrogres-{name}.out"));
-        std::fs::write(&out, &got).unwrap();
-        panic!(
-            "output of sql/{name}.sql differs from expected/{name}.out; got {} (diff it against the expected file)\nserver log: {}",
-            out.display(),
-            srv.log()
-        );
-    }
-}
 
 #[test]
 fn basic_statements_match_postgres_15() {
