@@ -614,24 +614,6 @@ fn typstorage(t: Type) -> &'static str {
     if t.typlen() == -1 { "x" } else { "p" }
 }
 
-/// typcategory, typispreferred.
-fn category(t: Type) -> (&'static str, bool) {
-    match t {
-        Type::Bool => ("B", true),
-        Type::Float8 | Type::Oid => ("N", true),
-        Type::Int2 | Type::Int4 | Type::Int8 | Type::Float4 | Type::Numeric => ("N", false),
-        Type::Text => ("S", true),
-        Type::Varchar | Type::Bpchar | Type::Name => ("S", false),
-        Type::Timestamptz => ("D", true),
-        Type::Date | Type::Time | Type::Timestamp | Type::TimeTz => ("D", false),
-        Type::Interval => ("T", true),
-        Type::Unknown => ("X", false),
-        Type::Void => ("P", false),
-        Type::Char => ("Z", false),
-        Type::Array(_) => ("A", false),
-        _ => ("U", false),
-    }
-}
 
 /// The I/O function name stem of a type (`int4` -> int4in/int4out...).
 fn io_stem(t: Type) -> String {
@@ -643,12 +625,13 @@ fn io_stem(t: Type) -> String {
 }
 
 fn pg_type(v: &View) -> Vec<Row<'_>> {
-    let mut all: Vec<Type> = types::TYPES.iter().copied().filter(|t| *t != Type::Numeric).collect();
+    let mut all: Vec<Type> = types::TYPES.to_vec();
     all.extend([Type::Name, Type::Char, Type::Xid]);
     all.extend(crate::array::all_array_types());
     all.into_iter()
         .map(|t| {
-            let (cat, pref) = category(t);
+            let (cat, pref) = t.category();
+            let cat = cat.to_string();
             let stem = io_stem(t);
             let (inp, out, rcv, snd) = match t {
                 Type::Date | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Interval | Type::TimeTz | Type::Void | Type::Array(_) => {
@@ -682,7 +665,7 @@ fn pg_type(v: &View) -> Vec<Row<'_>> {
                 .i2("typlen", t.typlen())
                 .b("typbyval", typbyval(t))
                 .t("typtype", if matches!(t, Type::Void | Type::Unknown) && t == Type::Void { "p" } else { "b" })
-                .t("typcategory", cat)
+                .t("typcategory", &cat)
                 .b("typispreferred", pref)
                 .b("typisdefined", true)
                 .t("typdelim", ",")

@@ -132,6 +132,26 @@ impl Type {
         TYPES.iter().copied().find(|t| t.oid() == oid).or_else(|| crate::array::from_array_oid(oid))
     }
     /// pg_type.typname.
+    /// pg_type's typcategory and typispreferred (operator and function
+    /// resolution prefer the preferred type of a category).
+    pub fn category(self) -> (char, bool) {
+        match self {
+            Type::Bool => ('B', true),
+            Type::Float8 | Type::Oid => ('N', true),
+            Type::Int2 | Type::Int4 | Type::Int8 | Type::Float4 | Type::Numeric => ('N', false),
+            Type::Text => ('S', true),
+            Type::Varchar | Type::Bpchar | Type::Name => ('S', false),
+            Type::Timestamptz => ('D', true),
+            Type::Date | Type::Time | Type::Timestamp | Type::TimeTz => ('D', false),
+            Type::Interval => ('T', true),
+            Type::Unknown => ('X', false),
+            Type::Void => ('P', false),
+            Type::Char => ('Z', false),
+            Type::Array(_) => ('A', false),
+            _ => ('U', false),
+        }
+    }
+
     pub fn typname(self) -> &'static str {
         match self {
             Type::Bool => "bool",

@@ -56,22 +56,6 @@ pub(super) fn strong_name(n: &NodeEnum) -> Option<String> {
     }
 }
 
-/// A type's category and whether it is the category's preferred type (pg_type's
-/// typcategory and typispreferred).
-fn category(t: Type) -> (char, bool) {
-    match t {
-        Type::Bool => ('B', true),
-        Type::Float8 | Type::Oid => ('N', true),
-        Type::Int2 | Type::Int4 | Type::Int8 | Type::Float4 | Type::Numeric => ('N', false),
-        Type::Text => ('S', true),
-        Type::Varchar | Type::Bpchar => ('S', false),
-        Type::Timestamptz => ('D', true),
-        Type::Date | Type::Time | Type::Timestamp | Type::TimeTz => ('D', false),
-        Type::Interval => ('T', true),
-        Type::Unknown => ('X', false),
-        _ => ('U', false),
-    }
-}
 
 /// Whether `from` converts implicitly to `to` (numeric, which we only have as
 /// a literal's type, takes every integer implicitly, as in PostgreSQL).
@@ -96,7 +80,7 @@ impl<'a> Analyzer<'a> {
             if t == p {
                 continue;
             }
-            let ((pc, ppref), (nc, _)) = (category(p), category(t));
+            let ((pc, ppref), (nc, _)) = (p.category(), t.category());
             if pc != nc {
                 return Err(self.err_at(
                     SqlError::new(b"42804", format!("{what} types {} and {} cannot be matched", p.sql_name(), t.sql_name())),

@@ -30,21 +30,6 @@ use crate::plan::*;
 use crate::types::{self, CastContext, Type};
 use pg_query::protobuf as pb;
 
-/// A type's category and whether it is the preferred type of it.
-fn category(t: Type) -> (char, bool) {
-    match t {
-        Type::Bool => ('B', true),
-        Type::Float8 | Type::Oid => ('N', true),
-        Type::Int2 | Type::Int4 | Type::Int8 | Type::Float4 | Type::Numeric => ('N', false),
-        Type::Text => ('S', true),
-        Type::Varchar | Type::Bpchar => ('S', false),
-        Type::Timestamptz => ('D', true),
-        Type::Date | Type::Time | Type::Timestamp | Type::TimeTz => ('D', false),
-        Type::Interval => ('T', true),
-        Type::Unknown => ('X', false),
-        _ => ('U', false),
-    }
-}
 
 /// Whether `from` converts to `to` implicitly (integers to numeric as well:
 /// numeric exists here as a literal's type and in candidate lists).
@@ -111,7 +96,7 @@ fn select_candidate(cands: &[usize], inputs: &[Type], binary_operator: bool) -> 
             .zip(inputs)
             .filter(|(d, t)| {
                 **t != Type::Unknown
-                    && d.is_none_or(|d| d == **t || (category(d).1 && category(d).0 == category(**t).0))
+                    && d.is_none_or(|d| d == **t || (d.category().1 && d.category().0 == t.category().0))
             })
             .count()
     });
@@ -129,7 +114,7 @@ fn select_candidate(cands: &[usize], inputs: &[Type], binary_operator: bool) -> 
         let mut slot: Option<(char, bool)> = None;
         let mut conflict = false;
         for &c in &live {
-            let (cat, pref) = declared(c, n)[i].map_or(('P', false), category);
+            let (cat, pref) = declared(c, n)[i].map_or(('P', false), Type::category);
             slot = Some(match slot {
                 None => (cat, pref),
                 Some((sc, sp)) if sc == cat => (sc, sp || pref),
@@ -149,7 +134,7 @@ fn select_candidate(cands: &[usize], inputs: &[Type], binary_operator: bool) -> 
                 .iter()
                 .copied()
                 .filter(|&c| {
-                    let (cat, pref) = declared(c, n)[i].map_or(('P', false), category);
+                    let (cat, pref) = declared(c, n)[i].map_or(('P', false), Type::category);
                     cat == sc && (!sp || pref)
                 })
                 .collect();
