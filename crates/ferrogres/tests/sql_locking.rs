@@ -146,8 +146,16 @@ fn select_waits_for_lock_table_and_drop_is_seen_after_the_wait() {
     ok(&a.q("INSERT INTO t VALUES (1), (2)"));
     ok(&a.q("BEGIN"));
     ok(&a.q("LOCK TABLE t IN ACCESS EXCLUSIVE MODE"));
+    let before = ctl.q("SELECT clock_timestamp()").one();
     b.send("SELECT count(*) FROM t");
     wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    // pg_locks.waitstart: when the waiter began to wait; NULL for granted locks.
+    let q = format!(
+        "SELECT bool_and(waitstart >= '{before}' AND waitstart <= clock_timestamp()) FROM pg_locks WHERE pid = {} AND NOT granted",
+        b.pid
+    );
+    assert_eq!(ctl.q(&q).one(), "t");
+    assert_eq!(ctl.q(&format!("SELECT count(*) FROM pg_locks WHERE pid = {} AND granted AND waitstart IS NOT NULL", a.pid)).one(), "0");
     assert!(!ctl.q(&format!("SELECT pg_isolation_test_session_is_blocked({}, '{{{}}}')", b.pid, ctl.pid)).one().eq("t"));
     ok(&a.q("COMMIT"));
     assert_eq!(b.reply().one(), "2");

@@ -94,7 +94,12 @@ thread_local! {
 
 /// The current wall-clock time as a timestamp (microseconds since 2000-01-01 UTC).
 pub fn clock_now() -> i64 {
-    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    system_time_to_timestamptz(std::time::SystemTime::now())
+}
+
+/// A wall-clock instant as a timestamptz (microseconds since 2000-01-01 UTC).
+pub fn system_time_to_timestamptz(t: std::time::SystemTime) -> i64 {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     d.as_micros() as i64 - UNIX_TO_PG_DAYS * USECS_PER_DAY
 }
 

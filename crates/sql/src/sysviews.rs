@@ -43,8 +43,7 @@ const VIEWS: &[View] = &[View {
         ("mode", Type::Text),
         ("granted", Type::Bool),
         ("fastpath", Type::Bool),
-        // timestamptz in PostgreSQL; text (always NULL) until the date/time types land.
-        ("waitstart", Type::Text),
+        ("waitstart", Type::Timestamptz),
     ],
 }];
 
@@ -122,7 +121,7 @@ fn pg_locks(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
                 Value::Text(r.mode.to_string()),
                 Value::Bool(r.granted),
                 Value::Bool(r.fastpath),
-                Value::Null,
+                r.waitstart.map_or(Value::Null, |t| Value::Timestamptz(crate::datetime::system_time_to_timestamptz(t))),
             ]
         })
         .collect()
