@@ -6,6 +6,8 @@
 
 #![cfg(not(loom))]
 
+mod common;
+use common::{assert_not_blocked, err, wait_until_blocked, Out, Session};
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::heapam::{
@@ -16,9 +18,8 @@ use ferrogres_engine::heap::page::RowLockMode;
 use ferrogres_engine::heap::tuple::{deform_tuple, form_tuple, AttrDesc, Datum, Tid};
 use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::IsolationLevel;
-use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const REL: &str = "t";
 
@@ -91,92 +92,6 @@ fn scan(b: &mut Backend, r: RelFileLocator) -> Vec<(u64, String)> {
     out
 }
 
-/// Waits until the backend with `pid` waits for a lock (an ungranted row in pg_locks).
-fn wait_until_blocked(engine: &Engine, pid: i32) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if engine.locks.lock_status().iter().any(|l| l.pid == Some(pid) && !l.granted) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    panic!("backend {pid} never blocked on a lock");
-}
-
-/// Asserts that the backend with `pid` is not waiting for any lock now.
-fn assert_not_blocked(engine: &Engine, pid: i32) {
-    assert!(
-        !engine.locks.lock_status().iter().any(|l| l.pid == Some(pid) && !l.granted),
-        "backend {pid} waits for a lock"
-    );
-}
-
-/// A session on its own thread: runs the closures sent to it, in order, on its
-/// own Backend, and sends back their results.
-type Job<T> = Box<dyn FnOnce(&mut Backend) -> T + Send>;
-
-struct Session<T: Send + 'static> {
-    tx: Option<Sender<Job<T>>>,
-    rx: Receiver<T>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl<T: Send + 'static> Session<T> {
-    fn start(engine: &Arc<Engine>, pid: i32, iso: IsolationLevel) -> Session<T> {
-        let (tx, jobs) = channel::<Job<T>>();
-        let (done, rx) = channel();
-        let engine = engine.clone();
-        let handle = std::thread::spawn(move || {
-            let mut b = engine.backend(pid).unwrap();
-            b.txn.begin(iso).unwrap();
-            for job in jobs {
-                if done.send(job(&mut b)).is_err() {
-                    break;
-                }
-            }
-        });
-        Session { tx: Some(tx), rx, handle: Some(handle) }
-    }
-
-    /// Starts `f` on the session without waiting for it.
-    fn send(&self, f: impl FnOnce(&mut Backend) -> T + Send + 'static) {
-        self.tx.as_ref().unwrap().send(Box::new(f)).unwrap();
-    }
-
-    /// The result of the oldest job sent.
-    fn recv(&self) -> T {
-        self.rx.recv_timeout(Duration::from_secs(30)).expect("session step did not finish")
-    }
-
-    fn run(&self, f: impl FnOnce(&mut Backend) -> T + Send + 'static) -> T {
-        self.send(f);
-        self.recv()
-    }
-
-    fn try_recv(&self) -> Option<T> {
-        self.rx.try_recv().ok()
-    }
-}
-
-impl<T: Send + 'static> Drop for Session<T> {
-    fn drop(&mut self) {
-        drop(self.tx.take());
-        // A failing test may leave the session waiting for a lock that the test
-        // thread still holds: do not join then, or the failure becomes a hang.
-        if std::thread::panicking() {
-            return;
-        }
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-type Out = Result<String, (String, String)>;
-
-fn err(e: ferrogres_engine::error::Error) -> (String, String) {
-    (e.sqlstate().as_str().to_string(), e.to_string())
-}
 
 
 fn lock(b: &mut Backend, r: RelFileLocator, tid: Tid, m: RowLockMode) -> Out {
