@@ -246,8 +246,9 @@ fn choose_name(base: &str, taken: &[String]) -> String {
     (1..).map(|i| format!("{base}{i}")).find(|n| !taken.iter().any(|t| t == n)).unwrap_or_default()
 }
 
-/// Stores a CHECK constraint row.
-fn store_check(backend: &mut Backend, table: &Table, name: &str, sql: &str, cols: &[usize]) -> Result<()> {
+/// Stores a pg_constraint row of kind `contype` over `cols` with `bin` (the
+/// CHECK's SQL text, or the foreign key's encoding).
+fn store_constraint(backend: &mut Backend, table: &Table, name: &str, contype: &str, cols: &[usize], bin: String) -> Result<()> {
     let oid = backend.engine().new_oid();
     let keys: Vec<String> = cols.iter().map(|c| (c + 1).to_string()).collect();
     insert_row(
@@ -257,37 +258,28 @@ fn store_check(backend: &mut Backend, table: &Table, name: &str, sql: &str, cols
             Value::Oid(oid),
             Value::Text(name.to_string()),
             Value::Oid(table.namespace),
-            Value::Text("c".into()),
+            Value::Text(contype.into()),
             Value::Oid(table.oid),
+            // conindid: PostgreSQL stores a foreign key's referenced unique index
+            // here; 0 keeps the row out of index.rs's DROP INDEX cleanup (which
+            // matches conindid).
             Value::Oid(0),
             Value::Text(format!("{{{}}}", keys.join(","))),
-            Value::Text(sql.to_string()),
+            Value::Text(bin),
         ],
     )?;
     Ok(())
 }
 
+/// Stores a CHECK constraint row.
+fn store_check(backend: &mut Backend, table: &Table, name: &str, sql: &str, cols: &[usize]) -> Result<()> {
+    store_constraint(backend, table, name, "c", cols, sql.to_string())
+}
+
 /// Stores a FOREIGN KEY constraint row (see `crate::foreign_key`).
 pub fn store_fkey(backend: &mut Backend, table: &Table, name: &str, f: &crate::foreign_key::FkSpec) -> Result<()> {
-    let oid = backend.engine().new_oid();
-    let keys: Vec<String> = f.cols.iter().map(|c| (c + 1).to_string()).collect();
-    insert_row(
-        backend,
-        &crate::index::constraint_rel(),
-        &[
-            Value::Oid(oid),
-            Value::Text(name.to_string()),
-            Value::Oid(table.namespace),
-            Value::Text("f".into()),
-            Value::Oid(table.oid),
-            // PostgreSQL stores the referenced unique index here; 0 keeps the
-            // row out of index.rs's DROP INDEX cleanup (which matches conindid).
-            Value::Oid(0),
-            Value::Text(format!("{{{}}}", keys.join(","))),
-            Value::Text(crate::foreign_key::encode(f.parent, &f.parent_cols, f.on_update, f.on_delete)),
-        ],
-    )?;
-    Ok(())
+    let bin = crate::foreign_key::encode(f.parent, &f.parent_cols, f.on_update, f.on_delete);
+    store_constraint(backend, table, name, "f", &f.cols, bin)
 }
 
 /// Deletes the CHECK rows of a dropped table and drops the sequences its
