@@ -144,9 +144,16 @@ impl XactWal for XactWalAdapter {
 struct XactLocksAdapter(Arc<LockManager>);
 
 impl XactLocks for XactLocksAdapter {
-    fn xid_assigned(&self, backend: u32, xid: u32) {
+    fn xact_started(&self, backend: u32) {
+        // Cannot fail for a registered backend: it only touches its own slots.
+        if let Err(e) = self.0.virtual_xact_begin(BackendId(backend)) {
+            panic!("could not lock own virtual transaction id: {e}");
+        }
+    }
+
+    fn xid_assigned(&self, backend: u32, xid: u32, level: u32) {
         // Cannot fail for a registered backend: the lock is new and uncontended.
-        if let Err(e) = self.0.xact_lock_table_insert(BackendId(backend), xid) {
+        if let Err(e) = self.0.xact_lock_table_insert_at(BackendId(backend), xid, level) {
             panic!("could not lock own transaction id {xid}: {e}");
         }
     }
@@ -155,7 +162,20 @@ impl XactLocks for XactLocksAdapter {
         let _ = self.0.xact_lock_table_delete(BackendId(backend), xid);
     }
 
+    fn subxact_started(&self, backend: u32, level: u32) {
+        let _ = self.0.subxact_begin(BackendId(backend), level);
+    }
+
+    fn subxact_committed(&self, backend: u32, level: u32) {
+        let _ = self.0.subxact_commit(BackendId(backend), level);
+    }
+
+    fn subxact_rolled_back(&self, backend: u32, level: u32) {
+        let _ = self.0.subxact_abort(BackendId(backend), level);
+    }
+
     fn xact_ended(&self, backend: u32, _top_xid: u32, _committed: bool) {
+        let _ = self.0.virtual_xact_end(BackendId(backend));
         let _ = self.0.release_all(BackendId(backend), true);
     }
 }

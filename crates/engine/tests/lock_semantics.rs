@@ -661,3 +661,156 @@ fn pending_cancel_interrupts_next_wait_only_if_it_waits() {
     assert!(m.take_cancel(B1).unwrap());
     assert!(!m.take_cancel(B1).unwrap());
 }
+
+/// Waits (up to 10 s) until `b` shows as a waiter in pg_locks.
+fn until_waiting(m: &LockManager, b: BackendId) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !m
+        .lock_status()
+        .iter()
+        .any(|r| !r.granted && r.virtualtransaction.as_deref().is_some_and(|v| v.starts_with(&format!("{}/", b.0))))
+    {
+        assert!(Instant::now() < deadline, "backend {} never waited", b.0);
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn virtualxid_lock_is_held_on_the_fast_path_until_a_waiter_moves_it() {
+    for fast_path in [true, false] {
+        let m = manager(fast_path);
+        let lxid = m.virtual_xact_begin(B0).unwrap();
+        assert_eq!(lxid, 1);
+        // The row: ExclusiveLock on its own virtualxid, fast path, in any mode of
+        // the manager (PostgreSQL keeps it in the PGPROC regardless).
+        let rows = m.lock_status();
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(
+            (r.locktype, r.mode, r.granted, r.fastpath),
+            ("virtualxid", "ExclusiveLock", true, true)
+        );
+        assert_eq!(r.virtualxid.as_deref(), Some("0/1"));
+        assert_eq!(r.virtualtransaction.as_deref(), Some("0/1"));
+        // Without waiting: still running.
+        assert!(!m.virtual_xact_lock(B1, B0, lxid, false).unwrap());
+        // The probe moved the lock to the shared table.
+        let r = m.lock_status().into_iter().find(|r| r.locktype == "virtualxid").unwrap();
+        assert_eq!((r.granted, r.fastpath), (true, false));
+        m.check_invariants().unwrap();
+
+        let done = Arc::new(AtomicBool::new(false));
+        let (m1, d1) = (m.clone(), done.clone());
+        let t = thread::spawn(move || {
+            assert!(m1.virtual_xact_lock(B1, B0, lxid, true).unwrap());
+            d1.store(true, Ordering::SeqCst);
+        });
+        until_waiting(&m, B1);
+        assert!(!done.load(Ordering::SeqCst));
+        let w = m.lock_status().into_iter().find(|r| !r.granted).unwrap();
+        assert_eq!((w.locktype, w.mode, w.virtualxid.as_deref()), ("virtualxid", "ShareLock", Some("0/1")));
+        m.virtual_xact_end(B0).unwrap();
+        m.release_all(B0, true).unwrap();
+        t.join().unwrap();
+        assert!(done.load(Ordering::SeqCst));
+        assert!(m.lock_status().is_empty());
+        m.check_invariants().unwrap();
+
+        // The next transaction has the next local xid; an ended one is not waited for.
+        assert_eq!(m.virtual_xact_begin(B0).unwrap(), 2);
+        assert!(m.virtual_xact_lock(B1, B0, 1, false).unwrap());
+        assert!(m.virtual_xact_lock(B1, B0, 1, true).unwrap());
+        m.virtual_xact_end(B0).unwrap();
+        assert!(m.lock_status().is_empty());
+    }
+}
+
+#[test]
+fn virtualxid_waits_take_part_in_deadlock_detection() {
+    let m = manager(true);
+    let lx0 = m.virtual_xact_begin(B0).unwrap();
+    let lx1 = m.virtual_xact_begin(B1).unwrap();
+    m.lock(B1, REL, AccessExclusive, LockOptions::default()).unwrap();
+    // B0 waits for B1's transaction to end; B1 then waits for B0's: a cycle.
+    // A victim aborts: its transaction ends, which lets the other one finish.
+    let end = |m: &LockManager, b: BackendId| {
+        m.virtual_xact_end(b).unwrap();
+        m.release_all(b, true).unwrap();
+    };
+    let m0 = m.clone();
+    let t = thread::spawn(move || {
+        let r = m0.virtual_xact_lock(B0, B1, lx1, true);
+        if r.is_err() {
+            end(&m0, B0);
+        }
+        r
+    });
+    until_waiting(&m, B0);
+    let r1 = m.virtual_xact_lock(B1, B0, lx0, true);
+    if r1.is_err() {
+        end(&m, B1);
+    }
+    let r0 = t.join().unwrap();
+    let errs = [&r0, &r1].iter().filter(|r| r.is_err()).count();
+    assert_eq!(errs, 1, "exactly one side is the deadlock victim: {r0:?} {r1:?}");
+    let e = if let Err(e) = &r0 { e } else { r1.as_ref().unwrap_err() };
+    assert_eq!(e.sqlstate().0, *b"40P01");
+    assert!(e.to_string().contains("deadlock detected"), "{e}");
+}
+
+#[test]
+fn rollback_to_savepoint_releases_the_locks_taken_after_it() {
+    let rel2 = LockTag::Relation { db: 5, rel: 16385 };
+    let rel3 = LockTag::Relation { db: 5, rel: 16386 };
+    for fast_path in [true, false] {
+        let m = manager(fast_path);
+        m.virtual_xact_begin(B0).unwrap();
+        m.lock(B0, REL, RowExclusive, LockOptions::default()).unwrap(); // level 1
+        m.subxact_begin(B0, 2).unwrap(); // SAVEPOINT a
+        m.lock(B0, REL, RowExclusive, LockOptions::default()).unwrap(); // again: stays level 1
+        m.lock(B0, rel2, AccessExclusive, LockOptions::default()).unwrap(); // level 2
+        assert!(m.advisory_lock(B0, 5, AdvisoryKey::Int8(7), false, false, true).unwrap());
+        assert!(m.advisory_lock(B0, 5, AdvisoryKey::Int8(8), false, true, true).unwrap()); // session
+        m.subxact_begin(B0, 3).unwrap(); // SAVEPOINT b
+        m.lock(B0, rel3, Share, LockOptions::default()).unwrap(); // level 3
+        m.subxact_commit(B0, 3).unwrap(); // RELEASE b: rel3 now belongs to a
+        // A parent's xid lock taken while a deeper level is current belongs to the parent.
+        m.subxact_begin(B0, 3).unwrap();
+        m.xact_lock_table_insert_at(B0, 900, 1).unwrap();
+        m.xact_lock_table_insert_at(B0, 901, 3).unwrap();
+        m.subxact_abort(B0, 3).unwrap(); // ROLLBACK TO the level-3 savepoint
+        assert!(m.holds(B0, LockTag::TransactionId { xid: 900 }, Exclusive));
+        assert!(!m.holds(B0, LockTag::TransactionId { xid: 901 }, Exclusive));
+        assert!(m.holds(B0, rel3, Share));
+        m.subxact_begin(B0, 3).unwrap();
+
+        // B1 waits for rel2, which ROLLBACK TO a releases.
+        let done = Arc::new(AtomicBool::new(false));
+        let (m1, d1) = (m.clone(), done.clone());
+        let t = thread::spawn(move || {
+            m1.lock(B1, rel2, AccessShare, LockOptions::default()).unwrap();
+            d1.store(true, Ordering::SeqCst);
+        });
+        until_waiting(&m, B1);
+        m.subxact_abort(B0, 2).unwrap(); // ROLLBACK TO a
+        t.join().unwrap();
+        assert!(done.load(Ordering::SeqCst));
+        assert!(!m.holds(B0, rel2, AccessExclusive));
+        assert!(!m.holds(B0, rel3, Share), "released into a, then rolled back with it");
+        assert!(m.holds(B0, REL, RowExclusive), "taken before the savepoint");
+        assert!(m.holds(B0, LockTag::TransactionId { xid: 900 }, Exclusive));
+        let adv = |k: i64| AdvisoryKey::Int8(k).tag(5);
+        assert!(!m.holds(B0, adv(7), Exclusive), "transaction advisory lock rolled back");
+        assert!(m.holds(B0, adv(8), Exclusive), "session advisory lock survives");
+        m.check_invariants().unwrap();
+        // A lock taken again after the rollback belongs to the new level.
+        m.subxact_begin(B0, 2).unwrap();
+        m.lock(B0, rel2, RowShare, LockOptions::default()).unwrap();
+        m.virtual_xact_end(B0).unwrap();
+        m.release_all(B0, true).unwrap();
+        m.release_all(B1, true).unwrap();
+        assert!(m.holds(B0, adv(8), Exclusive));
+        m.release_all(B0, false).unwrap();
+        assert!(m.lock_status().is_empty());
+    }
+}

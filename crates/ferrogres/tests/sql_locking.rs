@@ -363,13 +363,20 @@ fn pg_locks_shows_what_the_sessions_hold_and_await() {
         r.rows.iter().map(|row| row.iter().map(|v| v.clone().unwrap_or_default()).collect::<Vec<_>>().join(" ")).collect()
     };
     // A weak relation lock on the fast path, the advisory lock in the shared table.
-    assert_eq!(rows(ctl.q(&q(a.pid))), vec!["advisory ExclusiveLock t f 2 2", "relation AccessShareLock t t  "]);
+    // The transaction's own virtualxid, held in fast-path form.
+    assert_eq!(
+        rows(ctl.q(&q(a.pid))),
+        vec!["advisory ExclusiveLock t f 2 2", "relation AccessShareLock t t  ", "virtualxid ExclusiveLock t t  "]
+    );
     // b waits for ACCESS EXCLUSIVE: a's lock moved to the shared table, b's shows granted = f.
     ok(&b.q("BEGIN"));
     b.send("LOCK TABLE t");
     wait_blocked(&mut ctl, b.pid, &[a.pid]);
-    assert_eq!(rows(ctl.q(&q(a.pid))), vec!["advisory ExclusiveLock t f 2 2", "relation AccessShareLock t f  "]);
-    assert_eq!(rows(ctl.q(&q(b.pid))), vec!["relation AccessExclusiveLock f f  "]);
+    assert_eq!(
+        rows(ctl.q(&q(a.pid))),
+        vec!["advisory ExclusiveLock t f 2 2", "relation AccessShareLock t f  ", "virtualxid ExclusiveLock t t  "]
+    );
+    assert_eq!(rows(ctl.q(&q(b.pid))), vec!["relation AccessExclusiveLock f f  ", "virtualxid ExclusiveLock t t  "]);
     let r = ctl.q("SELECT count(*) FROM pg_locks WHERE NOT granted");
     assert_eq!(r.one(), "1");
     ok(&a.q("COMMIT"));
@@ -419,4 +426,104 @@ fn create_index_truncate_and_copy_take_relation_locks() {
     wait_blocked(&mut ctl, b.pid, &[a.pid]);
     ok(&a.q("COMMIT"));
     ok(&b.reply());
+}
+
+#[test]
+fn each_transaction_holds_its_virtualxid() {
+    let srv = Server::start_temp(&[]);
+    let (mut a, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port));
+    let vx = |ctl: &mut Client, pid: i32| -> Vec<String> {
+        let r = ctl.q(&format!(
+            "SELECT virtualxid, virtualtransaction, mode, granted, fastpath, virtualxid = virtualtransaction \
+             FROM pg_locks WHERE locktype = 'virtualxid' AND pid = {pid}"
+        ));
+        assert!(r.error.is_none(), "{:?}", r.error);
+        r.rows.iter().map(|row| row.iter().map(|v| v.clone().unwrap_or_default()).collect::<Vec<_>>().join(" ")).collect()
+    };
+    // Idle: no transaction, no virtualxid.
+    assert!(vx(&mut ctl, a.pid).is_empty());
+    ok(&a.q("BEGIN"));
+    ok(&a.q("SELECT 1"));
+    let first = vx(&mut ctl, a.pid);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(first[0].ends_with(" ExclusiveLock t t t"), "{first:?}");
+    // The session sees its own, as in PostgreSQL.
+    let own = a.q("SELECT count(*) FROM pg_locks WHERE locktype = 'virtualxid' AND pid = pg_backend_pid()");
+    assert_eq!(own.one(), "1");
+    ok(&a.q("COMMIT"));
+    assert!(vx(&mut ctl, a.pid).is_empty());
+    // The next transaction has the next local xid of the same backend.
+    ok(&a.q("BEGIN"));
+    let second = vx(&mut ctl, a.pid);
+    ok(&a.q("SELECT 1"));
+    let second = if second.is_empty() { vx(&mut ctl, a.pid) } else { second };
+    let lxid = |s: &str| -> (String, u64) {
+        let v = s.split(' ').next().unwrap();
+        let (b, l) = v.split_once('/').unwrap();
+        (b.to_string(), l.parse().unwrap())
+    };
+    let (b1, l1) = lxid(&first[0]);
+    let (b2, l2) = lxid(&second[0]);
+    assert_eq!(b1, b2);
+    assert!(l2 > l1, "{first:?} then {second:?}");
+    ok(&a.q("ROLLBACK"));
+    assert!(vx(&mut ctl, a.pid).is_empty());
+}
+
+#[test]
+fn rollback_to_savepoint_releases_locks_taken_after_it() {
+    let srv = Server::start_temp(&[]);
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE t (x int); CREATE TABLE u (x int); INSERT INTO t VALUES (1), (2)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("LOCK TABLE u IN ACCESS EXCLUSIVE MODE"));
+    ok(&a.q("SAVEPOINT s"));
+    ok(&a.q("LOCK TABLE t IN ACCESS EXCLUSIVE MODE"));
+    ok(&a.q("SELECT pg_advisory_xact_lock(42)"));
+    b.send("SELECT count(*) FROM t");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("ROLLBACK TO SAVEPOINT s"));
+    assert_eq!(b.reply().one(), "2");
+    assert_eq!(b.q("SELECT pg_try_advisory_lock(42)").one(), "t");
+    assert_eq!(b.q("SELECT pg_advisory_unlock(42)").one(), "t");
+    // The lock taken before the savepoint is still held.
+    b.send("SELECT count(*) FROM u");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+
+    // RELEASE SAVEPOINT hands the locks to the enclosing level: a later ROLLBACK TO
+    // of that level releases them, a ROLLBACK TO of a deeper one does not.
+    ok(&a.q("SAVEPOINT s1"));
+    ok(&a.q("SAVEPOINT s2"));
+    ok(&a.q("LOCK TABLE t IN SHARE MODE"));
+    ok(&a.q("RELEASE SAVEPOINT s2"));
+    ok(&a.q("SAVEPOINT s3"));
+    ok(&a.q("ROLLBACK TO SAVEPOINT s3"));
+    let mut c = Client::connect(srv.port);
+    c.send("INSERT INTO t VALUES (3)");
+    wait_blocked(&mut ctl, c.pid, &[a.pid]);
+    ok(&a.q("ROLLBACK TO SAVEPOINT s1"));
+    assert_eq!(c.reply().tags, vec!["INSERT 0 1"]);
+    ok(&a.q("COMMIT"));
+    assert_eq!(b.reply().one(), "0");
+}
+
+#[test]
+fn rollback_to_a_deeper_savepoint_keeps_the_outer_levels_xid_locks() {
+    let srv = Server::start_temp(&[]);
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("SAVEPOINT s1"));
+    ok(&a.q("SAVEPOINT s2"));
+    // The first write gets xids for the top level, s1 and s2 at once.
+    ok(&a.q("UPDATE t SET x = 20 WHERE x = 2"));
+    ok(&a.q("ROLLBACK TO SAVEPOINT s2"));
+    ok(&a.q("RELEASE SAVEPOINT s2"));
+    // This row version carries s1's xid, whose lock must still be held.
+    ok(&a.q("UPDATE t SET x = 10 WHERE x = 1"));
+    b.send("UPDATE t SET x = 11 WHERE x = 1");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    assert_eq!(b.reply().tags, vec!["UPDATE 0"]);
+    assert_eq!(b.q("SELECT string_agg(x::text, ',') FROM (SELECT x FROM t ORDER BY x) s").one(), "2,10");
 }

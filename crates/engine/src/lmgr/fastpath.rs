@@ -45,6 +45,13 @@ mod slots {
         bits: Box<[u8]>,
         /// Number of slots with `bits != 0`. 0 <= used <= groups * 16.
         used: usize,
+        /// The local xid of the backend's running transaction while its own
+        /// virtualxid ExclusiveLock is held here in fast-path form; 0 = not here
+        /// (no transaction, or moved to the shared table by a waiter).
+        pub(crate) vxid: u32,
+        /// The local xid whose virtualxid lock a waiter moved to the shared table;
+        /// 0 = none. The owner releases it there when its transaction ends.
+        pub(crate) vxid_in_table: u32,
     }
 
     impl FastPathSlots {
@@ -55,6 +62,8 @@ mod slots {
                 rel: vec![0; n].into_boxed_slice(),
                 bits: vec![0; n].into_boxed_slice(),
                 used: 0,
+                vxid: 0,
+                vxid_in_table: 0,
             }
         }
 

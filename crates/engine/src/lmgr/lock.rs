@@ -599,6 +599,10 @@ struct LocalLock {
     fast_path: bool,
     /// This acquisition incremented a strong-lock counter (decremented on release).
     strong: bool,
+    /// While `xact > 0`: the outermost subtransaction nesting level (1 = top)
+    /// that holds a transaction-lifetime acquisition. A ROLLBACK TO of a level
+    /// at or above it releases the lock; a RELEASE of it moves it to the parent.
+    level: u32,
 }
 
 /// The shared per-backend state (PostgreSQL's PGPROC, lock part).
@@ -606,7 +610,11 @@ struct Proc {
     /// pid-like number shown in pg_locks.pid and deadlock reports; 0 = unregistered.
     pid: AtomicI32,
     /// Current local transaction id (virtualtransaction = "<backend>/<lxid>").
+    /// Written by the owner at transaction start; others read it for display.
     lxid: AtomicU32,
+    /// Subtransaction nesting level of the running transaction (1 = top). Written
+    /// and read only by the owner.
+    nest_level: AtomicU32,
     /// Cancel request flag, checked while waiting.
     cancel: AtomicBool,
     /// WAIT_NONE / WAIT_WAITING / WAIT_GRANTED. Written only under the partition
@@ -783,6 +791,7 @@ impl LockManager {
             .map(|_| Proc {
                 pid: AtomicI32::new(0),
                 lxid: AtomicU32::new(0),
+                nest_level: AtomicU32::new(1),
                 cancel: AtomicBool::new(false),
                 wait_status: AtomicU8::new(WAIT_NONE),
                 sema: Sema {
@@ -893,10 +902,15 @@ impl LockManager {
     ) -> Result<LockAcquireResult> {
         let proc = self.proc(backend)?;
         let mut local = proc.local.lock().unwrap_or_else(|e| e.into_inner());
+        // Relaxed: the owner's own field.
+        let level = proc.nest_level.load(Ordering::Relaxed);
         if let Some(l) = local.get_mut(&(tag, mode)) {
             if opts.session {
                 l.session += 1;
             } else {
+                if l.xact == 0 {
+                    l.level = level;
+                }
                 l.xact += 1;
             }
             return Ok(LockAcquireResult::AlreadyHeld);
@@ -907,6 +921,7 @@ impl LockManager {
             session: opts.session as u32,
             fast_path: false,
             strong: false,
+            level,
         };
 
         if self.fast_path_enabled && mode.is_weak() {
@@ -1315,6 +1330,139 @@ impl LockManager {
         })
     }
 
+    // ----- subtransactions -------------------------------------------------------------
+
+    /// A subtransaction at nesting `level` (2 = the first savepoint) started: the
+    /// backend's new transaction locks belong to it.
+    pub fn subxact_begin(&self, backend: BackendId, level: u32) -> Result<()> {
+        // Relaxed: the owner's own field.
+        self.proc(backend)?.nest_level.store(level, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// RELEASE SAVEPOINT: the subtransactions at `level` and deeper commit into
+    /// level - 1, which now owns their locks (PostgreSQL reassigns them to the
+    /// parent resource owner).
+    pub fn subxact_commit(&self, backend: BackendId, level: u32) -> Result<()> {
+        let proc = self.proc(backend)?;
+        let parent = level.saturating_sub(1).max(1);
+        let mut local = proc.local.lock().unwrap_or_else(|e| e.into_inner());
+        for l in local.values_mut() {
+            if l.xact > 0 && l.level >= level {
+                l.level = parent;
+            }
+        }
+        // Relaxed: the owner's own field.
+        proc.nest_level.store(parent, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// ROLLBACK TO SAVEPOINT: the subtransactions at `level` and deeper aborted.
+    /// Every transaction lock first taken by them is released (their session locks
+    /// stay), waking its waiters; the backend is back at level - 1.
+    pub fn subxact_abort(&self, backend: BackendId, level: u32) -> Result<()> {
+        let r = self.release_matching(backend, |_, l| {
+            if l.xact > 0 && l.level >= level {
+                l.xact = 0;
+            }
+        });
+        // Relaxed: the owner's own field.
+        self.proc(backend)?
+            .nest_level
+            .store(level.saturating_sub(1).max(1), Ordering::Relaxed);
+        r
+    }
+
+    /// Makes the transaction acquisition of (tag, mode) belong to subtransaction
+    /// `level` if that is further out than its current owner (a parent's xid lock
+    /// taken while a deeper savepoint is current).
+    fn set_owner_level(&self, backend: BackendId, tag: LockTag, mode: LockMode, level: u32) -> Result<()> {
+        let proc = self.proc(backend)?;
+        let mut local = proc.local.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = local.get_mut(&(tag, mode)) {
+            l.level = l.level.min(level.max(1));
+        }
+        Ok(())
+    }
+
+    // ----- virtual transaction ids ------------------------------------------------------
+
+    /// Transaction start: the backend's next local xid becomes current, and it takes
+    /// ExclusiveLock on its virtualxid, kept in its fast-path area (no shared-table
+    /// traffic; PostgreSQL's VirtualXactLockTableInsert). Returns the local xid.
+    pub fn virtual_xact_begin(&self, backend: BackendId) -> Result<u32> {
+        let proc = self.proc(backend)?;
+        // Relaxed: the owner is the only writer; readers only display it.
+        let mut lxid = proc.lxid.load(Ordering::Relaxed).wrapping_add(1);
+        if lxid == 0 {
+            lxid = 1;
+        }
+        proc.lxid.store(lxid, Ordering::Relaxed);
+        proc.nest_level.store(1, Ordering::Relaxed);
+        let mut fp = proc.fast_path.write();
+        debug_assert_eq!(fp.vxid, 0, "virtualxid lock of a previous transaction still held");
+        fp.vxid = lxid;
+        Ok(lxid)
+    }
+
+    /// Transaction end: releases the virtualxid lock, from the fast-path area, or
+    /// from the shared table if a waiter moved it there (waking the waiter).
+    pub fn virtual_xact_end(&self, backend: BackendId) -> Result<()> {
+        let proc = self.proc(backend)?;
+        let moved = {
+            let mut fp = proc.fast_path.write();
+            fp.vxid = 0;
+            std::mem::take(&mut fp.vxid_in_table)
+        };
+        if moved == 0 {
+            return Ok(());
+        }
+        let tag = LockTag::VirtualXid { backend: backend.0, lxid: moved };
+        let mut table = self.partitions[partition_of(tag.hashcode())].write();
+        let Some(lock) = table.locks.get_mut(&tag) else {
+            return Err(Error::internal(format!("lock {tag} not in the lock table")));
+        };
+        if !lock.ungrant(backend, LockMode::Exclusive) {
+            return Err(Error::internal(format!("ExclusiveLock on {tag} not held")));
+        }
+        self.wake_waiters(lock);
+        if lock.is_unused() {
+            table.locks.remove(&tag);
+        }
+        Ok(())
+    }
+
+    /// Waits until virtual transaction `target/lxid` ends (with `wait`), or tells
+    /// whether it has ended (without): PostgreSQL's VirtualXactLock, what CREATE
+    /// INDEX CONCURRENTLY waits with. If the target still holds its lock in fast-path
+    /// form, it is first moved to the shared table so that there is something to
+    /// queue on (and for the deadlock detector to see).
+    pub fn virtual_xact_lock(&self, backend: BackendId, target: BackendId, lxid: u32, wait: bool) -> Result<bool> {
+        let tproc = self.proc(target)?;
+        let tag = LockTag::VirtualXid { backend: target.0, lxid };
+        {
+            let mut fp = tproc.fast_path.write();
+            if fp.vxid == lxid && lxid != 0 {
+                // Lock order: a fast-path LWLock, then a partition LWLock (rule 3).
+                let mut table = self.partitions[partition_of(tag.hashcode())].write();
+                let lock = table.locks.entry(tag).or_default();
+                lock.requested[LockMode::Exclusive as usize] += 1;
+                lock.n_requested += 1;
+                lock.grant(target, LockMode::Exclusive);
+                fp.vxid = 0;
+                fp.vxid_in_table = lxid;
+            }
+        }
+        let opts = LockOptions { dont_wait: !wait, ..LockOptions::default() };
+        match self.lock(backend, tag, LockMode::Share, opts)? {
+            LockAcquireResult::NotAvailable => Ok(false),
+            _ => {
+                self.unlock(backend, tag, LockMode::Share, false)?;
+                Ok(true)
+            }
+        }
+    }
+
     fn release_matching(
         &self,
         backend: BackendId,
@@ -1358,6 +1506,15 @@ impl LockManager {
             LockOptions::default(),
         )
         .map(|_| ())
+    }
+
+    /// `xact_lock_table_insert` for the (sub)transaction at nesting `level`, which
+    /// may be further out than the current one: xids are assigned parents first, so
+    /// a parent can get its xid while a deeper savepoint is current, and the lock
+    /// must then live as long as the parent.
+    pub fn xact_lock_table_insert_at(&self, backend: BackendId, xid: TransactionId, level: u32) -> Result<()> {
+        self.xact_lock_table_insert(backend, xid)?;
+        self.set_owner_level(backend, LockTag::TransactionId { xid }, LockMode::Exclusive, level)
     }
 
     /// Releases the xid lock (normally done by `release_all` at commit/abort).
@@ -1517,6 +1674,11 @@ impl LockManager {
                         rows.push(self.row(tag, BackendId(i as u32), m, true, true, None));
                     }
                 }
+            }
+            // PostgreSQL lists a backend's virtualxid after its fast-path relation locks.
+            if fp.vxid != 0 {
+                let tag = LockTag::VirtualXid { backend: i as u32, lxid: fp.vxid };
+                rows.push(self.row(tag, BackendId(i as u32), LockMode::Exclusive, true, true, None));
             }
         }
         for t in &tables {

@@ -128,11 +128,22 @@ mod wal_hooks {
     /// `satisfies_dirty`) waits on the xid lock that [`XactLocks::xid_assigned`]
     /// took; this module never blocks on another transaction itself.
     pub trait XactLocks: Send + Sync {
-        /// `xid` was just assigned to `backend`'s (sub)transaction: take the
-        /// exclusive lock on it (PostgreSQL's XactLockTableInsert).
-        fn xid_assigned(&self, _backend: u32, _xid: u32) {}
-        /// The subtransaction `xid` was rolled back: release its locks.
+        /// A top transaction started: take the virtualxid lock.
+        fn xact_started(&self, _backend: u32) {}
+        /// `xid` was just assigned to `backend`'s (sub)transaction at nesting
+        /// `level` (1 = top): take the exclusive lock on it, owned by that level
+        /// (PostgreSQL's XactLockTableInsert).
+        fn xid_assigned(&self, _backend: u32, _xid: u32, _level: u32) {}
+        /// The subtransaction `xid` was rolled back: release its xid lock.
         fn subxact_aborted(&self, _backend: u32, _xid: u32) {}
+        /// A savepoint opened nesting `level` (2 = the first one).
+        fn subxact_started(&self, _backend: u32, _level: u32) {}
+        /// RELEASE SAVEPOINT: levels `level` and deeper merged into level - 1,
+        /// which takes over their locks.
+        fn subxact_committed(&self, _backend: u32, _level: u32) {}
+        /// ROLLBACK TO SAVEPOINT: levels `level` and deeper aborted; release the
+        /// locks they took (after clog marks them aborted).
+        fn subxact_rolled_back(&self, _backend: u32, _level: u32) {}
         /// The top transaction ended (after clog and ProcArray are updated):
         /// release every lock it holds, waking xid-lock waiters. `top_xid` is 0
         /// (InvalidTransactionId) for a transaction that never got an xid.

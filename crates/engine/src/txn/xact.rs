@@ -314,6 +314,7 @@ impl TransactionManager {
         self.xact_snapshot = None;
         self.latest_xid = None;
         self.combo.reset();
+        self.shared.locks.xact_started(self.backend.0);
         Ok(())
     }
 
@@ -380,7 +381,7 @@ impl TransactionManager {
                     sh.procarray.add_subxid(b, f.xid())
                 })?
             };
-            sh.locks.xid_assigned(b.0, full.xid());
+            sh.locks.xid_assigned(b.0, full.xid(), level as u32 + 1);
             self.stack[level].xid = Some(full);
             self.latest_xid = Some(full);
         }
@@ -403,6 +404,7 @@ impl TransactionManager {
             return Err(Error::user(SqlState(*b"25P01"), "SAVEPOINT can only be used in transaction blocks"));
         }
         self.stack.push(TransactionState { name: Some(name.to_string()), xid: None, children: Vec::new() });
+        self.shared.locks.subxact_started(self.backend.0, self.stack.len() as u32);
         Ok(())
     }
 
@@ -428,6 +430,8 @@ impl TransactionManager {
             moved.extend(st.children);
         }
         self.stack[i - 1].children.extend(moved);
+        // Stack index i is nesting level i + 1.
+        self.shared.locks.subxact_committed(self.backend.0, i as u32 + 1);
         Ok(())
     }
 
@@ -449,7 +453,11 @@ impl TransactionManager {
             aborted.extend(st.children);
         }
         self.stack.push(TransactionState { name: Some(name.to_string()), xid: None, children: Vec::new() });
+        let level = self.stack.len() as u32;
         if aborted.is_empty() {
+            // No xid, but relation and advisory locks may have been taken.
+            self.shared.locks.subxact_rolled_back(self.backend.0, level);
+            self.shared.locks.subxact_started(self.backend.0, level);
             return Ok(());
         }
         let sh = &self.shared;
@@ -461,6 +469,8 @@ impl TransactionManager {
         for &x in &aborted {
             sh.locks.subxact_aborted(self.backend.0, x);
         }
+        sh.locks.subxact_rolled_back(self.backend.0, level);
+        sh.locks.subxact_started(self.backend.0, level);
         Ok(())
     }
 
