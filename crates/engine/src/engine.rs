@@ -55,6 +55,11 @@ const AUX_BACKENDS: usize = 8;
 
 /// Info codes of the Smgr resource manager.
 const XLOG_SMGR_CREATE: u8 = 0x10;
+/// Xlog record: OIDs below the u32 in its main data may have been handed out
+/// (PostgreSQL's XLOG_NEXTOID).
+const XLOG_NEXTOID: u8 = 0x30;
+/// How many OIDs one XLOG_NEXTOID record covers ahead (PostgreSQL's VAR_OID_PREFETCH).
+const OID_PREFETCH: u32 = 8192;
 
 /// One open data directory.
 pub struct Engine {
@@ -69,8 +74,13 @@ pub struct Engine {
     pub(crate) heap_space: heapam::SpaceMap,
     /// Per-relation tuple counters and the autovacuum launcher (heap::autovacuum).
     pub(crate) pgstat_tables: crate::heap::autovacuum::TableStats,
-    /// Next OID to assign (persisted in checkpoints).
+    /// Next OID to assign.
     next_oid: AtomicU32,
+    /// OIDs below this may be handed out without a new WAL record: an
+    /// XLOG_NEXTOID record (or a checkpoint) covering them is in the WAL, so
+    /// recovery never hands them out again. Protected by its mutex (taken once
+    /// per `OID_PREFETCH` OIDs).
+    oid_logged_until: Mutex<u32>,
     /// Free backend numbers. Protected by its mutex.
     free_backends: Mutex<Vec<u32>>,
     /// Serializes checkpoints (the checkpointer thread, CHECKPOINT, shutdown).
@@ -257,6 +267,7 @@ impl Engine {
             heap_space: heapam::SpaceMap::default(),
             pgstat_tables: Default::default(),
             next_oid: AtomicU32::new(ck.next_oid.max(FIRST_NORMAL_OBJECT_ID)),
+            oid_logged_until: Mutex::new(0),
             free_backends: Mutex::new((0..max_backends as u32).rev().collect()),
             checkpoint_lock: Mutex::new(()),
             workers: Mutex::new(Workers::default()),
@@ -288,6 +299,13 @@ impl Engine {
                 max_xid = rec.xid.wrapping_add(1);
             }
             match rec.rmgr {
+                RmgrId::Xlog if rec.info == XLOG_NEXTOID => {
+                    let b: [u8; 4] = rec.main_data.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| {
+                        Error::corrupt(format!("XLOG_NEXTOID record at {} too short", rec.lsn))
+                    })?;
+                    next_oid = next_oid.max(u32::from_le_bytes(b));
+                    Ok(())
+                }
                 RmgrId::Xlog => {
                     if let Ok(ck) = wal::CheckpointRecord::decode(&rec.main_data) {
                         next_oid = next_oid.max(ck.info.next_oid);
@@ -385,9 +403,13 @@ impl Engine {
     }
 
     fn checkpoint_info(&self) -> CheckpointInfo {
+        // The logged limit, not the counter: OIDs up to it may be handed out after
+        // this checkpoint without another XLOG_NEXTOID record, and recovery from
+        // this checkpoint must not hand them out again (PostgreSQL adds oidCount).
+        let logged = *self.oid_logged_until.lock().unwrap_or_else(|e| e.into_inner());
         CheckpointInfo {
             next_xid: self.txn.next_full_xid().0,
-            next_oid: self.next_oid.load(Ordering::SeqCst),
+            next_oid: self.next_oid.load(Ordering::SeqCst).max(logged),
             ..Default::default()
         }
     }
@@ -427,12 +449,31 @@ impl Engine {
     }
 
     /// Assigns a new OID (for relations and other catalog objects).
+    ///
+    /// Crash safety: the counter lives in memory and in checkpoints. Before an
+    /// OID at or past the logged limit is returned, an XLOG_NEXTOID record saying
+    /// "OIDs below oid + OID_PREFETCH may be in use" goes into the WAL; recovery
+    /// takes the largest such value. The record is not flushed here: anything
+    /// durable that uses the OID (a commit, a relation file) flushes the WAL past
+    /// it first. If the record cannot be written, the OID is still returned and
+    /// the limit not moved; the WAL is then failing, so the transaction using it
+    /// cannot commit either.
     pub fn new_oid(&self) -> Oid {
         loop {
             let oid = self.next_oid.fetch_add(1, Ordering::SeqCst);
-            if oid >= FIRST_NORMAL_OBJECT_ID {
-                return oid;
+            if oid < FIRST_NORMAL_OBJECT_ID {
+                continue;
             }
+            let mut logged = self.oid_logged_until.lock().unwrap_or_else(|e| e.into_inner());
+            if oid >= *logged {
+                let until = oid.saturating_add(OID_PREFETCH);
+                let mut rb = RecordBuilder::new(RmgrId::Xlog, XLOG_NEXTOID);
+                rb.append_main_data(&until.to_le_bytes());
+                if self.wal.insert(&rb).is_ok() {
+                    *logged = until;
+                }
+            }
+            return oid;
         }
     }
 
