@@ -799,8 +799,7 @@ pub fn analyze_call(a: &mut crate::analyze::Analyzer, name: &str, f: &pb::FuncCa
     let ns = match crate::namespace::relation_namespace(a.backend, a.snap, schema.as_deref(), &rel) {
         Ok(Some(ns)) => Some(ns),
         Ok(None) => Some(catalog::PUBLIC_NAMESPACE),
-        Err(e) if e.sqlstate() == "3F000" => None,
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.at(a.sql, loc)),
     };
     let hit = match ns {
         Some(ns) => lookup(a.backend, a.snap, ns, &rel)?,

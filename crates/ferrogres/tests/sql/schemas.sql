@@ -13,7 +13,7 @@ INSERT INTO s1.t VALUES (1, 'in s1'), (2, 'two');
 INSERT INTO t VALUES (10, 'in public');
 SELECT * FROM s1.t ORDER BY a;
 SELECT * FROM t;
-SELECT s1.t.a FROM s1.t WHERE a = 1;
+SELECT t.a FROM s1.t WHERE a = 1;
 UPDATE s1.t SET b = 'changed' WHERE a = 2;
 DELETE FROM s1.t WHERE a = 1;
 SELECT * FROM s1.t;
