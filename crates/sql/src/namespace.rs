@@ -372,6 +372,19 @@ pub fn invisible_relations(backend: &Backend, snap: &Snapshot) -> Result<Vec<u32
 /// transaction.
 pub(crate) fn drop_namespace_contents(backend: &mut Backend, ns: u32) -> Result<()> {
     let snap = backend.txn.statement_snapshot()?;
+    // A temporary schema's tables are looked up as its owner session would.
+    let owner = namespace_name(backend, &snap, ns)?.and_then(|n| n.strip_prefix("pg_temp_").and_then(|id| id.parse::<i32>().ok()));
+    let saved = ctx().backend_id;
+    if let Some(id) = owner {
+        CTX.with(|c| c.borrow_mut().backend_id = id);
+    }
+    let r = drop_relations_of(backend, ns);
+    CTX.with(|c| c.borrow_mut().backend_id = saved);
+    r
+}
+
+fn drop_relations_of(backend: &mut Backend, ns: u32) -> Result<()> {
+    let snap = backend.txn.statement_snapshot()?;
     let mut rels: Vec<(u32, String, String)> = Vec::new();
     for (_, row) in scan_rows(backend, &catalog::class_rel(), &snap)? {
         if let [Value::Oid(oid), Value::Text(n), Value::Oid(relns), _, _, Value::Text(kind), ..] = row.as_slice() {
