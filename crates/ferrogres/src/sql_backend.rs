@@ -26,6 +26,11 @@ impl SqlBackend {
     /// Bootstraps the catalog if the data directory is new.
     pub fn new(engine: Arc<Engine>) -> Result<SqlBackend, String> {
         ferrogres_sql::catalog::bootstrap(&engine).map_err(|e| format!("could not bootstrap the catalog: {}", e.message))?;
+        // Temporary tables of sessions of a server that stopped or crashed
+        // (a failure leaves them in place, invisible to new sessions).
+        if let Err(e) = ferrogres_sql::namespace::remove_orphan_temp_schemas(&engine) {
+            eprintln!("WARNING:  could not remove old temporary schemas: {}", e.message);
+        }
         Ok(SqlBackend { engine })
     }
 }

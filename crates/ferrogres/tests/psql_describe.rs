@@ -62,9 +62,15 @@ impl Drop for Pg15 {
 }
 
 const SETUP: &str = "CREATE TABLE t (a int PRIMARY KEY, b text[] DEFAULT '{}', c varchar(10) NOT NULL, d bigint DEFAULT -1);\n\
-                     CREATE UNIQUE INDEX t_c_idx ON t (c DESC);\n";
+                     CREATE UNIQUE INDEX t_c_idx ON t (c DESC);\n\
+                     CREATE SCHEMA s;\n\
+                     CREATE TABLE s.st (x int NOT NULL, y text);\n\
+                     CREATE TABLE s.t (z int);\n";
 
-const COMMANDS: &[&str] = &["\\dt", "\\d", "\\d pgbench_accounts", "\\di", "\\dn", "\\d+ t", "\\d t"];
+const COMMANDS: &[&str] = &["\\dt", "\\d", "\\d pgbench_accounts", "\\di", "\\dn", "\\d+ t", "\\d t", "\\dt s.*", "\\d s.st"];
+
+/// psql commands run after `SET search_path` (the visible tables change).
+const WITH_PATH: &[&str] = &["\\dt", "\\d t"];
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
@@ -94,6 +100,14 @@ fn psql_describe_commands_match_postgres_15() {
             failures.push(format!("{c}\n--- PostgreSQL 15:\n{want}\n--- ferrogres:\n{got}"));
         }
         assert!(Instant::now() < deadline, "psql commands took too long");
+    }
+    for c in WITH_PATH {
+        let args = ["-X", "-d", "postgres", "-c", "SET search_path = s, public", "-c", c];
+        let want = run(pg.cmd("psql").args(args));
+        let got = run(fg.cmd("psql").args(args));
+        if got != want {
+            failures.push(format!("SET search_path = s, public; {c}\n--- PostgreSQL 15:\n{want}\n--- ferrogres:\n{got}"));
+        }
     }
     // \l: ferrogres has one database (no template0/template1, no CREATE
     // DATABASE yet), so only the heading and the `postgres` row can match.

@@ -4,7 +4,7 @@
 //! context, and implicit casts between the integer types made explicit.
 //! Anything not handled is 0A000, never a guess.
 
-use crate::catalog::{self, Column, Table, PUBLIC_NAMESPACE};
+use crate::catalog::{self, Column, Table};
 use crate::errors::{Result, SqlError};
 use crate::plan::*;
 use crate::types::{self, CastContext, Type, Value};
@@ -193,6 +193,9 @@ impl<'a> Analyzer<'a> {
                 use pb::VariableSetKind as K;
                 let kind = K::try_from(v.kind).unwrap_or(K::Undefined);
                 match kind {
+                    K::VarSetValue if v.name.eq_ignore_ascii_case("search_path") => {
+                        Ok(Statement::Set { name: "search_path".into(), value: Some(crate::namespace::set_value(&v.args)?) })
+                    }
                     K::VarSetValue => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: Some(set_value(&v.args)?) }),
                     K::VarSetDefault | K::VarReset => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: None }),
                     K::VarSetMulti if v.name == "TRANSACTION" || v.name == "SESSION CHARACTERISTICS" => {
@@ -207,6 +210,10 @@ impl<'a> Analyzer<'a> {
             }
             NodeEnum::VariableShowStmt(s) => Ok(Statement::Show(s.name.to_ascii_lowercase())),
             NodeEnum::CopyStmt(s) => crate::copy::analyze(self, s),
+            NodeEnum::CreateSchemaStmt(s) => Ok(ddl(crate::constraints::DdlCmd::Schema(crate::namespace::ddl::analyze_create(s)?))),
+            NodeEnum::RenameStmt(s) if s.rename_type == pb::ObjectType::ObjectSchema as i32 => {
+                Ok(ddl(crate::constraints::DdlCmd::Schema(crate::namespace::ddl::analyze_rename(s)?)))
+            }
             NodeEnum::CreateSeqStmt(s) => Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_create(self, s)?))),
             NodeEnum::AlterSeqStmt(s) => Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_alter(self, s)?))),
             other => {
@@ -1497,9 +1504,7 @@ impl<'a> Analyzer<'a> {
         if !s.inh_relations.is_empty() || s.partspec.is_some() || s.partbound.is_some() || s.of_typename.is_some() {
             return Err(SqlError::not_supported("inheritance, partitioning and typed tables"));
         }
-        if rv.relpersistence == "t" {
-            return Err(SqlError::not_supported("temporary tables"));
-        }
+        let temp = crate::namespace::temp_tables::check_create(rv, s.oncommit)?;
         if !s.constraints.is_empty() {
             return Err(SqlError::not_supported("table constraints"));
         }
@@ -1508,14 +1513,9 @@ impl<'a> Analyzer<'a> {
         }
         // Storage parameters: validated; fillfactor accepted but not honoured (crate::reloptions).
         crate::reloptions::table_options(&s.options)?;
-        let namespace = match rv.schemaname.as_str() {
-            "" | "public" => PUBLIC_NAMESPACE,
-            "pg_catalog" => return Err(SqlError::new(b"42501", format!("permission denied to create \"pg_catalog.{}\"", rv.relname))),
-            other => match catalog::lookup_namespace(self.backend, self.snap, other)? {
-                Some(oid) => oid,
-                None => return Err(self.err_at(SqlError::new(b"3F000", format!("schema \"{other}\" does not exist")), rv.location)),
-            },
-        };
+        let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
+        let namespace = crate::namespace::creation_namespace(self.backend, self.snap, schema, temp, &rv.relname)
+            .map_err(|e| if matches!(e.sqlstate(), "3F000" | "42P16") { self.err_at(e, rv.location) } else { e })?;
         let mut columns: Vec<Column> = Vec::new();
         let mut constraints: Vec<(pb::Constraint, Option<String>)> = Vec::new();
         let mut extras = crate::constraints::CreateExtras::default();
@@ -1534,7 +1534,7 @@ impl<'a> Analyzer<'a> {
                     };
                     let mut col = Column { name: cd.colname.clone(), ty, typmod, not_null: cd.is_not_null, default: None };
                     if serial.is_some() {
-                        ddl_create::serial_column(self, &rv.relname, columns.len(), &mut col, &cd.constraints, &mut extras)?;
+                        ddl_create::serial_column(self, namespace, &rv.relname, columns.len(), &mut col, &cd.constraints, &mut extras)?;
                     }
                     for c in &cd.constraints {
                         let Some(NodeEnum::Constraint(c)) = &c.node else { continue };
@@ -1601,6 +1601,9 @@ impl<'a> Analyzer<'a> {
         }
         if s.remove_type == pb::ObjectType::ObjectSequence as i32 {
             return Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_drop(s)?)));
+        }
+        if s.remove_type == pb::ObjectType::ObjectSchema as i32 {
+            return Ok(ddl(crate::constraints::DdlCmd::Schema(crate::namespace::ddl::analyze_drop(s)?)));
         }
         if s.remove_type != pb::ObjectType::ObjectTable as i32 {
             return Err(SqlError::not_supported("DROP of this object type"));

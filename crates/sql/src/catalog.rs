@@ -205,23 +205,29 @@ pub fn lookup_namespace(backend: &Backend, snap: &Snapshot, name: &str) -> Resul
 
 /// Finds a table by name: `schema` if given, else the search path (`public`).
 pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, name: &str) -> Result<Option<Table>> {
-    let ns = match schema {
-        Some(s) => match lookup_namespace(backend, snap, s)? {
-            Some(oid) => oid,
+    // The schemas to look in, in order: the named one, else the search path.
+    let path = match schema {
+        Some(s) => match crate::namespace::schema_oid(backend, snap, s)? {
+            Some(oid) => vec![oid],
+            None if s == "pg_temp" => return Ok(None),
             None => return Err(SqlError::new(b"3F000", format!("schema \"{s}\" does not exist"))),
         },
-        None => PUBLIC_NAMESPACE,
+        None => crate::namespace::search_path(backend, snap)?,
     };
-    let mut found = None;
+    let mut found: Option<(usize, (u32, u32, u32))> = None;
     for (_, row) in scan_rows(backend, &class_rel(), snap)? {
         if let [Value::Oid(oid), Value::Text(n), Value::Oid(relns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), ..] = row.as_slice() {
-            if n == name && *relns == ns && kind == "r" {
-                found = Some((*oid, *filenode, *toast));
-                break;
+            if n == name && kind == "r" {
+                if let Some(i) = path.iter().position(|p| p == relns) {
+                    if found.map_or(true, |(j, _)| i < j) {
+                        found = Some((i, (*oid, *filenode, *toast)));
+                    }
+                }
             }
         }
     }
-    let Some((oid, filenode, toast)) = found else { return Ok(None) };
+    let Some((i, (oid, filenode, toast))) = found else { return Ok(None) };
+    let ns = path[i];
     let mut cols: Vec<(i16, Column)> = Vec::new();
     for (_, row) in scan_rows(backend, &attribute_rel(), snap)? {
         if let [Value::Oid(rel), Value::Text(n), Value::Oid(typ), Value::Int2(num), Value::Int4(typmod), Value::Bool(nn)] = row.as_slice() {
@@ -265,6 +271,7 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
 /// CREATE TABLE: new relation files (main, and a TOAST relation if a column is
 /// variable-width), and the catalog rows, in the current transaction.
 pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: Vec<Column>) -> Result<Table> {
+    let namespace = crate::namespace::materialize(backend, namespace)?;
     let engine = backend.engine().clone();
     let oid = engine.new_oid();
     let rel = locator(oid);
@@ -279,6 +286,7 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
     let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect() };
     let table = Table { oid, name: name.to_string(), namespace, storage, columns, indexes: Vec::new(), extras: Default::default() };
     insert_catalog_rows(backend, &table)?;
+    crate::namespace::temp_tables::created(backend, name, oid);
     Ok(table)
 }
 

@@ -375,6 +375,8 @@ pub enum DdlCmd {
     CreateTable { base: crate::index::IndexCmd, extras: CreateExtras },
     /// ALTER TABLE ... ADD CHECK / FOREIGN KEY: existing rows validated first.
     AddConstraint { table: Table, check: Option<CheckSpec>, fkey: Option<crate::foreign_key::FkSpec> },
+    /// CREATE / DROP / ALTER SCHEMA ([`crate::namespace::ddl`]).
+    Schema(crate::namespace::ddl::SchemaCmd),
 }
 
 /// Runs a statement of this module in the current transaction.
@@ -443,10 +445,12 @@ pub fn execute(
             Ok("ALTER TABLE".into())
         }
         DdlCmd::Seq(s) => crate::sequence::execute(s, backend, snap, notice),
+        DdlCmd::Schema(s) => crate::namespace::ddl::execute(s, backend, snap, notice),
         DdlCmd::CreateTable { base, extras } => {
             let crate::index::IndexCmd::CreateTable { namespace, name, if_not_exists, .. } = base else {
                 return Err(SqlError::internal("not a CREATE TABLE"));
             };
+            let namespace = &crate::namespace::materialize(backend, *namespace)?;
             if *if_not_exists && crate::index::find_relation(backend, snap, *namespace, name)?.is_some() {
                 return crate::index::execute(base, backend, snap, notice);
             }
@@ -458,8 +462,6 @@ pub fn execute(
             let tag = crate::index::execute(base, backend, snap, notice)?;
             backend.txn.command_counter_increment()?;
             let snap = backend.txn.statement_snapshot()?;
-            let schema = (*namespace != catalog::PUBLIC_NAMESPACE).then_some("");
-            let _ = schema;
             let table = lookup_in(backend, &snap, *namespace, name)?;
             for (ci, seq, opts) in &extras.sequences {
                 crate::sequence::create(backend, *namespace, seq, opts, (table.oid, *ci as i16 + 1))?;
@@ -501,8 +503,8 @@ pub fn table_by_oid(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Opti
     for (_, row) in scan_rows(backend, &class_rel(), snap)? {
         if let [Value::Oid(o), Value::Text(n), Value::Oid(ns), _, _, Value::Text(kind), ..] = row.as_slice() {
             if *o == oid && kind == "r" {
-                let schema = if *ns == catalog::PUBLIC_NAMESPACE { None } else { Some(namespace_name(backend, snap, *ns)?) };
-                return catalog::lookup_table(backend, snap, schema.as_deref(), n);
+                let schema = namespace_name(backend, snap, *ns)?;
+                return catalog::lookup_table(backend, snap, Some(&schema), n);
             }
         }
     }
@@ -510,8 +512,8 @@ pub fn table_by_oid(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Opti
 }
 
 fn lookup_in(backend: &Backend, snap: &Snapshot, ns: u32, name: &str) -> Result<Table> {
-    let schema = if ns == catalog::PUBLIC_NAMESPACE { None } else { Some(namespace_name(backend, snap, ns)?) };
-    catalog::lookup_table(backend, snap, schema.as_deref(), name)?.ok_or_else(|| SqlError::internal("created table not found"))
+    let schema = namespace_name(backend, snap, ns)?;
+    catalog::lookup_table(backend, snap, Some(&schema), name)?.ok_or_else(|| SqlError::internal("created table not found"))
 }
 
 fn namespace_name(backend: &Backend, snap: &Snapshot, ns: u32) -> Result<String> {

@@ -564,8 +564,8 @@ pub fn lookup_index(backend: &Backend, snap: &Snapshot, ns: u32, name: &str) -> 
     }) else {
         return Ok(None);
     };
-    let schema = if ns == catalog::PUBLIC_NAMESPACE { None } else { return Ok(None) };
-    let Some(table) = catalog::lookup_table(backend, snap, schema, &table_name)? else { return Ok(None) };
+    let Some(table) = crate::constraints::table_by_oid(backend, snap, table_oid)? else { return Ok(None) };
+    let _ = table_name;
     let ix = table.indexes.iter().find(|i| i.oid == oid).cloned();
     Ok(ix.map(|ix| (table, ix)))
 }
@@ -1088,9 +1088,6 @@ pub fn execute(
             Ok("CREATE INDEX".into())
         }
         IndexCmd::CreateTable { namespace, name, columns, if_not_exists, constraints } => {
-            if *namespace != catalog::PUBLIC_NAMESPACE {
-                return Err(SqlError::not_supported("tables outside schema public"));
-            }
             if find_relation(backend, snap, *namespace, name)?.is_some() {
                 if *if_not_exists {
                     notice(SqlError::notice(b"42P07", format!("relation \"{name}\" already exists, skipping")))?;
@@ -1120,9 +1117,11 @@ pub fn execute(
         IndexCmd::DropIndexes { names, missing_ok } => {
             let mut found = Vec::new();
             for (schema, name) in names {
-                let ns = match schema.as_deref() {
-                    None | Some("public") => Some(catalog::PUBLIC_NAMESPACE),
-                    Some(s) => catalog::lookup_namespace(backend, snap, s)?,
+                let ns = match crate::namespace::relation_namespace(backend, snap, schema.as_deref(), name) {
+                    Ok(Some(ns)) => Some(ns),
+                    Ok(None) => Some(catalog::PUBLIC_NAMESPACE),
+                    Err(e) if e.sqlstate() == "3F000" => None,
+                    Err(e) => return Err(e),
                 };
                 let shown = match schema {
                     Some(s) => format!("{s}.{name}"),

@@ -17,6 +17,7 @@ pub mod insert_select;
 pub mod join;
 pub mod like;
 pub mod locking;
+pub mod namespace;
 pub mod numeric;
 pub mod parser;
 pub mod pgcatalog;

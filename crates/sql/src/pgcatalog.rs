@@ -99,7 +99,7 @@ static INFORMATION_SCHEMA: &[View] = &[
 ];
 
 /// The predefined roles of PostgreSQL 15 and the bootstrap superuser.
-const ROLES: &[(u32, &str)] = &[
+pub(crate) const ROLES: &[(u32, &str)] = &[
     (10, "postgres"),
     (3373, "pg_monitor"),
     (3374, "pg_read_all_settings"),
@@ -412,11 +412,14 @@ pub fn deparse_const(ty: Type, typmod: i32, text: &str) -> String {
 
 fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
     let indexes = scan_rows(backend, &crate::index::index_rel(), snap)?;
+    let temp_namespaces: Vec<u32> =
+        crate::namespace::namespaces(backend, snap)?.into_iter().filter(|(_, n)| crate::namespace::is_temp_name(n)).map(|x| x.0).collect();
     let mut out = Vec::new();
     for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
         let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), natts, _, pages, tuples] = r.as_slice() else {
             continue;
         };
+        let persistence = if temp_namespaces.contains(ns) { "t" } else { "p" };
         let is_index = kind == "i";
         let has_index = indexes.iter().any(|(_, i)| i[1] == Value::Oid(*oid));
         let reltuples = match tuples {
@@ -440,7 +443,7 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
                 .oid("reltoastrelid", *toast)
                 .b("relhasindex", has_index)
                 .b("relisshared", false)
-                .t("relpersistence", "p")
+                .t("relpersistence", persistence)
                 .t("relkind", kind)
                 .set("relnatts", natts.clone())
                 .i2("relchecks", 0)
@@ -759,8 +762,13 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
             Value::Int4(_) => Value::Text(String::new()),
             _ => Value::Null,
         },
-        CatFunc::IsVisible | CatFunc::True if null => Value::Null,
-        CatFunc::IsVisible | CatFunc::True => Value::Bool(true),
+        CatFunc::IsVisible if null => Value::Null,
+        CatFunc::IsVisible => match (&vals[0], vals.get(1)) {
+            (Value::Oid(o), Some(Value::Array(hidden))) => Value::Bool(!hidden.items.contains(&Value::Oid(*o))),
+            _ => Value::Bool(true),
+        },
+        CatFunc::True if null => Value::Null,
+        CatFunc::True => Value::Bool(true),
         CatFunc::NullText => Value::Null,
         CatFunc::GetExpr => vals[0].clone(),
         CatFunc::Lookup => {
@@ -777,8 +785,11 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
                 })
                 .unwrap_or(Value::Null)
         }
-        CatFunc::CurrentSchemas => match &vals[0] {
-            Value::Bool(implicit) => {
+        CatFunc::CurrentSchemas => match (&vals[0], vals.get(1), vals.get(2)) {
+            (Value::Bool(implicit), Some(all), Some(explicit)) => {
+                if *implicit { all.clone() } else { explicit.clone() }
+            }
+            (Value::Bool(implicit), _, _) => {
                 let mut items = Vec::new();
                 if *implicit {
                     items.push(Value::Text("pg_catalog".into()));

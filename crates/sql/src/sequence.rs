@@ -314,6 +314,7 @@ pub fn lookup(backend: &Backend, snap: &Snapshot, ns: u32, name: &str) -> Result
 
 /// Creates the sequence's catalog row and its state file.
 pub fn create(backend: &mut Backend, ns: u32, name: &str, opts: &SeqOptions, owner: (u32, i16)) -> Result<u32> {
+    let ns = crate::namespace::materialize(backend, ns)?;
     let engine = backend.engine().clone();
     let oid = engine.new_oid();
     insert_row(
@@ -353,6 +354,11 @@ pub fn drop_sequence(backend: &mut Backend, snap: &Snapshot, oid: u32, name: &st
         }
     }
     Ok(())
+}
+
+/// The table owning sequence `oid` (by a column: SERIAL, OWNED BY), if any.
+pub(crate) fn owner_of(backend: &Backend, oid: u32) -> Option<u32> {
+    read_file(backend.engine(), oid).ok().flatten().map(|s| s.owner.0).filter(|o| *o != 0)
 }
 
 /// The sequences owned by a column of `table` (SERIAL), for DROP TABLE.
@@ -551,26 +557,11 @@ pub enum SeqCmd {
     Drop { names: Vec<(Option<String>, String)>, missing_ok: bool, cascade: bool },
 }
 
-pub(crate) fn namespace_of(a: &crate::analyze::Analyzer, schema: &str, loc: i32) -> Result<u32> {
-    match schema {
-        "" | "public" => Ok(catalog::PUBLIC_NAMESPACE),
-        "pg_catalog" => Ok(catalog::PG_CATALOG_NAMESPACE),
-        s => match catalog::lookup_namespace(a.backend, a.snap, s)? {
-            Some(o) => Ok(o),
-            None => Err(SqlError::new(b"3F000", format!("schema \"{s}\" does not exist")).at(a.sql, loc)),
-        },
-    }
-}
-
 pub fn analyze_create(a: &crate::analyze::Analyzer, s: &pb::CreateSeqStmt) -> Result<SeqCmd> {
     let rv = s.sequence.as_ref().ok_or_else(|| SqlError::internal("CREATE SEQUENCE without a name"))?;
-    if rv.relpersistence == "t" {
-        return Err(SqlError::not_supported("temporary sequences"));
-    }
-    let namespace = namespace_of(a, &rv.schemaname, rv.location)?;
-    if namespace == catalog::PG_CATALOG_NAMESPACE {
-        return Err(SqlError::new(b"42501", format!("permission denied to create \"pg_catalog.{}\"", rv.relname)));
-    }
+    let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
+    let namespace = crate::namespace::creation_namespace(a.backend, a.snap, schema, rv.relpersistence == "t", &rv.relname)
+        .map_err(|e| if e.sqlstate() == "3F000" && schema.is_some() { e.at(a.sql, rv.location) } else { e })?;
     let raw = parse_options(a, &s.options)?;
     if raw.restart.is_some() {
         return Err(SqlError::not_supported("RESTART in CREATE SEQUENCE"));
@@ -585,10 +576,12 @@ pub fn analyze_alter(a: &crate::analyze::Analyzer, s: &pb::AlterSeqStmt) -> Resu
     if raw.owned_by.is_some() {
         return Err(SqlError::not_supported("ALTER SEQUENCE ... OWNED BY"));
     }
-    let ns = match namespace_of(a, &rv.schemaname, rv.location) {
-        Ok(ns) => ns,
+    let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
+    let ns = match crate::namespace::relation_namespace(a.backend, a.snap, schema, &rv.relname) {
+        Ok(Some(ns)) => ns,
+        Ok(None) => crate::catalog::PUBLIC_NAMESPACE,
         Err(_) if s.missing_ok => return Ok(SeqCmd::Alter { oid: 0, name: rv.relname.clone(), raw, missing: true }),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.at(a.sql, rv.location)),
     };
     match lookup(a.backend, a.snap, ns, &rv.relname)? {
         Some((oid, kind)) if kind == "S" => Ok(SeqCmd::Alter { oid, name: rv.relname.clone(), raw, missing: false }),
@@ -683,9 +676,11 @@ pub fn execute(cmd: &SeqCmd, backend: &mut Backend, snap: &Snapshot, notice: &mu
                     Some(s) => format!("{s}.{name}"),
                     None => name.clone(),
                 };
-                let ns = match schema.as_deref() {
-                    None | Some("public") => Some(catalog::PUBLIC_NAMESPACE),
-                    Some(s) => catalog::lookup_namespace(backend, snap, s)?,
+                let ns = match crate::namespace::relation_namespace(backend, snap, schema.as_deref(), name) {
+                    Ok(Some(ns)) => Some(ns),
+                    Ok(None) => Some(catalog::PUBLIC_NAMESPACE),
+                    Err(e) if e.sqlstate() == "3F000" => None,
+                    Err(e) => return Err(e),
                 };
                 let hit = match ns {
                     Some(ns) => lookup(backend, snap, ns, name)?,
@@ -801,9 +796,10 @@ pub fn analyze_call(a: &mut crate::analyze::Analyzer, name: &str, f: &pb::FuncCa
         Some(s) => format!("{s}.{rel}"),
         None => rel.clone(),
     };
-    let ns = match schema.as_deref() {
-        None | Some("public") => Some(catalog::PUBLIC_NAMESPACE),
-        Some(s) => catalog::lookup_namespace(a.backend, a.snap, s)?,
+    let ns = match crate::namespace::relation_namespace(a.backend, a.snap, schema.as_deref(), &rel) {
+        Ok(Some(ns)) => Some(ns),
+        Ok(None) => Some(catalog::PUBLIC_NAMESPACE),
+        Err(e) => return Err(e.at(a.sql, loc)),
     };
     let hit = match ns {
         Some(ns) => lookup(a.backend, a.snap, ns, &rel)?,

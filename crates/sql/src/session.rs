@@ -49,6 +49,12 @@ pub fn catalog_version() -> u64 {
     CATALOG_VERSION.load(Ordering::SeqCst)
 }
 
+/// A catalog change committed outside a statement (a session's temporary schema
+/// dropped at its end).
+pub(crate) fn bump_catalog_version() {
+    CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TxnStatus {
     /// No transaction block (an implicit transaction may be open).
@@ -391,6 +397,13 @@ impl Session {
             return Ok(());
         }
         if commit {
+            let was_ddl = match crate::namespace::temp_tables::pre_commit(&mut self.backend) {
+                Ok(changed) => was_ddl || changed,
+                Err(e) => {
+                    let _ = self.backend.txn.abort();
+                    return Err(e);
+                }
+            };
             // Bumped before the commit releases the DDL's locks (a session that
             // gets the lock then sees the change: `simple_plan`) and after it (a
             // plan analyzed in between, without the change, is not reused).
@@ -587,6 +600,7 @@ impl Session {
         if let Ok(tz) = self.env.get("TimeZone") {
             crate::datetime::sync_timezone(&tz);
         }
+        crate::namespace::sync(self.backend.id().0 as i32, &self.env.get("search_path").unwrap_or_else(|_| "\"$user\", public".into()));
     }
 
     /// Date/time output exists in DateStyle ISO and IntervalStyle postgres only: a
@@ -632,6 +646,10 @@ impl Session {
                     return Ok((None, self.transaction_command(&TxnCmd::SetIsolation(iso), out)?));
                 }
                 self.env.set(name, value.as_deref())?;
+                if name == "search_path" {
+                    // Prepared statements resolved names with the old path: re-analyze them.
+                    self.ddl_count += 1;
+                }
                 return Ok((None, "SET".into()));
             }
             Statement::Show(name) => {
@@ -716,13 +734,7 @@ impl Session {
                 Ok((returning(rows, r), format!("UPDATE {n}")))
             }
             Statement::CreateTable { namespace, name, columns, if_not_exists } => {
-                // Only `public` can hold user tables this round (no CREATE SCHEMA;
-                // pg_catalog is refused by the analyzer).
-                if *namespace != catalog::PUBLIC_NAMESPACE {
-                    return Err(SqlError::not_supported("tables outside schema public"));
-                }
-                if catalog::lookup_table(&self.backend, &snap, None, name)?.is_some()
-                    || crate::index::find_relation(&self.backend, &snap, *namespace, name)?.is_some()
+                if crate::index::find_relation(&self.backend, &snap, *namespace, name)?.is_some()
                 {
                     if *if_not_exists {
                         if self.env.shows(Severity::Notice) {
@@ -740,13 +752,16 @@ impl Session {
             Statement::DropTables { tables, missing_ok } => {
                 let mut found = Vec::new();
                 for (schema, name) in tables {
-                    let shown = match schema {
-                        Some(s) => format!("{s}.{name}"),
-                        None => name.clone(),
-                    };
+                    // PostgreSQL names a missing table without its schema.
+                    let shown = name.clone();
                     let t = match catalog::lookup_table(&self.backend, &snap, schema.as_deref(), name) {
                         Ok(t) => t,
-                        Err(e) if e.sqlstate() == "3F000" && *missing_ok => None,
+                        Err(e) if e.sqlstate() == "3F000" && *missing_ok => {
+                            if self.env.shows(Severity::Notice) {
+                                out.notice(&SqlError::notice(b"00000", e.message.clone() + ", skipping"))?;
+                            }
+                            continue;
+                        }
                         Err(e) => return Err(e),
                     };
                     let t = match t {
@@ -1251,6 +1266,7 @@ impl Session {
     pub fn terminate(&mut self) {
         let _ = self.end_txn(false);
         self.prepared.clear();
+        crate::namespace::drop_temp_schema(&mut self.backend);
     }
 }
 

@@ -20,7 +20,15 @@ impl<'a> Analyzer<'a> {
             ("format_type", 2) => (CatFunc::FormatType, &[Type::Oid, Type::Int4], Type::Text),
             ("pg_get_userbyid", 1) => (CatFunc::GetUserById, &[Type::Oid], Type::Name),
             ("pg_encoding_to_char", 1) => (CatFunc::EncodingToChar, &[Type::Int4], Type::Name),
-            ("pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible", 1) => {
+            ("pg_table_is_visible", 1) => {
+                let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");
+                let oid_arg = self.coerce(oid_arg, Type::Oid, CastContext::Implicit, locs[0])?;
+                let hidden = crate::namespace::invisible_relations(self.backend, self.snap)?;
+                let table = crate::array::Array::new(Type::Oid, hidden.into_iter().map(Value::Oid).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Oid).expect("oid[]"));
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::IsVisible), args: vec![oid_arg, table], ty: Type::Bool }));
+            }
+            ("pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible", 1) => {
                 (CatFunc::IsVisible, &[Type::Oid], Type::Bool)
             }
             ("has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_column_privilege" | "has_function_privilege", 2..=4) => {
@@ -66,10 +74,21 @@ impl<'a> Analyzer<'a> {
                 let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
                 return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Size), args: vec![oid_arg, table], ty: Type::Int8 }));
             }
-            ("current_schemas", 1) => (CatFunc::CurrentSchemas, &[Type::Bool], crate::array::array_of(Type::Name).expect("name[]")),
+            ("current_schemas", 1) => {
+                let arg = std::mem::take(args).into_iter().next().expect("one argument");
+                let arg = self.coerce(arg, Type::Bool, CastContext::Implicit, locs[0])?;
+                let ty = crate::array::array_of(Type::Name).expect("name[]");
+                let mut lists = vec![arg];
+                for implicit in [true, false] {
+                    let names = crate::namespace::current_schemas(self.backend, self.snap, implicit)?;
+                    let a = crate::array::Array::new(Type::Name, names.into_iter().map(Value::Text).collect());
+                    lists.push(Expr::Const(Value::Array(Box::new(a)), ty));
+                }
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::CurrentSchemas), args: lists, ty }));
+            }
             ("quote_ident", 1) => (CatFunc::QuoteIdent, &[Type::Text], Type::Text),
             ("pg_size_pretty", 1) => (CatFunc::SizePretty, &[Type::Int8], Type::Text),
-            ("current_schema", 0) => return Ok(Some(name_const("public"))),
+            ("current_schema", 0) => return Ok(Some(self.current_schema_const())),
             ("current_database", 0) => return Ok(Some(name_const("postgres"))),
             _ => return Ok(None),
         };
@@ -91,13 +110,21 @@ impl<'a> Analyzer<'a> {
         Ok(Some(Expr::Func { func: Func::Catalog(f), args: out, ty: ret }))
     }
 
+    /// current_schema(): folded at analysis (a search_path change re-plans).
+    fn current_schema_const(&self) -> Expr {
+        match crate::namespace::current_schema(self.backend, self.snap) {
+            Ok(Some(s)) => name_const(&s),
+            _ => Expr::Const(Value::Null, Type::Name),
+        }
+    }
+
     /// CURRENT_USER, SESSION_USER, USER, CURRENT_ROLE, CURRENT_CATALOG, CURRENT_SCHEMA.
     pub(super) fn session_value_function(&self, op: pb::SqlValueFunctionOp) -> Option<Expr> {
         use pb::SqlValueFunctionOp as O;
         Some(match op {
             O::SvfopCurrentUser | O::SvfopCurrentRole | O::SvfopSessionUser | O::SvfopUser => name_const("postgres"),
             O::SvfopCurrentCatalog => name_const("postgres"),
-            O::SvfopCurrentSchema => name_const("public"),
+            O::SvfopCurrentSchema => self.current_schema_const(),
             _ => return None,
         })
     }
@@ -155,6 +182,9 @@ impl<'a> Analyzer<'a> {
                     "public" => crate::catalog::PUBLIC_NAMESPACE,
                     "pg_toast" => pgcatalog::PG_TOAST_NAMESPACE,
                     "information_schema" => pgcatalog::INFORMATION_SCHEMA_NAMESPACE,
+                    other if crate::namespace::schema_oid(self.backend, self.snap, other)?.is_some() => {
+                        crate::namespace::schema_oid(self.backend, self.snap, other)?.expect("checked")
+                    }
                     _ => return Err(self.err_at(SqlError::new(b"42704", format!("schema \"{s}\" does not exist")), loc)),
                 },
                 RegKind::Proc => return Err(self.err_at(SqlError::not_supported("regproc input"), loc)),
@@ -210,15 +240,10 @@ impl<'a> Analyzer<'a> {
         if let Some(t) = pgcatalog::lookup(schema, rel) {
             return Some(t.oid);
         }
+        let ns = crate::namespace::relation_namespace(self.backend, self.snap, schema, rel).ok()??;
         for (_, r) in crate::rowio::scan_rows(self.backend, &crate::catalog::class_rel(), self.snap).ok()? {
-            if let (Value::Oid(o), Value::Text(n), Value::Oid(ns)) = (&r[0], &r[1], &r[2]) {
-                let ns_ok = match schema {
-                    None => true,
-                    Some("public") => *ns == crate::catalog::PUBLIC_NAMESPACE,
-                    Some("pg_catalog") => *ns == crate::catalog::PG_CATALOG_NAMESPACE,
-                    Some(_) => false,
-                };
-                if n == rel && ns_ok {
+            if let (Value::Oid(o), Value::Text(n), Value::Oid(rns)) = (&r[0], &r[1], &r[2]) {
+                if n == rel && *rns == ns {
                     return Some(*o);
                 }
             }

@@ -46,6 +46,7 @@ fn quote_ident(s: &str) -> String {
 /// and a sequence owned by the column, as PostgreSQL makes them.
 pub(super) fn serial_column(
     a: &Analyzer,
+    namespace: u32,
     table: &str,
     index: usize,
     col: &mut Column,
@@ -63,13 +64,23 @@ pub(super) fn serial_column(
     let base = format!("{table}_{}_seq", col.name);
     let mut name = base.clone();
     let mut i = 0;
-    while crate::index::find_relation(a.backend, a.snap, catalog::PUBLIC_NAMESPACE, &name)?.is_some()
+    while crate::index::find_relation(a.backend, a.snap, namespace, &name)?.is_some()
         || extras.sequences.iter().any(|s| s.1 == name)
     {
         i += 1;
         name = format!("{base}{i}");
     }
-    extras.defaults.push((index, format!("nextval('{}'::regclass)", quote_ident(&name).replace('\'', "''"))));
+    // Qualified outside public, so that the default resolves whatever the search path.
+    let qual = match namespace {
+        catalog::PUBLIC_NAMESPACE => String::new(),
+        crate::namespace::TEMP_PENDING => "pg_temp.".to_string(),
+        ns => match crate::namespace::namespace_name(a.backend, a.snap, ns)? {
+            Some(n) if crate::namespace::is_temp_name(&n) => "pg_temp.".to_string(),
+            Some(n) => format!("{}.", quote_ident(&n)),
+            None => String::new(),
+        },
+    };
+    extras.defaults.push((index, format!("nextval('{qual}{}'::regclass)", quote_ident(&name).replace('\'', "''"))));
     extras.sequences.push((index, name, crate::sequence::serial_options(col.ty)));
     Ok(())
 }

@@ -299,9 +299,15 @@ impl Analyzer<'_> {
             tables.push(self.range_table_np(rv)?);
         }
         if s.rels.is_empty() {
-            for n in crate::index::table_names(self.backend, self.snap, catalog::PUBLIC_NAMESPACE)? {
-                if let Some(t) = catalog::lookup_table(self.backend, self.snap, None, &n)? {
-                    tables.push(t);
+            // Every table of the database but the catalogs and other sessions' temporary tables.
+            for (ns, nspname) in crate::namespace::namespaces(self.backend, self.snap)? {
+                if ns == catalog::PG_CATALOG_NAMESPACE || crate::namespace::is_temp_name(&nspname) && nspname != crate::namespace::my_temp_name() {
+                    continue;
+                }
+                for n in crate::index::table_names(self.backend, self.snap, ns)? {
+                    if let Some(t) = catalog::lookup_table(self.backend, self.snap, Some(&nspname), &n)? {
+                        tables.push(t);
+                    }
                 }
             }
         }

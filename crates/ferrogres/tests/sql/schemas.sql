@@ -1,0 +1,104 @@
+-- Schemas: CREATE/DROP/ALTER SCHEMA, qualified names, search_path.
+CREATE SCHEMA s1;
+CREATE SCHEMA s1;
+CREATE SCHEMA IF NOT EXISTS s1;
+CREATE SCHEMA pg_mine;
+CREATE SCHEMA AUTHORIZATION nosuch;
+CREATE SCHEMA s2 AUTHORIZATION postgres;
+SELECT nspname FROM pg_namespace WHERE nspname IN ('s1', 's2', 'public') ORDER BY 1;
+-- Qualified names everywhere a table name goes.
+CREATE TABLE s1.t (a int PRIMARY KEY, b text);
+CREATE TABLE t (a int, b text);
+INSERT INTO s1.t VALUES (1, 'in s1'), (2, 'two');
+INSERT INTO t VALUES (10, 'in public');
+SELECT * FROM s1.t ORDER BY a;
+SELECT * FROM t;
+SELECT t.a FROM s1.t WHERE a = 1;
+UPDATE s1.t SET b = 'changed' WHERE a = 2;
+DELETE FROM s1.t WHERE a = 1;
+SELECT * FROM s1.t;
+CREATE INDEX t_b_idx ON s1.t (b);
+SELECT c.relname, n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relname LIKE 't%' AND n.nspname IN ('s1', 'public') ORDER BY 1, 2;
+TRUNCATE s1.t;
+SELECT count(*) FROM s1.t;
+CREATE SEQUENCE s1.seq;
+SELECT nextval('s1.seq'), nextval('s1.seq');
+SELECT nextval('seq');
+-- Missing schemas and relations.
+SELECT * FROM nosuch.t;
+INSERT INTO nosuch.t VALUES (1);
+SELECT * FROM s1.nosuch;
+CREATE TABLE nosuch.t (a int);
+DROP TABLE nosuch.t;
+DROP TABLE IF EXISTS nosuch.t;
+DROP TABLE s1.nosuch;
+SELECT nextval('nosuch.q');
+-- search_path.
+SHOW search_path;
+SELECT current_schema(), current_schemas(false), current_schemas(true);
+SET search_path = s1, public;
+SHOW search_path;
+SELECT current_schema(), current_schemas(false);
+SELECT * FROM t;
+SELECT nextval('seq');
+CREATE TABLE u (x int);
+SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'u';
+SELECT c.relname, pg_table_is_visible(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE n.nspname IN ('s1', 'public', 's2') AND c.relkind = 'r' ORDER BY 1, 2;
+SET search_path TO "$user", public, 'Mixed Case';
+SHOW search_path;
+SELECT current_schemas(false);
+SET search_path = '';
+SHOW search_path;
+SELECT current_schema(), current_schemas(true);
+CREATE TABLE v (a int);
+SELECT * FROM t;
+SELECT * FROM public.t;
+SET search_path = nosuch, s2;
+SELECT current_schema();
+CREATE TABLE in_s2 (a int);
+SELECT * FROM s2.in_s2;
+RESET search_path;
+SHOW search_path;
+SELECT * FROM t;
+-- A change of search_path re-plans a repeated statement.
+PREPARE p AS SELECT b FROM t;
+EXECUTE p;
+SET search_path = s1;
+INSERT INTO t VALUES (5, 'five in s1');
+EXECUTE p;
+SELECT b FROM t;
+RESET search_path;
+SELECT b FROM t;
+DEALLOCATE p;
+-- ALTER SCHEMA ... RENAME TO.
+ALTER SCHEMA s2 RENAME TO s3;
+SELECT * FROM s3.in_s2;
+SELECT * FROM s2.in_s2;
+ALTER SCHEMA s3 RENAME TO s1;
+ALTER SCHEMA nosuch RENAME TO x;
+ALTER SCHEMA s3 RENAME TO pg_x;
+-- DROP SCHEMA.
+DROP SCHEMA nosuch;
+DROP SCHEMA IF EXISTS nosuch;
+DROP SCHEMA pg_catalog;
+DROP SCHEMA s1;
+DROP SCHEMA s1 RESTRICT;
+CREATE SCHEMA empty;
+DROP SCHEMA empty;
+DROP SCHEMA s3 CASCADE;
+SELECT * FROM s3.in_s2;
+BEGIN;
+DROP SCHEMA s1 CASCADE;
+SELECT * FROM s1.t;
+ROLLBACK;
+SELECT count(*) FROM s1.t;
+DROP SCHEMA s1 CASCADE;
+SELECT nspname FROM pg_namespace WHERE nspname IN ('s1', 's2', 's3', 'public') ORDER BY 1;
+CREATE SCHEMA s4;
+CREATE TABLE s4.with_serial (id serial, v text);
+INSERT INTO s4.with_serial (v) VALUES ('a'), ('b');
+SELECT * FROM s4.with_serial;
+DROP SCHEMA s4 CASCADE;
+DROP TABLE t;
