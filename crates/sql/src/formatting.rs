@@ -696,10 +696,6 @@ pub fn to_number(a: &[Value]) -> Result<Value> {
     }
     let text = format!("{}{}", if neg { "-" } else { "" }, if digits.is_empty() { " " } else { digits.as_str() });
     let mut n = Numeric::parse(&text)?;
-    let precision = desc.pre + desc.multi + desc.post;
-    if precision > 0 && precision <= 1000 {
-        n = n.apply_typmod(crate::numeric::make_typmod(precision as i32, desc.post as i32)?)?;
-    }
     if desc.multi_flag && desc.multi > 0 {
         n = n.mul(&Numeric::parse(&format!("1e-{}", desc.multi))?)?;
     }

@@ -779,9 +779,9 @@ fn from_char(input: &str, fmt: &str) -> Result<Parsed> {
                         K::Hh24 => p.hour = v,
                         K::Mi => p.min = v,
                         K::Ss => p.sec = v,
-                        K::Ms => p.usec = v * 1000,
-                        K::Us => p.usec = v,
-                        K::Ff(d) => p.usec = v * 10i64.pow(6 - d as u32),
+                        // "5" is 0.5 s: the digits read are a fraction.
+                        K::Ms => p.usec = v * 10i64.pow(6 - digits.len().min(3) as u32),
+                        K::Us | K::Ff(_) => p.usec = v * 10i64.pow(6 - digits.len().min(6) as u32),
                         K::J => p.julian = Some(v),
                         K::CC => p.cc = Some(v),
                         K::Sssss => p.ssss = Some(v),
