@@ -384,7 +384,10 @@ pub fn to_char(v: &Value, fmt: &Value) -> Result<Value> {
             if *ts == i64::MIN || *ts == i64::MAX {
                 return Ok(Value::Null);
             }
-            tm_of_days(ts.div_euclid(USECS_PER_DAY), ts.rem_euclid(USECS_PER_DAY))
+            // A timestamp has no zone: TZ prints nothing, OF/TZH/TZM a zero offset.
+            let mut tm = tm_of_days(ts.div_euclid(USECS_PER_DAY), ts.rem_euclid(USECS_PER_DAY));
+            tm.tz = Some((0, String::new()));
+            tm
         }
         Value::Timestamptz(ts) => {
             if *ts == i64::MIN || *ts == i64::MAX {
