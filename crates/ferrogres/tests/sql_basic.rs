@@ -580,3 +580,13 @@ fn schemas_match_postgres_15() {
 fn temp_tables_match_postgres_15() {
     check_script("temp_tables");
 }
+
+#[test]
+fn to_char_to_number_to_date_match_postgres_15() {
+    check_script("to_char");
+}
+
+#[test]
+fn numeric_math_matches_postgres_15() {
+    check_script("numeric_math");
+}

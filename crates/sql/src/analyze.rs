@@ -26,6 +26,7 @@ mod ddl_create;
 mod setop;
 mod sublink;
 mod numeric_fn;
+mod variadic;
 
 pub struct Analyzer<'a> {
     pub backend: &'a Backend,
@@ -1103,10 +1104,10 @@ impl<'a> Analyzer<'a> {
             "string_agg" => Some(AggKind::StringAgg),
             "bool_and" | "every" => Some(AggKind::BoolAnd),
             "bool_or" => Some(AggKind::BoolOr),
-            "stddev" | "stddev_samp" | "stddev_pop" | "variance"
-            | "var_samp" | "var_pop" => {
-                return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
-            }
+            "stddev" | "stddev_samp" => Some(AggKind::Variance { sample: true, sqrt: true }),
+            "stddev_pop" => Some(AggKind::Variance { sample: false, sqrt: true }),
+            "variance" | "var_samp" => Some(AggKind::Variance { sample: true, sqrt: false }),
+            "var_pop" => Some(AggKind::Variance { sample: false, sqrt: false }),
             _ => None,
         };
         if let Some(kind) = agg {
@@ -1160,7 +1161,7 @@ impl<'a> Analyzer<'a> {
                 let r = self.expr(f.args[0].node.as_ref().unwrap(), scope);
                 scope.in_agg = false;
                 let mut e = r?;
-                if e.ty() == Type::Unknown && kind != AggKind::Count {
+                if e.ty() == Type::Unknown && kind != AggKind::Count && !(kind == AggKind::StringAgg && f.args.len() == 2) {
                     return Err(self.err_at(
                         SqlError::new(b"42725", format!("function {name}(unknown) is not unique"))
                             .with_hint("Could not choose a best candidate function. You might need to add explicit type casts."),
@@ -1184,6 +1185,8 @@ impl<'a> Analyzer<'a> {
                 (AggKind::StringAgg, Some(t)) if t.is_string() => Type::Text,
                 (AggKind::BoolAnd | AggKind::BoolOr, Some(Type::Bool)) => Type::Bool,
                 (AggKind::Avg, Some(Type::Int2 | Type::Int4 | Type::Int8 | Type::Numeric)) => Type::Numeric,
+                (AggKind::Variance { .. }, Some(Type::Int2 | Type::Int4 | Type::Int8 | Type::Numeric)) => Type::Numeric,
+                (AggKind::Variance { .. }, Some(Type::Float4 | Type::Float8)) => Type::Float8,
                 (_, Some(t)) => {
                     let types: Vec<Type> = std::iter::once(t).chain(delim_ty).collect();
                     return Err(self.unknown_function(&name, &types, f.location));

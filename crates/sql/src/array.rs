@@ -136,9 +136,23 @@ pub fn name_in(s: &str) -> String {
     s[..end].to_string()
 }
 
-/// charin: the first byte (an ASCII character here).
+/// charin: the first byte, or the byte `\ooo` names (octal). A byte of 128 or
+/// more is held as charout prints it (`\377`); byte 0 is the empty string.
 pub fn char_in(s: &str) -> String {
-    s.chars().next().map(|c| c.to_string()).unwrap_or_default()
+    let b = s.as_bytes();
+    let byte = if b.len() == 4 && b[0] == b'\\' && b[1..].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        ((b[1] - b'0') as u32 * 64 + (b[2] - b'0') as u32 * 8 + (b[3] - b'0') as u32) as u8
+    } else {
+        match b.first() {
+            Some(c) => *c,
+            None => return String::new(),
+        }
+    };
+    match byte {
+        0 => String::new(),
+        1..=127 => (byte as char).to_string(),
+        _ => format!("\\{byte:03o}"),
+    }
 }
 
 fn malformed(s: &str, detail: &str) -> SqlError {

@@ -150,6 +150,28 @@ fn session_zone() -> Zone {
     SESSION.with(|s| s.borrow().zone.clone())
 }
 
+/// The session zone's offset (seconds east of UTC) and abbreviation at UTC
+/// instant `ts` (to_char's TZ and OF).
+pub fn session_offset_abbrev(ts: i64) -> (i32, String) {
+    use chrono::TimeZone;
+    let zone = session_zone();
+    let off = offset_at_utc(&zone, ts);
+    let abbrev = match &zone {
+        Zone::Named(tz) => match unix_naive(ts.clamp(-200_000 * 365 * USECS_PER_DAY, 200_000 * 365 * USECS_PER_DAY)) {
+            Some(n) => tz.offset_from_utc_datetime(&n).to_string(),
+            None => String::new(),
+        },
+        Zone::Fixed(0) => "UTC".to_string(),
+        Zone::Fixed(_) => offset_text(off),
+    };
+    (off, abbrev)
+}
+
+/// Seconds east of UTC in the session zone for local time `local`.
+pub fn session_offset_for_local(local: i64) -> i32 {
+    offset_for_local(&session_zone(), local)
+}
+
 /// A TimeZone setting value: a zone name, UTC/GMT, or a POSIX-style offset
 /// (`+05` = five hours west, as in POSIX), or the `<-08>+08` form SET TIME ZONE n shows.
 pub fn parse_zone_setting(name: &str) -> Option<Zone> {

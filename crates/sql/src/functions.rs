@@ -23,6 +23,7 @@ use crate::errors::{Result, SqlError};
 use crate::types::{Type, Value};
 
 mod math;
+mod ops;
 mod strings;
 
 pub use strings::{md5_hex, quote_ident};
@@ -221,20 +222,20 @@ pub static BUILTINS: &[Builtin] = &[
     f("cbrt", &[F8], F8, m::cbrt),
     f("dcbrt", &[F8], F8, m::cbrt),
     f("exp", &[F8], F8, m::exp),
-    numeric("exp", &[N], N),
+    f("exp", &[N], N, crate::numeric::math::exp_fn),
     f("ln", &[F8], F8, m::ln),
-    numeric("ln", &[N], N),
+    f("ln", &[N], N, crate::numeric::math::ln_fn),
     f("log", &[F8], F8, m::log10),
-    numeric("log", &[N], N),
-    numeric("log", &[N, N], N),
+    f("log", &[N], N, crate::numeric::math::log_fn),
+    f("log", &[N, N], N, crate::numeric::math::log_fn),
     f("log10", &[F8], F8, m::log10),
-    numeric("log10", &[N], N),
+    f("log10", &[N], N, crate::numeric::math::log_fn),
     f("power", &[F8, F8], F8, m::power),
-    numeric("power", &[N, N], N),
+    f("power", &[N, N], N, crate::numeric::math::power_fn),
     f("pow", &[F8, F8], F8, m::power),
-    numeric("pow", &[N, N], N),
+    f("pow", &[N, N], N, crate::numeric::math::power_fn),
     f("dpow", &[F8, F8], F8, m::power),
-    numeric("numeric_power", &[N, N], N),
+    f("numeric_power", &[N, N], N, crate::numeric::math::power_fn),
     f("pi", &[], F8, m::pi),
     f("degrees", &[F8], F8, m::degrees),
     f("radians", &[F8], F8, m::radians),
@@ -257,9 +258,9 @@ pub static BUILTINS: &[Builtin] = &[
     f("lcm", &[I4, I4], I4, m::lcm),
     f("lcm", &[I8, I8], I8, m::lcm),
     numeric("lcm", &[N, N], N),
-    numeric("factorial", &[I8], N),
+    f("factorial", &[I8], N, crate::numeric::math::factorial_fn),
     f("width_bucket", &[F8, F8, F8, I4], I4, m::width_bucket),
-    numeric("width_bucket", &[N, N, N, I4], I4),
+    f("width_bucket", &[N, N, N, I4], I4, crate::numeric::math::width_bucket_fn),
     // integer bit operators (pg_operator: & | # ~ << >>)
     f("int2and", &[I2, I2], I2, m::and),
     f("int4and", &[I4, I4], I4, m::and),
@@ -279,6 +280,56 @@ pub static BUILTINS: &[Builtin] = &[
     f("int2shr", &[I2, I4], I2, m::shr),
     f("int4shr", &[I4, I4], I4, m::shr),
     f("int8shr", &[I8, I4], I8, m::shr),
+    // --- operator procedures (functions/ops.rs)
+    f("booleq", &[B, B], B, ops::booleq),
+    f("boolne", &[B, B], B, ops::boolne),
+    f("boollt", &[B, B], B, ops::boollt),
+    f("boolgt", &[B, B], B, ops::boolgt),
+    f("boolle", &[B, B], B, ops::boolle),
+    f("boolge", &[B, B], B, ops::boolge),
+    f("textcat", &[T, T], T, ops::textcat),
+    f("int8pl", &[I8, I8], I8, ops::int8pl),
+    f("int8mi", &[I8, I8], I8, ops::int8mi),
+    f("int8mul", &[I8, I8], I8, ops::int8mul),
+    f("int8div", &[I8, I8], I8, ops::int8div),
+    f("float8", &[I2], F8, ops::to_float8),
+    f("float8", &[I4], F8, ops::to_float8),
+    f("float8", &[I8], F8, ops::to_float8),
+    f("float8", &[F4], F8, ops::to_float8),
+    f("float8", &[N], F8, ops::to_float8),
+    f("float4", &[I2], F4, ops::to_float4),
+    f("float4", &[I4], F4, ops::to_float4),
+    f("float4", &[I8], F4, ops::to_float4),
+    f("float4", &[F8], F4, ops::to_float4),
+    f("float4", &[N], F4, ops::to_float4),
+    f("int8", &[I2], I8, ops::to_int8),
+    f("int8", &[I4], I8, ops::to_int8),
+    f("int8", &[F4], I8, ops::to_int8),
+    f("int8", &[F8], I8, ops::to_int8),
+    f("int8", &[N], I8, ops::to_int8),
+    f("int4", &[I2], I4, ops::to_int4),
+    f("int4", &[I8], I4, ops::to_int4),
+    f("int4", &[F4], I4, ops::to_int4),
+    f("int4", &[F8], I4, ops::to_int4),
+    f("int4", &[N], I4, ops::to_int4),
+    f("int2", &[I4], I2, ops::to_int2),
+    f("int2", &[I8], I2, ops::to_int2),
+    f("int2", &[F4], I2, ops::to_int2),
+    f("int2", &[F8], I2, ops::to_int2),
+    f("int2", &[N], I2, ops::to_int2),
+    // --- to_char & co. (formatting.rs)
+    f("to_char", &[I4, T], T, crate::formatting::to_char),
+    f("to_char", &[I8, T], T, crate::formatting::to_char),
+    f("to_char", &[F4, T], T, crate::formatting::to_char),
+    f("to_char", &[F8, T], T, crate::formatting::to_char),
+    f("to_char", &[N, T], T, crate::formatting::to_char),
+    f("to_char", &[Type::Timestamp, T], T, crate::formatting::to_char).stable(),
+    f("to_char", &[Type::Timestamptz, T], T, crate::formatting::to_char).stable(),
+    f("to_char", &[Type::Interval, T], T, crate::formatting::to_char).stable(),
+    f("to_number", &[T, T], N, crate::formatting::to_number).stable(),
+    f("to_date", &[T, T], Type::Date, crate::formatting::dch::to_date).stable(),
+    f("to_timestamp", &[T, T], Type::Timestamptz, crate::formatting::dch::to_timestamp).stable(),
+    f("to_timestamp", &[F8], Type::Timestamptz, crate::formatting::dch::to_timestamp_epoch),
     // --- set-returning
     set("generate_series", &[I4, I4], I4, m::series),
     set("generate_series", &[I4, I4, I4], I4, m::series),
@@ -375,6 +426,18 @@ pub fn call(id: FuncId, vals: &[Value]) -> Result<Value> {
         Imp::Set(_) => Err(SqlError::new(b"0A000", "set-valued function called in context that cannot accept a set")),
         Imp::Missing(what) => Err(SqlError::not_supported(what)),
     }
+}
+
+/// Calls a `VARIADIC "any"` built-in whose last argument is the array of the
+/// variadic arguments. A NULL array: concat and concat_ws return NULL, format
+/// sees no variadic arguments.
+pub fn call_variadic(id: FuncId, mut vals: Vec<Value>) -> Result<Value> {
+    match vals.pop() {
+        Some(Value::Array(a)) => vals.extend(a.items),
+        _ if id.get().name != "format" => return Ok(Value::Null),
+        _ => {}
+    }
+    call(id, &vals)
 }
 
 /// Starts a set-returning built-in: an empty set when strict and an argument is NULL.

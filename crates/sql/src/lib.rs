@@ -10,6 +10,7 @@ pub mod datetime;
 pub mod errors;
 pub mod exec;
 pub mod foreign_key;
+pub mod formatting;
 pub mod functions;
 pub mod grouping;
 pub mod index;

@@ -23,6 +23,8 @@
 //! ndigits, weight, sign, dscale, base-10000 digits) is made from the decimal
 //! digits by [`Numeric::send`] and [`Numeric::recv`].
 
+pub mod math;
+
 use crate::errors::{Result, SqlError};
 use std::cmp::Ordering;
 

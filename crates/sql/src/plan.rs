@@ -59,6 +59,9 @@ pub enum Func {
     Numeric(crate::numeric::NumFunc),
     /// A function of the built-in table (`crate::functions::BUILTINS`).
     Builtin(crate::functions::FuncId),
+    /// A `VARIADIC "any"` built-in called with `VARIADIC array`: the last
+    /// argument's elements are the variadic arguments.
+    Variadic(crate::functions::FuncId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +80,9 @@ pub enum AggKind {
     /// bool_and / every, bool_or.
     BoolAnd,
     BoolOr,
+    /// var_samp/variance, var_pop (`sample` false), stddev_samp/stddev,
+    /// stddev_pop (`sqrt`): numeric for integers and numeric, float8 for floats.
+    Variance { sample: bool, sqrt: bool },
 }
 
 #[derive(Clone, Debug)]

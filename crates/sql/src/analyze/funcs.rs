@@ -179,7 +179,7 @@ impl Analyzer<'_> {
             return Ok(None);
         }
         if f.func_variadic {
-            return Err(self.err_at(SqlError::not_supported("VARIADIC arrays (arrays are not implemented)"), f.location));
+            return self.variadic_call(name, std::mem::take(args), locs, f.location).map(Some);
         }
         let inputs: Vec<Type> = args.iter().map(|a| a.ty()).collect();
         let id = match select_candidate(&cands, &inputs, false) {

@@ -1,0 +1,60 @@
+-- to_char, to_number, to_date, to_timestamp with PostgreSQL's template patterns
+SET TimeZone = 'UTC';
+CREATE TABLE tc_int (q int8);
+INSERT INTO tc_int VALUES (0), (1), (-1), (12), (123), (-456), (4567890123456789), (-4567890123456789);
+SELECT q, to_char(q, '9G999G999G999G999G999') AS g, to_char(q, '9,999,999,999,999,999.999') AS comma FROM tc_int ORDER BY q;
+SELECT q, to_char(q, '9999999999999999PR') AS pr, to_char(q, 'S9999999999999999') AS s, to_char(q, '9999999999999999S') AS s_post FROM tc_int ORDER BY q;
+SELECT q, to_char(q, 'MI9999999999999999') AS mi, to_char(q, 'FMS9999999999999999') AS fms, to_char(q, 'FM9999999999999999THPR') AS th FROM tc_int ORDER BY q;
+SELECT q, to_char(q, 'SG9999999999999999th') AS sg, to_char(q, '0999999999999999') AS zero, to_char(q, 'S0999999999999999') AS szero FROM tc_int ORDER BY q;
+SELECT q, to_char(q, 'FM0999999999999999') AS fmzero, to_char(q, 'FM9999999999999999.000') AS fmdec, to_char(q, 'L9999999999999999.000') AS l FROM tc_int ORDER BY q;
+SELECT q, to_char(q, 'FM9999999999999999.999') AS fm, to_char(q, 'S 9 9 9 9 9 9 9 9 9 9 9 9 9 9 9 9 . 9 9 9') AS spaced FROM tc_int ORDER BY q;
+SELECT q, to_char(q, E'99999 "text" 9999 "9999" 999 "\\"text between quote marks\\"" 9999') AS quoted FROM tc_int ORDER BY q;
+SELECT q, to_char(q, '999999SG9999999999') AS sgmid, to_char(q, '999') AS overflow, to_char(q, '99V99') AS v FROM tc_int WHERE abs(q) < 1000 ORDER BY q;
+SELECT to_char(5, '9th'), to_char(11, '99TH'), to_char(22, '99th'), to_char(103, 'FM999TH'), to_char(-3, '9th');
+SELECT to_char(1999, 'RN'), to_char(4, 'FMRN'), to_char(3999, 'rn'), to_char(0, 'RN'), to_char(4000, 'FMRN');
+SELECT to_char(485, '999'), to_char(-485, '999'), to_char(485, 'B999'), to_char(1485, '9,999'), to_char(1485, '9G999');
+SELECT to_char(148.5, '999.999'), to_char(148.5, 'FM999.999'), to_char(148.5, 'FM999.990'), to_char(3.148, '999D999');
+SELECT to_char(0.1, '9.9'), to_char(0.1, 'FM9.9'), to_char(0, 'FM9.9'), to_char(0, '9.99'), to_char(-0.1, '9.9'), to_char(0.1, '0.9');
+SELECT to_char(-485, '999S'), to_char(-485, '999MI'), to_char(485, '999MI'), to_char(485, 'PL999'), to_char(485, 'SG999'), to_char(-485, 'SG999');
+SELECT to_char(12345.678::numeric, '99999.99'), to_char(12345.678::numeric, '9.99EEEE'), to_char(-0.000123::numeric, '9.99EEEE'), to_char(0::numeric, '9.9EEEE');
+SELECT to_char(12345.678::float8, '99999.99'), to_char(12345.678::float8, '9.99EEEE'), to_char(1.5::float4, '9.999'), to_char(1234567.891::float8, '9999999.999');
+SELECT to_char('NaN'::numeric, '9.99EEEE'), to_char('Infinity'::float8, '9.99EEEE');
+SELECT to_char(12.5::numeric, '99V9'), to_char(12, '99V999'), to_char(-7, 'FM9V99');
+SELECT to_char(1, ''), to_char(123, 'abc');
+-- errors
+SELECT to_char(1, '9.9.9');
+SELECT to_char(1, 'S9S');
+SELECT to_char(1, 'PR9');
+SELECT to_char(1, '9.9V9');
+SELECT to_char(1, '9EEEEPR');
+-- to_number
+SELECT to_number('-34,338,492', '99G999G999'), to_number('-34,338,492.654,878', '99G999G999D999G999');
+SELECT to_number('<564646.654564>', '999999.999999PR'), to_number('0.00001-', '9.999999S'), to_number('5.01-', 'FM9.999999S');
+SELECT to_number('5.01-', 'FM9.999999MI'), to_number('.01', 'FM9.99'), to_number('.0', '99999999.99999999'), to_number('0', '99.99');
+SELECT to_number('12.3', '99.99'), to_number('123', '999'), to_number('1234', '9G999');
+-- dates and times
+CREATE TABLE tc_ts (t timestamp);
+INSERT INTO tc_ts VALUES ('2010-03-09 13:05:07.123456'), ('1999-12-31 23:59:59'), ('2000-01-01 00:00:00'), ('2024-02-29 12:00:00'), ('0001-01-01 06:30:00');
+SELECT t, to_char(t, 'YYYY-MM-DD HH24:MI:SS.US') AS iso, to_char(t, 'DAY Day day DY Dy dy') AS days FROM tc_ts ORDER BY t;
+SELECT to_char(t, 'MONTH Month month MON Mon mon') AS months, to_char(t, 'FMMonth FMDay FMDD') AS fm FROM tc_ts ORDER BY t;
+SELECT to_char(t, 'HH HH12 HH24 AM PM am pm A.M. p.m.') AS hours, to_char(t, 'MI SS MS US SSSS') AS secs FROM tc_ts ORDER BY t;
+SELECT to_char(t, 'Y,YYY YYYY YYY YY Y CC') AS years, to_char(t, 'IYYY IYY IY I IW ID IDDD') AS iso FROM tc_ts ORDER BY t;
+SELECT to_char(t, 'DDD DD D WW W Q J') AS days, to_char(t, 'RM rm FMRM') AS roman, to_char(t, 'AD BC A.D. b.c.') AS era FROM tc_ts ORDER BY t;
+SELECT to_char(t, 'DDth DDTH FMDDth') AS ord, to_char(t, '"Day" DD "of" Month') AS quoted, to_char(t, 'FF1 FF2 FF3 FF4 FF5 FF6') AS ff FROM tc_ts ORDER BY t;
+SELECT to_char(timestamptz '2010-03-09 13:05:07+00', 'YYYY-MM-DD HH24:MI:SS TZ OF TZH:TZM tz');
+SET TimeZone = 'America/New_York';
+SELECT to_char(timestamptz '2010-07-09 13:05:07+00', 'YYYY-MM-DD HH24:MI:SS TZ OF');
+SET TimeZone = 'UTC';
+SELECT to_char(date '2010-03-09', 'DD/MM/YYYY Day');
+SELECT to_char(interval '1 year 2 months 3 days 04:05:06', 'YYYY MM DD HH24 MI SS'), to_char(interval '15 hours', 'HH12 HH24');
+-- to_date and to_timestamp
+SELECT to_date('20100309', 'YYYYMMDD'), to_date('2010-03-09', 'YYYY-MM-DD'), to_date('09 Mar 2010', 'DD Mon YYYY'), to_date('March 9, 2010', 'Month DD, YYYY');
+SELECT to_date('05 Dec 2000', 'DD Mon YYYY'), to_date('2000 365', 'YYYY DDD'), to_date('12/31/99', 'MM/DD/YY'), to_date('1/2/3', 'FMMM/FMDD/FMYYYY');
+SELECT to_timestamp('2010-03-09 13:05:07', 'YYYY-MM-DD HH24:MI:SS'), to_timestamp('09-03-2010 01:05 PM', 'DD-MM-YYYY HH:MI AM');
+SELECT to_timestamp('2010-03-09 13:05:07.5', 'YYYY-MM-DD HH24:MI:SS.MS'), to_timestamp(0), to_timestamp(1284352323.5);
+SELECT to_date('2010-02-30', 'YYYY-MM-DD');
+SELECT to_date('2010-13-01', 'YYYY-MM-DD');
+SELECT to_date('2010-Foo-01', 'YYYY-Mon-DD');
+SELECT to_timestamp('13:00 PM', 'HH:MI PM');
+DROP TABLE tc_int;
+DROP TABLE tc_ts;

@@ -1,0 +1,87 @@
+//! Procedures that implement operators (pg_operator.oprcode), callable by name
+//! as in PostgreSQL: `booleq(a, b)` is `a = b`, `textcat(a, b)` is `a || b`.
+
+use super::{int, text};
+use crate::errors::Result;
+use crate::types::{out_of_range, Type, Value};
+
+fn b(v: &Value) -> bool {
+    matches!(v, Value::Bool(true))
+}
+
+pub fn booleq(a: &[Value]) -> Result<Value> {
+    Ok(Value::Bool(b(&a[0]) == b(&a[1])))
+}
+pub fn boolne(a: &[Value]) -> Result<Value> {
+    Ok(Value::Bool(b(&a[0]) != b(&a[1])))
+}
+pub fn boollt(a: &[Value]) -> Result<Value> {
+    Ok(Value::Bool(!b(&a[0]) & b(&a[1])))
+}
+pub fn boolgt(a: &[Value]) -> Result<Value> {
+    Ok(Value::Bool(b(&a[0]) & !b(&a[1])))
+}
+pub fn boolle(a: &[Value]) -> Result<Value> {
+    Ok(Value::Bool(b(&a[0]) <= b(&a[1])))
+}
+pub fn boolge(a: &[Value]) -> Result<Value> {
+    Ok(Value::Bool(b(&a[0]) >= b(&a[1])))
+}
+
+pub fn textcat(a: &[Value]) -> Result<Value> {
+    Ok(Value::Text(format!("{}{}", text(&a[0]), text(&a[1]))))
+}
+
+/// int8pl, int8mi, int8mul, int8div with bigint's range errors.
+fn int8_op(a: &[Value], op: fn(i64, i64) -> Option<i64>) -> Result<Value> {
+    op(int(&a[0]), int(&a[1])).map(Value::Int8).ok_or_else(|| out_of_range(Type::Int8))
+}
+pub fn int8pl(a: &[Value]) -> Result<Value> {
+    int8_op(a, i64::checked_add)
+}
+pub fn int8mi(a: &[Value]) -> Result<Value> {
+    int8_op(a, i64::checked_sub)
+}
+pub fn int8mul(a: &[Value]) -> Result<Value> {
+    int8_op(a, i64::checked_mul)
+}
+pub fn int8div(a: &[Value]) -> Result<Value> {
+    if int(&a[1]) == 0 {
+        return Err(crate::errors::SqlError::new(b"22012", "division by zero"));
+    }
+    int8_op(a, i64::checked_div)
+}
+
+/// The type of an argument value of the numeric kinds (function-style casts).
+fn num_type(v: &Value) -> Type {
+    match v {
+        Value::Int2(_) => Type::Int2,
+        Value::Int4(_) => Type::Int4,
+        Value::Int8(_) => Type::Int8,
+        Value::Float4(_) => Type::Float4,
+        Value::Float8(_) => Type::Float8,
+        _ => Type::Numeric,
+    }
+}
+
+fn cast_to(a: &[Value], to: Type) -> Result<Value> {
+    crate::types::cast(a[0].clone(), num_type(&a[0]), to, -1, true)
+}
+
+/// float8(x), float4(x), int8(x), int4(x), int2(x), numeric(x): the casts by
+/// function name, as pg_proc has them.
+pub fn to_float8(a: &[Value]) -> Result<Value> {
+    cast_to(a, Type::Float8)
+}
+pub fn to_float4(a: &[Value]) -> Result<Value> {
+    cast_to(a, Type::Float4)
+}
+pub fn to_int8(a: &[Value]) -> Result<Value> {
+    cast_to(a, Type::Int8)
+}
+pub fn to_int4(a: &[Value]) -> Result<Value> {
+    cast_to(a, Type::Int4)
+}
+pub fn to_int2(a: &[Value]) -> Result<Value> {
+    cast_to(a, Type::Int2)
+}
