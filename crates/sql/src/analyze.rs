@@ -874,6 +874,9 @@ impl<'a> Analyzer<'a> {
             return self.builtin_operator(op, Some(l), r, loc, locs);
         }
         let (lt, rt) = (l.ty(), r.ty());
+        if (op == "||" || op == "-") && (lt == Type::Jsonb || (op == "||" && rt == Type::Jsonb && (lt == Type::Unknown || !lt.is_string()))) {
+            return self.builtin_operator(op, Some(l), r, loc, locs);
+        }
         if op == "||" && (matches!(lt, Type::Array(_)) || matches!(rt, Type::Array(_))) {
             if let Some(e) = self.array_concat(l.clone(), r.clone(), loc)? {
                 return Ok(e);
@@ -981,6 +984,8 @@ impl<'a> Analyzer<'a> {
         } else if lt == rt && lt == Type::Bytea && cmp.is_some() {
             Type::Bytea
         } else if lt == rt && matches!(lt, Type::Array(_)) && cmp.is_some() {
+            lt
+        } else if lt == rt && matches!(lt, Type::Uuid | Type::Jsonb) && cmp.is_some() {
             lt
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));
@@ -1097,7 +1102,7 @@ impl<'a> Analyzer<'a> {
             "bool_and" | "every" => Some(AggKind::BoolAnd),
             "bool_or" => Some(AggKind::BoolOr),
             "stddev" | "stddev_samp" | "stddev_pop" | "variance"
-            | "var_samp" | "var_pop" => {
+            | "var_samp" | "var_pop" | "json_agg" | "jsonb_agg" | "json_object_agg" | "jsonb_object_agg" => {
                 return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
             }
             _ => None,
