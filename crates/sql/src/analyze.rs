@@ -1176,7 +1176,7 @@ impl<'a> Analyzer<'a> {
                 (AggKind::Sum, Some(Type::Float8)) => Type::Float8,
                 (AggKind::Sum, Some(Type::Float4)) => Type::Float4,
                 (AggKind::Sum, Some(Type::Int8 | Type::Numeric)) => Type::Numeric,
-                (AggKind::Min | AggKind::Max, Some(t)) if t != Type::Bool => t,
+                (AggKind::Min | AggKind::Max, Some(t)) if !matches!(t, Type::Bool | Type::Uuid | Type::Json | Type::Jsonb) => t,
                 (AggKind::Avg, Some(Type::Float8 | Type::Float4)) => Type::Float8,
                 (AggKind::ArrayAgg, Some(t)) if crate::array::array_of(t).is_some() => crate::array::array_of(t).expect("checked"),
                 (AggKind::StringAgg, Some(t)) if t.is_string() => Type::Text,

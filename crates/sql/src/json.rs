@@ -118,7 +118,7 @@ impl<'a> Lexer<'a> {
         let mut start = self.line_start.min(end);
         let mut prefix = "";
         if end - start >= 50 {
-            start = end - 50;
+            start = end - 49;
             while start < end && !self.text.is_char_boundary(start) {
                 start += 1;
             }
@@ -597,6 +597,13 @@ impl Jv {
                 out.push('\n');
                 pad(out, level);
                 out.push('}');
+            }
+            Jv::Arr(_) | Jv::Obj(_) => {
+                let (open, close) = if matches!(self, Jv::Arr(_)) { ('[', ']') } else { ('{', '}') };
+                out.push(open);
+                out.push('\n');
+                pad(out, level);
+                out.push(close);
             }
             v => v.write(out),
         }

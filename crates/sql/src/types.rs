@@ -960,6 +960,9 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
     if from == to || from == Unknown {
         return true;
     }
+    if let Some(ok) = crate::json::cast_allowed(from, to, context) {
+        return ok;
+    }
     if from == Numeric || to == Numeric {
         // pg_cast: integers -> numeric -> float implicitly; the other way on assignment.
         return match (from, to) {
@@ -972,9 +975,6 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
     }
     if let (Array(f), Array(t)) = (from, to) {
         return cast_allowed(*f, *t, context);
-    }
-    if let Some(ok) = crate::json::cast_allowed(from, to, context) {
-        return ok;
     }
     if let Some((implicit, assignment)) = datetime::cast_context(from, to) {
         return match context {

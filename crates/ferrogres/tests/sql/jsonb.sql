@@ -25,6 +25,7 @@ SELECT '[]'::jsonb < 'null'::jsonb, '"a"'::jsonb < '1'::jsonb, '1'::jsonb < 'tru
 INSERT INTO jb SELECT 100 + g, jsonb_build_object('n', g, 'pad', repeat('x', 3000)) FROM generate_series(1, 5) g;
 SELECT id, j -> 'n', length(j ->> 'pad') FROM jb WHERE id > 100 ORDER BY id;
 SELECT count(*) FROM jb WHERE j @> '{"n": 3}';
+DELETE FROM jb WHERE id > 100;
 CREATE INDEX jb_j ON jb (j);
 SELECT id FROM jb WHERE j = '{"a": 2}';
 SELECT id FROM jb WHERE j = '[1,2,3]';
@@ -87,5 +88,4 @@ SELECT '[1]'::jsonb::bool;
 SELECT '{}'::jsonb::float8;
 SELECT '99999999999'::jsonb::int;
 SELECT '1'::jsonb::text, '"a"'::jsonb::text, '{"b":1, "a":2}'::jsonb::json, '{"a":1}'::text::jsonb;
-SELECT pg_typeof('1'::jsonb -> 0), pg_typeof('[1]'::jsonb ->> 0), pg_typeof('{}'::jsonb @> '{}');
 DROP TABLE jb;

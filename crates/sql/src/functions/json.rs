@@ -52,11 +52,18 @@ pub fn jsonb_object_field(a: &[Value]) -> Result<Value> {
 pub fn jsonb_object_field_text(a: &[Value]) -> Result<Value> {
     Ok(opt_text(jb(&a[0]).get_key(text(&a[1]))))
 }
+/// `jsonb -> int`: a top-level scalar is a one-element (raw scalar) array.
+fn element(j: &Jv, i: i64) -> Option<&Jv> {
+    match j {
+        Jv::Arr(_) | Jv::Obj(_) => j.get_index(i),
+        s => (i == 0 || i == -1).then_some(s),
+    }
+}
 pub fn jsonb_array_element(a: &[Value]) -> Result<Value> {
-    Ok(opt_jsonb(jb(&a[0]).get_index(int(&a[1]))))
+    Ok(opt_jsonb(element(&jb(&a[0]), int(&a[1]))))
 }
 pub fn jsonb_array_element_text(a: &[Value]) -> Result<Value> {
-    Ok(opt_text(jb(&a[0]).get_index(int(&a[1]))))
+    Ok(opt_text(element(&jb(&a[0]), int(&a[1]))))
 }
 pub fn jsonb_extract_path(a: &[Value]) -> Result<Value> {
     Ok(opt_jsonb(jb(&a[0]).get_path(&text_array(&a[1]))))
