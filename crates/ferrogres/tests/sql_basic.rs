@@ -590,3 +590,64 @@ fn to_char_to_number_to_date_match_postgres_15() {
 fn numeric_math_matches_postgres_15() {
     check_script("numeric_math");
 }
+
+#[test]
+fn uuid_matches_postgres_15() {
+    check_script("uuid");
+}
+
+#[test]
+fn json_matches_postgres_15() {
+    check_script("json");
+}
+
+#[test]
+fn jsonb_matches_postgres_15() {
+    check_script("jsonb");
+}
+
+/// uuid and jsonb through the extended protocol in binary: a uuid is its 16
+/// bytes, a jsonb value is version byte 1 then its text (PostgreSQL 15's
+/// uuid_send/jsonb_send); parameters in binary come back in text and binary.
+#[test]
+fn uuid_and_jsonb_binary_io_use_postgres_wire_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut r = Raw::connect(srv.port);
+    let v = r.send(&[query("CREATE TABLE ub (id uuid PRIMARY KEY, doc jsonb, j json)")]);
+    assert_eq!(types(&v), "CZ", "{v:?}");
+    let id: [u8; 16] = [0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8, 0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11];
+    let doc = b"\x01{\"b\":[1,2],  \"a\":1}";
+    let v = r.send(&[
+        parse("ins", "INSERT INTO ub VALUES ($1, $2, $3)", &[2950, 3802, 114]),
+        bind("", "ins", &[1, 1, 1], &[Some(&id), Some(doc), Some(b"{\"k\":  1}")], &[]),
+        execute("", 0),
+        sync(),
+    ]);
+    assert_eq!(types(&v), "12CZ", "{v:?}");
+    let v = r.send(&[parse("sel", "SELECT id, doc, j FROM ub", &[]), bind("", "sel", &[], &[], &[0]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "12DCZ", "{v:?}");
+    assert_eq!(
+        row(&v[2].1),
+        vec![Some(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11".to_vec()), Some(b"{\"a\": 1, \"b\": [1, 2]}".to_vec()), Some(b"{\"k\":  1}".to_vec())]
+    );
+    let v = r.send(&[bind("", "sel", &[], &[], &[1]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "2DCZ", "{v:?}");
+    assert_eq!(row(&v[1].1), vec![Some(id.to_vec()), Some(b"\x01{\"a\": 1, \"b\": [1, 2]}".to_vec()), Some(b"{\"k\":  1}".to_vec())]);
+    // Lookup by a binary uuid parameter (through the primary key).
+    let v = r.send(&[
+        parse("get", "SELECT doc -> 'b' ->> 1 FROM ub WHERE id = $1", &[2950]),
+        bind("", "get", &[1], &[Some(&id)], &[0]),
+        execute("", 0),
+        sync(),
+    ]);
+    assert_eq!(types(&v), "12DCZ", "{v:?}");
+    assert_eq!(row(&v[2].1), vec![Some(b"2".to_vec())]);
+    // A wrong jsonb version and a short uuid are errors, as PostgreSQL reports them.
+    let v = r.send(&[parse("", "SELECT $1::jsonb", &[3802]), bind("", "", &[1], &[Some(b"\x02{}")], &[]), execute("", 0), sync()]);
+    assert_eq!(error_field(&v[1].1, b'C'), "XX000", "{v:?}");
+    assert_eq!(error_field(&v[1].1, b'M'), "unsupported jsonb version number 2");
+    let v = r.send(&[parse("", "SELECT $1::uuid", &[2950]), bind("", "", &[1], &[Some(&id[..15])], &[]), execute("", 0), sync()]);
+    assert_eq!(error_field(&v[1].1, b'C'), "08P01", "{v:?}");
+    assert_eq!(error_field(&v[1].1, b'M'), "insufficient data left in message");
+}

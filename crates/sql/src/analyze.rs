@@ -882,6 +882,9 @@ impl<'a> Analyzer<'a> {
             return self.builtin_operator(op, Some(l), r, loc, locs);
         }
         let (lt, rt) = (l.ty(), r.ty());
+        if (op == "||" || op == "-") && (lt == Type::Jsonb || (op == "||" && rt == Type::Jsonb && (lt == Type::Unknown || !lt.is_string()))) {
+            return self.builtin_operator(op, Some(l), r, loc, locs);
+        }
         if op == "||" && (matches!(lt, Type::Array(_)) || matches!(rt, Type::Array(_))) {
             if let Some(e) = self.array_concat(l.clone(), r.clone(), loc)? {
                 return Ok(e);
@@ -989,6 +992,8 @@ impl<'a> Analyzer<'a> {
         } else if lt == rt && lt == Type::Bytea && cmp.is_some() {
             Type::Bytea
         } else if lt == rt && matches!(lt, Type::Array(_)) && cmp.is_some() {
+            lt
+        } else if lt == rt && matches!(lt, Type::Uuid | Type::Jsonb) && cmp.is_some() {
             lt
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));
@@ -1108,6 +1113,9 @@ impl<'a> Analyzer<'a> {
             "stddev_pop" => Some(AggKind::Variance { sample: false, sqrt: true }),
             "variance" | "var_samp" => Some(AggKind::Variance { sample: true, sqrt: false }),
             "var_pop" => Some(AggKind::Variance { sample: false, sqrt: false }),
+            "json_agg" | "jsonb_agg" | "json_object_agg" | "jsonb_object_agg" => {
+                return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
+            }
             _ => None,
         };
         if let Some(kind) = agg {
@@ -1179,7 +1187,7 @@ impl<'a> Analyzer<'a> {
                 (AggKind::Sum, Some(Type::Float8)) => Type::Float8,
                 (AggKind::Sum, Some(Type::Float4)) => Type::Float4,
                 (AggKind::Sum, Some(Type::Int8 | Type::Numeric)) => Type::Numeric,
-                (AggKind::Min | AggKind::Max, Some(t)) if t != Type::Bool => t,
+                (AggKind::Min | AggKind::Max, Some(t)) if !matches!(t, Type::Bool | Type::Uuid | Type::Json | Type::Jsonb) => t,
                 (AggKind::Avg, Some(Type::Float8 | Type::Float4)) => Type::Float8,
                 (AggKind::ArrayAgg, Some(t)) if crate::array::array_of(t).is_some() => crate::array::array_of(t).expect("checked"),
                 (AggKind::StringAgg, Some(t)) if t.is_string() => Type::Text,

@@ -45,7 +45,7 @@ impl Array {
 }
 
 /// The element types that have an array type: (element, array oid, typname, SQL name).
-static ELEMS: [(Type, u32, &str, &str); 20] = [
+static ELEMS: [(Type, u32, &str, &str); 23] = [
     (Type::Bool, 1000, "_bool", "boolean[]"),
     (Type::Bytea, 1001, "_bytea", "bytea[]"),
     (Type::Char, 1002, "_char", "\"char\"[]"),
@@ -66,10 +66,13 @@ static ELEMS: [(Type, u32, &str, &str); 20] = [
     (Type::Timestamptz, 1185, "_timestamptz", "timestamp with time zone[]"),
     (Type::Interval, 1187, "_interval", "interval[]"),
     (Type::TimeTz, 1270, "_timetz", "time with time zone[]"),
+    (Type::Json, 199, "_json", "json[]"),
+    (Type::Uuid, 2951, "_uuid", "uuid[]"),
+    (Type::Jsonb, 3807, "_jsonb", "jsonb[]"),
 ];
 
 /// The element types, as `'static` references for `Type::Array`.
-static ELEM_TYPES: [Type; 20] = [
+static ELEM_TYPES: [Type; 23] = [
     Type::Bool,
     Type::Bytea,
     Type::Char,
@@ -90,6 +93,9 @@ static ELEM_TYPES: [Type; 20] = [
     Type::Timestamptz,
     Type::Interval,
     Type::TimeTz,
+    Type::Json,
+    Type::Uuid,
+    Type::Jsonb,
 ];
 
 fn entry(elem: Type) -> Option<usize> {

@@ -189,6 +189,8 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
         (Value::Array(x), Value::Array(y)) => crate::array::compare(x, y),
         (Value::Float4(x), Value::Float4(y)) => compare(&Value::Float8(*x as f64), &Value::Float8(*y as f64)),
         (Value::Numeric(x), Value::Numeric(y)) => x.cmp(y),
+        (Value::Uuid(x), Value::Uuid(y)) => x.cmp(y),
+        (Value::Jsonb(x), Value::Jsonb(y)) => crate::json::compare_text(x, y),
         (Value::TimeTz(a, b), Value::TimeTz(c, d)) => crate::datetime::timetz_cmp((*a, *b), (*c, *d)),
         (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
             (true, true) => Ordering::Equal,

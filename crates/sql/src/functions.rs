@@ -22,6 +22,7 @@
 use crate::errors::{Result, SqlError};
 use crate::types::{Type, Value};
 
+mod json;
 mod math;
 mod ops;
 mod strings;
@@ -111,6 +112,7 @@ const F8: Type = Type::Float8;
 const N: Type = Type::Numeric;
 const B: Type = Type::Bool;
 
+use json as j;
 use math as m;
 use strings as s;
 
@@ -339,6 +341,63 @@ pub static BUILTINS: &[Builtin] = &[
     numeric("generate_series", &[N, N, N], N),
     missing("generate_series", &[Type::Timestamp, Type::Timestamp, Type::Interval], Type::Timestamp, "generate_series over timestamps"),
     missing("generate_series", &[Type::Timestamptz, Type::Timestamptz, Type::Interval], Type::Timestamptz, "generate_series over timestamps"),
+    // --- json, jsonb and uuid (functions/json.rs)
+    f("json_object_field", &[j::J, T], j::J, j::json_object_field),
+    f("json_object_field_text", &[j::J, T], T, j::json_object_field_text),
+    f("json_array_element", &[j::J, I4], j::J, j::json_array_element),
+    f("json_array_element_text", &[j::J, I4], T, j::json_array_element_text),
+    f("json_extract_path_op", &[j::J, j::TA], j::J, j::json_extract_path),
+    f("json_extract_path_text_op", &[j::J, j::TA], T, j::json_extract_path_text),
+    f("jsonb_object_field", &[j::JB, T], j::JB, j::jsonb_object_field),
+    f("jsonb_object_field_text", &[j::JB, T], T, j::jsonb_object_field_text),
+    f("jsonb_array_element", &[j::JB, I4], j::JB, j::jsonb_array_element),
+    f("jsonb_array_element_text", &[j::JB, I4], T, j::jsonb_array_element_text),
+    f("jsonb_extract_path_op", &[j::JB, j::TA], j::JB, j::jsonb_extract_path),
+    f("jsonb_extract_path_text_op", &[j::JB, j::TA], T, j::jsonb_extract_path_text),
+    f("jsonb_contains", &[j::JB, j::JB], B, j::jsonb_contains),
+    f("jsonb_contained", &[j::JB, j::JB], B, j::jsonb_contained),
+    f("jsonb_exists", &[j::JB, T], B, j::jsonb_exists),
+    f("jsonb_exists_any", &[j::JB, j::TA], B, j::jsonb_exists_any),
+    f("jsonb_exists_all", &[j::JB, j::TA], B, j::jsonb_exists_all),
+    f("jsonb_concat", &[j::JB, j::JB], j::JB, j::jsonb_concat),
+    f("jsonb_delete", &[j::JB, T], j::JB, j::jsonb_delete_key),
+    f("jsonb_delete", &[j::JB, j::TA], j::JB, j::jsonb_delete_keys),
+    f("jsonb_delete", &[j::JB, I4], j::JB, j::jsonb_delete_index),
+    f("jsonb_delete_path", &[j::JB, j::TA], j::JB, j::jsonb_delete_path),
+    f("jsonb_set", &[j::JB, j::TA, j::JB], j::JB, j::jsonb_set),
+    f("jsonb_set", &[j::JB, j::TA, j::JB, B], j::JB, j::jsonb_set),
+    f("jsonb_insert", &[j::JB, j::TA, j::JB], j::JB, j::jsonb_insert),
+    f("jsonb_insert", &[j::JB, j::TA, j::JB, B], j::JB, j::jsonb_insert),
+    f("to_json", &[], j::J, j::to_json).stable().nonstrict().variadic_any(),
+    f("to_jsonb", &[], j::JB, j::to_jsonb).stable().nonstrict().variadic_any(),
+    f("json_build_object", &[], j::J, j::json_build_object).stable().nonstrict().variadic_any(),
+    f("json_build_object", &[], j::J, j::json_build_object).stable().nonstrict(),
+    f("jsonb_build_object", &[], j::JB, j::jsonb_build_object).stable().nonstrict(),
+    f("json_build_array", &[], j::J, j::json_build_array).stable().nonstrict(),
+    f("jsonb_build_array", &[], j::JB, j::jsonb_build_array).stable().nonstrict(),
+    f("jsonb_build_object", &[], j::JB, j::jsonb_build_object).stable().nonstrict().variadic_any(),
+    f("json_build_array", &[], j::J, j::json_build_array).stable().nonstrict().variadic_any(),
+    f("jsonb_build_array", &[], j::JB, j::jsonb_build_array).stable().nonstrict().variadic_any(),
+    f("json_object", &[j::TA], j::J, j::json_object),
+    f("json_object", &[j::TA, j::TA], j::J, j::json_object),
+    f("jsonb_pretty", &[j::JB], T, j::jsonb_pretty),
+    f("jsonb_typeof", &[j::JB], T, j::jsonb_typeof),
+    f("json_typeof", &[j::J], T, j::json_typeof),
+    f("jsonb_array_length", &[j::JB], I4, j::jsonb_array_length),
+    f("json_array_length", &[j::J], I4, j::json_array_length),
+    f("jsonb_strip_nulls", &[j::JB], j::JB, j::jsonb_strip_nulls),
+    set("jsonb_array_elements", &[j::JB], j::JB, j::jsonb_array_elements),
+    set("jsonb_array_elements_text", &[j::JB], T, j::jsonb_array_elements_text),
+    set("jsonb_object_keys", &[j::JB], T, j::jsonb_object_keys),
+    set("json_array_elements", &[j::J], j::J, j::json_array_elements),
+    set("json_array_elements_text", &[j::J], T, j::json_array_elements_text),
+    set("json_object_keys", &[j::J], T, j::json_object_keys),
+    missing("jsonb_path_query", &[j::JB, Type::Unknown], j::JB, "jsonb_path_query (SQL/JSON path)"),
+    missing("jsonb_each", &[j::JB], j::JB, "jsonb_each (functions returning records)"),
+    missing("jsonb_each_text", &[j::JB], j::JB, "jsonb_each_text (functions returning records)"),
+    missing("json_each", &[j::J], j::J, "json_each (functions returning records)"),
+    missing("json_each_text", &[j::J], j::J, "json_each_text (functions returning records)"),
+    f("gen_random_uuid", &[], Type::Uuid, j::gen_random_uuid).volatile(),
 ];
 
 /// PostgreSQL 15 functions of this module's kind (strings, regular expressions)
@@ -391,7 +450,30 @@ pub static OPERATORS: &[(&str, &str)] = &[
     ("^", "numeric_power"),
     ("|/", "dsqrt"),
     ("||/", "dcbrt"),
+    ("->", "json_object_field"),
+    ("->>", "json_object_field_text"),
+    ("->", "json_array_element"),
+    ("->>", "json_array_element_text"),
+    ("#>", "json_extract_path_op"),
+    ("#>>", "json_extract_path_text_op"),
+    ("->", "jsonb_object_field"),
+    ("->>", "jsonb_object_field_text"),
+    ("->", "jsonb_array_element"),
+    ("->>", "jsonb_array_element_text"),
+    ("#>", "jsonb_extract_path_op"),
+    ("#>>", "jsonb_extract_path_text_op"),
+    ("@>", "jsonb_contains"),
+    ("<@", "jsonb_contained"),
+    ("?", "jsonb_exists"),
+    ("?|", "jsonb_exists_any"),
+    ("?&", "jsonb_exists_all"),
+    ("#-", "jsonb_delete_path"),
 ];
+
+/// Operators whose name has other meanings the analyzer handles itself (`||`
+/// on strings and arrays, `-` on numbers): resolved over these procedures only
+/// when an operand is jsonb (`analyze::binary`).
+pub static JSONB_OPERATORS: &[(&str, &str)] = &[("||", "jsonb_concat"), ("-", "jsonb_delete")];
 
 /// Whether some operator `op` is in [`OPERATORS`].
 pub fn is_builtin_operator(op: &str) -> bool {

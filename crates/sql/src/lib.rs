@@ -35,6 +35,8 @@ pub mod srf;
 pub mod subquery;
 pub mod sysviews;
 pub mod types;
+pub mod json;
+pub mod uuid;
 
 pub use errors::{Result, Severity, SqlError};
 pub use session::{ColumnDesc, ExecOutcome, Output, ParamValue, Session, SessionEnv, Setting, TxnStatus};

@@ -30,6 +30,10 @@
 //!
 //! The date/time types' I/O and arithmetic live in [`crate::datetime`].
 //!
+//! | uuid | 2950 | 16 | c | `Uuid` ([`crate::uuid`]; stored as a varlena here) |
+//! | json | 114 | -1 | i | `Json` (the text as written; [`crate::json`]) |
+//! | jsonb | 3802 | -1 | i | `Jsonb` (canonical text; [`crate::json`]) |
+//!
 //! | numeric | 1700 | -1 | i | `Numeric` ([`crate::numeric`]; typmod = (p << 16 | s) + 4) |
 
 use crate::errors::{Result, SqlError};
@@ -68,9 +72,12 @@ pub enum Type {
     Char,
     /// A one-dimensional array of the element type (`crate::array`).
     Array(&'static Type),
+    Uuid,
+    Json,
+    Jsonb,
 }
 
-pub const TYPES: [Type; 20] = [
+pub const TYPES: [Type; 23] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -91,6 +98,9 @@ pub const TYPES: [Type; 20] = [
     Type::Bytea,
     Type::TimeTz,
     Type::Float4,
+    Type::Uuid,
+    Type::Json,
+    Type::Jsonb,
 ];
 
 impl Type {
@@ -120,6 +130,9 @@ impl Type {
             Type::Name => 19,
             Type::Char => 18,
             Type::Array(e) => crate::array::array_oid(*e),
+            Type::Uuid => 2950,
+            Type::Json => 114,
+            Type::Jsonb => 3802,
         }
     }
     pub fn from_oid(oid: u32) -> Option<Type> {
@@ -178,6 +191,9 @@ impl Type {
             Type::Name => "name",
             Type::Char => "char",
             Type::Array(e) => crate::array::array_typname(*e),
+            Type::Uuid => "uuid",
+            Type::Json => "json",
+            Type::Jsonb => "jsonb",
         }
     }
     /// The name format_type() shows in messages.
@@ -207,6 +223,9 @@ impl Type {
             Type::Name => "name",
             Type::Char => "\"char\"",
             Type::Array(e) => crate::array::array_sql_name(*e),
+            Type::Uuid => "uuid",
+            Type::Json => "json",
+            Type::Jsonb => "jsonb",
         }
     }
     /// The name with its modifier, as format_type(oid, typmod).
@@ -233,7 +252,8 @@ impl Type {
             Type::Date | Type::Float4 => 4,
             Type::Interval => 16,
             Type::TimeTz => 12,
-            Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea | Type::Array(_) => -1,
+            Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea | Type::Array(_) | Type::Json | Type::Jsonb => -1,
+            Type::Uuid => 16,
             Type::Unknown => -2,
             Type::Name => 64,
             Type::Char => 1,
@@ -250,6 +270,8 @@ impl Type {
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
             // name and "char" are stored as varlena here (PostgreSQL: 64 and 1 fixed bytes).
             Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea | Type::Name | Type::Char | Type::Array(_) | Type::Numeric => AttrDesc::varlena(),
+            // uuid is a 16-byte varlena here (PostgreSQL: fixed length 16).
+            Type::Uuid | Type::Json | Type::Jsonb => AttrDesc::varlena(),
             Type::Unknown | Type::Void => return None,
         })
     }
@@ -296,6 +318,9 @@ impl Type {
             "bytea" => Type::Bytea,
             "timetz" | "time with time zone" => Type::TimeTz,
             "float4" | "real" => Type::Float4,
+            "uuid" => Type::Uuid,
+            "json" => Type::Json,
+            "jsonb" => Type::Jsonb,
             _ => return crate::array::from_typname(name),
         })
     }
@@ -328,6 +353,11 @@ pub enum Value {
     /// An array (`crate::array`).
     Array(Box<crate::array::Array>),
     Numeric(crate::numeric::Numeric),
+    Uuid([u8; 16]),
+    /// json: the text as written.
+    Json(String),
+    /// jsonb: its canonical text (`crate::json`).
+    Jsonb(String),
 }
 
 impl Value {
@@ -498,6 +528,9 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Name => Value::Text(crate::array::name_in(s)),
         Type::Char => Value::Text(crate::array::char_in(s)),
         Type::Array(e) => crate::array::input(*e, s, typmod)?,
+        Type::Uuid => Value::Uuid(crate::uuid::input(s)?),
+        Type::Json => Value::Json(crate::json::json_in(s)?),
+        Type::Jsonb => Value::Jsonb(crate::json::jsonb_in(s)?),
     })
 }
 
@@ -559,6 +592,8 @@ pub fn output(v: &Value) -> Option<String> {
         Value::TimeTz(t, z) => datetime::timetz_out(*t, *z),
         Value::Array(a) => crate::array::output(a),
         Value::Numeric(n) => n.to_text(),
+        Value::Uuid(u) => crate::uuid::output(u),
+        Value::Json(s) | Value::Jsonb(s) => s.clone(),
     })
 }
 
@@ -652,6 +687,10 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
             b
         }
         Value::Numeric(n) => n.send(),
+        Value::Uuid(u) => u.to_vec(),
+        Value::Json(s) => s.as_bytes().to_vec(),
+        // jsonb_send: version 1, then the text.
+        Value::Jsonb(s) => [&[1u8][..], s.as_bytes()].concat(),
     })
 }
 
@@ -710,6 +749,18 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
         ),
         Type::Void => Value::Null,
         Type::Numeric => Value::Numeric(crate::numeric::Numeric::recv(b)?),
+        Type::Uuid => Value::Uuid(crate::uuid::recv(b)?),
+        Type::Json | Type::Jsonb => {
+            let (text, jsonb) = match (ty, b.split_first()) {
+                (Type::Json, _) => (b, false),
+                (_, Some((1, rest))) => (rest, true),
+                _ => return Err(SqlError::new(b"XX000", format!("unsupported jsonb version number {}", b.first().copied().unwrap_or(0)))),
+            };
+            let s = std::str::from_utf8(text).map_err(|e| {
+                SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{:02x}", text[e.valid_up_to()]))
+            })?;
+            if jsonb { Value::Jsonb(crate::json::jsonb_in(s)?) } else { Value::Json(crate::json::json_in(s)?) }
+        }
     })
 }
 
@@ -728,6 +779,8 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Array(_), Value::Array(_)) => return Err(SqlError::internal("array datums are formed by rowio from types::fixed_bytes")),
         (Type::Bytea, Value::Bytea(b)) => Datum::Varlena(b),
         (Type::Numeric, Value::Numeric(n)) => Datum::Varlena(n.as_bytes()),
+        (Type::Uuid, Value::Uuid(u)) => Datum::Varlena(u),
+        (Type::Json, Value::Json(s)) | (Type::Jsonb, Value::Jsonb(s)) => Datum::Varlena(s.as_bytes()),
         (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
         (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
             Datum::ByVal(*t as u64)
@@ -787,6 +840,9 @@ pub fn from_varlena_typed(ty: Type, bytes: &[u8]) -> Result<Value> {
         Type::Bytea => Ok(Value::Bytea(bytes.to_vec())),
         Type::Array(e) => crate::array::recv(e.to_owned(), bytes).map_err(|er| SqlError::new(b"XX001", format!("stored array is corrupt: {}", er.message))),
         Type::Numeric => Ok(Value::Numeric(crate::numeric::Numeric::from_bytes(bytes)?)),
+        Type::Uuid => bytes.try_into().map(Value::Uuid).map_err(|_| SqlError::new(b"XX001", "stored uuid of the wrong length")),
+        Type::Json => from_varlena(bytes).map(|v| match v { Value::Text(s) => Value::Json(s), v => v }),
+        Type::Jsonb => from_varlena(bytes).map(|v| match v { Value::Text(s) => Value::Jsonb(s), v => v }),
         _ => from_varlena(bytes),
     }
 }
@@ -808,6 +864,9 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
         (Type::Bpchar, Type::Text | Type::Varchar, Value::Text(s)) => Value::Text(s.trim_end_matches(' ').to_string()),
         (_, _, v) => v,
     };
+    if let Some(r) = crate::json::cast(&v, from, to) {
+        return r;
+    }
     if let (Type::Array(_), Type::Array(te), Value::Array(a)) = (from, to, &v) {
         return crate::array::cast(a, *te, typmod, explicit);
     }
@@ -900,6 +959,9 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
     use Type::*;
     if from == to || from == Unknown {
         return true;
+    }
+    if let Some(ok) = crate::json::cast_allowed(from, to, context) {
+        return ok;
     }
     if from == Numeric || to == Numeric {
         // pg_cast: integers -> numeric -> float implicitly; the other way on assignment.
