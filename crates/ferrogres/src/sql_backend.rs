@@ -26,6 +26,8 @@ impl SqlBackend {
     /// Bootstraps the catalog if the data directory is new.
     pub fn new(engine: Arc<Engine>) -> Result<SqlBackend, String> {
         ferrogres_sql::catalog::bootstrap(&engine).map_err(|e| format!("could not bootstrap the catalog: {}", e.message))?;
+        // Relation files a crash left without a pg_class row (engine txn::pending_delete).
+        ferrogres_sql::catalog::remove_orphan_files(&engine).map_err(|e| format!("could not remove orphan relation files: {}", e.message))?;
         Ok(SqlBackend { engine })
     }
 }

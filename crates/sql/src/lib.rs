@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod alter;
 pub mod analyze;
 pub mod array;
 pub mod bytea;
@@ -12,6 +13,7 @@ pub mod exec;
 pub mod foreign_key;
 pub mod functions;
 pub mod grouping;
+pub mod identity;
 pub mod index;
 pub mod insert_select;
 pub mod join;
