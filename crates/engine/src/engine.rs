@@ -275,6 +275,14 @@ impl Engine {
             settings,
         });
 
+        {
+            // Pending deletes (txn::pending_delete): buffers first, then the files.
+            let (buffers, smgr) = (engine.buffers.clone(), engine.smgr.clone());
+            engine.txn.set_file_dropper(Box::new(move |rel| {
+                buffers.drop_relation_buffers(rel);
+                let _ = smgr.unlink(rel, None);
+            }));
+        }
         if start.needed {
             engine.recover(&start, &mut report, &wal_flush.in_recovery)?;
         }
@@ -475,6 +483,40 @@ impl Engine {
             }
             return oid;
         }
+    }
+
+    /// Removes the files of every relation of database `db` (default tablespace)
+    /// whose relfilenode is not in `keep` and not a bootstrap one (below
+    /// FIRST_NORMAL_OBJECT_ID): the orphans a crash left behind
+    /// (`txn::pending_delete`). Called at startup, before any session runs, by
+    /// the owner of the catalog. Returns the relfilenodes removed.
+    pub fn remove_orphan_relations(&self, db: Oid, keep: &std::collections::HashSet<Oid>) -> Result<Vec<Oid>> {
+        let proto = RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: db, rel_number: 0 };
+        let dir = self.datadir.join(Smgr::rel_dir(proto));
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(dir.display(), e)),
+        };
+        let mut doomed: Vec<Oid> = Vec::new();
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            // <relnumber>[_fork][.segno]
+            let digits: String = name.chars().take_while(|c| c.is_ascii_digit()).collect();
+            let rest = &name[digits.len()..];
+            let well_formed = rest.is_empty() || rest.starts_with('_') || rest.starts_with('.');
+            let Ok(n) = digits.parse::<Oid>() else { continue };
+            if well_formed && n >= FIRST_NORMAL_OBJECT_ID && !keep.contains(&n) && !doomed.contains(&n) {
+                doomed.push(n);
+            }
+        }
+        for &n in &doomed {
+            let rel = RelFileLocator { rel_number: n, ..proto };
+            self.buffers.drop_relation_buffers(rel);
+            self.smgr.unlink(rel, None)?;
+        }
+        doomed.sort_unstable();
+        Ok(doomed)
     }
 
     /// Creates the main fork of a new relation, WAL-logged so that recovery

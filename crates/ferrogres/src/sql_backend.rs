@@ -31,6 +31,8 @@ impl SqlBackend {
         if let Err(e) = ferrogres_sql::namespace::remove_orphan_temp_schemas(&engine) {
             eprintln!("WARNING:  could not remove old temporary schemas: {}", e.message);
         }
+        // Relation files a crash left without a pg_class row (engine txn::pending_delete).
+        ferrogres_sql::catalog::remove_orphan_files(&engine).map_err(|e| format!("could not remove orphan relation files: {}", e.message))?;
         Ok(SqlBackend { engine })
     }
 }

@@ -512,6 +512,16 @@ fn alter_table_add_constraint_matches_postgres_15() {
     check_script("alter_table");
 }
 
+#[test]
+fn alter_column_matches_postgres_15() {
+    check_script("alter_column");
+}
+
+#[test]
+fn identity_columns_match_postgres_15() {
+    check_script("identity");
+}
+
 /// numeric through the extended protocol: parameters in binary (PostgreSQL's
 /// numeric_send layout: ndigits, weight, sign, dscale, base-10000 digits) and
 /// text, results in both formats, and numeric(12,2)'s typmod in RowDescription.

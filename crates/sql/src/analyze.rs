@@ -22,6 +22,7 @@ mod funcs;
 mod group_by;
 mod index_ddl;
 mod ddl_alter;
+pub(crate) mod ddl_alter_column;
 mod ddl_create;
 mod setop;
 mod sublink;
@@ -170,6 +171,8 @@ impl<'a> Analyzer<'a> {
             NodeEnum::CreateStmt(s) => self.create(s),
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
+            NodeEnum::AlterTableStmt(s) if ddl_alter_column::handles(s) => self.alter_columns(s),
+            NodeEnum::RenameStmt(s) => self.rename(s),
             NodeEnum::AlterTableStmt(s) if ddl_alter::added_constraint(s).is_some() => {
                 self.alter_add_constraint(s, ddl_alter::added_constraint(s).expect("checked"))
             }
@@ -461,7 +464,7 @@ impl<'a> Analyzer<'a> {
                             scope.bare_column = Some((c.location, format!("{refname}.{}", c0.name)));
                         }
                     }
-                    for (i, col) in table.columns.iter().enumerate() {
+                    for (i, col) in table.columns.iter().enumerate().filter(|(_, c)| !c.is_dropped()) {
                         out.push(Target {
                             name: col.name.clone(),
                             expr: Expr::Column(i, col.ty),
@@ -1309,7 +1312,7 @@ impl<'a> Analyzer<'a> {
         }
         let explicit_cols = !s.cols.is_empty();
         if !explicit_cols {
-            cols = (0..table.columns.len()).collect();
+            cols = (0..table.columns.len()).filter(|&i| !table.columns[i].is_dropped()).collect();
         }
         let mut rows = Vec::new();
         let sel = match node(&s.select_stmt) {
@@ -1327,7 +1330,14 @@ impl<'a> Analyzer<'a> {
                     _ => None,
                 })
                 .collect(),
-            Some(sel) => return crate::insert_select::analyze(self, s, table, cols, explicit_cols, sel),
+            Some(sel) => {
+                for &ci in &cols {
+                    if crate::identity::check_insert(&table, ci, s.r#override)? {
+                        return Err(SqlError::not_supported("OVERRIDING USER VALUE with INSERT ... SELECT"));
+                    }
+                }
+                return crate::insert_select::analyze(self, s, table, cols, explicit_cols, sel);
+            }
         };
         let mut scope = Scope::new(None);
         if lists.len() > 1 {
@@ -1351,7 +1361,7 @@ impl<'a> Analyzer<'a> {
             let mut row = default_row(&table);
             for (item, &ci) in items.iter().zip(&cols) {
                 let n = item.node.as_ref().unwrap();
-                if matches!(n, NodeEnum::SetToDefault(_)) {
+                if matches!(n, NodeEnum::SetToDefault(_)) || crate::identity::check_insert(&table, ci, s.r#override)? {
                     continue;
                 }
                 let col = &table.columns[ci];
@@ -1470,6 +1480,7 @@ impl<'a> Analyzer<'a> {
             let e = if matches!(val, NodeEnum::SetToDefault(_)) {
                 crate::constraints::default_expr(&table, ci)
             } else {
+                crate::identity::check_update(&table, ci)?;
                 let mut scope = Scope::new(Some((&table, refname.clone())));
                 let e = self.expr(val, &mut scope)?;
                 match (e.ty(), &e) {
@@ -1566,6 +1577,7 @@ impl<'a> Analyzer<'a> {
                             C::ConstrPrimary | C::ConstrUnique => constraints.push(((**c).clone(), Some(cd.colname.clone()))),
                             C::ConstrCheck => checks.push(((**c).clone(), Some(columns.len()))),
                             C::ConstrForeign => fkeys.push(((**c).clone(), Some(columns.len()))),
+                            C::ConstrIdentity => crate::identity::create_table_column(self, &rv.relname, columns.len(), &mut col, c, &mut extras)?,
                             other => return Err(self.err_at(SqlError::not_supported(format!("column constraint {other:?}")), c.location)),
                         }
                     }

@@ -52,7 +52,7 @@ pub(crate) fn locator(rel_number: u32) -> RelFileLocator {
 }
 
 pub(crate) fn cat(rel: u32, types: &[Type]) -> RelStorage {
-    RelStorage { rel: locator(rel), toast: None, types: types.to_vec() }
+    RelStorage { rel: locator(rel), toast: None, types: types.to_vec(), missing: Vec::new() }
 }
 
 fn namespace_rel() -> RelStorage {
@@ -64,8 +64,12 @@ pub(crate) fn class_rel() -> RelStorage {
         &[Type::Oid, Type::Text, Type::Oid, Type::Oid, Type::Oid, Type::Text, Type::Int2, Type::Oid, Type::Int4, Type::Float8],
     )
 }
-fn attribute_rel() -> RelStorage {
-    cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool])
+/// pg_attribute as stored: the six first columns, then (added by ALTER TABLE's
+/// work, NULL in rows written before) attisdropped bool, attidentity text
+/// ('a' / 'd'), attmissingval text (the value rows written before an ADD
+/// COLUMN read, in its type's text form; see [`crate::alter`]).
+pub(crate) fn attribute_rel() -> RelStorage {
+    cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool, Type::Bool, Type::Text, Type::Text])
 }
 pub(crate) fn attrdef_rel() -> RelStorage {
     cat(PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text, Type::Text])
@@ -81,6 +85,15 @@ pub struct Column {
     pub not_null: bool,
     /// A constant default (already of the column's type), if any.
     pub default: Option<Value>,
+}
+
+impl Column {
+    /// A column removed by ALTER TABLE ... DROP COLUMN: it keeps its place (rows
+    /// still hold its datum) under PostgreSQL's name `........pg.dropped.N........`,
+    /// so no name resolves to it; `*`, INSERT and COPY skip it.
+    pub fn is_dropped(&self) -> bool {
+        self.name.starts_with("........pg.dropped.")
+    }
 }
 
 /// A user table.
@@ -180,6 +193,9 @@ fn insert_catalog_rows(backend: &mut Backend, t: &Table) -> Result<()> {
                 attnum.clone(),
                 Value::Int4(c.typmod),
                 Value::Bool(c.not_null),
+                Value::Bool(false),
+                Value::Null,
+                Value::Null,
             ],
         )?;
         if let Some(d) = &c.default {
@@ -229,10 +245,20 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
     let Some((i, (oid, filenode, toast))) = found else { return Ok(None) };
     let ns = path[i];
     let mut cols: Vec<(i16, Column)> = Vec::new();
+    let mut identity: Vec<(usize, String)> = Vec::new();
+    let mut missing: Vec<(usize, Value)> = Vec::new();
     for (_, row) in scan_rows(backend, &attribute_rel(), snap)? {
-        if let [Value::Oid(rel), Value::Text(n), Value::Oid(typ), Value::Int2(num), Value::Int4(typmod), Value::Bool(nn)] = row.as_slice() {
+        if let [Value::Oid(rel), Value::Text(n), Value::Oid(typ), Value::Int2(num), Value::Int4(typmod), Value::Bool(nn), rest @ ..] = row.as_slice() {
             if *rel == oid {
                 let ty = Type::from_oid(*typ).ok_or_else(|| SqlError::new(b"XX001", format!("unknown type oid {typ} in pg_attribute")))?;
+                if let Some(Value::Text(ident)) = rest.get(1) {
+                    if !ident.is_empty() {
+                        identity.push((*num as usize - 1, ident.clone()));
+                    }
+                }
+                if let Some(Value::Text(m)) = rest.get(2) {
+                    missing.push((*num as usize - 1, types::input(ty, m, *typmod)?));
+                }
                 cols.push((*num, Column { name: n.clone(), ty, typmod: *typmod, not_null: *nn, default: None }));
             }
         }
@@ -260,12 +286,37 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
         rel: locator(filenode),
         toast: (toast != 0).then(|| locator(toast)),
         types: columns.iter().map(|c| c.ty).collect(),
+        missing,
     };
     let indexes = crate::index::load_indexes(backend, snap, oid, &columns)?;
     let mut table = Table { oid, name: name.to_string(), namespace: ns, storage, columns, indexes, extras: Default::default() };
+    table.extras.identity = identity;
     crate::constraints::load(backend, snap, &mut table, expr_defaults)?;
     crate::index::register_table(backend.engine(), &table);
     Ok(Some(table))
+}
+
+/// Removes the relation files no pg_class row references (orphans of a crash:
+/// relations dropped by a transaction that committed just before it, or
+/// created by one that never committed; engine `txn::pending_delete`). Called
+/// once at server start, before any session exists.
+pub fn remove_orphan_files(engine: &Arc<Engine>) -> Result<Vec<u32>> {
+    let mut backend = engine.backend(std::process::id() as i32)?;
+    backend.txn.begin(IsolationLevel::ReadCommitted)?;
+    let keep = (|| -> Result<std::collections::HashSet<u32>> {
+        let snap = backend.txn.statement_snapshot()?;
+        let mut keep = std::collections::HashSet::new();
+        for (_, row) in scan_rows(&backend, &class_rel(), &snap)? {
+            for v in &row[3..5] {
+                if let Value::Oid(n) = v {
+                    keep.insert(*n);
+                }
+            }
+        }
+        Ok(keep)
+    })();
+    backend.txn.commit()?;
+    Ok(engine.remove_orphan_relations(POSTGRES_DATABASE_OID, &keep?)?)
 }
 
 /// CREATE TABLE: new relation files (main, and a TOAST relation if a column is
@@ -276,14 +327,16 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
     let oid = engine.new_oid();
     let rel = locator(oid);
     engine.create_relation(rel)?;
+    backend.txn.pending_deletes.at_abort(rel);
     let toast = if columns.iter().any(|c| c.ty.typlen() == -1) {
         let t = locator(engine.new_oid());
         engine.create_relation(t)?;
+        backend.txn.pending_deletes.at_abort(t);
         Some(t)
     } else {
         None
     };
-    let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect() };
+    let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect(), missing: Vec::new() };
     let table = Table { oid, name: name.to_string(), namespace, storage, columns, indexes: Vec::new(), extras: Default::default() };
     insert_catalog_rows(backend, &table)?;
     crate::namespace::temp_tables::created(backend, name, oid);
@@ -311,6 +364,11 @@ pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table, droppin
                 doomed.push((st.clone(), tid));
             }
         }
+    }
+    // The files go when the transaction commits (engine: txn::pending_delete).
+    backend.txn.pending_deletes.at_commit(table.storage.rel);
+    if let Some(t) = table.storage.toast {
+        backend.txn.pending_deletes.at_commit(t);
     }
     for (st, tid) in doomed {
         match heapam::heap_delete(backend, st.rel, tid)? {

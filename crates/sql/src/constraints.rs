@@ -56,6 +56,8 @@ pub struct TableExtras {
     pub fkeys: Vec<crate::foreign_key::ForeignKey>,
     /// Foreign keys of other tables referencing this one.
     pub referenced_by: Vec<crate::foreign_key::ForeignKey>,
+    /// Identity columns: (column index, pg_attribute.attidentity 'a' | 'd'), see [`crate::identity`].
+    pub identity: Vec<(usize, String)>,
 }
 
 thread_local! {
@@ -79,7 +81,7 @@ pub fn deparse_expr(n: &NodeEnum) -> Result<String> {
 }
 
 /// Parses the SQL text of an expression back into a node.
-fn parse_expr(sql: &str) -> Result<NodeEnum> {
+pub(crate) fn parse_expr(sql: &str) -> Result<NodeEnum> {
     let full = format!("SELECT {sql}");
     let stmts = crate::parser::parse(&full)?;
     let Some(NodeEnum::SelectStmt(s)) = stmts.into_iter().next().map(|s| s.node) else {
@@ -207,7 +209,8 @@ pub fn default_uses(table: &Table, seq: &str) -> bool {
 pub fn check_row(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
     for c in &table.extras.checks {
         if eval_pure(&c.expr, row, ctx.params, &[], ctx.env)? == Value::Bool(false) {
-            let shown: Vec<String> = row.iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
+            let shown: Vec<String> =
+                row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
             return Err(SqlError::new(b"23514", format!("new row for relation \"{}\" violates check constraint \"{}\"", table.name, c.name))
                 .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
         }
@@ -359,11 +362,13 @@ pub struct CreateExtras {
     pub defaults: Vec<(usize, String)>,
     pub checks: Vec<CheckSpec>,
     pub fkeys: Vec<crate::foreign_key::FkSpec>,
+    /// Identity columns: (column index, 'a' | 'd') ([`crate::identity`]).
+    pub identity: Vec<(usize, String)>,
 }
 
 impl CreateExtras {
     pub fn is_empty(&self) -> bool {
-        self.sequences.is_empty() && self.defaults.is_empty() && self.checks.is_empty() && self.fkeys.is_empty()
+        self.sequences.is_empty() && self.defaults.is_empty() && self.checks.is_empty() && self.fkeys.is_empty() && self.identity.is_empty()
     }
 }
 
@@ -377,6 +382,10 @@ pub enum DdlCmd {
     AddConstraint { table: Table, check: Option<CheckSpec>, fkey: Option<crate::foreign_key::FkSpec> },
     /// CREATE / DROP / ALTER SCHEMA ([`crate::namespace::ddl`]).
     Schema(crate::namespace::ddl::SchemaCmd),
+    /// ALTER TABLE on columns, several subcommands, IF EXISTS ([`crate::alter`]).
+    Alter(Box<crate::alter::AlterCmd>),
+    /// ALTER TABLE / INDEX / SEQUENCE ... RENAME ([`crate::alter`]).
+    Rename(crate::alter::RenameCmd),
 }
 
 /// Runs a statement of this module in the current transaction.
@@ -446,6 +455,8 @@ pub fn execute(
         }
         DdlCmd::Seq(s) => crate::sequence::execute(s, backend, snap, notice),
         DdlCmd::Schema(s) => crate::namespace::ddl::execute(s, backend, snap, notice),
+        DdlCmd::Alter(a) => crate::alter::execute(a, backend, env, notice),
+        DdlCmd::Rename(r) => crate::alter::rename(r, backend, notice),
         DdlCmd::CreateTable { base, extras } => {
             let crate::index::IndexCmd::CreateTable { namespace, name, if_not_exists, .. } = base else {
                 return Err(SqlError::internal("not a CREATE TABLE"));
@@ -469,6 +480,7 @@ pub fn execute(
             for (ci, sql) in &extras.defaults {
                 store_default(backend, table.oid, *ci as i16 + 1, sql)?;
             }
+            crate::identity::store_created(backend, &table, &extras.identity)?;
             let mut taken = constraint_names(backend, &snap, *namespace)?;
             for c in &extras.checks {
                 let n = match &c.name {

@@ -386,7 +386,7 @@ pub(crate) fn analyze(a: &mut Analyzer<'_>, s: &pb::CopyStmt) -> Result<Statemen
                 cols.push(i);
             }
             if s.attlist.is_empty() {
-                cols = (0..table.columns.len()).collect();
+                cols = (0..table.columns.len()).filter(|&i| !table.columns[i].is_dropped()).collect();
             }
             let names = cols.iter().map(|&i| table.columns[i].name.clone()).collect();
             (Some(table), None, cols, names)

@@ -718,7 +718,8 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
 fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Result<()> {
     for (c, v) in table.columns.iter().zip(row) {
         if c.not_null && v.is_null() {
-            let shown: Vec<String> = row.iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
+            let shown: Vec<String> =
+                row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
             return Err(SqlError::new(
                 b"23502",
                 format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),

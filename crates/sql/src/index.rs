@@ -316,7 +316,7 @@ fn delete_rows(backend: &mut Backend, snap: &Snapshot, st: &RelStorage, col: usi
 
 /// Replaces the pg_class row of `oid` by a new version changed by `f`, in the
 /// current transaction (so its xmin is this transaction's).
-fn update_class_row(backend: &mut Backend, snap: &Snapshot, oid: u32, f: &dyn Fn(&mut Vec<Value>)) -> Result<()> {
+pub(crate) fn update_class_row(backend: &mut Backend, snap: &Snapshot, oid: u32, f: &dyn Fn(&mut Vec<Value>)) -> Result<()> {
     let st = class_rel();
     let Some((tid, mut row)) = scan_rows(backend, &st, snap)?.into_iter().find(|(_, r)| r[0] == Value::Oid(oid)) else {
         return Err(SqlError::internal(format!("no pg_class row for relation {oid}")));
@@ -464,6 +464,7 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
     };
     let tree = ix.btree()?;
     tree.create(&engine)?;
+    backend.txn.pending_deletes.at_abort(ix.rel);
     register(&engine, table.storage.rel, &ix);
     insert_row(
         backend,
@@ -539,6 +540,7 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
 /// DROP INDEX (or an index of a dropped table): its catalog rows. The file stays
 /// (dropped relations' files are not removed yet).
 pub fn drop_index(backend: &mut Backend, snap: &Snapshot, ix: &IndexInfo) -> Result<()> {
+    backend.txn.pending_deletes.at_commit(ix.rel);
     delete_rows(backend, snap, &class_rel(), 0, ix.oid, &ix.name)?;
     delete_rows(backend, snap, &index_rel(), 0, ix.oid, &ix.name)?;
     delete_rows(backend, snap, &constraint_rel(), 5, ix.oid, &ix.name)?;
@@ -934,10 +936,15 @@ pub fn truncate(backend: &mut Backend, snap: &Snapshot, tables: &[Table]) -> Res
         }
         let heap = engine.new_oid();
         engine.create_relation(locator(heap))?;
+        // Old files at commit, new ones at abort (engine: txn::pending_delete).
+        backend.txn.pending_deletes.at_abort(locator(heap));
+        backend.txn.pending_deletes.at_commit(t.storage.rel);
         let toast = match t.storage.toast {
-            Some(_) => {
+            Some(old) => {
                 let n = engine.new_oid();
                 engine.create_relation(locator(n))?;
+                backend.txn.pending_deletes.at_abort(locator(n));
+                backend.txn.pending_deletes.at_commit(old);
                 n
             }
             None => 0,
@@ -952,6 +959,8 @@ pub fn truncate(backend: &mut Backend, snap: &Snapshot, tables: &[Table]) -> Res
             let n = engine.new_oid();
             let new = IndexInfo { rel: locator(n), ..ix.clone() };
             new.btree()?.create(&engine)?;
+            backend.txn.pending_deletes.at_abort(new.rel);
+            backend.txn.pending_deletes.at_commit(ix.rel);
             register(&engine, locator(heap), &new);
             update_class_row(backend, snap, ix.oid, &|row| {
                 row[3] = Value::Oid(n);

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod alter;
 pub mod analyze;
 pub mod array;
 pub mod bytea;
@@ -13,6 +14,7 @@ pub mod foreign_key;
 pub mod formatting;
 pub mod functions;
 pub mod grouping;
+pub mod identity;
 pub mod index;
 pub mod insert_select;
 pub mod join;

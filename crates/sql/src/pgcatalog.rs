@@ -136,6 +136,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
             rel: RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: v.oid },
             toast: None,
             types: columns.iter().map(|c| c.ty).collect(),
+            missing: Vec::new(),
         },
         columns,
         indexes: Vec::new(),
@@ -498,6 +499,9 @@ fn is_columns<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec
     let mut out = Vec::new();
     for (_, r) in scan_rows(backend, &st, snap)? {
         let [Value::Oid(rel), name, Value::Oid(typ), Value::Int2(num), Value::Int4(typmod), Value::Bool(notnull)] = r.as_slice() else { continue };
+        if text_of(name).starts_with("........pg.dropped.") {
+            continue;
+        }
         let Some(c) = classes.iter().find(|c| c[0] == Value::Oid(*rel) && c[5] == Value::Text("r".into())) else { continue };
         let ty = Type::from_oid(*typ).unwrap_or(Type::Text);
         let mut row = Row::new(v)
@@ -553,7 +557,7 @@ fn is_columns<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec
 fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
     let defs = defaults(backend, snap)?;
     let mut out = Vec::new();
-    let st = catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]);
+    let st = catalog::attribute_rel();
     let mut attrs = scan_rows(backend, &st, snap)?;
     // An index's attributes: its key columns, as the table has them (not null and default aside).
     let mut index_attrs = Vec::new();
@@ -567,14 +571,21 @@ fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<V
     }
     attrs.extend(index_attrs);
     for (_, r) in attrs {
-        let [Value::Oid(rel), name, Value::Oid(typ), Value::Int2(num), typmod, notnull] = r.as_slice() else { continue };
+        let [Value::Oid(rel), name, Value::Oid(typ), Value::Int2(num), typmod, notnull, rest @ ..] = r.as_slice() else { continue };
         let ty = Type::from_oid(*typ).unwrap_or(Type::Text);
+        // Stored after the first six (crate::catalog::attribute_rel), NULL in older rows.
+        let dropped = rest.first() == Some(&Value::Bool(true));
+        let identity = match rest.get(1) {
+            Some(Value::Text(t)) => t.clone(),
+            _ => String::new(),
+        };
+        let has_missing = matches!(rest.get(2), Some(Value::Text(_)));
         let collatable = matches!(ty, Type::Text | Type::Varchar | Type::Bpchar) || matches!(ty, Type::Array(e) if matches!(e, Type::Text | Type::Varchar | Type::Bpchar));
         out.push(
             Row::new(v)
                 .oid("attrelid", *rel)
                 .t("attname", &text_of(name))
-                .oid("atttypid", *typ)
+                .oid("atttypid", if dropped { 0 } else { *typ })
                 .i4("attstattarget", -1)
                 .i2("attlen", ty.typlen())
                 .i2("attnum", *num)
@@ -586,11 +597,11 @@ fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<V
                 .t("attstorage", typstorage(ty))
                 .t("attcompression", "")
                 .set("attnotnull", notnull.clone())
-                .b("atthasdef", defs.iter().any(|d| d.0 == *rel && d.1 == *num))
-                .b("atthasmissing", false)
-                .t("attidentity", "")
+                .b("atthasdef", identity.is_empty() && defs.iter().any(|d| d.0 == *rel && d.1 == *num))
+                .b("atthasmissing", has_missing)
+                .t("attidentity", &identity)
                 .t("attgenerated", "")
-                .b("attisdropped", false)
+                .b("attisdropped", dropped)
                 .b("attislocal", true)
                 .i4("attinhcount", 0)
                 .oid("attcollation", if collatable { 100 } else { 0 }),

@@ -15,6 +15,11 @@ pub struct RelStorage {
     pub rel: RelFileLocator,
     pub toast: Option<RelFileLocator>,
     pub types: Vec<Type>,
+    /// Columns added by ALTER TABLE ... ADD COLUMN with a constant default
+    /// (pg_attribute.attmissingval): (column index, value). A stored tuple with
+    /// fewer attributes than the column's number reads this value instead of
+    /// NULL, so the ADD did not rewrite the table ([`crate::alter`]).
+    pub missing: Vec<(usize, Value)>,
 }
 
 impl RelStorage {
@@ -69,9 +74,16 @@ pub fn scan_rows(backend: &Backend, st: &RelStorage, snapshot: &Snapshot) -> Res
 /// Values of a stored tuple of `st` (detoasting with `snapshot`).
 pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], snapshot: &Snapshot) -> Result<Vec<Value>> {
     let datums = deform_tuple(descs, t)?;
+    let natts = if st.missing.is_empty() { usize::MAX } else { ferrogres_engine::heap::tuple::TupleHeader::read(t)?.natts() };
     let mut row = Vec::with_capacity(st.types.len());
     for (i, ty) in st.types.iter().enumerate() {
-        // A column added after the row was written reads as NULL.
+        // A column added after the row was written reads as its missing value, else NULL.
+        if i >= natts {
+            if let Some((_, v)) = st.missing.iter().find(|m| m.0 == i) {
+                row.push(v.clone());
+                continue;
+            }
+        }
         let d = datums.get(i).copied().flatten();
         row.push(match d {
             None => Value::Null,

@@ -856,3 +856,18 @@ mod tests {
         assert_eq!((o.min, o.max, o.start), (i64::MIN, -1, -1));
     }
 }
+
+/// The options of an identity column's sequence (`GENERATED ... AS IDENTITY
+/// (options)`, CREATE SEQUENCE's) over the column's type (`crate::identity`).
+pub fn identity_options(a: &crate::analyze::Analyzer, ty: Type, options: &[pb::Node]) -> Result<SeqOptions> {
+    let mut raw = parse_options(a, options)?;
+    if raw.ty.is_none() {
+        raw.ty = Some(ty);
+    }
+    resolve(&raw, None)
+}
+
+/// The owning column (table OID, attnum) of sequence `oid`, if it has one.
+pub fn owner_of(backend: &Backend, oid: u32) -> Result<Option<(u32, i16)>> {
+    Ok(read_file(backend.engine(), oid)?.map(|s| s.owner).filter(|o| o.0 != 0))
+}

@@ -124,6 +124,7 @@ pub(crate) fn range_function(
         rel: ferrogres_engine::storage::RelFileLocator { spc_oid: 0, db_oid: 0, rel_number: 0 },
         toast: None,
         types: vec![ty],
+        missing: Vec::new(),
     };
     let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns, indexes: Vec::new(), extras: Default::default() };
     Ok((table, refname, SeriesScan { start, stop, step, ty, unnest: unnest.map(|u| u.0) }))

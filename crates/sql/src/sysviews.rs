@@ -68,6 +68,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
             rel: RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: v.oid },
             toast: None,
             types: columns.iter().map(|c| c.ty).collect(),
+            missing: Vec::new(),
         },
         columns,
         indexes: Vec::new(),

@@ -6,6 +6,7 @@ pub mod group;
 pub mod clog;
 #[cfg(not(loom))]
 pub mod multixact;
+pub mod pending_delete;
 #[cfg(not(loom))]
 pub mod procarray;
 #[cfg(not(loom))]

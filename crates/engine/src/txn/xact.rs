@@ -77,6 +77,9 @@ pub struct TxnShared {
     locks: Arc<dyn XactLocks>,
     synchronous_commit: AtomicBool,
     snapshot_cache: AtomicBool,
+    /// Removes a relation's buffers and files at the end of a transaction
+    /// (`txn::pending_delete`); set once by the engine.
+    dropper: std::sync::OnceLock<super::pending_delete::FileDropper>,
 }
 
 /// Microseconds since 2000-01-01 UTC (PostgreSQL's TimestampTz).
@@ -120,7 +123,22 @@ impl TxnShared {
             locks: locks.unwrap_or_else(|| Arc::new(NoLocks)),
             synchronous_commit: AtomicBool::new(cfg.synchronous_commit),
             snapshot_cache: AtomicBool::new(cfg.snapshot_cache),
+            dropper: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Installs the function that removes a dropped relation's buffers and
+    /// files (`txn::pending_delete`). Only the first call counts.
+    pub fn set_file_dropper(&self, f: super::pending_delete::FileDropper) {
+        let _ = self.dropper.set(f);
+    }
+
+    fn drop_files(&self, rels: Vec<crate::storage::RelFileLocator>) {
+        if let Some(f) = self.dropper.get() {
+            for r in rels {
+                f(r);
+            }
+        }
     }
 
     /// A backend's transaction manager (registers it in the ProcArray).
@@ -136,6 +154,7 @@ impl TxnShared {
             curcid: FIRST_COMMAND_ID,
             combo: ComboCids::default(),
             latest_xid: None,
+            pending_deletes: Default::default(),
         })
     }
 
@@ -275,6 +294,8 @@ pub struct TransactionManager {
     combo: ComboCids,
     /// Latest xid assigned in the tree (for latestCompletedXid).
     latest_xid: Option<FullTransactionId>,
+    /// Relation files to remove when the transaction ends (`txn::pending_delete`).
+    pub pending_deletes: super::pending_delete::PendingDeletes,
 }
 
 fn no_xact() -> Error {
@@ -513,6 +534,8 @@ impl TransactionManager {
         let Some(top) = self.stack[0].xid else {
             self.finish();
             sh.procarray.end_transaction(self.backend, None)?;
+            // Without an xid nothing reached the catalog: files it created are orphans.
+            sh.drop_files(self.pending_deletes.take(false));
             // Read-only transactions hold heavyweight locks too (relation locks).
             sh.locks.xact_ended(self.backend.0, 0, true);
             return Ok(());
@@ -527,6 +550,8 @@ impl TransactionManager {
         };
         sh.clog.set_tree_status(self.backend.0 as usize, top.xid(), &subxids, XidStatus::Committed, clog_lsn)?;
         sh.procarray.end_transaction(self.backend, Some(self.latest_xid.unwrap_or(top)))?;
+        // After the commit record, before the locks go (txn::pending_delete).
+        sh.drop_files(self.pending_deletes.take(true));
         sh.locks.xact_ended(self.backend.0, top.xid(), true);
         self.finish();
         Ok(())
@@ -541,6 +566,7 @@ impl TransactionManager {
         let Some(top) = self.stack[0].xid else {
             self.finish();
             sh.procarray.end_transaction(self.backend, None)?;
+            sh.drop_files(self.pending_deletes.take(false));
             sh.locks.xact_ended(self.backend.0, 0, false);
             return Ok(());
         };
@@ -548,6 +574,7 @@ impl TransactionManager {
         sh.wal.insert(TxnRmgr::Xact, &encode_abort_record(top.xid(), &subxids, now_timestamp()))?;
         sh.clog.set_tree_status(self.backend.0 as usize, top.xid(), &subxids, XidStatus::Aborted, Lsn::INVALID)?;
         sh.procarray.end_transaction(self.backend, Some(self.latest_xid.unwrap_or(top)))?;
+        sh.drop_files(self.pending_deletes.take(false));
         sh.locks.xact_ended(self.backend.0, top.xid(), false);
         self.finish();
         Ok(())

@@ -103,6 +103,7 @@ impl Namespace {
             .columns
             .iter()
             .enumerate()
+            .filter(|(_, c)| !c.is_dropped())
             .map(|(i, c)| NsCol {
                 name: c.name.clone(),
                 expr: Expr::Column(i, c.ty),
