@@ -172,7 +172,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
             NodeEnum::AlterTableStmt(s) if ddl_alter_column::handles(s) => self.alter_columns(s),
-            NodeEnum::RenameStmt(s) => self.rename(s),
+            NodeEnum::RenameStmt(s) if s.rename_type != pb::ObjectType::ObjectSchema as i32 => self.rename(s),
             NodeEnum::AlterTableStmt(s) if ddl_alter::added_constraint(s).is_some() => {
                 self.alter_add_constraint(s, ddl_alter::added_constraint(s).expect("checked"))
             }

@@ -356,11 +356,6 @@ pub fn drop_sequence(backend: &mut Backend, snap: &Snapshot, oid: u32, name: &st
     Ok(())
 }
 
-/// The table owning sequence `oid` (by a column: SERIAL, OWNED BY), if any.
-pub(crate) fn owner_of(backend: &Backend, oid: u32) -> Option<u32> {
-    read_file(backend.engine(), oid).ok().flatten().map(|s| s.owner.0).filter(|o| *o != 0)
-}
-
 /// The sequences owned by a column of `table` (SERIAL), for DROP TABLE.
 pub fn owned_by(backend: &Backend, snap: &Snapshot, table: u32) -> Result<Vec<(u32, String)>> {
     let mut out = Vec::new();

@@ -89,7 +89,7 @@ fn dependents(backend: &Backend, snap: &Snapshot, ns: u32, nspname: &str) -> Res
             }
             let what = match kind.as_str() {
                 "r" => "table",
-                "S" if crate::sequence::owner_of(backend, *oid).is_none() => "sequence",
+                "S" if crate::sequence::owner_of(backend, *oid).ok().flatten().is_none() => "sequence",
                 _ => continue,
             };
             out.push((*oid, format!("{what} {}.{}", quote(nspname), quote(n)), kind.clone()));
