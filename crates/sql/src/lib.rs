@@ -33,6 +33,7 @@ pub mod srf;
 pub mod subquery;
 pub mod sysviews;
 pub mod types;
+pub mod window;
 
 pub use errors::{Result, Severity, SqlError};
 pub use session::{ColumnDesc, ExecOutcome, Output, ParamValue, Session, SessionEnv, Setting, TxnStatus};

@@ -59,6 +59,10 @@ pub enum Func {
     Numeric(crate::numeric::NumFunc),
     /// A function of the built-in table (`crate::functions::BUILTINS`).
     Builtin(crate::functions::FuncId),
+    /// The result of window function `n` of the query level being analyzed;
+    /// never in a finished plan: analysis replaces it by a column of the
+    /// level's [`crate::window::WindowAgg`] output.
+    Window(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,6 +196,9 @@ pub enum Source {
     Recursive(Box<crate::setop::Recursive>),
     /// The working table of the recursive CTE `id` (its rows of the last iteration).
     WorkTable(u64),
+    /// Window functions over the rows of a query of the same level
+    /// ([`crate::window`]): each row is the window results, then the input row.
+    WindowAgg(Box<crate::window::WindowAgg>),
 }
 
 #[derive(Clone, Debug)]
