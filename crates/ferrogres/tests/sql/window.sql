@@ -139,6 +139,25 @@ SELECT id, f, sum(id) OVER (ORDER BY f RANGE BETWEEN 'infinity' PRECEDING AND CU
 SELECT id, d, count(*) OVER (ORDER BY d RANGE BETWEEN '2 days' PRECEDING AND '1 day' FOLLOWING) FROM r ORDER BY d, id;
 SELECT id, ts, count(*) OVER (ORDER BY ts DESC RANGE BETWEEN '1 day' PRECEDING AND CURRENT ROW) FROM r ORDER BY ts, id;
 SELECT id, i, first_value(id) OVER w, last_value(id) OVER w FROM r WINDOW w AS (ORDER BY i RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE CURRENT ROW) ORDER BY i, id;
+-- in subqueries, CTEs, joins, set operations, with DISTINCT ON, SRFs, INSERT ... SELECT, prepared offsets
+CREATE TABLE e (a int, b int);
+INSERT INTO e VALUES (1, 10), (2, 20), (3, 30), (1, 40);
+SELECT a, (SELECT max(x) FROM (SELECT sum(b) OVER (ORDER BY b) AS x FROM e e2 WHERE e2.a = e.a) s) FROM e ORDER BY a, b;
+SELECT * FROM (SELECT a, row_number() OVER (PARTITION BY a ORDER BY b) rn FROM e) s WHERE rn = 1 ORDER BY a;
+WITH w AS (SELECT a, rank() OVER (ORDER BY a) r FROM e) SELECT * FROM w ORDER BY r, a;
+SELECT a, rank() OVER (ORDER BY a) FROM e UNION ALL SELECT 9, 9 ORDER BY 1, 2;
+SELECT e.a, x.b, sum(x.b) OVER (PARTITION BY e.a) FROM e JOIN e x ON e.a = x.a ORDER BY 1, 2;
+SELECT DISTINCT ON (a) a, b, row_number() OVER (ORDER BY b DESC) FROM e ORDER BY a, b;
+SELECT generate_series(1,2), rank() OVER (ORDER BY a), a FROM e ORDER BY 3, 1, 2;
+PREPARE p(int) AS SELECT a, sum(b) OVER (ORDER BY a, b ROWS BETWEEN $1 PRECEDING AND CURRENT ROW) FROM e ORDER BY a, b;
+EXECUTE p(1);
+EXECUTE p(0);
+SELECT a, count(*), lag(count(*)) OVER (ORDER BY a) FROM e GROUP BY a HAVING count(*) > 0 ORDER BY a;
+SELECT sum(count(*)) OVER () FROM e WHERE a > 100;
+INSERT INTO e SELECT row_number() OVER (ORDER BY a, b), 5 FROM e;
+SELECT * FROM e ORDER BY a, b;
+UPDATE e SET b = rank() OVER ();
+SELECT a FROM e LIMIT rank() OVER ();
 -- errors
 SELECT * FROM empsalary WHERE row_number() OVER (ORDER BY salary) < 10;
 SELECT * FROM empsalary GROUP BY row_number() OVER (ORDER BY salary);
