@@ -58,6 +58,11 @@ fn grouping_matches_postgres_15() {
 }
 
 #[test]
+fn window_functions_match_postgres_15() {
+    check_script("window");
+}
+
+#[test]
 fn plan_cache_follows_catalog_and_settings() {
     check_script("plan_cache");
 }

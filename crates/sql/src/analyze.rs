@@ -28,6 +28,7 @@ mod setop;
 mod sublink;
 mod numeric_fn;
 mod variadic;
+mod window;
 
 pub struct Analyzer<'a> {
     pub backend: &'a Backend,
@@ -58,11 +59,13 @@ struct Scope<'t> {
     outer: Vec<std::rc::Rc<from::Namespace>>,
     /// Set-returning functions are refused here (the clause named: "WHERE").
     no_srf: Option<&'static str>,
+    /// Window functions: collected (target list, ORDER BY) or refused ([`window`]).
+    windows: window::Windows,
 }
 
 impl<'t> Scope<'t> {
     fn new(table: Option<(&'t Table, String)>) -> Scope<'t> {
-        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new(), ns: None, outer: Vec::new(), no_srf: None }
+        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new(), ns: None, outer: Vec::new(), no_srf: None, windows: window::Windows::default() }
     }
 }
 
@@ -284,9 +287,6 @@ impl<'a> Analyzer<'a> {
         if s.into_clause.is_some() {
             return Err(SqlError::not_supported("SELECT INTO"));
         }
-        if !s.window_clause.is_empty() {
-            return Err(SqlError::not_supported("window functions"));
-        }
         let mut series = None;
         // FOR UPDATE/SHARE: RowShareLock instead (crate::locking, which calls this).
         let rel_mode = if s.locking_clause.is_empty() {
@@ -332,6 +332,7 @@ impl<'a> Analyzer<'a> {
             None => None,
         };
         scope.aggs = Some(Vec::new());
+        self.window_clause(s, &mut scope)?;
         let targets = self.targets(&s.target_list, &mut scope)?;
         // ORDER BY: an output column number, an output column name, or an expression.
         let mut hidden = Vec::new();
@@ -376,7 +377,8 @@ impl<'a> Analyzer<'a> {
             order.push(SortKey { column, desc, nulls_first });
         }
         let distinct = self.distinct(s, &targets, &mut hidden, &mut order, &mut scope)?;
-        let grouping = self.group_by(s, &targets, &hidden, &mut scope)?;
+        let windows = self.take_windows(&mut scope);
+        let grouping = self.group_by(s, &targets, &windows.checked(&hidden), &mut scope)?;
         let aggregates = scope.aggs.take().unwrap_or_default();
         // Aggregates the plain Aggregate cannot run go through crate::grouping.
         let grouping = match grouping {
@@ -394,6 +396,7 @@ impl<'a> Analyzer<'a> {
             }
         }
         let mut lscope = Scope::new(None);
+        lscope.windows = window::Windows::Refused("LIMIT");
         let limit_option = pb::LimitOption::try_from(s.limit_option).unwrap_or(pb::LimitOption::Default);
         if limit_option == pb::LimitOption::WithTies {
             return Err(SqlError::not_supported("FETCH ... WITH TIES"));
@@ -406,6 +409,7 @@ impl<'a> Analyzer<'a> {
             }
             None => None,
         };
+        lscope.windows = window::Windows::Refused("OFFSET");
         let offset = match node(&s.limit_offset) {
             Some(n) => {
                 let e = self.expr(n, &mut lscope)?;
@@ -413,6 +417,7 @@ impl<'a> Analyzer<'a> {
             }
             None => None,
         };
+        windows.check_locking(s)?;
         if from_source.is_some() && !s.locking_clause.is_empty() {
             return Err(SqlError::not_supported("FOR UPDATE/SHARE over joins, subqueries or CTEs"));
         }
@@ -421,7 +426,7 @@ impl<'a> Analyzer<'a> {
             Some(src) => crate::join::place_conditions(src, filter),
             None => filter,
         };
-        Ok(Query {
+        let query = Query {
             source: match (series, table) {
                 _ if source.is_some() => source.take().expect("checked"),
                 (Some(f), _) => Source::Function(f),
@@ -437,7 +442,8 @@ impl<'a> Analyzer<'a> {
             offset,
             grouping: grouping.map(Box::new),
             distinct,
-        })
+        };
+        self.window_query(query, windows)
     }
 
     fn targets(&mut self, list: &[pb::Node], scope: &mut Scope) -> Result<Vec<Target>> {
@@ -1099,9 +1105,40 @@ impl<'a> Analyzer<'a> {
             return Ok(e);
         }
         if f.over.is_some() {
-            return Err(self.err_at(SqlError::not_supported("window functions"), f.location));
+            return self.window_call(f, &name, scope);
         }
-        let agg = match name.as_str() {
+        if let Some(e) = window::requires_over(&name) {
+            return Err(self.err_at(e, f.location));
+        }
+        let agg = self.agg_kind(&name, f)?;
+        if let Some(kind) = agg {
+            if scope.aggs.is_none() {
+                let place = if scope.table.is_some() || scope.ns.is_some() { "WHERE" } else { "this context" };
+                return Err(self.err_at(SqlError::new(b"42803", format!("aggregate functions are not allowed in {place}")), f.location));
+            }
+            if scope.in_agg {
+                return Err(self.err_at(SqlError::new(b"42803", "aggregate function calls cannot be nested"), f.location));
+            }
+            if !f.agg_order.is_empty() {
+                return Err(self.err_at(SqlError::not_supported("ORDER BY in aggregates"), f.location));
+            }
+            let agg = self.aggregate_call(f, &name, kind, scope, true)?;
+            let ty = agg.ty;
+            let aggs = scope.aggs.as_mut().expect("checked above");
+            // An aggregate written twice is computed once (and its uses compare equal).
+            let form = format!("{agg:?}");
+            if let Some(i) = aggs.iter().position(|a| format!("{a:?}") == form) {
+                return Ok(Expr::AggRef(i, ty));
+            }
+            aggs.push(agg);
+            return Ok(Expr::AggRef(aggs.len() - 1, ty));
+        }
+        self.plain_call(f, &name, scope)
+    }
+
+    /// The aggregate `name` names (`count(*)` apart from `count(x)`), if any.
+    fn agg_kind(&self, name: &str, f: &pb::FuncCall) -> Result<Option<AggKind>> {
+        Ok(match name {
             "count" if f.agg_star => Some(AggKind::CountStar),
             "count" => Some(AggKind::Count),
             "sum" => Some(AggKind::Sum),
@@ -1120,21 +1157,18 @@ impl<'a> Analyzer<'a> {
                 return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
             }
             _ => None,
-        };
-        if let Some(kind) = agg {
-            if scope.aggs.is_none() {
-                let place = if scope.table.is_some() || scope.ns.is_some() { "WHERE" } else { "this context" };
-                return Err(self.err_at(SqlError::new(b"42803", format!("aggregate functions are not allowed in {place}")), f.location));
-            }
-            if scope.in_agg {
-                return Err(self.err_at(SqlError::new(b"42803", "aggregate function calls cannot be nested"), f.location));
-            }
-            if !f.agg_order.is_empty() {
-                return Err(self.err_at(SqlError::not_supported("ORDER BY in aggregates"), f.location));
-            }
+        })
+    }
+
+    /// An aggregate call's arguments, FILTER and result type; `in_agg`: its
+    /// arguments are inside an aggregate (false for a window aggregate, whose
+    /// arguments may hold the query's aggregates).
+    fn aggregate_call(&mut self, f: &pb::FuncCall, name: &str, kind: AggKind, scope: &mut Scope, in_agg: bool) -> Result<Aggregate> {
+        let name = name.to_string();
+        {
             let filter = match node(&f.agg_filter) {
                 Some(fl) => {
-                    scope.in_agg = true;
+                    scope.in_agg = in_agg;
                     let r = self.bool_expr(fl, scope, "FILTER");
                     scope.in_agg = false;
                     // An aggregate in FILTER is refused as PostgreSQL words it.
@@ -1150,7 +1184,7 @@ impl<'a> Analyzer<'a> {
             let mut delim = None;
             let mut delim_ty = None;
             if kind == AggKind::StringAgg && f.args.len() == 2 {
-                scope.in_agg = true;
+                scope.in_agg = in_agg;
                 let r = self.expr(f.args[1].node.as_ref().unwrap(), scope);
                 scope.in_agg = false;
                 let r = r?;
@@ -1168,7 +1202,7 @@ impl<'a> Analyzer<'a> {
                 if f.args.len() != 1 && !(kind == AggKind::StringAgg && f.args.len() == 2) {
                     return Err(self.unknown_function(&name, &[], f.location));
                 }
-                scope.in_agg = true;
+                scope.in_agg = in_agg;
                 let r = self.expr(f.args[0].node.as_ref().unwrap(), scope);
                 scope.in_agg = false;
                 let mut e = r?;
@@ -1204,16 +1238,13 @@ impl<'a> Analyzer<'a> {
                 }
                 (_, None) => return Err(SqlError::internal("aggregate without argument")),
             };
-            let aggs = scope.aggs.as_mut().expect("checked above");
-            let agg = Aggregate { kind, arg, ty, filter, distinct: f.agg_distinct, delim };
-            // An aggregate written twice is computed once (and its uses compare equal).
-            let form = format!("{agg:?}");
-            if let Some(i) = aggs.iter().position(|a| format!("{a:?}") == form) {
-                return Ok(Expr::AggRef(i, ty));
-            }
-            aggs.push(agg);
-            return Ok(Expr::AggRef(aggs.len() - 1, ty));
+            Ok(Aggregate { kind, arg, ty, filter, distinct: f.agg_distinct, delim })
         }
+    }
+
+    /// A call of a function that is neither an aggregate nor a window function.
+    fn plain_call(&mut self, f: &pb::FuncCall, name: &str, scope: &mut Scope) -> Result<Expr> {
+        let name = name.to_string();
         if f.agg_star || f.agg_distinct {
             return Err(self.err_at(SqlError::new(b"42809", format!("{name}(*) specified, but {name} is not an aggregate function")), f.location));
         }
@@ -1482,6 +1513,7 @@ impl<'a> Analyzer<'a> {
             } else {
                 crate::identity::check_update(&table, ci)?;
                 let mut scope = Scope::new(Some((&table, refname.clone())));
+                scope.windows = window::Windows::Refused("UPDATE");
                 let e = self.expr(val, &mut scope)?;
                 match (e.ty(), &e) {
                     (Type::Unknown | Type::Numeric, Expr::Const(..)) | (Type::Unknown, Expr::Param(..)) => {

@@ -363,6 +363,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         Func::Seq(f) => crate::sequence::call(f, &vals, env)?,
         Func::Builtin(id) => crate::functions::call(id, &vals)?,
         Func::Variadic(id) => crate::functions::call_variadic(id, vals)?,
+        Func::Window(_) => return Err(SqlError::internal("window function outside a WindowAgg")),
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
         Func::Sleep => {
@@ -555,6 +556,7 @@ pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Source::SetOp(s) => crate::setop::run(s, ctx)?,
         Source::Recursive(r) => crate::setop::run_recursive(r, ctx)?,
         Source::WorkTable(id) => Box::new(VecIter(crate::setop::work_table(*id)?.into_iter())),
+        Source::WindowAgg(w) => crate::window::run(w, ctx)?,
         other => {
             let q = Query {
                 source: other.clone(),

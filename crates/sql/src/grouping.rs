@@ -70,8 +70,8 @@ impl PartialEq for Key {
 }
 impl Eq for Key {}
 
-/// One aggregate's running state in one group.
-struct AggState {
+/// One aggregate's running state in one group (or one window frame, `crate::window`).
+pub(crate) struct AggState {
     /// count: Int8; sum/min/max/avg: the running value (NULL before the first row).
     acc: Value,
     /// Rows aggregated (avg's divisor).
@@ -81,12 +81,12 @@ struct AggState {
 }
 
 impl AggState {
-    fn new(a: &Aggregate) -> AggState {
+    pub(crate) fn new(a: &Aggregate) -> AggState {
         let acc = if matches!(a.kind, AggKind::CountStar | AggKind::Count) { Value::Int8(0) } else { Value::Null };
         AggState { acc, n: 0, seen: a.distinct.then(BTreeSet::new) }
     }
 
-    fn advance(&mut self, a: &Aggregate, row: &[Value], ctx: &mut Ctx) -> Result<()> {
+    pub(crate) fn advance(&mut self, a: &Aggregate, row: &[Value], ctx: &mut Ctx) -> Result<()> {
         if let Some(f) = &a.filter {
             let params = ctx.params;
             if eval_pure(f, row, params, &[], ctx)? != Value::Bool(true) {
@@ -158,6 +158,11 @@ impl AggState {
             (_, other) => other,
         };
         Ok(())
+    }
+
+    /// The result over the rows advanced so far, the state kept for more rows.
+    pub(crate) fn peek(&self, a: &Aggregate) -> Value {
+        AggState { acc: self.acc.clone(), n: self.n, seen: None }.finish(a)
     }
 
     fn finish(self, a: &Aggregate) -> Value {

@@ -39,6 +39,7 @@ pub mod sysviews;
 pub mod types;
 pub mod json;
 pub mod uuid;
+pub mod window;
 
 pub use errors::{Result, Severity, SqlError};
 pub use session::{ColumnDesc, ExecOutcome, Output, ParamValue, Session, SessionEnv, Setting, TxnStatus};

@@ -74,6 +74,9 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStmt>> {
                 b"54001"
             } else if msg.starts_with("invalid byte sequence") {
                 b"22021"
+            } else if msg.starts_with("frame start") || msg.starts_with("frame end") || msg.starts_with("frame starting from") {
+                // gram.y's window frame checks (ERRCODE_WINDOWING_ERROR).
+                b"42P20"
             } else if msg.contains("is not supported") || msg.contains("not implemented") {
                 b"0A000"
             } else {

@@ -62,6 +62,10 @@ pub enum Func {
     /// A `VARIADIC "any"` built-in called with `VARIADIC array`: the last
     /// argument's elements are the variadic arguments.
     Variadic(crate::functions::FuncId),
+    /// The result of window function `n` of the query level being analyzed;
+    /// never in a finished plan: analysis replaces it by a column of the
+    /// level's [`crate::window::WindowAgg`] output.
+    Window(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,6 +202,9 @@ pub enum Source {
     Recursive(Box<crate::setop::Recursive>),
     /// The working table of the recursive CTE `id` (its rows of the last iteration).
     WorkTable(u64),
+    /// Window functions over the rows of a query of the same level
+    /// ([`crate::window`]): each row is the window results, then the input row.
+    WindowAgg(Box<crate::window::WindowAgg>),
 }
 
 #[derive(Clone, Debug)]

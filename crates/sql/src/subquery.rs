@@ -170,6 +170,8 @@ fn walk_source(s: &mut Source, depth: usize, descend: bool, f: &mut dyn FnMut(&m
                 walk_query(&mut r.step, depth + 1, true, f);
             }
         }
+        // The WindowAgg's input was analyzed at this level.
+        Source::WindowAgg(w) => walk_query(&mut w.input, depth, descend, f),
     }
 }
 
@@ -354,6 +356,7 @@ pub fn tables_of(q: &Query) -> Vec<(u32, String)> {
                 query(&r.base, out);
                 query(&r.step, out);
             }
+            Source::WindowAgg(w) => query(&w.input, out),
             _ => {}
         }
     }

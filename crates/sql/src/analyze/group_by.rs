@@ -59,6 +59,9 @@ impl<'a> Analyzer<'a> {
                         if e.sqlstate() == "42803" && e.message.starts_with("aggregate functions are not allowed in") {
                             e.message = "aggregate functions are not allowed in GROUP BY".into();
                         }
+                        if e.sqlstate() == "42P20" && e.message.starts_with("window functions are not allowed in") {
+                            e.message = "window functions are not allowed in GROUP BY".into();
+                        }
                         e
                     })?;
                     self.resolve_unknown(e)
