@@ -925,7 +925,8 @@ impl Builder<'_> {
             Some(e) => vec![e],
             None => vec![],
         };
-        let sel = crate::stats::selectivity(t, filter);
+        let stats = crate::stats::get(self.backend, self.snap, t);
+        let sel = crate::stats::selectivity_with(t, stats.as_deref(), filter, &[]);
         let rows = (tuples * sel).round().max(1.0);
         let path = crate::stats::choose_scan_loaded(self.backend, self.snap, t, filter, &[]);
         if let Some((ix, backward)) = ordered {
@@ -967,10 +968,14 @@ impl Builder<'_> {
                 if used { conds.push(qual(p)) } else { rest.push(qual(p)) }
             }
             let irows = rows.max(1.0);
+            let total = match &stats {
+                Some(s) => crate::stats::index_cost(t, filter, &[], s, &path),
+                None => irows.min(pages) * c.random_page_cost + irows * (c.cpu_index_tuple_cost + c.cpu_tuple_cost),
+            };
             let mut n = Node {
                 name: format!("Index Scan using {} on {rel}", ixi.name),
                 startup: 0.29,
-                total: 0.29 + irows * (c.random_page_cost + c.cpu_index_tuple_cost + c.cpu_tuple_cost) + (pages.min(irows) * 0.0),
+                total: 0.29 + total,
                 rows: irows,
                 width,
                 ..Default::default()
@@ -1002,8 +1007,21 @@ impl Builder<'_> {
             self.subplans += 1;
             let label = if sp.correlated { format!("SubPlan {}", self.subplans) } else { format!("InitPlan {} (returns ${})", self.subplans, self.subplans - 1) };
             let saved = self.qualify;
-            let (n, _) = self.query(&sp.query);
+            let (mut n, _) = self.query(&sp.query);
             self.qualify = saved;
+            // A subquery runs on a copy of its plan (its InitPlan result or
+            // its outer row bound in), which the counters do not follow:
+            // no actual figures for it.
+            fn uncounted(n: &mut Node) {
+                n.actual = None;
+                n.executed = true;
+                n.removed = None;
+                n.children.iter_mut().for_each(uncounted);
+                n.subplans.iter_mut().for_each(|s| uncounted(&mut s.1));
+            }
+            if self.counters.is_some() {
+                uncounted(&mut n);
+            }
             out.push((label, n));
             if let Some(l) = &sp.lhs {
                 self.collect_subplans(l, out);
@@ -1107,6 +1125,14 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
             Some(a) => agg_text(a, scope, qualify),
             None => "?".into(),
         },
+        Expr::Cast { arg, from, to, typmod, explicit } if matches!(**arg, Expr::Const(..)) => {
+            // A cast of a constant is folded, as PostgreSQL's planner does.
+            let Expr::Const(v, _) = &**arg else { unreachable!("matched a constant") };
+            match crate::types::cast(v.clone(), *from, *to, *typmod, *explicit) {
+                Ok(v) => d(&Expr::Const(v, *to)),
+                Err(_) => format!("({})::{}", d(arg), to.sql_name()),
+            }
+        }
         Expr::Cast { arg, to, .. } => {
             let inner = d(arg);
             let inner = if inner.starts_with('(') || matches!(**arg, Expr::Func { .. }) { inner } else { format!("({inner})") };
@@ -1208,6 +1234,7 @@ fn render(n: &Node, o: &Options, indent: usize, root: bool, out: &mut Vec<String
     if o.analyze {
         let sep = if o.costs { " " } else { " " };
         match n.actual.filter(|_| n.executed) {
+            None if n.executed => {}
             Some(c) => {
                 let loops = c.loops.max(1);
                 let rows = (c.rows as f64 / loops as f64).round() as u64;

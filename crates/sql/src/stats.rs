@@ -1,7 +1,7 @@
 //! Planner statistics: ANALYZE's per-column figures (null fraction, average
 //! width, distinct count, most common values, histogram bounds, correlation)
 //! stored in `pg_statistic`, shown by the `pg_stats` view, and read by the
-//! index-or-sequential-scan choice ([`choose_scan`]) and EXPLAIN's estimates.
+//! index-or-sequential-scan choice ([`choose_scan_loaded`]) and EXPLAIN's estimates.
 //!
 //! `pg_statistic` is a heap relation of this crate (OID 2619, created on first
 //! use) with one row per analyzed column: `(starelid oid, staattnum int2,
@@ -504,26 +504,10 @@ fn flip(op: CmpOp) -> CmpOp {
     }
 }
 
-/// Selectivity for EXPLAIN's estimates (cached statistics, constants only).
-pub fn selectivity(table: &Table, filter: Option<&Expr>) -> f64 {
-    let stats = cached(table.oid);
-    selectivity_with(table, stats.as_deref(), filter, &[])
-}
-
-/// Statistics already in the cache for a table OID (any engine; EXPLAIN's estimates).
-fn cached(oid: u32) -> Option<Arc<TableStats>> {
-    cache().read().ok()?.iter().find(|((_, o), _)| *o == oid).and_then(|(_, s)| s.clone())
-}
-
 /// The scan the executor takes for `filter` on `table`: `index::choose_path`'s
-/// index, unless statistics say a sequential scan reads fewer pages (a key
-/// that is not selective). An equality on every column of a unique index is
-/// taken without looking at statistics (pgbench's hot path).
-pub fn choose_scan(table: &Table, filter: Option<&Expr>, params: &[Value]) -> Option<IndexPath> {
-    choose_scan_with(table, filter, params, cached(table.oid).as_deref())
-}
-
-/// [`choose_scan`] with the statistics loaded when needed.
+/// index, unless statistics say another index or a sequential scan is
+/// cheaper (a key that is not selective). An equality on every column of a
+/// unique index is taken without looking at statistics (pgbench's hot path).
 pub fn choose_scan_loaded(backend: &Backend, snap: &Snapshot, table: &Table, filter: Option<&Expr>, params: &[Value]) -> Option<IndexPath> {
     let path = crate::index::choose_path(table, filter)?;
     let ix = &table.indexes[path.index];
@@ -532,18 +516,6 @@ pub fn choose_scan_loaded(backend: &Backend, snap: &Snapshot, table: &Table, fil
     }
     match get(backend, snap, table) {
         Some(stats) => cheapest(table, filter, params, &stats),
-        None => Some(path),
-    }
-}
-
-fn choose_scan_with(table: &Table, filter: Option<&Expr>, params: &[Value], stats: Option<&TableStats>) -> Option<IndexPath> {
-    let path = crate::index::choose_path(table, filter)?;
-    let ix = &table.indexes[path.index];
-    if ix.unique && path.eq.len() == ix.columns.len() {
-        return Some(path);
-    }
-    match stats {
-        Some(stats) => cheapest(table, filter, params, stats),
         None => Some(path),
     }
 }
@@ -569,7 +541,8 @@ fn cheapest(table: &Table, filter: Option<&Expr>, params: &[Value], s: &TableSta
     best.map(|b| b.1)
 }
 
-fn index_cost(table: &Table, filter: Option<&Expr>, params: &[Value], s: &TableStats, path: &IndexPath) -> f64 {
+/// The estimated cost of an index scan along `path` (its heap I/O and CPU).
+pub fn index_cost(table: &Table, filter: Option<&Expr>, params: &[Value], s: &TableStats, path: &IndexPath) -> f64 {
     let ix = &table.indexes[path.index];
     // Selectivity of the conjuncts the index answers.
     let key_cols: Vec<usize> = ix.columns.iter().take(path.eq.len() + 1).copied().collect();
