@@ -86,6 +86,9 @@ impl Backend for SqlBackend {
         ] {
             settings.push(session::Setting { name: k.into(), value: v.into(), default: v.into(), reported: false });
         }
+        for (k, v) in ferrogres_sql::explain::planner_settings() {
+            settings.push(session::Setting { name: k.into(), value: v.into(), default: v.into(), reported: false });
+        }
         {
             // A cancel request also wakes a heavyweight lock wait (57014).
             let locks = self.engine.locks.clone();

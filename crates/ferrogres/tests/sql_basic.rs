@@ -527,6 +527,11 @@ fn identity_columns_match_postgres_15() {
     check_script("identity");
 }
 
+#[test]
+fn explain_matches_postgres_15() {
+    check_script("explain");
+}
+
 /// numeric through the extended protocol: parameters in binary (PostgreSQL's
 /// numeric_send layout: ndigits, weight, sign, dscale, base-10000 digits) and
 /// text, results in both formats, and numeric(12,2)'s typmod in RowDescription.

@@ -578,8 +578,8 @@ pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
 /// Runs a query to a row iterator of its output columns.
 pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     // Uncorrelated subqueries are run once, now (InitPlans).
-    if let Some(q) = crate::subquery::init_plans(q, ctx)? {
-        return run_query_inner(&q, ctx);
+    if let Some(bound) = crate::subquery::init_plans(q, ctx)? {
+        return crate::explain::with_alias(q, &bound, || run_query_inner(&bound, ctx));
     }
     run_query_inner(q, ctx)
 }
@@ -610,9 +610,10 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
 }
 
 fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
-    let input = run_source(q, ctx)?;
+    use crate::explain::{key, wrap, Stage};
+    let input = wrap(run_source(q, ctx)?, key(&q.source), Stage::Scan);
     let mut input: Box<dyn RowIter> = match &q.filter {
-        Some(p) => Box::new(Filter { input, pred: p.clone() }),
+        Some(p) => wrap(Box::new(Filter { input, pred: p.clone() }), key(q), Stage::Filter),
         None => input,
     };
     let mut exprs: Vec<Expr> = q.targets.iter().map(|t| t.expr.clone()).collect();
@@ -633,24 +634,25 @@ fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         let row = exprs.iter().map(|e| eval_pure(e, &[], params, &results, ctx)).collect::<Result<_>>()?;
         Box::new(VecIter(vec![row].into_iter()))
     };
+    rows = wrap(rows, key(q), Stage::Agg);
     if let Some(keys) = &q.distinct {
         let mut all = Vec::new();
         while let Some(r) = rows.next(ctx)? {
             all.push(r);
         }
-        rows = Box::new(VecIter(crate::grouping::distinct(all, &q.order, keys).into_iter()));
+        rows = wrap(Box::new(VecIter(crate::grouping::distinct(all, &q.order, keys).into_iter())), key(q), Stage::Sort);
     } else if !q.order.is_empty() {
         let mut all = Vec::new();
         while let Some(r) = rows.next(ctx)? {
             all.push(r);
         }
         all.sort_by(|a, b| compare_rows(a, b, &q.order));
-        rows = Box::new(VecIter(all.into_iter()));
+        rows = wrap(Box::new(VecIter(all.into_iter())), key(q), Stage::Sort);
     }
     let offset = limit_value(&q.offset, ctx, "OFFSET", b"2201X")?.unwrap_or(0);
     let limit = limit_value(&q.limit, ctx, "LIMIT", b"2201W")?;
     let width = q.targets.len();
-    Ok(Box::new(Limit { input: rows, skip: offset, left: limit, width }))
+    Ok(wrap(Box::new(Limit { input: rows, skip: offset, left: limit, width }), key(q), Stage::Top))
 }
 
 struct Limit {
@@ -746,6 +748,7 @@ pub fn update(
 ) -> Result<(u64, Vec<Vec<Value>>)> {
     use ferrogres_engine::heap::heapam::{heap_update, UpdateOptions, UpdateOutcome, WaitPolicy};
     let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
+    crate::explain::count(crate::explain::key(filter), crate::explain::Stage::Scan, rows.len() as u64);
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
@@ -753,6 +756,7 @@ pub fn update(
         if !qualifies(&row, ctx)? {
             continue;
         }
+        crate::explain::count_row(crate::explain::key(filter), crate::explain::Stage::Filter);
         let (mut tid, mut old) = (tid, row);
         loop {
             let mut new = old.clone();
@@ -867,6 +871,7 @@ pub fn delete(
 ) -> Result<(u64, Vec<Vec<Value>>)> {
     use ferrogres_engine::heap::heapam::{heap_delete_ext, DeleteOptions, DeleteOutcome, WaitPolicy};
     let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
+    crate::explain::count(crate::explain::key(filter), crate::explain::Stage::Scan, rows.len() as u64);
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
@@ -874,6 +879,7 @@ pub fn delete(
         if !qualifies(&row, ctx)? {
             continue;
         }
+        crate::explain::count_row(crate::explain::key(filter), crate::explain::Stage::Filter);
         let (mut tid, mut row) = (tid, row);
         loop {
             let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };

@@ -640,7 +640,7 @@ pub struct IndexPath {
 
 /// The table column an expression reads, through integer-widening or
 /// text/varchar casts only (whose order equals the column's).
-fn column_of(e: &Expr) -> Option<usize> {
+pub(crate) fn column_of(e: &Expr) -> Option<usize> {
     match e {
         Expr::Column(i, _) => Some(*i),
         Expr::Cast { arg, from, to, .. }
@@ -653,7 +653,7 @@ fn column_of(e: &Expr) -> Option<usize> {
 }
 
 /// No column, no aggregate, nothing volatile: evaluable once before the scan.
-fn row_free(e: &Expr) -> bool {
+pub(crate) fn row_free(e: &Expr) -> bool {
     match e {
         Expr::Const(..) | Expr::Param(..) => true,
         Expr::Column(..) | Expr::AggRef(..) => false,
@@ -682,9 +682,22 @@ fn flip(op: CmpOp) -> CmpOp {
 
 /// Chooses an index scan for `filter` on `table`, or `None` (sequential scan).
 pub fn choose_path(table: &Table, filter: Option<&Expr>) -> Option<IndexPath> {
-    let filter = filter?;
+    let mut best: Option<(usize, IndexPath)> = None;
+    for (score, path) in candidate_paths(table, filter) {
+        if best.as_ref().is_none_or(|b| score > b.0) {
+            best = Some((score, path));
+        }
+    }
+    best.map(|b| b.1)
+}
+
+/// Every usable index scan for `filter` with its score (equalities count
+/// twice, a range once, a unique index fully matched wins), in index order;
+/// `crate::stats` compares their costs when the table has statistics.
+pub(crate) fn candidate_paths(table: &Table, filter: Option<&Expr>) -> Vec<(usize, IndexPath)> {
+    let Some(filter) = filter else { return Vec::new() };
     if table.indexes.is_empty() {
-        return None;
+        return Vec::new();
     }
     let conjuncts: Vec<&Expr> = match filter {
         Expr::And(v) => v.iter().collect(),
@@ -703,7 +716,7 @@ pub fn choose_path(table: &Table, filter: Option<&Expr>) -> Option<IndexPath> {
             }
         }
     }
-    let mut best: Option<(usize, usize, IndexPath)> = None;
+    let mut out = Vec::new();
     for (i, ix) in table.indexes.iter().enumerate() {
         let mut path = IndexPath { index: i, eq: Vec::new(), lower: None, upper: None };
         for (k, col) in ix.columns.iter().enumerate() {
@@ -732,11 +745,9 @@ pub fn choose_path(table: &Table, filter: Option<&Expr>) -> Option<IndexPath> {
         }
         let full_unique = ix.unique && path.eq.len() == ix.columns.len();
         let score = path.eq.len() * 2 + ranged + if full_unique { 100 } else { 0 };
-        if best.as_ref().is_none_or(|b| score > b.0) {
-            best = Some((score, i, path));
-        }
+        out.push((score, path));
     }
-    best.map(|b| b.2)
+    out
 }
 
 /// `v` as a value of column type `ty` with the same order, if it has one
@@ -767,7 +778,7 @@ fn as_key(v: Value, from: Type, ty: Type) -> Option<Value> {
 /// if [`choose_path`] finds one, else a sequential scan. The caller re-checks
 /// `filter` on every row.
 pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Vec<(Tid, Vec<Value>)>> {
-    let Some(path) = choose_path(table, filter) else {
+    let Some(path) = crate::stats::choose_scan_loaded(ctx.backend, &ctx.snap, table, filter, ctx.params) else {
         return scan_rows(ctx.backend, &table.storage, &ctx.snap);
     };
     let ix = &table.indexes[path.index];
@@ -1003,15 +1014,11 @@ pub fn store_size(backend: &mut Backend, snap: &Snapshot, table: &Table, tuples:
     Ok(RelSize { pages, tuples })
 }
 
-/// ANALYZE of one table: counts its visible rows (every row: no sampling) and
-/// stores the sizes.
+/// ANALYZE of one table: its column statistics ([`crate::stats::gather`]) and
+/// its sizes.
 pub fn analyze_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<RelSize> {
-    let mut n = 0u64;
-    heapam::heap_scan(backend, table.storage.rel, snap, &mut |_, _| {
-        n += 1;
-        Ok(())
-    })?;
-    store_size(backend, snap, table, n as f64)
+    let n = crate::stats::gather(backend, snap, table)?;
+    store_size(backend, snap, table, n)
 }
 
 /// The stored relpages/reltuples of relation `oid`.
@@ -1178,7 +1185,7 @@ pub fn execute(
 /// VACUUM [ANALYZE] outside any transaction: each table's lazy vacuum with index
 /// cleanup, then its relpages/reltuples in a short transaction of its own.
 pub fn vacuum(backend: &mut Backend, cmd: &IndexCmd) -> Result<String> {
-    let IndexCmd::Vacuum { tables, freeze, verbose, .. } = cmd else {
+    let IndexCmd::Vacuum { tables, freeze, verbose, analyze, .. } = cmd else {
         return Err(SqlError::internal("not a VACUUM"));
     };
     if backend.txn.in_transaction() {
@@ -1189,7 +1196,11 @@ pub fn vacuum(backend: &mut Backend, cmd: &IndexCmd) -> Result<String> {
         backend.txn.begin(ferrogres_engine::txn::IsolationLevel::ReadCommitted)?;
         let r = (|| -> Result<()> {
             let snap = backend.txn.statement_snapshot()?;
-            store_size(backend, &snap, t, stats.live_tuples as f64)?;
+            if *analyze {
+                analyze_table(backend, &snap, t)?;
+            } else {
+                store_size(backend, &snap, t, stats.live_tuples as f64)?;
+            }
             Ok(())
         })();
         match r {

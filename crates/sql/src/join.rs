@@ -71,6 +71,7 @@ fn input_rows(s: &Source, filter: &Option<Expr>, ctx: &mut Ctx) -> Result<Vec<Ve
             rows
         }
     };
+    crate::explain::count(crate::explain::key(s), crate::explain::Stage::Scan, rows.len() as u64);
     let Some(f) = filter else { return Ok(rows) };
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
@@ -79,6 +80,7 @@ fn input_rows(s: &Source, filter: &Option<Expr>, ctx: &mut Ctx) -> Result<Vec<Ve
             out.push(r);
         }
     }
+    crate::explain::count(crate::explain::key(s), crate::explain::Stage::Filter, out.len() as u64);
     Ok(out)
 }
 

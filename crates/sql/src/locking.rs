@@ -121,6 +121,9 @@ pub fn plan_lock_mode(plan: &crate::plan::Statement) -> Option<(u32, &str, LockM
 
 /// Takes the relation locks a (possibly cached) plan needs before it runs.
 pub fn lock_plan(backend: &Backend, plan: &crate::plan::Statement) -> Result<()> {
+    if let crate::plan::Statement::Explain(e) = plan {
+        return lock_plan(backend, &e.stmt);
+    }
     if let Some((oid, name, mode)) = plan_lock_mode(plan) {
         lock_relation(backend, oid, mode, false, name)?;
     }

@@ -84,6 +84,7 @@ static VIEWS: &[View] = &[
     View { name: "pg_roles", oid: 12000, columns: &[("rolname", Type::Name), ("rolsuper", Type::Bool), ("rolinherit", Type::Bool), ("rolcreaterole", Type::Bool), ("rolcreatedb", Type::Bool), ("rolcanlogin", Type::Bool), ("rolreplication", Type::Bool), ("rolconnlimit", Type::Int4), ("rolpassword", Type::Text), ("rolvaliduntil", Type::Timestamptz), ("rolbypassrls", Type::Bool), ("rolconfig", TEXT_ARRAY), ("oid", Type::Oid)] },
     View { name: "pg_settings", oid: 12104, columns: &[("name", Type::Text), ("setting", Type::Text), ("unit", Type::Text), ("category", Type::Text), ("short_desc", Type::Text), ("extra_desc", Type::Text), ("context", Type::Text), ("vartype", Type::Text), ("source", Type::Text), ("min_val", Type::Text), ("max_val", Type::Text), ("enumvals", TEXT_ARRAY), ("boot_val", Type::Text), ("reset_val", Type::Text), ("sourcefile", Type::Text), ("sourceline", Type::Int4), ("pending_restart", Type::Bool)] },
     View { name: "pg_shdescription", oid: 2396, columns: &[("objoid", Type::Oid), ("classoid", Type::Oid), ("description", Type::Text)] },
+    View { name: "pg_stats", oid: 12050, columns: &[("schemaname", Type::Name), ("tablename", Type::Name), ("attname", Type::Name), ("inherited", Type::Bool), ("null_frac", Type::Float4), ("avg_width", Type::Int4), ("n_distinct", Type::Float4), ("most_common_vals", Type::Text), ("most_common_freqs", Type::Text), ("histogram_bounds", Type::Text), ("correlation", Type::Float4), ("most_common_elems", Type::Text), ("most_common_elem_freqs", Type::Text), ("elem_count_histogram", Type::Text)] },
     View { name: "pg_statistic_ext", oid: 3381, columns: &[("oid", Type::Oid), ("stxrelid", Type::Oid), ("stxname", Type::Name), ("stxnamespace", Type::Oid), ("stxowner", Type::Oid), ("stxstattarget", Type::Int4), ("stxkeys", Type::Text), ("stxkind", CHAR_ARRAY), ("stxexprs", Type::Text)] },
     View { name: "pg_tablespace", oid: 1213, columns: &[("oid", Type::Oid), ("spcname", Type::Name), ("spcowner", Type::Oid), ("spcacl", TEXT_ARRAY), ("spcoptions", TEXT_ARRAY)] },
     View { name: "pg_trigger", oid: 2620, columns: &[("oid", Type::Oid), ("tgrelid", Type::Oid), ("tgparentid", Type::Oid), ("tgname", Type::Name), ("tgfoid", Type::Oid), ("tgtype", Type::Int2), ("tgenabled", Type::Char), ("tgisinternal", Type::Bool), ("tgconstrrelid", Type::Oid), ("tgconstrindid", Type::Oid), ("tgconstraint", Type::Oid), ("tgdeferrable", Type::Bool), ("tginitdeferred", Type::Bool), ("tgnargs", Type::Int2), ("tgattr", Type::Text), ("tgargs", Type::Bytea), ("tgqual", Type::Text), ("tgoldtable", Type::Name), ("tgnewtable", Type::Name)] },
@@ -208,6 +209,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
             out
         }
         "pg_class" => pg_class(v, backend, snap)?,
+        "pg_stats" => return crate::stats::pg_stats(backend, snap),
         "tables" => is_tables(v, backend, snap)?,
         "pg_settings" => {
             let mut all = env.settings();

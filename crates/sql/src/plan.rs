@@ -269,6 +269,8 @@ pub enum Statement {
     Index(crate::index::IndexCmd),
     /// Sequences, CREATE TABLE with SERIAL/expression defaults/CHECK ([`crate::constraints`]).
     Ddl(Box<crate::constraints::DdlCmd>),
+    /// EXPLAIN [ANALYZE] of a query or DML statement ([`crate::explain`]).
+    Explain(Box<crate::explain::Explain>),
 }
 
 impl Statement {
@@ -282,6 +284,7 @@ impl Statement {
                 Some(returning.clone())
             }
             Statement::InsertSelect(i) if !i.returning.is_empty() => Some(i.returning.clone()),
+            Statement::Explain(_) => Some(vec![crate::explain::target()]),
             Statement::Show(name) => Some(vec![Target {
                 name: name.clone(),
                 expr: Expr::Const(Value::Null, Type::Text),

@@ -838,6 +838,22 @@ impl Session {
                 crate::locking::exec_lock(&self.backend, &snap, targets, *mode, *nowait)?;
                 Ok((None, "LOCK TABLE".into()))
             }
+            Statement::Explain(e) => {
+                // ANALYZE runs the statement (its rows are discarded) with
+                // the executor's counters switched on.
+                let ran = if e.options.analyze {
+                    let t0 = std::time::Instant::now();
+                    crate::explain::start(e.options.timing);
+                    let r = self.run_in_txn(&e.stmt, params, snap.clone(), out);
+                    let counters = crate::explain::stop();
+                    r?;
+                    Some((counters, t0.elapsed()))
+                } else {
+                    None
+                };
+                let lines = crate::explain::execute(e, &self.backend, &snap, &self.env, ran)?;
+                Ok((Some(lines), "EXPLAIN".into()))
+            }
             other => Err(SqlError::internal(format!("statement not executable here: {other:?}"))),
         }
     }
