@@ -26,6 +26,8 @@ mod ddl_create;
 mod setop;
 mod sublink;
 mod numeric_fn;
+mod dml_join;
+mod on_conflict;
 
 pub struct Analyzer<'a> {
     pub backend: &'a Backend,
@@ -166,6 +168,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::InsertStmt(s) => self.insert(s),
             NodeEnum::DeleteStmt(s) => self.delete(s),
             NodeEnum::UpdateStmt(s) => self.update(s),
+            NodeEnum::MergeStmt(s) => self.merge(s),
             NodeEnum::CreateStmt(s) => self.create(s),
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
@@ -1267,7 +1270,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("WITH"));
         }
         if s.on_conflict_clause.is_some() {
-            return Err(SqlError::not_supported("ON CONFLICT"));
+            return self.insert_on_conflict(s);
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("INSERT without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
@@ -1408,6 +1411,9 @@ impl<'a> Analyzer<'a> {
     }
 
     fn delete(&mut self, s: &pb::DeleteStmt) -> Result<Statement> {
+        if !s.using_clause.is_empty() {
+            return self.delete_using(s);
+        }
         if s.with_clause.is_some() || !s.using_clause.is_empty() {
             return Err(SqlError::not_supported("DELETE with WITH or USING"));
         }
@@ -1426,6 +1432,9 @@ impl<'a> Analyzer<'a> {
     }
 
     fn update(&mut self, s: &pb::UpdateStmt) -> Result<Statement> {
+        if !s.from_clause.is_empty() {
+            return self.update_from(s);
+        }
         if s.with_clause.is_some() || !s.from_clause.is_empty() {
             return Err(SqlError::not_supported("UPDATE with WITH or FROM"));
         }

@@ -712,7 +712,7 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
     Ok(state)
 }
 
-fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Result<()> {
+pub(crate) fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Result<()> {
     for (c, v) in table.columns.iter().zip(row) {
         if c.not_null && v.is_null() {
             let shown: Vec<String> = row.iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();

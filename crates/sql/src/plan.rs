@@ -256,6 +256,12 @@ pub enum Statement {
     Index(crate::index::IndexCmd),
     /// Sequences, CREATE TABLE with SERIAL/expression defaults/CHECK ([`crate::constraints`]).
     Ddl(Box<crate::constraints::DdlCmd>),
+    /// INSERT ... ON CONFLICT (crate::upsert).
+    Upsert(Box<crate::upsert::Upsert>),
+    /// UPDATE ... FROM, DELETE ... USING (crate::dml_join).
+    JoinedDml(Box<crate::dml_join::JoinedDml>),
+    /// MERGE (crate::merge).
+    Merge(Box<crate::merge::Merge>),
 }
 
 impl Statement {
@@ -269,6 +275,8 @@ impl Statement {
                 Some(returning.clone())
             }
             Statement::InsertSelect(i) if !i.returning.is_empty() => Some(i.returning.clone()),
+            Statement::Upsert(u) if !u.returning.is_empty() => Some(u.returning.clone()),
+            Statement::JoinedDml(d) if !d.returning.is_empty() => Some(d.returning.clone()),
             Statement::Show(name) => Some(vec![Target {
                 name: name.clone(),
                 expr: Expr::Const(Value::Null, Type::Text),
