@@ -42,6 +42,8 @@ fn pg15_isolation_specs() {
 const DML_PASSING: &[&str] = &[
     "insert-conflict-do-nothing",
     "insert-conflict-do-update",
+    "insert-conflict-do-nothing-2",
+    "merge-insert-update",
 ];
 
 #[test]
