@@ -35,6 +35,23 @@ const PASSING: &[&str] = &[
 
 #[test]
 fn pg15_isolation_specs() {
+    run_specs(PASSING);
+}
+
+/// The specs of INSERT ... ON CONFLICT and MERGE (`crate::upsert`, `crate::merge`) that pass.
+const DML_PASSING: &[&str] = &[
+    "insert-conflict-do-nothing",
+    "insert-conflict-do-update",
+    "insert-conflict-do-nothing-2",
+    "merge-insert-update",
+];
+
+#[test]
+fn pg15_isolation_specs_upsert_and_merge() {
+    run_specs(DML_PASSING);
+}
+
+fn run_specs(specs: &[&str]) {
     if !Path::new(PG_ISOLATION_REGRESS).exists() || !Path::new(SPECS).join("specs").exists() {
         eprintln!("skipped: {PG_ISOLATION_REGRESS} or {SPECS} missing");
         return;
@@ -49,7 +66,7 @@ fn pg15_isolation_specs() {
         .arg(format!("--port={}", server.port))
         .arg(format!("--inputdir={SPECS}"))
         .arg(format!("--outputdir={}", out.display()))
-        .args(PASSING)
+        .args(specs)
         .env_remove("PGOPTIONS")
         .env_remove("PGSERVICE")
         .status()

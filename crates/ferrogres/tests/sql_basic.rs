@@ -18,6 +18,21 @@ fn basic_statements_match_postgres_15() {
 }
 
 #[test]
+fn upsert_matches_postgres_15() {
+    check_script("upsert");
+}
+
+#[test]
+fn update_from_and_delete_using_match_postgres_15() {
+    check_script("update_from");
+}
+
+#[test]
+fn merge_matches_postgres_15() {
+    check_script("merge");
+}
+
+#[test]
 fn transactions_match_postgres_15() {
     check_script("transactions");
 }

@@ -29,6 +29,8 @@ mod sublink;
 mod numeric_fn;
 mod variadic;
 mod window;
+mod dml_join;
+mod on_conflict;
 
 pub struct Analyzer<'a> {
     pub backend: &'a Backend,
@@ -171,6 +173,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::InsertStmt(s) => self.insert(s),
             NodeEnum::DeleteStmt(s) => self.delete(s),
             NodeEnum::UpdateStmt(s) => self.update(s),
+            NodeEnum::MergeStmt(s) => self.merge(s),
             NodeEnum::CreateStmt(s) => self.create(s),
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
@@ -1320,7 +1323,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("WITH"));
         }
         if s.on_conflict_clause.is_some() {
-            return Err(SqlError::not_supported("ON CONFLICT"));
+            return self.insert_on_conflict(s);
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("INSERT without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
@@ -1468,6 +1471,9 @@ impl<'a> Analyzer<'a> {
     }
 
     fn delete(&mut self, s: &pb::DeleteStmt) -> Result<Statement> {
+        if !s.using_clause.is_empty() {
+            return self.delete_using(s);
+        }
         if s.with_clause.is_some() || !s.using_clause.is_empty() {
             return Err(SqlError::not_supported("DELETE with WITH or USING"));
         }
@@ -1486,6 +1492,9 @@ impl<'a> Analyzer<'a> {
     }
 
     fn update(&mut self, s: &pb::UpdateStmt) -> Result<Statement> {
+        if !s.from_clause.is_empty() {
+            return self.update_from(s);
+        }
         if s.with_clause.is_some() || !s.from_clause.is_empty() {
             return Err(SqlError::not_supported("UPDATE with WITH or FROM"));
         }

@@ -719,7 +719,7 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
     Ok(state)
 }
 
-fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Result<()> {
+pub(crate) fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Result<()> {
     for (c, v) in table.columns.iter().zip(row) {
         if c.not_null && v.is_null() {
             let shown: Vec<String> =

@@ -614,6 +614,14 @@ pub fn insert_entries(backend: &Backend, table: &Table, row: &[Value], tid: Tid)
     Ok(())
 }
 
+/// The entry of a new row version at `tid` in index `ix` (a position in
+/// `table.indexes`) only, with its unique check (INSERT ... ON CONFLICT inserts
+/// into its arbiter indexes first: `crate::upsert`).
+pub(crate) fn insert_entry_at(backend: &Backend, table: &Table, ix: usize, row: &[Value], tid: Tid) -> Result<()> {
+    let ix = &table.indexes[ix];
+    insert_entry(backend, table, ix, &ix.btree()?, row, tid)
+}
+
 /// UPDATE's options from old and new values: `(hot_allowed, keys_updated)`.
 /// HOT when no indexed column changed; keys_updated (PostgreSQL's rule for
 /// FOR KEY SHARE) when a column of a unique index changed.

@@ -115,6 +115,9 @@ pub fn plan_lock_mode(plan: &crate::plan::Statement) -> Option<(u32, &str, LockM
         Statement::Insert { table, .. } | Statement::Update { table, .. } | Statement::Delete { table, .. } => {
             Some((table.oid, table.name.as_str(), LockMode::RowExclusive))
         }
+        Statement::Upsert(u) => Some((u.table.oid, u.table.name.as_str(), LockMode::RowExclusive)),
+        Statement::JoinedDml(d) => Some((d.table.oid, d.table.name.as_str(), LockMode::RowExclusive)),
+        Statement::Merge(m) => Some((m.table.oid, m.table.name.as_str(), LockMode::RowExclusive)),
         _ => None,
     }
 }

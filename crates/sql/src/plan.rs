@@ -271,6 +271,12 @@ pub enum Statement {
     Ddl(Box<crate::constraints::DdlCmd>),
     /// EXPLAIN [ANALYZE] of a query or DML statement ([`crate::explain`]).
     Explain(Box<crate::explain::Explain>),
+    /// INSERT ... ON CONFLICT (crate::upsert).
+    Upsert(Box<crate::upsert::Upsert>),
+    /// UPDATE ... FROM, DELETE ... USING (crate::dml_join).
+    JoinedDml(Box<crate::dml_join::JoinedDml>),
+    /// MERGE (crate::merge).
+    Merge(Box<crate::merge::Merge>),
 }
 
 impl Statement {
@@ -285,6 +291,8 @@ impl Statement {
             }
             Statement::InsertSelect(i) if !i.returning.is_empty() => Some(i.returning.clone()),
             Statement::Explain(_) => Some(vec![crate::explain::target()]),
+            Statement::Upsert(u) if !u.returning.is_empty() => Some(u.returning.clone()),
+            Statement::JoinedDml(d) if !d.returning.is_empty() => Some(d.returning.clone()),
             Statement::Show(name) => Some(vec![Target {
                 name: name.clone(),
                 expr: Expr::Const(Value::Null, Type::Text),

@@ -804,6 +804,22 @@ impl Session {
                 let (n, rows) = crate::insert_select::execute(i, &mut ctx)?;
                 Ok((returning(rows, &i.returning), format!("INSERT 0 {n}")))
             }
+            Statement::Upsert(u) => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let (n, rows) = crate::upsert::execute(u, &mut ctx)?;
+                Ok((returning(rows, &u.returning), format!("INSERT 0 {n}")))
+            }
+            Statement::JoinedDml(d) => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let (n, rows) = crate::dml_join::execute(d, &mut ctx)?;
+                let verb = if matches!(d.action, crate::dml_join::JoinedAction::Delete) { "DELETE" } else { "UPDATE" };
+                Ok((returning(rows, &d.returning), format!("{verb} {n}")))
+            }
+            Statement::Merge(m) => {
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let n = crate::merge::execute(m, &mut ctx)?;
+                Ok((None, format!("MERGE {n}")))
+            }
             Statement::Copy(c) => {
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 Ok((None, crate::copy::execute(c, &mut ctx, out)?))

@@ -393,6 +393,20 @@ pub fn heap_hot_satisfies_dirty(backend: &Backend, rel: RelFileLocator, root: Ti
     Ok(r.unwrap_or(invisible))
 }
 
+/// [`heap_hot_satisfies_dirty`] with the TID of the member it judged (INSERT
+/// ... ON CONFLICT locks and updates that member): `None` when no member is live
+/// or being inserted/deleted.
+pub fn heap_hot_dirty_member(
+    backend: &Backend,
+    rel: RelFileLocator,
+    root: Tid,
+) -> Result<Option<(Tid, crate::txn::visibility::DirtyResult)>> {
+    heap_hot_walk(backend, rel, root, &mut |_, tid, h, _| {
+        let r = crate::txn::visibility::satisfies_dirty(&visibility_info(h, tid), &*backend.txn)?;
+        Ok(r.visible.then_some((tid, r)))
+    })
+}
+
 /// The root line pointer of every heap-only tuple on `block` (PostgreSQL's
 /// heap_get_root_tuples), so that an index built over existing rows points at
 /// chain roots: `(member offset, root offset)` pairs. Members of no chain (their

@@ -485,7 +485,15 @@ impl TransactionManager {
         // WAL first so recovery knows they aborted, then clog, then ProcArray.
         sh.wal.insert(TxnRmgr::Xact, &encode_abort_record(aborted[0], &aborted[1..], now_timestamp()))?;
         sh.clog.set_subxacts_aborted(&aborted)?;
-        let latest = latest.unwrap_or_else(|| self.latest_xid.unwrap_or_default());
+        // The newest aborted xid may be a released child (a subtransaction
+        // released into an aborted level), which `latest` does not cover; the
+        // transaction's newest xid is at least it. Reporting an older one would
+        // leave that child "running" for xid_in_progress (assigned after the
+        // latest completion), and a unique check would wait on it forever.
+        let latest = match (latest, self.latest_xid) {
+            (Some(a), Some(b)) => a.max(b),
+            (a, b) => a.or(b).unwrap_or_default(),
+        };
         sh.procarray.remove_subxids(self.backend, &aborted, latest)?;
         for &x in &aborted {
             sh.locks.subxact_aborted(self.backend.0, x);

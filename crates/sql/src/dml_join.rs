@@ -1,0 +1,154 @@
+//! `UPDATE t SET ... FROM other, ... WHERE ...` and `DELETE FROM t USING
+//! other, ... WHERE ...`: the target's rows joined with the other relations.
+//!
+//! The other relations are read once (their join, as a FROM list) and kept;
+//! each visible target row is paired with the first of them that satisfies the
+//! WHERE over `target ++ other` (PostgreSQL: a target row that joins several
+//! rows is changed once, with an arbitrary one of them). RETURNING reads
+//! `new target ++ other`. In READ COMMITTED a target row changed meanwhile by
+//! a committed transaction is re-checked on its newest version (the join
+//! re-evaluated for it: EvalPlanQual), as plain UPDATE and DELETE do.
+
+use crate::catalog::Table;
+use crate::errors::Result;
+use crate::exec::{eval_pure, newest_qualifying, source_rows, Ctx};
+use crate::plan::{Expr, Source, Target};
+use crate::types::Value;
+use ferrogres_engine::heap::heapam::{self, WaitPolicy};
+
+#[derive(Clone, Debug)]
+pub enum JoinedAction {
+    /// (column, value over `target ++ other`).
+    Update(Vec<(usize, Expr)>),
+    Delete,
+}
+
+#[derive(Clone, Debug)]
+pub struct JoinedDml {
+    pub table: Table,
+    /// The FROM / USING items; their row follows the target's.
+    pub other: Source,
+    pub filter: Option<Expr>,
+    pub action: JoinedAction,
+    pub returning: Vec<Target>,
+}
+
+/// The first row of `others` joined with `row` that passes `filter`, as the
+/// concatenated row.
+fn first_match(row: &[Value], others: &[Vec<Value>], filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+    for o in others {
+        let mut both = row.to_vec();
+        both.extend_from_slice(o);
+        let ok = match filter {
+            Some(f) => {
+                let params = ctx.params;
+                eval_pure(f, &both, params, &[], ctx)? == Value::Bool(true)
+            }
+            None => true,
+        };
+        if ok {
+            return Ok(Some(both));
+        }
+    }
+    Ok(None)
+}
+
+/// Runs the statement: (rows changed, RETURNING rows).
+pub fn execute(d: &JoinedDml, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
+    use heapam::{DeleteOptions, DeleteOutcome, UpdateOptions, UpdateOutcome};
+    let table = &d.table;
+    let n_cols = table.columns.len();
+    let mut others = Vec::new();
+    let mut it = source_rows(&d.other, ctx)?;
+    while let Some(r) = it.next(ctx)? {
+        others.push(r);
+    }
+    drop(it);
+    let rows = crate::index::scan_table(table, None, ctx)?;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for (tid, row) in rows {
+        ctx.env.check_interrupts()?;
+        let Some(mut both) = first_match(&row, &others, d.filter.as_ref(), ctx)? else { continue };
+        let mut tid = tid;
+        loop {
+            let old: Vec<Value> = both[..n_cols].to_vec();
+            let done: Option<Vec<Value>> = match &d.action {
+                JoinedAction::Update(sets) => {
+                    let mut new = old.clone();
+                    for (i, e) in sets {
+                        let params = ctx.params;
+                        new[*i] = eval_pure(e, &both, params, &[], ctx)?;
+                    }
+                    crate::exec::check_not_null(table, &new)?;
+                    crate::constraints::check_row(table, &new, ctx)?;
+                    let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
+                    let (hot_allowed, keys_updated) = crate::index::update_flags(table, &old, &new);
+                    let opts = UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
+                    match heapam::heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)? {
+                        UpdateOutcome::Ok { new_tid, hot } => {
+                            if !hot {
+                                crate::index::insert_entries(ctx.backend, table, &new, new_tid)?;
+                            }
+                            crate::foreign_key::check_child(table, &new, Some(&old), ctx)?;
+                            crate::foreign_key::on_parent_update(table, &old, &new, ctx)?;
+                            Some(new)
+                        }
+                        UpdateOutcome::Updated { new_tid } => {
+                            match recheck(d, new_tid, &others, ctx)? {
+                                Some((t, b)) => {
+                                    tid = t;
+                                    both = b;
+                                    continue;
+                                }
+                                None => None,
+                            }
+                        }
+                        _ => None,
+                    }
+                }
+                JoinedAction::Delete => {
+                    let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };
+                    match heapam::heap_delete_ext(ctx.backend, table.storage.rel, tid, opts)? {
+                        DeleteOutcome::Ok => {
+                            crate::foreign_key::on_parent_delete(table, &old, ctx)?;
+                            Some(old.clone())
+                        }
+                        DeleteOutcome::Updated { new_tid } => match recheck(d, new_tid, &others, ctx)? {
+                            Some((t, b)) => {
+                                tid = t;
+                                both = b;
+                                continue;
+                            }
+                            None => None,
+                        },
+                        _ => None,
+                    }
+                }
+            };
+            if let Some(new) = done {
+                n += 1;
+                if !d.returning.is_empty() {
+                    let mut r = new;
+                    r.extend_from_slice(&both[n_cols..]);
+                    out.push(d.returning.iter().map(|t| eval_pure(&t.expr, &r, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+                }
+            }
+            break;
+        }
+    }
+    Ok((n, out))
+}
+
+/// READ COMMITTED's re-check of a target row updated meanwhile: its newest
+/// version, joined again.
+fn recheck(
+    d: &JoinedDml,
+    new_tid: ferrogres_engine::heap::tuple::Tid,
+    others: &[Vec<Value>],
+    ctx: &mut Ctx,
+) -> Result<Option<(ferrogres_engine::heap::tuple::Tid, Vec<Value>)>> {
+    let any = |_: &[Value], _: &mut Ctx| -> Result<bool> { Ok(true) };
+    let Some((latest, row)) = newest_qualifying(&d.table, new_tid, &any, ctx)? else { return Ok(None) };
+    Ok(first_match(&row, others, d.filter.as_ref(), ctx)?.map(|b| (latest, b)))
+}
