@@ -570,3 +570,8 @@ fn numeric_binary_io_uses_postgres_wire_format() {
     assert_eq!(error_field(&v[1].1, b'C'), "22P03", "{v:?}");
     assert_eq!(error_field(&v[1].1, b'M'), "invalid sign in external \"numeric\" value");
 }
+
+#[test]
+fn databases_match_postgres_15() {
+    check_script("databases");
+}

@@ -6,6 +6,7 @@ pub mod bytea;
 pub mod catalog;
 pub mod constraints;
 pub mod copy;
+pub mod database;
 pub mod datetime;
 pub mod errors;
 pub mod exec;

@@ -256,6 +256,8 @@ pub enum Statement {
     Index(crate::index::IndexCmd),
     /// Sequences, CREATE TABLE with SERIAL/expression defaults/CHECK ([`crate::constraints`]).
     Ddl(Box<crate::constraints::DdlCmd>),
+    /// CREATE / DROP / ALTER DATABASE ([`crate::database`]).
+    Database(crate::database::DbCmd),
 }
 
 impl Statement {
