@@ -31,7 +31,7 @@ fn tables_with_the_same_name_in_two_databases_are_separate() {
     ok_in(&srv, "beta", "INSERT INTO t (v) VALUES ('b3'); CREATE INDEX t_v ON t (v)");
     assert_eq!(ok_in(&srv, "alpha", "SELECT id, v FROM t ORDER BY id"), "1|a1\n2|a2\n");
     assert_eq!(ok_in(&srv, "beta", "SELECT id, v FROM t WHERE v = 'b3'"), "3|b3\n");
-    assert_eq!(ok_in(&srv, "postgres", "SELECT string_agg(v, ',' ORDER BY v) FROM t").trim(), "p1,p2");
+    assert_eq!(ok_in(&srv, "postgres", "SELECT v FROM t ORDER BY v"), "p1\np2\n");
     assert_eq!(ok_in(&srv, "alpha", "SELECT current_database(), count(*) FROM pg_class WHERE relname = 't_v'"), "alpha|0\n");
     // Dropping the table in one database leaves the others'.
     ok_in(&srv, "alpha", "DROP TABLE t");
@@ -122,8 +122,8 @@ fn a_created_database_survives_kill_9() {
     assert_eq!(ok_in(&srv, "durable", "SELECT v FROM kept WHERE id = 250"), "v250\n");
     assert!(ok_in(&srv, "durable", "SELECT nextval('seq')").trim().parse::<i64>().unwrap() > 1);
     assert_eq!(
-        ok_in(&srv, "postgres", "SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_database"),
-        "durable,postgres,template0,template1\n"
+        ok_in(&srv, "postgres", "SELECT datname FROM pg_database ORDER BY datname"),
+        "durable\npostgres\ntemplate0\ntemplate1\n"
     );
     let (_, err) = sql_in(&srv, "postgres", "SELECT * FROM kept");
     assert!(err.contains("relation \"kept\" does not exist"), "{err}");
