@@ -43,6 +43,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod dbcommands;
+
 /// Tablespace of the default tablespace (pg_default), as in PostgreSQL.
 pub const DEFAULT_TABLESPACE_OID: Oid = 1663;
 /// OID of the `postgres` database created by initdb (PostgreSQL 15 gives it 5).
@@ -87,6 +89,8 @@ pub struct Engine {
     checkpoint_lock: Mutex<()>,
     workers: Mutex<Workers>,
     shut_down: AtomicBool,
+    /// The database each backend is connected to (dbcommands).
+    databases: dbcommands::DatabaseRegistry,
 }
 
 #[derive(Default)]
@@ -272,6 +276,7 @@ impl Engine {
             checkpoint_lock: Mutex::new(()),
             workers: Mutex::new(Workers::default()),
             shut_down: AtomicBool::new(false),
+            databases: Default::default(),
             settings,
         });
 
@@ -326,6 +331,7 @@ impl Engine {
                 RmgrId::Smgr => self.redo_smgr(rec),
                 RmgrId::Heap => heapam::redo(self, rec),
                 RmgrId::Btree => crate::nbtree::redo(self, rec),
+                RmgrId::Database => self.redo_dbase(rec),
                 other => Err(Error::corrupt(format!("WAL record at {} of unknown resource manager {other:?}", rec.lsn))),
             }
         };
@@ -570,6 +576,7 @@ impl Engine {
             pid,
             txn: std::mem::ManuallyDrop::new(txn),
             target_blocks: Default::default(),
+            db_oid: POSTGRES_DATABASE_OID,
         })
     }
 }
@@ -593,6 +600,9 @@ pub struct Backend {
     /// Per relation, the block this backend last inserted into (PostgreSQL's
     /// rd_targblock): inserts try it first.
     pub(crate) target_blocks: std::collections::HashMap<RelFileLocator, crate::storage::BlockNumber>,
+    /// The database this backend works in (PostgreSQL's MyDatabaseId);
+    /// `POSTGRES_DATABASE_OID` until `set_database`.
+    db_oid: Oid,
 }
 
 impl Backend {
@@ -607,6 +617,18 @@ impl Backend {
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
+
+    /// The database this backend is connected to.
+    pub fn database(&self) -> Oid {
+        self.db_oid
+    }
+
+    /// Connects this backend to `db`: from now on it counts as a user of `db`
+    /// for `Engine::backends_in_database` (CREATE/DROP DATABASE's 55006).
+    pub fn set_database(&mut self, db: Oid) {
+        self.db_oid = db;
+        self.engine.databases.set(self.id.0, db, self.pid);
+    }
 }
 
 impl Drop for Backend {
@@ -619,6 +641,7 @@ impl Drop for Backend {
         unsafe { std::mem::ManuallyDrop::drop(&mut self.txn) };
         let _ = self.engine.locks.release_all(self.id, false);
         let _ = self.engine.locks.unregister_backend(self.id);
+        self.engine.databases.remove(self.id.0);
         crate::pgstat::wait_event::unregister_backend();
         self.engine.free_backends.lock().unwrap_or_else(|e| e.into_inner()).push(self.id.0);
     }

@@ -57,8 +57,14 @@ fn to_sql(e: PgError) -> SqlError {
 
 impl Backend for SqlBackend {
     fn new_session(&self, startup: &StartupInfo, interrupts: Arc<Interrupts>) -> Result<Box<dyn Session>, PgError> {
-        let backend = self.engine.backend(startup.backend_pid).map_err(|e| {
+        let mut backend = self.engine.backend(startup.backend_pid).map_err(|e| {
             let mut p = to_pg(e.into());
+            p.severity = Severity::Fatal;
+            p
+        })?;
+        // The database must exist and accept connections (3D000, 55000: FATAL).
+        ferrogres_sql::database::connect(&mut backend, &startup.database).map_err(|e| {
+            let mut p = to_pg(e);
             p.severity = Severity::Fatal;
             p
         })?;

@@ -686,3 +686,8 @@ fn uuid_and_jsonb_binary_io_use_postgres_wire_format() {
     assert_eq!(error_field(&v[1].1, b'C'), "08P01", "{v:?}");
     assert_eq!(error_field(&v[1].1, b'M'), "insufficient data left in message");
 }
+
+#[test]
+fn databases_match_postgres_15() {
+    check_script("databases");
+}

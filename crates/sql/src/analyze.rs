@@ -227,6 +227,10 @@ impl<'a> Analyzer<'a> {
             }
             NodeEnum::CreateSeqStmt(s) => Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_create(self, s)?))),
             NodeEnum::AlterSeqStmt(s) => Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_alter(self, s)?))),
+            NodeEnum::CreatedbStmt(s) => self.create_database(s),
+            NodeEnum::DropdbStmt(s) => self.drop_database(s),
+            NodeEnum::AlterDatabaseStmt(s) => self.alter_database(s),
+            NodeEnum::RenameStmt(s) if s.rename_type() == pb::ObjectType::ObjectDatabase => self.rename_database(s),
             other => {
                 let name = format!("{other:?}");
                 let kind = name.split('(').next().unwrap_or("statement").to_string();

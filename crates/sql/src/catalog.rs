@@ -31,7 +31,7 @@
 use crate::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
 use crate::types::{self, Type, Value};
-use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
+use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID};
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::storage::{ForkNumber, RelFileLocator};
@@ -47,8 +47,9 @@ pub const PG_ATTRDEF: u32 = 2604;
 pub const PG_CATALOG_NAMESPACE: u32 = 11;
 pub const PUBLIC_NAMESPACE: u32 = 2200;
 
+/// A relation of the current database ([`crate::database::current`]).
 pub(crate) fn locator(rel_number: u32) -> RelFileLocator {
-    RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number }
+    RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: crate::database::current(), rel_number }
 }
 
 pub(crate) fn cat(rel: u32, types: &[Type]) -> RelStorage {
@@ -110,10 +111,16 @@ pub struct Table {
     pub extras: crate::constraints::TableExtras,
 }
 
-/// Makes sure the catalogs exist and are filled (first start of a data directory).
+/// Makes sure pg_database and each database's catalogs exist and are filled
+/// (first start of a data directory; [`crate::database::bootstrap`]).
+pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
+    crate::database::bootstrap(engine, bootstrap_database)
+}
+
+/// Makes sure the current database's catalogs exist and are filled.
 /// Idempotent: a crash during bootstrap leaves no committed rows and the next start
 /// fills them again.
-pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
+fn bootstrap_database(engine: &Arc<Engine>) -> Result<()> {
     let mut backend = engine.backend(std::process::id() as i32)?;
     for rel in [PG_NAMESPACE, PG_CLASS, PG_ATTRIBUTE, PG_ATTRDEF, crate::index::PG_INDEX, crate::index::PG_CONSTRAINT] {
         if !engine.smgr.exists(locator(rel), ForkNumber::Main) {

@@ -515,11 +515,9 @@ fn shown(line: &[u8]) -> String {
 /// Whether the table's visible pg_class row was written by this transaction
 /// (the table was created, or truncated, in it): COPY FREEZE's precondition.
 fn created_in_this_transaction(ctx: &mut Ctx, table: &Table) -> Result<bool> {
-    use ferrogres_engine::engine::{DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
     use ferrogres_engine::heap::heapam;
     use ferrogres_engine::heap::tuple::{deform_tuple, AttrDesc, Datum, TupleHeader};
-    use ferrogres_engine::storage::RelFileLocator;
-    let pg_class = RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: crate::catalog::PG_CLASS };
+    let pg_class = crate::catalog::locator(crate::catalog::PG_CLASS);
     let mut xmin = None;
     let oid_desc = [AttrDesc::fixed(4)];
     heapam::heap_scan(ctx.backend, pg_class, &ctx.snap, &mut |_, t| {

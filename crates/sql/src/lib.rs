@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod constraints;
 pub mod copy;
 pub mod dml_join;
+pub mod database;
 pub mod datetime;
 pub mod errors;
 pub mod exec;

@@ -27,16 +27,16 @@
 
 use crate::catalog::{self, Table};
 use crate::errors::{Result, SqlError};
-use ferrogres_engine::engine::{Backend, POSTGRES_DATABASE_OID};
+use ferrogres_engine::engine::Backend;
 use ferrogres_engine::lmgr::lock::{nowait_relation_error, LockAcquireResult, LockManager, LockMode, LockOptions, LockTag};
 use ferrogres_engine::pgstat::BackendId;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::IsolationLevel;
 use std::sync::Arc;
 
-/// The relation lock tag of a table of the (only) database.
+/// The relation lock tag of a table of the current database.
 pub fn relation_tag(rel: u32) -> LockTag {
-    LockTag::Relation { db: POSTGRES_DATABASE_OID, rel }
+    LockTag::Relation { db: crate::database::current(), rel }
 }
 
 /// Locks relation `rel` in `mode` for the backend's transaction. Returns whether
@@ -428,7 +428,7 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
     Ok(match f {
         LockFunc::AdvisoryLock { shared, xact, try_ } => {
             let key = advisory_key(vals).ok_or_else(|| SqlError::internal("bad advisory lock key"))?;
-            let got = m.advisory_lock(b, POSTGRES_DATABASE_OID, key, shared, !xact, !try_)?;
+            let got = m.advisory_lock(b, crate::database::current(), key, shared, !xact, !try_)?;
             if try_ {
                 Value::Bool(got)
             } else {
@@ -437,7 +437,7 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
         }
         LockFunc::AdvisoryUnlock { shared } => {
             let key = advisory_key(vals).ok_or_else(|| SqlError::internal("bad advisory lock key"))?;
-            let r = m.advisory_unlock(b, POSTGRES_DATABASE_OID, key, shared)?;
+            let r = m.advisory_unlock(b, crate::database::current(), key, shared)?;
             if let Some(w) = r.warning {
                 ctx.notices.push(SqlError::warning(b"01000", w));
             }

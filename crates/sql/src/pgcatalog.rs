@@ -40,7 +40,7 @@ use crate::catalog::{self, Column, Table};
 use crate::errors::{Result, SqlError};
 use crate::rowio::{scan_rows, RelStorage};
 use crate::types::{self, Type, Value};
-use ferrogres_engine::engine::{Backend, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
+use ferrogres_engine::engine::{Backend, DEFAULT_TABLESPACE_OID};
 use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::snapshot::Snapshot;
 
@@ -134,7 +134,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
         name: v.name.to_string(),
         namespace: if schema == Some("information_schema") { INFORMATION_SCHEMA_NAMESPACE } else { catalog::PG_CATALOG_NAMESPACE },
         storage: RelStorage {
-            rel: RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: v.oid },
+            rel: RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: crate::database::current(), rel_number: v.oid },
             toast: None,
             types: columns.iter().map(|c| c.ty).collect(),
             missing: Vec::new(),
@@ -310,20 +310,27 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
             .iter()
             .map(|(o, n, h, t)| Row::new(v).oid("oid", *o).t("amname", n).t("amhandler", h).t("amtype", t))
             .collect(),
-        "pg_database" => vec![Row::new(v)
-            .oid("oid", POSTGRES_DATABASE_OID)
-            .t("datname", "postgres")
-            .oid("datdba", BOOTSTRAP_SUPERUSER)
-            .i4("encoding", 6)
-            .t("datlocprovider", "c")
-            .b("datistemplate", false)
-            .b("datallowconn", true)
-            .i4("datconnlimit", -1)
-            .set("datfrozenxid", Value::Oid(716))
-            .set("datminmxid", Value::Oid(1))
-            .oid("dattablespace", DEFAULT_TABLESPACE_OID)
-            .t("datcollate", "C")
-            .t("datctype", "C")],
+        "pg_database" => crate::database::list(backend, snap)?
+            .into_iter()
+            .map(|(_, d)| {
+                let acl = d.acl.as_deref().map_or(Value::Null, |a| types::input(TEXT_ARRAY, a, -1).unwrap_or(Value::Null));
+                Row::new(v)
+                    .oid("oid", d.oid)
+                    .t("datname", &d.name)
+                    .oid("datdba", d.dba)
+                    .i4("encoding", d.encoding)
+                    .t("datlocprovider", "c")
+                    .b("datistemplate", d.is_template)
+                    .b("datallowconn", d.allow_conn)
+                    .i4("datconnlimit", d.conn_limit)
+                    .set("datfrozenxid", Value::Oid(716))
+                    .set("datminmxid", Value::Oid(1))
+                    .oid("dattablespace", DEFAULT_TABLESPACE_OID)
+                    .t("datcollate", &d.collate)
+                    .t("datctype", &d.ctype)
+                    .set("datacl", acl)
+            })
+            .collect(),
         "pg_authid" | "pg_roles" | "pg_user" => ROLES
             .iter()
             .filter(|(o, _)| v.name != "pg_user" || *o == BOOTSTRAP_SUPERUSER)
@@ -475,6 +482,7 @@ fn schema_name(ns: &Value) -> &'static str {
 
 /// information_schema.tables: the tables (not the catalogs' own rows).
 fn is_tables<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let dbname = crate::database::current_name(backend, snap)?;
     let mut out = Vec::new();
     for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
         if r[5] != Value::Text("r".into()) {
@@ -482,7 +490,7 @@ fn is_tables<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<
         }
         out.push(
             Row::new(v)
-                .t("table_catalog", "postgres")
+                .t("table_catalog", &dbname)
                 .t("table_schema", schema_name(&r[2]))
                 .t("table_name", &text_of(&r[1]))
                 .t("table_type", "BASE TABLE")
@@ -495,6 +503,7 @@ fn is_tables<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<
 
 /// information_schema.columns: the tables' columns.
 fn is_columns<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let dbname = crate::database::current_name(backend, snap)?;
     let classes: Vec<Vec<Value>> = scan_rows(backend, &catalog::class_rel(), snap)?.into_iter().map(|r| r.1).collect();
     let defs = defaults(backend, snap)?;
     let st = catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]);
@@ -507,14 +516,14 @@ fn is_columns<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec
         let Some(c) = classes.iter().find(|c| c[0] == Value::Oid(*rel) && c[5] == Value::Text("r".into())) else { continue };
         let ty = Type::from_oid(*typ).unwrap_or(Type::Text);
         let mut row = Row::new(v)
-            .t("table_catalog", "postgres")
+            .t("table_catalog", &dbname)
             .t("table_schema", schema_name(&c[2]))
             .t("table_name", &text_of(&c[1]))
             .t("column_name", &text_of(name))
             .i4("ordinal_position", *num as i32)
             .t("is_nullable", if *notnull { "NO" } else { "YES" })
             .t("data_type", if matches!(ty, Type::Array(_)) { "ARRAY" } else { ty.sql_name() })
-            .t("udt_catalog", "postgres")
+            .t("udt_catalog", &dbname)
             .t("udt_schema", "pg_catalog")
             .t("udt_name", ty.typname())
             .t("dtd_identifier", &num.to_string())
@@ -705,6 +714,11 @@ fn pg_type(v: &View) -> Vec<Row<'_>> {
                 .oid("typcollation", collation)
         })
         .collect()
+}
+
+/// The OID of role `name`, if it exists.
+pub fn role_oid(name: &str) -> Option<u32> {
+    ROLES.iter().find(|r| r.1 == name).map(|r| r.0)
 }
 
 /// The role name of `oid` (pg_get_userbyid).

@@ -277,6 +277,8 @@ pub enum Statement {
     JoinedDml(Box<crate::dml_join::JoinedDml>),
     /// MERGE (crate::merge).
     Merge(Box<crate::merge::Merge>),
+    /// CREATE / DROP / ALTER DATABASE ([`crate::database`]).
+    Database(crate::database::DbCmd),
 }
 
 impl Statement {

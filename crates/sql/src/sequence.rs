@@ -3,7 +3,8 @@
 //!
 //! A sequence is a `pg_class` row (relkind `S`, written by the user's
 //! transaction: CREATE and DROP commit or roll back with it) and a small state
-//! file `pg_seq/<oid>` in the data directory holding its options and its
+//! file `base/<db>/pg_seq/<oid>` (in its database's directory, so CREATE
+//! DATABASE copies it with the template) holding its options and its
 //! counter. The counter is not transactional, as in PostgreSQL: a value handed
 //! out is never handed out again, whether the transaction that took it commits
 //! or not.
@@ -96,13 +97,14 @@ struct Entry {
     state: Mutex<Option<SeqState>>,
 }
 
-type Registry = HashMap<(usize, u32), Arc<Entry>>;
+/// (engine, database, sequence OID) -> state.
+type Registry = HashMap<(usize, u32, u32), Arc<Entry>>;
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 
 fn entry(engine: &Arc<Engine>, oid: u32) -> Arc<Entry> {
     let mut m = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     let map = m.get_or_insert_with(HashMap::new);
-    let key = (Arc::as_ptr(engine) as usize, oid);
+    let key = (Arc::as_ptr(engine) as usize, crate::database::current(), oid);
     if let Some(e) = map.get(&key) {
         if e.engine.upgrade().is_some_and(|x| Arc::ptr_eq(&x, engine)) {
             return e.clone();
@@ -114,7 +116,15 @@ fn entry(engine: &Arc<Engine>, oid: u32) -> Arc<Entry> {
 }
 
 fn seq_dir(engine: &Engine) -> PathBuf {
-    engine.datadir().join("pg_seq")
+    engine.datadir().join(format!("base/{}/pg_seq", crate::database::current()))
+}
+
+/// Forgets the cached state of a dropped database's sequences.
+pub fn forget_database(engine: &Arc<Engine>, db: u32) {
+    let mut m = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(map) = m.as_mut() {
+        map.retain(|k, _| !(k.0 == Arc::as_ptr(engine) as usize && k.1 == db));
+    }
 }
 
 fn io(e: std::io::Error) -> SqlError {

@@ -597,6 +597,7 @@ impl Session {
     /// Runs a statement's effect; returns its rows (if it returns rows) and tag.
     /// Points the thread's date/time context at this session's TimeZone.
     fn sync_datetime(&self) {
+        crate::database::sync(&self.backend);
         if let Ok(tz) = self.env.get("TimeZone") {
             crate::datetime::sync_timezone(&tz);
         }
@@ -684,6 +685,22 @@ impl Session {
                     }
                 }
                 return Ok((None, crate::index::vacuum(&mut self.backend, cmd)?));
+            }
+            Statement::Database(cmd) => {
+                if self.status != TxnStatus::Idle {
+                    return Err(crate::database::in_block_error(cmd));
+                }
+                // Database commands run in transactions of their own.
+                if self.backend.txn.in_transaction() {
+                    if self.did_ddl {
+                        CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
+                    }
+                    self.backend.txn.commit().map_err(txn_error)?;
+                    if std::mem::take(&mut self.did_ddl) {
+                        CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                return Ok((None, crate::database::execute(&mut self.backend, cmd, out)?));
             }
             _ => {}
         }
@@ -911,8 +928,11 @@ impl Session {
         for (i, st) in stmts.iter().enumerate() {
             // Several statements in one string form an implicit transaction block.
             let vacuum_in_block = stmts.len() > 1 && matches!(&st.node, pg_query::NodeEnum::VacuumStmt(v) if v.is_vacuumcmd);
+            let db_in_block = if stmts.len() > 1 { crate::database::node_in_block_error(&st.node) } else { None };
             let r = if vacuum_in_block {
                 Err(SqlError::new(b"25001", "VACUUM cannot run inside a transaction block"))
+            } else if let Some(e) = db_in_block {
+                Err(e)
             } else {
                 self.simple_one(st, i, out)
             };

@@ -12,7 +12,7 @@ use crate::catalog::{self, Column, Table};
 use crate::errors::Result;
 use crate::rowio::RelStorage;
 use crate::types::{Type, Value};
-use ferrogres_engine::engine::{DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
+use ferrogres_engine::engine::DEFAULT_TABLESPACE_OID;
 use ferrogres_engine::storage::RelFileLocator;
 
 /// pg_locks' OID in PostgreSQL 15 (its AccessShareLock shows in pg_locks).
@@ -65,7 +65,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
         name: v.name.to_string(),
         namespace: catalog::PG_CATALOG_NAMESPACE,
         storage: RelStorage {
-            rel: RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: v.oid },
+            rel: RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: crate::database::current(), rel_number: v.oid },
             toast: None,
             types: columns.iter().map(|c| c.ty).collect(),
             missing: Vec::new(),

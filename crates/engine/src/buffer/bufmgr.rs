@@ -757,6 +757,16 @@ impl BufferPool {
         }
     }
 
+    /// Discards every buffer of database `db`, dirty or not, without writing
+    /// (PostgreSQL's DropDatabaseBuffers, for DROP DATABASE: no backend is
+    /// connected to `db`, so only transient pins can exist).
+    pub fn drop_database_buffers(&self, db: crate::storage::Oid) {
+        self.drop_buffers_where(|t| t.rel.db_oid == db);
+        for p in self.ext_locks.iter() {
+            p.lock().unwrap_or_else(|e| e.into_inner()).retain(|k, _| k.0.db_oid != db);
+        }
+    }
+
     /// Discards the buffers of one fork from block `first` on (before truncating).
     pub fn drop_fork_buffers(&self, rel: RelFileLocator, fork: ForkNumber, first: BlockNumber) {
         self.drop_buffers_where(|t| t.rel == rel && t.fork == fork && t.block >= first);

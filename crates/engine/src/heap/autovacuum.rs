@@ -79,6 +79,12 @@ impl TableStats {
         self.rels.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(r, c)| (*r, c.clone())).collect()
     }
 
+    /// Forgets the relations of a dropped database.
+    pub(crate) fn forget_database(&self, db: crate::storage::Oid) {
+        self.rels.write().unwrap_or_else(|e| e.into_inner()).retain(|r, _| r.db_oid != db);
+        self.cleanups.lock().unwrap_or_else(|e| e.into_inner()).retain(|r, _| r.db_oid != db);
+    }
+
     /// Stops the launcher (if running) and waits for its thread.
     pub fn stop_launcher(&self) {
         let l = self.launcher.lock().unwrap_or_else(|e| e.into_inner()).take();

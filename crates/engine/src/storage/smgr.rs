@@ -196,6 +196,15 @@ impl Smgr {
             .retain(|k| !(k.rel == rel && k.fork == fork && k.segno >= from_segno));
     }
 
+    /// Closes every open file of database `db` and forgets its pending fsyncs
+    /// (DROP DATABASE, before its directory is removed).
+    pub fn forget_database(&self, db: Oid) {
+        for part in self.files.iter() {
+            part.write().unwrap_or_else(|e| e.into_inner()).retain(|k, _| k.rel.db_oid != db);
+        }
+        self.pending_sync.lock().unwrap_or_else(|e| e.into_inner()).retain(|k| k.rel.db_oid != db);
+    }
+
     /// Creates the fork's first segment (empty). Succeeds if it already exists (as
     /// PostgreSQL's smgrcreate in redo).
     pub fn create(&self, rel: RelFileLocator, fork: ForkNumber) -> Result<()> {

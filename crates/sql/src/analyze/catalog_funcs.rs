@@ -89,7 +89,21 @@ impl<'a> Analyzer<'a> {
             ("quote_ident", 1) => (CatFunc::QuoteIdent, &[Type::Text], Type::Text),
             ("pg_size_pretty", 1) => (CatFunc::SizePretty, &[Type::Int8], Type::Text),
             ("current_schema", 0) => return Ok(Some(self.current_schema_const())),
-            ("current_database", 0) => return Ok(Some(name_const("postgres"))),
+            ("pg_database_size", 1) => {
+                // Folded at analysis (the argument must be a constant); never cached.
+                crate::plan_cache::mark_uncacheable();
+                let v = match &args[0] {
+                    Expr::Const(Value::Text(t), _) => Value::Text(t.clone()),
+                    Expr::Const(Value::Int4(i), _) => Value::Oid(*i as u32),
+                    Expr::Const(Value::Int8(i), _) => Value::Oid(*i as u32),
+                    Expr::Const(Value::Oid(o), _) => Value::Oid(*o),
+                    Expr::Const(Value::Null, _) => Value::Null,
+                    _ => return Err(SqlError::not_supported("pg_database_size of a non-constant argument")),
+                };
+                let size = crate::database::size_of(self.backend, self.snap, &v)?;
+                return Ok(Some(Expr::Const(size.map_or(Value::Null, Value::Int8), Type::Int8)));
+            }
+            ("current_database", 0) => return Ok(Some(name_const(&crate::database::current_name(self.backend, self.snap)?))),
             _ => return Ok(None),
         };
         let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
@@ -123,7 +137,7 @@ impl<'a> Analyzer<'a> {
         use pb::SqlValueFunctionOp as O;
         Some(match op {
             O::SvfopCurrentUser | O::SvfopCurrentRole | O::SvfopSessionUser | O::SvfopUser => name_const("postgres"),
-            O::SvfopCurrentCatalog => name_const("postgres"),
+            O::SvfopCurrentCatalog => name_const(&crate::database::current_name(self.backend, self.snap).unwrap_or_else(|_| "postgres".into())),
             O::SvfopCurrentSchema => self.current_schema_const(),
             _ => return None,
         })
