@@ -26,13 +26,17 @@ impl SqlBackend {
     /// Bootstraps the catalog if the data directory is new.
     pub fn new(engine: Arc<Engine>) -> Result<SqlBackend, String> {
         ferrogres_sql::catalog::bootstrap(&engine).map_err(|e| format!("could not bootstrap the catalog: {}", e.message))?;
-        // Temporary tables of sessions of a server that stopped or crashed
-        // (a failure leaves them in place, invisible to new sessions).
-        if let Err(e) = ferrogres_sql::namespace::remove_orphan_temp_schemas(&engine) {
-            eprintln!("WARNING:  could not remove old temporary schemas: {}", e.message);
-        }
-        // Relation files a crash left without a pg_class row (engine txn::pending_delete).
-        ferrogres_sql::catalog::remove_orphan_files(&engine).map_err(|e| format!("could not remove orphan relation files: {}", e.message))?;
+        // In every database: temporary tables of sessions of a server that
+        // stopped or crashed (a failure leaves them in place, invisible to new
+        // sessions), then relation files a crash left without a pg_class row
+        // (engine txn::pending_delete).
+        ferrogres_sql::database::for_each_database(&engine, |_| {
+            if let Err(e) = ferrogres_sql::namespace::remove_orphan_temp_schemas(&engine) {
+                eprintln!("WARNING:  could not remove old temporary schemas: {}", e.message);
+            }
+            ferrogres_sql::catalog::remove_orphan_files(&engine).map(|_| ())
+        })
+        .map_err(|e| format!("could not remove orphan relation files: {}", e.message))?;
         Ok(SqlBackend { engine })
     }
 }

@@ -306,7 +306,8 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
 /// Removes the relation files no pg_class row references (orphans of a crash:
 /// relations dropped by a transaction that committed just before it, or
 /// created by one that never committed; engine `txn::pending_delete`). Called
-/// once at server start, before any session exists.
+/// at server start, before any session exists, once per database (the
+/// thread's current database: [`crate::database::for_each_database`]).
 pub fn remove_orphan_files(engine: &Arc<Engine>) -> Result<Vec<u32>> {
     let mut backend = engine.backend(std::process::id() as i32)?;
     backend.txn.begin(IsolationLevel::ReadCommitted)?;
@@ -323,7 +324,7 @@ pub fn remove_orphan_files(engine: &Arc<Engine>) -> Result<Vec<u32>> {
         Ok(keep)
     })();
     backend.txn.commit()?;
-    Ok(engine.remove_orphan_relations(POSTGRES_DATABASE_OID, &keep?)?)
+    Ok(engine.remove_orphan_relations(crate::database::current(), &keep?)?)
 }
 
 /// CREATE TABLE: new relation files (main, and a TOAST relation if a column is

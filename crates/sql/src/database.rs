@@ -101,6 +101,7 @@ fn database_rel() -> RelStorage {
             Type::Text,
             Type::Text,
         ],
+        missing: Vec::new(),
     }
 }
 
@@ -157,6 +158,20 @@ impl DbRow {
             _ => None,
         }
     }
+}
+
+/// Runs `f` once for each database, with it as this thread's current database
+/// (startup work that is per database: orphaned temporary schemas and files).
+pub fn for_each_database(engine: &Arc<Engine>, mut f: impl FnMut(u32) -> Result<()>) -> Result<()> {
+    let mut backend = engine.backend(std::process::id() as i32)?;
+    backend.txn.begin(ferrogres_engine::txn::IsolationLevel::ReadCommitted)?;
+    let oids = backend.txn.statement_snapshot().map_err(SqlError::from).and_then(|snap| list(&backend, &snap));
+    backend.txn.commit()?;
+    drop(backend);
+    for (_, d) in oids? {
+        with_db(d.oid, || f(d.oid))?;
+    }
+    Ok(())
 }
 
 /// Every database as `snap` sees pg_database, with the row's TID.

@@ -761,6 +761,24 @@ impl Builder<'_> {
                 let ncols = rows.first().map_or(0, |r| r.len());
                 (n, (1..=ncols).map(|i| ("*VALUES*".to_string(), format!("column{i}"))).collect())
             }
+            Source::WindowAgg(w) => {
+                // PostgreSQL's WindowAgg (one node per window here; the input's
+                // sort by partition and order keys is part of it).
+                let (child, _) = self.query(&w.input);
+                let mut n = Node {
+                    name: "WindowAgg".into(),
+                    startup: child.total,
+                    total: child.total + child.rows * 0.0025 * w.funcs.len().max(1) as f64,
+                    rows: child.rows,
+                    width: child.width + w.funcs.iter().map(|f| type_width(f.ty)).sum::<i32>(),
+                    ..Default::default()
+                };
+                n.children.push(child);
+                let inner_names: Scope = w.input.targets.iter().map(|t| (String::new(), t.name.clone())).collect();
+                let mut scope: Scope = w.funcs.iter().map(|f| (String::new(), crate::window::func_name(&f.kind).to_string())).collect();
+                scope.extend(inner_names);
+                (n, scope)
+            }
             Source::Subquery(q) => {
                 let (n, _) = self.query(q);
                 // PostgreSQL pulls a simple subquery up into its parent; the
@@ -1208,6 +1226,10 @@ fn agg_text(a: &Aggregate, scope: &Scope, qualify: bool) -> String {
         AggKind::StringAgg => "string_agg",
         AggKind::BoolAnd => "bool_and",
         AggKind::BoolOr => "bool_or",
+        AggKind::Variance { sample: true, sqrt: true } => "stddev",
+        AggKind::Variance { sample: false, sqrt: true } => "stddev_pop",
+        AggKind::Variance { sample: true, sqrt: false } => "variance",
+        AggKind::Variance { sample: false, sqrt: false } => "var_pop",
     };
     let arg = a.arg.as_ref().map_or(String::new(), |e| deparse(e, scope, qualify, &[]));
     format!("{name}({}{arg})", if a.distinct { "DISTINCT " } else { "" })

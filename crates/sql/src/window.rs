@@ -105,6 +105,24 @@ pub enum WinKind {
     Agg(Aggregate),
 }
 
+/// The SQL name of a window function (EXPLAIN's column names).
+pub fn func_name(k: &WinKind) -> &'static str {
+    match k {
+        WinKind::RowNumber => "row_number",
+        WinKind::Rank => "rank",
+        WinKind::DenseRank => "dense_rank",
+        WinKind::PercentRank => "percent_rank",
+        WinKind::CumeDist => "cume_dist",
+        WinKind::Ntile => "ntile",
+        WinKind::Lag => "lag",
+        WinKind::Lead => "lead",
+        WinKind::FirstValue => "first_value",
+        WinKind::LastValue => "last_value",
+        WinKind::NthValue => "nth_value",
+        WinKind::Agg(_) => "aggregate",
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct WindowFunc {
     pub kind: WinKind,
