@@ -50,7 +50,7 @@ fn temp_tables_are_per_session_and_dropped_at_disconnect() {
     wait_for(&srv, "t", "1\n1\n");
     // Another session: its own t, and A's rows are not its rows.
     let b = srv.sql_ok("CREATE TEMP TABLE t (a int); INSERT INTO t VALUES (2); SELECT a FROM t; SELECT a FROM public.t;");
-    assert_eq!(b, "2\n0\n");
+    assert_eq!(b, "CREATE TABLE\nINSERT 0 1\n2\n0\n");
     // B has disconnected: only A's temporary table is left.
     wait_for(&srv, "t", "1\n1\n");
     let mut stdin = a.stdin.take().unwrap();
@@ -81,5 +81,5 @@ fn temp_tables_are_gone_after_a_crash_and_restart() {
     assert_eq!(temp_counts(&srv, "crashy"), "0\n0\n");
     assert_eq!(srv.sql_ok("SELECT count(*) FROM pg_class WHERE relname LIKE 'crashy%';"), "0\n");
     // The name is free again, in a new session's temporary schema.
-    assert_eq!(srv.sql_ok("CREATE TEMP TABLE crashy (a int); INSERT INTO crashy VALUES (7); SELECT a FROM crashy;"), "7\n");
+    assert_eq!(srv.sql_ok("CREATE TEMP TABLE crashy (a int); INSERT INTO crashy VALUES (7); SELECT a FROM crashy;"), "CREATE TABLE\nINSERT 0 1\n7\n");
 }

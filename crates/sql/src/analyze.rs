@@ -178,7 +178,13 @@ impl<'a> Analyzer<'a> {
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
             NodeEnum::AlterTableStmt(s) if ddl_alter_column::handles(s) => self.alter_columns(s),
-            NodeEnum::RenameStmt(s) if s.rename_type != pb::ObjectType::ObjectSchema as i32 => self.rename(s),
+            // Schemas and databases have their own RENAME arms below.
+            NodeEnum::RenameStmt(s)
+                if s.rename_type != pb::ObjectType::ObjectSchema as i32
+                    && s.rename_type != pb::ObjectType::ObjectDatabase as i32 =>
+            {
+                self.rename(s)
+            }
             NodeEnum::AlterTableStmt(s) if ddl_alter::added_constraint(s).is_some() => {
                 self.alter_add_constraint(s, ddl_alter::added_constraint(s).expect("checked"))
             }
