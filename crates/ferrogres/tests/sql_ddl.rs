@@ -203,7 +203,7 @@ fn oids_are_never_handed_out_twice_across_a_crash() {
     let before: i64 = srv.sql_ok("SELECT max(oid::int8) FROM pg_class;").trim().parse().unwrap();
     srv.signal(libc::SIGKILL);
 
-    let mut srv = Server::start(dir.path());
+    let srv = Server::start(dir.path());
     srv.sql_ok("CREATE TABLE b (y int PRIMARY KEY);");
     let b: i64 = srv.sql_ok("SELECT 'b'::regclass::oid::int8;").trim().parse().unwrap();
     assert!(b > before, "table b got OID {b}, not above the {before} handed out before the crash");
