@@ -33,6 +33,41 @@ pub struct JoinedDml {
     pub returning: Vec<Target>,
 }
 
+/// The row update shared by UPDATE ... FROM, MERGE's WHEN MATCHED THEN UPDATE
+/// and ON CONFLICT DO UPDATE: `sets` evaluated over `input` replace columns of
+/// `old`; the new row is checked (NOT NULL, CHECK) and written over `tid`. When
+/// the heap update succeeds, the new version's index entries and foreign-key
+/// checks are done too. Returns the new row and the heap's outcome (the caller
+/// handles a concurrent update or its own earlier change).
+pub(crate) fn update_row(
+    table: &Table,
+    tid: ferrogres_engine::heap::tuple::Tid,
+    old: &[Value],
+    sets: &[(usize, Expr)],
+    input: &[Value],
+    ctx: &mut Ctx,
+) -> Result<(Vec<Value>, heapam::UpdateOutcome)> {
+    let mut new = old.to_vec();
+    for (i, e) in sets {
+        let params = ctx.params;
+        new[*i] = eval_pure(e, input, params, &[], ctx)?;
+    }
+    crate::exec::check_not_null(table, &new)?;
+    crate::constraints::check_row(table, &new, ctx)?;
+    let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
+    let (hot_allowed, keys_updated) = crate::index::update_flags(table, old, &new);
+    let opts = heapam::UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
+    let outcome = heapam::heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)?;
+    if let heapam::UpdateOutcome::Ok { new_tid, hot } = outcome {
+        if !hot {
+            crate::index::insert_entries(ctx.backend, table, &new, new_tid)?;
+        }
+        crate::foreign_key::check_child(table, &new, Some(old), ctx)?;
+        crate::foreign_key::on_parent_update(table, old, &new, ctx)?;
+    }
+    Ok((new, outcome))
+}
+
 /// The first row of `others` joined with `row` that passes `filter`, as the
 /// concatenated row.
 fn first_match(row: &[Value], others: &[Vec<Value>], filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
@@ -55,7 +90,7 @@ fn first_match(row: &[Value], others: &[Vec<Value>], filter: Option<&Expr>, ctx:
 
 /// Runs the statement: (rows changed, RETURNING rows).
 pub fn execute(d: &JoinedDml, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
-    use heapam::{DeleteOptions, DeleteOutcome, UpdateOptions, UpdateOutcome};
+    use heapam::{DeleteOptions, DeleteOutcome, UpdateOutcome};
     let table = &d.table;
     let n_cols = table.columns.len();
     let mut others = Vec::new();
@@ -75,25 +110,9 @@ pub fn execute(d: &JoinedDml, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
             let old: Vec<Value> = both[..n_cols].to_vec();
             let done: Option<Vec<Value>> = match &d.action {
                 JoinedAction::Update(sets) => {
-                    let mut new = old.clone();
-                    for (i, e) in sets {
-                        let params = ctx.params;
-                        new[*i] = eval_pure(e, &both, params, &[], ctx)?;
-                    }
-                    crate::exec::check_not_null(table, &new)?;
-                    crate::constraints::check_row(table, &new, ctx)?;
-                    let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
-                    let (hot_allowed, keys_updated) = crate::index::update_flags(table, &old, &new);
-                    let opts = UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
-                    match heapam::heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)? {
-                        UpdateOutcome::Ok { new_tid, hot } => {
-                            if !hot {
-                                crate::index::insert_entries(ctx.backend, table, &new, new_tid)?;
-                            }
-                            crate::foreign_key::check_child(table, &new, Some(&old), ctx)?;
-                            crate::foreign_key::on_parent_update(table, &old, &new, ctx)?;
-                            Some(new)
-                        }
+                    let (new, outcome) = update_row(table, tid, &old, sets, &both, ctx)?;
+                    match outcome {
+                        UpdateOutcome::Ok { .. } => Some(new),
                         UpdateOutcome::Updated { new_tid } => {
                             match recheck(d, new_tid, &others, ctx)? {
                                 Some((t, b)) => {

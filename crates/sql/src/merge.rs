@@ -113,7 +113,7 @@ pub fn execute(m: &Merge, ctx: &mut Ctx) -> Result<u64> {
 /// The WHEN MATCHED clauses for target row `tid` joined with source row `s`
 /// (`both`). Returns whether the row was updated or deleted.
 fn matched(m: &Merge, tid: Tid, mut both: Vec<Value>, s: &[Value], changed: &mut HashSet<Tid>, ctx: &mut Ctx) -> Result<bool> {
-    use heapam::{DeleteOptions, DeleteOutcome, UpdateOptions, UpdateOutcome};
+    use heapam::{DeleteOptions, DeleteOutcome, UpdateOutcome};
     let table = &m.table;
     let n_cols = table.columns.len();
     let first = tid;
@@ -136,23 +136,8 @@ fn matched(m: &Merge, tid: Tid, mut both: Vec<Value>, s: &[Value], changed: &mut
         let old: Vec<Value> = both[..n_cols].to_vec();
         let newer = match &w.action {
             MergeAction::Update(sets) => {
-                let mut new = old.clone();
-                for (i, e) in sets {
-                    let params = ctx.params;
-                    new[*i] = eval_pure(e, &both, params, &[], ctx)?;
-                }
-                crate::exec::check_not_null(table, &new)?;
-                crate::constraints::check_row(table, &new, ctx)?;
-                let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
-                let (hot_allowed, keys_updated) = crate::index::update_flags(table, &old, &new);
-                let opts = UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
-                match heapam::heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)? {
-                    UpdateOutcome::Ok { new_tid, hot } => {
-                        if !hot {
-                            crate::index::insert_entries(ctx.backend, table, &new, new_tid)?;
-                        }
-                        crate::foreign_key::check_child(table, &new, Some(&old), ctx)?;
-                        crate::foreign_key::on_parent_update(table, &old, &new, ctx)?;
+                match crate::dml_join::update_row(table, tid, &old, sets, &both, ctx)?.1 {
+                    UpdateOutcome::Ok { .. } => {
                         changed.insert(first);
                         return Ok(true);
                     }

@@ -159,7 +159,7 @@ impl Run<'_> {
     /// DO UPDATE of the conflicting version `tid`. `false`: it changed before
     /// we could lock it; start over.
     fn update(&mut self, tid: Tid, excluded: &[Value], sets: &[(usize, Expr)], filter: Option<&Expr>, ctx: &mut Ctx) -> Result<bool> {
-        use heapam::{LockOutcome, UpdateOptions, UpdateOutcome, WaitPolicy};
+        use heapam::{LockOutcome, UpdateOutcome, WaitPolicy};
         let u = self.u;
         let table = &u.table;
         let key_cols = |c: &usize| table.indexes.iter().any(|ix| ix.unique && ix.columns[..ix.nkey.min(ix.columns.len())].contains(c));
@@ -185,23 +185,9 @@ impl Run<'_> {
                 return Ok(true);
             }
         }
-        let mut new = old.clone();
-        for (i, e) in sets {
-            let params = ctx.params;
-            new[*i] = eval_pure(e, &both, params, &[], ctx)?;
-        }
-        crate::exec::check_not_null(table, &new)?;
-        crate::constraints::check_row(table, &new, ctx)?;
-        let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
-        let (hot_allowed, keys_updated) = crate::index::update_flags(table, &old, &new);
-        let opts = UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
-        match heapam::heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)? {
-            UpdateOutcome::Ok { new_tid, hot } => {
-                if !hot {
-                    crate::index::insert_entries(ctx.backend, table, &new, new_tid)?;
-                }
-                crate::foreign_key::check_child(table, &new, Some(&old), ctx)?;
-                crate::foreign_key::on_parent_update(table, &old, &new, ctx)?;
+        let (new, outcome) = crate::dml_join::update_row(table, tid, &old, sets, &both, ctx)?;
+        match outcome {
+            UpdateOutcome::Ok { new_tid, .. } => {
                 self.mine.insert(new_tid);
                 self.n += 1;
                 self.returning(&new, ctx)?;
