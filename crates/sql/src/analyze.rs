@@ -353,16 +353,7 @@ impl<'a> Analyzer<'a> {
         let mut order = Vec::new();
         for sb in &s.sort_clause {
             let Some(NodeEnum::SortBy(sb)) = &sb.node else { continue };
-            let dir = pb::SortByDir::try_from(sb.sortby_dir).unwrap_or(pb::SortByDir::SortbyDefault);
-            if dir == pb::SortByDir::SortbyUsing {
-                return Err(SqlError::not_supported("ORDER BY USING"));
-            }
-            let desc = dir == pb::SortByDir::SortbyDesc;
-            let nulls_first = match pb::SortByNulls::try_from(sb.sortby_nulls).unwrap_or(pb::SortByNulls::SortbyNullsDefault) {
-                pb::SortByNulls::SortbyNullsFirst => true,
-                pb::SortByNulls::SortbyNullsLast => false,
-                _ => desc,
-            };
+            let (desc, nulls_first) = sort_direction(sb)?;
             let Some(n) = node(&sb.node) else { continue };
             let column = match n {
                 NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), location, .. }) => {
@@ -1727,4 +1718,20 @@ fn func_name(f: &pb::FuncCall) -> Option<String> {
         ["pg_catalog", n] | [n] => Some(n.to_string()),
         _ => None,
     }
+}
+
+/// ASC/DESC and NULLS FIRST/LAST of one ORDER BY item (NULLS FIRST is the
+/// default for DESC, as in PostgreSQL); ORDER BY ... USING is 0A000.
+fn sort_direction(sb: &pb::SortBy) -> Result<(bool, bool)> {
+    let dir = pb::SortByDir::try_from(sb.sortby_dir).unwrap_or(pb::SortByDir::SortbyDefault);
+    if dir == pb::SortByDir::SortbyUsing {
+        return Err(SqlError::not_supported("ORDER BY USING"));
+    }
+    let desc = dir == pb::SortByDir::SortbyDesc;
+    let nulls_first = match pb::SortByNulls::try_from(sb.sortby_nulls).unwrap_or(pb::SortByNulls::SortbyNullsDefault) {
+        pb::SortByNulls::SortbyNullsFirst => true,
+        pb::SortByNulls::SortbyNullsLast => false,
+        _ => desc,
+    };
+    Ok((desc, nulls_first))
 }

@@ -512,20 +512,25 @@ pub(crate) fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u
     }
 }
 
+/// One ORDER BY key's order of two values, with its direction and null placement.
+pub fn compare_key(x: &Value, y: &Value, desc: bool, nulls_first: bool) -> Ordering {
+    match (x.is_null(), y.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => if nulls_first { Ordering::Less } else { Ordering::Greater },
+        (false, true) => if nulls_first { Ordering::Greater } else { Ordering::Less },
+        _ => {
+            let o = compare(x, y);
+            if desc { o.reverse() } else { o }
+        }
+    }
+}
+
 /// ORDER BY's order of two rows: each key in turn, with its direction and null
 /// placement.
 pub fn compare_rows(a: &[Value], b: &[Value], keys: &[SortKey]) -> Ordering {
     for k in keys {
         let (x, y) = (&a[k.column], &b[k.column]);
-        let o = match (x.is_null(), y.is_null()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
-            (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
-            _ => {
-                let o = compare(x, y);
-                if k.desc { o.reverse() } else { o }
-            }
-        };
+        let o = compare_key(x, y, k.desc, k.nulls_first);
         if o != Ordering::Equal {
             return o;
         }

@@ -161,15 +161,7 @@ fn cmp_partition(a: &[Value], b: &[Value]) -> Ordering {
 
 fn cmp_order(a: &[Value], b: &[Value], keys: &[OrderKey]) -> Ordering {
     for ((x, y), k) in a.iter().zip(b).zip(keys) {
-        let o = match (x.is_null(), y.is_null()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
-            (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
-            _ => {
-                let o = compare(x, y);
-                if k.desc { o.reverse() } else { o }
-            }
-        };
+        let o = crate::exec::compare_key(x, y, k.desc, k.nulls_first);
         if o != Ordering::Equal {
             return o;
         }

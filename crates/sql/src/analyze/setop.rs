@@ -125,16 +125,7 @@ impl<'a> Analyzer<'a> {
     fn output_order_limit(&mut self, s: &pb::SelectStmt, q: &mut Query, setop: bool) -> Result<()> {
         for sb in &s.sort_clause {
             let Some(NodeEnum::SortBy(sb)) = &sb.node else { continue };
-            let dir = pb::SortByDir::try_from(sb.sortby_dir).unwrap_or(pb::SortByDir::SortbyDefault);
-            if dir == pb::SortByDir::SortbyUsing {
-                return Err(SqlError::not_supported("ORDER BY USING"));
-            }
-            let desc = dir == pb::SortByDir::SortbyDesc;
-            let nulls_first = match pb::SortByNulls::try_from(sb.sortby_nulls).unwrap_or(pb::SortByNulls::SortbyNullsDefault) {
-                pb::SortByNulls::SortbyNullsFirst => true,
-                pb::SortByNulls::SortbyNullsLast => false,
-                _ => desc,
-            };
+            let (desc, nulls_first) = super::sort_direction(sb)?;
             let Some(n) = node(&sb.node) else { continue };
             let column = match n {
                 NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), location, .. }) => {

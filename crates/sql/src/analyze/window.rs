@@ -249,16 +249,7 @@ impl<'a> Analyzer<'a> {
         let mut order = Vec::new();
         for sb in &wd.order_clause {
             let Some(NodeEnum::SortBy(sb)) = &sb.node else { continue };
-            let dir = pb::SortByDir::try_from(sb.sortby_dir).unwrap_or(pb::SortByDir::SortbyDefault);
-            if dir == pb::SortByDir::SortbyUsing {
-                return Err(SqlError::not_supported("ORDER BY USING"));
-            }
-            let desc = dir == pb::SortByDir::SortbyDesc;
-            let nulls_first = match pb::SortByNulls::try_from(sb.sortby_nulls).unwrap_or(pb::SortByNulls::SortbyNullsDefault) {
-                pb::SortByNulls::SortbyNullsFirst => true,
-                pb::SortByNulls::SortbyNullsLast => false,
-                _ => desc,
-            };
+            let (desc, nulls_first) = super::sort_direction(sb)?;
             let Some(n) = node(&sb.node) else { continue };
             let e = self.expr(n, scope)?;
             let expr = self.resolve_unknown(e);
