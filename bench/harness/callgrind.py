@@ -45,9 +45,17 @@ def probe() -> tuple[bool, str]:
     return True, ""
 
 
+# valgrind's gdbserver and vgdb (which callgrind_control drives) name their FIFOs and
+# shared-memory file after LOGNAME/USER and HOST/HOSTNAME of their own environments;
+# a server started as another user with a different environment is then not found
+# ("error opening /tmp/vgdb-pipe-shared-mem-vgdb-PID-by-???-on-???").  Both sides
+# get the same fixed names.
+_VGDB_ENV = {"LOGNAME": "bench", "USER": "bench", "HOST": "bench", "HOSTNAME": "bench"}
+
+
 def wrapper(outdir: str) -> list[str]:
     """The command prefix that runs a server under callgrind."""
-    return ["valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-instr=no", "--dump-line=no",
+    return ["env", *(f"{k}={v}" for k, v in _VGDB_ENV.items()), "valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-instr=no", "--dump-line=no",
             f"--callgrind-out-file={os.path.join(outdir, 'cg.%p')}", "--log-file=" + os.path.join(outdir, "vg.%p.log")]
 
 
@@ -56,7 +64,8 @@ def _control(flag: str, pids: list[int], outdir: str) -> str:
     errs = []
     for pid in pids:
         try:
-            r = subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True, text=True, timeout=120)
+            r = subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, **_VGDB_ENV))
         except subprocess.TimeoutExpired:
             errs.append(f"callgrind_control {flag} {pid}: timed out")
             continue
@@ -65,7 +74,7 @@ def _control(flag: str, pids: list[int], outdir: str) -> str:
         # reports a failed command on stderr with exit code 0
         failed = r.returncode != 0 or "syscall failed" in out or "error opening" in out
         if failed and "No active callgrind runs" not in out and procs.pid_alive(pid):
-            errs.append(f"callgrind_control {flag} {pid}: {out.strip()[:200]}")
+            errs.append(f"callgrind_control {flag} {pid}: {out.strip()[-300:]}")
     return "; ".join(errs)
 
 

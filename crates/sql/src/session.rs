@@ -38,6 +38,7 @@ use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::IsolationLevel;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Query strings whose parse trees a session keeps.
 pub const PARSE_CACHE_SIZE: usize = 128;
@@ -276,7 +277,8 @@ impl Env for SessionEnv {
 
 struct Prepared {
     parsed: Option<ParsedStmt>,
-    plan: Statement,
+    /// Shared with the portals bound from it: a Bind costs no plan copy.
+    plan: Arc<Statement>,
     param_types: Vec<Type>,
     /// (global catalog version, session DDL count) when analyzed.
     version: (u64, u64),
@@ -289,7 +291,7 @@ enum PortalState {
 }
 
 struct Portal {
-    plan: Statement,
+    plan: Arc<Statement>,
     params: Vec<Value>,
     state: PortalState,
 }
@@ -1030,7 +1032,7 @@ impl Session {
         }
         let plan = self.analyze(&inner, &mut types, true)?;
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
-        self.prepared.insert(p.name.clone(), Prepared { parsed: Some(inner), plan, param_types, version });
+        self.prepared.insert(p.name.clone(), Prepared { parsed: Some(inner), plan: Arc::new(plan), param_types, version });
         out.command_complete("PREPARE")
     }
 
@@ -1112,7 +1114,7 @@ impl Session {
             return Err(SqlError::new(b"0A000", "cached plan must not change result type"));
         }
         let p = self.prepared.get_mut(name).expect("looked up above");
-        p.plan = plan;
+        p.plan = Arc::new(plan);
         p.version = version;
         Ok(())
     }
@@ -1165,7 +1167,7 @@ impl Session {
         };
         // Parameters nobody gave a type to are text, as unknown resolves.
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
-        self.prepared.insert(name.to_string(), Prepared { parsed, plan, param_types, version });
+        self.prepared.insert(name.to_string(), Prepared { parsed, plan: Arc::new(plan), param_types, version });
         Ok(())
     }
 
@@ -1203,7 +1205,7 @@ impl Session {
                 format!("bind message supplies {} parameters, but prepared statement \"{statement}\" requires {nparams}", params.len()),
             ));
         }
-        let plan_is_txn = matches!(self.prepared[statement].plan, Statement::Transaction(_));
+        let plan_is_txn = matches!(*self.prepared[statement].plan, Statement::Transaction(_));
         if self.status == TxnStatus::Failed && !plan_is_txn {
             self.check_not_failed(None)?;
         }
@@ -1234,7 +1236,7 @@ impl Session {
             return Err(SqlError::new(b"42P03", format!("cursor \"{portal}\" already exists")));
         }
         let plan = p.plan.clone();
-        if !matches!(plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
+        if !matches!(*plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
             self.ensure_txn()?;
         }
         self.portals.insert(portal.to_string(), Portal { plan, params: values, state: PortalState::NotStarted });
@@ -1250,10 +1252,10 @@ impl Session {
         let Some(mut p) = self.portals.remove(portal) else {
             return Err(SqlError::new(b"34000", format!("portal \"{portal}\" does not exist")));
         };
-        if !matches!(p.plan, Statement::Transaction(_)) {
+        if !matches!(*p.plan, Statement::Transaction(_)) {
             self.check_not_failed(None)?;
         }
-        if matches!(p.plan, Statement::Empty) {
+        if matches!(*p.plan, Statement::Empty) {
             return Ok(ExecOutcome::EmptyQuery);
         }
         if let PortalState::NotStarted = p.state {
@@ -1273,7 +1275,7 @@ impl Session {
                         if rows.is_empty() {
                             break;
                         }
-                        let ends_txn = matches!(p.plan, Statement::Transaction(_));
+                        let ends_txn = matches!(*p.plan, Statement::Transaction(_));
                         if !ends_txn {
                             self.portals.insert(portal.to_string(), p);
                         }

@@ -81,106 +81,115 @@ pub fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
     }
 }
 
-/// Calls `f` on every node of `e` (parents first), with the query depth it is
-/// at relative to where the walk started; with `descend`, also inside the
-/// queries of subplans (at `depth + 1`).
-pub fn walk_expr(e: &mut Expr, depth: usize, descend: bool, f: &mut dyn FnMut(&mut Expr, usize)) {
-    f(e, depth);
-    if descend {
-        if let Expr::SubPlan(sp) = e {
-            walk_query(&mut sp.query, depth + 1, true, f);
-        }
-    }
-    for c in children_mut(e) {
-        walk_expr(c, depth, descend, f);
-    }
-}
-
-/// Calls `f` on every expression of `q` at `depth` (and, with `descend`, of
-/// every query nested in it, at their depths).
-pub fn walk_query(q: &mut Query, depth: usize, descend: bool, f: &mut dyn FnMut(&mut Expr, usize)) {
-    let mut exprs: Vec<&mut Expr> = Vec::new();
-    exprs.extend(q.filter.as_mut());
-    exprs.extend(q.targets.iter_mut().map(|t| &mut t.expr));
-    exprs.extend(q.hidden.iter_mut());
-    exprs.extend(q.limit.as_mut());
-    exprs.extend(q.offset.as_mut());
-    for a in q.aggregates.iter_mut() {
-        exprs.extend(a.arg.as_mut());
-        exprs.extend(a.filter.as_mut());
-    }
-    if let Some(g) = q.grouping.as_mut() {
-        exprs.extend(g.keys.iter_mut());
-        exprs.extend(g.having.as_mut());
-    }
-    for e in exprs {
-        walk_expr(e, depth, descend, f);
-    }
-    walk_source(&mut q.source, depth, descend, f);
-}
-
-fn walk_source(s: &mut Source, depth: usize, descend: bool, f: &mut dyn FnMut(&mut Expr, usize)) {
-    match s {
-        Source::OneRow | Source::Table(_) | Source::Virtual(_) | Source::WorkTable(_) => {}
-        Source::Series(a, b, _) => {
-            walk_expr(a, depth, descend, f);
-            walk_expr(b, depth, descend, f);
-        }
-        Source::Function(scan) => {
-            walk_expr(&mut scan.start, depth, descend, f);
-            walk_expr(&mut scan.stop, depth, descend, f);
-            if let Some(s) = scan.step.as_mut() {
-                walk_expr(s, depth, descend, f);
-            }
-            if let Some(u) = scan.unnest.as_mut() {
-                walk_expr(u, depth, descend, f);
-            }
-        }
-        Source::Join(j) => {
-            for e in [&mut j.cond, &mut j.left_filter, &mut j.right_filter].into_iter().flatten() {
-                walk_expr(e, depth, descend, f);
-            }
-            if let Some((l, r)) = j.hash.as_mut() {
-                for e in l.iter_mut().chain(r.iter_mut()) {
-                    walk_expr(e, depth, descend, f);
+/// The tree walks, generated twice from one text: `walk_*` over `&mut` trees (to
+/// rewrite them) and `visit_*` over shared ones (to read them without a clone).
+/// Both reach exactly the same nodes, so a reader cannot miss what a rewriter sees.
+macro_rules! tree_walks {
+    ($walk_expr:ident, $walk_query:ident, $walk_source:ident, $children:path, $as:ident, $iter:ident, $($r:tt)+) => {
+        /// Calls `f` on every node of `e` (parents first), with the query depth it is
+        /// at relative to where the walk started; with `descend`, also inside the
+        /// queries of subplans (at `depth + 1`).
+        pub fn $walk_expr(e: $($r)+ Expr, depth: usize, descend: bool, f: &mut dyn FnMut($($r)+ Expr, usize)) {
+            f(e, depth);
+            if descend {
+                if let Expr::SubPlan(sp) = e {
+                    $walk_query($($r)+ sp.query, depth + 1, true, f);
                 }
             }
-            walk_source(&mut j.left, depth, descend, f);
-            walk_source(&mut j.right, depth, descend, f);
-        }
-        Source::Values(rows) => {
-            for e in rows.iter_mut().flatten() {
-                walk_expr(e, depth, descend, f);
+            for c in $children(e) {
+                $walk_expr(c, depth, descend, f);
             }
         }
-        Source::Subquery(q) => {
-            if descend {
-                walk_query(q, depth + 1, true, f)
+
+        /// Calls `f` on every expression of `q` at `depth` (and, with `descend`, of
+        /// every query nested in it, at their depths).
+        pub fn $walk_query(q: $($r)+ Query, depth: usize, descend: bool, f: &mut dyn FnMut($($r)+ Expr, usize)) {
+            let mut exprs: Vec<$($r)+ Expr> = Vec::new();
+            exprs.extend(q.filter.$as());
+            exprs.extend(q.targets.$iter().map(|t| $($r)+ t.expr));
+            exprs.extend(q.hidden.$iter());
+            exprs.extend(q.limit.$as());
+            exprs.extend(q.offset.$as());
+            for a in q.aggregates.$iter() {
+                exprs.extend(a.arg.$as());
+                exprs.extend(a.filter.$as());
+            }
+            if let Some(g) = q.grouping.$as() {
+                exprs.extend(g.keys.$iter());
+                exprs.extend(g.having.$as());
+            }
+            for e in exprs {
+                $walk_expr(e, depth, descend, f);
+            }
+            $walk_source($($r)+ q.source, depth, descend, f);
+        }
+
+        fn $walk_source(s: $($r)+ Source, depth: usize, descend: bool, f: &mut dyn FnMut($($r)+ Expr, usize)) {
+            match s {
+                Source::OneRow | Source::Table(_) | Source::Virtual(_) | Source::WorkTable(_) => {}
+                Source::Series(a, b, _) => {
+                    $walk_expr(a, depth, descend, f);
+                    $walk_expr(b, depth, descend, f);
+                }
+                Source::Function(scan) => {
+                    $walk_expr($($r)+ scan.start, depth, descend, f);
+                    $walk_expr($($r)+ scan.stop, depth, descend, f);
+                    if let Some(s) = scan.step.$as() {
+                        $walk_expr(s, depth, descend, f);
+                    }
+                    if let Some(u) = scan.unnest.$as() {
+                        $walk_expr(u, depth, descend, f);
+                    }
+                }
+                Source::Join(j) => {
+                    for e in [$($r)+ j.cond, $($r)+ j.left_filter, $($r)+ j.right_filter].into_iter().flatten() {
+                        $walk_expr(e, depth, descend, f);
+                    }
+                    if let Some((l, r)) = j.hash.$as() {
+                        for e in l.$iter().chain(r.$iter()) {
+                            $walk_expr(e, depth, descend, f);
+                        }
+                    }
+                    $walk_source($($r)+ j.left, depth, descend, f);
+                    $walk_source($($r)+ j.right, depth, descend, f);
+                }
+                Source::Values(rows) => {
+                    for e in rows.$iter().flatten() {
+                        $walk_expr(e, depth, descend, f);
+                    }
+                }
+                Source::Subquery(q) => {
+                    if descend {
+                        $walk_query(q, depth + 1, true, f)
+                    }
+                }
+                Source::SetOp(s) => {
+                    if descend {
+                        $walk_query($($r)+ s.left, depth + 1, true, f);
+                        $walk_query($($r)+ s.right, depth + 1, true, f);
+                    }
+                }
+                Source::Recursive(r) => {
+                    if descend {
+                        $walk_query($($r)+ r.base, depth + 1, true, f);
+                        $walk_query($($r)+ r.step, depth + 1, true, f);
+                    }
+                }
+                // The WindowAgg's input was analyzed at this level.
+                Source::WindowAgg(w) => $walk_query($($r)+ w.input, depth, descend, f),
             }
         }
-        Source::SetOp(s) => {
-            if descend {
-                walk_query(&mut s.left, depth + 1, true, f);
-                walk_query(&mut s.right, depth + 1, true, f);
-            }
-        }
-        Source::Recursive(r) => {
-            if descend {
-                walk_query(&mut r.base, depth + 1, true, f);
-                walk_query(&mut r.step, depth + 1, true, f);
-            }
-        }
-        // The WindowAgg's input was analyzed at this level.
-        Source::WindowAgg(w) => walk_query(&mut w.input, depth, descend, f),
-    }
+    };
 }
+
+tree_walks!(walk_expr, walk_query, walk_source, children_mut, as_mut, iter_mut, &mut);
+tree_walks!(visit_expr, visit_query, visit_source, crate::grouping::children, as_ref, iter, &);
 
 /// Whether `q` (a query one level below its parent) reads a column of a level
 /// above itself.
 pub fn is_correlated(q: &Query) -> bool {
-    let mut q = q.clone();
     let mut found = false;
-    walk_query(&mut q, 0, true, &mut |e, d| {
+    visit_query(q, 0, true, &mut |e, d| {
         if let Expr::OuterColumn { levels_up, .. } = e {
             if *levels_up > d {
                 found = true;
@@ -214,9 +223,8 @@ pub fn shift_columns(e: &mut Expr, delta: isize) {
 
 /// The columns of the current level that `e` reads (also from inside its subqueries).
 pub fn columns_read(e: &Expr) -> Vec<usize> {
-    let mut e = e.clone();
     let mut out = Vec::new();
-    walk_expr(&mut e, 0, true, &mut |e, d| match e {
+    visit_expr(e, 0, true, &mut |e, d| match e {
         Expr::Column(i, _) if d == 0 => out.push(*i),
         Expr::OuterColumn { levels_up, index, .. } if d > 0 && *levels_up == d => out.push(*index),
         _ => {}
@@ -226,9 +234,8 @@ pub fn columns_read(e: &Expr) -> Vec<usize> {
 
 /// Whether `e` holds a subquery.
 pub fn has_subplan(e: &Expr) -> bool {
-    let mut e = e.clone();
     let mut found = false;
-    walk_expr(&mut e, 0, false, &mut |e, _| found |= matches!(e, Expr::SubPlan(_)));
+    visit_expr(e, 0, false, &mut |e, _| found |= matches!(e, Expr::SubPlan(_)));
     found
 }
 
@@ -362,8 +369,7 @@ pub fn tables_of(q: &Query) -> Vec<(u32, String)> {
     }
     fn query(q: &Query, out: &mut Vec<(u32, String)>) {
         source(&q.source, out);
-        let mut q = q.clone();
-        walk_query(&mut q, 0, false, &mut |e, _| {
+        visit_query(q, 0, false, &mut |e, _| {
             if let Expr::SubPlan(sp) = e {
                 query(&sp.query, out);
             }

@@ -643,16 +643,23 @@ pub fn tuple_attr_is_null(tuple: &[u8], h: &TupleHeader, i: usize) -> bool {
 /// per attribute of `desc` (attributes the tuple does not have are null; extra
 /// attributes of the tuple are ignored). Bad bytes are `Error::corrupt`.
 pub fn deform_tuple<'a>(desc: &[AttrDesc], tuple: &'a [u8]) -> Result<Vec<Option<Datum<'a>>>> {
+    let mut out = Vec::with_capacity(desc.len());
+    deform_tuple_each(desc, tuple, |d| out.push(d))?;
+    Ok(out)
+}
+
+/// [`deform_tuple`] without the vector: `push` gets each attribute's value in
+/// order (hot paths such as B-tree key comparisons deform into a stack buffer).
+pub fn deform_tuple_each<'a>(desc: &[AttrDesc], tuple: &'a [u8], mut push: impl FnMut(Option<Datum<'a>>)) -> Result<()> {
     let h = TupleHeader::read(tuple)?;
     let corrupt = |i: usize, what: &str| {
         Error::corrupt(format!("heap tuple attribute {} {what} (tuple length {})", i + 1, tuple.len()))
     };
     let hoff = h.hoff as usize;
     let mut off = hoff;
-    let mut out = Vec::with_capacity(desc.len());
     for (i, a) in desc.iter().enumerate() {
         if tuple_attr_is_null(tuple, &h, i) {
-            out.push(None);
+            push(None);
             continue;
         }
         if a.is_varlena() {
@@ -666,13 +673,13 @@ pub fn deform_tuple<'a>(desc: &[AttrDesc], tuple: &'a [u8]) -> Result<Vec<Option
                 if b0 == 0x01 {
                     let end = off + TOAST_POINTER_SIZE;
                     let b = tuple.get(off..end).ok_or_else(|| corrupt(i, "truncated pointer"))?;
-                    out.push(Some(Datum::External(ToastPointer::decode(b)?)));
+                    push(Some(Datum::External(ToastPointer::decode(b)?)));
                     off = end;
                 } else {
                     let len = (b0 >> 1) as usize;
                     let end = off + len;
                     let b = tuple.get(off + 1..end).ok_or_else(|| corrupt(i, "short varlena overruns"))?;
-                    out.push(Some(Datum::Varlena(b)));
+                    push(Some(Datum::Varlena(b)));
                     off = end;
                 }
             } else {
@@ -690,7 +697,7 @@ pub fn deform_tuple<'a>(desc: &[AttrDesc], tuple: &'a [u8]) -> Result<Vec<Option
                     if len < 4 {
                         return Err(corrupt(i, "varlena length below header"));
                     }
-                    out.push(Some(Datum::Varlena(&tuple[off + 4..end])));
+                    push(Some(Datum::Varlena(&tuple[off + 4..end])));
                 } else if hdr & 0b11 == 0b10 {
                     if len < 8 {
                         return Err(corrupt(i, "compressed varlena length below header"));
@@ -699,7 +706,7 @@ pub fn deform_tuple<'a>(desc: &[AttrDesc], tuple: &'a [u8]) -> Result<Vec<Option
                     if info >> 30 != 0 {
                         return Err(corrupt(i, "unknown compression method"));
                     }
-                    out.push(Some(Datum::Compressed { raw_size: info, data: &tuple[off + 8..end] }));
+                    push(Some(Datum::Compressed { raw_size: info, data: &tuple[off + 8..end] }));
                 } else {
                     return Err(corrupt(i, "invalid varlena header"));
                 }
@@ -718,14 +725,14 @@ pub fn deform_tuple<'a>(desc: &[AttrDesc], tuple: &'a [u8]) -> Result<Vec<Option
                 }
                 let mut v = [0u8; 8];
                 v[..n].copy_from_slice(b);
-                out.push(Some(Datum::ByVal(u64::from_le_bytes(v))));
+                push(Some(Datum::ByVal(u64::from_le_bytes(v))));
             } else {
-                out.push(Some(Datum::Fixed(b)));
+                push(Some(Datum::Fixed(b)));
             }
             off += n;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use crate::config::BLCKSZ;
 use crate::error::{Error, Result};
-use crate::heap::tuple::{deform_tuple, AttrDesc, Datum, Tid};
+use crate::heap::tuple::{deform_tuple, deform_tuple_each, AttrDesc, Datum, Tid};
 use crate::storage::page::{
     page_get_item, page_init, page_max_offset_number, page_special, page_special_mut, OffsetNumber, PAGE_HEADER_SIZE,
 };
@@ -278,6 +278,9 @@ pub struct ScanKey<'a> {
     pub tid: TidBound,
 }
 
+/// Key columns deformed on the stack by [`KeyCtx::compare`]; wider keys use a vector.
+const INLINE_KEYS: usize = 8;
+
 /// Comparison context: key descriptor and column comparator.
 pub struct KeyCtx<'a> {
     pub desc: &'a [AttrDesc],
@@ -308,8 +311,21 @@ impl KeyCtx<'_> {
         if it.minus_inf() {
             return Ok(Ordering::Greater);
         }
-        let vals = deform_tuple(self.desc, it.key)?;
-        let o = self.compare_values(&sk.values, &vals[..sk.values.len().min(vals.len())]);
+        // The scan key's columns only, into a stack buffer (this runs for every
+        // tuple a search steps over: no allocation).
+        let n = sk.values.len().min(self.desc.len());
+        let o = if n <= INLINE_KEYS {
+            let mut buf: [Option<Datum>; INLINE_KEYS] = Default::default();
+            let mut k = 0;
+            deform_tuple_each(&self.desc[..n], it.key, |d| {
+                buf[k] = d;
+                k += 1;
+            })?;
+            self.compare_values(&sk.values, &buf[..n])
+        } else {
+            let vals = deform_tuple(self.desc, it.key)?;
+            self.compare_values(&sk.values, &vals[..sk.values.len().min(vals.len())])
+        };
         if o != Ordering::Equal {
             return Ok(o);
         }
