@@ -437,7 +437,7 @@ fn parse_time(t: &str) -> std::result::Result<i64, bool> {
             us = v;
         }
     }
-    if m > 59 || sec > 60 || h > 24 || (h == 24 && (m > 0 || sec > 0 || us > 0)) {
+    if m > 59 || sec > 60 || h > 24 || (h == 24 && (m > 0 || sec > 0 || us > 0)) || ((h * 60 + m) * 60 + sec) * USECS_PER_SEC + us > USECS_PER_DAY {
         return Err(true);
     }
     Ok(((h * 60 + m) * 60 + sec) * USECS_PER_SEC + us)

@@ -381,6 +381,10 @@ pub(super) fn decode(s: &str, ty: Type) -> Result<Parsed> {
     if p.date.is_none() && p.time.is_none() {
         return Err(bad());
     }
+    // A time alone cannot name a zone whose offset depends on the date.
+    if p.date.is_none() && matches!(p.zone, Some(Zone::Named(_))) {
+        return Err(bad());
+    }
     Ok(p)
 }
 
