@@ -630,6 +630,17 @@ pub fn interval_in(s: &str) -> Result<Interval> {
     }
     let mut ago = false;
     let mut seen_any = false;
+    // Each unit may be given once (a time `H:M:S` gives hours, minutes and
+    // seconds with their fractions).
+    let mut seen_units: Vec<&'static str> = Vec::new();
+    let mut once = |units: &[&'static str]| -> Result<()> {
+        if units.iter().any(|u| seen_units.contains(u)) {
+            return Err(syntax(Type::Interval, s));
+        }
+        seen_units.extend_from_slice(units);
+        Ok(())
+    };
+    let field_range = || SqlError::new(b"22015", format!("interval field value out of range: \"{s}\""));
     let mut i = 0;
     while i < toks.len() {
         let tok = toks[i].to_ascii_lowercase();
@@ -649,10 +660,12 @@ pub fn interval_in(s: &str) -> Result<Interval> {
                 None => return Err(bad()),
             };
             micros += if neg { -(us as f64) } else { us as f64 };
+            once(&["hour", "minute", "second", "millisecond", "microsecond"])?;
             seen_any = true;
             continue;
         }
         if let Some(ym) = interval_input::year_month(&tok, s) {
+            once(&["year", "month"])?;
             months += ym?;
             seen_any = true;
             continue;
@@ -675,19 +688,62 @@ pub fn interval_in(s: &str) -> Result<Interval> {
             }
         }
         seen_any = true;
+        // A day/month field beyond int4 is a field error; their sum, an interval one.
+        let whole = |x: f64| if x.trunc().abs() > i32::MAX as f64 + if x < 0.0 { 1.0 } else { 0.0 } { Err(field_range()) } else { Ok(x) };
         match unit.as_str() {
-            "microsecond" | "microseconds" | "us" | "usec" | "usecs" => micros += v,
-            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" => micros += v * 1000.0,
-            "second" | "seconds" | "s" | "sec" | "secs" => micros += v * 1e6,
-            "minute" | "minutes" | "m" | "min" | "mins" => micros += v * 6e7,
-            "hour" | "hours" | "h" | "hr" | "hrs" => micros += v * 3.6e9,
-            "day" | "days" | "d" => days += v,
-            "week" | "weeks" | "w" => days += v * 7.0,
-            "month" | "months" | "mon" | "mons" => months += v,
-            "year" | "years" | "y" | "yr" | "yrs" => months += v * 12.0,
-            "decade" | "decades" => months += v * 120.0,
-            "century" | "centuries" => months += v * 1200.0,
-            "millennium" | "millennia" | "millenniums" => months += v * 12000.0,
+            "microsecond" | "microseconds" | "us" | "usec" | "usecs" => {
+                once(&["microsecond"])?;
+                micros += v
+            }
+            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" => {
+                once(&["millisecond"])?;
+                micros += v * 1000.0
+            }
+            "second" | "seconds" | "s" | "sec" | "secs" => {
+                // A fraction of a second gives the milli- and microseconds too.
+                if v.fract() != 0.0 {
+                    once(&["second", "millisecond", "microsecond"])?;
+                } else {
+                    once(&["second"])?;
+                }
+                micros += v * 1e6
+            }
+            "minute" | "minutes" | "m" | "min" | "mins" => {
+                once(&["minute"])?;
+                micros += v * 6e7
+            }
+            "hour" | "hours" | "h" | "hr" | "hrs" => {
+                once(&["hour"])?;
+                micros += v * 3.6e9
+            }
+            "day" | "days" | "d" => {
+                once(&["day"])?;
+                days += whole(v)?
+            }
+            "week" | "weeks" | "w" => {
+                once(&["week"])?;
+                days += whole(v * 7.0)?
+            }
+            "month" | "months" | "mon" | "mons" => {
+                once(&["month"])?;
+                months += whole(v)?
+            }
+            "year" | "years" | "y" | "yr" | "yrs" => {
+                once(&["year"])?;
+                months += whole(v * 12.0)?
+            }
+            "decade" | "decades" => {
+                once(&["decade"])?;
+                months += whole(v * 120.0)?
+            }
+            "century" | "centuries" => {
+                once(&["century"])?;
+                months += whole(v * 1200.0)?
+            }
+            "millennium" | "millennia" | "millenniums" => {
+                once(&["millennium"])?;
+                months += whole(v * 12000.0)?
+            }
             _ => return Err(bad()),
         }
     }
@@ -699,12 +755,13 @@ pub fn interval_in(s: &str) -> Result<Interval> {
     days += (months - whole_months) * 30.0;
     let whole_days = days.trunc();
     micros += (days - whole_days) * USECS_PER_DAY as f64;
-    if whole_months.abs() > i32::MAX as f64 || whole_days.abs() > i32::MAX as f64 || micros.abs() > 9.2e18 {
+    let int4 = |x: f64| (i32::MIN as f64..=i32::MAX as f64).contains(&x);
+    if !int4(whole_months) || !int4(whole_days) || micros.abs() > 9.2e18 {
         return Err(range());
     }
-    let mut iv = Interval { micros: micros.round() as i64, days: whole_days as i32, months: whole_months as i32 };
+    let iv = Interval { micros: micros.round() as i64, days: whole_days as i32, months: whole_months as i32 };
     if ago {
-        iv = Interval { micros: -iv.micros, days: -iv.days, months: -iv.months };
+        return neg(iv);
     }
     Ok(iv)
 }

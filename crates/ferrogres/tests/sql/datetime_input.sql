@@ -121,6 +121,16 @@ SELECT date 'epoch', date 'infinity', date '-infinity', timestamp 'epoch', times
 SELECT time 'allballs', timetz 'allballs', time '10:00 PM', time '12:30 am';
 SELECT date 'today' = current_date, date 'tomorrow' - date 'yesterday', timestamp 'today' = current_date::timestamp, timestamptz 'now' = now();
 SELECT date 'allballs';
+SELECT timestamptz '2000-03-15 08:14:01 GMT+8', timestamptz '2000-03-15 02:14:05 MST+7:00', timestamptz '19970210 173201 -0800', timestamp 'Feb 10 5:32PM 1997', time '10:00am';
+SELECT timestamptz 'tomorrow EST' - timestamptz 'tomorrow' AS est_offset, timestamp 'today 10:00' = current_date + time '10:00', timestamp 'yesterday 23:00' < timestamp 'today';
+SELECT date '1999.008', date 'J2451187', timestamp '1997.041 17:32:01', date '99 01 08', date '99-Jan-08', date '99 08 Jan';
+SELECT date '99-08-Jan';
+SELECT time '15:36:39 America/New_York';
+SELECT time '23:59:60', time '24:00:00';
+SELECT time '23:59:60.5';
+SET DateStyle = 'ISO, YMD';
+SELECT timestamp '97FEB10 5:32:01PM UTC', date '99 08 Jan', date 'Jan 08 1999', date '5 January 2024';
+RESET DateStyle;
 -- DateStyle round trip: output read back
 SET DateStyle = 'Postgres, MDY';
 SELECT timestamptz '2024-07-05 10:11:12+00', (timestamptz '2024-07-05 10:11:12+00')::text::timestamptz = timestamptz '2024-07-05 10:11:12+00';
@@ -174,6 +184,13 @@ SELECT interval '1-2' year to month, interval '1' year to month, interval '2' da
 SELECT interval '1 day 2:03:04.5678' day to second(2), interval(2) '1.23456', interval '-1.5' hour;
 SELECT '1 day 2:03'::interval day to minute, CAST('1 day 2:03:04' AS interval hour);
 SELECT interval(-1) '1';
+SELECT interval '1 second 2 seconds';
+SELECT interval '1 day 1 day';
+SELECT interval '1:20:05 5 microseconds', interval '5.5 seconds 3 milliseconds';
+SELECT interval '1 2' day to minute;
+SELECT interval '2147483648 days';
+SELECT interval '-2147483648 days', interval '2147483647 months';
+SELECT interval '1 mon 1 day 2 hours' * 1.1, interval '1 mon 1 day 2 hours' / 3, interval '-10 mons 120 days 37:28:21.6567' * 0.3;
 CREATE TABLE iq (a interval day, b interval hour to minute, c interval(1), d interval year);
 INSERT INTO iq VALUES ('1 day 2 hours', '1 day 2:03:04', '1.26 seconds', '3 years 4 months');
 INSERT INTO iq VALUES (interval '3 days 04:00', interval '5 hours 6 minutes 7 seconds', interval '-0.05 seconds', '-1 year -11 months');

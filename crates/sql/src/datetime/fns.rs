@@ -322,7 +322,7 @@ pub fn interval_scale(iv: Interval, k: f64, divide: bool) -> Result<Interval> {
     }
     let months = months_f.trunc() as i32;
     let mut days = days_f.trunc() as i32;
-    let month_rem_days = (months_f - months as f64) * 30.0;
+    let month_rem_days = ((months_f - months as f64) * 30.0 * 1e6).round_ties_even() / 1e6;
     let mut sec_rem = (days_f - days as f64 + month_rem_days - month_rem_days.trunc()) * 86_400.0;
     sec_rem = (sec_rem * 1e6).round_ties_even() / 1e6;
     if sec_rem.abs() >= 86_400.0 {

@@ -81,7 +81,8 @@ struct DateState {
     two_digit_year: bool,
     /// A month name was seen (it settles which numbers are day and year).
     text_month: bool,
-    /// The date came from a Julian day: its year is astronomical (no BC step).
+    /// The date came from a Julian day or today/tomorrow/yesterday: its year
+    /// is astronomical (no BC step, no two-digit years).
     julian: bool,
 }
 
@@ -246,6 +247,31 @@ pub(super) fn decode(s: &str, ty: Type) -> Result<Parsed> {
                 w = rest;
             }
         }
+        // 5:32PM: the meridiem glued to the time.
+        if w.contains(':') {
+            let l = w.to_ascii_lowercase();
+            if let Some(t) = l.strip_suffix("am").or_else(|| l.strip_suffix("pm")) {
+                if t.bytes().next_back().is_some_and(|b| b.is_ascii_digit()) {
+                    tokens.push(w[..t.len()].to_string());
+                    tokens.push(w[t.len()..].to_string());
+                    continue;
+                }
+            }
+        }
+        // 97FEB10: digits and a month name run together.
+        if w.as_bytes()[0].is_ascii_digit() && !w.contains([':', '-', '/', '.']) && w.bytes().any(|b| b.is_ascii_alphabetic()) {
+            let mut runs: Vec<String> = Vec::new();
+            for c in w.chars() {
+                match runs.last_mut() {
+                    Some(r) if r.chars().next().is_some_and(|f| f.is_ascii_digit() == c.is_ascii_digit()) => r.push(c),
+                    _ => runs.push(c.to_string()),
+                }
+            }
+            if runs.iter().any(|r| month_word(&r.to_ascii_lowercase()).is_some()) {
+                tokens.push(runs.join("-"));
+                continue;
+            }
+        }
         if w.as_bytes()[0].is_ascii_digit() && !w.contains(':') {
             let (head, tail) = split_date_word(&w);
             tokens.push(head);
@@ -316,6 +342,14 @@ pub(super) fn decode(s: &str, ty: Type) -> Result<Parsed> {
                 ds.two_digit_year = yl == 2;
                 ds.set(Field::Month, tok[yl..yl + 2].parse().unwrap_or(0));
                 ds.set(Field::Day, tok[yl + 2..].parse().unwrap_or(0));
+            } else if ds.mask.full() && p.time.is_none() && tok.len() == 6 {
+                // 19970210 173201: HHMMSS after the date.
+                let t = format!("{}:{}:{}", &tok[..2], &tok[2..4], &tok[4..]);
+                match parse_time(&t) {
+                    Ok(us) => p.time = Some(us),
+                    Err(true) => range_error = true,
+                    Err(false) => return Err(bad()),
+                }
             } else if tok.len() > 9 {
                 return Err(ts_out_of_range(ty, s));
             } else {
@@ -324,6 +358,22 @@ pub(super) fn decode(s: &str, ty: Type) -> Result<Parsed> {
             }
         } else if (first == b'+' || first == b'-') && p.zone.is_none() && (p.time.is_some() || ds.mask.any()) {
             p.zone = Some(Zone::Fixed(parse_offset(tok).ok_or_else(bad)?));
+        } else if matches!(lower.as_str(), "today" | "tomorrow" | "yesterday") && !ds.mask.any() {
+            // With other fields (`tomorrow EST`, `today 10:00`): that day's date.
+            crate::plan_cache::mark_uncacheable();
+            let shift = match lower.as_str() {
+                "tomorrow" => 1,
+                "yesterday" => -1,
+                _ => 0,
+            };
+            let (y, m, d) = civil_from_days(local_midnight_today().div_euclid(USECS_PER_DAY) + shift);
+            ds.set(Field::Year, y);
+            ds.set(Field::Month, m as i64);
+            ds.set(Field::Day, d as i64);
+            ds.julian = true;
+        } else if lower == "allballs" && p.time.is_none() {
+            p.time = Some(0);
+            p.zone = Some(Zone::Fixed(0));
         } else if lower == "bc" && !bc {
             bc = true;
         } else if lower == "ad" {
@@ -332,6 +382,11 @@ pub(super) fn decode(s: &str, ty: Type) -> Result<Parsed> {
         } else if let Some(m) = month_word(&lower) {
             ds.month_name(m).ok_or_else(bad)?;
         } else if weekday_word(&lower) {
+        } else if first.is_ascii_alphabetic() && p.zone.is_none() && tok.contains(['+', '-']) && !tok.contains('/') {
+            // POSIX style: an abbreviation and hours west of UTC (GMT+8 = UTC-8).
+            let cut = tok.find(['+', '-']).unwrap_or(tok.len());
+            zone_word(&tok[..cut]).ok_or_else(bad)?;
+            p.zone = Some(Zone::Fixed(-parse_offset(&tok[cut..]).ok_or_else(bad)?));
         } else if first.is_ascii_alphabetic() && p.zone.is_none() {
             p.zone = Some(zone_word(tok).ok_or_else(bad)?);
         } else {

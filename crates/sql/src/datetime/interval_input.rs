@@ -190,7 +190,7 @@ pub fn interval_in_typmod(s: &str, typmod: i32) -> Result<Interval> {
             let (m, sec) = t.split_once(':').unwrap_or((t, "0"));
             interval_in(&format!("{m} minutes {sec} seconds")).map_err(|_| syntax(Type::Interval, s))?
         }
-        Some(unit) if rng & range::DAY != 0 && unit != "day" => {
+        Some(unit) if rng == range::DAY | range::HOUR => {
             let toks: Vec<&str> = t.split_ascii_whitespace().collect();
             match toks.as_slice() {
                 [d, x] if is_num(d) && is_num(x) => interval_in(&format!("{d} days {x} {unit}s")).map_err(|_| syntax(Type::Interval, s))?,
