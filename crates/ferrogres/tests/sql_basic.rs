@@ -691,3 +691,18 @@ fn uuid_and_jsonb_binary_io_use_postgres_wire_format() {
 fn databases_match_postgres_15() {
     check_script("databases");
 }
+
+#[test]
+fn datestyle_and_intervalstyle_output_match_postgres_15() {
+    check_script("datestyle");
+}
+
+#[test]
+fn datetime_input_forms_match_postgres_15() {
+    check_script("datetime_input");
+}
+
+#[test]
+fn interval_and_datetime_functions_match_postgres_15() {
+    check_script("interval_fns");
+}

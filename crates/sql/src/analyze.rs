@@ -31,6 +31,7 @@ mod variadic;
 mod window;
 mod dml_join;
 mod on_conflict;
+mod interval_typmod;
 
 pub struct Analyzer<'a> {
     pub backend: &'a Backend,
@@ -797,6 +798,9 @@ impl<'a> Analyzer<'a> {
             return Err(self.err_at(SqlError::new(b"42704", format!("type \"{shown}\" does not exist")), tn.location));
         };
         let mut typmod = -1;
+        if ty == Type::Interval && !tn.typmods.is_empty() {
+            return crate::analyze::interval_typmod::typmod(self, tn).map(|m| (ty, m));
+        }
         if !tn.typmods.is_empty() && matches!(ty, Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz) && tn.typmods.len() == 1 {
             match tn.typmods[0].node.as_ref() {
                 Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), .. })) if i.ival >= 0 => {
@@ -914,7 +918,7 @@ impl<'a> Analyzer<'a> {
                 return Ok(Expr::Concat(Box::new(l), Box::new(r)));
             }
             if lt == Type::Bytea && rt == Type::Bytea {
-                return Err(self.err_at(SqlError::not_supported("bytea || bytea"), loc));
+                return self.builtin_operator(op, Some(l), r, loc, locs);
             }
             return Err(self.no_operator(op, Some(lt), rt, loc));
         }
@@ -1231,6 +1235,7 @@ impl<'a> Analyzer<'a> {
                 (AggKind::Sum, Some(Type::Int8 | Type::Numeric)) => Type::Numeric,
                 (AggKind::Min | AggKind::Max, Some(t)) if !matches!(t, Type::Bool | Type::Uuid | Type::Json | Type::Jsonb) => t,
                 (AggKind::Avg, Some(Type::Float8 | Type::Float4)) => Type::Float8,
+                (AggKind::Sum | AggKind::Avg, Some(Type::Interval)) => Type::Interval,
                 (AggKind::ArrayAgg, Some(t)) if crate::array::array_of(t).is_some() => crate::array::array_of(t).expect("checked"),
                 (AggKind::StringAgg, Some(t)) if t.is_string() => Type::Text,
                 (AggKind::BoolAnd | AggKind::BoolOr, Some(Type::Bool)) => Type::Bool,
@@ -1260,6 +1265,10 @@ impl<'a> Analyzer<'a> {
                 args.push(self.expr(a, scope)?);
                 arg_locs.push(location(a));
             }
+        }
+        if name == "pg_typeof" && args.len() == 1 {
+            // regtype is not a type here: the name format_type shows, as text.
+            return Ok(Expr::Const(Value::Text(args[0].ty().sql_name().to_string()), Type::Text));
         }
         if let Some(e) = self.datetime_func(&name, &mut args, &arg_locs, f.location)? {
             return Ok(e);

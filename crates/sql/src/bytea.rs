@@ -62,8 +62,11 @@ pub fn input(s: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// byteaout in hex.
+/// byteaout in hex (or escape, under bytea_output = escape).
 pub fn output(b: &[u8]) -> String {
+    if crate::datestyle::current().bytea_escape {
+        return crate::datestyle::bytea_escape_text(b);
+    }
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(2 + 2 * b.len());
     s.push_str("\\x");

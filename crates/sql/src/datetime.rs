@@ -1,6 +1,7 @@
 //! Date/time types: `date`, `time`, `timestamp`, `timestamptz` and `interval`,
-//! with PostgreSQL 15's representations, text forms (DateStyle "ISO, MDY",
-//! IntervalStyle postgres), error texts, operators and functions.
+//! with PostgreSQL 15's representations, text forms (ISO and IntervalStyle
+//! postgres here; the other DateStyles and IntervalStyles in
+//! [`crate::datestyle`]), error texts, operators and functions.
 //!
 //! | type | oid | stored as | binary wire format |
 //! |---|---|---|---|
@@ -14,7 +15,7 @@
 //! `infinity` / `-infinity` are `i64::MAX` / `i64::MIN` (date: `i32::MAX` / `i32::MIN`).
 //!
 //! Session state the type I/O functions need (the TimeZone setting, the
-//! transaction's start time for `now`) lives in a per-thread [`DtSession`]: every
+//! transaction's start time for `now`; DateStyle in `datestyle`) lives in a per-thread [`DtSession`]: every
 //! connection runs on its own thread, and the session refreshes it
 //! ([`sync_timezone`], [`set_xact_start`]) before it analyzes or runs a statement,
 //! so `types::input`/`output` keep their context-free signatures.
@@ -22,6 +23,11 @@
 use crate::errors::{Result, SqlError};
 use crate::types::{Type, Value};
 use std::cell::RefCell;
+
+pub mod fns;
+mod input;
+mod interval_input;
+pub use interval_input::{adjust as interval_adjust, interval_in_typmod, make_typmod as interval_typmod, range as interval_range};
 
 pub const USECS_PER_SEC: i64 = 1_000_000;
 pub const USECS_PER_DAY: i64 = 86_400 * USECS_PER_SEC;
@@ -161,10 +167,26 @@ pub fn session_offset_abbrev(ts: i64) -> (i32, String) {
             Some(n) => tz.offset_from_utc_datetime(&n).to_string(),
             None => String::new(),
         },
-        Zone::Fixed(0) => "UTC".to_string(),
-        Zone::Fixed(_) => offset_text(off),
+        Zone::Fixed(_) => fixed_zone_abbrev(off),
     };
     (off, abbrev)
+}
+
+/// The abbreviation of a fixed-offset TimeZone setting, as PostgreSQL names
+/// zones set by offset: `<-08>+08` -> `-08`; UTC/GMT by name; otherwise the
+/// offset (`+05:30`).
+fn fixed_zone_abbrev(off: i32) -> String {
+    let name = SESSION.with(|s| s.borrow().tz_name.clone());
+    let n = name.trim();
+    if let Some(inner) = n.strip_prefix('<').and_then(|r| r.split_once('>')).map(|(a, _)| a) {
+        return inner.to_string();
+    }
+    match n.to_ascii_lowercase().as_str() {
+        "gmt" | "etc/gmt" => return "GMT".into(),
+        "utc" | "etc/utc" | "universal" | "z" | "zulu" => return "UTC".into(),
+        _ => {}
+    }
+    offset_text(off)
 }
 
 /// Seconds east of UTC in the session zone for local time `local`.
@@ -415,14 +437,13 @@ fn parse_time(t: &str) -> std::result::Result<i64, bool> {
             us = v;
         }
     }
-    if m > 59 || sec > 60 || h > 24 || (h == 24 && (m > 0 || sec > 0 || us > 0)) {
+    if m > 59 || sec > 60 || h > 24 || (h == 24 && (m > 0 || sec > 0 || us > 0)) || ((h * 60 + m) * 60 + sec) * USECS_PER_SEC + us > USECS_PER_DAY {
         return Err(true);
     }
     Ok(((h * 60 + m) * 60 + sec) * USECS_PER_SEC + us)
 }
 
 fn parse_datetime(s: &str, ty: Type) -> Result<Parsed> {
-    let mut p = Parsed::default();
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
     let special = match lower.as_str() {
@@ -441,85 +462,9 @@ fn parse_datetime(s: &str, ty: Type) -> Result<Parsed> {
             // Its value depends on when it is read: a plan holding it is not reused.
             crate::plan_cache::mark_uncacheable();
         }
-        p.special = special;
-        return Ok(p);
+        return Ok(Parsed { special, ..Parsed::default() });
     }
-    // Tokens: split on blanks; a 'T' between date and time splits too.
-    let mut tokens: Vec<String> = Vec::new();
-    for w in t.split_ascii_whitespace() {
-        if let Some((d, rest)) = w.split_once(['T', 't']) {
-            if d.contains('-') && d.bytes().next().is_some_and(|b| b.is_ascii_digit()) && !rest.is_empty() {
-                tokens.push(d.to_string());
-                tokens.push(rest.to_string());
-                continue;
-            }
-        }
-        tokens.push(w.to_string());
-    }
-    let mut bc = false;
-    let mut range_error = false;
-    let mut i = 0;
-    while i < tokens.len() {
-        let tok = tokens[i].clone();
-        i += 1;
-        let first = tok.as_bytes()[0];
-        if first.is_ascii_digit() && tok.contains('-') && !tok.contains(':') && p.date.is_none() && p.time.is_none() {
-            let f: Vec<&str> = tok.split('-').collect();
-            if f.len() != 3 || f.iter().any(|x| x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit())) || f[0].len() < 3 {
-                return Err(syntax(ty, s));
-            }
-            if f[0].len() > 9 {
-                return Err(ts_out_of_range(ty, s));
-            }
-            let y: i64 = f[0].parse().map_err(|_| syntax(ty, s))?;
-            let m: u32 = f[1].parse().map_err(|_| syntax(ty, s))?;
-            let d: u32 = f[2].parse().map_err(|_| syntax(ty, s))?;
-            if m == 0 || m > 12 {
-                return Err(field_range(s).with_hint("Perhaps you need a different \"datestyle\" setting."));
-            }
-            if y == 0 || d == 0 || d > days_in_month(y, m) {
-                range_error = true;
-            }
-            p.date = Some((y, m, d));
-        } else if first.is_ascii_digit() && tok.contains(':') && p.time.is_none() {
-            // The time, possibly with a zone glued on: 10:00:00+02, 10:00Z.
-            let cut = tok.find(['+', '-', 'z', 'Z']).unwrap_or(tok.len());
-            match parse_time(&tok[..cut]) {
-                Ok(us) => p.time = Some(us),
-                Err(true) => range_error = true,
-                Err(false) => return Err(syntax(ty, s)),
-            }
-            let z = &tok[cut..];
-            if !z.is_empty() {
-                p.zone = Some(if z.eq_ignore_ascii_case("z") {
-                    Zone::Fixed(0)
-                } else {
-                    Zone::Fixed(parse_offset(z).ok_or_else(|| syntax(ty, s))?)
-                });
-            }
-        } else if (first == b'+' || first == b'-') && p.zone.is_none() && (p.time.is_some() || p.date.is_some()) {
-            p.zone = Some(Zone::Fixed(parse_offset(&tok).ok_or_else(|| syntax(ty, s))?));
-        } else if tok.eq_ignore_ascii_case("bc") && p.date.is_some() && !bc {
-            bc = true;
-        } else if tok.eq_ignore_ascii_case("ad") && p.date.is_some() {
-        } else if first.is_ascii_alphabetic() && p.zone.is_none() {
-            p.zone = Some(zone_word(&tok).ok_or_else(|| syntax(ty, s))?);
-        } else {
-            return Err(syntax(ty, s));
-        }
-    }
-    if range_error {
-        return Err(field_range(s));
-    }
-    if p.date.is_none() && p.time.is_none() {
-        return Err(syntax(ty, s));
-    }
-    if bc {
-        if let Some((y, m, d)) = p.date {
-            p.date = Some((1 - y, m, d));
-        }
-    }
-    Ok(p)
+    input::decode(s, ty)
 }
 
 fn ts_out_of_range(ty: Type, s: &str) -> SqlError {
@@ -669,6 +614,9 @@ pub fn time_in(s: &str) -> Result<i64> {
 
 /// Interval input: `[@] quantity unit ... [HH:MM[:SS]] [ago]`, a bare number of seconds.
 pub fn interval_in(s: &str) -> Result<Interval> {
+    if let Some(r) = interval_input::iso8601(s) {
+        return r;
+    }
     let bad = || syntax(Type::Interval, s);
     let range = || SqlError::new(b"22015", "interval out of range");
     let mut months: f64 = 0.0;
@@ -682,6 +630,17 @@ pub fn interval_in(s: &str) -> Result<Interval> {
     }
     let mut ago = false;
     let mut seen_any = false;
+    // Each unit may be given once (a time `H:M:S` gives hours, minutes and
+    // seconds with their fractions).
+    let mut seen_units: Vec<&'static str> = Vec::new();
+    let mut once = |units: &[&'static str]| -> Result<()> {
+        if units.iter().any(|u| seen_units.contains(u)) {
+            return Err(syntax(Type::Interval, s));
+        }
+        seen_units.extend_from_slice(units);
+        Ok(())
+    };
+    let field_range = || SqlError::new(b"22015", format!("interval field value out of range: \"{s}\""));
     let mut i = 0;
     while i < toks.len() {
         let tok = toks[i].to_ascii_lowercase();
@@ -701,6 +660,13 @@ pub fn interval_in(s: &str) -> Result<Interval> {
                 None => return Err(bad()),
             };
             micros += if neg { -(us as f64) } else { us as f64 };
+            once(&["hour", "minute", "second", "millisecond", "microsecond"])?;
+            seen_any = true;
+            continue;
+        }
+        if let Some(ym) = interval_input::year_month(&tok, s) {
+            once(&["year", "month"])?;
+            months += ym?;
             seen_any = true;
             continue;
         }
@@ -712,24 +678,72 @@ pub fn interval_in(s: &str) -> Result<Interval> {
             if i < toks.len() && toks[i].bytes().next().is_some_and(|b| b.is_ascii_alphabetic()) && toks[i] != "ago" {
                 unit = toks[i].to_ascii_lowercase();
                 i += 1;
+            } else if i < toks.len() && toks[i].contains(':') {
+                // SQL standard `D H:M:S`: the number before a time is days.
+                unit = "day".into();
+            } else if i < toks.len() && toks[i] != "ago" {
+                return Err(bad());
             } else {
                 unit = "second".into();
             }
         }
         seen_any = true;
+        // A day/month field beyond int4 is a field error; their sum, an interval one.
+        let whole = |x: f64| if x.trunc().abs() > i32::MAX as f64 + if x < 0.0 { 1.0 } else { 0.0 } { Err(field_range()) } else { Ok(x) };
         match unit.as_str() {
-            "microsecond" | "microseconds" | "us" | "usec" | "usecs" => micros += v,
-            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" => micros += v * 1000.0,
-            "second" | "seconds" | "s" | "sec" | "secs" => micros += v * 1e6,
-            "minute" | "minutes" | "m" | "min" | "mins" => micros += v * 6e7,
-            "hour" | "hours" | "h" | "hr" | "hrs" => micros += v * 3.6e9,
-            "day" | "days" | "d" => days += v,
-            "week" | "weeks" | "w" => days += v * 7.0,
-            "month" | "months" | "mon" | "mons" => months += v,
-            "year" | "years" | "y" | "yr" | "yrs" => months += v * 12.0,
-            "decade" | "decades" => months += v * 120.0,
-            "century" | "centuries" => months += v * 1200.0,
-            "millennium" | "millennia" | "millenniums" => months += v * 12000.0,
+            "microsecond" | "microseconds" | "us" | "usec" | "usecs" => {
+                once(&["microsecond"])?;
+                micros += v
+            }
+            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" => {
+                once(&["millisecond"])?;
+                micros += v * 1000.0
+            }
+            "second" | "seconds" | "s" | "sec" | "secs" => {
+                // A fraction of a second gives the milli- and microseconds too.
+                if v.fract() != 0.0 {
+                    once(&["second", "millisecond", "microsecond"])?;
+                } else {
+                    once(&["second"])?;
+                }
+                micros += v * 1e6
+            }
+            "minute" | "minutes" | "m" | "min" | "mins" => {
+                once(&["minute"])?;
+                micros += v * 6e7
+            }
+            "hour" | "hours" | "h" | "hr" | "hrs" => {
+                once(&["hour"])?;
+                micros += v * 3.6e9
+            }
+            "day" | "days" | "d" => {
+                once(&["day"])?;
+                days += whole(v)?
+            }
+            "week" | "weeks" | "w" => {
+                once(&["week"])?;
+                days += whole(v * 7.0)?
+            }
+            "month" | "months" | "mon" | "mons" => {
+                once(&["month"])?;
+                months += whole(v)?
+            }
+            "year" | "years" | "y" | "yr" | "yrs" => {
+                once(&["year"])?;
+                months += whole(v * 12.0)?
+            }
+            "decade" | "decades" => {
+                once(&["decade"])?;
+                months += whole(v * 120.0)?
+            }
+            "century" | "centuries" => {
+                once(&["century"])?;
+                months += whole(v * 1200.0)?
+            }
+            "millennium" | "millennia" | "millenniums" => {
+                once(&["millennium"])?;
+                months += whole(v * 12000.0)?
+            }
             _ => return Err(bad()),
         }
     }
@@ -741,12 +755,13 @@ pub fn interval_in(s: &str) -> Result<Interval> {
     days += (months - whole_months) * 30.0;
     let whole_days = days.trunc();
     micros += (days - whole_days) * USECS_PER_DAY as f64;
-    if whole_months.abs() > i32::MAX as f64 || whole_days.abs() > i32::MAX as f64 || micros.abs() > 9.2e18 {
+    let int4 = |x: f64| (i32::MIN as f64..=i32::MAX as f64).contains(&x);
+    if !int4(whole_months) || !int4(whole_days) || micros.abs() > 9.2e18 {
         return Err(range());
     }
-    let mut iv = Interval { micros: micros.round() as i64, days: whole_days as i32, months: whole_months as i32 };
+    let iv = Interval { micros: micros.round() as i64, days: whole_days as i32, months: whole_months as i32 };
     if ago {
-        iv = Interval { micros: -iv.micros, days: -iv.days, months: -iv.months };
+        return neg(iv);
     }
     Ok(iv)
 }
@@ -801,10 +816,15 @@ fn ts_parts(ts: i64) -> (i64, i64) {
 }
 
 pub fn date_out(d: i32) -> String {
+    let st = crate::datestyle::current();
     match d {
         i32::MAX => "infinity".into(),
         i32::MIN => "-infinity".into(),
-        d => date_text(d as i64),
+        d if st.date == crate::datestyle::DateStyle::Iso => date_text(d as i64),
+        d => {
+            let (y, m, day) = civil_from_days(d as i64);
+            crate::datestyle::date_text(st, y, m, day)
+        }
     }
 }
 
@@ -813,9 +833,14 @@ pub fn time_out(us: i64) -> String {
 }
 
 pub fn timestamp_out(ts: i64) -> String {
+    let st = crate::datestyle::current();
     match ts {
         DT_NOEND => "infinity".into(),
         DT_NOBEGIN => "-infinity".into(),
+        ts if st.date != crate::datestyle::DateStyle::Iso => {
+            let (days, us) = ts_parts(ts);
+            crate::datestyle::timestamp_text(st, days, civil_from_days(days), &time_text(us), None)
+        }
         ts => {
             let (days, us) = ts_parts(ts);
             let date = date_text(days);
@@ -841,9 +866,15 @@ fn offset_text(off: i32) -> String {
 }
 
 pub fn timestamptz_out(ts: i64) -> String {
+    let st = crate::datestyle::current();
     match ts {
         DT_NOEND => "infinity".into(),
         DT_NOBEGIN => "-infinity".into(),
+        ts if st.date != crate::datestyle::DateStyle::Iso => {
+            let (off, abbrev) = session_offset_abbrev(ts);
+            let (days, us) = ts_parts(ts + off as i64 * USECS_PER_SEC);
+            crate::datestyle::timestamp_text(st, days, civil_from_days(days), &time_text(us), Some(&abbrev))
+        }
         ts => {
             let off = offset_at_utc(&session_zone(), ts);
             let local = ts + off as i64 * USECS_PER_SEC;
@@ -857,8 +888,13 @@ pub fn timestamptz_out(ts: i64) -> String {
     }
 }
 
-/// IntervalStyle postgres: `1 year 2 mons -3 days +04:05:06.5`.
+/// IntervalStyle postgres: `1 year 2 mons -3 days +04:05:06.5` (the other
+/// styles: `datestyle::interval_text`).
 pub fn interval_out(iv: &Interval) -> String {
+    let style = crate::datestyle::current().interval;
+    if style != crate::datestyle::IntervalStyle::Postgres {
+        return crate::datestyle::interval_text(style, iv.months, iv.days, iv.micros);
+    }
     let mut out = String::new();
     let mut is_zero = true;
     let mut is_before = false;
@@ -970,7 +1006,8 @@ pub fn cast(v: Value, to: Type, typmod: i32) -> Option<Result<Value>> {
         }
         (Value::Time(t), Type::Interval) => Ok(Value::Interval(Interval { micros: t, days: 0, months: 0 })),
         (Value::Interval(iv), Type::Time) => Ok(Value::Time(iv.micros.rem_euclid(USECS_PER_DAY))),
-        (v @ Value::Interval(_), Type::Interval) | (v @ Value::Date(_), Type::Date) => Ok(v),
+        (Value::Interval(iv), Type::Interval) => interval_adjust(iv, typmod).map(Value::Interval),
+        (v @ Value::Date(_), Type::Date) => Ok(v),
         _ => return None,
     })
 }
@@ -1369,21 +1406,10 @@ pub fn call(f: DtFunc, vals: &[Value]) -> Result<Value> {
                 Value::Float8(f) => *f,
                 v => v.as_i64().unwrap_or(0) as f64,
             };
-            let k = if f == DtFunc::IntervalDivFloat {
-                if k == 0.0 {
-                    return Err(SqlError::new(b"22012", "division by zero"));
-                }
-                1.0 / k
-            } else {
-                k
-            };
-            let months = x.months as f64 * k;
-            let days = x.days as f64 * k + months.fract() * 30.0;
-            let micros = x.micros as f64 * k + days.fract() * USECS_PER_DAY as f64;
-            if !months.is_finite() || months.abs() > i32::MAX as f64 || days.abs() > i32::MAX as f64 || micros.abs() > 9.2e18 {
-                return Err(SqlError::new(b"22015", "interval out of range"));
+            if f == DtFunc::IntervalDivFloat && k == 0.0 {
+                return Err(SqlError::new(b"22012", "division by zero"));
             }
-            Value::Interval(Interval { months: months.trunc() as i32, days: days.trunc() as i32, micros: micros.round() as i64 })
+            Value::Interval(fns::interval_scale(*x, k, f == DtFunc::IntervalDivFloat)?)
         }
         (DtFunc::DatePart(t), Some(u), Some(v)) => date_part(&text_arg(u), t, v)?,
         (DtFunc::DateTrunc(t), Some(u), Some(v)) => date_trunc(&text_arg(u), t, v)?,

@@ -111,7 +111,11 @@ const F4: Type = Type::Float4;
 const F8: Type = Type::Float8;
 const N: Type = Type::Numeric;
 const B: Type = Type::Bool;
+const IV: Type = Type::Interval;
+const TS: Type = Type::Timestamp;
+const TSTZ: Type = Type::Timestamptz;
 
+use crate::datetime::fns as dt;
 use json as j;
 use math as m;
 use strings as s;
@@ -398,6 +402,34 @@ pub static BUILTINS: &[Builtin] = &[
     missing("json_each", &[j::J], j::J, "json_each (functions returning records)"),
     missing("json_each_text", &[j::J], j::J, "json_each_text (functions returning records)"),
     f("gen_random_uuid", &[], Type::Uuid, j::gen_random_uuid).volatile(),
+    // --- date/time (datetime/fns.rs)
+    f("justify_hours", &[IV], IV, dt::justify_hours),
+    f("justify_days", &[IV], IV, dt::justify_days),
+    f("justify_interval", &[IV], IV, dt::justify_interval),
+    f("age", &[TS, TS], IV, dt::age_timestamp),
+    f("age", &[TSTZ, TSTZ], IV, dt::age_timestamptz).stable(),
+    f("age", &[TS], IV, dt::age_from_today).stable(),
+    f("age", &[TSTZ], IV, dt::age_from_today).stable(),
+    f("make_date", &[I4, I4, I4], Type::Date, dt::make_date),
+    f("make_time", &[I4, I4, F8], Type::Time, dt::make_time),
+    f("make_timestamp", &[I4, I4, I4, I4, I4, F8], TS, dt::make_timestamp),
+    f("make_timestamptz", &[I4, I4, I4, I4, I4, F8], TSTZ, dt::make_timestamptz).stable(),
+    f("make_timestamptz", &[I4, I4, I4, I4, I4, F8, T], TSTZ, dt::make_timestamptz_zone).stable(),
+    f("make_interval", &[], IV, dt::make_interval),
+    f("make_interval", &[I4], IV, dt::make_interval),
+    f("make_interval", &[I4, I4], IV, dt::make_interval),
+    f("make_interval", &[I4, I4, I4], IV, dt::make_interval),
+    f("make_interval", &[I4, I4, I4, I4], IV, dt::make_interval),
+    f("make_interval", &[I4, I4, I4, I4, I4], IV, dt::make_interval),
+    f("make_interval", &[I4, I4, I4, I4, I4, I4], IV, dt::make_interval),
+    f("make_interval", &[I4, I4, I4, I4, I4, I4, F8], IV, dt::make_interval),
+    f("date_bin", &[IV, TS, TS], TS, dt::date_bin),
+    f("date_bin", &[IV, TSTZ, TSTZ], TSTZ, dt::date_bin),
+    f("isfinite", &[Type::Date], B, dt::isfinite),
+    f("isfinite", &[TS], B, dt::isfinite),
+    f("isfinite", &[TSTZ], B, dt::isfinite),
+    f("isfinite", &[IV], B, dt::isfinite),
+    f("byteacat", &[Type::Bytea, Type::Bytea], Type::Bytea, ops::byteacat),
 ];
 
 /// PostgreSQL 15 functions of this module's kind (strings, regular expressions)
@@ -472,8 +504,8 @@ pub static OPERATORS: &[(&str, &str)] = &[
 
 /// Operators whose name has other meanings the analyzer handles itself (`||`
 /// on strings and arrays, `-` on numbers): resolved over these procedures only
-/// when an operand is jsonb (`analyze::binary`).
-pub static JSONB_OPERATORS: &[(&str, &str)] = &[("||", "jsonb_concat"), ("-", "jsonb_delete")];
+/// when an operand is jsonb, or both are bytea (`analyze::binary`).
+pub static JSONB_OPERATORS: &[(&str, &str)] = &[("||", "jsonb_concat"), ("-", "jsonb_delete"), ("||", "byteacat")];
 
 /// Whether some operator `op` is in [`OPERATORS`].
 pub fn is_builtin_operator(op: &str) -> bool {

@@ -110,6 +110,7 @@ impl AggState {
         self.acc = match (a.kind, std::mem::replace(&mut self.acc, Value::Null)) {
             (AggKind::Variance { .. }, acc) => crate::numeric::math::var_accum(acc, &v, self.n)?,
             (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Numeric => crate::numeric::agg_add(acc, &v)?,
+            (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Interval => crate::datetime::fns::interval_agg_add(acc, &v)?,
             (AggKind::CountStar | AggKind::Count, Value::Int8(n)) => Value::Int8(n + 1),
             (AggKind::Sum | AggKind::Avg, Value::Null) => match v {
                 Value::Float8(f) => Value::Float8(f),
@@ -169,6 +170,7 @@ impl AggState {
         match (a.kind, self.acc) {
             (AggKind::Avg, Value::Float8(s)) => Value::Float8(s / self.n as f64),
             (AggKind::Avg, s @ Value::Numeric(_)) => crate::numeric::avg_final(s, self.n).unwrap_or(Value::Null),
+            (AggKind::Avg, s @ Value::Interval(_)) => crate::datetime::fns::interval_avg_final(s, self.n).unwrap_or(Value::Null),
             (AggKind::Variance { sample, sqrt }, acc) => crate::numeric::math::var_final(acc, self.n, sample, sqrt).unwrap_or(Value::Null),
             (_, v) => v,
         }

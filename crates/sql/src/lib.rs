@@ -10,6 +10,7 @@ pub mod copy;
 pub mod dml_join;
 pub mod database;
 pub mod datetime;
+pub mod datestyle;
 pub mod errors;
 pub mod exec;
 pub mod explain;

@@ -159,16 +159,14 @@ impl SessionEnv {
                 }
                 "UTF8".to_string()
             }
-            // pg_regress / pg_isolation_regress set PGDATESTYLE=Postgres, MDY and
-            // intervalstyle=postgres_verbose: accepted so that they connect; a result
-            // column whose text would depend on the style is 0A000 under them
-            // (`check_output_styles`), never printed in another style.
-            "datestyle" if value.eq_ignore_ascii_case("Postgres, MDY") => "Postgres, MDY".to_string(),
-            "datestyle" => {
-                if !matches!(value.to_ascii_uppercase().as_str(), "ISO" | "ISO, MDY" | "MDY, ISO" | "ISO,MDY") {
-                    return Err(SqlError::not_supported(format!("DateStyle \"{value}\"")));
+            "datestyle" => crate::datestyle::check_datestyle(&value, &self.settings[idx].value)?,
+            "bytea_output" => {
+                let v = value.to_ascii_lowercase();
+                if v != "hex" && v != "escape" {
+                    return Err(SqlError::new(b"22023", format!("invalid value for parameter \"bytea_output\": \"{value}\""))
+                        .with_hint("Available values: escape, hex."));
                 }
-                "ISO, MDY".to_string()
+                v
             }
             "timezone" => {
                 let v = value.trim();
@@ -185,7 +183,7 @@ impl SessionEnv {
             "intervalstyle" => {
                 let v = value.to_ascii_lowercase();
                 if !matches!(v.as_str(), "postgres" | "postgres_verbose" | "sql_standard" | "iso_8601") {
-                    return Err(SqlError::new(b"22023", format!("invalid value for parameter \"IntervalStyle\": \"{value}\""))
+                    return Err(SqlError::new(b"22023", format!("invalid value for parameter \"{lname}\": \"{value}\""))
                         .with_hint("Available values: postgres, postgres_verbose, sql_standard, iso_8601."));
                 }
                 v
@@ -603,33 +601,14 @@ impl Session {
         if let Ok(tz) = self.env.get("TimeZone") {
             crate::datetime::sync_timezone(&tz);
         }
-        crate::namespace::sync(self.backend.id().0 as i32, &self.env.get("search_path").unwrap_or_else(|_| "\"$user\", public".into()));
-    }
-
-    /// Date/time output exists in DateStyle ISO and IntervalStyle postgres only: a
-    /// result column whose text another style would change is 0A000 under it.
-    fn check_output_styles(&self, plan: &Statement) -> Result<()> {
-        let Some(targets) = plan.targets() else { return Ok(()) };
-        for t in &targets {
-            let (setting, supported) = match t.expr.ty() {
-                Type::Date | Type::Timestamp | Type::Timestamptz => ("DateStyle", "ISO, MDY"),
-                Type::Interval => ("IntervalStyle", "postgres"),
-                _ => continue,
-            };
-            let v = self.env.get(setting)?;
-            if v != supported {
-                return Err(SqlError::not_supported(format!(
-                    "output of type {} with {setting} \"{v}\"",
-                    t.expr.ty().sql_name()
-                )));
-            }
+        if let (Ok(ds), Ok(is)) = (self.env.get("DateStyle"), self.env.get("IntervalStyle")) {
+            crate::datestyle::sync(&ds, &is, &self.env.get("bytea_output").unwrap_or_default());
         }
-        Ok(())
+        crate::namespace::sync(self.backend.id().0 as i32, &self.env.get("search_path").unwrap_or_else(|_| "\"$user\", public".into()));
     }
 
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         (self.env.interrupts)()?;
-        self.check_output_styles(plan)?;
         self.sync_datetime();
         crate::datetime::set_stmt_start();
         if let Statement::Transaction(cmd) = plan {

@@ -289,7 +289,7 @@ impl Type {
     pub fn typmod_matters(self) -> bool {
         match self {
             Type::Array(e) => e.typmod_matters(),
-            t => matches!(t, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz | Type::Numeric),
+            t => matches!(t, Type::Varchar | Type::Bpchar | Type::Timestamp | Type::Timestamptz | Type::Time | Type::TimeTz | Type::Numeric | Type::Interval),
         }
     }
     /// A type name as written in SQL (`int`, `integer`, `int4`, `pg_catalog.int4`...).
@@ -517,7 +517,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Time => Value::Time(datetime::round_precision(datetime::time_in(s)?, typmod)),
         Type::Timestamp => Value::Timestamp(datetime::round_precision(datetime::timestamp_in(s)?, typmod)),
         Type::Timestamptz => Value::Timestamptz(datetime::round_precision(datetime::timestamptz_in(s)?, typmod)),
-        Type::Interval => Value::Interval(datetime::interval_in(s)?),
+        Type::Interval => Value::Interval(datetime::interval_in_typmod(s, typmod)?),
         Type::Bytea => Value::Bytea(crate::bytea::input(s)?),
         Type::TimeTz => {
             let (t, z) = datetime::timetz_in(s)?;

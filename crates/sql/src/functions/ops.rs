@@ -32,6 +32,14 @@ pub fn textcat(a: &[Value]) -> Result<Value> {
     Ok(Value::Text(format!("{}{}", text(&a[0]), text(&a[1]))))
 }
 
+/// bytea || bytea.
+pub fn byteacat(a: &[Value]) -> Result<Value> {
+    match (&a[0], &a[1]) {
+        (Value::Bytea(x), Value::Bytea(y)) => Ok(Value::Bytea([x.as_slice(), y.as_slice()].concat())),
+        _ => Err(crate::errors::SqlError::internal("byteacat of non-bytea values")),
+    }
+}
+
 /// int8pl, int8mi, int8mul, int8div with bigint's range errors.
 fn int8_op(a: &[Value], op: fn(i64, i64) -> Option<i64>) -> Result<Value> {
     op(int(&a[0]), int(&a[1])).map(Value::Int8).ok_or_else(|| out_of_range(Type::Int8))
