@@ -691,3 +691,13 @@ fn uuid_and_jsonb_binary_io_use_postgres_wire_format() {
 fn databases_match_postgres_15() {
     check_script("databases");
 }
+
+#[test]
+fn aggregate_order_by_matches_postgres_15() {
+    check_script("agg_order");
+}
+
+#[test]
+fn json_aggregates_match_postgres_15() {
+    check_script("json_agg");
+}

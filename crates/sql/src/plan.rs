@@ -87,6 +87,11 @@ pub enum AggKind {
     /// var_samp/variance, var_pop (`sample` false), stddev_samp/stddev,
     /// stddev_pop (`sqrt`): numeric for integers and numeric, float8 for floats.
     Variance { sample: bool, sqrt: bool },
+    /// json_agg / jsonb_agg (`jsonb`): the values (NULLs included) as a JSON
+    /// array (`crate::agg_order::json_agg`).
+    JsonAgg { jsonb: bool },
+    /// json_object_agg / jsonb_object_agg: `arg` the keys, `arg2` the values.
+    JsonObjectAgg { jsonb: bool },
 }
 
 #[derive(Clone, Debug)]
@@ -100,6 +105,10 @@ pub struct Aggregate {
     pub distinct: bool,
     /// string_agg's delimiter (a constant; NULL joins with nothing).
     pub delim: Option<String>,
+    /// json_object_agg's second argument (the values).
+    pub arg2: Option<Expr>,
+    /// `agg(x ORDER BY ...)`: the order the rows are fed in (`crate::agg_order`).
+    pub order: Vec<crate::agg_order::AggSortKey>,
 }
 
 #[derive(Clone, Debug)]

@@ -108,6 +108,8 @@ pub fn walk_query(q: &mut Query, depth: usize, descend: bool, f: &mut dyn FnMut(
     for a in q.aggregates.iter_mut() {
         exprs.extend(a.arg.as_mut());
         exprs.extend(a.filter.as_mut());
+        exprs.extend(a.arg2.as_mut());
+        exprs.extend(a.order.iter_mut().map(|k| &mut k.expr));
     }
     if let Some(g) = q.grouping.as_mut() {
         exprs.extend(g.keys.iter_mut());
@@ -398,6 +400,7 @@ fn level_has_init_plan(q: &Query) -> bool {
         || q.limit.as_ref().is_some_and(expr)
         || q.offset.as_ref().is_some_and(expr)
         || q.aggregates.iter().any(|a| a.arg.as_ref().is_some_and(expr) || a.filter.as_ref().is_some_and(expr))
+        || q.aggregates.iter().any(|a| a.arg2.as_ref().is_some_and(expr) || a.order.iter().any(|k| expr(&k.expr)))
         || q.grouping.as_ref().is_some_and(|g| g.keys.iter().any(expr) || g.having.as_ref().is_some_and(expr))
         || source(&q.source)
 }

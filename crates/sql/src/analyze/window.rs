@@ -87,6 +87,7 @@ impl Collected {
             if let WinKind::Agg(a) = &f.kind {
                 out.extend(a.arg.iter().cloned());
                 out.extend(a.filter.iter().cloned());
+                out.extend(a.arg2.iter().cloned());
             }
         }
         for w in &self.windows {
@@ -660,6 +661,7 @@ impl<'a> Analyzer<'a> {
             if let WinKind::Agg(a) = &mut f.kind {
                 a.arg = a.arg.take().map(|e| pusher.input(e));
                 a.filter = a.filter.take().map(|e| pusher.input(e));
+                a.arg2 = a.arg2.take().map(|e| pusher.input(e));
             }
         }
         let mut ordered = Vec::new();
