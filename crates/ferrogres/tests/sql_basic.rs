@@ -701,3 +701,8 @@ fn aggregate_order_by_matches_postgres_15() {
 fn json_aggregates_match_postgres_15() {
     check_script("json_agg");
 }
+
+#[test]
+fn row_comparisons_match_postgres_15() {
+    check_script("row_compare");
+}

@@ -16,6 +16,7 @@ use pg_query::NodeEnum;
 
 mod agg_order;
 mod arrays;
+mod row_compare;
 mod catalog_funcs;
 mod exprs;
 pub(crate) mod from;
@@ -835,6 +836,9 @@ impl<'a> Analyzer<'a> {
         use pb::AExprKind as K;
         let kind = K::try_from(a.kind).unwrap_or(K::Undefined);
         let op = a.name.iter().filter_map(str_of).next_back().unwrap_or("").to_string();
+        if let Some(e) = self.row_compare(a, kind, &op, scope)? {
+            return Ok(e);
+        }
         if let Some(e) = self.a_expr_ext(a, kind, &op, scope)? {
             return Ok(e);
         }

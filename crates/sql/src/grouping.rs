@@ -279,7 +279,7 @@ pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize]) ->
 pub fn children(e: &Expr) -> Vec<&Expr> {
     match e {
         Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } => vec![],
-        Expr::SubPlan(sp) => sp.lhs.iter().collect(),
+        Expr::SubPlan(sp) => sp.lhs.iter().chain(sp.row_lhs.iter()).collect(),
         Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => vec![arg],
         Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => vec![l, r],
         Expr::And(v) | Expr::Or(v) | Expr::Func { args: v, .. } | Expr::Coalesce(v, _) | Expr::MinMax { args: v, .. } => v.iter().collect(),

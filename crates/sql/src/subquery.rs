@@ -56,6 +56,10 @@ pub struct SubPlan {
     pub ty: Type,
     /// An uncorrelated subquery's rows, filled in for one execution (InitPlan).
     pub rows: Option<Arc<Vec<Vec<Value>>>>,
+    /// Row-valued ANY/ALL (`(a, b) IN (SELECT x, y ...)`): the left row's
+    /// items; then `lhs` is None and `cmp` reads [items..., subquery columns...]
+    /// (`analyze::row_compare`).
+    pub row_lhs: Vec<Expr>,
 }
 
 /// The direct subexpressions of `e` at the same query level (a SubPlan's
@@ -77,7 +81,7 @@ pub fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
             out.extend(escape.as_deref_mut());
             out
         }
-        Expr::SubPlan(sp) => sp.lhs.iter_mut().collect(),
+        Expr::SubPlan(sp) => sp.lhs.iter_mut().chain(sp.row_lhs.iter_mut()).collect(),
     }
 }
 
@@ -281,6 +285,7 @@ pub fn run(sp: &SubPlan, row: &[Value], params: &[Value], aggs: &[Value], ctx: &
         Some(e) => Some(eval_pure(e, row, params, aggs, ctx)?),
         None => None,
     };
+    let row_lhs: Vec<Value> = sp.row_lhs.iter().map(|e| eval_pure(e, row, params, aggs, ctx)).collect::<Result<_>>()?;
     let owned;
     let rows: &[Vec<Value>] = match &sp.rows {
         Some(r) => r,
@@ -314,7 +319,11 @@ pub fn run(sp: &SubPlan, row: &[Value], params: &[Value], aggs: &[Value], ctx: &
             let cmp = sp.cmp.as_ref().ok_or_else(|| SqlError::internal("ANY/ALL without comparison"))?;
             let mut saw_null = false;
             for r in rows {
-                let pair = [lhs.clone(), r.first().cloned().unwrap_or(Value::Null)];
+                let pair = if row_lhs.is_empty() {
+                    vec![lhs.clone(), r.first().cloned().unwrap_or(Value::Null)]
+                } else {
+                    row_lhs.iter().chain(r.iter()).cloned().collect()
+                };
                 match eval_pure(cmp, &pair, params, &[], ctx)? {
                     Value::Bool(b) if b == any => return Ok(Value::Bool(any)),
                     Value::Null => saw_null = true,
