@@ -21,7 +21,7 @@
 
 use crate::errors::{Result, SqlError};
 use crate::exec::compare_key;
-use crate::plan::Expr;
+use crate::plan::{AggKind, Expr};
 use crate::types::Value;
 use std::cmp::Ordering;
 
@@ -53,6 +53,62 @@ impl Buffer {
         });
         self.0.into_iter().map(|(_, v, v2)| (v, v2))
     }
+}
+
+/// percentile_cont, percentile_disc and mode: computed from all the sorted
+/// values at once ([`ordered_set`]), not by a transition per row.
+pub(crate) fn is_ordered_set(k: AggKind) -> bool {
+    matches!(k, AggKind::PercentileCont | AggKind::PercentileDisc | AggKind::Mode)
+}
+
+/// An ordered-set aggregate's result from its group's (value, fraction)
+/// pairs in WITHIN GROUP order; NULL values are skipped, as PostgreSQL does.
+pub(crate) fn ordered_set(kind: AggKind, rows: impl Iterator<Item = (Value, Value)>) -> Result<Value> {
+    let mut fraction = Value::Null;
+    let mut vals = Vec::new();
+    for (v, f) in rows {
+        fraction = f;
+        if !v.is_null() {
+            vals.push(v);
+        }
+    }
+    if vals.is_empty() {
+        return Ok(Value::Null);
+    }
+    if kind == AggKind::Mode {
+        // The longest run of equal values; the first such run wins a tie.
+        let (mut best, mut best_n, mut i) = (0, 0, 0);
+        while i < vals.len() {
+            let mut j = i + 1;
+            while j < vals.len() && crate::exec::compare(&vals[i], &vals[j]) == Ordering::Equal {
+                j += 1;
+            }
+            if j - i > best_n {
+                (best, best_n) = (i, j - i);
+            }
+            i = j;
+        }
+        return Ok(vals.swap_remove(best));
+    }
+    let p = match fraction {
+        Value::Float8(p) => p,
+        _ => return Ok(Value::Null),
+    };
+    if !(0.0..=1.0).contains(&p) {
+        let shown = crate::types::output(&Value::Float8(p)).unwrap_or_default();
+        return Err(SqlError::new(b"22003", format!("percentile value {shown} is not between 0 and 1")));
+    }
+    let n = vals.len();
+    if kind == AggKind::PercentileDisc {
+        // The first value whose cumulative position reaches the fraction.
+        let k = ((p * n as f64).ceil() as usize).max(1) - 1;
+        return Ok(vals.swap_remove(k.min(n - 1)));
+    }
+    let pos = p * (n - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    let f = |v: &Value| if let Value::Float8(x) = v { *x } else { 0.0 };
+    let (a, b) = (f(&vals[lo]), f(&vals[hi]));
+    Ok(Value::Float8(if lo == hi { a } else { a + (pos - lo as f64) * (b - a) }))
 }
 
 /// Whether json_agg puts a newline before `v` (PostgreSQL: arrays and composites).
@@ -128,6 +184,24 @@ mod tests {
         assert_eq!(json_final(acc, true, true).unwrap(), Value::Jsonb("{\"a\": 2, \"b\": 3}".into()));
         let e = json_object_agg(Value::Null, &Value::Null, &Value::Int4(1)).unwrap_err();
         assert_eq!(e.sqlstate(), "22023");
+    }
+
+    #[test]
+    fn percentiles_and_mode() {
+        let rows = |vals: &[Option<f64>], p: f64| -> Vec<(Value, Value)> {
+            vals.iter().map(|v| (v.map_or(Value::Null, Value::Float8), Value::Float8(p))).collect()
+        };
+        let r = ordered_set(AggKind::PercentileCont, rows(&[Some(3.0), None, Some(1.5)], 0.25).into_iter()).unwrap();
+        assert_eq!(r, Value::Float8(2.625));
+        let r = ordered_set(AggKind::PercentileDisc, rows(&[Some(1.0), Some(2.0), Some(4.0)], 0.5).into_iter()).unwrap();
+        assert_eq!(r, Value::Float8(2.0));
+        let r = ordered_set(AggKind::PercentileDisc, rows(&[Some(1.0), Some(2.0)], 0.0).into_iter()).unwrap();
+        assert_eq!(r, Value::Float8(1.0));
+        let r = ordered_set(AggKind::Mode, rows(&[Some(1.0), Some(2.0), Some(2.0), Some(3.0), Some(3.0)], 0.0).into_iter()).unwrap();
+        assert_eq!(r, Value::Float8(2.0));
+        let e = ordered_set(AggKind::PercentileCont, rows(&[Some(1.0)], 1.5).into_iter()).unwrap_err();
+        assert_eq!(e.sqlstate(), "22003");
+        assert_eq!(ordered_set(AggKind::PercentileCont, rows(&[None], 0.5).into_iter()).unwrap(), Value::Null);
     }
 
     #[test]

@@ -1164,6 +1164,10 @@ impl<'a> Analyzer<'a> {
             "jsonb_agg" => Some(AggKind::JsonAgg { jsonb: true }),
             "json_object_agg" => Some(AggKind::JsonObjectAgg { jsonb: false }),
             "jsonb_object_agg" => Some(AggKind::JsonObjectAgg { jsonb: true }),
+            "percentile_cont" => Some(AggKind::PercentileCont),
+            "percentile_disc" => Some(AggKind::PercentileDisc),
+            "mode" => Some(AggKind::Mode),
+            _ if f.agg_within_group => Some(AggKind::Mode),
             _ => None,
         })
     }
@@ -1173,6 +1177,9 @@ impl<'a> Analyzer<'a> {
     /// arguments may hold the query's aggregates).
     fn aggregate_call(&mut self, f: &pb::FuncCall, name: &str, kind: AggKind, scope: &mut Scope, in_agg: bool) -> Result<Aggregate> {
         let name = name.to_string();
+        if f.agg_within_group || crate::agg_order::is_ordered_set(kind) {
+            return self.ordered_set_call(f, &name, kind, scope, in_agg);
+        }
         {
             let filter = match node(&f.agg_filter) {
                 Some(fl) => {

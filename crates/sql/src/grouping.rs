@@ -188,6 +188,9 @@ impl AggState {
 
     fn finish(mut self, a: &Aggregate) -> Result<Value> {
         if let Some(buf) = self.buffer.take() {
+            if crate::agg_order::is_ordered_set(a.kind) {
+                return crate::agg_order::ordered_set(a.kind, buf.sorted(&a.order));
+            }
             for (v, v2) in buf.sorted(&a.order) {
                 self.accumulate(a, v, v2)?;
             }

@@ -92,6 +92,14 @@ pub enum AggKind {
     JsonAgg { jsonb: bool },
     /// json_object_agg / jsonb_object_agg: `arg` the keys, `arg2` the values.
     JsonObjectAgg { jsonb: bool },
+    /// Ordered-set aggregates `f(fraction) WITHIN GROUP (ORDER BY x)`: `arg` is
+    /// x (float8 for percentile_cont), `arg2` the fraction, `order` x's one key
+    /// (`crate::agg_order::ordered_set`).
+    PercentileCont,
+    PercentileDisc,
+    /// mode() WITHIN GROUP (ORDER BY x): the most frequent x (the first in
+    /// sort order among equally frequent ones).
+    Mode,
 }
 
 #[derive(Clone, Debug)]

@@ -70,6 +70,74 @@ impl<'a> Analyzer<'a> {
         Ok(types)
     }
 
+    /// An ordered-set aggregate `percentile_cont(f) / percentile_disc(f) /
+    /// mode() WITHIN GROUP (ORDER BY x)` (the fraction a constant), or the
+    /// error PostgreSQL gives for a call of another shape.
+    pub(super) fn ordered_set_call(&mut self, f: &pb::FuncCall, name: &str, kind: AggKind, scope: &mut Scope, in_agg: bool) -> Result<Aggregate> {
+        let mut types = self.agg_arg_types(f, scope, in_agg)?;
+        let direct = types.clone();
+        let mut order_exprs = Vec::new();
+        for item in &f.agg_order {
+            let Some(NodeEnum::SortBy(sb)) = item.node.as_ref() else { continue };
+            let Some(n) = node(&sb.node) else { continue };
+            scope.in_agg = in_agg;
+            let r = self.expr(n, scope);
+            scope.in_agg = false;
+            let e = self.resolve_unknown(r?);
+            types.push(e.ty());
+            order_exprs.push((e, sb, location(n)));
+        }
+        let shape_ok = match kind {
+            AggKind::PercentileCont | AggKind::PercentileDisc => direct.len() == 1 && order_exprs.len() == 1,
+            AggKind::Mode => direct.is_empty() && order_exprs.len() == 1,
+            _ => false,
+        };
+        if kind == AggKind::Mode && !f.agg_within_group && direct.len() == 1 {
+            return Err(self.err_at(SqlError::new(b"42809", format!("WITHIN GROUP is required for ordered-set aggregate {name}")), f.location));
+        }
+        if !shape_ok || !f.agg_within_group || !matches!(name, "percentile_cont" | "percentile_disc" | "mode") {
+            return Err(self.unknown_function(name, &types, f.location));
+        }
+        if f.agg_distinct {
+            return Err(self.err_at(SqlError::new(b"42601", "cannot use DISTINCT with WITHIN GROUP"), f.location));
+        }
+        let (x, sb, xloc) = order_exprs.pop().expect("one ORDER BY item");
+        let x = if kind == AggKind::PercentileCont {
+            if !matches!(x.ty(), Type::Int2 | Type::Int4 | Type::Int8 | Type::Float4 | Type::Float8 | Type::Numeric) {
+                return Err(self.unknown_function(name, &types, f.location));
+            }
+            self.coerce(x, Type::Float8, CastContext::Implicit, xloc)?
+        } else {
+            x
+        };
+        let fraction = match f.args.first().and_then(|a| a.node.as_ref()) {
+            Some(n) => {
+                scope.in_agg = in_agg;
+                let r = self.expr(n, scope);
+                scope.in_agg = false;
+                let e = self.coerce(r?, Type::Float8, CastContext::Implicit, location(n))?;
+                if crate::exec::eval_const(&e)?.is_none() {
+                    return Err(self.err_at(SqlError::not_supported("an ordered-set aggregate's fraction that is not a constant"), location(n)));
+                }
+                Some(e)
+            }
+            None => None,
+        };
+        let filter = match node(&f.agg_filter) {
+            Some(fl) => {
+                scope.in_agg = in_agg;
+                let r = self.bool_expr(fl, scope, "FILTER");
+                scope.in_agg = false;
+                Some(r?)
+            }
+            None => None,
+        };
+        let (desc, nulls_first) = sort_direction(sb)?;
+        let ty = if kind == AggKind::PercentileCont { Type::Float8 } else { x.ty() };
+        let order = vec![AggSortKey { expr: x.clone(), desc, nulls_first }];
+        Ok(Aggregate { kind, arg: Some(x), ty, filter, distinct: false, delim: None, arg2: fraction, order })
+    }
+
     /// 42809 for ORDER BY or FILTER given to plain function `name` (which exists).
     pub(super) fn not_an_aggregate(&mut self, f: &pb::FuncCall, name: &str, scope: &mut Scope) -> Result<Option<SqlError>> {
         let what = if !f.agg_order.is_empty() {

@@ -464,6 +464,9 @@ impl<'a> Analyzer<'a> {
                 (kind, args, ty)
             }
             None => match self.agg_kind(name, f)? {
+                Some(ak) if crate::agg_order::is_ordered_set(ak) && f.agg_within_group => {
+                    return Err(self.err_at(SqlError::new(b"0A000", format!("OVER is not supported for ordered-set aggregate {name}")), f.location));
+                }
                 Some(ak) => {
                     if f.agg_distinct {
                         return Err(self.err_at(SqlError::new(b"0A000", "DISTINCT is not implemented for window functions"), f.location));
