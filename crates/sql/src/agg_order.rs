@@ -118,12 +118,13 @@ fn structured(v: &Value) -> bool {
 
 /// json_agg / jsonb_agg's transition: `acc` is the json text so far (NULL
 /// before the first row), without the closing bracket.
-pub(crate) fn json_agg(acc: Value, v: &Value) -> Result<Value> {
+/// `rows`: the values are whole rows (composites: a newline before each).
+pub(crate) fn json_agg(acc: Value, v: &Value, rows: bool) -> Result<Value> {
     let mut s = match acc {
         Value::Text(s) => {
             let mut s = s;
             s.push_str(", ");
-            if structured(v) {
+            if structured(v) || rows && !v.is_null() {
                 s.push_str("\n ");
             }
             s
@@ -168,7 +169,7 @@ mod tests {
     fn json_agg_layout() {
         let mut acc = Value::Null;
         for v in [Value::Int4(1), Value::Null, Value::Text("a\"b".into())] {
-            acc = json_agg(acc, &v).unwrap();
+            acc = json_agg(acc, &v, false).unwrap();
         }
         assert_eq!(json_final(acc.clone(), false, false).unwrap(), Value::Json("[1, null, \"a\\\"b\"]".into()));
         assert_eq!(json_final(acc, false, true).unwrap(), Value::Jsonb("[1, null, \"a\\\"b\"]".into()));

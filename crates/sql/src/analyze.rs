@@ -16,6 +16,7 @@ use pg_query::NodeEnum;
 
 mod agg_order;
 mod arrays;
+mod whole_row;
 mod row_compare;
 mod catalog_funcs;
 mod exprs;
@@ -1112,6 +1113,9 @@ impl<'a> Analyzer<'a> {
     fn func_call(&mut self, f: &pb::FuncCall, scope: &mut Scope) -> Result<Expr> {
         let name = func_name(f).unwrap_or_default();
         if let Some(e) = crate::sequence::analyze_call(self, &name, f)? {
+            return Ok(e);
+        }
+        if let Some(e) = self.whole_row_json(f, &name, scope)? {
             return Ok(e);
         }
         if f.over.is_some() {

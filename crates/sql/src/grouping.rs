@@ -127,7 +127,7 @@ impl AggState {
         }
         self.n += 1;
         self.acc = match (a.kind, std::mem::replace(&mut self.acc, Value::Null)) {
-            (AggKind::JsonAgg { .. }, acc) => crate::agg_order::json_agg(acc, &v)?,
+            (AggKind::JsonAgg { .. }, acc) => crate::agg_order::json_agg(acc, &v, a.delim.is_some())?,
             (AggKind::JsonObjectAgg { .. }, acc) => crate::agg_order::json_object_agg(acc, &v, &v2)?,
             (AggKind::Variance { .. }, acc) => crate::numeric::math::var_accum(acc, &v, self.n)?,
             (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Numeric => crate::numeric::agg_add(acc, &v)?,

@@ -111,7 +111,8 @@ pub struct Aggregate {
     pub filter: Option<Expr>,
     /// `agg(DISTINCT x)`: each distinct non-null value once.
     pub distinct: bool,
-    /// string_agg's delimiter (a constant; NULL joins with nothing).
+    /// string_agg's delimiter (a constant; NULL joins with nothing); for
+    /// json_agg, `Some` when the values are whole rows (`analyze::whole_row`).
     pub delim: Option<String>,
     /// json_object_agg's second argument (the values).
     pub arg2: Option<Expr>,

@@ -38,3 +38,17 @@ SELECT json_agg(v, v) FROM ja;
 SELECT json_object_agg(k) FROM ja;
 SELECT json_agg(DISTINCT k ORDER BY v) FROM ja;
 SELECT 'after errors' AS still_working;
+-- whole-row references
+CREATE TABLE jr (id int, name text, tags text[], at timestamp, doc jsonb);
+INSERT INTO jr VALUES (1, 'a"b', ARRAY['x', 'y'], '2024-01-02 03:04:05', '{"z": 1, "a": [1, 2]}'), (2, NULL, NULL, NULL, NULL), (3, 'c', '{}', '2023-06-30 12:00', '"s"');
+SELECT row_to_json(jr) FROM jr ORDER BY id;
+SELECT to_json(jr), to_jsonb(jr) FROM jr ORDER BY id;
+SELECT json_agg(jr ORDER BY id DESC) FROM jr;
+SELECT jsonb_agg(jr ORDER BY id) FILTER (WHERE id > 1) FROM jr;
+SELECT r.id, row_to_json(r) FROM jr AS r WHERE r.id < 3 ORDER BY r.id;
+SELECT row_to_json(s) FROM (SELECT id, name AS nm, id * 2 AS twice FROM jr) s ORDER BY s.id;
+SELECT json_agg(s ORDER BY s.id) FROM (SELECT id, upper(name) AS u FROM jr) s;
+SELECT row_to_json(jr) ->> 'name' AS name, to_jsonb(jr) -> 'tags' AS tags FROM jr ORDER BY id;
+SELECT a.id, json_agg(b ORDER BY b.id) FROM jr a JOIN jr b ON b.id <= a.id GROUP BY a.id ORDER BY a.id;
+SELECT row_to_json(nosuch) FROM jr;
+SELECT 'after whole-row errors' AS still_working;
