@@ -1121,6 +1121,9 @@ impl<'a> Analyzer<'a> {
         if f.over.is_some() {
             return self.window_call(f, &name, scope);
         }
+        if f.agg_within_group && matches!(name.as_str(), "rank" | "dense_rank" | "percent_rank" | "cume_dist") {
+            return Err(self.err_at(SqlError::not_supported(format!("hypothetical-set aggregate {name}")), f.location));
+        }
         if let Some(e) = window::requires_over(&name) {
             return Err(self.err_at(e, f.location));
         }
