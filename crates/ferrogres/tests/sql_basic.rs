@@ -706,3 +706,18 @@ fn datetime_input_forms_match_postgres_15() {
 fn interval_and_datetime_functions_match_postgres_15() {
     check_script("interval_fns");
 }
+
+#[test]
+fn aggregate_order_by_matches_postgres_15() {
+    check_script("agg_order");
+}
+
+#[test]
+fn json_aggregates_match_postgres_15() {
+    check_script("json_agg");
+}
+
+#[test]
+fn row_comparisons_match_postgres_15() {
+    check_script("row_compare");
+}

@@ -14,7 +14,10 @@ use ferrogres_engine::txn::IsolationLevel;
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 
+mod agg_order;
 mod arrays;
+mod whole_row;
+mod row_compare;
 mod catalog_funcs;
 mod exprs;
 pub(crate) mod from;
@@ -388,7 +391,7 @@ impl<'a> Analyzer<'a> {
         let aggregates = scope.aggs.take().unwrap_or_default();
         // Aggregates the plain Aggregate cannot run go through crate::grouping.
         let grouping = match grouping {
-            None if aggregates.iter().any(|a| !matches!(a.kind, AggKind::CountStar | AggKind::Count | AggKind::Sum | AggKind::Min | AggKind::Max) || a.filter.is_some() || a.distinct) => {
+            None if aggregates.iter().any(|a| !matches!(a.kind, AggKind::CountStar | AggKind::Count | AggKind::Sum | AggKind::Min | AggKind::Max) || a.filter.is_some() || a.distinct || !a.order.is_empty()) => {
                 Some(crate::grouping::Grouping { keys: vec![], having: None })
             }
             g => g,
@@ -838,6 +841,9 @@ impl<'a> Analyzer<'a> {
         use pb::AExprKind as K;
         let kind = K::try_from(a.kind).unwrap_or(K::Undefined);
         let op = a.name.iter().filter_map(str_of).next_back().unwrap_or("").to_string();
+        if let Some(e) = self.row_compare(a, kind, &op, scope)? {
+            return Ok(e);
+        }
         if let Some(e) = self.a_expr_ext(a, kind, &op, scope)? {
             return Ok(e);
         }
@@ -1113,8 +1119,14 @@ impl<'a> Analyzer<'a> {
         if let Some(e) = crate::sequence::analyze_call(self, &name, f)? {
             return Ok(e);
         }
+        if let Some(e) = self.whole_row_json(f, &name, scope)? {
+            return Ok(e);
+        }
         if f.over.is_some() {
             return self.window_call(f, &name, scope);
+        }
+        if f.agg_within_group && matches!(name.as_str(), "rank" | "dense_rank" | "percent_rank" | "cume_dist") {
+            return Err(self.err_at(SqlError::not_supported(format!("hypothetical-set aggregate {name}")), f.location));
         }
         if let Some(e) = window::requires_over(&name) {
             return Err(self.err_at(e, f.location));
@@ -1127,9 +1139,6 @@ impl<'a> Analyzer<'a> {
             }
             if scope.in_agg {
                 return Err(self.err_at(SqlError::new(b"42803", "aggregate function calls cannot be nested"), f.location));
-            }
-            if !f.agg_order.is_empty() {
-                return Err(self.err_at(SqlError::not_supported("ORDER BY in aggregates"), f.location));
             }
             let agg = self.aggregate_call(f, &name, kind, scope, true)?;
             let ty = agg.ty;
@@ -1162,9 +1171,14 @@ impl<'a> Analyzer<'a> {
             "stddev_pop" => Some(AggKind::Variance { sample: false, sqrt: true }),
             "variance" | "var_samp" => Some(AggKind::Variance { sample: true, sqrt: false }),
             "var_pop" => Some(AggKind::Variance { sample: false, sqrt: false }),
-            "json_agg" | "jsonb_agg" | "json_object_agg" | "jsonb_object_agg" => {
-                return Err(self.err_at(SqlError::not_supported(format!("aggregate {name}")), f.location))
-            }
+            "json_agg" => Some(AggKind::JsonAgg { jsonb: false }),
+            "jsonb_agg" => Some(AggKind::JsonAgg { jsonb: true }),
+            "json_object_agg" => Some(AggKind::JsonObjectAgg { jsonb: false }),
+            "jsonb_object_agg" => Some(AggKind::JsonObjectAgg { jsonb: true }),
+            "percentile_cont" => Some(AggKind::PercentileCont),
+            "percentile_disc" => Some(AggKind::PercentileDisc),
+            "mode" => Some(AggKind::Mode),
+            _ if f.agg_within_group => Some(AggKind::Mode),
             _ => None,
         })
     }
@@ -1174,6 +1188,9 @@ impl<'a> Analyzer<'a> {
     /// arguments may hold the query's aggregates).
     fn aggregate_call(&mut self, f: &pb::FuncCall, name: &str, kind: AggKind, scope: &mut Scope, in_agg: bool) -> Result<Aggregate> {
         let name = name.to_string();
+        if f.agg_within_group || crate::agg_order::is_ordered_set(kind) {
+            return self.ordered_set_call(f, &name, kind, scope, in_agg);
+        }
         {
             let filter = match node(&f.agg_filter) {
                 Some(fl) => {
@@ -1208,14 +1225,19 @@ impl<'a> Analyzer<'a> {
             let arg = if kind == AggKind::CountStar {
                 None
             } else {
-                if f.args.len() != 1 && !(kind == AggKind::StringAgg && f.args.len() == 2) {
-                    return Err(self.unknown_function(&name, &[], f.location));
+                let two = matches!(kind, AggKind::StringAgg | AggKind::JsonObjectAgg { .. });
+                if f.args.len() != 1 && !(two && f.args.len() == 2) || matches!(kind, AggKind::JsonObjectAgg { .. }) && f.args.len() != 2 {
+                    let types = self.agg_arg_types(f, scope, in_agg)?;
+                    return Err(self.unknown_function(&name, &types, f.location));
                 }
                 scope.in_agg = in_agg;
                 let r = self.expr(f.args[0].node.as_ref().unwrap(), scope);
                 scope.in_agg = false;
                 let mut e = r?;
-                if e.ty() == Type::Unknown && kind != AggKind::Count && !(kind == AggKind::StringAgg && f.args.len() == 2) {
+                if e.ty() == Type::Unknown && matches!(kind, AggKind::JsonAgg { .. }) {
+                    return Err(self.err_at(SqlError::new(b"42804", "could not determine polymorphic type because input has type unknown"), -1));
+                }
+                if e.ty() == Type::Unknown && kind != AggKind::Count && !matches!(kind, AggKind::JsonObjectAgg { .. }) && !(kind == AggKind::StringAgg && f.args.len() == 2) {
                     return Err(self.err_at(
                         SqlError::new(b"42725", format!("function {name}(unknown) is not unique"))
                             .with_hint("Could not choose a best candidate function. You might need to add explicit type casts."),
@@ -1242,13 +1264,19 @@ impl<'a> Analyzer<'a> {
                 (AggKind::Avg, Some(Type::Int2 | Type::Int4 | Type::Int8 | Type::Numeric)) => Type::Numeric,
                 (AggKind::Variance { .. }, Some(Type::Int2 | Type::Int4 | Type::Int8 | Type::Numeric)) => Type::Numeric,
                 (AggKind::Variance { .. }, Some(Type::Float4 | Type::Float8)) => Type::Float8,
+                (AggKind::JsonAgg { jsonb } | AggKind::JsonObjectAgg { jsonb }, Some(_)) => if jsonb { Type::Jsonb } else { Type::Json },
                 (_, Some(t)) => {
                     let types: Vec<Type> = std::iter::once(t).chain(delim_ty).collect();
                     return Err(self.unknown_function(&name, &types, f.location));
                 }
                 (_, None) => return Err(SqlError::internal("aggregate without argument")),
             };
-            Ok(Aggregate { kind, arg, ty, filter, distinct: f.agg_distinct, delim })
+            let arg2 = match kind {
+                AggKind::JsonObjectAgg { .. } => Some(self.json_object_agg_value(f, scope, in_agg)?),
+                _ => None,
+            };
+            let order = self.agg_order(f, &arg.iter().chain(arg2.iter()).collect::<Vec<_>>(), scope, in_agg)?;
+            Ok(Aggregate { kind, arg, ty, filter, distinct: f.agg_distinct, delim, arg2, order })
         }
     }
 
@@ -1257,6 +1285,9 @@ impl<'a> Analyzer<'a> {
         let name = name.to_string();
         if f.agg_star || f.agg_distinct {
             return Err(self.err_at(SqlError::new(b"42809", format!("{name}(*) specified, but {name} is not an aggregate function")), f.location));
+        }
+        if let Some(e) = self.not_an_aggregate(f, &name, scope)? {
+            return Err(e);
         }
         let mut args = Vec::new();
         let mut arg_locs = Vec::new();

@@ -1230,6 +1230,13 @@ fn agg_text(a: &Aggregate, scope: &Scope, qualify: bool) -> String {
         AggKind::Variance { sample: false, sqrt: true } => "stddev_pop",
         AggKind::Variance { sample: true, sqrt: false } => "variance",
         AggKind::Variance { sample: false, sqrt: false } => "var_pop",
+        AggKind::JsonAgg { jsonb: false } => "json_agg",
+        AggKind::JsonAgg { jsonb: true } => "jsonb_agg",
+        AggKind::JsonObjectAgg { jsonb: false } => "json_object_agg",
+        AggKind::JsonObjectAgg { jsonb: true } => "jsonb_object_agg",
+        AggKind::PercentileCont => "percentile_cont",
+        AggKind::PercentileDisc => "percentile_disc",
+        AggKind::Mode => "mode",
     };
     let arg = a.arg.as_ref().map_or(String::new(), |e| deparse(e, scope, qualify, &[]));
     format!("{name}({}{arg})", if a.distinct { "DISTINCT " } else { "" })

@@ -22,7 +22,7 @@
 use crate::errors::{Result, SqlError};
 use crate::types::{Type, Value};
 
-mod json;
+pub(crate) mod json;
 mod math;
 mod ops;
 mod strings;

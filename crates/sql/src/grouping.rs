@@ -78,12 +78,15 @@ pub(crate) struct AggState {
     n: i64,
     /// DISTINCT: the values seen.
     seen: Option<BTreeSet<Key>>,
+    /// `agg(... ORDER BY ...)`: the rows given so far, fed in at the end.
+    buffer: Option<crate::agg_order::Buffer>,
 }
 
 impl AggState {
     pub(crate) fn new(a: &Aggregate) -> AggState {
         let acc = if matches!(a.kind, AggKind::CountStar | AggKind::Count) { Value::Int8(0) } else { Value::Null };
-        AggState { acc, n: 0, seen: a.distinct.then(BTreeSet::new) }
+        let buffer = (!a.order.is_empty()).then(crate::agg_order::Buffer::default);
+        AggState { acc, n: 0, seen: a.distinct.then(BTreeSet::new), buffer }
     }
 
     pub(crate) fn advance(&mut self, a: &Aggregate, row: &[Value], ctx: &mut Ctx) -> Result<()> {
@@ -98,16 +101,34 @@ impl AggState {
             Some(e) => eval_pure(e, row, params, &[], ctx)?,
             None => Value::Bool(true),
         };
-        if v.is_null() && a.kind != AggKind::ArrayAgg {
+        let v2 = match &a.arg2 {
+            Some(e) => eval_pure(e, row, params, &[], ctx)?,
+            None => Value::Null,
+        };
+        if let Some(buf) = &mut self.buffer {
+            let keys = a.order.iter().map(|k| eval_pure(&k.expr, row, params, &[], ctx)).collect::<Result<_>>()?;
+            buf.0.push((keys, v, v2));
+            return Ok(());
+        }
+        self.accumulate(a, v, v2)
+    }
+
+    /// The transition for one row's argument values (after FILTER and ORDER BY).
+    fn accumulate(&mut self, a: &Aggregate, v: Value, v2: Value) -> Result<()> {
+        let keeps_nulls = matches!(a.kind, AggKind::ArrayAgg | AggKind::JsonAgg { .. } | AggKind::JsonObjectAgg { .. });
+        if v.is_null() && !keeps_nulls {
             return Ok(());
         }
         if let Some(seen) = &mut self.seen {
-            if !seen.insert(Key(vec![v.clone()])) {
+            let key = if a.arg2.is_some() { vec![v.clone(), v2.clone()] } else { vec![v.clone()] };
+            if !seen.insert(Key(key)) {
                 return Ok(());
             }
         }
         self.n += 1;
         self.acc = match (a.kind, std::mem::replace(&mut self.acc, Value::Null)) {
+            (AggKind::JsonAgg { .. }, acc) => crate::agg_order::json_agg(acc, &v, a.delim.is_some())?,
+            (AggKind::JsonObjectAgg { .. }, acc) => crate::agg_order::json_object_agg(acc, &v, &v2)?,
             (AggKind::Variance { .. }, acc) => crate::numeric::math::var_accum(acc, &v, self.n)?,
             (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Numeric => crate::numeric::agg_add(acc, &v)?,
             (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Interval => crate::datetime::fns::interval_agg_add(acc, &v)?,
@@ -162,18 +183,28 @@ impl AggState {
     }
 
     /// The result over the rows advanced so far, the state kept for more rows.
-    pub(crate) fn peek(&self, a: &Aggregate) -> Value {
-        AggState { acc: self.acc.clone(), n: self.n, seen: None }.finish(a)
+    pub(crate) fn peek(&self, a: &Aggregate) -> Result<Value> {
+        AggState { acc: self.acc.clone(), n: self.n, seen: self.seen.clone(), buffer: self.buffer.clone() }.finish(a)
     }
 
-    fn finish(self, a: &Aggregate) -> Value {
-        match (a.kind, self.acc) {
+    fn finish(mut self, a: &Aggregate) -> Result<Value> {
+        if let Some(buf) = self.buffer.take() {
+            if crate::agg_order::is_ordered_set(a.kind) {
+                return crate::agg_order::ordered_set(a.kind, buf.sorted(&a.order));
+            }
+            for (v, v2) in buf.sorted(&a.order) {
+                self.accumulate(a, v, v2)?;
+            }
+        }
+        Ok(match (a.kind, self.acc) {
+            (AggKind::JsonAgg { jsonb }, acc) => crate::agg_order::json_final(acc, false, jsonb)?,
+            (AggKind::JsonObjectAgg { jsonb }, acc) => crate::agg_order::json_final(acc, true, jsonb)?,
             (AggKind::Avg, Value::Float8(s)) => Value::Float8(s / self.n as f64),
             (AggKind::Avg, s @ Value::Numeric(_)) => crate::numeric::avg_final(s, self.n).unwrap_or(Value::Null),
             (AggKind::Avg, s @ Value::Interval(_)) => crate::datetime::fns::interval_avg_final(s, self.n).unwrap_or(Value::Null),
             (AggKind::Variance { sample, sqrt }, acc) => crate::numeric::math::var_final(acc, self.n, sample, sqrt).unwrap_or(Value::Null),
             (_, v) => v,
-        }
+        })
     }
 }
 
@@ -212,7 +243,7 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs
     }
     let mut out = Vec::new();
     for (row, states) in groups {
-        let results: Vec<Value> = aggs.iter().zip(states).map(|(a, s)| s.finish(a)).collect();
+        let results: Vec<Value> = aggs.iter().zip(states).map(|(a, s)| s.finish(a)).collect::<Result<_>>()?;
         if let Some(h) = &g.having {
             let params = ctx.params;
             if eval_pure(h, &row, params, &results, ctx)? != Value::Bool(true) {
@@ -253,7 +284,7 @@ pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize]) ->
 pub fn children(e: &Expr) -> Vec<&Expr> {
     match e {
         Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } => vec![],
-        Expr::SubPlan(sp) => sp.lhs.iter().collect(),
+        Expr::SubPlan(sp) => sp.lhs.iter().chain(sp.row_lhs.iter()).collect(),
         Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => vec![arg],
         Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => vec![l, r],
         Expr::And(v) | Expr::Or(v) | Expr::Func { args: v, .. } | Expr::Coalesce(v, _) | Expr::MinMax { args: v, .. } => v.iter().collect(),

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod agg_order;
 pub mod alter;
 pub mod analyze;
 pub mod array;

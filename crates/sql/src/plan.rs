@@ -87,6 +87,19 @@ pub enum AggKind {
     /// var_samp/variance, var_pop (`sample` false), stddev_samp/stddev,
     /// stddev_pop (`sqrt`): numeric for integers and numeric, float8 for floats.
     Variance { sample: bool, sqrt: bool },
+    /// json_agg / jsonb_agg (`jsonb`): the values (NULLs included) as a JSON
+    /// array (`crate::agg_order::json_agg`).
+    JsonAgg { jsonb: bool },
+    /// json_object_agg / jsonb_object_agg: `arg` the keys, `arg2` the values.
+    JsonObjectAgg { jsonb: bool },
+    /// Ordered-set aggregates `f(fraction) WITHIN GROUP (ORDER BY x)`: `arg` is
+    /// x (float8 for percentile_cont), `arg2` the fraction, `order` x's one key
+    /// (`crate::agg_order::ordered_set`).
+    PercentileCont,
+    PercentileDisc,
+    /// mode() WITHIN GROUP (ORDER BY x): the most frequent x (the first in
+    /// sort order among equally frequent ones).
+    Mode,
 }
 
 #[derive(Clone, Debug)]
@@ -98,8 +111,13 @@ pub struct Aggregate {
     pub filter: Option<Expr>,
     /// `agg(DISTINCT x)`: each distinct non-null value once.
     pub distinct: bool,
-    /// string_agg's delimiter (a constant; NULL joins with nothing).
+    /// string_agg's delimiter (a constant; NULL joins with nothing); for
+    /// json_agg, `Some` when the values are whole rows (`analyze::whole_row`).
     pub delim: Option<String>,
+    /// json_object_agg's second argument (the values).
+    pub arg2: Option<Expr>,
+    /// `agg(x ORDER BY ...)`: the order the rows are fed in (`crate::agg_order`).
+    pub order: Vec<crate::agg_order::AggSortKey>,
 }
 
 #[derive(Clone, Debug)]

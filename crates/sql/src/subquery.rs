@@ -56,6 +56,10 @@ pub struct SubPlan {
     pub ty: Type,
     /// An uncorrelated subquery's rows, filled in for one execution (InitPlan).
     pub rows: Option<Arc<Vec<Vec<Value>>>>,
+    /// Row-valued ANY/ALL (`(a, b) IN (SELECT x, y ...)`): the left row's
+    /// items; then `lhs` is None and `cmp` reads [items..., subquery columns...]
+    /// (`analyze::row_compare`).
+    pub row_lhs: Vec<Expr>,
 }
 
 /// The direct subexpressions of `e` at the same query level (a SubPlan's
@@ -77,7 +81,7 @@ pub fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
             out.extend(escape.as_deref_mut());
             out
         }
-        Expr::SubPlan(sp) => sp.lhs.iter_mut().collect(),
+        Expr::SubPlan(sp) => sp.lhs.iter_mut().chain(sp.row_lhs.iter_mut()).collect(),
     }
 }
 
@@ -113,6 +117,8 @@ macro_rules! tree_walks {
             for a in q.aggregates.$iter() {
                 exprs.extend(a.arg.$as());
                 exprs.extend(a.filter.$as());
+                exprs.extend(a.arg2.$as());
+                exprs.extend(a.order.$iter().map(|k| $($r)+ k.expr));
             }
             if let Some(g) = q.grouping.$as() {
                 exprs.extend(g.keys.$iter());
@@ -286,6 +292,7 @@ pub fn run(sp: &SubPlan, row: &[Value], params: &[Value], aggs: &[Value], ctx: &
         Some(e) => Some(eval_pure(e, row, params, aggs, ctx)?),
         None => None,
     };
+    let row_lhs: Vec<Value> = sp.row_lhs.iter().map(|e| eval_pure(e, row, params, aggs, ctx)).collect::<Result<_>>()?;
     let owned;
     let rows: &[Vec<Value>] = match &sp.rows {
         Some(r) => r,
@@ -319,7 +326,11 @@ pub fn run(sp: &SubPlan, row: &[Value], params: &[Value], aggs: &[Value], ctx: &
             let cmp = sp.cmp.as_ref().ok_or_else(|| SqlError::internal("ANY/ALL without comparison"))?;
             let mut saw_null = false;
             for r in rows {
-                let pair = [lhs.clone(), r.first().cloned().unwrap_or(Value::Null)];
+                let pair = if row_lhs.is_empty() {
+                    vec![lhs.clone(), r.first().cloned().unwrap_or(Value::Null)]
+                } else {
+                    row_lhs.iter().chain(r.iter()).cloned().collect()
+                };
                 match eval_pure(cmp, &pair, params, &[], ctx)? {
                     Value::Bool(b) if b == any => return Ok(Value::Bool(any)),
                     Value::Null => saw_null = true,
@@ -404,6 +415,7 @@ fn level_has_init_plan(q: &Query) -> bool {
         || q.limit.as_ref().is_some_and(expr)
         || q.offset.as_ref().is_some_and(expr)
         || q.aggregates.iter().any(|a| a.arg.as_ref().is_some_and(expr) || a.filter.as_ref().is_some_and(expr))
+        || q.aggregates.iter().any(|a| a.arg2.as_ref().is_some_and(expr) || a.order.iter().any(|k| expr(&k.expr)))
         || q.grouping.as_ref().is_some_and(|g| g.keys.iter().any(expr) || g.having.as_ref().is_some_and(expr))
         || source(&q.source)
 }

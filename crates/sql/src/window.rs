@@ -613,7 +613,7 @@ fn eval_func(
                             ctx.env.check_interrupts()?;
                         }
                     }
-                    set(i, st.peek(a), results);
+                    set(i, st.peek(a)?, results);
                 }
             } else {
                 let mut last: Option<(Vec<(usize, usize)>, Value)> = None;
@@ -629,7 +629,7 @@ fn eval_func(
                                 }
                             }
                             ctx.env.check_interrupts()?;
-                            st.peek(a)
+                            st.peek(a)?
                         }
                     };
                     last = Some((ranges, v.clone()));

@@ -65,8 +65,9 @@ impl<'a> Analyzer<'a> {
             }
             SubKind::Any | SubKind::All => {
                 let Some(test) = node(&sl.testexpr) else { return Err(SqlError::internal("ANY without left operand")) };
-                if matches!(test, NodeEnum::RowExpr(_)) {
-                    return Err(self.err_at(SqlError::not_supported("row constructors with IN / ANY / ALL subqueries"), sl.location));
+                if let Some(items) = super::row_compare::row_items(test) {
+                    let (row_lhs, cmp) = self.row_sublink(sl, &items, &query, scope)?;
+                    return Ok(Expr::SubPlan(Box::new(SubPlan { kind, query, lhs: None, cmp: Some(cmp), correlated, ty: Type::Bool, rows: None, row_lhs })));
                 }
                 if width > 1 {
                     return Err(self.err_at(SqlError::new(b"42601", "subquery has too many columns"), sl.location));
@@ -85,6 +86,31 @@ impl<'a> Analyzer<'a> {
                 (Some(lhs), Some(cmp), Type::Bool)
             }
         };
-        Ok(Expr::SubPlan(Box::new(SubPlan { kind, query, lhs, cmp, correlated, ty, rows: None })))
+        Ok(Expr::SubPlan(Box::new(SubPlan { kind, query, lhs, cmp, correlated, ty, rows: None, row_lhs: vec![] })))
+    }
+
+    /// `(a, b) op ANY/ALL (SELECT x, y ...)`: the left row's items and the
+    /// comparison over [items..., subquery columns...].
+    fn row_sublink(&mut self, sl: &pb::SubLink, items: &[&NodeEnum], query: &Query, scope: &mut Scope) -> Result<(Vec<Expr>, Expr)> {
+        let (n, width) = (items.len(), query.targets.len());
+        if width < n {
+            return Err(self.err_at(SqlError::new(b"42601", "subquery has too few columns"), sl.location));
+        }
+        if width > n {
+            return Err(self.err_at(SqlError::new(b"42601", "subquery has too many columns"), sl.location));
+        }
+        let op = sl.oper_name.iter().filter_map(super::str_of).next_back().unwrap_or("=").to_string();
+        let mut lhs = Vec::new();
+        let (mut l, mut r) = (Vec::new(), Vec::new());
+        for (i, item) in items.iter().enumerate() {
+            let e = self.expr(item, scope)?;
+            let sub_ty = query.targets[i].expr.ty();
+            let e = if e.ty() == Type::Unknown { self.coerce(e, sub_ty, CastContext::Implicit, super::location(item))? } else { e };
+            l.push((Expr::Column(i, e.ty()), sl.location));
+            r.push((Expr::Column(n + i, sub_ty), sl.location));
+            lhs.push(e);
+        }
+        let cmp = self.row_op(&op, l, r, sl.location)?;
+        Ok((lhs, cmp))
     }
 }

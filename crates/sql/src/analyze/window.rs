@@ -87,6 +87,7 @@ impl Collected {
             if let WinKind::Agg(a) = &f.kind {
                 out.extend(a.arg.iter().cloned());
                 out.extend(a.filter.iter().cloned());
+                out.extend(a.arg2.iter().cloned());
             }
         }
         for w in &self.windows {
@@ -463,6 +464,9 @@ impl<'a> Analyzer<'a> {
                 (kind, args, ty)
             }
             None => match self.agg_kind(name, f)? {
+                Some(ak) if crate::agg_order::is_ordered_set(ak) && f.agg_within_group => {
+                    return Err(self.err_at(SqlError::new(b"0A000", format!("OVER is not supported for ordered-set aggregate {name}")), f.location));
+                }
                 Some(ak) => {
                     if f.agg_distinct {
                         return Err(self.err_at(SqlError::new(b"0A000", "DISTINCT is not implemented for window functions"), f.location));
@@ -660,6 +664,7 @@ impl<'a> Analyzer<'a> {
             if let WinKind::Agg(a) = &mut f.kind {
                 a.arg = a.arg.take().map(|e| pusher.input(e));
                 a.filter = a.filter.take().map(|e| pusher.input(e));
+                a.arg2 = a.arg2.take().map(|e| pusher.input(e));
             }
         }
         let mut ordered = Vec::new();

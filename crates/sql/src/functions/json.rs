@@ -392,7 +392,7 @@ fn even_args(a: &[Value]) -> Result<()> {
     Ok(())
 }
 
-fn key_text(v: &Value, pos: usize) -> Result<String> {
+pub(crate) fn key_text(v: &Value, pos: usize) -> Result<String> {
     match v {
         Value::Null => Err(SqlError::new(b"22004", format!("argument {pos} cannot be null")).with_hint("Object keys should be text.")),
         Value::Json(_) | Value::Jsonb(_) | Value::Array(_) => {

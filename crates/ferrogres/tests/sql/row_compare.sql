@@ -1,0 +1,36 @@
+-- row constructors compared: =, <>, <, <=, >, >=, IN lists, IN / NOT IN subqueries, ANY/ALL, ARRAY(subquery)
+CREATE TABLE rc (a int, b int, c text);
+INSERT INTO rc VALUES (1, 2, 'x'), (1, 3, 'y'), (2, 1, 'z'), (NULL, 1, 'n'), (2, NULL, 'm');
+CREATE TABLE rs (x int, y int);
+INSERT INTO rs VALUES (1, 2), (2, 1), (3, 3), (NULL, 5);
+SELECT ROW(1, 2) = ROW(1, 2) AS eq, ROW(1, 2) = ROW(1, 3) AS ne, (1, 2) <> (1, 3) AS diff, (1, NULL) = (1, 2) AS nul, (1, NULL) = (2, 2) AS fal;
+SELECT (1, 2) < (1, 3) AS lt, (1, 2) < (2, 0) AS lt2, (2, 0) < (1, 9) AS lt3, (1, 2) <= (1, 2) AS le, (1, 2) > (1, 2) AS gt, (1, 3) >= (1, 2) AS ge;
+SELECT (1, NULL) < (2, 1) AS a, (1, NULL) < (1, 2) AS b, (NULL, 1) < (2, 1) AS c, (2, NULL) < (1, 5) AS d, (1, 2, 3) < (1, 2, 4) AS e;
+SELECT ROW(1, 'a') = ROW(1, 'a') AS mixed, ROW(1, 2) IS DISTINCT FROM ROW(1, NULL) AS dist;
+SELECT a, b, c FROM rc WHERE (a, b) = (1, 2) ORDER BY c;
+SELECT a, b, c FROM rc WHERE (a, b) <> (1, 2) ORDER BY c;
+SELECT a, b, c FROM rc WHERE (a, b) < (2, 0) ORDER BY c;
+SELECT a, b, c FROM rc WHERE (a, b) >= (1, 3) ORDER BY c;
+SELECT c, (a, b) > (1, 2) AS gt FROM rc ORDER BY c;
+SELECT a, b, c FROM rc WHERE (a, b) IN ((1, 2), (2, 1)) ORDER BY c;
+SELECT a, b, c FROM rc WHERE (a, b) NOT IN ((1, 2), (2, 1)) ORDER BY c;
+SELECT c, (a, b) IN ((1, 2), (2, 2)) AS inl, (a, b) NOT IN ((1, 2), (2, 2)) AS notinl FROM rc ORDER BY c;
+SELECT a, b, c FROM rc WHERE (a, b) IN (SELECT x, y FROM rs) ORDER BY c;
+SELECT a, b, c FROM rc WHERE (a, b) NOT IN (SELECT x, y FROM rs) ORDER BY c;
+SELECT c, (a, b) IN (SELECT x, y FROM rs) AS ins, (a, b) NOT IN (SELECT x, y FROM rs) AS notins FROM rc ORDER BY c;
+SELECT c, (a, b) IN (SELECT x, y FROM rs WHERE x = rc.a) AS correlated FROM rc ORDER BY c;
+SELECT c, (b, a) = ANY (SELECT x, y FROM rs) AS anyeq FROM rc ORDER BY c;
+SELECT c FROM rc WHERE a = ANY (SELECT x FROM rs) ORDER BY c;
+SELECT c FROM rc WHERE a < ALL (SELECT x FROM rs WHERE x IS NOT NULL) ORDER BY c;
+SELECT c, b > ALL (SELECT x FROM rs) AS gtall FROM rc ORDER BY c;
+SELECT ARRAY(SELECT x FROM rs WHERE x IS NOT NULL ORDER BY x DESC) AS arr;
+SELECT c, ARRAY(SELECT y FROM rs WHERE x = rc.a ORDER BY y) AS ys FROM rc ORDER BY c;
+SELECT ARRAY(SELECT c FROM rc ORDER BY c) AS cs, ARRAY(SELECT x FROM rs WHERE false) AS empty;
+-- errors
+SELECT (1, 2) = (1, 2, 3);
+SELECT (1, 2) < (1, 'a');
+SELECT (a, b) IN (SELECT x FROM rs) FROM rc;
+SELECT (a, b) IN (SELECT x, y, x FROM rs) FROM rc;
+SELECT a IN (SELECT x, y FROM rs) FROM rc;
+SELECT ARRAY(SELECT x, y FROM rs);
+SELECT 'after errors' AS still_working;
