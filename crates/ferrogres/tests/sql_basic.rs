@@ -691,3 +691,8 @@ fn uuid_and_jsonb_binary_io_use_postgres_wire_format() {
 fn databases_match_postgres_15() {
     check_script("databases");
 }
+
+#[test]
+fn views_match_postgres_15() {
+    check_script("views");
+}

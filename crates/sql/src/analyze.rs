@@ -28,6 +28,7 @@ mod setop;
 mod sublink;
 mod numeric_fn;
 mod variadic;
+pub(crate) mod view;
 mod window;
 mod dml_join;
 mod on_conflict;
@@ -167,7 +168,17 @@ impl<'a> Analyzer<'a> {
     }
 
     pub fn statement(&mut self, stmt: &NodeEnum) -> Result<Statement> {
+        if let Some(st) = self.view_dml_hook(stmt)? {
+            return Ok(st);
+        }
         match stmt {
+            NodeEnum::ViewStmt(s) => self.create_view(s),
+            NodeEnum::DropStmt(s)
+                if s.remove_type == pb::ObjectType::ObjectView as i32
+                    || (s.remove_type == pb::ObjectType::ObjectTable as i32 && s.behavior == pb::DropBehavior::DropCascade as i32) =>
+            {
+                self.drop_view(s)
+            }
             NodeEnum::SelectStmt(s) if !s.locking_clause.is_empty() => crate::locking::analyze_locking_select(self, s),
             NodeEnum::SelectStmt(s) => Ok(Statement::Query(self.select(s)?)),
             NodeEnum::InsertStmt(s) => self.insert(s),

@@ -46,6 +46,7 @@ pub mod json;
 pub mod uuid;
 pub mod window;
 pub mod upsert;
+pub mod view;
 
 pub use errors::{Result, Severity, SqlError};
 pub use session::{ColumnDesc, ExecOutcome, Output, ParamValue, Session, SessionEnv, Setting, TxnStatus};

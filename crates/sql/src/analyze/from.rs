@@ -181,6 +181,7 @@ impl<'a> Analyzer<'a> {
                 Some(NodeEnum::RangeVar(rv)) => {
                     !rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty())
                         && !(rv.schemaname.is_empty() && self.find_cte(&rv.relname, &[], outer).is_some())
+                        && !self.view_ref(rv).ok().flatten().is_some()
                 }
                 Some(NodeEnum::RangeFunction(_)) => true,
                 _ => false,
@@ -253,6 +254,18 @@ impl<'a> Analyzer<'a> {
                         };
                         return Ok(Item { source, width: cols.len(), ns: Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![] }, lateral: false });
                     }
+                }
+                if let Some(v) = self.view_ref(rv)? {
+                    let q = self.expand_view(&v, rv)?;
+                    let mut cols: Vec<NsCol> = q
+                        .targets
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| NsCol { name: t.name.clone(), expr: Expr::Column(i, t.expr.ty()), typmod: t.typmod, origin: t.origin, rel: refname.clone() })
+                        .collect();
+                    apply_aliases(self, &mut cols, rv.alias.as_ref(), &refname, rv.location)?;
+                    let ns = Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![] };
+                    return Ok(Item { source: Source::Subquery(Box::new(q)), width: ns.cols.len(), ns, lateral: false });
                 }
                 let t = self.range_table_locked(rv, mode)?;
                 let mut ns = Namespace::single(&t, &refname);
