@@ -696,3 +696,8 @@ fn databases_match_postgres_15() {
 fn views_match_postgres_15() {
     check_script("views");
 }
+
+#[test]
+fn sql_functions_match_postgres_15() {
+    check_script("sql_functions");
+}

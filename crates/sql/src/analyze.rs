@@ -29,6 +29,7 @@ mod sublink;
 mod numeric_fn;
 mod variadic;
 pub(crate) mod view;
+pub(crate) mod sqlfunc;
 mod window;
 mod dml_join;
 mod on_conflict;
@@ -173,6 +174,8 @@ impl<'a> Analyzer<'a> {
         }
         match stmt {
             NodeEnum::ViewStmt(s) => self.create_view(s),
+            NodeEnum::CreateFunctionStmt(s) => self.create_function(s),
+            NodeEnum::DropStmt(s) if s.remove_type == pb::ObjectType::ObjectFunction as i32 => self.drop_function(s),
             NodeEnum::DropStmt(s)
                 if s.remove_type == pb::ObjectType::ObjectView as i32
                     || (s.remove_type == pb::ObjectType::ObjectTable as i32 && s.behavior == pb::DropBehavior::DropCascade as i32) =>
@@ -522,7 +525,8 @@ impl<'a> Analyzer<'a> {
                 }
                 (name, -1, None)
             }
-            NodeEnum::FuncCall(f) => (func_name(f).unwrap_or_else(|| "?column?".into()), -1, None),
+            // A schema-qualified call is named after the function too, as in PostgreSQL.
+            NodeEnum::FuncCall(f) => (func_name(f).or_else(|| f.funcname.last().and_then(str_of).map(str::to_string)).unwrap_or_else(|| "?column?".into()), -1, None),
             NodeEnum::SubLink(_) => (sublink::column_name(expr), -1, None),
             NodeEnum::SqlvalueFunction(f) => (crate::datetime::sql_value_function_name(f.op).to_string(), -1, None),
             NodeEnum::CaseExpr(c) => (node(&c.defresult).and_then(exprs::strong_name).unwrap_or_else(|| "case".into()), -1, None),
@@ -1118,6 +1122,9 @@ impl<'a> Analyzer<'a> {
     fn func_call(&mut self, f: &pb::FuncCall, scope: &mut Scope) -> Result<Expr> {
         let name = func_name(f).unwrap_or_default();
         if let Some(e) = crate::sequence::analyze_call(self, &name, f)? {
+            return Ok(e);
+        }
+        if let Some(e) = self.sql_function_call(f, scope)? {
             return Ok(e);
         }
         if f.over.is_some() {

@@ -183,7 +183,7 @@ impl<'a> Analyzer<'a> {
                         && !(rv.schemaname.is_empty() && self.find_cte(&rv.relname, &[], outer).is_some())
                         && !self.view_ref(rv).ok().flatten().is_some()
                 }
-                Some(NodeEnum::RangeFunction(_)) => true,
+                Some(NodeEnum::RangeFunction(rf)) => !self.names_sql_function(rf),
                 _ => false,
             },
             _ => false,
@@ -274,6 +274,10 @@ impl<'a> Analyzer<'a> {
                 let width = t.columns.len();
                 Ok(Item { source: crate::sysviews::source(t), width, ns, lateral: false })
             }
+            NodeEnum::RangeFunction(rf) if self.names_sql_function(rf) => match self.sql_function_range(rf)? {
+                Some(n) => self.from_item(&n, mode, outer, ctes, left),
+                None => Err(SqlError::not_supported("this call of a SQL function in FROM")),
+            },
             NodeEnum::RangeFunction(rf) => {
                 let (t, refname, scan) = crate::srf::range_function(self, rf, outer)?;
                 let ns = Namespace::single(&t, &refname);
