@@ -759,8 +759,8 @@ pub enum CatFunc {
     IsVisible,
     /// has_*_privilege(...): the only role is the superuser.
     True,
-    /// obj_description, col_description, shobj_description, pg_get_viewdef:
-    /// there are no comments and no views.
+    /// obj_description, col_description, shobj_description, pg_get_ruledef:
+    /// there are no comments and no rules (views: [`crate::view`]).
     NullText,
     /// pg_get_expr(text, oid [, bool]): pg_attrdef.adbin is already the deparsed text.
     GetExpr,

@@ -41,6 +41,9 @@ impl<'a> Analyzer<'a> {
             }
             ("obj_description" | "shobj_description", 2) => (CatFunc::NullText, &[Type::Oid, Type::Name], Type::Text),
             ("obj_description", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            // Rules other than a view's _RETURN do not exist (pg_rewrite is empty to SQL).
+            ("pg_get_ruledef", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            ("pg_get_ruledef", 2) => (CatFunc::NullText, &[Type::Oid, Type::Bool], Type::Text),
             ("col_description", 2) => (CatFunc::NullText, &[Type::Oid, Type::Int4], Type::Text),
             ("pg_get_viewdef", 1 | 2) => {
                 let mut given = std::mem::take(args).into_iter();
