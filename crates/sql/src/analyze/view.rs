@@ -170,7 +170,10 @@ impl<'a> Analyzer<'a> {
     /// The hook of [`Analyzer::statement`]: DML whose target is a view.
     pub(crate) fn view_dml_hook(&mut self, stmt: &NodeEnum) -> Result<Option<Statement>> {
         match stmt {
-            NodeEnum::InsertStmt(s) => self.view_dml(s.relation.as_ref(), "INSERT"),
+            NodeEnum::InsertStmt(s) => match self.view_insert(s)? {
+                Some(st) => Ok(Some(st)),
+                None => self.view_dml(s.relation.as_ref(), "INSERT"),
+            },
             NodeEnum::UpdateStmt(s) => self.view_dml(s.relation.as_ref(), "UPDATE"),
             NodeEnum::DeleteStmt(s) => self.view_dml(s.relation.as_ref(), "DELETE"),
             NodeEnum::MergeStmt(s) => match s.relation.as_ref().map(|r| self.view_ref(r)).transpose()?.flatten() {
@@ -179,6 +182,94 @@ impl<'a> Analyzer<'a> {
             },
             _ => Ok(None),
         }
+    }
+
+    /// INSERT into an automatically updatable view: the same INSERT into the
+    /// view's relation, the view's columns mapped to that relation's columns
+    /// (the base table's defaults fill the others; the view's WHERE is not
+    /// checked, as PostgreSQL without CHECK OPTION). `None`: not such a view.
+    fn view_insert(&mut self, s: &pb::InsertStmt) -> Result<Option<Statement>> {
+        let Some(rv) = s.relation.as_ref() else { return Ok(None) };
+        let Some(v) = self.view_ref(rv)? else { return Ok(None) };
+        if !crate::view::auto_updatable(&v.sql) {
+            return Ok(None);
+        }
+        let stmts = crate::parser::parse(&v.sql)?;
+        let Some(NodeEnum::SelectStmt(sel)) = stmts.first().map(|s| &s.node) else { return Ok(None) };
+        let Some(NodeEnum::RangeVar(base)) = sel.from_clause.first().and_then(|n| n.node.as_ref()) else { return Ok(None) };
+        if s.returning_clause.as_ref().is_some_and(|r| !r.exprs.is_empty()) || s.on_conflict_clause.is_some() || s.with_clause.is_some() {
+            return Err(SqlError::not_supported(format!("RETURNING, ON CONFLICT or WITH in INSERT into view \"{}\"", v.name)));
+        }
+        // Each view column: the base column it shows, if it is a plain column.
+        let mut base_cols: Vec<Option<String>> = Vec::new();
+        for t in &sel.target_list {
+            let Some(NodeEnum::ResTarget(rt)) = &t.node else { return Ok(None) };
+            let col = match node(&rt.val) {
+                Some(NodeEnum::ColumnRef(c)) => match c.fields.last().and_then(|f| f.node.as_ref()) {
+                    Some(NodeEnum::String(s)) => Some(s.sval.clone()),
+                    _ => return Err(SqlError::not_supported(format!("INSERT into view \"{}\" with *", v.name))),
+                },
+                _ => None,
+            };
+            base_cols.push(col);
+        }
+        base_cols.truncate(v.columns.len());
+        // The view columns the INSERT gives values for.
+        let targets: Vec<usize> = if s.cols.is_empty() {
+            let k = match node(&s.select_stmt) {
+                Some(NodeEnum::SelectStmt(q)) if !q.values_lists.is_empty() => match q.values_lists[0].node.as_ref() {
+                    Some(NodeEnum::List(l)) => l.items.len(),
+                    _ => v.columns.len(),
+                },
+                _ => v.columns.len(),
+            };
+            (0..k.min(v.columns.len())).collect()
+        } else {
+            let mut out = Vec::new();
+            for c in &s.cols {
+                let Some(NodeEnum::ResTarget(rt)) = &c.node else { continue };
+                if !rt.indirection.is_empty() {
+                    return Err(SqlError::not_supported("subscripts in INSERT into a view"));
+                }
+                match v.columns.iter().position(|(n, _, _)| *n == rt.name) {
+                    Some(i) => out.push(i),
+                    None => {
+                        return Err(self.err_at(
+                            SqlError::new(b"42703", format!("column \"{}\" of relation \"{}\" does not exist", rt.name, v.name)),
+                            rt.location,
+                        ))
+                    }
+                }
+            }
+            out
+        };
+        let mut cols = Vec::new();
+        for i in targets {
+            let Some(b) = &base_cols[i] else {
+                return Err(SqlError::new(b"0A000", format!("cannot insert into column \"{}\" of view \"{}\"", v.columns[i].0, v.name))
+                    .with_detail("View columns that are not columns of their base relation are not updatable."));
+            };
+            cols.push(pb::Node { node: Some(NodeEnum::ResTarget(Box::new(pb::ResTarget { name: b.clone(), location: -1, ..Default::default() }))) });
+        }
+        // The base relation as the view resolves it (its search_path).
+        let mut base = base.clone();
+        if base.schemaname.is_empty() {
+            let _guard = PathGuard(Some(crate::namespace::thread_search_path()));
+            crate::namespace::set_thread_search_path(&v.search_path);
+            if let Ok(Some(ns)) = crate::namespace::relation_namespace(self.backend, self.snap, None, &base.relname) {
+                if let Some(n) = crate::namespace::namespace_name(self.backend, self.snap, ns)? {
+                    base.schemaname = n;
+                }
+            }
+        }
+        base.alias = None;
+        base.location = rv.location;
+        let mut ins = s.clone();
+        ins.relation = Some(base);
+        ins.cols = cols;
+        crate::locking::lock_relation(self.backend, v.oid, ferrogres_engine::lmgr::lock::LockMode::RowExclusive, false, &v.name)?;
+        // Through statement(): the relation may be a view in turn.
+        self.statement(&NodeEnum::InsertStmt(Box::new(ins))).map(Some)
     }
 
     /// INSERT / UPDATE / DELETE naming a view: PostgreSQL's refusal for a view it
