@@ -3,10 +3,11 @@
 //! A view named in FROM is expanded here into its query, analyzed again (with
 //! its own text for positions, under the `search_path` stored with it, with
 //! no enclosing query levels), and read as a subquery whose columns carry the
-//! view's column names. A statement that would change a view's rows is
-//! refused with PostgreSQL's message: 0A000 for a view PostgreSQL would
-//! update automatically (a simple one-table view), PostgreSQL's 55000
-//! "cannot insert into view" with its DETAIL otherwise.
+//! view's column names. INSERT into a view PostgreSQL would update
+//! automatically (a simple one-table view) becomes an INSERT into its
+//! relation; UPDATE / DELETE / MERGE of such a view is 0A000 for now; a view
+//! PostgreSQL would not update gets its 55000 "cannot update view" with the
+//! DETAIL saying why.
 
 use super::{node, str_of, Analyzer};
 use crate::catalog::Column;
