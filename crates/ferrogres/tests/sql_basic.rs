@@ -721,3 +721,13 @@ fn json_aggregates_match_postgres_15() {
 fn row_comparisons_match_postgres_15() {
     check_script("row_compare");
 }
+
+#[test]
+fn views_match_postgres_15() {
+    check_script("views");
+}
+
+#[test]
+fn sql_functions_match_postgres_15() {
+    check_script("sql_functions");
+}

@@ -576,6 +576,7 @@ pub fn rename(cmd: &RenameCmd, backend: &mut Backend, notice: Notice) -> Result<
     let tag = match cmd.kind {
         RenameKind::Relation("i") => "ALTER INDEX",
         RenameKind::Relation("S") => "ALTER SEQUENCE",
+        RenameKind::Relation("v") => "ALTER VIEW",
         _ => "ALTER TABLE",
     };
     let Some((oid, kind)) = found else {

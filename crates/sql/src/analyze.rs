@@ -31,6 +31,8 @@ mod setop;
 mod sublink;
 mod numeric_fn;
 mod variadic;
+pub(crate) mod view;
+pub(crate) mod sqlfunc;
 mod window;
 mod dml_join;
 mod on_conflict;
@@ -171,7 +173,19 @@ impl<'a> Analyzer<'a> {
     }
 
     pub fn statement(&mut self, stmt: &NodeEnum) -> Result<Statement> {
+        if let Some(st) = self.view_dml_hook(stmt)? {
+            return Ok(st);
+        }
         match stmt {
+            NodeEnum::ViewStmt(s) => self.create_view(s),
+            NodeEnum::CreateFunctionStmt(s) => self.create_function(s),
+            NodeEnum::DropStmt(s) if s.remove_type == pb::ObjectType::ObjectFunction as i32 => self.drop_function(s),
+            NodeEnum::DropStmt(s)
+                if s.remove_type == pb::ObjectType::ObjectView as i32
+                    || (s.remove_type == pb::ObjectType::ObjectTable as i32 && s.behavior == pb::DropBehavior::DropCascade as i32) =>
+            {
+                self.drop_view(s)
+            }
             NodeEnum::SelectStmt(s) if !s.locking_clause.is_empty() => crate::locking::analyze_locking_select(self, s),
             NodeEnum::SelectStmt(s) => Ok(Statement::Query(self.select(s)?)),
             NodeEnum::InsertStmt(s) => self.insert(s),
@@ -515,7 +529,8 @@ impl<'a> Analyzer<'a> {
                 }
                 (name, -1, None)
             }
-            NodeEnum::FuncCall(f) => (func_name(f).unwrap_or_else(|| "?column?".into()), -1, None),
+            // A schema-qualified call is named after the function too, as in PostgreSQL.
+            NodeEnum::FuncCall(f) => (func_name(f).or_else(|| f.funcname.last().and_then(str_of).map(str::to_string)).unwrap_or_else(|| "?column?".into()), -1, None),
             NodeEnum::SubLink(_) => (sublink::column_name(expr), -1, None),
             NodeEnum::SqlvalueFunction(f) => (crate::datetime::sql_value_function_name(f.op).to_string(), -1, None),
             NodeEnum::CaseExpr(c) => (node(&c.defresult).and_then(exprs::strong_name).unwrap_or_else(|| "case".into()), -1, None),
@@ -1120,6 +1135,9 @@ impl<'a> Analyzer<'a> {
             return Ok(e);
         }
         if let Some(e) = self.whole_row_json(f, &name, scope)? {
+            return Ok(e);
+        }
+        if let Some(e) = self.sql_function_call(f, scope)? {
             return Ok(e);
         }
         if f.over.is_some() {

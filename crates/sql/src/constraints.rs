@@ -386,6 +386,10 @@ pub enum DdlCmd {
     Alter(Box<crate::alter::AlterCmd>),
     /// ALTER TABLE / INDEX / SEQUENCE ... RENAME ([`crate::alter`]).
     Rename(crate::alter::RenameCmd),
+    /// CREATE / DROP VIEW, DROP TABLE ... CASCADE ([`crate::view`]).
+    View(crate::view::ViewCmd),
+    /// CREATE / DROP FUNCTION ([`crate::sqlfunc`]).
+    Func(crate::sqlfunc::FuncCmd),
 }
 
 /// Runs a statement of this module in the current transaction.
@@ -457,6 +461,8 @@ pub fn execute(
         DdlCmd::Schema(s) => crate::namespace::ddl::execute(s, backend, snap, notice),
         DdlCmd::Alter(a) => crate::alter::execute(a, backend, env, notice),
         DdlCmd::Rename(r) => crate::alter::rename(r, backend, notice),
+        DdlCmd::View(v) => crate::view::execute(v, backend, snap, notice),
+        DdlCmd::Func(f) => crate::sqlfunc::execute(f, backend, snap, notice),
         DdlCmd::CreateTable { base, extras } => {
             let crate::index::IndexCmd::CreateTable { namespace, name, if_not_exists, .. } = base else {
                 return Err(SqlError::internal("not a CREATE TABLE"));

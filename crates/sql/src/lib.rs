@@ -48,6 +48,8 @@ pub mod json;
 pub mod uuid;
 pub mod window;
 pub mod upsert;
+pub mod view;
+pub mod sqlfunc;
 
 pub use errors::{Result, Severity, SqlError};
 pub use session::{ColumnDesc, ExecOutcome, Output, ParamValue, Session, SessionEnv, Setting, TxnStatus};

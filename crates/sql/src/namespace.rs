@@ -77,6 +77,17 @@ pub fn sync(backend_id: i32, search_path: &str) {
     });
 }
 
+/// This thread's `search_path` setting (stored with a view at CREATE VIEW).
+pub fn thread_search_path() -> String {
+    CTX.with(|c| c.borrow().search_path.clone())
+}
+
+/// Sets this thread's `search_path` for name resolution only (a view's
+/// expansion; the session's setting is put back after it).
+pub fn set_thread_search_path(path: &str) {
+    CTX.with(|c| c.borrow_mut().search_path = path.to_string());
+}
+
 fn ctx() -> PathCtx {
     CTX.with(|c| c.borrow().clone())
 }

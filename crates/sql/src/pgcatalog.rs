@@ -89,6 +89,7 @@ static VIEWS: &[View] = &[
     View { name: "pg_tablespace", oid: 1213, columns: &[("oid", Type::Oid), ("spcname", Type::Name), ("spcowner", Type::Oid), ("spcacl", TEXT_ARRAY), ("spcoptions", TEXT_ARRAY)] },
     View { name: "pg_trigger", oid: 2620, columns: &[("oid", Type::Oid), ("tgrelid", Type::Oid), ("tgparentid", Type::Oid), ("tgname", Type::Name), ("tgfoid", Type::Oid), ("tgtype", Type::Int2), ("tgenabled", Type::Char), ("tgisinternal", Type::Bool), ("tgconstrrelid", Type::Oid), ("tgconstrindid", Type::Oid), ("tgconstraint", Type::Oid), ("tgdeferrable", Type::Bool), ("tginitdeferred", Type::Bool), ("tgnargs", Type::Int2), ("tgattr", Type::Text), ("tgargs", Type::Bytea), ("tgqual", Type::Text), ("tgoldtable", Type::Name), ("tgnewtable", Type::Name)] },
     View { name: "pg_type", oid: 1247, columns: &[("oid", Type::Oid), ("typname", Type::Name), ("typnamespace", Type::Oid), ("typowner", Type::Oid), ("typlen", Type::Int2), ("typbyval", Type::Bool), ("typtype", Type::Char), ("typcategory", Type::Char), ("typispreferred", Type::Bool), ("typisdefined", Type::Bool), ("typdelim", Type::Char), ("typrelid", Type::Oid), ("typsubscript", Type::Text), ("typelem", Type::Oid), ("typarray", Type::Oid), ("typinput", Type::Text), ("typoutput", Type::Text), ("typreceive", Type::Text), ("typsend", Type::Text), ("typmodin", Type::Text), ("typmodout", Type::Text), ("typanalyze", Type::Text), ("typalign", Type::Char), ("typstorage", Type::Char), ("typnotnull", Type::Bool), ("typbasetype", Type::Oid), ("typtypmod", Type::Int4), ("typndims", Type::Int4), ("typcollation", Type::Oid), ("typdefaultbin", Type::Text), ("typdefault", Type::Text), ("typacl", TEXT_ARRAY)] },
+    View { name: "pg_views", oid: 12028, columns: &[("schemaname", Type::Name), ("viewname", Type::Name), ("viewowner", Type::Name), ("definition", Type::Text)] },
     View { name: "pg_user", oid: 12014, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
 ];
 
@@ -96,6 +97,7 @@ static VIEWS: &[View] = &[
 /// character_data and yes_or_no shown as name, int4 and varchar).
 static INFORMATION_SCHEMA: &[View] = &[
     View { name: "tables", oid: 13425, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("table_type", Type::Varchar), ("self_referencing_column_name", Type::Name), ("reference_generation", Type::Varchar), ("user_defined_type_catalog", Type::Name), ("user_defined_type_schema", Type::Name), ("user_defined_type_name", Type::Name), ("is_insertable_into", Type::Varchar), ("is_typed", Type::Varchar), ("commit_action", Type::Varchar)] },
+    View { name: "views", oid: 13483, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("view_definition", Type::Varchar), ("check_option", Type::Varchar), ("is_updatable", Type::Varchar), ("is_insertable_into", Type::Varchar), ("is_trigger_updatable", Type::Varchar), ("is_trigger_deletable", Type::Varchar), ("is_trigger_insertable_into", Type::Varchar)] },
     View { name: "columns", oid: 13295, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("column_name", Type::Name), ("ordinal_position", Type::Int4), ("column_default", Type::Varchar), ("is_nullable", Type::Varchar), ("data_type", Type::Varchar), ("character_maximum_length", Type::Int4), ("character_octet_length", Type::Int4), ("numeric_precision", Type::Int4), ("numeric_precision_radix", Type::Int4), ("numeric_scale", Type::Int4), ("datetime_precision", Type::Int4), ("interval_type", Type::Varchar), ("interval_precision", Type::Int4), ("character_set_catalog", Type::Name), ("character_set_schema", Type::Name), ("character_set_name", Type::Name), ("collation_catalog", Type::Name), ("collation_schema", Type::Name), ("collation_name", Type::Name), ("domain_catalog", Type::Name), ("domain_schema", Type::Name), ("domain_name", Type::Name), ("udt_catalog", Type::Name), ("udt_schema", Type::Name), ("udt_name", Type::Name), ("scope_catalog", Type::Name), ("scope_schema", Type::Name), ("scope_name", Type::Name), ("maximum_cardinality", Type::Int4), ("dtd_identifier", Type::Name), ("is_self_referencing", Type::Varchar), ("is_identity", Type::Varchar), ("identity_generation", Type::Varchar), ("identity_start", Type::Varchar), ("identity_increment", Type::Varchar), ("identity_maximum", Type::Varchar), ("identity_minimum", Type::Varchar), ("identity_cycle", Type::Varchar), ("is_generated", Type::Varchar), ("generation_expression", Type::Varchar), ("is_updatable", Type::Varchar)] },
 ];
 
@@ -230,6 +232,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                 .collect()
         }
         "columns" => is_columns(v, backend, snap)?,
+        "pg_views" | "views" => view_rows(v, backend, snap)?,
         "pg_attribute" => pg_attribute(v, backend, snap)?,
         "pg_attrdef" => {
             let mut out = Vec::new();
@@ -431,6 +434,7 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
         };
         let persistence = if temp_namespaces.contains(ns) { "t" } else { "p" };
         let is_index = kind == "i";
+        let is_view = kind == "v";
         let has_index = indexes.iter().any(|(_, i)| i[1] == Value::Oid(*oid));
         let reltuples = match tuples {
             Value::Float8(f) => Value::Float4(*f as f32),
@@ -444,7 +448,7 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
                 .oid("reltype", 0)
                 .oid("reloftype", 0)
                 .oid("relowner", BOOTSTRAP_SUPERUSER)
-                .oid("relam", if is_index { crate::index::BTREE_AM_OID } else { 2 })
+                .oid("relam", if is_index { crate::index::BTREE_AM_OID } else if is_view { 0 } else { 2 })
                 .oid("relfilenode", *filenode)
                 .oid("reltablespace", 0)
                 .set("relpages", pages.clone())
@@ -457,17 +461,17 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
                 .t("relkind", kind)
                 .set("relnatts", natts.clone())
                 .i2("relchecks", 0)
-                .b("relhasrules", false)
+                .b("relhasrules", is_view)
                 .b("relhastriggers", false)
                 .b("relhassubclass", false)
                 .b("relrowsecurity", false)
                 .b("relforcerowsecurity", false)
                 .b("relispopulated", true)
-                .t("relreplident", if is_index { "n" } else { "d" })
+                .t("relreplident", if is_index || is_view { "n" } else { "d" })
                 .b("relispartition", false)
                 .oid("relrewrite", 0)
                 .set("relfrozenxid", Value::Oid(0))
-                .set("relminmxid", Value::Oid(if is_index { 0 } else { 1 })),
+                .set("relminmxid", Value::Oid(if is_index || is_view { 0 } else { 1 })),
         );
     }
     Ok(out)
@@ -485,6 +489,21 @@ fn is_tables<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<
     let dbname = crate::database::current_name(backend, snap)?;
     let mut out = Vec::new();
     for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
+        if r[5] == Value::Text("v".into()) {
+            let (Value::Oid(oid), Value::Oid(ns)) = (&r[0], &r[2]) else { continue };
+            let insertable = crate::view::definition(backend, snap, *oid)?.is_some_and(|d| crate::view::auto_updatable(&d));
+            let schema = crate::namespace::namespace_name(backend, snap, *ns)?.unwrap_or_default();
+            out.push(
+                Row::new(v)
+                    .t("table_catalog", &dbname)
+                    .t("table_schema", &schema)
+                    .t("table_name", &text_of(&r[1]))
+                    .t("table_type", "VIEW")
+                    .t("is_insertable_into", if insertable { "YES" } else { "NO" })
+                    .t("is_typed", "NO"),
+            );
+            continue;
+        }
         if r[5] != Value::Text("r".into()) {
             continue;
         }
@@ -740,8 +759,8 @@ pub enum CatFunc {
     IsVisible,
     /// has_*_privilege(...): the only role is the superuser.
     True,
-    /// obj_description, col_description, shobj_description, pg_get_viewdef:
-    /// there are no comments and no views.
+    /// obj_description, col_description, shobj_description, pg_get_ruledef:
+    /// there are no comments and no rules (views: [`crate::view`]).
     NullText,
     /// pg_get_expr(text, oid [, bool]): pg_attrdef.adbin is already the deparsed text.
     GetExpr,
@@ -1032,4 +1051,35 @@ mod tests {
             assert_eq!(names.len(), v.columns.len(), "{}", v.name);
         }
     }
+}
+
+/// pg_views and information_schema.views ([`crate::view`]).
+fn view_rows<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let dbname = crate::database::current_name(backend, snap)?;
+    let mut out = Vec::new();
+    for (_, ns, name, def) in crate::view::all_views(backend, snap)? {
+        let schema = crate::namespace::namespace_name(backend, snap, ns)?.unwrap_or_default();
+        out.push(if v.name == "pg_views" {
+            Row::new(v).t("schemaname", &schema).t("viewname", &name).t("viewowner", "postgres").t("definition", &def)
+        } else {
+            let upd = if crate::view::auto_updatable(&def) { "YES" } else { "NO" };
+            Row::new(v)
+                .t("table_catalog", &dbname)
+                .t("table_schema", &schema)
+                .t("table_name", &name)
+                .t("view_definition", &def)
+                .t("check_option", "NONE")
+                .t("is_updatable", upd)
+                .t("is_insertable_into", upd)
+                .t("is_trigger_updatable", "NO")
+                .t("is_trigger_deletable", "NO")
+                .t("is_trigger_insertable_into", "NO")
+        });
+    }
+    Ok(out)
+}
+
+/// `oid:definition` of every view (pg_get_viewdef) as `snap` sees them.
+pub fn view_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
+    Ok(crate::view::all_views(backend, snap)?.into_iter().map(|(oid, _, _, def)| format!("{oid}:{def}")).collect())
 }

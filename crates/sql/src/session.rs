@@ -774,6 +774,11 @@ impl Session {
                         )?,
                         other => other,
                     };
+                    if t.is_none() {
+                        if let Some(e) = crate::view::not_a_table(&self.backend, &snap, schema.as_deref(), name)? {
+                            return Err(e);
+                        }
+                    }
                     match t {
                         Some(t) if t.namespace == catalog::PG_CATALOG_NAMESPACE => {
                             return Err(SqlError::new(b"42501", format!("permission denied: \"{name}\" is a system catalog")))
@@ -792,6 +797,8 @@ impl Session {
                     self.ddl_count += 1;
                 }
                 let dropping: Vec<u32> = found.iter().map(|t| t.oid).collect();
+                let named: Vec<(u32, String)> = found.iter().map(|t| (t.oid, t.name.clone())).collect();
+                crate::view::check_drop_tables(&mut self.backend, &snap, &named)?;
                 for t in &found {
                     catalog::drop_table(&mut self.backend, &snap, t, &dropping)?;
                 }

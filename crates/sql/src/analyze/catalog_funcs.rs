@@ -41,12 +41,38 @@ impl<'a> Analyzer<'a> {
             }
             ("obj_description" | "shobj_description", 2) => (CatFunc::NullText, &[Type::Oid, Type::Name], Type::Text),
             ("obj_description", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            // Rules other than a view's _RETURN do not exist (pg_rewrite is empty to SQL).
+            ("pg_get_ruledef", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            ("pg_get_ruledef", 2) => (CatFunc::NullText, &[Type::Oid, Type::Bool], Type::Text),
             ("col_description", 2) => (CatFunc::NullText, &[Type::Oid, Type::Int4], Type::Text),
-            ("pg_get_viewdef", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
+            ("pg_get_viewdef", 1 | 2) => {
+                let mut given = std::mem::take(args).into_iter();
+                let arg = given.next().expect("one argument or more");
+                let oid_arg = match arg {
+                    // pg_get_viewdef(text): the name resolved now.
+                    Expr::Const(Value::Text(n), Type::Text | Type::Unknown) => {
+                        let (schema, rel) = match n.split_once('.') {
+                            Some((s, r)) => (Some(s.to_string()), r.to_string()),
+                            None => (None, n.clone()),
+                        };
+                        let oid = match crate::view::lookup(self.backend, self.snap, schema.as_deref(), &rel)? {
+                            Some(v) => v.oid,
+                            None => match crate::index::find_relation(self.backend, self.snap, crate::namespace::relation_namespace(self.backend, self.snap, schema.as_deref(), &rel).ok().flatten().unwrap_or(0), &rel)? {
+                                Some((o, _)) => o,
+                                None => return Err(SqlError::new(b"42P01", format!("relation \"{n}\" does not exist"))),
+                            },
+                        };
+                        Expr::Const(Value::Oid(oid), Type::Oid)
+                    }
+                    a => self.coerce(a, Type::Oid, CastContext::Implicit, locs[0])?,
+                };
+                let table = crate::array::Array::new(Type::Text, pgcatalog::view_defs(self.backend, self.snap)?.into_iter().map(Value::Text).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Lookup), args: vec![oid_arg, table, Expr::Const(Value::Bool(false), Type::Bool)], ty: Type::Text }));
+            }
             // Extended statistics and publications do not exist: their catalogs are empty.
             ("pg_get_statisticsobjdef_columns", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
             ("pg_relation_is_publishable", 1) => (CatFunc::IsVisible, &[Type::Oid], Type::Bool),
-            ("pg_get_viewdef", 2) => (CatFunc::NullText, &[Type::Oid, Type::Bool], Type::Text),
             ("pg_get_expr", 2) => (CatFunc::GetExpr, &[Type::Text, Type::Oid], Type::Text),
             ("pg_get_expr", 3) => (CatFunc::GetExpr, &[Type::Text, Type::Oid, Type::Bool], Type::Text),
             ("pg_get_indexdef", 1 | 3) | ("pg_get_constraintdef", 1 | 2) => {

@@ -72,6 +72,7 @@ impl Analyzer<'_> {
             O::ObjectTable => RenameKind::Relation("r"),
             O::ObjectIndex => RenameKind::Relation("i"),
             O::ObjectSequence => RenameKind::Relation("S"),
+            O::ObjectView => RenameKind::Relation("v"),
             O::ObjectColumn => RenameKind::Column(s.subname.clone()),
             O::ObjectTabconstraint => RenameKind::Constraint(s.subname.clone()),
             _ => return Err(SqlError::not_supported("RENAME of this object type")),

@@ -181,8 +181,9 @@ impl<'a> Analyzer<'a> {
                 Some(NodeEnum::RangeVar(rv)) => {
                     !rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty())
                         && !(rv.schemaname.is_empty() && self.find_cte(&rv.relname, &[], outer).is_some())
+                        && !self.view_ref(rv).ok().flatten().is_some()
                 }
-                Some(NodeEnum::RangeFunction(_)) => true,
+                Some(NodeEnum::RangeFunction(rf)) => !self.names_sql_function(rf),
                 _ => false,
             },
             _ => false,
@@ -254,6 +255,18 @@ impl<'a> Analyzer<'a> {
                         return Ok(Item { source, width: cols.len(), ns: Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![] }, lateral: false });
                     }
                 }
+                if let Some(v) = self.view_ref(rv)? {
+                    let q = self.expand_view(&v, rv)?;
+                    let mut cols: Vec<NsCol> = q
+                        .targets
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| NsCol { name: t.name.clone(), expr: Expr::Column(i, t.expr.ty()), typmod: t.typmod, origin: t.origin, rel: refname.clone() })
+                        .collect();
+                    apply_aliases(self, &mut cols, rv.alias.as_ref(), &refname, rv.location)?;
+                    let ns = Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![] };
+                    return Ok(Item { source: Source::Subquery(Box::new(q)), width: ns.cols.len(), ns, lateral: false });
+                }
                 let t = self.range_table_locked(rv, mode)?;
                 let mut ns = Namespace::single(&t, &refname);
                 apply_aliases(self, &mut ns.cols, rv.alias.as_ref(), &refname, rv.location)?;
@@ -261,6 +274,10 @@ impl<'a> Analyzer<'a> {
                 let width = t.columns.len();
                 Ok(Item { source: crate::sysviews::source(t), width, ns, lateral: false })
             }
+            NodeEnum::RangeFunction(rf) if self.names_sql_function(rf) => match self.sql_function_range(rf)? {
+                Some(n) => self.from_item(&n, mode, outer, ctes, left),
+                None => Err(SqlError::not_supported("this call of a SQL function in FROM")),
+            },
             NodeEnum::RangeFunction(rf) => {
                 let (t, refname, scan) = crate::srf::range_function(self, rf, outer)?;
                 let ns = Namespace::single(&t, &refname);

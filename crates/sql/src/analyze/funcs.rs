@@ -48,7 +48,7 @@ fn fits(id: usize, n: usize) -> bool {
     if b.variadic_any { n > b.args.len() } else { b.args.len() == n }
 }
 
-enum Resolution {
+pub(super) enum Resolution {
     Found(usize),
     NotFound,
     NotUnique,
@@ -56,6 +56,19 @@ enum Resolution {
 
 /// Chooses among the rows `cands` of BUILTINS for arguments of types `inputs`.
 fn select_candidate(cands: &[usize], inputs: &[Type], binary_operator: bool) -> Resolution {
+    select_candidate_by(cands, inputs, binary_operator, &declared, &fits)
+}
+
+/// PostgreSQL's resolution among candidates described by `declared` (each
+/// argument's type, `None`: any) and `fits` (takes that many arguments); also
+/// used for SQL functions ([`super::sqlfunc`]).
+pub(super) fn select_candidate_by(
+    cands: &[usize],
+    inputs: &[Type],
+    binary_operator: bool,
+    declared: &dyn Fn(usize, usize) -> Vec<Option<Type>>,
+    fits: &dyn Fn(usize, usize) -> bool,
+) -> Resolution {
     let n = inputs.len();
     let cands: Vec<usize> = cands.iter().copied().filter(|&c| fits(c, n)).collect();
     let exact = |c: usize, want: &[Type]| declared(c, n).iter().zip(want).all(|(d, t)| d.map_or(*t != Type::Unknown, |d| d == *t));
