@@ -94,6 +94,8 @@ def parse_args(argv):
     ap.add_argument("--out", help="results directory (default bench/results/<UTC timestamp>)")
     ap.add_argument("--duration", type=float, help="seconds per pgbench point (overrides the profile)")
     ap.add_argument("--clients", help="comma list of client counts (overrides the profile)")
+    ap.add_argument("--scale", type=int, help="pgbench scale of the -in workloads (overrides the profile; "
+                    "shared_buffers grows to hold it)")
     ap.add_argument("--ferrogres-bin", help="ferrogres binary (default target/release/ferrogres, built if missing)")
     ap.add_argument("--build", action="store_true", help="run cargo build --release -p ferrogres first")
     ap.add_argument("--ready-timeout", type=float, default=20.0,
@@ -313,7 +315,7 @@ class Runner:
         os.makedirs(cgdir, exist_ok=True)
         procs.chown_to_server_user(cgdir)
         try:
-            srv.relaunch(callgrind.wrapper(cgdir), ready_timeout=300)
+            srv.relaunch(callgrind.wrapper(cgdir, match_env=srv.system == "ferrogres"), ready_timeout=300)
         except servers.ServerError as e:
             rec["error"] = f"could not start under valgrind: {e}"
             return rec
@@ -324,7 +326,7 @@ class Runner:
             rec["error"] = f"warm-up under valgrind: {warm.error}"
             return rec
         procs.wait_until(lambda: set(srv.pids()) <= base, 60.0)  # the warm-up's backends are gone
-        win = callgrind.Window(cgdir, srv.pids())
+        win = callgrind.Window(cgdir, srv.pids(), match_env=srv.system == "ferrogres")
         win.start()
         res = pgbench.run(srv, workload_args=wargs, clients=c, jobs=1, transactions=self.cg_transactions,
                           logdir=self.logdir, tag=f"cg-{srv.system}")
@@ -424,6 +426,10 @@ def main(argv: list[str]) -> int:
         over["duration"] = args.duration
     if args.clients:
         over["clients"] = [int(c) for c in args.clients.split(",")]
+    if args.scale:
+        over["scale_in"] = args.scale
+        # ~15 MB per scale unit must fit in shared_buffers with room to spare
+        over["shared_buffers_mb"] = max(prof.shared_buffers_mb, args.scale * 32)
     if over.get("clients") and max(over["clients"]) + 10 > prof.max_connections:
         over["max_connections"] = max(over["clients"]) + 10
     prof = dataclasses.replace(prof, **over)

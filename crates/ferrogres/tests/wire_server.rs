@@ -156,11 +156,11 @@ fn psql_over_tcp_and_unix_socket() {
     // An unsupported statement fails with 0A000 and the same session goes on.
     let out = srv.psql(
         &sock,
-        &["-At", "-v", "VERBOSITY=verbose", "-c", "select 1", "-c", "create view v as select 1", "-c", "select 2", "-c", "show server_version"],
+        &["-At", "-v", "VERBOSITY=verbose", "-c", "select 1", "-c", "create publication p", "-c", "select 2", "-c", "show server_version"],
     );
     let (so, se) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(so, "1\n2\n15.18\n", "stderr: {se}");
-    assert!(se.contains("ERROR:  0A000: feature not supported: statement type ViewStmt"), "{se}");
+    assert!(se.contains("ERROR:  0A000: feature not supported: statement type CreatePublicationStmt"), "{se}");
 
     // Settings from the startup packet's options (PGOPTIONS) and application_name.
     let out = Command::new("psql")
@@ -279,7 +279,7 @@ fn extended_query_with_row_limit_and_error_recovery() {
     assert_eq!(v[1].1, b"I");
 
     // An unsupported statement fails at Parse with 0A000; the session goes on.
-    let mut b = parse("", "create view v as select 1", &[]);
+    let mut b = parse("", "create publication p", &[]);
     b.extend(bind("", "", &[], &[], &[]));
     b.extend(execute("", 0));
     b.extend(sync());
