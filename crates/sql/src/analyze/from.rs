@@ -135,6 +135,15 @@ fn outer_expr(e: &Expr, levels: usize) -> Expr {
 }
 
 /// Applies column aliases `AS t(a, b)` to the first columns of an item.
+/// The columns a subquery (or an expanded view) shows its enclosing FROM clause.
+fn subquery_cols(q: &Query, refname: &str) -> Vec<NsCol> {
+    q.targets
+        .iter()
+        .enumerate()
+        .map(|(i, t)| NsCol { name: t.name.clone(), expr: Expr::Column(i, t.expr.ty()), typmod: t.typmod, origin: t.origin, rel: refname.to_string() })
+        .collect()
+}
+
 fn apply_aliases(a: &Analyzer, cols: &mut [NsCol], alias: Option<&pb::Alias>, refname: &str, loc: i32) -> Result<()> {
     let Some(al) = alias else { return Ok(()) };
     if al.colnames.len() > cols.len() {
@@ -257,12 +266,7 @@ impl<'a> Analyzer<'a> {
                 }
                 if let Some(v) = self.view_ref(rv)? {
                     let q = self.expand_view(&v, rv)?;
-                    let mut cols: Vec<NsCol> = q
-                        .targets
-                        .iter()
-                        .enumerate()
-                        .map(|(i, t)| NsCol { name: t.name.clone(), expr: Expr::Column(i, t.expr.ty()), typmod: t.typmod, origin: t.origin, rel: refname.clone() })
-                        .collect();
+                    let mut cols = subquery_cols(&q, &refname);
                     apply_aliases(self, &mut cols, rv.alias.as_ref(), &refname, rv.location)?;
                     let ns = Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![] };
                     return Ok(Item { source: Source::Subquery(Box::new(q)), width: ns.cols.len(), ns, lateral: false });
@@ -304,12 +308,7 @@ impl<'a> Analyzer<'a> {
                 sub_outer.push(Rc::new(level));
                 let q = self.select_level(sub, &sub_outer)?;
                 let refname = alias.aliasname.clone();
-                let mut cols: Vec<NsCol> = q
-                    .targets
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| NsCol { name: t.name.clone(), expr: Expr::Column(i, t.expr.ty()), typmod: t.typmod, origin: t.origin, rel: refname.clone() })
-                    .collect();
+                let mut cols = subquery_cols(&q, &refname);
                 apply_aliases(self, &mut cols, Some(alias), &refname, -1)?;
                 let lateral = rs.lateral && crate::subquery::is_correlated(&q);
                 Ok(Item {

@@ -29,12 +29,8 @@ fn float(v: &Value) -> f64 {
 
 // ---- justify ------------------------------------------------------------------
 
-/// Whole days out of the microseconds; signs made to agree.
-fn justify_hours_iv(iv: Interval) -> Result<Interval> {
-    let mut r = iv;
-    let whole = r.micros / USECS_PER_DAY;
-    r.micros -= whole * USECS_PER_DAY;
-    r.days = r.days.checked_add(i32::try_from(whole).map_err(|_| iv_range())?).ok_or_else(iv_range)?;
+/// Moves one day across so that the days and the time of day have one sign.
+fn days_and_time_agree(r: &mut Interval) {
     if r.days > 0 && r.micros < 0 {
         r.micros += USECS_PER_DAY;
         r.days -= 1;
@@ -42,6 +38,15 @@ fn justify_hours_iv(iv: Interval) -> Result<Interval> {
         r.micros -= USECS_PER_DAY;
         r.days += 1;
     }
+}
+
+/// Whole days out of the microseconds; signs made to agree.
+fn justify_hours_iv(iv: Interval) -> Result<Interval> {
+    let mut r = iv;
+    let whole = r.micros / USECS_PER_DAY;
+    r.micros -= whole * USECS_PER_DAY;
+    r.days = r.days.checked_add(i32::try_from(whole).map_err(|_| iv_range())?).ok_or_else(iv_range)?;
+    days_and_time_agree(&mut r);
     Ok(r)
 }
 
@@ -85,13 +90,7 @@ pub fn justify_interval(a: &[Value]) -> Result<Value> {
         r.days -= 30;
         r.months += 1;
     }
-    if r.days > 0 && r.micros < 0 {
-        r.micros += USECS_PER_DAY;
-        r.days -= 1;
-    } else if r.days < 0 && r.micros > 0 {
-        r.micros -= USECS_PER_DAY;
-        r.days += 1;
-    }
+    days_and_time_agree(&mut r);
     Ok(Value::Interval(r))
 }
 
