@@ -45,33 +45,39 @@ def probe() -> tuple[bool, str]:
     return True, ""
 
 
-# valgrind's gdbserver and vgdb (which callgrind_control drives) name their FIFOs and
-# shared-memory file after LOGNAME/USER and HOST/HOSTNAME of their own environments;
-# a server started as another user with a different environment is then not found
-# ("error opening /tmp/vgdb-pipe-shared-mem-vgdb-PID-by-???-on-???").  With
-# `match_env` both sides get the same fixed names.  ferrogres needs it: it is one
-# process, so its counters must really be zeroed and dumped.  PostgreSQL does not
-# get it: its counts come from the backends' files written at exit, and with the
-# names matched vgdb waits without end on its auxiliary processes asleep in a
-# system call (vgdb cannot wake them on these machines), so there the reset stays
-# best effort, as before.
-_VGDB_ENV = {"LOGNAME": "bench", "USER": "bench", "HOST": "bench", "HOSTNAME": "bench"}
+# valgrind's gdbserver and vgdb (which callgrind_control drives) talk through FIFOs
+# in /tmp named after LOGNAME/USER (and HOST) and created by whichever side comes
+# first, readable by their owner only.  callgrind_control therefore runs as the
+# servers' account with the servers' names (procs.spawn gives them USER/LOGNAME);
+# run as root it either finds nothing ("error opening ...-by-???-on-???") or waits
+# forever on a FIFO the server cannot open, leaving the server stopped by ptrace.
+# Used for ferrogres, one process whose counters must really be zeroed and dumped.
+# PostgreSQL's counts come from its backends' files, written at exit; reaching its
+# postmaster that way made new connections fail (a vgdb-interrupted accept loop),
+# so for it the control stays as before: best effort, an unreachable reset is only
+# a note (the postmaster's counts before the reset are then inherited by the
+# backends it forks, which inflates PostgreSQL's figure a little).
+def _as_server_user() -> dict:
+    u = procs.server_user()
+    if u is None:
+        return {}
+    return {"user": u.pw_uid, "group": u.pw_gid, "extra_groups": [],
+            "env": dict(os.environ, USER=u.pw_name, LOGNAME=u.pw_name)}
 
 
-def wrapper(outdir: str, match_env: bool = False) -> list[str]:
+def wrapper(outdir: str) -> list[str]:
     """The command prefix that runs a server under callgrind."""
-    prefix = ["env", *(f"{k}={v}" for k, v in _VGDB_ENV.items())] if match_env else []
-    return [*prefix, "valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-instr=no", "--dump-line=no",
+    return ["valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-instr=no", "--dump-line=no",
             f"--callgrind-out-file={os.path.join(outdir, 'cg.%p')}", "--log-file=" + os.path.join(outdir, "vg.%p.log")]
 
 
-def _control(flag: str, pids: list[int], outdir: str, match_env: bool = False) -> str:
+def _control(flag: str, pids: list[int], outdir: str, as_server: bool = False) -> str:
     """Runs callgrind_control FLAG on each pid; returns the errors ('' if none)."""
     errs = []
     for pid in pids:
         try:
             r = subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True, text=True, timeout=120,
-                               env=dict(os.environ, **_VGDB_ENV) if match_env else None)
+                               **(_as_server_user() if as_server else {}))
         except subprocess.TimeoutExpired:
             errs.append(f"callgrind_control {flag} {pid}: timed out")
             continue
@@ -99,9 +105,9 @@ def summary_ir(path: str) -> Optional[int]:
 class Window:
     """Counts the instructions a server's processes execute between start() and stop()."""
 
-    def __init__(self, outdir: str, pids: list[int], match_env: bool = False):
+    def __init__(self, outdir: str, pids: list[int], as_server: bool = False):
         self.outdir = outdir
-        self.match_env = match_env
+        self.as_server = as_server
         self.pids = pids
         self.before: dict[str, float] = {}
         self.error = ""
@@ -116,12 +122,12 @@ class Window:
         return out
 
     def start(self) -> None:
-        self.error = _control("--zero", self.pids, self.outdir, self.match_env)
+        self.error = _control("--zero", self.pids, self.outdir, self.as_server)
         self.before = self._files()
 
     def stop(self, still_running: list[int], settle: float = 30.0) -> tuple[Optional[int], str]:
         """Dump the live processes, wait for the files to stop changing, sum the new ones."""
-        err = _control("--dump", still_running, self.outdir, self.match_env)
+        err = _control("--dump", still_running, self.outdir, self.as_server)
         if err:
             self.error = "; ".join(x for x in (self.error, err) if x)
         # exited backends' files and the dumps appear asynchronously: wait until stable

@@ -315,7 +315,7 @@ class Runner:
         os.makedirs(cgdir, exist_ok=True)
         procs.chown_to_server_user(cgdir)
         try:
-            srv.relaunch(callgrind.wrapper(cgdir, match_env=srv.system == "ferrogres"), ready_timeout=300)
+            srv.relaunch(callgrind.wrapper(cgdir), ready_timeout=300)
         except servers.ServerError as e:
             rec["error"] = f"could not start under valgrind: {e}"
             return rec
@@ -326,7 +326,7 @@ class Runner:
             rec["error"] = f"warm-up under valgrind: {warm.error}"
             return rec
         procs.wait_until(lambda: set(srv.pids()) <= base, 60.0)  # the warm-up's backends are gone
-        win = callgrind.Window(cgdir, srv.pids(), match_env=srv.system == "ferrogres")
+        win = callgrind.Window(cgdir, srv.pids(), as_server=srv.system == "ferrogres")
         win.start()
         res = pgbench.run(srv, workload_args=wargs, clients=c, jobs=1, transactions=self.cg_transactions,
                           logdir=self.logdir, tag=f"cg-{srv.system}")
