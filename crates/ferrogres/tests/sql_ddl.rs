@@ -10,7 +10,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// An interactive psql session: statements written to its stdin, output lines
-/// (stdout and stderr) collected by two reader threads.
+/// collected by a reader thread. stdout and stderr share one pipe, so an error
+/// (stderr) is read before the marker row (stdout) of the query sent after it.
 struct Session {
     child: Child,
     stdin: ChildStdin,
@@ -19,27 +20,20 @@ struct Session {
 
 impl Session {
     fn open(srv: &Server) -> Session {
+        let (out, writer) = std::io::pipe().unwrap();
         let mut child = srv
             .psql_cmd()
             .args(["-At", "-q", "-v", "ON_ERROR_STOP=0"])
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(writer.try_clone().unwrap())
+            .stderr(writer)
             .spawn()
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let (tx, lines) = mpsc::channel();
-        let out = child.stdout.take().unwrap();
-        let err = child.stderr.take().unwrap();
-        let tx2 = tx.clone();
         std::thread::spawn(move || {
             for l in BufReader::new(out).lines().map_while(|l| l.ok()) {
                 let _ = tx.send(l);
-            }
-        });
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(|l| l.ok()) {
-                let _ = tx2.send(l);
             }
         });
         Session { child, stdin, lines }
