@@ -22,7 +22,7 @@
 
 use crate::plan::{Source, Statement};
 use std::cell::Cell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 

@@ -36,7 +36,8 @@ use crate::types::{self, Type, Value};
 use crate::catalog;
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::IsolationLevel;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -307,14 +308,27 @@ pub struct Session {
     /// DDL statements run by this session (own uncommitted DDL invalidates plans).
     ddl_count: u64,
     default_isolation: IsolationLevel,
-    prepared: HashMap<String, Prepared>,
-    portals: HashMap<String, Portal>,
+    // FxHash: these are looked up several times per Bind/Execute; SipHash's
+    // flooding resistance buys nothing in a map of the session's own names.
+    prepared: FxHashMap<String, Prepared>,
+    portals: FxHashMap<String, Portal>,
     /// Parse trees of recent simple-query strings, with a use stamp for eviction.
-    parse_cache: HashMap<String, (std::sync::Arc<Vec<ParsedStmt>>, u64)>,
+    parse_cache: FxHashMap<String, (std::sync::Arc<Vec<ParsedStmt>>, u64)>,
     parse_clock: u64,
     /// Analyzed plans of recent simple-query statements ([`crate::plan_cache`]).
     plan_cache: crate::plan_cache::PlanCache,
+    /// Unique per session ([`NEXT_SESSION_UID`]).
+    uid: u64,
 }
+
+thread_local! {
+    /// (session uid, settings epoch) whose settings this thread's date/time,
+    /// output-style and search-path context holds ([`Session::sync_datetime`]).
+    static SYNCED_SETTINGS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Session uids start at 1 (0 means "none" in [`SYNCED_SETTINGS`]).
+static NEXT_SESSION_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 fn txn_error(e: impl Into<SqlError>) -> SqlError {
     e.into()
@@ -332,11 +346,12 @@ impl Session {
             did_ddl: false,
             ddl_count: 0,
             default_isolation: IsolationLevel::ReadCommitted,
-            prepared: HashMap::new(),
-            portals: HashMap::new(),
-            parse_cache: HashMap::new(),
+            prepared: FxHashMap::default(),
+            portals: FxHashMap::default(),
+            parse_cache: FxHashMap::default(),
             parse_clock: 0,
             plan_cache: Default::default(),
+            uid: NEXT_SESSION_UID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -596,8 +611,16 @@ impl Session {
 
     /// Runs a statement's effect; returns its rows (if it returns rows) and tag.
     /// Points the thread's date/time context at this session's TimeZone.
+    ///
+    /// The settings are pushed only when this thread last pushed another
+    /// session's, or when some session changed a setting since (the global
+    /// settings epoch): this runs for every Bind and statement.
     fn sync_datetime(&self) {
         crate::database::sync(&self.backend);
+        let key = (self.uid, crate::plan_cache::settings_epoch());
+        if SYNCED_SETTINGS.with(|c| c.replace(key)) == key {
+            return;
+        }
         if let Ok(tz) = self.env.get("TimeZone") {
             crate::datetime::sync_timezone(&tz);
         }

@@ -648,6 +648,33 @@ pub fn deform_tuple<'a>(desc: &[AttrDesc], tuple: &'a [u8]) -> Result<Vec<Option
     Ok(out)
 }
 
+/// The first attribute of `tuple` when it is a non-null by-value attribute and
+/// the tuple has no nulls at all: the value [`deform_tuple_each`] would give,
+/// read without parsing the whole header. `None` means "use the general path"
+/// (also for any malformed tuple, which the general path reports).
+#[inline]
+pub fn first_attr_byval(a: &AttrDesc, tuple: &[u8]) -> Option<u64> {
+    if !a.by_val || a.is_varlena() || tuple.len() < HEAP_TUPLE_HEADER_SIZE {
+        return None;
+    }
+    let infomask = u16::from_le_bytes([tuple[T_INFOMASK], tuple[T_INFOMASK + 1]]);
+    let infomask2 = u16::from_le_bytes([tuple[T_INFOMASK2], tuple[T_INFOMASK2 + 1]]);
+    let hoff = tuple[T_HOFF] as usize;
+    let n = a.len as usize;
+    if infomask & HEAP_HASNULL != 0
+        || infomask2 & HEAP_NATTS_MASK == 0
+        || hoff % 8 != 0
+        || hoff < T_BITS
+        || !matches!(n, 1 | 2 | 4 | 8)
+    {
+        return None;
+    }
+    let b = tuple.get(hoff..hoff + n)?;
+    let mut v = [0u8; 8];
+    v[..n].copy_from_slice(b);
+    Some(u64::from_le_bytes(v))
+}
+
 /// [`deform_tuple`] without the vector: `push` gets each attribute's value in
 /// order (hot paths such as B-tree key comparisons deform into a stack buffer).
 pub fn deform_tuple_each<'a>(desc: &[AttrDesc], tuple: &'a [u8], mut push: impl FnMut(Option<Datum<'a>>)) -> Result<()> {
@@ -912,14 +939,25 @@ mod tests {
                 .collect();
             let t = form_tuple(&desc, &vals).unwrap();
             assert_eq!(deform_tuple(&desc, &t).unwrap(), vals);
+            // The fast first-attribute read agrees with deforming, and applies
+            // whenever the tuple has no nulls and starts with a by-value column.
+            let fast = first_attr_byval(&desc[0], &t);
+            if let Some(v) = fast {
+                assert_eq!(vals[0], Some(Datum::ByVal(v)));
+            }
+            assert_eq!(fast.is_some(), desc[0].by_val && vals.iter().all(Option::is_some));
             let mut bad = t.clone();
             for _ in 0..3 {
                 let at = rng.gen_range(0..bad.len());
                 bad[at] = rng.gen();
             }
             let _ = deform_tuple(&desc, &bad);
+            if let (Some(v), Ok(d)) = (first_attr_byval(&desc[0], &bad), deform_tuple(&desc, &bad)) {
+                assert_eq!(d[0], Some(Datum::ByVal(v)), "damaged tuple read differently");
+            }
             let cut = rng.gen_range(0..t.len());
             let _ = deform_tuple(&desc, &t[..cut]);
+            let _ = first_attr_byval(&desc[0], &t[..cut]);
         }
     }
 

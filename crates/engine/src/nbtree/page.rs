@@ -3,7 +3,7 @@
 
 use crate::config::BLCKSZ;
 use crate::error::{Error, Result};
-use crate::heap::tuple::{deform_tuple, deform_tuple_each, AttrDesc, Datum, Tid};
+use crate::heap::tuple::{deform_tuple, deform_tuple_each, first_attr_byval, AttrDesc, Datum, Tid};
 use crate::storage::page::{
     page_get_item, page_init, page_max_offset_number, page_special, page_special_mut, OffsetNumber, PAGE_HEADER_SIZE,
 };
@@ -314,6 +314,21 @@ impl KeyCtx<'_> {
         // The scan key's columns only, into a stack buffer (this runs for every
         // tuple a search steps over: no allocation).
         let n = sk.values.len().min(self.desc.len());
+        // Fast path: a by-value first column of a tuple without nulls (integer
+        // keys) is read straight from its place after the header.
+        if n >= 1 {
+            if let Some(x) = &sk.values[0] {
+                if let Some(v) = first_attr_byval(&self.desc[0], it.key) {
+                    let o = self.cmp.compare(0, x, &Datum::ByVal(v));
+                    if o != Ordering::Equal {
+                        return Ok(o);
+                    }
+                    if n == 1 {
+                        return Ok(Self::tid_order(sk, &it));
+                    }
+                }
+            }
+        }
         let o = if n <= INLINE_KEYS {
             let mut buf: [Option<Datum>; INLINE_KEYS] = Default::default();
             let mut k = 0;
@@ -329,11 +344,16 @@ impl KeyCtx<'_> {
         if o != Ordering::Equal {
             return Ok(o);
         }
-        Ok(match sk.tid {
+        Ok(Self::tid_order(sk, &it))
+    }
+
+    /// The order of equal keys: by the scan key's heap-TID bound.
+    fn tid_order(sk: &ScanKey, it: &ITup<'_>) -> Ordering {
+        match sk.tid {
             TidBound::MinusInf => Ordering::Less,
             TidBound::PlusInf => Ordering::Greater,
             TidBound::Exact(t) => t.cmp(&it.heap_tid),
-        })
+        }
     }
 
     /// Orders two index tuples (key, then heap TID); for the invariant checker.
