@@ -281,23 +281,44 @@ pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize]) ->
 }
 
 /// The direct subexpressions of `e`.
-pub fn children(e: &Expr) -> Vec<&Expr> {
+pub fn children(e: &Expr) -> Children<'_> {
+    use Children::{Fixed, Listed, Slice};
     match e {
-        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } => vec![],
-        Expr::SubPlan(sp) => sp.lhs.iter().chain(sp.row_lhs.iter()).collect(),
-        Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => vec![arg],
-        Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => vec![l, r],
-        Expr::And(v) | Expr::Or(v) | Expr::Func { args: v, .. } | Expr::Coalesce(v, _) | Expr::MinMax { args: v, .. } => v.iter().collect(),
+        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } => Fixed([None, None]),
+        Expr::SubPlan(sp) => Listed(sp.lhs.iter().map(|b| &*b).chain(sp.row_lhs.iter()).collect::<Vec<_>>().into_iter()),
+        Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => Fixed([Some(arg), None]),
+        Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => Fixed([Some(l), Some(r)]),
+        Expr::And(v) | Expr::Or(v) | Expr::Func { args: v, .. } | Expr::Coalesce(v, _) | Expr::MinMax { args: v, .. } => Slice(v.iter()),
         Expr::Case { whens, default, .. } => {
             let mut out: Vec<&Expr> = whens.iter().flat_map(|(c, r)| [c, r]).collect();
             out.push(default);
-            out
+            Listed(out.into_iter())
         }
-        Expr::NullIf { arg, eq } => vec![arg, eq],
+        Expr::NullIf { arg, eq } => Fixed([Some(arg), Some(eq)]),
         Expr::Like { arg, pat, escape, .. } => {
             let mut out: Vec<&Expr> = vec![arg, pat];
             out.extend(escape.as_deref());
-            out
+            Listed(out.into_iter())
+        }
+    }
+}
+
+/// The direct subexpressions of an expression ([`children`]): up to two held
+/// inline, so walking the common nodes allocates nothing.
+pub enum Children<'a> {
+    Fixed([Option<&'a Expr>; 2]),
+    Slice(std::slice::Iter<'a, Expr>),
+    Listed(std::vec::IntoIter<&'a Expr>),
+}
+
+impl<'a> Iterator for Children<'a> {
+    type Item = &'a Expr;
+
+    fn next(&mut self) -> Option<&'a Expr> {
+        match self {
+            Children::Fixed(pair) => pair[0].take().or_else(|| pair[1].take()),
+            Children::Slice(it) => it.next(),
+            Children::Listed(it) => it.next(),
         }
     }
 }

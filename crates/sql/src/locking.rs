@@ -127,12 +127,16 @@ pub fn lock_plan(backend: &Backend, plan: &crate::plan::Statement) -> Result<()>
     if let crate::plan::Statement::Explain(e) = plan {
         return lock_plan(backend, &e.stmt);
     }
-    if let Some((oid, name, mode)) = plan_lock_mode(plan) {
+    let main = plan_lock_mode(plan);
+    if let Some((oid, name, mode)) = main {
         lock_relation(backend, oid, mode, false, name)?;
     }
     // Every other table a query reads (joins, subqueries, CTEs): AccessShareLock.
     if let crate::plan::Statement::Query(q) = plan {
         for (oid, name) in crate::subquery::tables_of(q) {
+            if main.is_some_and(|(m, _, mode)| m == oid && mode == LockMode::AccessShare) {
+                continue; // the scanned table, locked just above
+            }
             lock_relation(backend, oid, LockMode::AccessShare, false, &name)?;
         }
     }

@@ -319,6 +319,11 @@ pub struct Session {
     plan_cache: crate::plan_cache::PlanCache,
     /// Unique per session ([`NEXT_SESSION_UID`]).
     uid: u64,
+    /// The plan (address) whose relation locks `revalidate_prepared` took at
+    /// Bind, and the transaction nesting level then: the `run` that follows
+    /// for that plan need not take them again. Cleared by every other `run`,
+    /// Bind, Close and transaction end.
+    plan_locked: Option<(usize, usize)>,
 }
 
 thread_local! {
@@ -352,6 +357,7 @@ impl Session {
             parse_clock: 0,
             plan_cache: Default::default(),
             uid: NEXT_SESSION_UID.fetch_add(1, Ordering::Relaxed),
+            plan_locked: None,
         }
     }
 
@@ -399,6 +405,7 @@ impl Session {
     }
 
     fn end_txn(&mut self, commit: bool) -> Result<()> {
+        self.plan_locked = None;
         let was_ddl = self.did_ddl;
         self.did_ddl = false;
         if was_ddl && !commit {
@@ -437,6 +444,7 @@ impl Session {
 
     /// After an error: a block fails; an implicit transaction is rolled back.
     fn on_error(&mut self) {
+        self.plan_locked = None;
         if self.status == TxnStatus::InBlock || self.status == TxnStatus::Failed {
             self.status = TxnStatus::Failed;
             crate::locking::abort_failed_block(&mut self.backend);
@@ -631,6 +639,7 @@ impl Session {
     }
 
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+        let locked_at_bind = self.plan_locked.take();
         (self.env.interrupts)()?;
         self.sync_datetime();
         crate::datetime::set_stmt_start();
@@ -711,7 +720,9 @@ impl Session {
         self.ensure_txn()?;
         self.stmts_in_txn += 1;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
-        crate::locking::lock_plan(&self.backend, plan)?;
+        if locked_at_bind != Some((plan as *const Statement as usize, self.backend.txn.nesting_level())) {
+            crate::locking::lock_plan(&self.backend, plan)?;
+        }
         let snap = self.backend.txn.statement_snapshot()?;
         let result = self.run_in_txn(plan, params, snap, out);
         crate::locking::flush_notices(&mut self.env, out)?;
@@ -1098,6 +1109,7 @@ impl Session {
     /// DDL that committed while we waited for them is seen). A new plan must
     /// return the columns the old one did, which the client may have been told.
     fn revalidate_prepared(&mut self, name: &str) -> Result<()> {
+        self.plan_locked = None;
         let p = &self.prepared[name];
         if p.parsed.is_none() {
             return Ok(());
@@ -1110,6 +1122,10 @@ impl Session {
             crate::locking::lock_plan(&self.backend, &self.prepared[name].plan)?;
             version = self.version();
             stale = self.prepared[name].version != version;
+            if !stale {
+                let plan = Arc::as_ptr(&self.prepared[name].plan) as usize;
+                self.plan_locked = Some((plan, self.backend.txn.nesting_level()));
+            }
         }
         if !stale {
             return Ok(());

@@ -356,11 +356,13 @@ fn first_rows(q: &Query, n: usize, ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
 }
 
 /// Every table a query reads, anywhere in its tree (for relation locks).
-pub fn tables_of(q: &Query) -> Vec<(u32, String)> {
+/// Names are borrowed from the plan where the walk allows.
+pub fn tables_of(q: &Query) -> Vec<(u32, std::borrow::Cow<'_, str>)> {
+    use std::borrow::Cow;
     let mut out = Vec::new();
-    fn source(s: &Source, out: &mut Vec<(u32, String)>) {
+    fn source<'q>(s: &'q Source, out: &mut Vec<(u32, Cow<'q, str>)>) {
         match s {
-            Source::Table(t) => out.push((t.oid, t.name.clone())),
+            Source::Table(t) => out.push((t.oid, Cow::Borrowed(t.name.as_str()))),
             Source::Join(j) => {
                 source(&j.left, out);
                 source(&j.right, out);
@@ -378,11 +380,14 @@ pub fn tables_of(q: &Query) -> Vec<(u32, String)> {
             _ => {}
         }
     }
-    fn query(q: &Query, out: &mut Vec<(u32, String)>) {
+    fn query<'q>(q: &'q Query, out: &mut Vec<(u32, Cow<'q, str>)>) {
         source(&q.source, out);
         visit_query(q, 0, false, &mut |e, _| {
             if let Expr::SubPlan(sp) = e {
-                query(&sp.query, out);
+                // The walk lends `e` only for the call: names found below are copied.
+                let mut inner = Vec::new();
+                query(&sp.query, &mut inner);
+                out.extend(inner.into_iter().map(|(oid, n)| (oid, Cow::Owned(n.into_owned()))));
             }
         });
     }
