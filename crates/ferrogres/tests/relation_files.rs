@@ -101,3 +101,20 @@ fn dropped_relation_files_are_removed_at_commit_kept_at_rollback_and_after_crash
     assert!(file(d, &new).exists(), "a live table's file was removed");
     assert_eq!(ok(&srv, "SELECT a FROM t ORDER BY a"), "3\n");
 }
+
+/// CHECKPOINT writes the dirty pages: with the background writer off and no
+/// timed checkpoint, a new table's file holds only the zeroes of its
+/// extension until CHECKPOINT writes the rows into it.
+#[test]
+fn checkpoint_writes_dirty_pages_to_the_relation_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start_with(dir.path(), &["-c", "bgwriter_lru_maxpages=0", "-c", "checkpoint_timeout=1h"]);
+    ok(&srv, "CREATE TABLE c (a int, b text); INSERT INTO c SELECT g, repeat('x', 50) FROM generate_series(1, 2000) g");
+    let (heap, _) = filenodes(&srv, "c");
+    let nonzero = || std::fs::read(file(dir.path(), &heap)).unwrap().iter().filter(|b| **b != 0).count();
+    assert_eq!(nonzero(), 0, "rows reached the file before CHECKPOINT");
+    assert_eq!(ok(&srv, "CHECKPOINT"), "CHECKPOINT\n");
+    assert!(nonzero() > 2000 * 50, "CHECKPOINT did not write the table's pages");
+    // Inside a transaction block too, as in PostgreSQL.
+    assert_eq!(ok(&srv, "BEGIN; CHECKPOINT; COMMIT"), "BEGIN\nCHECKPOINT\nCOMMIT\n");
+}

@@ -209,6 +209,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::AlterTableStmt(s) => self.alter_table(s),
             NodeEnum::TruncateStmt(s) => self.truncate(s),
             NodeEnum::VacuumStmt(s) => self.vacuum(s),
+            NodeEnum::CheckPointStmt(_) => Ok(Statement::Checkpoint),
             NodeEnum::ExplainStmt(s) => crate::explain::analyze(self, s),
             NodeEnum::LockStmt(s) => crate::locking::analyze_lock(s),
             NodeEnum::TransactionStmt(t) => {

@@ -279,6 +279,8 @@ pub enum Statement {
     Lock { targets: Vec<crate::locking::LockTarget>, mode: ferrogres_engine::lmgr::lock::LockMode, nowait: bool },
     Show(String),
     Empty,
+    /// CHECKPOINT: the engine's checkpoint, run at once.
+    Checkpoint,
     /// INSERT ... SELECT (crate::insert_select).
     InsertSelect(Box<crate::insert_select::InsertSelect>),
     /// COPY FROM / TO (crate::copy).

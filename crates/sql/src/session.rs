@@ -682,6 +682,12 @@ impl Session {
                 return Ok((Some(vec![vec![Value::Text(v)]]), "SHOW".into()));
             }
             Statement::Empty => return Ok((None, String::new())),
+            Statement::Checkpoint => {
+                // Allowed inside a transaction block, as in PostgreSQL; it takes
+                // no snapshot and no relation lock.
+                self.backend.engine().checkpoint().map_err(txn_error)?;
+                return Ok((None, "CHECKPOINT".into()));
+            }
             Statement::Index(cmd @ crate::index::IndexCmd::Vacuum { vacuum: true, .. }) => {
                 if self.status != TxnStatus::Idle {
                     return Err(SqlError::new(b"25001", "VACUUM cannot run inside a transaction block"));

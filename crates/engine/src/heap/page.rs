@@ -607,6 +607,11 @@ impl PruneOp {
     /// sets pd_prune_xid.
     pub fn apply(&self, page: &mut [u8]) -> Result<()> {
         page_validate(page)?;
+        self.apply_to_valid(page)
+    }
+
+    /// [`PruneOp::apply`] to a page the caller has just validated.
+    fn apply_to_valid(&self, page: &mut [u8]) -> Result<()> {
         let max = page_max_offset_number(page);
         let check = |o: OffsetNumber| {
             if o == 0 || o > max {
@@ -695,7 +700,8 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
     let max = page_max_offset_number(page) as usize;
     // tuples[o]: the header and vacuum status of the normal tuple at offset o
     // (index 0 unused); each status is computed once.
-    let mut tuples: Vec<Option<(TupleHeader, HtsvResult)>> = vec![None];
+    let mut tuples: Vec<Option<(TupleHeader, HtsvResult)>> = Vec::with_capacity(max + 1);
+    tuples.push(None);
     for o in 1..=max as OffsetNumber {
         let id = page_get_item_id(page, o)?;
         tuples.push(if id.flags == LpFlags::Normal {
@@ -785,17 +791,14 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
         }
     }
     // The oldest xmax that may still make a remaining tuple prunable.
-    let gone: std::collections::HashSet<usize> = op
-        .now_unused
-        .iter()
-        .chain(&op.now_dead)
-        .map(|&o| o as usize)
-        .chain(op.redirected.iter().map(|&(r, _)| r as usize))
-        .collect();
+    let mut gone = vec![false; max + 1];
+    for o in op.now_unused.iter().chain(&op.now_dead).chain(op.redirected.iter().map(|(r, _)| r)) {
+        gone[*o as usize] = true;
+    }
     let mut prune_xid = INVALID_TRANSACTION_ID;
     for (o, t) in tuples.iter().enumerate() {
         let Some((h, _)) = t else { continue };
-        if gone.contains(&o) || h.xmax_invalid() || h.xmax_is_lock_only() || h.xmax_is_multi() || h.xmax < FIRST_NORMAL_TRANSACTION_ID {
+        if gone[o] || h.xmax_invalid() || h.xmax_is_lock_only() || h.xmax_is_multi() || h.xmax < FIRST_NORMAL_TRANSACTION_ID {
             continue;
         }
         if prune_xid == INVALID_TRANSACTION_ID || xid_precedes(h.xmax, prune_xid) {
@@ -808,7 +811,7 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
         page_clear_flag(page, PD_PAGE_FULL);
         set_page_prune_xid(page, prune_xid);
     } else {
-        op.apply(page)?;
+        op.apply_to_valid(page)?;
     }
     let freed = page_free_space(page).saturating_sub(before);
     Ok(PruneResult { op, freed, ndeleted })

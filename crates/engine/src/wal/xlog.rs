@@ -233,8 +233,10 @@ static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 /// released the lock takes it again before the woken waiters run, and each fsync
 /// covers one or two commits instead of a group (README, "Group flush").
 struct WalWriteLock {
-    /// (held, number of releases so far).
-    state: Mutex<(bool, u64)>,
+    /// (held, number of releases so far, threads waiting). A release wakes
+    /// only when someone waits: notifying a condvar is a system call, and
+    /// without other committers every commit releases the lock.
+    state: Mutex<(bool, u64, usize)>,
     cv: Condvar,
 }
 
@@ -242,16 +244,18 @@ struct WalWriteGuard<'a>(&'a WalWriteLock);
 
 impl WalWriteLock {
     fn new() -> Self {
-        WalWriteLock { state: Mutex::new((false, 0)), cv: Condvar::new() }
+        WalWriteLock { state: Mutex::new((false, 0, 0)), cv: Condvar::new() }
     }
 
     fn acquire(&self) -> WalWriteGuard<'_> {
         let mut g = lock(&self.state);
         if g.0 {
             report_wait_start(WaitEvent::LwLock(Tranche::WalWrite));
+            g.2 += 1;
             while g.0 {
                 g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
             }
+            g.2 -= 1;
             report_wait_end();
         }
         g.0 = true;
@@ -269,9 +273,11 @@ impl WalWriteLock {
         }
         let releases = g.1;
         report_wait_start(WaitEvent::LwLock(Tranche::WalWrite));
+        g.2 += 1;
         while g.1 == releases {
             g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
         }
+        g.2 -= 1;
         report_wait_end();
         None
     }
@@ -282,8 +288,11 @@ impl Drop for WalWriteGuard<'_> {
         let mut g = lock(&self.0.state);
         g.0 = false;
         g.1 += 1;
+        let waiting = g.2 > 0;
         drop(g);
-        self.0.cv.notify_all();
+        if waiting {
+            self.0.cv.notify_all();
+        }
     }
 }
 
