@@ -31,6 +31,23 @@ def fmt_secs(s: float) -> str:
     return f"{s // 60}:{s % 60:02d}"
 
 
+def parse_lsn(text: str) -> Optional[int]:
+    """A pg_lsn's text (`16/B374D848`) as a byte position; None if it is not one."""
+    hi, sep, lo = text.strip().partition("/")
+    try:
+        return (int(hi, 16) << 32) | int(lo, 16) if sep and hi and lo else None
+    except ValueError:
+        return None
+
+
+def wal_lsn(srv) -> tuple[Optional[int], str]:
+    """The server's WAL write position (pg_current_wal_lsn()) and '' or why it is missing."""
+    ok, out = srv.psql("select pg_current_wal_lsn()")
+    if not ok:
+        return None, f"pg_current_wal_lsn(): {out.splitlines()[0][:120] if out else 'failed'}"
+    lsn = parse_lsn(out)
+    return (lsn, "") if lsn is not None else (None, f"pg_current_wal_lsn() returned {out[:40]!r}")
+
 class Progress:
     """One line per point on stderr: elapsed, and remaining time from the estimates
     scaled by how long the finished items really took."""
@@ -193,6 +210,7 @@ class Runner:
             ok, out = srv.psql(sql)
             if not ok:
                 notes.append(f"{sql}: {out[:200]}")
+        lsn0, wal_why = wal_lsn(srv)
         att = None
         baseline = set(srv.pids())
         if self.perf_ok:
@@ -213,6 +231,10 @@ class Runner:
         rec["instructions"] = instr
         rec["instr_per_txn"] = (instr / res.txns) if (instr is not None and res.txns) else None
         rec["instr_note"] = "" if instr is not None else why
+        lsn1, why1 = wal_lsn(srv) if lsn0 is not None else (None, wal_why)
+        rec["wal_bytes"] = (lsn1 - lsn0) if (lsn0 is not None and lsn1 is not None) else None
+        rec["wal_per_txn"] = (rec["wal_bytes"] / res.txns) if (rec["wal_bytes"] is not None and res.txns) else None
+        rec["wal_note"] = "" if rec["wal_bytes"] is not None else why1
         if notes:
             rec["notes"] = notes
         if res.ok:

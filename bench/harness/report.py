@@ -62,7 +62,7 @@ def _cell(p: Optional[dict], key: str, digits: int) -> str:
         return "-"
     if p["status"] != "ok":
         return STATUS_TEXT.get(p["status"], p["status"]) if key == "tps" else ""
-    if key == "instr_per_txn":
+    if key in ("instr_per_txn", "wal_per_txn"):
         return big(p.get(key))
     return num(p.get(key), digits)
 
@@ -104,9 +104,9 @@ def workload_table(wr: dict, systems: list[str], event: str = "instructions") ->
     for s in systems:
         L = LABEL[s]
         if par:
-            head += [f"{L} q/s", "mean ms", "p99 ms", "wkrs", f"{ev}/q"]
+            head += [f"{L} q/s", "mean ms", "p99 ms", "wkrs", f"{ev}/q", "WAL B/q"]
         else:
-            head += [f"{L} tps", "mean ms", "p99 ms", f"{ev}/txn"]
+            head += [f"{L} tps", "mean ms", "p99 ms", f"{ev}/txn", "WAL B/txn"]
     if has_both:
         head.append("ratio f/pg")
     blocks = []
@@ -126,6 +126,7 @@ def workload_table(wr: dict, systems: list[str], event: str = "instructions") ->
                 if par:
                     row.append("" if not p or p.get("workers_launched") is None else str(p["workers_launched"]))
                 row.append(_cell(p, "instr_per_txn", 0))
+                row.append(_cell(p, "wal_per_txn", 0))
             if has_both:
                 row.append(_ratio(by.get("pg"), by.get("ferrogres")))
             rows.append(row)
@@ -168,6 +169,11 @@ def workload_text(wr: dict, systems: list[str], event: str = "instructions") -> 
         notes = sorted({p["instr_note"] for p in wr["points"] if p.get("status") == "ok" and p.get("instr_note")})
         for n in notes:
             add(f"  {event} per transaction n/a: {n}")
+    for s in systems:
+        wal_notes = sorted({p["wal_note"] for p in wr["points"]
+                            if p["system"] == s and p.get("status") == "ok" and p.get("wal_note")})
+        for n in wal_notes:
+            add(f"  {LABEL[s]} WAL bytes per transaction n/a: {n}")
     return "\n".join(out) + "\n"
 
 
@@ -198,7 +204,8 @@ def print_workload(wr: dict, systems: list[str], event: str = "instructions") ->
 
 
 CSV_FIELDS = ["workload", "system", "query", "x", "status", "tps", "lat_mean_ms", "lat_p99_ms", "txns",
-              "failed_txns", "instructions", "instr_per_txn", "workers_launched", "error", "ratio_ferrogres_pg"]
+              "failed_txns", "instructions", "instr_per_txn", "wal_bytes", "wal_per_txn", "workers_launched", "error",
+              "ratio_ferrogres_pg"]
 
 
 def save(results: dict, outdir: str) -> None:

@@ -69,6 +69,9 @@ class SmokePostgres(unittest.TestCase):
             self.assertGreater(p["lat_p99_ms"], 0)
             self.assertGreater(p["txns"], 0)
             self.assertGreater(p["logged_txns"], 0)
+            # WAL bytes per transaction from pg_current_wal_lsn() before and after
+            self.assertIsNotNone(p["wal_bytes"], p)
+            self.assertGreaterEqual(p["wal_per_txn"], 0, p)
         self.assertIsNotNone(w["fits"]["pg"]["usl"], w["fits"]["pg"])
         for ext in ("svg", "png"):
             path = os.path.join(out, f"select-only.{ext}")
@@ -79,6 +82,7 @@ class SmokePostgres(unittest.TestCase):
             self.assertIn(k, res["machine"])
         self.assertIn("commit", res["git"])
         self.assertIn("PostgreSQL tps", r.stdout)
+        self.assertIn("WAL B/txn", r.stdout)
         server_pids_gone(self, r.stdout)
 
     def test_callgrind_pass_counts_server_instructions(self):

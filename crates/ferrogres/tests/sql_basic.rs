@@ -731,3 +731,51 @@ fn views_match_postgres_15() {
 fn sql_functions_match_postgres_15() {
     check_script("sql_functions");
 }
+
+#[test]
+fn wal_positions_and_stats_match_postgres_15() {
+    check_script("wal_stats");
+}
+
+/// pg_lsn through the extended protocol in binary (PostgreSQL's pg_lsn_send: the
+/// position as a big-endian uint64), and the WAL figures moving as they should:
+/// pg_stat_wal counts an insert's records and bytes, pg_stat_reset_shared('wal')
+/// starts them again, a synchronous commit is flushed, and pg_walfile_name names a
+/// segment file that exists.
+#[test]
+fn pg_lsn_binary_io_and_wal_statistics_move() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut r = Raw::connect(srv.port);
+    let lsn = 0x16_B374_D848u64.to_be_bytes();
+    let v = r.send(&[parse("l", "SELECT $1::pg_lsn, $1::pg_lsn + 1", &[3220]), bind("", "l", &[1], &[Some(&lsn)], &[0]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "12DCZ", "{v:?}");
+    assert_eq!(row(&v[2].1), vec![Some(b"16/B374D848".to_vec()), Some(b"16/B374D849".to_vec())]);
+    let v = r.send(&[bind("", "l", &[1], &[Some(&lsn)], &[1]), execute("", 0), sync()]);
+    assert_eq!(types(&v), "2DCZ", "{v:?}");
+    assert_eq!(row(&v[1].1), vec![Some(lsn.to_vec()), Some(0x16_B374_D849u64.to_be_bytes().to_vec())]);
+    let v = r.send(&[bind("", "l", &[1], &[Some(&lsn[..7])], &[]), execute("", 0), sync()]);
+    assert_eq!(error_field(&v[0].1, b'C'), "08P01", "{v:?}");
+
+    let num = |s: &str| -> Vec<u64> { s.split('|').map(|x| x.trim().parse().unwrap()).collect() };
+    srv.sql_ok("CREATE TABLE w (id int, pad text)");
+    let before = num(srv.sql_ok("SELECT wal_records, wal_bytes, wal_write FROM pg_stat_wal").trim());
+    srv.sql_ok("INSERT INTO w SELECT g, repeat('x', 100) FROM generate_series(1, 100) g");
+    let after = num(srv.sql_ok("SELECT wal_records, wal_bytes, wal_write FROM pg_stat_wal").trim());
+    assert!(after[0] >= before[0] + 100, "100 rows are at least 100 records: {before:?} -> {after:?}");
+    assert!(after[1] >= before[1] + 100 * 100, "and at least their bytes: {before:?} -> {after:?}");
+    assert!(after[2] > before[2], "the commit wrote WAL: {before:?} -> {after:?}");
+    // A synchronous commit's record is flushed: everything up to a position taken
+    // inside the transaction is durable once it commits.
+    srv.sql_ok("INSERT INTO w SELECT 0, pg_current_wal_insert_lsn()::text");
+    assert_eq!(srv.sql_ok("SELECT pg_current_wal_flush_lsn() > pad::pg_lsn FROM w WHERE id = 0").trim(), "t");
+    let seg = srv.sql_ok("SELECT pg_walfile_name(pg_current_wal_insert_lsn())");
+    assert!(dir.path().join("data/pg_wal").join(seg.trim()).exists(), "no segment file {seg}");
+    // The reset: counts start again, stats_reset moves.
+    let reset0 = srv.sql_ok("SELECT stats_reset FROM pg_stat_wal");
+    std::thread::sleep(Duration::from_millis(10));
+    srv.sql_ok("SELECT pg_stat_reset_shared('wal')");
+    let now = num(srv.sql_ok("SELECT wal_records, wal_bytes, wal_write FROM pg_stat_wal").trim());
+    assert!(now[0] < after[0] && now[1] < after[1], "reset: {after:?} -> {now:?}");
+    assert_eq!(srv.sql_ok(&format!("SELECT stats_reset > '{}' FROM pg_stat_wal", reset0.trim())).trim(), "t");
+}

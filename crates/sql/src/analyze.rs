@@ -730,7 +730,14 @@ impl<'a> Analyzer<'a> {
                     return self.coerce_typmod(e, to, typmod, CastContext::Explicit, location(arg));
                 }
                 let e = self.expr(arg, scope)?;
-                self.coerce_typmod(e, to, typmod, CastContext::Explicit, location(arg))
+                // A missing cast points at the cast itself (`::` or CAST), as in PostgreSQL.
+                self.coerce_typmod(e, to, typmod, CastContext::Explicit, location(arg)).map_err(|mut er| {
+                    if er.code == *b"42846" {
+                        er.position = None;
+                        er = self.err_at(er, tc.location);
+                    }
+                    er
+                })
             }
             NodeEnum::AExpr(a) => self.a_expr(a, scope),
             NodeEnum::BoolExpr(b) => {
@@ -925,6 +932,9 @@ impl<'a> Analyzer<'a> {
         if (op == "||" || op == "-") && (lt == Type::Jsonb || (op == "||" && rt == Type::Jsonb && (lt == Type::Unknown || !lt.is_string()))) {
             return self.builtin_operator(op, Some(l), r, loc, locs);
         }
+        if (op == "+" || op == "-") && (lt == Type::PgLsn || rt == Type::PgLsn) {
+            return self.builtin_operator(op, Some(l), r, loc, locs);
+        }
         if op == "||" && (matches!(lt, Type::Array(_)) || matches!(rt, Type::Array(_))) {
             if let Some(e) = self.array_concat(l.clone(), r.clone(), loc)? {
                 return Ok(e);
@@ -1033,7 +1043,7 @@ impl<'a> Analyzer<'a> {
             Type::Bytea
         } else if lt == rt && matches!(lt, Type::Array(_)) && cmp.is_some() {
             lt
-        } else if lt == rt && matches!(lt, Type::Uuid | Type::Jsonb) && cmp.is_some() {
+        } else if lt == rt && matches!(lt, Type::Uuid | Type::Jsonb | Type::PgLsn) && cmp.is_some() {
             lt
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));
@@ -1355,7 +1365,10 @@ impl<'a> Analyzer<'a> {
             ("abs", 1) if types[0] == Type::Unknown => (Func::Abs, &[Type::Float8], Type::Float8),
             _ => match crate::locking::lookup_func(&name, args.len()) {
                 Some((lf, sig, ret)) => (Func::Lock(lf), sig, ret),
-                None => return Err(self.unknown_function(&name, &types, f.location)),
+                None => match crate::walstat::lookup_func(&name, args.len()) {
+                    Some((wf, sig, ret)) => (Func::Wal(wf), sig, ret),
+                    None => return Err(self.unknown_function(&name, &types, f.location)),
+                },
             },
         };
         let mut out = Vec::new();

@@ -45,7 +45,7 @@ impl Array {
 }
 
 /// The element types that have an array type: (element, array oid, typname, SQL name).
-static ELEMS: [(Type, u32, &str, &str); 23] = [
+static ELEMS: [(Type, u32, &str, &str); 24] = [
     (Type::Bool, 1000, "_bool", "boolean[]"),
     (Type::Bytea, 1001, "_bytea", "bytea[]"),
     (Type::Char, 1002, "_char", "\"char\"[]"),
@@ -69,10 +69,11 @@ static ELEMS: [(Type, u32, &str, &str); 23] = [
     (Type::Json, 199, "_json", "json[]"),
     (Type::Uuid, 2951, "_uuid", "uuid[]"),
     (Type::Jsonb, 3807, "_jsonb", "jsonb[]"),
+    (Type::PgLsn, 3221, "_pg_lsn", "pg_lsn[]"),
 ];
 
 /// The element types, as `'static` references for `Type::Array`.
-static ELEM_TYPES: [Type; 23] = [
+static ELEM_TYPES: [Type; 24] = [
     Type::Bool,
     Type::Bytea,
     Type::Char,
@@ -96,6 +97,7 @@ static ELEM_TYPES: [Type; 23] = [
     Type::Json,
     Type::Uuid,
     Type::Jsonb,
+    Type::PgLsn,
 ];
 
 fn entry(elem: Type) -> Option<usize> {

@@ -190,6 +190,7 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
         (Value::Float4(x), Value::Float4(y)) => compare(&Value::Float8(*x as f64), &Value::Float8(*y as f64)),
         (Value::Numeric(x), Value::Numeric(y)) => x.cmp(y),
         (Value::Uuid(x), Value::Uuid(y)) => x.cmp(y),
+        (Value::PgLsn(x), Value::PgLsn(y)) => x.cmp(y),
         (Value::Jsonb(x), Value::Jsonb(y)) => crate::json::compare_text(x, y),
         (Value::TimeTz(a, b), Value::TimeTz(c, d)) => crate::datetime::timetz_cmp((*a, *b), (*c, *d)),
         (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
@@ -358,6 +359,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
     };
     Ok(match func {
         Func::Lock(lf) => crate::locking::call(lf, &vals, env)?,
+        Func::Wal(f) => crate::walstat::call(f, &vals, env)?,
         Func::Array(af) => crate::array::call(af, &vals, ty)?,
         Func::Catalog(cf) => crate::pgcatalog::call(cf, &vals, env)?,
         Func::Seq(f) => crate::sequence::call(f, &vals, env)?,

@@ -116,6 +116,7 @@ const TS: Type = Type::Timestamp;
 const TSTZ: Type = Type::Timestamptz;
 
 use crate::datetime::fns as dt;
+use crate::pg_lsn::{self as lsn, LSN};
 use json as j;
 use math as m;
 use strings as s;
@@ -401,7 +402,17 @@ pub static BUILTINS: &[Builtin] = &[
     missing("jsonb_each_text", &[j::JB], j::JB, "jsonb_each_text (functions returning records)"),
     missing("json_each", &[j::J], j::J, "json_each (functions returning records)"),
     missing("json_each_text", &[j::J], j::J, "json_each_text (functions returning records)"),
+    missing("pg_walfile_name_offset", &[LSN], T, "pg_walfile_name_offset (functions returning records)"),
     f("gen_random_uuid", &[], Type::Uuid, j::gen_random_uuid).volatile(),
+    // --- pg_lsn (pg_lsn.rs)
+    f("pg_lsn_mi", &[LSN, LSN], N, lsn::mi),
+    f("pg_lsn_pli", &[LSN, N], LSN, lsn::pli),
+    f("numeric_pl_pg_lsn", &[N, LSN], LSN, lsn::numeric_pl),
+    f("pg_lsn_mii", &[LSN, N], LSN, lsn::mii),
+    f("pg_wal_lsn_diff", &[LSN, LSN], N, lsn::mi),
+    f("pg_lsn", &[N], LSN, lsn::from_numeric_fn),
+    f("pg_lsn_larger", &[LSN, LSN], LSN, lsn::larger),
+    f("pg_lsn_smaller", &[LSN, LSN], LSN, lsn::smaller),
     // --- date/time (datetime/fns.rs)
     f("justify_hours", &[IV], IV, dt::justify_hours),
     f("justify_days", &[IV], IV, dt::justify_days),

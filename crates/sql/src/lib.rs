@@ -46,6 +46,8 @@ pub mod sysviews;
 pub mod types;
 pub mod json;
 pub mod uuid;
+pub mod pg_lsn;
+pub mod walstat;
 pub mod window;
 pub mod upsert;
 pub mod view;

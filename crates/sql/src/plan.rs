@@ -66,6 +66,8 @@ pub enum Func {
     /// never in a finished plan: analysis replaces it by a column of the
     /// level's [`crate::window::WindowAgg`] output.
     Window(usize),
+    /// WAL positions and statistics functions ([`crate::walstat`]).
+    Wal(crate::walstat::WalFunc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -254,6 +254,11 @@ impl SeqSession {
     pub fn new(engine: Arc<Engine>) -> SeqSession {
         SeqSession { engine, currvals: HashMap::new(), last: None }
     }
+
+    /// The engine of the session (for functions that read engine state: `crate::walstat`).
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
 }
 
 /// Evaluates a sequence function (`exec::call`).

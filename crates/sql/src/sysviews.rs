@@ -7,6 +7,7 @@
 //! | view | rows from |
 //! |---|---|
 //! | `pg_catalog.pg_locks` | the lock manager's `lock_status()` (one consistent snapshot) |
+//! | `pg_catalog.pg_stat_wal` | the WAL's counters ([`crate::walstat`]) |
 
 use crate::catalog::{self, Column, Table};
 use crate::errors::Result;
@@ -45,6 +46,10 @@ const VIEWS: &[View] = &[View {
         ("fastpath", Type::Bool),
         ("waitstart", Type::Timestamptz),
     ],
+}, View {
+    name: "pg_stat_wal",
+    oid: crate::walstat::PG_STAT_WAL_OID,
+    columns: crate::walstat::PG_STAT_WAL_COLUMNS,
 }];
 
 /// The view `schema.name` (schema None or pg_catalog), as a table the analyzer
@@ -93,6 +98,7 @@ pub fn source(t: Table) -> crate::plan::Source {
 pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend) -> Result<Vec<Vec<Value>>> {
     match oid {
         PG_LOCKS_OID => Ok(pg_locks(backend)),
+        crate::walstat::PG_STAT_WAL_OID => Ok(crate::walstat::pg_stat_wal(backend)),
         _ => Err(crate::errors::SqlError::internal(format!("no system view with OID {oid}"))),
     }
 }

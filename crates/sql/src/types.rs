@@ -33,6 +33,7 @@
 //! | uuid | 2950 | 16 | c | `Uuid` ([`crate::uuid`]; stored as a varlena here) |
 //! | json | 114 | -1 | i | `Json` (the text as written; [`crate::json`]) |
 //! | jsonb | 3802 | -1 | i | `Jsonb` (canonical text; [`crate::json`]) |
+//! | pg_lsn | 3220 | 8 | d | `PgLsn` ([`crate::pg_lsn`]) |
 //!
 //! | numeric | 1700 | -1 | i | `Numeric` ([`crate::numeric`]; typmod = (p << 16 | s) + 4) |
 
@@ -75,9 +76,11 @@ pub enum Type {
     Uuid,
     Json,
     Jsonb,
+    /// A WAL position ([`crate::pg_lsn`]).
+    PgLsn,
 }
 
-pub const TYPES: [Type; 23] = [
+pub const TYPES: [Type; 24] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -101,6 +104,7 @@ pub const TYPES: [Type; 23] = [
     Type::Uuid,
     Type::Json,
     Type::Jsonb,
+    Type::PgLsn,
 ];
 
 impl Type {
@@ -133,6 +137,7 @@ impl Type {
             Type::Uuid => 2950,
             Type::Json => 114,
             Type::Jsonb => 3802,
+            Type::PgLsn => crate::pg_lsn::PG_LSN_OID,
         }
     }
     pub fn from_oid(oid: u32) -> Option<Type> {
@@ -194,6 +199,7 @@ impl Type {
             Type::Uuid => "uuid",
             Type::Json => "json",
             Type::Jsonb => "jsonb",
+            Type::PgLsn => "pg_lsn",
         }
     }
     /// The name format_type() shows in messages.
@@ -226,6 +232,7 @@ impl Type {
             Type::Uuid => "uuid",
             Type::Json => "json",
             Type::Jsonb => "jsonb",
+            Type::PgLsn => "pg_lsn",
         }
     }
     /// The name with its modifier, as format_type(oid, typmod).
@@ -248,7 +255,7 @@ impl Type {
             Type::Bool => 1,
             Type::Int2 => 2,
             Type::Int4 | Type::Oid | Type::Xid | Type::Void => 4,
-            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => 8,
+            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::PgLsn => 8,
             Type::Date | Type::Float4 => 4,
             Type::Interval => 16,
             Type::TimeTz => 12,
@@ -265,7 +272,7 @@ impl Type {
             Type::Bool => AttrDesc::fixed(1),
             Type::Int2 => AttrDesc::fixed(2),
             Type::Int4 | Type::Oid | Type::Xid | Type::Date | Type::Float4 => AttrDesc::fixed(4),
-            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz => AttrDesc::fixed(8),
+            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::PgLsn => AttrDesc::fixed(8),
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
             // name and "char" are stored as varlena here (PostgreSQL: 64 and 1 fixed bytes).
@@ -321,6 +328,7 @@ impl Type {
             "uuid" => Type::Uuid,
             "json" => Type::Json,
             "jsonb" => Type::Jsonb,
+            "pg_lsn" => Type::PgLsn,
             _ => return crate::array::from_typname(name),
         })
     }
@@ -358,6 +366,8 @@ pub enum Value {
     Json(String),
     /// jsonb: its canonical text (`crate::json`).
     Jsonb(String),
+    /// pg_lsn ([`crate::pg_lsn`]).
+    PgLsn(u64),
 }
 
 impl Value {
@@ -531,6 +541,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Uuid => Value::Uuid(crate::uuid::input(s)?),
         Type::Json => Value::Json(crate::json::json_in(s)?),
         Type::Jsonb => Value::Jsonb(crate::json::jsonb_in(s)?),
+        Type::PgLsn => Value::PgLsn(crate::pg_lsn::input(s)?),
     })
 }
 
@@ -594,6 +605,7 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Numeric(n) => n.to_text(),
         Value::Uuid(u) => crate::uuid::output(u),
         Value::Json(s) | Value::Jsonb(s) => s.clone(),
+        Value::PgLsn(l) => crate::pg_lsn::output(*l),
     })
 }
 
@@ -691,6 +703,7 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         Value::Json(s) => s.as_bytes().to_vec(),
         // jsonb_send: version 1, then the text.
         Value::Jsonb(s) => [&[1u8][..], s.as_bytes()].concat(),
+        Value::PgLsn(l) => l.to_be_bytes().to_vec(),
     })
 }
 
@@ -750,6 +763,7 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
         Type::Void => Value::Null,
         Type::Numeric => Value::Numeric(crate::numeric::Numeric::recv(b)?),
         Type::Uuid => Value::Uuid(crate::uuid::recv(b)?),
+        Type::PgLsn => Value::PgLsn(crate::pg_lsn::recv(b)?),
         Type::Json | Type::Jsonb => {
             let (text, jsonb) = match (ty, b.split_first()) {
                 (Type::Json, _) => (b, false),
@@ -782,6 +796,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Uuid, Value::Uuid(u)) => Datum::Varlena(u),
         (Type::Json, Value::Json(s)) | (Type::Jsonb, Value::Jsonb(s)) => Datum::Varlena(s.as_bytes()),
         (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
+        (Type::PgLsn, Value::PgLsn(l)) => Datum::ByVal(*l),
         (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
             Datum::ByVal(*t as u64)
         }
@@ -806,6 +821,7 @@ pub fn from_byval(ty: Type, raw: u64) -> Result<Value> {
         Type::Time => Value::Time(raw as i64),
         Type::Timestamp => Value::Timestamp(raw as i64),
         Type::Timestamptz => Value::Timestamptz(raw as i64),
+        Type::PgLsn => Value::PgLsn(raw),
         t => return Err(SqlError::internal(format!("by-value datum for type {}", t.typname()))),
     })
 }

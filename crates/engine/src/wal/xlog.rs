@@ -98,6 +98,25 @@ pub struct WalStats {
     pub checkpoints: u64,
 }
 
+impl WalStats {
+    /// The counts accumulated since `base` (an earlier snapshot).
+    pub fn minus(&self, base: &WalStats) -> WalStats {
+        WalStats {
+            records: self.records.saturating_sub(base.records),
+            fpi: self.fpi.saturating_sub(base.fpi),
+            bytes: self.bytes.saturating_sub(base.bytes),
+            writes: self.writes.saturating_sub(base.writes),
+            bytes_written: self.bytes_written.saturating_sub(base.bytes_written),
+            fsyncs: self.fsyncs.saturating_sub(base.fsyncs),
+            flush_requests: self.flush_requests.saturating_sub(base.flush_requests),
+            group_joins: self.group_joins.saturating_sub(base.group_joins),
+            buffer_full_waits: self.buffer_full_waits.saturating_sub(base.buffer_full_waits),
+            commit_delays: self.commit_delays.saturating_sub(base.commit_delays),
+            checkpoints: self.checkpoints.saturating_sub(base.checkpoints),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Stats {
     records: AtomicU64,
@@ -394,6 +413,10 @@ pub struct Wal {
     gate_cv: Condvar,
     active_flushers: AtomicUsize,
     stats: Stats,
+    /// pg_stat_wal's reset point: the counters at the last `reset_stats` (or zero)
+    /// and when that was (the WAL's opening at first). The counters themselves never
+    /// go back, so `stats()` readers that compute differences are not disturbed.
+    reset: Mutex<(WalStats, std::time::SystemTime)>,
 }
 
 // SAFETY: `ring` is owned by the Wal (freed in Drop). Threads write disjoint byte
@@ -459,6 +482,7 @@ impl Wal {
             gate_cv: Condvar::new(),
             active_flushers: AtomicUsize::new(0),
             stats: Stats::default(),
+            reset: Mutex::new((WalStats::default(), std::time::SystemTime::now())),
             opts,
         }
     }
@@ -1196,6 +1220,20 @@ impl Wal {
             commit_delays: g(&s.commit_delays),
             checkpoints: g(&s.checkpoints),
         }
+    }
+
+    /// The counters since the last [`Wal::reset_stats`] and the time of that reset
+    /// (pg_stat_wal and its `stats_reset`).
+    pub fn stats_since_reset(&self) -> (WalStats, std::time::SystemTime) {
+        let (base, at) = *self.reset.lock().unwrap_or_else(|e| e.into_inner());
+        (self.stats().minus(&base), at)
+    }
+
+    /// pg_stat_reset_shared('wal'): the counters seen by [`Wal::stats_since_reset`]
+    /// start again from zero now.
+    pub fn reset_stats(&self) {
+        let now = self.stats();
+        *self.reset.lock().unwrap_or_else(|e| e.into_inner()) = (now, std::time::SystemTime::now());
     }
 
     /// Segment file size of this cluster.

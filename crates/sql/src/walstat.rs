@@ -1,0 +1,133 @@
+//! WAL positions and WAL statistics as PostgreSQL 15 shows them, read from the
+//! engine's WAL (`ferrogres_engine::wal::Wal`).
+//!
+//! | SQL | from |
+//! |---|---|
+//! | `pg_current_wal_lsn()` | `Wal::written_upto` (PostgreSQL: the write position) |
+//! | `pg_current_wal_insert_lsn()` | `Wal::insert_position` (end of the reserved WAL) |
+//! | `pg_current_wal_flush_lsn()` | `Wal::flushed_upto` |
+//! | `pg_walfile_name(lsn)` | the segment holding the byte before `lsn` (XLByteToPrevSeg: a position on a segment boundary names the previous segment, `0/0` wraps to `FFFFFFFF000000FF`), named as our segment files are (`wal::layout::segment_file_name`, PostgreSQL's names) |
+//! | `pg_is_in_recovery()` | false: a session only runs once recovery is over |
+//! | `pg_stat_wal` (OID 12293) | `Wal::stats_since_reset`: wal_records, wal_fpi, wal_bytes (record bytes without alignment padding, as PostgreSQL counts), wal_buffers_full (an inserter had to write out old buffer pages), wal_write (`pwrite` calls), wal_sync (fdatasync rounds: one per flush that had something to sync, however many segments it covered), wal_write_time and wal_sync_time (0: track_wal_io_timing is not implemented, and it is off by default), stats_reset |
+//! | `pg_stat_reset_shared(text)` | `'wal'`: `Wal::reset_stats`; `'bgwriter'`, `'archiver'`, `'recovery_prefetch'`: accepted (there is nothing to reset); anything else 22023 with PostgreSQL's HINT |
+//!
+//! The engine's counters are shared atomics updated at insertion and write time,
+//! so pg_stat_wal is current at once (PostgreSQL 15 publishes a backend's counts
+//! when it reports its statistics, at most once a second).
+
+use crate::errors::{Result, SqlError};
+use crate::types::{Type, Value};
+use ferrogres_engine::engine::{Backend, Engine};
+use ferrogres_engine::wal::layout::{segment_file_name, TIMELINE};
+use std::sync::Arc;
+
+/// pg_stat_wal's OID in PostgreSQL 15.
+pub const PG_STAT_WAL_OID: u32 = 12293;
+
+/// pg_stat_wal's columns.
+pub const PG_STAT_WAL_COLUMNS: &[(&str, Type)] = &[
+    ("wal_records", Type::Int8),
+    ("wal_fpi", Type::Int8),
+    ("wal_bytes", Type::Numeric),
+    ("wal_buffers_full", Type::Int8),
+    ("wal_write", Type::Int8),
+    ("wal_sync", Type::Int8),
+    ("wal_write_time", Type::Float8),
+    ("wal_sync_time", Type::Float8),
+    ("stats_reset", Type::Timestamptz),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalFunc {
+    CurrentLsn,
+    InsertLsn,
+    FlushLsn,
+    WalfileName,
+    IsInRecovery,
+    StatResetShared,
+}
+
+/// The function `name` with `nargs` arguments, if it is one of these:
+/// (function, argument types, result type).
+pub fn lookup_func(name: &str, nargs: usize) -> Option<(WalFunc, &'static [Type], Type)> {
+    Some(match (name, nargs) {
+        ("pg_current_wal_lsn", 0) => (WalFunc::CurrentLsn, &[], Type::PgLsn),
+        ("pg_current_wal_insert_lsn", 0) => (WalFunc::InsertLsn, &[], Type::PgLsn),
+        ("pg_current_wal_flush_lsn", 0) => (WalFunc::FlushLsn, &[], Type::PgLsn),
+        ("pg_walfile_name", 1) => (WalFunc::WalfileName, &[Type::PgLsn], Type::Text),
+        ("pg_is_in_recovery", 0) => (WalFunc::IsInRecovery, &[], Type::Bool),
+        ("pg_stat_reset_shared", 1) => (WalFunc::StatResetShared, &[Type::Text], Type::Void),
+        _ => return None,
+    })
+}
+
+fn engine(env: &mut dyn crate::exec::Env) -> Result<Arc<Engine>> {
+    env.seq_ctx()
+        .map(|s| s.engine().clone())
+        .ok_or_else(|| SqlError::not_supported("WAL functions outside a session"))
+}
+
+/// Evaluates one of these functions (all strict: a NULL argument gives NULL).
+pub fn call(f: WalFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Result<Value> {
+    if vals.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    Ok(match f {
+        WalFunc::CurrentLsn => Value::PgLsn(engine(env)?.wal.written_upto().0),
+        WalFunc::InsertLsn => Value::PgLsn(engine(env)?.wal.insert_position().0),
+        WalFunc::FlushLsn => Value::PgLsn(engine(env)?.wal.flushed_upto().0),
+        WalFunc::WalfileName => match vals[0] {
+            Value::PgLsn(lsn) => Value::Text(walfile_name(lsn, engine(env)?.wal.segment_size())),
+            ref v => return Err(SqlError::internal(format!("pg_walfile_name of {v:?}"))),
+        },
+        WalFunc::IsInRecovery => Value::Bool(false),
+        WalFunc::StatResetShared => {
+            let Value::Text(target) = &vals[0] else { return Err(SqlError::internal("pg_stat_reset_shared without text")) };
+            match target.as_str() {
+                "wal" => engine(env)?.wal.reset_stats(),
+                "archiver" | "bgwriter" | "recovery_prefetch" => {}
+                _ => {
+                    return Err(SqlError::new(b"22023", format!("unrecognized reset target: \"{target}\""))
+                        .with_hint("Target must be \"archiver\", \"bgwriter\", \"recovery_prefetch\", or \"wal\"."))
+                }
+            }
+            Value::Null
+        }
+    })
+}
+
+/// pg_walfile_name: the segment holding the byte just before `lsn`.
+pub fn walfile_name(lsn: u64, seg_size: u64) -> String {
+    segment_file_name(TIMELINE, lsn.wrapping_sub(1) / seg_size, seg_size)
+}
+
+/// pg_stat_wal's one row.
+pub fn pg_stat_wal(backend: &Backend) -> Vec<Vec<Value>> {
+    let (s, reset) = backend.engine().wal.stats_since_reset();
+    let i = |v: u64| Value::Int8(v.min(i64::MAX as u64) as i64);
+    vec![vec![
+        i(s.records),
+        i(s.fpi),
+        Value::Numeric(crate::numeric::Numeric::from_i128(s.bytes as i128)),
+        i(s.buffer_full_waits),
+        i(s.writes),
+        i(s.fsyncs),
+        Value::Float8(0.0),
+        Value::Float8(0.0),
+        Value::Timestamptz(crate::datetime::system_time_to_timestamptz(reset)),
+    ]]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walfile_names_as_postgres() {
+        let seg = 16 << 20;
+        assert_eq!(walfile_name(0x100_0000, seg), "000000010000000000000000");
+        assert_eq!(walfile_name(0x100_0001, seg), "000000010000000000000001");
+        assert_eq!(walfile_name(0x1_0200_0010, seg), "000000010000000100000002");
+        assert_eq!(walfile_name(0, seg), "00000001FFFFFFFF000000FF");
+    }
+}
