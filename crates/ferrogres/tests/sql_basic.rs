@@ -731,3 +731,8 @@ fn views_match_postgres_15() {
 fn sql_functions_match_postgres_15() {
     check_script("sql_functions");
 }
+
+#[test]
+fn grouping_sets_match_postgres_15() {
+    check_script("grouping_sets");
+}

@@ -19,6 +19,7 @@ pub mod foreign_key;
 pub mod formatting;
 pub mod functions;
 pub mod grouping;
+pub mod grouping_sets;
 pub mod identity;
 pub mod index;
 pub mod insert_select;

@@ -66,6 +66,10 @@ pub enum Func {
     /// never in a finished plan: analysis replaces it by a column of the
     /// level's [`crate::window::WindowAgg`] output.
     Window(usize),
+    /// GROUPING(args) number `n` of the query level being analyzed; never in a
+    /// finished plan: analysis replaces it by a slot of the grouped row
+    /// ([`crate::grouping_sets`]).
+    Grouping(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
