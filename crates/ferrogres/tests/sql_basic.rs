@@ -736,3 +736,8 @@ fn sql_functions_match_postgres_15() {
 fn grouping_sets_match_postgres_15() {
     check_script("grouping_sets");
 }
+
+#[test]
+fn set_returning_functions_in_from_match_postgres_15() {
+    check_script("srf_from");
+}

@@ -41,6 +41,7 @@ pub mod sequence;
 pub mod session;
 pub mod setop;
 pub mod srf;
+pub mod srf_from;
 pub mod stats;
 pub mod subquery;
 pub mod sysviews;
