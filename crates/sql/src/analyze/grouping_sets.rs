@@ -28,6 +28,9 @@ use pg_query::NodeEnum;
 const MAX_CUBE: usize = 12;
 const MAX_SETS: usize = 4096;
 
+/// The GROUP BY keys, and the sets as indices into them (`None`: plain GROUP BY).
+type KeysAndSets = (Vec<Expr>, Option<Vec<Vec<usize>>>);
+
 fn is_implicit_row(n: &NodeEnum) -> Option<&pb::RowExpr> {
     match n {
         NodeEnum::RowExpr(r) if r.row_format == pb::CoercionForm::CoerceImplicitCast as i32 => Some(r),
@@ -49,7 +52,7 @@ fn union(a: &[usize], b: &[usize]) -> Vec<usize> {
 impl<'a> Analyzer<'a> {
     /// The GROUP BY keys of `s` and, when it has grouping sets (or a
     /// parenthesized list), its expanded sets as indices into the keys.
-    pub(super) fn grouping_sets_of(&mut self, s: &pb::SelectStmt, targets: &[Target], scope: &mut Scope) -> Result<(Vec<Expr>, Option<Vec<Vec<usize>>>)> {
+    pub(super) fn grouping_sets_of(&mut self, s: &pb::SelectStmt, targets: &[Target], scope: &mut Scope) -> Result<KeysAndSets> {
         let items: Vec<&NodeEnum> = s.group_clause.iter().filter_map(|g| g.node.as_ref()).collect();
         let has_sets = items.iter().any(|g| matches!(g, NodeEnum::GroupingSet(_)) || is_implicit_row(g).is_some());
         let mut keys: Vec<Expr> = Vec::new();
