@@ -779,3 +779,13 @@ fn pg_lsn_binary_io_and_wal_statistics_move() {
     assert!(now[0] < after[0] && now[1] < after[1], "reset: {after:?} -> {now:?}");
     assert_eq!(srv.sql_ok(&format!("SELECT stats_reset > '{}' FROM pg_stat_wal", reset0.trim())).trim(), "t");
 }
+
+#[test]
+fn grouping_sets_match_postgres_15() {
+    check_script("grouping_sets");
+}
+
+#[test]
+fn set_returning_functions_in_from_match_postgres_15() {
+    check_script("srf_from");
+}

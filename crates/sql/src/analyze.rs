@@ -23,6 +23,7 @@ mod exprs;
 pub(crate) mod from;
 mod funcs;
 mod group_by;
+mod grouping_sets;
 mod index_ddl;
 mod ddl_alter;
 pub(crate) mod ddl_alter_column;
@@ -69,11 +70,14 @@ struct Scope<'t> {
     no_srf: Option<&'static str>,
     /// Window functions: collected (target list, ORDER BY) or refused ([`window`]).
     windows: window::Windows,
+    /// GROUPING(...) calls met so far (`Func::Grouping(n)`): their arguments'
+    /// locations ([`grouping_sets`]).
+    grouping_locs: Vec<Vec<i32>>,
 }
 
 impl<'t> Scope<'t> {
     fn new(table: Option<(&'t Table, String)>) -> Scope<'t> {
-        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new(), ns: None, outer: Vec::new(), no_srf: None, windows: window::Windows::default() }
+        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new(), ns: None, outer: Vec::new(), no_srf: None, windows: window::Windows::default(), grouping_locs: Vec::new() }
     }
 }
 
@@ -407,10 +411,11 @@ impl<'a> Analyzer<'a> {
         // Aggregates the plain Aggregate cannot run go through crate::grouping.
         let grouping = match grouping {
             None if aggregates.iter().any(|a| !matches!(a.kind, AggKind::CountStar | AggKind::Count | AggKind::Sum | AggKind::Min | AggKind::Max) || a.filter.is_some() || a.distinct || !a.order.is_empty()) => {
-                Some(crate::grouping::Grouping { keys: vec![], having: None })
+                Some(crate::grouping::Grouping { keys: vec![], having: None, sets: None })
             }
             g => g,
         };
+        let (targets, hidden, grouping) = self.grouping_sets_output(grouping, targets, hidden, windows.is_empty(), &scope)?;
         if !aggregates.is_empty() && s.group_clause.is_empty() && s.having_clause.is_none() {
             if let Some((loc, name)) = scope.bare_column.take() {
                 return Err(self.err_at(
@@ -536,6 +541,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::SqlvalueFunction(f) => (crate::datetime::sql_value_function_name(f.op).to_string(), -1, None),
             NodeEnum::CaseExpr(c) => (node(&c.defresult).and_then(exprs::strong_name).unwrap_or_else(|| "case".into()), -1, None),
             NodeEnum::CoalesceExpr(_) => ("coalesce".into(), -1, None),
+            NodeEnum::GroupingFunc(_) => ("grouping".into(), -1, None),
             NodeEnum::AArrayExpr(_) => ("array".into(), -1, None),
             NodeEnum::AIndirection(i) => match node(&i.arg) {
                 Some(n @ (NodeEnum::ColumnRef(_) | NodeEnum::FuncCall(_) | NodeEnum::AArrayExpr(_) | NodeEnum::TypeCast(_))) => {
@@ -764,6 +770,7 @@ impl<'a> Analyzer<'a> {
                 Ok(Expr::IsNull { arg: Box::new(e), negated: t.nulltesttype == pb::NullTestType::IsNotNull as i32 })
             }
             NodeEnum::FuncCall(f) => self.func_call(f, scope),
+            NodeEnum::GroupingFunc(g) => self.grouping_func(g, scope),
             NodeEnum::SqlvalueFunction(f) => self.sql_value_function(f),
             NodeEnum::SubLink(sl) => self.sublink(sl, scope),
             NodeEnum::AArrayExpr(a) => self.array_expr(a, scope),

@@ -366,6 +366,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         Func::Builtin(id) => crate::functions::call(id, &vals)?,
         Func::Variadic(id) => crate::functions::call_variadic(id, vals)?,
         Func::Window(_) => return Err(SqlError::internal("window function outside a WindowAgg")),
+        Func::Grouping(_) => return Err(SqlError::internal("GROUPING outside a grouped query")),
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
         Func::Sleep => {

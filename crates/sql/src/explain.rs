@@ -588,11 +588,19 @@ impl Builder<'_> {
                 ..Default::default()
             };
             n.total = n.startup + groups * self.cost.cpu_tuple_cost;
-            if !keys.is_empty() {
+            if let Some(gs) = &g.sets {
+                let (name, lines) = crate::grouping_sets::explain_keys(&keys, gs);
+                n.name = name.into();
+                n.details.extend(lines);
+            } else if !keys.is_empty() {
                 n.details.push(format!("Group Key: {}", keys.join(", ")));
             }
             if let Some(h) = &g.having {
-                n.details.push(format!("Filter: {}", qual(self, h, &scope)));
+                let h = match &g.sets {
+                    Some(gs) => crate::grouping_sets::input_form(h, &g.keys, gs),
+                    None => h.clone(),
+                };
+                n.details.push(format!("Filter: {}", qual(self, &h, &scope)));
             }
             self.actual(&mut n, self.counter(qk, Stage::Agg));
             n.children.push(node);
@@ -1190,6 +1198,7 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
                 Func::Upper => "upper".into(),
                 Func::Lower => "lower".into(),
                 Func::Abs => "abs".into(),
+                Func::Grouping(_) => "GROUPING".into(),
                 other => format!("{other:?}").to_ascii_lowercase(),
             };
             format!("{name}({})", args.iter().map(d).collect::<Vec<_>>().join(", "))

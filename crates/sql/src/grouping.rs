@@ -31,6 +31,9 @@ pub struct Grouping {
     pub keys: Vec<Expr>,
     /// HAVING over the group's first row and its aggregate results.
     pub having: Option<Expr>,
+    /// GROUPING SETS / ROLLUP / CUBE or GROUPING(...) calls: the sets, and the
+    /// output expressions read the grouped row of [`crate::grouping_sets`].
+    pub sets: Option<Box<crate::grouping_sets::GroupingSets>>,
 }
 
 /// Values compared as GROUP BY and DISTINCT compare them: NULLs equal, after
@@ -187,7 +190,7 @@ impl AggState {
         AggState { acc: self.acc.clone(), n: self.n, seen: self.seen.clone(), buffer: self.buffer.clone() }.finish(a)
     }
 
-    fn finish(mut self, a: &Aggregate) -> Result<Value> {
+    pub(crate) fn finish(mut self, a: &Aggregate) -> Result<Value> {
         if let Some(buf) = self.buffer.take() {
             if crate::agg_order::is_ordered_set(a.kind) {
                 return crate::agg_order::ordered_set(a.kind, buf.sorted(&a.order));
@@ -211,6 +214,9 @@ impl AggState {
 /// Runs the grouping: one output row (the projected `exprs`) per group that
 /// passes HAVING, in the order the groups were first seen.
 pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs: &[Expr], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
+    if let Some(gs) = &g.sets {
+        return crate::grouping_sets::run(g, gs, aggs, input, exprs, ctx);
+    }
     let mut index: BTreeMap<Key, usize> = BTreeMap::new();
     let mut groups: Vec<(Vec<Value>, Vec<AggState>)> = Vec::new();
     if g.keys.is_empty() {
@@ -336,6 +342,10 @@ pub fn ungrouped_column(e: &Expr, keys: &[String], seen: &mut Vec<usize>) -> Opt
         for c in children(e) {
             count(c, seen);
         }
+    }
+    // GROUPING(...)'s arguments are checked by `analyze::grouping_sets`.
+    if matches!(e, Expr::Func { func: crate::plan::Func::Grouping(_), .. }) {
+        return None;
     }
     if !keys.is_empty() && keys.contains(&format!("{e:?}")) {
         count(e, seen);

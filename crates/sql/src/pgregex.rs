@@ -336,3 +336,37 @@ mod tests {
         assert_eq!(replace("abc", "b", "x", "z").unwrap_err().message, "invalid regular expression option: \"z\"");
     }
 }
+
+/// regexp_split_to_table(source, pattern, flags): the pieces between matches.
+/// Zero-length matches at the start or end of the string, or right after the
+/// previous match, split nothing (so `''` splits into characters).
+pub fn split(source: &str, pattern: &str, flags: &str) -> Result<Vec<String>> {
+    let mut opts = Options::default();
+    for c in flags.chars() {
+        match c {
+            'g' => return Err(SqlError::new(b"22023", "regexp_split_to_table() does not support the \"global\" option")),
+            'i' => opts.case_insensitive = true,
+            'c' => opts.case_insensitive = false,
+            'n' | 'm' => opts.newline_sensitive = true,
+            's' | 'p' | 'w' => opts.newline_sensitive = false,
+            'x' => opts.expanded = true,
+            'q' => opts.literal = true,
+            'b' | 'e' | 't' => {}
+            other => return Err(SqlError::new(b"22023", format!("invalid regular expression option: \"{other}\""))),
+        }
+    }
+    let re = compile_with(pattern, opts)?;
+    let mut out = Vec::new();
+    let mut piece_start = 0;
+    let mut prev_end: Option<usize> = None;
+    for m in re.find_iter(source) {
+        if m.start() == m.end() && (m.start() == 0 || m.start() == source.len() || prev_end == Some(m.start())) {
+            continue;
+        }
+        out.push(source[piece_start..m.start()].to_string());
+        piece_start = m.end();
+        prev_end = Some(m.end());
+    }
+    out.push(source[piece_start..].to_string());
+    Ok(out)
+}

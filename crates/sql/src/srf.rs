@@ -5,9 +5,10 @@
 //! Naming follows PostgreSQL: without an alias the relation and its column are
 //! both called `generate_series`; `AS a` names both `a`; `AS a(x)` names the
 //! column `x`. The integer forms exist (int4 and int8, chosen by the argument
-//! types); the numeric and timestamp forms, WITH ORDINALITY, LATERAL, ROWS FROM
-//! and other functions in FROM are 0A000. `unnest(array)` is the other
-//! function in FROM: one row per element ([`crate::array`]).
+//! types). `unnest(array)` is the other function here: one row per element
+//! ([`crate::array`]). The numeric and timestamp forms, WITH ORDINALITY, ROWS
+//! FROM, several arrays and the other functions are [`crate::srf_from`]'s
+//! (`SeriesScan::func`).
 
 use crate::analyze::Analyzer;
 use crate::catalog::{Column, Table};
@@ -28,6 +29,8 @@ pub struct SeriesScan {
     pub ty: Type,
     /// `unnest(array)`: the array's elements instead of a series (`crate::array`).
     pub unnest: Option<Expr>,
+    /// Any other function scan ([`crate::srf_from`]): replaces the above.
+    pub func: Option<Box<crate::srf_from::FuncScan>>,
 }
 
 /// Analyzes a function in FROM: the relation the scope sees (a table with no
@@ -38,6 +41,11 @@ pub(crate) fn range_function(
     rf: &pb::RangeFunction,
     outer: &[std::rc::Rc<crate::analyze::from::Namespace>],
 ) -> Result<(Table, String, SeriesScan)> {
+    if crate::srf_from::wanted(rf) {
+        let (t, refname, f) = crate::srf_from::range_function(a, rf, outer)?;
+        let null = Expr::Const(Value::Null, Type::Int4);
+        return Ok((t, refname, SeriesScan { start: null.clone(), stop: null, step: None, ty: Type::Int4, unnest: None, func: Some(Box::new(f)) }));
+    }
     if rf.lateral || rf.ordinality || rf.is_rowsfrom || !rf.coldeflist.is_empty() || rf.functions.len() != 1 {
         return Err(SqlError::not_supported("LATERAL, WITH ORDINALITY, ROWS FROM or column definitions for functions in FROM"));
     }
@@ -90,8 +98,11 @@ pub(crate) fn range_function(
         None if args.iter().any(|e| e.ty() == Type::Int8) => Type::Int8,
         None => Type::Int4,
     };
-    if let Some(bad) = args.iter().find(|e| !(e.ty().is_integer() || e.ty() == Type::Unknown)) {
-        return Err(SqlError::not_supported(format!("generate_series over {}", bad.ty().sql_name())).at(a.sql, f.location));
+    if args.iter().any(|e| !(e.ty().is_integer() || e.ty() == Type::Unknown)) {
+        // numeric and timestamp series.
+        let (t, refname, f) = crate::srf_from::range_function(a, rf, outer)?;
+        let null = Expr::Const(Value::Null, Type::Int4);
+        return Ok((t, refname, SeriesScan { start: null.clone(), stop: null, step: None, ty: Type::Int4, unnest: None, func: Some(Box::new(f)) }));
     }
     let mut coerced = Vec::new();
     for e in args {
@@ -114,7 +125,7 @@ pub(crate) fn range_function(
                 })
                 .collect();
             if cols.len() > 1 {
-                return Err(SqlError::new(b"42601", format!("too many column aliases specified for function {name}")));
+                return Err(SqlError::new(b"42P10", format!("table \"{}\" has 1 columns available but {} columns specified", al.aliasname, cols.len())));
             }
             (al.aliasname.clone(), cols.into_iter().next().unwrap_or_else(|| al.aliasname.clone()))
         }
@@ -127,12 +138,15 @@ pub(crate) fn range_function(
         missing: Vec::new(),
     };
     let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns, indexes: Vec::new(), extras: Default::default() };
-    Ok((table, refname, SeriesScan { start, stop, step, ty, unnest: unnest.map(|u| u.0) }))
+    Ok((table, refname, SeriesScan { start, stop, step, ty, unnest: unnest.map(|u| u.0), func: None }))
 }
 
 /// The rows of a series, one column each.
 pub fn scan(s: &SeriesScan, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let ev = |e: &Expr, ctx: &mut Ctx| eval_pure(e, &[], ctx.params, &[], ctx.env);
+    if let Some(f) = &s.func {
+        return Ok(Box::new(Elements(crate::srf_from::rows(f, ctx)?.into_iter())));
+    }
     if let Some(a) = &s.unnest {
         let items = match ev(a, ctx)? {
             Value::Array(arr) => arr.items,
@@ -157,11 +171,17 @@ pub fn scan(s: &SeriesScan, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
 }
 
 /// unnest's rows: one element each.
-struct Elements(std::vec::IntoIter<Value>);
+struct Elements<T>(std::vec::IntoIter<T>);
 
-impl RowIter for Elements {
+impl RowIter for Elements<Value> {
     fn next(&mut self, _: &mut Ctx) -> Result<Option<Vec<Value>>> {
         Ok(self.0.next().map(|v| vec![v]))
+    }
+}
+
+impl RowIter for Elements<Vec<Value>> {
+    fn next(&mut self, _: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        Ok(self.0.next())
     }
 }
 

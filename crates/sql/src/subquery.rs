@@ -146,6 +146,11 @@ macro_rules! tree_walks {
                     if let Some(u) = scan.unnest.$as() {
                         $walk_expr(u, depth, descend, f);
                     }
+                    if let Some(func) = scan.func.$as() {
+                        for e in func.args.$iter() {
+                            $walk_expr(e, depth, descend, f);
+                        }
+                    }
                 }
                 Source::Join(j) => {
                     for e in [$($r)+ j.cond, $($r)+ j.left_filter, $($r)+ j.right_filter].into_iter().flatten() {

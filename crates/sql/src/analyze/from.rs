@@ -282,6 +282,24 @@ impl<'a> Analyzer<'a> {
                 Some(n) => self.from_item(&n, mode, outer, ctes, left),
                 None => Err(SqlError::not_supported("this call of a SQL function in FROM")),
             },
+            NodeEnum::RangeFunction(rf) if left.is_some() => {
+                // Functions in FROM may read the items to their left (implicitly
+                // LATERAL): analyzed one level down; a scan that reads them is a
+                // subquery joined laterally (`crate::srf_from::lateral_query`).
+                let mut level = left.cloned().unwrap_or_default();
+                level.ctes = ctes.to_vec();
+                let mut sub_outer = outer.to_vec();
+                sub_outer.push(Rc::new(level));
+                let (t, refname, scan) = crate::srf::range_function(self, rf, &sub_outer)?;
+                let q = crate::srf_from::lateral_query(&t, scan);
+                let ns = Namespace::single(&t, &refname);
+                if crate::subquery::is_correlated(&q) {
+                    return Ok(Item { source: Source::Subquery(Box::new(q)), width: t.columns.len(), ns, lateral: true });
+                }
+                let (t, refname, scan) = crate::srf::range_function(self, rf, outer)?;
+                let ns = Namespace::single(&t, &refname);
+                Ok(Item { source: Source::Function(scan), width: t.columns.len(), ns, lateral: false })
+            }
             NodeEnum::RangeFunction(rf) => {
                 let (t, refname, scan) = crate::srf::range_function(self, rf, outer)?;
                 let ns = Namespace::single(&t, &refname);

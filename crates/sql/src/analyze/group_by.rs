@@ -25,50 +25,7 @@ impl<'a> Analyzer<'a> {
         if s.group_clause.is_empty() && s.having_clause.is_none() {
             return Ok(None);
         }
-        if s.group_distinct {
-            return Err(SqlError::not_supported("GROUP BY DISTINCT"));
-        }
-        let mut keys = Vec::new();
-        for g in &s.group_clause {
-            let Some(g) = g.node.as_ref() else { continue };
-            let e = match g {
-                NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), location, .. }) => {
-                    let pos = i.ival;
-                    if pos < 1 || pos as usize > targets.len() {
-                        return Err(self.err_at(SqlError::new(b"42P10", format!("GROUP BY position {pos} is not in select list")), *location));
-                    }
-                    targets[pos as usize - 1].expr.clone()
-                }
-                NodeEnum::ColumnRef(c)
-                    if c.fields.len() == 1
-                        && str_of(&c.fields[0]).is_some_and(|name| {
-                            !scope.table.as_ref().is_some_and(|(t, _)| t.columns.iter().any(|col| col.name == name))
-                                && !scope.ns.as_ref().is_some_and(|ns| ns.cols.iter().any(|col| col.name == name))
-                                && targets.iter().filter(|t| t.name == name).count() == 1
-                        }) =>
-                {
-                    let name = str_of(&c.fields[0]).unwrap_or_default();
-                    targets.iter().find(|t| t.name == name).map(|t| t.expr.clone()).unwrap_or(Expr::Const(Value::Null, Type::Text))
-                }
-                NodeEnum::GroupingSet(_) => return Err(self.err_at(SqlError::not_supported("GROUPING SETS, ROLLUP and CUBE"), location(g))),
-                other => {
-                    let mut gscope = Scope::new(scope.table.clone());
-                    gscope.ns = scope.ns.clone();
-                    gscope.outer = scope.outer.clone();
-                    let e = self.expr(other, &mut gscope).map_err(|mut e| {
-                        if e.sqlstate() == "42803" && e.message.starts_with("aggregate functions are not allowed in") {
-                            e.message = "aggregate functions are not allowed in GROUP BY".into();
-                        }
-                        if e.sqlstate() == "42P20" && e.message.starts_with("window functions are not allowed in") {
-                            e.message = "window functions are not allowed in GROUP BY".into();
-                        }
-                        e
-                    })?;
-                    self.resolve_unknown(e)
-                }
-            };
-            keys.push(e);
-        }
+        let (keys, sets) = self.grouping_sets_of(s, targets, scope)?;
         let having = match node(&s.having_clause) {
             Some(h) => Some(self.bool_expr(h, scope, "HAVING")?),
             None => None,
@@ -76,9 +33,11 @@ impl<'a> Analyzer<'a> {
         // 42803: a column read outside the GROUP BY expressions.
         let mut key_forms: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
         // Grouping by the primary key groups by every column of the table
-        // (functional dependency, as PostgreSQL's check_functional_grouping).
+        // (functional dependency, as PostgreSQL's check_functional_grouping;
+        // with grouping sets, only keys grouped in every set count).
         if let Some((t, _)) = &scope.table {
-            let grouped = |c: usize| keys.iter().any(|k| matches!(k, Expr::Column(i, _) if *i == c));
+            let common = |k: usize| sets.as_ref().is_none_or(|ss| ss.iter().all(|set| set.contains(&k)));
+            let grouped = |c: usize| keys.iter().enumerate().any(|(n, k)| matches!(k, Expr::Column(i, _) if *i == c) && common(n));
             if t.indexes.iter().any(|ix| ix.primary && ix.columns[..ix.nkey].iter().all(|c| grouped(*c))) {
                 key_forms.extend(t.columns.iter().enumerate().map(|(i, c)| format!("{:?}", Expr::Column(i, c.ty))));
             }
@@ -105,7 +64,49 @@ impl<'a> Analyzer<'a> {
                 ));
             }
         }
-        Ok(Some(Grouping { keys, having }))
+        let sets = sets.map(|sets| Box::new(crate::grouping_sets::GroupingSets { sets, calls: Vec::new() }));
+        Ok(Some(Grouping { keys, having, sets }))
+    }
+
+    /// One GROUP BY expression (an item, or an element of a grouping set): a
+    /// select-list position, an output column name, or an expression.
+    pub(super) fn group_key(&mut self, g: &NodeEnum, targets: &[Target], scope: &mut Scope) -> Result<Expr> {
+    let e = match g {
+            NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), location, .. }) => {
+                let pos = i.ival;
+                if pos < 1 || pos as usize > targets.len() {
+                    return Err(self.err_at(SqlError::new(b"42P10", format!("GROUP BY position {pos} is not in select list")), *location));
+                }
+                targets[pos as usize - 1].expr.clone()
+            }
+            NodeEnum::ColumnRef(c)
+                if c.fields.len() == 1
+                    && str_of(&c.fields[0]).is_some_and(|name| {
+                        !scope.table.as_ref().is_some_and(|(t, _)| t.columns.iter().any(|col| col.name == name))
+                            && !scope.ns.as_ref().is_some_and(|ns| ns.cols.iter().any(|col| col.name == name))
+                            && targets.iter().filter(|t| t.name == name).count() == 1
+                    }) =>
+            {
+                let name = str_of(&c.fields[0]).unwrap_or_default();
+                targets.iter().find(|t| t.name == name).map(|t| t.expr.clone()).unwrap_or(Expr::Const(Value::Null, Type::Text))
+            }
+                        other => {
+                let mut gscope = Scope::new(scope.table.clone());
+                gscope.ns = scope.ns.clone();
+                gscope.outer = scope.outer.clone();
+                let e = self.expr(other, &mut gscope).map_err(|mut e| {
+                    if e.sqlstate() == "42803" && e.message.starts_with("aggregate functions are not allowed in") {
+                        e.message = "aggregate functions are not allowed in GROUP BY".into();
+                    }
+                    if e.sqlstate() == "42P20" && e.message.starts_with("window functions are not allowed in") {
+                        e.message = "window functions are not allowed in GROUP BY".into();
+                    }
+                    e
+                })?;
+                self.resolve_unknown(e)
+            }
+        };
+        Ok(e)
     }
 
     /// SELECT DISTINCT [ON]: the columns of the projected row that identify a

@@ -78,6 +78,11 @@ pub(super) struct Collected {
 }
 
 impl Collected {
+    /// No window function was met.
+    pub(super) fn is_empty(&self) -> bool {
+        self.funcs.is_empty()
+    }
+
     /// Every expression of the windows and their functions (the 42803 check
     /// of a grouped query reads them), after `hidden`.
     pub(super) fn checked(&self, hidden: &[Expr]) -> Vec<Expr> {
