@@ -36,6 +36,7 @@ pub(crate) mod sqlfunc;
 mod window;
 mod dml_join;
 mod on_conflict;
+mod view_dml;
 mod interval_typmod;
 
 pub struct Analyzer<'a> {

@@ -58,6 +58,10 @@ pub struct TableExtras {
     pub referenced_by: Vec<crate::foreign_key::ForeignKey>,
     /// Identity columns: (column index, pg_attribute.attidentity 'a' | 'd'), see [`crate::identity`].
     pub identity: Vec<(usize, String)>,
+    /// WITH CHECK OPTION conditions of the views a statement writes this
+    /// table through (empty when loaded; added by `analyze::view_dml`),
+    /// innermost view first: (view name, its WHERE over the table's row).
+    pub view_checks: Vec<(String, Expr)>,
 }
 
 thread_local! {
@@ -212,6 +216,15 @@ pub fn check_row(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
             let shown: Vec<String> =
                 row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
             return Err(SqlError::new(b"23514", format!("new row for relation \"{}\" violates check constraint \"{}\"", table.name, c.name))
+                .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+        }
+    }
+    // A view's check option: the row must satisfy its WHERE (NULL fails).
+    for (view, e) in &table.extras.view_checks {
+        if eval_pure(e, row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
+            let shown: Vec<String> =
+                row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
+            return Err(SqlError::new(b"44000", format!("new row violates check option for view \"{view}\""))
                 .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
         }
     }
