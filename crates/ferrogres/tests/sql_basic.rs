@@ -733,6 +733,11 @@ fn view_dml_and_check_option_match_postgres_15() {
 }
 
 #[test]
+fn data_modifying_statements_in_with_match_postgres_15() {
+    check_script("with_dml");
+}
+
+#[test]
 fn sql_functions_match_postgres_15() {
     check_script("sql_functions");
 }
