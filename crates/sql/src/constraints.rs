@@ -209,8 +209,15 @@ pub fn default_uses(table: &Table, seq: &str) -> bool {
     table.extras.defaults.iter().any(|d| d.sql.contains(&format!("'{seq}'")))
 }
 
-/// The CHECK constraints of `table` on a new row (INSERT, UPDATE, COPY).
+/// The CHECK constraints of `table` on a new row (INSERT, UPDATE, COPY),
+/// then the check options of the views it is written through.
 pub fn check_row(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
+    check_constraints(table, row, ctx)?;
+    check_view_options(table, row, ctx)
+}
+
+/// The CHECK constraints of `table` on a new row.
+pub fn check_constraints(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
     for c in &table.extras.checks {
         if eval_pure(&c.expr, row, ctx.params, &[], ctx.env)? == Value::Bool(false) {
             let shown: Vec<String> =
@@ -219,7 +226,12 @@ pub fn check_row(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
                 .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
         }
     }
-    // A view's check option: the row must satisfy its WHERE (NULL fails).
+    Ok(())
+}
+
+/// The check options of the views `table` is written through: the row must
+/// satisfy each view's WHERE (NULL fails).
+pub fn check_view_options(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
     for (view, e) in &table.extras.view_checks {
         if eval_pure(e, row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
             let shown: Vec<String> =

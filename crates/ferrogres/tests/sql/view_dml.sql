@@ -76,3 +76,12 @@ CREATE VIEW badcheck AS SELECT count(*) FROM base WITH CHECK OPTION;
 SELECT viewname FROM pg_views WHERE schemaname = 'public' ORDER BY viewname;
 SELECT table_name, check_option, is_updatable, is_insertable_into FROM information_schema.views WHERE table_schema = 'public' ORDER BY table_name;
 SELECT * FROM base ORDER BY a, b;
+-- SET ... = DEFAULT through a view is NULL (the view column has no default);
+-- the check option of ON CONFLICT DO UPDATE applies to the row written.
+CREATE TABLE dt (a int PRIMARY KEY, b text DEFAULT 'dflt', c int);
+INSERT INTO dt VALUES (1, 'one', 1), (2, 'two', 2);
+CREATE VIEW dv AS SELECT a, b FROM dt WHERE c > 0 WITH CHECK OPTION;
+UPDATE dv SET b = DEFAULT WHERE a = 2 RETURNING *;
+INSERT INTO dv (a, b) VALUES (1, 'dup') ON CONFLICT (a) DO UPDATE SET b = excluded.b RETURNING *;
+INSERT INTO dv (a, b) VALUES (3, 'new') ON CONFLICT (a) DO UPDATE SET b = excluded.b RETURNING *;
+SELECT * FROM dt ORDER BY a;

@@ -622,6 +622,10 @@ impl<'a> Analyzer<'a> {
             };
             rt.name = b.clone();
             if let Some(v) = rt.val.as_deref_mut() {
+                if matches!(v.node, Some(NodeEnum::SetToDefault(_))) {
+                    // The view column's default: views have none here, so NULL (as PostgreSQL).
+                    *v = n(NodeEnum::AConst(pb::AConst { isnull: true, val: None, location: -1 }));
+                }
                 sub.apply(v)?;
             }
             out.push(n(NodeEnum::ResTarget(Box::new(rt))));
