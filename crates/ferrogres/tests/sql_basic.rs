@@ -728,6 +728,16 @@ fn views_match_postgres_15() {
 }
 
 #[test]
+fn view_dml_and_check_option_match_postgres_15() {
+    check_script("view_dml");
+}
+
+#[test]
+fn data_modifying_statements_in_with_match_postgres_15() {
+    check_script("with_dml");
+}
+
+#[test]
 fn sql_functions_match_postgres_15() {
     check_script("sql_functions");
 }

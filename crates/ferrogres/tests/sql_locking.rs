@@ -527,3 +527,32 @@ fn rollback_to_a_deeper_savepoint_keeps_the_outer_levels_xid_locks() {
     assert_eq!(b.reply().tags, vec!["UPDATE 0"]);
     assert_eq!(b.q("SELECT string_agg(x::text, ',') FROM (SELECT x FROM t ORDER BY x) s").one(), "2,10");
 }
+
+#[test]
+fn update_through_a_view_waits_for_the_updater_and_rechecks_view_and_statement_conditions() {
+    let srv = Server::start_temp(&[]);
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE foo (id int, v int)"));
+    ok(&a.q("INSERT INTO foo VALUES (1, 10), (2, 20), (3, 30)"));
+    ok(&a.q("CREATE VIEW big AS SELECT id, v, v * 2 AS v2 FROM foo WHERE v > 5"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("UPDATE foo SET v = v + 1 WHERE id = 1"));
+    // Row 2 leaves the view (its WHERE), row 3 stops matching the statement's.
+    ok(&a.q("UPDATE foo SET v = 0 WHERE id = 2"));
+    ok(&a.q("UPDATE foo SET v = 29 WHERE id = 3"));
+    b.send("UPDATE big SET v = v + 100 WHERE v2 >= 20 AND v2 <> 58 RETURNING id, v, v2");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    let r = b.reply();
+    ok(&r);
+    assert_eq!(r.rows, vec![vec![Some("1".to_string()), Some("111".to_string()), Some("222".to_string())]]);
+    assert_eq!(r.tags, vec!["UPDATE 1"]);
+    // DELETE through the view waits the same way.
+    ok(&a.q("BEGIN"));
+    ok(&a.q("UPDATE foo SET v = 1 WHERE id = 1"));
+    b.send("DELETE FROM big WHERE id = 1");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    assert_eq!(b.reply().tags, vec!["DELETE 0"]);
+    assert_eq!(a.q("SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM foo").one(), "1:1,2:0,3:29");
+}

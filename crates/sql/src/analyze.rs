@@ -37,6 +37,8 @@ pub(crate) mod sqlfunc;
 mod window;
 mod dml_join;
 mod on_conflict;
+mod view_dml;
+mod cte_dml;
 mod interval_typmod;
 
 pub struct Analyzer<'a> {
@@ -178,6 +180,9 @@ impl<'a> Analyzer<'a> {
 
     pub fn statement(&mut self, stmt: &NodeEnum) -> Result<Statement> {
         if let Some(st) = self.view_dml_hook(stmt)? {
+            return Ok(st);
+        }
+        if let Some(st) = self.with_dml_hook(stmt)? {
             return Ok(st);
         }
         match stmt {

@@ -58,6 +58,10 @@ pub struct TableExtras {
     pub referenced_by: Vec<crate::foreign_key::ForeignKey>,
     /// Identity columns: (column index, pg_attribute.attidentity 'a' | 'd'), see [`crate::identity`].
     pub identity: Vec<(usize, String)>,
+    /// WITH CHECK OPTION conditions of the views a statement writes this
+    /// table through (empty when loaded; added by `analyze::view_dml`),
+    /// innermost view first: (view name, its WHERE over the table's row).
+    pub view_checks: Vec<(String, Expr)>,
 }
 
 thread_local! {
@@ -205,13 +209,34 @@ pub fn default_uses(table: &Table, seq: &str) -> bool {
     table.extras.defaults.iter().any(|d| d.sql.contains(&format!("'{seq}'")))
 }
 
-/// The CHECK constraints of `table` on a new row (INSERT, UPDATE, COPY).
+/// The CHECK constraints of `table` on a new row (INSERT, UPDATE, COPY),
+/// then the check options of the views it is written through.
 pub fn check_row(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
+    check_constraints(table, row, ctx)?;
+    check_view_options(table, row, ctx)
+}
+
+/// The CHECK constraints of `table` on a new row.
+pub fn check_constraints(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
     for c in &table.extras.checks {
         if eval_pure(&c.expr, row, ctx.params, &[], ctx.env)? == Value::Bool(false) {
             let shown: Vec<String> =
                 row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
             return Err(SqlError::new(b"23514", format!("new row for relation \"{}\" violates check constraint \"{}\"", table.name, c.name))
+                .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+/// The check options of the views `table` is written through: the row must
+/// satisfy each view's WHERE (NULL fails).
+pub fn check_view_options(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<()> {
+    for (view, e) in &table.extras.view_checks {
+        if eval_pure(e, row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
+            let shown: Vec<String> =
+                row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
+            return Err(SqlError::new(b"44000", format!("new row violates check option for view \"{view}\""))
                 .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
         }
     }

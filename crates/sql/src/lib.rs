@@ -5,6 +5,7 @@ pub mod alter;
 pub mod analyze;
 pub mod array;
 pub mod bytea;
+pub mod cte_dml;
 pub mod catalog;
 pub mod constraints;
 pub mod copy;

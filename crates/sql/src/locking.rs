@@ -127,6 +127,12 @@ pub fn lock_plan(backend: &Backend, plan: &crate::plan::Statement) -> Result<()>
     if let crate::plan::Statement::Explain(e) = plan {
         return lock_plan(backend, &e.stmt);
     }
+    if let crate::plan::Statement::WithDml(w) = plan {
+        for (_, st) in &w.ctes {
+            lock_plan(backend, st)?;
+        }
+        return lock_plan(backend, &w.main);
+    }
     let main = plan_lock_mode(plan);
     if let Some((oid, name, mode)) = main {
         lock_relation(backend, oid, mode, false, name)?;

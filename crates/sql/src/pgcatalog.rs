@@ -1057,7 +1057,7 @@ mod tests {
 fn view_rows<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
     let dbname = crate::database::current_name(backend, snap)?;
     let mut out = Vec::new();
-    for (_, ns, name, def) in crate::view::all_views(backend, snap)? {
+    for (oid, ns, name, def) in crate::view::all_views(backend, snap)? {
         let schema = crate::namespace::namespace_name(backend, snap, ns)?.unwrap_or_default();
         out.push(if v.name == "pg_views" {
             Row::new(v).t("schemaname", &schema).t("viewname", &name).t("viewowner", "postgres").t("definition", &def)
@@ -1068,7 +1068,7 @@ fn view_rows<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<
                 .t("table_schema", &schema)
                 .t("table_name", &name)
                 .t("view_definition", &def)
-                .t("check_option", "NONE")
+                .t("check_option", crate::view::check_option_of(backend, snap, oid)?)
                 .t("is_updatable", upd)
                 .t("is_insertable_into", upd)
                 .t("is_trigger_updatable", "NO")

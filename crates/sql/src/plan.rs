@@ -295,6 +295,8 @@ pub enum Statement {
     Index(crate::index::IndexCmd),
     /// Sequences, CREATE TABLE with SERIAL/expression defaults/CHECK ([`crate::constraints`]).
     Ddl(Box<crate::constraints::DdlCmd>),
+    /// A statement with data-modifying CTEs ([`crate::cte_dml`]).
+    WithDml(Box<crate::cte_dml::WithDml>),
     /// EXPLAIN [ANALYZE] of a query or DML statement ([`crate::explain`]).
     Explain(Box<crate::explain::Explain>),
     /// INSERT ... ON CONFLICT (crate::upsert).
@@ -319,6 +321,7 @@ impl Statement {
             }
             Statement::InsertSelect(i) if !i.returning.is_empty() => Some(i.returning.clone()),
             Statement::Explain(_) => Some(vec![crate::explain::target()]),
+            Statement::WithDml(w) => w.main.targets(),
             Statement::Upsert(u) if !u.returning.is_empty() => Some(u.returning.clone()),
             Statement::JoinedDml(d) if !d.returning.is_empty() => Some(d.returning.clone()),
             Statement::Show(name) => Some(vec![Target {

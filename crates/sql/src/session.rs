@@ -844,6 +844,23 @@ impl Session {
                 }
                 Ok((None, "DROP TABLE".into()))
             }
+            Statement::WithDml(w) => {
+                // Each data-modifying CTE runs first, to completion, with the
+                // same snapshot; its RETURNING rows become its working table.
+                let mut ids = Vec::new();
+                let result = (|| {
+                    for (id, st) in &w.ctes {
+                        let (rows, _) = self.run_in_txn(st, params, snap.clone(), out)?;
+                        ids.push(*id);
+                        crate::setop::set_work_table(*id, rows.unwrap_or_default());
+                    }
+                    self.run_in_txn(&w.main, params, snap, out)
+                })();
+                for id in ids {
+                    crate::setop::remove_work_table(id);
+                }
+                result
+            }
             Statement::InsertSelect(i) => {
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 let (n, rows) = crate::insert_select::execute(i, &mut ctx)?;

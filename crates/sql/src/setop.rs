@@ -62,6 +62,16 @@ pub fn next_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// Sets working table `id` (a data-modifying CTE's RETURNING rows, [`crate::cte_dml`]).
+pub fn set_work_table(id: u64, rows: Vec<Vec<Value>>) {
+    WORK_TABLES.with(|w| w.borrow_mut().insert(id, Rc::new(rows)));
+}
+
+/// Forgets working table `id`.
+pub fn remove_work_table(id: u64) {
+    WORK_TABLES.with(|w| w.borrow_mut().remove(&id));
+}
+
 /// The current working table of recursive CTE `id`.
 pub fn work_table(id: u64) -> Result<Vec<Vec<Value>>> {
     WORK_TABLES.with(|w| w.borrow().get(&id).map(|r| (**r).clone())).ok_or_else(|| SqlError::internal("working table read outside its recursive query"))

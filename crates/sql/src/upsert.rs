@@ -114,11 +114,13 @@ impl Run<'_> {
         let u = self.u;
         let table = &u.table;
         crate::exec::check_not_null(table, &row)?;
-        crate::constraints::check_row(table, &row, ctx)?;
+        crate::constraints::check_constraints(table, &row, ctx)?;
         loop {
             ctx.env.check_interrupts()?;
             match find_conflict(table, &u.arbiters, &row, ctx)? {
                 Found::None => {
+                    // A view's check option applies to the row inserted, not to a proposed one.
+                    crate::constraints::check_view_options(table, &row, ctx)?;
                     if let Some(tid) = speculative_insert(table, &u.arbiters, &row, ctx)? {
                         self.mine.insert(tid);
                         self.n += 1;

@@ -77,6 +77,8 @@ pub struct ViewDef {
     pub search_path: String,
     /// Output columns: name, type, typmod.
     pub columns: Vec<(String, Type, i32)>,
+    /// WITH CHECK OPTION: `Some("local")` or `Some("cascaded")`.
+    pub check_option: Option<String>,
 }
 
 /// The view a (possibly qualified) name refers to, if the relation the name
@@ -108,7 +110,35 @@ fn load(backend: &Backend, snap: &Snapshot, oid: u32, name: &str, ns: u32) -> Re
         }
     }
     cols.sort_by_key(|c| c.0);
-    Ok(ViewDef { oid, name: name.to_string(), namespace: ns, sql, search_path, columns: cols.into_iter().map(|c| c.1).collect() })
+    let (search_path, check_option) = split_options(&search_path);
+    Ok(ViewDef { oid, name: name.to_string(), namespace: ns, sql, search_path, columns: cols.into_iter().map(|c| c.1).collect(), check_option })
+}
+
+/// The stored search_path text carries the view's check option after a
+/// newline (`<search_path>\ncheck_option=local`); a view without one stores
+/// the search_path alone (so data directories from before keep working).
+fn split_options(stored: &str) -> (String, Option<String>) {
+    match stored.split_once('\n') {
+        Some((path, opt)) => (path.to_string(), opt.strip_prefix("check_option=").map(str::to_string)),
+        None => (stored.to_string(), None),
+    }
+}
+
+/// The stored form of a view's search_path and check option (see [`split_options`]).
+pub fn join_options(search_path: &str, check_option: Option<&str>) -> String {
+    match check_option {
+        Some(c) => format!("{search_path}\ncheck_option={c}"),
+        None => search_path.to_string(),
+    }
+}
+
+/// information_schema.views.check_option of a view: NONE, LOCAL or CASCADED.
+pub fn check_option_of(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<&'static str> {
+    Ok(match definition_row(backend, snap, oid)?.and_then(|(_, p)| split_options(&p).1).as_deref() {
+        Some("local") => "LOCAL",
+        Some(_) => "CASCADED",
+        None => "NONE",
+    })
 }
 
 fn definition_row(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<(String, String)>> {
@@ -531,5 +561,6 @@ pub fn auto_updatable(sql: &str) -> bool {
             }
         }
     }
-    true
+    // At least one column that is a plain column of the relation.
+    sel.target_list.iter().any(|t| matches!(&t.node, Some(pg_query::NodeEnum::ResTarget(rt)) if matches!(rt.val.as_deref().and_then(|v| v.node.as_ref()), Some(pg_query::NodeEnum::ColumnRef(_)))))
 }

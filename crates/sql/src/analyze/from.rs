@@ -249,6 +249,9 @@ impl<'a> Analyzer<'a> {
                 let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
                 if rv.schemaname.is_empty() {
                     if let Some(cte) = self.find_cte(&rv.relname, ctes, outer) {
+                        if let Some(e) = crate::cte_dml::no_returning(cte.work) {
+                            return Err(self.err_at(e, rv.location));
+                        }
                         let mut cols: Vec<NsCol> = cte
                             .cols
                             .iter()

@@ -221,7 +221,9 @@ impl<'a> Analyzer<'a> {
                 return Err(self.err_at(SqlError::new(b"42712", format!("WITH query name \"{}\" specified more than once", c.ctename)), c.location));
             }
             let Some(NodeEnum::SelectStmt(body)) = node(&c.ctequery) else {
-                return Err(self.err_at(SqlError::not_supported("data-modifying statements in WITH"), c.location));
+                // INSERT / UPDATE / DELETE ... RETURNING (analyze::cte_dml).
+                ctes.push(self.dml_cte(w, c)?);
+                continue;
             };
             let self_ref = w.recursive && format!("{body:?}").contains(&format!("relname: {:?}", c.ctename));
             let aliases: Vec<String> = c.aliascolnames.iter().filter_map(str_of).map(str::to_string).collect();

@@ -1,0 +1,87 @@
+-- UPDATE, DELETE, INSERT ... RETURNING / ON CONFLICT through automatically
+-- updatable views; WITH [LOCAL | CASCADED] CHECK OPTION.
+CREATE TABLE t (a int PRIMARY KEY, b text, c int DEFAULT 0);
+INSERT INTO t VALUES (1, 'one', 10), (2, 'two', 20), (3, 'three', 30), (4, 'four', 40);
+CREATE VIEW v AS SELECT a, b, c * 2 AS c2 FROM t WHERE a > 1;
+UPDATE v SET b = 'TWO' WHERE a = 2;
+UPDATE v SET b = b || '!' RETURNING *;
+UPDATE v SET b = 'x' WHERE a = 1;
+SELECT * FROM t ORDER BY a;
+UPDATE v SET c2 = 5;
+UPDATE v SET nope = 5;
+UPDATE v SET b = nope;
+UPDATE v SET b = 'y' WHERE c2 = 60 RETURNING a, b, c2, c2 + 1 AS more, v.c2;
+UPDATE v AS x SET b = 'z' WHERE x.a = 4 RETURNING x.*;
+DELETE FROM v WHERE c2 > 70 RETURNING *;
+DELETE FROM v WHERE a = 1;
+SELECT * FROM t ORDER BY a;
+INSERT INTO v (a, b) VALUES (5, 'five') RETURNING *;
+INSERT INTO v VALUES (6, 'six') RETURNING a, c2;
+INSERT INTO v (a, c2) VALUES (7, 1);
+INSERT INTO v (a, b) VALUES (5, 'again') ON CONFLICT (a) DO UPDATE SET b = excluded.b || ' (was ' || v.b || ')' RETURNING *;
+INSERT INTO v (a, b) VALUES (5, 'skip') ON CONFLICT DO NOTHING RETURNING *;
+INSERT INTO v (a, b) VALUES (6, 'upd'), (8, 'eight') ON CONFLICT (a) DO UPDATE SET b = excluded.b WHERE v.c2 = 0 RETURNING a, b;
+SELECT * FROM t ORDER BY a;
+-- Views on views; renamed columns.
+CREATE VIEW w (x, y) AS SELECT a, b FROM v WHERE a < 6;
+UPDATE w SET y = upper(y) WHERE x >= 3 RETURNING *;
+DELETE FROM w WHERE x = 3 RETURNING y;
+INSERT INTO w VALUES (9, 'nine') RETURNING *;
+SELECT * FROM w ORDER BY x;
+SELECT * FROM t ORDER BY a;
+-- UPDATE ... FROM and DELETE ... USING through a view.
+CREATE TABLE s (k int, label text);
+INSERT INTO s VALUES (2, 'from s'), (4, 'from s4');
+UPDATE v SET b = s.label FROM s WHERE s.k = v.a RETURNING v.a, v.b, s.k;
+DELETE FROM v USING s WHERE s.k = v.a AND s.k = 4 RETURNING *;
+SELECT * FROM t ORDER BY a;
+-- Views PostgreSQL does not update.
+CREATE VIEW agg AS SELECT count(*) AS n FROM t;
+UPDATE agg SET n = 1;
+DELETE FROM agg;
+CREATE VIEW d AS SELECT DISTINCT b FROM t;
+DELETE FROM d;
+CREATE VIEW lim AS SELECT a FROM t LIMIT 2;
+UPDATE lim SET a = 1;
+CREATE VIEW consts AS SELECT 1 AS one;
+DELETE FROM consts;
+CREATE VIEW allcomputed AS SELECT a + 1 AS a1 FROM t;
+UPDATE allcomputed SET a1 = 3;
+DELETE FROM allcomputed WHERE a1 = 3 RETURNING *;
+-- WITH CHECK OPTION.
+CREATE TABLE base (a int, b int);
+CREATE VIEW pos AS SELECT a, b FROM base WHERE a > 0 WITH CHECK OPTION;
+INSERT INTO pos VALUES (1, 1);
+INSERT INTO pos VALUES (-1, 1);
+INSERT INTO pos VALUES (NULL, 1);
+UPDATE pos SET a = -a;
+UPDATE pos SET b = 2 RETURNING *;
+CREATE VIEW small AS SELECT a, b FROM pos WHERE a < 10;
+INSERT INTO small VALUES (20, 1);
+INSERT INTO small VALUES (-5, 1);
+CREATE VIEW small_local AS SELECT a, b FROM pos WHERE a < 10 WITH LOCAL CHECK OPTION;
+INSERT INTO small_local VALUES (20, 1);
+INSERT INTO small_local VALUES (-5, 1);
+CREATE VIEW nocheck AS SELECT a, b FROM base WHERE a < 100;
+CREATE VIEW casc AS SELECT a, b FROM nocheck WHERE b > 0 WITH CASCADED CHECK OPTION;
+INSERT INTO casc VALUES (200, 1);
+INSERT INTO casc VALUES (5, 0);
+INSERT INTO casc VALUES (5, 5);
+CREATE VIEW loc AS SELECT a, b FROM nocheck WHERE b > 0 WITH LOCAL CHECK OPTION;
+INSERT INTO loc VALUES (200, 1);
+CREATE VIEW opt WITH (check_option = local) AS SELECT a, b FROM base WHERE b < 50;
+INSERT INTO opt VALUES (1, 60);
+CREATE VIEW badopt WITH (check_option = sideways) AS SELECT a FROM base;
+CREATE VIEW badcheck AS SELECT count(*) FROM base WITH CHECK OPTION;
+SELECT viewname FROM pg_views WHERE schemaname = 'public' ORDER BY viewname;
+SELECT table_name, check_option, is_updatable, is_insertable_into FROM information_schema.views WHERE table_schema = 'public' ORDER BY table_name;
+SELECT * FROM base ORDER BY a, b;
+-- SET ... = DEFAULT through a view is NULL (the view column has no default);
+-- the check option of ON CONFLICT DO UPDATE applies to the row written.
+CREATE TABLE dt (a int PRIMARY KEY, b text DEFAULT 'dflt', c int);
+INSERT INTO dt VALUES (1, 'one', 1), (2, 'two', 2);
+CREATE VIEW dv AS SELECT a, b FROM dt WHERE c > 0 WITH CHECK OPTION;
+UPDATE dv SET b = DEFAULT WHERE a = 2 RETURNING *;
+INSERT INTO dv (a, b) VALUES (1, 'dup') ON CONFLICT (a) DO UPDATE SET b = excluded.b RETURNING *;
+INSERT INTO dv (a, b) VALUES (3, 'new') ON CONFLICT (a) DO UPDATE SET b = excluded.b RETURNING *;
+SELECT * FROM dt ORDER BY a;
