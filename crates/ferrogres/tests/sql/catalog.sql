@@ -57,6 +57,8 @@ SELECT table_catalog, table_schema, table_name, table_type, is_insertable_into, 
 SELECT * FROM information_schema.columns WHERE table_name = 'ct' ORDER BY ordinal_position;
 \x off
 SELECT pg_relation_size(oid), pg_table_size(oid), pg_indexes_size(oid), pg_total_relation_size(oid) FROM pg_class WHERE relname = 'ct2';
+SELECT pg_relation_size('ct2') = pg_relation_size(oid), pg_total_relation_size('public.ct2') = pg_total_relation_size(oid) FROM pg_class WHERE relname = 'ct2';
+SELECT pg_relation_size('no_such_rel');
 DROP TABLE ct2;
 SELECT relname FROM pg_class WHERE relname LIKE 'ct%' ORDER BY 1;
 DROP TABLE ct;

@@ -94,7 +94,7 @@ impl<'a> Analyzer<'a> {
             }
             ("pg_relation_size" | "pg_table_size" | "pg_total_relation_size" | "pg_indexes_size", 1) => {
                 let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");
-                let oid_arg = self.coerce(oid_arg, Type::Oid, CastContext::Implicit, locs[0])?;
+                let oid_arg = self.regclass_arg(oid_arg, locs[0])?;
                 let sizes = pgcatalog::relation_sizes(self.backend, self.snap, name)?;
                 let table = crate::array::Array::new(Type::Text, sizes.into_iter().map(Value::Text).collect());
                 let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
@@ -272,6 +272,24 @@ impl<'a> Analyzer<'a> {
     }
 
     /// The OID of relation `name` (optionally schema-qualified).
+    /// An argument of a function declared `regclass` in PostgreSQL: a string
+    /// literal names a relation (PostgreSQL's regclass input: its OID, or 42P01),
+    /// anything else is coerced to oid.
+    fn regclass_arg(&mut self, arg: Expr, loc: i32) -> Result<Expr> {
+        match &arg {
+            Expr::Const(Value::Text(s), Type::Unknown) => {
+                if let Ok(n) = s.trim().parse::<u32>() {
+                    return Ok(Expr::Const(Value::Oid(n), Type::Oid));
+                }
+                match self.relation_oid(s) {
+                    Some(o) => Ok(Expr::Const(Value::Oid(o), Type::Oid)),
+                    None => Err(self.err_at(SqlError::new(b"42P01", format!("relation \"{s}\" does not exist")), loc)),
+                }
+            }
+            _ => self.coerce(arg, Type::Oid, CastContext::Implicit, loc),
+        }
+    }
+
     fn relation_oid(&self, name: &str) -> Option<u32> {
         let (schema, rel) = match name.split_once('.') {
             Some((s, r)) => (Some(s), r),
