@@ -566,18 +566,7 @@ pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Source::WorkTable(id) => Box::new(VecIter(crate::setop::work_table(*id)?.into_iter())),
         Source::WindowAgg(w) => crate::window::run(w, ctx)?,
         other => {
-            let q = Query {
-                source: other.clone(),
-                filter: None,
-                aggregates: vec![],
-                targets: vec![],
-                hidden: vec![],
-                order: vec![],
-                limit: None,
-                offset: None,
-                grouping: None,
-                distinct: None,
-            };
+            let q = Query::project(other.clone(), vec![]);
             return run_source(&q, ctx);
         }
     })

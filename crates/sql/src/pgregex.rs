@@ -24,6 +24,24 @@ struct Options {
     literal: bool,
 }
 
+impl Options {
+    /// One letter of a regexp function's `flags` argument other than `g`
+    /// (which each function treats its own way).
+    fn apply_flag(&mut self, c: char) -> Result<()> {
+        match c {
+            'i' => self.case_insensitive = true,
+            'c' => self.case_insensitive = false,
+            'n' | 'm' => self.newline_sensitive = true,
+            's' | 'p' | 'w' => self.newline_sensitive = false,
+            'x' => self.expanded = true,
+            'q' => self.literal = true,
+            'b' | 'e' | 't' => {}
+            other => return Err(SqlError::new(b"22023", format!("invalid regular expression option: \"{other}\""))),
+        }
+        Ok(())
+    }
+}
+
 thread_local! {
     static CACHE: RefCell<HashMap<(String, Options), Rc<Regex>>> = RefCell::new(HashMap::new());
 }
@@ -246,14 +264,7 @@ pub fn replace(source: &str, pattern: &str, replacement: &str, flags: &str) -> R
     for c in flags.chars() {
         match c {
             'g' => global = true,
-            'i' => opts.case_insensitive = true,
-            'c' => opts.case_insensitive = false,
-            'n' | 'm' => opts.newline_sensitive = true,
-            's' | 'p' | 'w' => opts.newline_sensitive = false,
-            'x' => opts.expanded = true,
-            'q' => opts.literal = true,
-            'b' | 'e' | 't' => {}
-            other => return Err(SqlError::new(b"22023", format!("invalid regular expression option: \"{other}\""))),
+            c => opts.apply_flag(c)?,
         }
     }
     let re = compile_with(pattern, opts)?;
@@ -345,14 +356,7 @@ pub fn split(source: &str, pattern: &str, flags: &str) -> Result<Vec<String>> {
     for c in flags.chars() {
         match c {
             'g' => return Err(SqlError::new(b"22023", "regexp_split_to_table() does not support the \"global\" option")),
-            'i' => opts.case_insensitive = true,
-            'c' => opts.case_insensitive = false,
-            'n' | 'm' => opts.newline_sensitive = true,
-            's' | 'p' | 'w' => opts.newline_sensitive = false,
-            'x' => opts.expanded = true,
-            'q' => opts.literal = true,
-            'b' | 'e' | 't' => {}
-            other => return Err(SqlError::new(b"22023", format!("invalid regular expression option: \"{other}\""))),
+            c => opts.apply_flag(c)?,
         }
     }
     let re = compile_with(pattern, opts)?;

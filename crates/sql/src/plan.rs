@@ -251,6 +251,25 @@ pub struct Query {
     pub distinct: Option<Vec<usize>>,
 }
 
+impl Query {
+    /// `targets` computed over every row of `source`: no filter, grouping,
+    /// order or limit.
+    pub fn project(source: Source, targets: Vec<Target>) -> Query {
+        Query {
+            source,
+            filter: None,
+            aggregates: vec![],
+            targets,
+            hidden: vec![],
+            order: vec![],
+            limit: None,
+            offset: None,
+            grouping: None,
+            distinct: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum TxnCmd {
     Begin { isolation: Option<ferrogres_engine::txn::IsolationLevel> },

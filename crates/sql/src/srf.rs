@@ -56,18 +56,7 @@ pub(crate) fn range_function(
         },
         _ => return Err(SqlError::not_supported("this function in FROM")),
     };
-    let names: Vec<&str> = f
-        .funcname
-        .iter()
-        .filter_map(|n| match n.node.as_ref() {
-            Some(NodeEnum::String(s)) => Some(s.sval.as_str()),
-            _ => None,
-        })
-        .collect();
-    let name = match names.as_slice() {
-        ["pg_catalog", n] | [n] => n.to_string(),
-        _ => String::new(),
-    };
+    let name = crate::srf_from::func_name(f);
     let unnest = if name == "unnest" && f.args.len() == 1 && !f.agg_star && !f.agg_distinct && f.over.is_none() {
         let Some(n) = f.args[0].node.as_ref() else { return Err(SqlError::internal("unnest without argument")) };
         let e = a.outer_expr(n, outer)?;
@@ -81,7 +70,7 @@ pub(crate) fn range_function(
         None
     };
     if unnest.is_none() && name != "generate_series" || f.agg_star || f.agg_distinct || f.over.is_some() {
-        return Err(SqlError::not_supported(format!("function {} in FROM", names.join("."))).at(a.sql, f.location));
+        return Err(SqlError::not_supported(format!("function {} in FROM", name)).at(a.sql, f.location));
     }
     if unnest.is_none() && (f.args.len() < 2 || f.args.len() > 3) {
         return Err(SqlError::new(b"42883", format!("function generate_series({}) does not exist", vec!["integer"; f.args.len()].join(", ")))

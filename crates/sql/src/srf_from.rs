@@ -75,7 +75,8 @@ fn not_exist(a: &Analyzer<'_>, name: &str, args: &[Expr], loc: i32) -> SqlError 
     )
 }
 
-fn func_name(f: &pb::FuncCall) -> String {
+/// A call's function name, without a `pg_catalog.` qualification.
+pub(crate) fn func_name(f: &pb::FuncCall) -> String {
     let names: Vec<&str> = f
         .funcname
         .iter()
@@ -292,18 +293,7 @@ pub(crate) fn lateral_query(table: &Table, scan: crate::srf::SeriesScan) -> Quer
         .enumerate()
         .map(|(i, c)| Target { name: c.name.clone(), expr: Expr::Column(i, c.ty), typmod: -1, origin: None })
         .collect();
-    Query {
-        source: Source::Function(scan),
-        filter: None,
-        aggregates: vec![],
-        targets,
-        hidden: vec![],
-        order: vec![],
-        limit: None,
-        offset: None,
-        grouping: None,
-        distinct: None,
-    }
+    Query::project(Source::Function(scan), targets)
 }
 
 /// The rows of a scan.

@@ -320,18 +320,7 @@ impl Analyzer<'_> {
         let row = rows.pop().unwrap_or_default();
         let targets: Vec<Target> =
             row.iter().map(|e| Target { name: "?column?".into(), expr: e.clone(), typmod: -1, origin: None }).collect();
-        let query = Query {
-            source: Source::OneRow,
-            filter: None,
-            aggregates: vec![],
-            targets,
-            hidden: vec![],
-            order: vec![],
-            limit: None,
-            offset: None,
-            grouping: None,
-            distinct: None,
-        };
+        let query = Query::project(Source::OneRow, targets);
         let row = row.iter().enumerate().map(|(i, e)| Expr::Column(i, e.ty())).collect();
         let returning = self.returning(s.returning_clause.as_ref(), &table)?;
         Ok(Statement::InsertSelect(Box::new(crate::insert_select::InsertSelect { table, query, row, returning })))
