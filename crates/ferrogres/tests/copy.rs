@@ -13,7 +13,7 @@ use std::time::Duration;
 /// pgbench's initialization steps the pgbench test runs: d(rop), t(ables),
 /// g (client-side generate: COPY) / G (server-side: INSERT ... SELECT
 /// generate_series), v(acuum), p(rimary keys).
-const PGBENCH_INIT_STEPS: [&str; 2] = ["dtgvp", "dtGvp"];
+const PGBENCH_INIT_STEPS: [&str; 3] = ["dtgvp", "dtGvp", "dtGvpf"];
 
 struct Raw(std::net::TcpStream);
 
@@ -219,5 +219,8 @@ fn pgbench_initializes_against_ferrogres() {
             let (got, err) = srv.sql(&format!("SELECT count(*), sum({balance}) FROM {table}"));
             assert_eq!((got.as_str(), err.as_str()), (format!("{want}\n").as_str(), ""), "{table} after -I {steps}");
         }
+        // Step f: pgbench's five foreign keys.
+        let fks = if steps.contains('f') { "5\n" } else { "0\n" };
+        assert_eq!(srv.sql("SELECT count(*) FROM pg_constraint WHERE contype = 'f'"), (fks.to_string(), String::new()), "-I {steps}");
     }
 }
