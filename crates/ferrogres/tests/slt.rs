@@ -21,7 +21,7 @@ mod common;
 use common::server::Server;
 use common::*;
 use sqllogictest::{DBOutput, DefaultColumnType};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -77,12 +77,7 @@ impl Client {
     }
 
     fn read(&mut self) -> (u8, Vec<u8>) {
-        let mut h = [0u8; 5];
-        self.s.read_exact(&mut h).expect("a reply from the server");
-        let len = i32::from_be_bytes(h[1..5].try_into().unwrap()) as usize;
-        let mut b = vec![0; len - 4];
-        self.s.read_exact(&mut b).unwrap();
-        (h[0], b)
+        read_message(&mut self.s)
     }
 
     /// Sends `sql` in this client's protocol and reads the reply up to

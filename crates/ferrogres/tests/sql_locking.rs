@@ -8,7 +8,7 @@
 mod common;
 use common::server::Server;
 use common::*;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -67,12 +67,7 @@ impl Client {
     }
 
     fn read(&mut self) -> (u8, Vec<u8>) {
-        let mut h = [0u8; 5];
-        self.s.read_exact(&mut h).expect("reply");
-        let len = i32::from_be_bytes(h[1..5].try_into().unwrap()) as usize;
-        let mut b = vec![0; len - 4];
-        self.s.read_exact(&mut b).unwrap();
-        (h[0], b)
+        read_message(&mut self.s)
     }
 
     /// Sends a query without waiting for its reply.

@@ -105,14 +105,7 @@ pub(crate) fn range_function(
     let (refname, colname) = match &rf.alias {
         None => (name.clone(), name.clone()),
         Some(al) => {
-            let cols: Vec<String> = al
-                .colnames
-                .iter()
-                .filter_map(|n| match n.node.as_ref() {
-                    Some(NodeEnum::String(s)) => Some(s.sval.clone()),
-                    _ => None,
-                })
-                .collect();
+            let cols = crate::srf_from::alias_colnames(al);
             if cols.len() > 1 {
                 return Err(SqlError::new(b"42P10", format!("table \"{}\" has 1 columns available but {} columns specified", al.aliasname, cols.len())));
             }

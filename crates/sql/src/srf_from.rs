@@ -75,6 +75,17 @@ fn not_exist(a: &Analyzer<'_>, name: &str, args: &[Expr], loc: i32) -> SqlError 
     )
 }
 
+/// The column names of an alias (`AS g(a, b)`).
+pub(crate) fn alias_colnames(al: &pb::Alias) -> Vec<String> {
+    al.colnames
+        .iter()
+        .filter_map(|n| match n.node.as_ref() {
+            Some(NodeEnum::String(s)) => Some(s.sval.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A call's function name, without a `pg_catalog.` qualification.
 pub(crate) fn func_name(f: &pb::FuncCall) -> String {
     let names: Vec<&str> = f
@@ -233,14 +244,7 @@ pub(crate) fn range_function(
         if rf.functions.len() == 1 && scan.calls.len() == 1 && !cols[0].2 {
             cols[0].0 = al.aliasname.clone();
         }
-        let names: Vec<String> = al
-            .colnames
-            .iter()
-            .filter_map(|n| match n.node.as_ref() {
-                Some(NodeEnum::String(s)) => Some(s.sval.clone()),
-                _ => None,
-            })
-            .collect();
+        let names = alias_colnames(al);
         if names.len() > cols.len() {
             return Err(SqlError::new(
                 b"42P10",

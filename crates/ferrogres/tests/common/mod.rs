@@ -4,6 +4,16 @@
 
 pub mod server;
 
+/// One backend message: its type byte and body.
+pub fn read_message(s: &mut impl std::io::Read) -> (u8, Vec<u8>) {
+    let mut h = [0u8; 5];
+    s.read_exact(&mut h).expect("a reply from the server");
+    let len = i32::from_be_bytes(h[1..5].try_into().unwrap()) as usize;
+    let mut b = vec![0; len - 4];
+    s.read_exact(&mut b).unwrap();
+    (h[0], b)
+}
+
 pub fn msg(t: u8, body: &[u8]) -> Vec<u8> {
     let mut v = vec![t];
     v.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
