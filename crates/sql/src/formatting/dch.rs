@@ -911,7 +911,7 @@ fn resolve(p: &Parsed, input: &str) -> Result<(i64, i64)> {
     };
     let mut hour = p.hour;
     if p.hh12 || p.pm.is_some() {
-        if !(1..=12).contains(&hour) && (p.hh12 || p.pm.is_some()) && p.hh12 {
+        if p.hh12 && !(1..=12).contains(&hour) {
             return Err(SqlError::new(b"22008", format!("hour \"{hour}\" is invalid for the 12-hour clock"))
                 .with_hint("Use the 24-hour clock, or give an hour between 1 and 12."));
         }
