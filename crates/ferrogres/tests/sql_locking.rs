@@ -43,15 +43,7 @@ impl Client {
         let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut c = Client { s, pid: 0, secret: 0 };
-        let mut b = 196608i32.to_be_bytes().to_vec();
-        for (k, v) in [("user", "postgres"), ("database", "postgres")] {
-            b.extend(cstr(k));
-            b.extend(cstr(v));
-        }
-        b.push(0);
-        let mut p = ((b.len() + 4) as i32).to_be_bytes().to_vec();
-        p.extend(b);
-        c.s.write_all(&p).unwrap();
+        c.s.write_all(&startup(&[("user", "postgres"), ("database", "postgres")])).unwrap();
         loop {
             let (t, b) = c.read();
             match t {

@@ -4,6 +4,19 @@
 
 pub mod server;
 
+/// A protocol 3.0 StartupMessage with the given parameters.
+pub fn startup(params: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = 196608i32.to_be_bytes().to_vec();
+    for (k, v) in params {
+        b.extend(cstr(k));
+        b.extend(cstr(v));
+    }
+    b.push(0);
+    let mut p = ((b.len() + 4) as i32).to_be_bytes().to_vec();
+    p.extend(b);
+    p
+}
+
 /// One backend message: its type byte and body.
 pub fn read_message(s: &mut impl std::io::Read) -> (u8, Vec<u8>) {
     let mut h = [0u8; 5];
