@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs PostgreSQL 15's regression tests (../shared/pg15-tests/regress) against a
+# Runs PostgreSQL 15's regression tests (crates/ferrogres/tests/pg15/regress) against a
 # fresh ferrogres, after test_setup, and prints how far each test's output is from
 # PostgreSQL's expected file (lines in the diff; 0 = identical).
 #
@@ -8,7 +8,7 @@
 # Uses target/release/ferrogres if it exists (FERROGRES=path to choose another).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REGRESS=${PG15_TESTS:-$(cd .. && pwd)/shared/pg15-tests}/regress
+REGRESS=${PG15_TESTS:-crates/ferrogres/tests/pg15}/regress
 PG_REGRESS=/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress
 BIN=${FERROGRES:-target/release/ferrogres}
 [ -x "$BIN" ] || BIN=target/debug/ferrogres
