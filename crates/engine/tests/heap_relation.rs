@@ -205,3 +205,69 @@ fn redo_rebuilds_a_relation_whose_unsynced_extension_was_lost() {
     assert!(report.recovered);
     assert_eq!(count_visible(&engine, r), rows as usize, "rows lost when redo met blocks past the end of the file");
 }
+
+/// The page-at-a-time scan: the same tuples as the callback scan, in the same
+/// order; a relation larger than a quarter of the pool is read through a
+/// BulkRead ring, so the pages of another relation that were in the pool stay
+/// there; and a scan stopped after its first page read one page.
+#[test]
+fn heap_scan_by_page_uses_a_ring_for_a_large_relation_and_can_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let (big, hot) = (rel(30100), rel(30101));
+    let (engine, _) = Engine::open(dir.path(), small_pool()).unwrap();
+    engine.create_relation(big).unwrap();
+    engine.create_relation(hot).unwrap();
+    let mut b = engine.backend(1).unwrap();
+    b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+    let filler = vec![b'x'; 500];
+    for k in 0..2000u64 {
+        heap_insert_values(&mut b, big, None, &desc(), &[Some(Datum::ByVal(k)), Some(Datum::Varlena(&filler))]).unwrap();
+    }
+    heap_insert_values(&mut b, hot, None, &desc(), &[Some(Datum::ByVal(7)), Some(Datum::Varlena(b"hot"))]).unwrap();
+    b.txn.commit().unwrap();
+    b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+    let snap = b.txn.statement_snapshot().unwrap();
+
+    let mut by_callback = Vec::new();
+    heapam::heap_scan(&b, big, &snap, &mut |tid, _| {
+        by_callback.push(tid);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(by_callback.len(), 2000);
+
+    // The hot relation's page is in the pool; a ring scan of `big` (far more
+    // pages than the 32-buffer pool) must not evict it.
+    assert_eq!(count_visible(&engine, hot), 1);
+    let mut scan = heapam::HeapScan::new(&b, big).unwrap();
+    assert!(scan.nblocks() as usize > 32, "the relation is larger than the pool: {} pages", scan.nblocks());
+    assert!(scan.strategy().is_some(), "a relation larger than a quarter of the pool is scanned through a ring");
+    let mut by_page = Vec::new();
+    let mut pages = 0;
+    while scan.next_page(&b, &snap, &mut |tid, _| {
+        by_page.push(tid);
+        Ok(())
+    })
+    .unwrap()
+    {
+        pages += 1;
+    }
+    assert_eq!(by_page, by_callback);
+    assert_eq!(pages, scan.nblocks());
+    assert!(scan.strategy().unwrap().ring_buffers().len() <= scan.strategy().unwrap().ring_size());
+    let reads_before = engine.buffers.stats().reads;
+    assert_eq!(count_visible(&engine, hot), 1);
+    assert_eq!(engine.buffers.stats().reads, reads_before, "the other relation's page was evicted by the ring scan");
+
+    // Stopping after the first page: one page read, its tuples only.
+    let mut first = Vec::new();
+    let mut scan = heapam::HeapScan::new(&b, big).unwrap();
+    assert!(scan.next_page(&b, &snap, &mut |tid, _| {
+        first.push(tid);
+        Ok(())
+    })
+    .unwrap());
+    assert!(!first.is_empty() && first.iter().all(|t| t.block == 0));
+    assert_eq!(first[..], by_callback[..first.len()]);
+    b.txn.commit().unwrap();
+}

@@ -270,25 +270,86 @@ fn try_insert_on_page(
 /// Calls `f(tid, tuple)` for every tuple of `rel` visible to `snapshot`, in
 /// physical order. Each page is first pruned if that is worthwhile and free
 /// (`heap_page_prune_opt`), and the hint bits the visibility checks return are set.
+/// Reads through the pool like any access; [`HeapScan`] with a ring is the scan of
+/// a large relation.
 pub fn heap_scan(
     backend: &Backend,
     rel: RelFileLocator,
     snapshot: &Snapshot,
     f: &mut dyn FnMut(Tid, &[u8]) -> Result<()>,
 ) -> Result<()> {
-    let engine = backend.engine();
-    let nblocks = engine.buffers.nblocks(rel, ForkNumber::Main)?;
-    for block in 0..nblocks {
-        let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, block), None)?;
+    let mut scan = HeapScan::with_strategy(backend, rel, None)?;
+    while scan.next_page(backend, snapshot, f)? {}
+    Ok(())
+}
+
+/// A sequential scan of a heap relation, one page per [`HeapScan::next_page`]
+/// (PostgreSQL's heapgettup_pagemode): the caller takes what it needs from the
+/// page's visible tuples while the page is pinned and share-locked, and holds
+/// nothing of the relation between calls, so it may stop after any page (LIMIT)
+/// and a scan costs memory for one page, whatever the relation's size.
+///
+/// The relation's length is read when the scan starts (PostgreSQL's
+/// rs_nblocks): pages that concurrent inserters add later hold only rows the
+/// scan's snapshot cannot see, and rows this command adds while it scans (an
+/// INSERT ... SELECT from the same table) must not be returned to it.
+///
+/// A relation larger than a quarter of shared buffers is read through a
+/// `BulkRead` ring (256 kB), as PostgreSQL's initscan decides, so that one large
+/// scan does not evict the working set of everyone else.
+pub struct HeapScan {
+    rel: RelFileLocator,
+    nblocks: BlockNumber,
+    next: BlockNumber,
+    strategy: Option<crate::buffer::Strategy>,
+}
+
+impl HeapScan {
+    /// A scan of `rel` from its first page, with a ring when the relation is large.
+    pub fn new(backend: &Backend, rel: RelFileLocator) -> Result<HeapScan> {
+        let engine = backend.engine();
+        let nblocks = engine.buffers.nblocks(rel, ForkNumber::Main)?;
+        let strategy = (nblocks as usize > engine.buffers.nbuffers() / 4)
+            .then(|| engine.buffers.strategy(crate::buffer::StrategyKind::BulkRead));
+        Ok(HeapScan { rel, nblocks, next: 0, strategy })
+    }
+
+    /// A scan of `rel` through `strategy` (`None`: the pool's clock, no ring).
+    pub fn with_strategy(backend: &Backend, rel: RelFileLocator, strategy: Option<crate::buffer::Strategy>) -> Result<HeapScan> {
+        let nblocks = backend.engine().buffers.nblocks(rel, ForkNumber::Main)?;
+        Ok(HeapScan { rel, nblocks, next: 0, strategy })
+    }
+
+    /// Pages the scan will read in all (the relation's length when it started).
+    pub fn nblocks(&self) -> BlockNumber {
+        self.nblocks
+    }
+
+    /// The ring this scan reads through, if any.
+    pub fn strategy(&self) -> Option<&crate::buffer::Strategy> {
+        self.strategy.as_ref()
+    }
+
+    /// Calls `f(tid, tuple)` for each tuple of the next page visible to
+    /// `snapshot` (pruning the page first when due, setting hint bits after), with
+    /// the page pinned and share-locked; `Ok(false)` once every page was read.
+    pub fn next_page(&mut self, backend: &Backend, snapshot: &Snapshot, f: &mut dyn FnMut(Tid, &[u8]) -> Result<()>) -> Result<bool> {
+        if self.next >= self.nblocks {
+            return Ok(false);
+        }
+        let block = self.next;
+        self.next += 1;
+        let engine = backend.engine();
+        let pin = engine.buffers.read_buffer(BufferTag::new(self.rel, ForkNumber::Main, block), self.strategy.as_ref())?;
         let mut page = pin.lock_shared();
         if prune_is_due(&page[..]).is_some() {
             drop(page);
-            heap_page_prune_opt(backend, rel, &pin)?;
+            heap_page_prune_opt(backend, self.rel, &pin)?;
             page = pin.lock_shared();
         }
         scan_page_set_hints(backend, &page, block, snapshot, f)?;
+        Ok(true)
     }
-    Ok(())
 }
 
 /// Reads the tuple at `tid` if `snapshot` sees it. A line pointer that pruning or
