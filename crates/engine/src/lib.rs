@@ -14,6 +14,7 @@
 //! - [`heap`]: heap pages and tuples, free space, relation extension, TOAST.
 //! - [`nbtree`]: B-tree indexes (Lehman & Yao, with PostgreSQL's refinements).
 //! - [`txn`]: transaction ids, commit log, ProcArray, snapshots, visibility.
+//! - [`sinval`]: the shared queue of catalog-cache invalidations sent at commit.
 //! - [`engine`]: one open data directory: startup, recovery, checkpoints, backends.
 //!
 //! Under `cfg(loom)` only the parts that are model-checked are compiled; each module
@@ -29,6 +30,7 @@ pub mod lmgr;
 #[cfg(not(loom))]
 pub mod nbtree;
 pub mod pgstat;
+pub mod sinval;
 pub mod storage;
 pub mod sync;
 pub mod txn;

@@ -80,6 +80,8 @@ pub struct TxnShared {
     /// Removes a relation's buffers and files at the end of a transaction
     /// (`txn::pending_delete`); set once by the engine.
     dropper: std::sync::OnceLock<super::pending_delete::FileDropper>,
+    /// Catalog-cache invalidation messages of committed transactions (`sinval`).
+    pub sinval: crate::sinval::InvalQueue,
 }
 
 /// Microseconds since 2000-01-01 UTC (PostgreSQL's TimestampTz).
@@ -124,6 +126,7 @@ impl TxnShared {
             synchronous_commit: AtomicBool::new(cfg.synchronous_commit),
             snapshot_cache: AtomicBool::new(cfg.snapshot_cache),
             dropper: std::sync::OnceLock::new(),
+            sinval: crate::sinval::InvalQueue::new(),
         }))
     }
 
@@ -155,6 +158,7 @@ impl TxnShared {
             combo: ComboCids::default(),
             latest_xid: None,
             pending_deletes: Default::default(),
+            pending_invals: Vec::new(),
         })
     }
 
@@ -296,6 +300,11 @@ pub struct TransactionManager {
     latest_xid: Option<FullTransactionId>,
     /// Relation files to remove when the transaction ends (`txn::pending_delete`).
     pub pending_deletes: super::pending_delete::PendingDeletes,
+    /// Catalog-cache invalidations this transaction registered: sent to every
+    /// backend if it commits, dropped if it aborts (`sinval`). Per top-level
+    /// transaction, like `pending_deletes`: a ROLLBACK TO keeps them (an extra
+    /// invalidation only costs a cache miss).
+    pending_invals: Vec<crate::sinval::InvalMessage>,
 }
 
 fn no_xact() -> Error {
@@ -518,11 +527,22 @@ impl TransactionManager {
     }
 
     fn finish(&mut self) {
+        self.pending_invals.clear();
         self.stack.clear();
         self.xact_snapshot = None;
         self.latest_xid = None;
         self.curcid = FIRST_COMMAND_ID;
         self.combo.reset();
+    }
+
+    /// Registers a catalog-cache invalidation, sent to every backend (this one
+    /// included) if the transaction commits (`sinval`). A transaction without an
+    /// xid changed no catalog row, so its messages would be dropped: register
+    /// after the catalog change.
+    pub fn register_inval(&mut self, msg: crate::sinval::InvalMessage) {
+        if !self.pending_invals.contains(&msg) {
+            self.pending_invals.push(msg);
+        }
     }
 
     /// COMMIT. Open savepoints commit with the transaction. The sequence:
@@ -531,7 +551,8 @@ impl TransactionManager {
     /// 2. flush it if synchronous_commit;
     /// 3. clog: committed (group update);
     /// 4. ProcArray: xid removed (group clear);
-    /// 5. locks released.
+    /// 5. pending file deletes, then catalog-cache invalidations sent (`sinval`);
+    /// 6. locks released.
     ///
     /// A transaction without an xid skips 1-3.
     pub fn commit(&mut self) -> Result<()> {
@@ -560,6 +581,9 @@ impl TransactionManager {
         sh.procarray.end_transaction(self.backend, Some(self.latest_xid.unwrap_or(top)))?;
         // After the commit record, before the locks go (txn::pending_delete).
         sh.drop_files(self.pending_deletes.take(true));
+        // Visible to everyone now, and still locked: whoever waits for these
+        // locks reads the messages before it looks at what changed (`sinval`).
+        sh.sinval.send(&std::mem::take(&mut self.pending_invals));
         sh.locks.xact_ended(self.backend.0, top.xid(), true);
         self.finish();
         Ok(())
