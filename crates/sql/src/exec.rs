@@ -2,10 +2,9 @@
 //! engine's heap (`SeqScan -> Filter -> Aggregate -> Project -> Sort -> Limit`),
 //! plus INSERT and DELETE.
 //!
-//! Rows are pulled one at a time through [`RowIter`]s. The sequential scan is
-//! fed by `rowio::scan_rows`, which copies the visible tuples of the relation out
-//! under the engine's callback-driven scan first (a page-at-a-time scan iterator is
-//! future work), and Sort materializes its input as any sort does.
+//! Rows are pulled one at a time through [`RowIter`]s. The sequential scan of a
+//! query's table streams page by page (`rowio::RowScan`); an index scan's rows,
+//! the inputs of joins and of DML, and Sort's input are still collected.
 
 use crate::errors::{Result, SqlError};
 use crate::plan::*;
@@ -443,6 +442,18 @@ impl RowIter for VecIter {
     }
 }
 
+/// A sequential scan streaming its rows page by page ([`crate::rowio::RowScan`]):
+/// the Filter above it sees each row as it is read, and a Limit above stops it.
+struct SeqScan(crate::rowio::RowScan);
+impl RowIter for SeqScan {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        if self.0.at_page_boundary() {
+            ctx.env.check_interrupts()?;
+        }
+        Ok(self.0.next(ctx.backend, &ctx.snap)?.map(|r| r.1))
+    }
+}
+
 struct SeriesIter {
     cur: i64,
     end: i64,
@@ -586,13 +597,13 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
         Source::Virtual(oid) if crate::pgcatalog::is_view(*oid) => Box::new(VecIter(crate::pgcatalog::rows(*oid, ctx.backend, &ctx.snap, &*ctx.env)?.into_iter())),
         Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend)?.into_iter())),
-        Source::Table(t) => {
-            let rows: Vec<Vec<Value>> = match crate::index::ordered_scan(t, q, ctx)? {
-                Some(rows) => rows,
-                None => crate::index::scan_table(t, q.filter.as_ref(), ctx)?.into_iter().map(|r| r.1).collect(),
-            };
-            Box::new(VecIter(rows.into_iter()))
-        }
+        Source::Table(t) => match crate::index::ordered_scan(t, q, ctx)? {
+            Some(rows) => Box::new(VecIter(rows.into_iter())),
+            None => match crate::index::open_table_scan(t, q.filter.as_ref(), ctx)? {
+                crate::index::TableScan::Seq(scan) => Box::new(SeqScan(scan)),
+                crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
+            },
+        },
         Source::Series(a, b, ty) => {
             let a = eval_pure(a, &[], ctx.params, &[], ctx.env)?;
             let b = eval_pure(b, &[], ctx.params, &[], ctx.env)?;

@@ -784,10 +784,37 @@ fn as_key(v: Value, from: Type, ty: Type) -> Option<Value> {
 
 /// The rows of `table` that may match `filter`, with their TIDs: through an index
 /// if [`choose_path`] finds one, else a sequential scan. The caller re-checks
-/// `filter` on every row.
+/// `filter` on every row. Collected: DML reads its target rows before changing
+/// any; a query streams them with [`open_table_scan`].
 pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Vec<(Tid, Vec<Value>)>> {
+    match open_table_scan(table, filter, ctx)? {
+        TableScan::Seq(mut scan) => {
+            let mut out = Vec::new();
+            while let Some(r) = scan.next(ctx.backend, &ctx.snap)? {
+                if scan.at_page_boundary() {
+                    ctx.env.check_interrupts()?;
+                }
+                out.push(r);
+            }
+            Ok(out)
+        }
+        TableScan::Rows(rows) => Ok(rows),
+    }
+}
+
+/// How [`open_table_scan`] reads a table: a sequential scan that streams page by
+/// page, or the rows an index scan found.
+pub enum TableScan {
+    Seq(crate::rowio::RowScan),
+    Rows(Vec<(Tid, Vec<Value>)>),
+}
+
+/// The rows of `table` that may match `filter`, as [`scan_table`] chooses them,
+/// without collecting a sequential scan.
+pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<TableScan> {
+    let seq = |ctx: &mut Ctx| -> Result<TableScan> { Ok(TableScan::Seq(crate::rowio::RowScan::new(ctx.backend, &table.storage)?)) };
     let Some(path) = crate::stats::choose_scan_loaded(ctx.backend, &ctx.snap, table, filter, ctx.params) else {
-        return scan_rows(ctx.backend, &table.storage, &ctx.snap);
+        return seq(ctx);
     };
     let ix = &table.indexes[path.index];
     let eval = |e: &Expr, k: usize, ctx: &mut Ctx| -> Result<Option<Option<Value>>> {
@@ -802,8 +829,8 @@ pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result
     let mut eq_vals = Vec::new();
     for (k, e) in path.eq.iter().enumerate() {
         match eval(e, k, ctx)? {
-            None => return scan_rows(ctx.backend, &table.storage, &ctx.snap),
-            Some(None) => return Ok(Vec::new()),
+            None => return seq(ctx),
+            Some(None) => return Ok(TableScan::Rows(Vec::new())),
             Some(Some(v)) => eq_vals.push(v),
         }
     }
@@ -817,13 +844,13 @@ pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result
         })
     };
     let lower = match range(&path.lower, ctx)? {
-        None => return scan_rows(ctx.backend, &table.storage, &ctx.snap),
-        Some(None) => return Ok(Vec::new()),
+        None => return seq(ctx),
+        Some(None) => return Ok(TableScan::Rows(Vec::new())),
         Some(Some(b)) => b,
     };
     let upper = match range(&path.upper, ctx)? {
-        None => return scan_rows(ctx.backend, &table.storage, &ctx.snap),
-        Some(None) => return Ok(Vec::new()),
+        None => return seq(ctx),
+        Some(None) => return Ok(TableScan::Rows(Vec::new())),
         Some(Some(b)) => b,
     };
     let mut all_vals: Vec<Value> = eq_vals.clone();
@@ -879,7 +906,7 @@ pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result
             }
         }
     }
-    Ok(out)
+    Ok(TableScan::Rows(out))
 }
 
 /// ORDER BY `col` LIMIT n (no aggregates, one sort key) where `col` is the first

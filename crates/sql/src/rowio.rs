@@ -55,20 +55,72 @@ pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Resu
     Ok(heapam::heap_insert_values(backend, st.rel, st.toast, &descs, &datums)?)
 }
 
-/// Every row of the relation visible to `snapshot`, with its TID, in physical order.
-/// (Materialized: the engine's scan is callback-driven under the page lock.)
+/// Every row of the relation visible to `snapshot`, with its TID, in physical order,
+/// collected (catalog reads; the executor streams with [`RowScan`]).
 pub fn scan_rows(backend: &Backend, st: &RelStorage, snapshot: &Snapshot) -> Result<Vec<(Tid, Vec<Value>)>> {
-    let descs = st.descs()?;
-    let mut raw: Vec<(Tid, Vec<u8>)> = Vec::new();
-    heapam::heap_scan(backend, st.rel, snapshot, &mut |tid, t| {
-        raw.push((tid, t.to_vec()));
-        Ok(())
-    })?;
-    let mut out = Vec::with_capacity(raw.len());
-    for (tid, t) in raw {
-        out.push((tid, deform_row(backend, st, &descs, &t, snapshot)?));
+    let mut scan = RowScan::new(backend, st)?;
+    let mut out = Vec::new();
+    while let Some(r) = scan.next(backend, snapshot)? {
+        out.push(r);
     }
     Ok(out)
+}
+
+/// A sequential scan of a relation as rows, one heap page at a time
+/// (`heapam::HeapScan`, with its BulkRead ring for a large relation): the visible
+/// tuples of a page are copied into one reused buffer while the page is pinned
+/// and locked, and deformed (and detoasted) after the lock is released. It holds
+/// one page's tuples, whatever the relation's size, and stops reading where its
+/// caller stops asking (LIMIT).
+pub struct RowScan {
+    scan: heapam::HeapScan,
+    st: RelStorage,
+    descs: Vec<AttrDesc>,
+    /// The current page's visible tuples, back to back, and where each one is.
+    page: Vec<u8>,
+    items: Vec<(Tid, std::ops::Range<usize>)>,
+    /// The next item of `items` to return.
+    at: usize,
+}
+
+impl RowScan {
+    pub fn new(backend: &Backend, st: &RelStorage) -> Result<RowScan> {
+        Ok(RowScan {
+            scan: heapam::HeapScan::new(backend, st.rel)?,
+            st: st.clone(),
+            descs: st.descs()?,
+            page: Vec::new(),
+            items: Vec::new(),
+            at: 0,
+        })
+    }
+
+    /// Whether the next call reads a new page (a place to check for interrupts).
+    pub fn at_page_boundary(&self) -> bool {
+        self.at >= self.items.len()
+    }
+
+    /// The next visible row and its TID, or `None` after the last page.
+    pub fn next(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<(Tid, Vec<Value>)>> {
+        while self.at >= self.items.len() {
+            self.page.clear();
+            self.items.clear();
+            self.at = 0;
+            let (page, items) = (&mut self.page, &mut self.items);
+            let more = self.scan.next_page(backend, snapshot, &mut |tid, t| {
+                let start = page.len();
+                page.extend_from_slice(t);
+                items.push((tid, start..page.len()));
+                Ok(())
+            })?;
+            if !more {
+                return Ok(None);
+            }
+        }
+        let (tid, range) = self.items[self.at].clone();
+        self.at += 1;
+        Ok(Some((tid, deform_row(backend, &self.st, &self.descs, &self.page[range], snapshot)?)))
+    }
 }
 
 /// Values of a stored tuple of `st` (detoasting with `snapshot`).
