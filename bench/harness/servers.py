@@ -147,6 +147,19 @@ class Server:
             self.ready_timeout = ready_timeout
         self._launch(wrap)
 
+    def restart(self, stop_timeout: float = 10.0) -> None:
+        """Stops the server (its clean-stop signal, SIGKILL of the process group after
+        `stop_timeout` s) and starts it again on the same data directory: what the tpch
+        workload does when a query ignores its cancel."""
+        old = self.pids()
+        if self.proc is not None:
+            procs.stop(self.proc, self.stop_signal, timeout=stop_timeout)
+            self.proc = None
+        # every process of the old server gone (PostgreSQL refuses to start while an old
+        # backend still holds its shared memory)
+        procs.wait_until(lambda: not any(procs.pid_alive(p) for p in old), 30.0)
+        self._launch([])
+
     def stop(self) -> None:
         if self.proc is not None:
             procs.stop(self.proc, self.stop_signal, timeout=60)
