@@ -493,8 +493,14 @@ def main(argv: list[str]) -> int:
     outdir = os.path.abspath(args.out or os.path.join(BENCH_DIR, "results", stamp))
     os.makedirs(outdir, exist_ok=True)
     procs.install_signal_handlers()
+    what = []
+    if any(W.REGISTRY[n].kind != "tpch" for n in names):
+        what.append(f"clients {prof.clients}; {prof.duration:g} s per point")
+    if "tpch" in names:
+        what.append(f"tpch: scale factor {prof.tpch_scale:g}, {prof.tpch_reps} run(s) per query, "
+                    f"timeout {args.tpch_timeout:g} s, keys {args.tpch_keys}")
     log(f"bench/run {args.profile}: systems {','.join(args.systems)}; workloads {', '.join(names)}; "
-        f"clients {prof.clients}; {prof.duration:g} s per point; results in {outdir}")
+        f"{'; '.join(what)}; results in {outdir}")
     r = Runner(args, prof, outdir)
     try:
         results = r.run(names)
