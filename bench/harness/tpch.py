@@ -570,8 +570,11 @@ def query_status(row: dict, systems: list[str]) -> str:
         if r["status"] == "error":
             parts.append(f"{who} error {r.get('error', '')}")
         elif r["status"] == "timeout":
-            parts.append(f"{who} timeout" + ("" if "cancelled" in r.get("cancel", "") else
-                                             f" ({r.get('cancel', '')})"))
+            # how it ended, in short (the whole story is a note under the table)
+            cancel = r.get("cancel", "")
+            parts.append(f"{who} timeout" + ("" if cancel.startswith("cancelled") else
+                                             " (cancel ignored: server restarted)" if r.get("restarted") else
+                                             f" ({cancel})"))
         else:
             parts.append(f"{who} {word}")
     if parts:
