@@ -29,6 +29,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from decimal import Decimal, InvalidOperation
@@ -65,7 +66,6 @@ REL_TOL = 1e-9
 
 
 def log(msg: str) -> None:
-    import sys
     print(msg, file=sys.stderr, flush=True)
 
 
@@ -381,7 +381,8 @@ def load(srv, ddir: str, keys: str, timeout: float, workdir: str) -> tuple[str, 
             return f"{st.splitlines()[0]}: {out[:300]}", steps, notes
     for t in TABLES:
         path = table_file(ddir, t)
-        ok, out = timed(f"copy {t}", f"\\copy {t} from '{path}' with (format csv, header)")
+        quoted = path.replace("'", "''")
+        ok, out = timed(f"copy {t}", f"\\copy {t} from '{quoted}' with (format csv, header)")
         if not ok:
             return f"COPY {t}: {out[:300]}", steps, notes
     for kind, st in key_statements(keys):

@@ -8,11 +8,9 @@ measured by `bench/run quick --only tpch`, not here.
 """
 
 import csv
-import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
