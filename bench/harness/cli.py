@@ -139,6 +139,9 @@ def parse_args(argv):
     g.add_argument("--tpch-queries", help="only these queries, e.g. 1,6,14-17 (default all 22)")
     g.add_argument("--no-tpch-explain", action="store_true",
                    help="do not save each query's EXPLAIN (without ANALYZE) in the results dir")
+    g.add_argument("--tpch-server-mem", type=float,
+                   help="address-space limit (RLIMIT_AS) of each server process in GB, so a runaway query fails "
+                        "in its server instead of waking the OOM killer (default half the machine's memory; 0: none)")
     g.add_argument("--tpchgen-cli", help=f"tpchgen-cli binary (default: the cache's, installed with cargo "
                    f"install tpchgen-cli@{tpch.TPCHGEN_VERSION} when missing)")
     a = ap.parse_args(argv)

@@ -70,6 +70,7 @@ class Server:
         self.logfile = ""
         self.root_pid: Optional[int] = None
         self.settings: dict = {}
+        self.mem_limit: Optional[int] = None  # RLIMIT_AS of the server processes, bytes (None: none)
 
     @property
     def label(self) -> str:
@@ -94,6 +95,17 @@ class Server:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def death(self) -> str:
+        """How a server that is no longer alive ended: its exit code or signal, and its log's tail."""
+        rc = self.proc.poll() if self.proc is not None else None
+        if rc is None:
+            how = "stopped" if self.proc is None else "running"
+        elif rc < 0:
+            how = f"killed by {signal.Signals(-rc).name}" + (" (the OOM killer?)" if rc == -signal.SIGKILL else "")
+        else:
+            how = f"exited with code {rc}"
+        return f"server {how}: {tail(self.logfile, 4)}"
 
     def pids(self) -> list[int]:
         return procs.process_tree(self.root_pid) if self.root_pid and self.alive() else []
@@ -205,7 +217,7 @@ class PgServer(Server):
         args = wrap + [os.path.join(PG_BINDIR, "postgres"), "-D", self.datadir, "-p", str(self.port),
                        "-k", self.sockdir, "-c", "listen_addresses=127.0.0.1"] + self.settings_args(self.settings)
         self.proc = procs.spawn(args, stop_signal=self.stop_signal, as_server_user=True, stdout=log,
-                                stderr=subprocess.STDOUT, cwd=self.dir, env=env)
+                                stderr=subprocess.STDOUT, cwd=self.dir, env=env, rlimit_as=self.mem_limit)
         log.close()
         # Popen(user=...) execs postgres (or valgrind, which runs it in the same process) itself:
         # this is the postmaster
@@ -239,7 +251,7 @@ class FerrogresServer(Server):
         args = wrap + [exe, "-D", self.datadir, "-p", str(self.port), "-k", self.sockdir, "-h", "127.0.0.1"] + \
             self.settings_args(self.settings)
         self.proc = procs.spawn(args, stop_signal=self.stop_signal, as_server_user=True, stdout=log,
-                                stderr=subprocess.STDOUT, cwd=self.dir, env=env)
+                                stderr=subprocess.STDOUT, cwd=self.dir, env=env, rlimit_as=self.mem_limit)
         log.close()
         self.root_pid = self.proc.pid
         try:

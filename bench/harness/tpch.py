@@ -288,19 +288,22 @@ def run_sql(srv, file_path: str, out_path: str, timeout: float, appname: str, *,
         procs.forget(p)
     rec["wall_s"] = round(time.monotonic() - t0, 3)
     times = [float(x) for x in TIME_RE.findall(out or "")]
+    died = ""
+    if not srv.alive():  # the query took the server down: say how, and bring it back
+        died = srv.death()
+        rec["server_died"] = died
+        restart(srv, rec, "server restarted after it died")
     if timed_out:
         rec["status"] = "timeout"
         rec["error"] = f"no answer within {timeout:g} s; {rec.get('cancel', '')}"
         return rec
-    if p.returncode == 0 and times:
+    if p.returncode == 0 and times and not died:
         rec["status"] = "ok"
         rec["time_ms"] = times[-1]
         return rec
     state, msg = error_of(err or "")
-    if not srv.alive():
-        msg = (msg + "; " if msg else "") + f"server died: {servers.tail(srv.logfile, 4)}"
-        state = state or "XX000"
-        restart(srv, rec)
+    if died:
+        msg = (msg + "; " if msg else "") + died
     rec["sqlstate"] = state
     rec["error"] = f"{state}: {msg}" if state else (msg or f"psql exit code {p.returncode}")
     return rec
@@ -331,8 +334,8 @@ def _cancel(srv, p: subprocess.Popen, appname: str, grace: float, rec: dict) -> 
     procs.stop(p, signal.SIGKILL, timeout=5)
     out, err = p.communicate()
     rec["cancel"] = f"{how} ignored for {grace:g} s: psql killed"
-    if srv.system != "pg" or not _wait_backend_gone(srv, appname):
-        restart(srv, rec)
+    if srv.alive() and (srv.system != "pg" or not _wait_backend_gone(srv, appname)):
+        restart(srv, rec, "server restarted")
     return out, err
 
 
@@ -344,16 +347,17 @@ def _wait_backend_gone(srv, appname: str) -> bool:
     return procs.wait_until(gone, 10.0, step=0.5)
 
 
-def restart(srv, rec: dict) -> None:
-    """Restarts the server on its data directory; rec['restarted'] = True, or the error."""
+def restart(srv, rec: dict, what: str) -> None:
+    """Restarts the server on its data directory; rec['restarted'] = True, or False and
+    the error; `what` is added to rec['cancel'], the story of how the run ended."""
     try:
         srv.restart()
         rec["restarted"] = True
-        rec["cancel"] = (rec.get("cancel", "") + "; server restarted").lstrip("; ")
     except servers.ServerError as e:
         rec["restarted"] = False
         rec["restart_error"] = str(e)
-        rec["cancel"] = (rec.get("cancel", "") + f"; server restart failed: {e}").lstrip("; ")
+        what = f"server restart failed: {e}"
+    rec["cancel"] = (rec.get("cancel", "") + "; " + what).lstrip("; ")
 
 
 # ------------------------------------------------------------------ loading
@@ -586,6 +590,21 @@ def query_status(row: dict, systems: list[str]) -> str:
 
 
 # ------------------------------------------------------------------ the workload
+def server_mem_limit(gb: Optional[float]) -> Optional[int]:
+    """RLIMIT_AS of each server process in bytes: `--tpch-server-mem` GB, default half the
+    machine's memory (a query that runs away with memory then fails inside its server,
+    which the harness restarts, instead of calling the OOM killer onto the machine);
+    0: no limit."""
+    if gb is not None:
+        return int(gb * 2**30) if gb > 0 else None
+    try:
+        with open("/proc/meminfo") as f:
+            m = re.search(r"MemTotal:\s+(\d+) kB", f.read())
+        return int(m.group(1)) * 1024 // 2 if m else None
+    except OSError:
+        return None
+
+
 def estimate(scale: float, reps: int, timeout: float, nsys: int, nq: int, explain: bool) -> list[float]:
     """Progress estimates (seconds): one set-up per system, then one per query run."""
     setup = 5 + scale * 150
@@ -601,6 +620,7 @@ def run(runner, w, prog) -> dict:
     timeout, keys, explain = a.tpch_timeout, a.tpch_keys, not a.no_tpch_explain
     queries = parse_queries(a.tpch_queries)
     settings = workload_settings(w, p)
+    mem_limit = server_mem_limit(a.tpch_server_mem)
     systems = runner.systems
     resdir = os.path.join(runner.outdir, "tpch")
     os.makedirs(os.path.join(resdir, "answers"), exist_ok=True)
@@ -609,7 +629,8 @@ def run(runner, w, prog) -> dict:
     wr = {"name": w.name, "seed": w.seed, "kind": "tpch", "description": w.description,
           "data": f"scale factor {scale_label(scale)}, keys {keys}", "settings": settings,
           "scale": scale, "reps": reps, "timeout_s": timeout, "keys": keys, "queries_run": queries,
-          "tpchgen_cli": TPCHGEN_VERSION, "systems": {}, "points": [], "results_dir": resdir}
+          "tpchgen_cli": TPCHGEN_VERSION, "server_mem_limit_bytes": mem_limit, "systems": {}, "points": [],
+          "results_dir": resdir}
     workdir = tempfile.mkdtemp(prefix="tpch-", dir=runner.base)
     live: dict = {}
     state: dict = {}
@@ -635,6 +656,7 @@ def run(runner, w, prog) -> dict:
                 state[s] = ("cannot-run", runner.fg_unavailable)
             else:
                 srv = runner.make_server(s)
+                srv.mem_limit = mem_limit
                 try:
                     srv.start(settings)
                     live[s] = srv
@@ -669,8 +691,11 @@ def run(runner, w, prog) -> dict:
                 for s in order:
                     base = {"system": s, "query": f"Q{q}", "x": q, "rep": rep + 1}
                     st, why = state[s]
-                    if st == "ok" and not live[s].alive():
-                        state[s] = st, why = ("failed", f"server died: {servers.tail(live[s].logfile, 4)}")
+                    if st == "ok" and not live[s].alive():  # died between runs: one restart
+                        died, tried = live[s].death(), {}
+                        restart(live[s], tried, "restarted")
+                        if not tried["restarted"]:
+                            state[s] = st, why = ("failed", f"{died}; restart failed: {tried['restart_error']}")
                     prev = runs.get((s, q), [])
                     if prev and prev[-1]["status"] != "ok":
                         continue  # a timeout or an error is not repeated
@@ -691,8 +716,7 @@ def run(runner, w, prog) -> dict:
                         elif os.path.exists(out):
                             os.unlink(out)
                         if rec.get("restarted") is False:
-                            state[s] = ("failed", f"restart after an ignored cancel failed: "
-                                                  f"{rec.get('restart_error', '')}")
+                            state[s] = ("failed", f"restart failed: {rec.get('restart_error', '')}")
                     runs.setdefault((s, q), []).append(rec)
                     wr["points"].append(rec)
                     if rec["status"] == "ok":

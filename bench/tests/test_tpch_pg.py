@@ -128,11 +128,12 @@ class TpchTimeout(unittest.TestCase):
         with open(self.stream, "w") as f:
             f.write("select generate_series(1, 100000000), repeat('x', 100);\n")
 
-    def server(self, system):
+    def server(self, system, mem_limit=None):
         if system == "pg":
             srv = servers.PgServer(self.base, ready_timeout=60)
         else:
             srv = servers.FerrogresServer(self.base, ready_timeout=60, binary=os.path.join(FIX, "pg_as_ferrogres.sh"))
+        srv.mem_limit = mem_limit
         srv.start({"max_connections": "20", "fsync": "off"})  # no data-dir sync in crash recovery
         self.addCleanup(srv.stop)
         return srv
@@ -180,6 +181,17 @@ class TpchTimeout(unittest.TestCase):
         self.assertNotEqual(srv.proc.pid, pid0)
         self.assertEqual(srv.psql("select x from kept"), (True, "7"))  # same data directory
 
+
+    def test_server_that_dies_mid_query_is_restarted(self):
+        srv = self.server("ferrogres", mem_limit=8 * 2**30)
+        with open(f"/proc/{srv.proc.pid}/limits") as f:  # the address-space limit is on the server
+            self.assertRegex(f.read(), r"Max address space\s+8589934592\s+8589934592\s+bytes")
+        threading.Timer(1.0, os.kill, (srv.proc.pid, signal.SIGKILL)).start()
+        rec = tpch.run_sql(srv, self.sql, os.devnull, 30, "tpch-test-killed")
+        self.assertEqual(rec["status"], "error", rec)
+        self.assertIn("server killed by SIGKILL (the OOM killer?)", rec["error"])
+        self.assertTrue(rec["restarted"], rec)
+        self.assertEqual(srv.psql("select 1"), (True, "1"))
 
 
 if __name__ == "__main__":

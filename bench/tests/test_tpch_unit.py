@@ -63,6 +63,13 @@ class QueryFiles(unittest.TestCase):
         with open(os.path.join(tpch.BENCH_DIR, "..", ".ci", "run")) as f:
             self.assertIn(f"tpchgen_version={tpch.TPCHGEN_VERSION}\n", f.read())
 
+    def test_server_mem_limit(self):
+        self.assertEqual(tpch.server_mem_limit(2), 2 * 2**30)
+        self.assertIsNone(tpch.server_mem_limit(0))
+        with open("/proc/meminfo") as f:
+            total_kb = int(f.read().split("MemTotal:")[1].split()[0])
+        self.assertEqual(tpch.server_mem_limit(None), total_kb * 1024 // 2)
+
     def test_parse_queries(self):
         self.assertEqual(tpch.parse_queries(None), list(range(1, 23)))
         self.assertEqual(tpch.parse_queries("1,6,14-17"), [1, 6, 14, 15, 16, 17])
