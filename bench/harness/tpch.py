@@ -289,6 +289,10 @@ def run_sql(srv, file_path: str, out_path: str, timeout: float, appname: str, *,
     rec["wall_s"] = round(time.monotonic() - t0, 3)
     times = [float(x) for x in TIME_RE.findall(out or "")]
     died = ""
+    if p.returncode != 0 and not timed_out and not SQLSTATE_RE.search(err or ""):
+        # psql lost its connection without an error message: a dying server closes its
+        # sockets just before its parent can see it gone, so give it a moment
+        procs.wait_until(lambda: not srv.alive(), 2.0)
     if not srv.alive():  # the query took the server down: say how, and bring it back
         died = srv.death()
         rec["server_died"] = died
@@ -580,6 +584,8 @@ def query_status(row: dict, systems: list[str]) -> str:
             parts.append(f"{who} timeout" + ("" if cancel.startswith("cancelled") else
                                              " (cancel ignored: server restarted)" if r.get("restarted") else
                                              f" ({cancel})"))
+        elif r.get("error"):
+            parts.append(f"{who} {word}: {r['error']}")
         else:
             parts.append(f"{who} {word}")
     if parts:
