@@ -218,6 +218,9 @@ def tpch_text(wr: dict, systems: list[str]) -> str:
             r = q["systems"][s]
             if r["status"] == "timeout" and r.get("cancel"):
                 out.append(f"  {q['query']} {LABEL[s]} timeout: {r['cancel']}")
+            if r.get("server_died"):
+                out.append(f"  {q['query']} {LABEL[s]}: {r['server_died']}; "
+                           + ("restarted" if r.get("restarted") else "not restarted"))
     if wr.get("results_dir"):
         out.append(f"  answers (psql --csv) and EXPLAIN output per query and system: {wr['results_dir']}")
     return "\n".join(out) + "\n"

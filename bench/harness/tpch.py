@@ -306,8 +306,8 @@ def run_sql(srv, file_path: str, out_path: str, timeout: float, appname: str, *,
         rec["time_ms"] = times[-1]
         return rec
     state, msg = error_of(err or "")
-    if died:
-        msg = (msg + "; " if msg else "") + died
+    if died:  # how the server ended first: psql only saw the connection go
+        msg = died + (f" (psql: {msg})" if msg else "")
     rec["sqlstate"] = state
     rec["error"] = f"{state}: {msg}" if state else (msg or f"psql exit code {p.returncode}")
     return rec
@@ -531,7 +531,7 @@ def system_result(runs: list[dict]) -> dict:
     bad = next((r for r in runs if r["status"] != "ok"), None)
     if bad is not None:
         out = {"status": bad["status"], "error": bad.get("error", "")}
-        for k in ("sqlstate", "cancel", "restarted"):
+        for k in ("sqlstate", "cancel", "restarted", "server_died"):
             if k in bad:
                 out[k] = bad[k]
         return out

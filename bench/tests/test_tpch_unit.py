@@ -183,10 +183,14 @@ class Summary(unittest.TestCase):
             ("pg", 5): [run_rec("ok", time_ms=50.0)],
             ("ferrogres", 5): [run_rec("error", sqlstate="42883",
                                        error="42883: operator does not exist: date - interval")],
+            ("pg", 9): [run_rec("ok", time_ms=70.0)],
+            ("ferrogres", 9): [run_rec("error", sqlstate="", restarted=True,
+                                       error="server killed by SIGABRT: memory allocation of 512 bytes failed",
+                                       server_died="server killed by SIGABRT: memory allocation of 512 bytes failed")],
         }
         answers = {1: {"answer": "equal", "rows": 4}, 2: {"answer": "mismatch", "rows": 1,
                                                            "detail": "1 rows vs 0 rows"}}
-        return tpch.summarize([1, 2, 5, 17], runs, answers, ["pg", "ferrogres"])
+        return tpch.summarize([1, 2, 5, 9, 17], runs, answers, ["pg", "ferrogres"])
 
     def test_median_ratio_geomean_and_status(self):
         s = self.make()
@@ -200,7 +204,7 @@ class Summary(unittest.TestCase):
         self.assertEqual(q["Q5"]["status"], "ferrogres error 42883: operator does not exist: date - interval")
         self.assertEqual(q["Q17"]["status"], "ferrogres timeout (cancel ignored: server restarted)")
         g = s["geomean"]
-        self.assertEqual((g["n"], g["of"], g["queries"]), (2, 4, ["Q1", "Q2"]))
+        self.assertEqual((g["n"], g["of"], g["queries"]), (2, 5, ["Q1", "Q2"]))
         self.assertAlmostEqual(g["ratio"], math.sqrt(4.0 * 1.0))
         self.assertAlmostEqual(g["pg_ms"], math.sqrt(200.0 * 10.0))
         self.assertEqual(g["wrong_answers_among_them"], ["Q2"])
@@ -232,7 +236,9 @@ class Summary(unittest.TestCase):
         self.assertRegex(row["Q2"], r"^Q2\s+10\.0\s+10\.0\s+1\.00\s+WRONG\s+wrong answer: 1 rows vs 0 rows$")
         self.assertRegex(row["Q5"], r"^Q5\s+50\.0\s+error\s+-\s+-\s+ferrogres error 42883: operator")
         self.assertRegex(row["Q17"], r"^Q17\s+5000\.0\s+>120 s\s+-\s+-\s+ferrogres timeout")
-        self.assertIn("geometric mean ratio f/pg over the 2 of 4 queries that finished on both: 2.00", text)
+        self.assertIn("geometric mean ratio f/pg over the 2 of 5 queries that finished on both: 2.00", text)
+        self.assertRegex(row["Q9"], r"^Q9\s+70\.0\s+error\s+-\s+-\s+ferrogres error server killed by SIGABRT")
+        self.assertIn("  Q9 ferrogres: server killed by SIGABRT: memory allocation of 512 bytes failed; restarted", text)
         self.assertIn("wrong answers among them: Q2", text)
         self.assertIn("ferrogres load: copy lineitem 9.25 s", text)
         self.assertIn("ferrogres note: alter table x add foreign key: ERROR: boom", text)
@@ -243,7 +249,7 @@ class Summary(unittest.TestCase):
         report.save(results, out)
         with open(os.path.join(out, "results.csv")) as f:
             rows = list(csv.DictReader(f))
-        self.assertEqual(len(rows), 8)
+        self.assertEqual(len(rows), 10)
         q1 = [r for r in rows if r["query"] == "Q1"]
         self.assertEqual({r["system"]: r["time_ms"] for r in q1}, {"pg": "200.0", "ferrogres": "800.0"})
         self.assertEqual({r["ratio_ferrogres_pg"] for r in q1}, {"4.000"})
