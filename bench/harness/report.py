@@ -358,8 +358,10 @@ def _plot_tpch(plt, wr: dict, systems: list[str]):
                 ax.bar(x, cap, width, color="white", edgecolor=COLORS[s], hatch="//")
                 ax.text(x, cap, {"timeout": "t/o", "error": "err"}.get(r["status"], "x"), ha="center",
                         va="bottom", fontsize=6, color=COLORS[s])
-        ax.bar([], [], color=COLORS[s], label=LABEL[s])
-    ax.bar([], [], color="white", edgecolor="gray", hatch="//", label=f"did not finish (drawn at {wr['timeout_s']:g} s)")
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor=COLORS[s], label=LABEL[s]) for s in systems]
+    handles.append(Patch(facecolor="white", edgecolor="gray", hatch="//",
+                         label=f"did not finish (drawn at {wr['timeout_s']:g} s)"))
     ax.set_yscale("log")
     ax.set_xticks(range(len(qs)))
     ax.set_xticklabels([q["query"] for q in qs], fontsize=8)
@@ -369,7 +371,7 @@ def _plot_tpch(plt, wr: dict, systems: list[str]):
            if g.get("ratio") else "")
     ax.set_title(f"TPC-H, {wr['data']}\n{sub}", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(handles=handles, fontsize=8)
     return fig
 
 

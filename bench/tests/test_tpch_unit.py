@@ -261,6 +261,9 @@ class Summary(unittest.TestCase):
         self.assertAlmostEqual(j["workloads"][0]["geomean"]["ratio"], 2.0)
         with open(os.path.join(out, "tables.txt")) as f:
             self.assertIn("geometric mean ratio f/pg", f.read())
+        made, err = report.plot_all(results, out)  # bars per query, the unfinished ones hatched
+        self.assertEqual((sorted(made), err), (["tpch.png", "tpch.svg"], ""))
+        self.assertGreater(os.path.getsize(os.path.join(out, "tpch.png")), 10000)
         for n in os.listdir(out):
             os.unlink(os.path.join(out, n))
         os.rmdir(out)
