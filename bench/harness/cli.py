@@ -15,7 +15,7 @@ import tempfile
 import time
 from typing import Optional
 
-from . import callgrind, pgbench, perfstat, procs, report, servers, workloads as W
+from . import callgrind, pgbench, perfstat, procs, report, servers, tpch, workloads as W
 
 BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(BENCH_DIR)
@@ -128,6 +128,22 @@ def parse_args(argv):
     ap.add_argument("--cg-transactions", type=int,
                     help="transactions per client in the callgrind pass (default: the profile's)")
     ap.add_argument("--no-plots", action="store_true")
+    g = ap.add_argument_group("tpch workload")
+    g.add_argument("--tpch-scale", type=float, help="TPC-H scale factor (default: smoke 0.01, quick 0.1, full 1)")
+    g.add_argument("--tpch-reps", type=int, help="timed runs per query and system, median reported "
+                   "(default: quick 1, full 3)")
+    g.add_argument("--tpch-timeout", type=float, default=120.0,
+                   help="seconds per query run, enforced by the client (default 120)")
+    g.add_argument("--tpch-keys", default="pk,fk", choices=list(tpch.KEY_CHOICES),
+                   help="keys added after the load (default pk,fk)")
+    g.add_argument("--tpch-queries", help="only these queries, e.g. 1,6,14-17 (default all 22)")
+    g.add_argument("--no-tpch-explain", action="store_true",
+                   help="do not save each query's EXPLAIN (without ANALYZE) in the results dir")
+    g.add_argument("--tpch-server-mem", type=float,
+                   help="address-space limit (RLIMIT_AS) of each server process in GB, so a runaway query fails "
+                        "in its server instead of waking the OOM killer (default half the machine's memory; 0: none)")
+    g.add_argument("--tpchgen-cli", help=f"tpchgen-cli binary (default: the cache's, installed with cargo "
+                   f"install tpchgen-cli@{tpch.TPCHGEN_VERSION} when missing)")
     a = ap.parse_args(argv)
     a.systems = [s.strip() for s in a.systems.split(",") if s.strip()]
     for s in a.systems:
@@ -138,6 +154,16 @@ def parse_args(argv):
         for s in a.only:
             if s not in W.REGISTRY:
                 ap.error(f"unknown workload {s!r} (known: {', '.join(W.REGISTRY)})")
+    try:
+        tpch.parse_queries(a.tpch_queries)
+    except ValueError as e:
+        ap.error(f"--tpch-queries: {e}")
+    if a.tpch_reps is not None and a.tpch_reps < 1:
+        ap.error("--tpch-reps must be at least 1")
+    if a.tpch_timeout <= 0:
+        ap.error("--tpch-timeout must be positive")
+    if a.tpch_scale is not None and not 0 < a.tpch_scale <= tpch.MAX_SCALE:
+        ap.error(f"--tpch-scale must be in (0, {tpch.MAX_SCALE}] (the schema's integer keys)")
     return a
 
 
@@ -171,6 +197,11 @@ class Runner:
         est = []
         for n in names:
             w = W.REGISTRY[n]
+            if w.kind == "tpch":
+                a = self.args
+                est += tpch.estimate(self.p.tpch_scale, self.p.tpch_reps, a.tpch_timeout, len(self.systems),
+                                     len(tpch.parse_queries(a.tpch_queries)), not a.no_tpch_explain)
+                continue
             for s in self.systems:
                 setup = w.setup(self.p)
                 est.append(3 + setup.get("pgbench_init", 0) * 0.8 + len(setup.get("sql", [])) * 0.5
@@ -428,7 +459,8 @@ class Runner:
         self.logdir = tempfile.mkdtemp(prefix="pgbench-logs-", dir=self.base)
         try:
             for n in names:
-                wr = self.run_workload(W.REGISTRY[n], prog)
+                w = W.REGISTRY[n]
+                wr = tpch.run(self, w, prog) if w.kind == "tpch" else self.run_workload(w, prog)
                 self.results["workloads"].append(wr)
                 report.print_workload(wr, self.systems, self.args.perf_event)
                 report.save(self.results, self.outdir)  # partial results survive an interrupt
@@ -452,6 +484,10 @@ def main(argv: list[str]) -> int:
         over["scale_in"] = args.scale
         # ~15 MB per scale unit must fit in shared_buffers with room to spare
         over["shared_buffers_mb"] = max(prof.shared_buffers_mb, args.scale * 32)
+    if args.tpch_scale is not None:
+        over["tpch_scale"] = args.tpch_scale
+    if args.tpch_reps is not None:
+        over["tpch_reps"] = args.tpch_reps
     if over.get("clients") and max(over["clients"]) + 10 > prof.max_connections:
         over["max_connections"] = max(over["clients"]) + 10
     prof = dataclasses.replace(prof, **over)
@@ -460,8 +496,14 @@ def main(argv: list[str]) -> int:
     outdir = os.path.abspath(args.out or os.path.join(BENCH_DIR, "results", stamp))
     os.makedirs(outdir, exist_ok=True)
     procs.install_signal_handlers()
+    what = []
+    if any(W.REGISTRY[n].kind != "tpch" for n in names):
+        what.append(f"clients {prof.clients}; {prof.duration:g} s per point")
+    if "tpch" in names:
+        what.append(f"tpch: scale factor {prof.tpch_scale:g}, {prof.tpch_reps} run(s) per query, "
+                    f"timeout {args.tpch_timeout:g} s, keys {args.tpch_keys}")
     log(f"bench/run {args.profile}: systems {','.join(args.systems)}; workloads {', '.join(names)}; "
-        f"clients {prof.clients}; {prof.duration:g} s per point; results in {outdir}")
+        f"{'; '.join(what)}; results in {outdir}")
     r = Runner(args, prof, outdir)
     try:
         results = r.run(names)

@@ -13,6 +13,7 @@ import ctypes
 import ctypes.util
 import os
 import pwd
+import resource
 import signal
 import subprocess
 import time
@@ -24,9 +25,11 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True
 _PR_SET_PDEATHSIG = 1
 
 
-def _pdeathsig(sig: int):
+def _pdeathsig(sig: int, rlimit_as: Optional[int] = None):
     def f():
         _libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if rlimit_as:
+            resource.setrlimit(resource.RLIMIT_AS, (rlimit_as, rlimit_as))
     return f
 
 
@@ -52,8 +55,11 @@ def chown_to_server_user(path: str) -> None:
 
 
 def spawn(args: list[str], *, stop_signal: int = signal.SIGTERM, as_server_user: bool = False,
-          **kw) -> subprocess.Popen:
-    """Start a child in its own process group, registered for cleanup."""
+          rlimit_as: Optional[int] = None, **kw) -> subprocess.Popen:
+    """Start a child in its own process group, registered for cleanup; `rlimit_as`: its
+    address-space limit in bytes (RLIMIT_AS, inherited by its children), so that a server
+    that runs away with memory fails its own allocations instead of waking the machine's
+    OOM killer."""
     if as_server_user:
         u = server_user()
         if u is not None:
@@ -63,7 +69,7 @@ def spawn(args: list[str], *, stop_signal: int = signal.SIGTERM, as_server_user:
             env = dict(kw.get("env") or os.environ)
             env.update(USER=u.pw_name, LOGNAME=u.pw_name)
             kw["env"] = env
-    p = subprocess.Popen(args, start_new_session=True, preexec_fn=_pdeathsig(stop_signal), **kw)
+    p = subprocess.Popen(args, start_new_session=True, preexec_fn=_pdeathsig(stop_signal, rlimit_as), **kw)
     _live.append((p, stop_signal))
     return p
 

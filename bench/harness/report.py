@@ -140,7 +140,95 @@ def workload_table(wr: dict, systems: list[str], event: str = "instructions") ->
     return "\n\n".join(blocks)
 
 
+def _tpch_time(r: dict, timeout: float) -> str:
+    if r["status"] == "ok":
+        return num(r.get("time_ms"), 1)
+    if r["status"] == "timeout":
+        return f">{timeout:g} s"
+    return {"error": "error"}.get(r["status"], STATUS_TEXT.get(r["status"], r["status"]))
+
+
+def tpch_table(wr: dict, systems: list[str]) -> str:
+    """Per query: each system's (median) time in ms, the ratio, the answer check, the status."""
+    head = ["query"] + [f"{LABEL[s]} ms" for s in systems]
+    if len(systems) == 2:
+        head += ["ratio f/pg", "answer"]
+    head.append("status")
+    rows = [head]
+    for q in wr.get("queries", []):
+        row = [q["query"]] + [_tpch_time(q["systems"][s], wr["timeout_s"]) for s in systems]
+        if len(systems) == 2:
+            row += [num(q["ratio"], 2) if q.get("ratio") is not None else "-",
+                    {"equal": "equal", "mismatch": "WRONG"}.get(q.get("answer"), "-")]
+        st = q["status"]
+        row.append(st if len(st) <= 110 else st[:107] + "...")
+        rows.append(row)
+    return "\n".join(_left_last(rows))
+
+
+def _left_last(rows: list[list[str]]) -> list[str]:
+    """_fmt_rows with the last column (free text) left-aligned and unpadded."""
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    out = []
+    for j, r in enumerate(rows):
+        cells = [c.rjust(w[i]) if i else c.ljust(w[i]) for i, c in enumerate(r[:-1])]
+        out.append(("  ".join(cells) + "  " + r[-1]).rstrip())
+        if j == 0:
+            out.append("  ".join("-" * x for x in w) + "  " + "-" * max(len(x[-1]) for x in rows))
+    return out
+
+
+def tpch_geomean_line(wr: dict, systems: list[str]) -> str:
+    g = wr.get("geomean") or {}
+    if len(systems) != 2:
+        return ""
+    if not g.get("n"):
+        return f"  geometric mean ratio f/pg: n/a (no query finished on both of the {g.get('of', 0)} run)"
+    line = (f"  geometric mean ratio f/pg over the {g['n']} of {g['of']} queries that finished on both: "
+            f"{g['ratio']:.2f} (geometric mean time: PostgreSQL {g['pg_ms']:.1f} ms, "
+            f"ferrogres {g['ferrogres_ms']:.1f} ms)")
+    if g.get("wrong_answers_among_them"):
+        line += f"; wrong answers among them: {', '.join(g['wrong_answers_among_them'])}"
+    return line
+
+
+def tpch_text(wr: dict, systems: list[str]) -> str:
+    out = [f"== {wr['name']}  ({wr['seed']})",
+           f"   {wr['description']}; {wr['data']}; {wr['reps']} run(s) per query and system "
+           f"({'median' if wr['reps'] > 1 else 'one run'}), timeout {wr['timeout_s']:g} s; times are psql's "
+           f"\\timing (send to last row), ms"]
+    if wr.get("queries"):
+        out.append(tpch_table(wr, systems))
+        gl = tpch_geomean_line(wr, systems)
+        if gl:
+            out.append(gl)
+    for s in systems:
+        st = wr["systems"].get(s, {})
+        if st.get("status") not in (None, "ok"):
+            out.append(f"  {LABEL[s]}: {STATUS_TEXT.get(st['status'], st['status'])}: {st['reason']}")
+        if st.get("load_s"):
+            steps = ", ".join(f"{k} {v:g} s" for k, v in st["load_s"].items())
+            out.append(f"  {LABEL[s]} load: {steps}")
+        for n in st.get("notes", []):
+            out.append(f"  {LABEL[s]} note: {n}")
+    for q in wr.get("queries", []):
+        if q.get("header_note"):
+            out.append(f"  {q['query']}: {q['header_note']}")
+        for s in systems:
+            r = q["systems"][s]
+            if r["status"] == "timeout" and r.get("cancel"):
+                out.append(f"  {q['query']} {LABEL[s]} timeout: {r['cancel']}")
+            if r.get("server_died"):
+                out.append(f"  {q['query']} {LABEL[s]}: {r['server_died']}; "
+                           + ("restarted" if r.get("restarted") else "not restarted"))
+    if wr.get("results_dir"):
+        out.append(f"  answers (psql --csv) and EXPLAIN output per query and system: {wr['results_dir']}")
+    return "\n".join(out) + "\n"
+
+
 def workload_text(wr: dict, systems: list[str], event: str = "instructions") -> str:
+    if wr["kind"] == "tpch":
+        return tpch_text(wr, systems)
     out = []
     add = out.append
     add(f"== {wr['name']}  (seed {wr['seed']})")
@@ -205,7 +293,20 @@ def print_workload(wr: dict, systems: list[str], event: str = "instructions") ->
 
 CSV_FIELDS = ["workload", "system", "query", "x", "status", "tps", "lat_mean_ms", "lat_p99_ms", "txns",
               "failed_txns", "instructions", "instr_per_txn", "wal_bytes", "wal_per_txn", "workers_launched", "error",
-              "ratio_ferrogres_pg"]
+              "time_ms", "answer", "ratio_ferrogres_pg"]
+
+
+def tpch_csv_rows(wr: dict) -> list[dict]:
+    """One row per query and system: the (median) time, status, answer check and the
+    ratio ferrogres/PostgreSQL of the times."""
+    out = []
+    for q in wr.get("queries", []):
+        for s, r in q["systems"].items():
+            out.append({"workload": wr["name"], "system": s, "query": q["query"], "x": q["n"],
+                        "status": r["status"], "time_ms": r.get("time_ms"), "error": r.get("error", ""),
+                        "answer": q.get("answer", ""),
+                        "ratio_ferrogres_pg": "" if q.get("ratio") is None else f"{q['ratio']:.3f}"})
+    return out
 
 
 def save(results: dict, outdir: str) -> None:
@@ -218,6 +319,10 @@ def save(results: dict, outdir: str) -> None:
         wri = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         wri.writeheader()
         for wr in results["workloads"]:
+            if wr["kind"] == "tpch":
+                for row in tpch_csv_rows(wr):
+                    wri.writerow(row)
+                continue
             by = {(p["system"], p.get("query"), p["x"]): p for p in wr["points"]}
             for p in wr["points"]:
                 row = dict(p, workload=wr["name"])
@@ -232,6 +337,42 @@ def save(results: dict, outdir: str) -> None:
 
 # ------------------------------------------------------------------ plots
 COLORS = {"pg": "#336791", "ferrogres": "#d2691e"}
+
+
+def _plot_tpch(plt, wr: dict, systems: list[str]):
+    """Bars of each query's time per system (log scale); a query that did not finish is
+    drawn hatched at the timeout, labelled with its status."""
+    qs = wr.get("queries") or []
+    if not qs:
+        return None
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.55 * len(qs) + 2), 5.5))
+    width = 0.8 / len(systems)
+    cap = wr["timeout_s"] * 1000.0
+    for i, s in enumerate(systems):
+        for j, q in enumerate(qs):
+            r = q["systems"][s]
+            x = j + (i - (len(systems) - 1) / 2) * width
+            if r["status"] == "ok":
+                ax.bar(x, max(r["time_ms"], 0.01), width, color=COLORS[s])
+            else:
+                ax.bar(x, cap, width, color="white", edgecolor=COLORS[s], hatch="//")
+                ax.text(x, cap, {"timeout": "t/o", "error": "err"}.get(r["status"], "x"), ha="center",
+                        va="bottom", fontsize=6, color=COLORS[s])
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor=COLORS[s], label=LABEL[s]) for s in systems]
+    handles.append(Patch(facecolor="white", edgecolor="gray", hatch="//",
+                         label=f"did not finish (drawn at {wr['timeout_s']:g} s)"))
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(qs)))
+    ax.set_xticklabels([q["query"] for q in qs], fontsize=8)
+    ax.set_ylabel("query time (ms, log scale)")
+    g = wr.get("geomean") or {}
+    sub = (f"geometric mean ratio f/pg {g['ratio']:.2f} over {g['n']} of {g['of']} queries"
+           if g.get("ratio") else "")
+    ax.set_title(f"TPC-H, {wr['data']}\n{sub}", fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(handles=handles, fontsize=8)
+    return fig
 
 
 def _fit_label(f: dict, which: str) -> str:
@@ -287,7 +428,11 @@ def plot_all(results: dict, outdir: str) -> tuple[list[str], str]:
     made = []
     systems = results["systems"]
     for wr in results["workloads"]:
-        if wr["kind"] == "parallel":
+        if wr["kind"] == "tpch":
+            fig = _plot_tpch(plt, wr, systems)
+            if fig is None:
+                continue
+        elif wr["kind"] == "parallel":
             qs = list(wr["queries"])
             cols = 2 if len(qs) > 1 else 1
             rows = (len(qs) + cols - 1) // cols

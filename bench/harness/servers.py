@@ -70,6 +70,7 @@ class Server:
         self.logfile = ""
         self.root_pid: Optional[int] = None
         self.settings: dict = {}
+        self.mem_limit: Optional[int] = None  # RLIMIT_AS of the server processes, bytes (None: none)
 
     @property
     def label(self) -> str:
@@ -94,6 +95,17 @@ class Server:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def death(self) -> str:
+        """How a server that is no longer alive ended: its exit code or signal, and its log's tail."""
+        rc = self.proc.poll() if self.proc is not None else None
+        if rc is None:
+            how = "stopped" if self.proc is None else "running"
+        elif rc < 0:
+            how = f"killed by {signal.Signals(-rc).name}" + (" (the OOM killer?)" if rc == -signal.SIGKILL else "")
+        else:
+            how = f"exited with code {rc}"
+        return f"server {how}: {tail(self.logfile, 4)}"
 
     def pids(self) -> list[int]:
         return procs.process_tree(self.root_pid) if self.root_pid and self.alive() else []
@@ -147,6 +159,19 @@ class Server:
             self.ready_timeout = ready_timeout
         self._launch(wrap)
 
+    def restart(self, stop_timeout: float = 10.0) -> None:
+        """Stops the server (its clean-stop signal, SIGKILL of the process group after
+        `stop_timeout` s) and starts it again on the same data directory: what the tpch
+        workload does when a query ignores its cancel."""
+        old = self.pids()
+        if self.proc is not None:
+            procs.stop(self.proc, self.stop_signal, timeout=stop_timeout)
+            self.proc = None
+        # every process of the old server gone (PostgreSQL refuses to start while an old
+        # backend still holds its shared memory)
+        procs.wait_until(lambda: not any(procs.pid_alive(p) for p in old), 30.0)
+        self._launch([])
+
     def stop(self) -> None:
         if self.proc is not None:
             procs.stop(self.proc, self.stop_signal, timeout=60)
@@ -192,7 +217,7 @@ class PgServer(Server):
         args = wrap + [os.path.join(PG_BINDIR, "postgres"), "-D", self.datadir, "-p", str(self.port),
                        "-k", self.sockdir, "-c", "listen_addresses=127.0.0.1"] + self.settings_args(self.settings)
         self.proc = procs.spawn(args, stop_signal=self.stop_signal, as_server_user=True, stdout=log,
-                                stderr=subprocess.STDOUT, cwd=self.dir, env=env)
+                                stderr=subprocess.STDOUT, cwd=self.dir, env=env, rlimit_as=self.mem_limit)
         log.close()
         # Popen(user=...) execs postgres (or valgrind, which runs it in the same process) itself:
         # this is the postmaster
@@ -226,7 +251,7 @@ class FerrogresServer(Server):
         args = wrap + [exe, "-D", self.datadir, "-p", str(self.port), "-k", self.sockdir, "-h", "127.0.0.1"] + \
             self.settings_args(self.settings)
         self.proc = procs.spawn(args, stop_signal=self.stop_signal, as_server_user=True, stdout=log,
-                                stderr=subprocess.STDOUT, cwd=self.dir, env=env)
+                                stderr=subprocess.STDOUT, cwd=self.dir, env=env, rlimit_as=self.mem_limit)
         log.close()
         self.root_pid = self.proc.pid
         try:

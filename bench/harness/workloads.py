@@ -25,6 +25,8 @@ class Profile:
     sampling_rate: float         # pgbench --sampling-rate for the per-transaction log
     max_wal_size: str
     cg_transactions: int = 1000  # transactions per client in the callgrind pass (--instructions callgrind)
+    tpch_scale: float = 0.1      # TPC-H scale factor of the tpch workload (--tpch-scale)
+    tpch_reps: int = 1           # timed runs per TPC-H query and system; the median is reported (--tpch-reps)
 
 
 def _ncpu() -> int:
@@ -36,21 +38,21 @@ PROFILES = {
     "smoke": Profile("smoke", ["select-only", "tpcb-sync-off-in"], [1, 2, 4], 3, 32, 50,
                      scale_in=1, scale_out=8, hash_rows=10_000, par_test_rows=20_000, par_perf_rows=20_000,
                      par_workers=[0, 1, 2], par_reps=2, sampling_rate=1.0, max_wal_size="1GB",
-                     cg_transactions=300),
+                     cg_transactions=300, tpch_scale=0.01, tpch_reps=1),
     # < 15 minutes for both systems: every workload, 1-64 clients, 4 s points
     "quick": Profile("quick", ["select-only", "tpcb-sync-on-in", "tpcb-sync-off-in", "tpcb-sync-on-out",
                                "tpcb-sync-off-out", "hash-update", "parallel-scan"],
                      [1, 2, 4, 8, 16, 32, 64], 4, 128, 100,
                      scale_in=4, scale_out=30, hash_rows=100_000, par_test_rows=300_000, par_perf_rows=100_000,
                      par_workers=list(range(0, max(2, _ncpu()) + 1)), par_reps=3, sampling_rate=1.0,
-                     max_wal_size="2GB"),
+                     max_wal_size="2GB", tpch_scale=0.1, tpch_reps=1),
     # as long as it needs: seed-sized where the machine allows, up to 256 clients, 30 s points
     "full": Profile("full", ["select-only", "tpcb-sync-on-in", "tpcb-sync-off-in", "tpcb-sync-on-out",
-                             "tpcb-sync-off-out", "hash-update", "parallel-scan"],
+                             "tpcb-sync-off-out", "hash-update", "parallel-scan", "tpch"],
                     [1, 2, 4, 8, 16, 32, 64, 128, 256], 30, 1024, 300,
                     scale_in=40, scale_out=300, hash_rows=1_000_000, par_test_rows=1_000_000,
                     par_perf_rows=3_000_000, par_workers=list(range(0, max(4, _ncpu()) + 1)), par_reps=5,
-                    sampling_rate=0.1, max_wal_size="8GB", cg_transactions=10000),
+                    sampling_rate=0.1, max_wal_size="8GB", cg_transactions=10000, tpch_scale=1, tpch_reps=3),
 }
 
 
@@ -73,7 +75,7 @@ def base_settings(p: Profile) -> dict:
 class Workload:
     name: str
     seed: str
-    kind: str                                  # "pgbench" or "parallel"
+    kind: str                                  # "pgbench", "parallel" or "tpch"
     description: str
     settings: Callable[[Profile], dict]        # overrides of base_settings
     setup: Callable[[Profile], dict]           # {"pgbench_init": scale} and/or {"sql": [...]}
@@ -190,6 +192,14 @@ _register(Workload(
     setup=_par_setup,
     scale_label=lambda p: (f"tbl_parallel_test {p.par_test_rows} rows (seed 1000000), "
                            f"tbl_perf {p.par_perf_rows} rows (seed 30000000)"),
+))
+
+_register(Workload(
+    name="tpch", seed="M14 (planner and executor; issue 19)", kind="tpch",
+    description="TPC-H's 22 queries (validation parameters), serial, one client, each with a client-side timeout",
+    settings=lambda p: {"max_parallel_workers_per_gather": "0"},
+    setup=lambda p: {},
+    scale_label=lambda p: f"scale factor {p.tpch_scale:g}",
 ))
 
 
