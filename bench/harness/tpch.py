@@ -157,8 +157,9 @@ def _version_of(exe: str) -> Optional[str]:
 
 
 def tpchgen_binary(given: Optional[str] = None, install: bool = True) -> str:
-    """Path of tpchgen-cli TPCHGEN_VERSION: `given`, else the cache's, else one on PATH of
-    that version, else `cargo install --locked` into the cache (minutes, once per cache)."""
+    """Path of tpchgen-cli TPCHGEN_VERSION: `given`, else the cache's, else one of that
+    version on PATH or in Python's scripts directory (bench/requirements.txt installs
+    it), else `cargo install --locked` into the cache (minutes, once per cache)."""
     if given:
         if not os.access(given, os.X_OK):
             raise ToolError(f"--tpchgen-cli {given} is not an executable file")
@@ -167,9 +168,12 @@ def tpchgen_binary(given: Optional[str] = None, install: bool = True) -> str:
     exe = os.path.join(root, "bin", "tpchgen-cli")
     if os.access(exe, os.X_OK):
         return exe
-    on_path = shutil.which("tpchgen-cli")
-    if on_path and _version_of(on_path) == TPCHGEN_VERSION:
-        return on_path
+    # bench/requirements.txt installs the crate's prebuilt binary from PyPI: on PATH,
+    # or in this Python's scripts directory (pyenv's shims may not list it yet).
+    import sysconfig
+    for found in (shutil.which("tpchgen-cli"), os.path.join(sysconfig.get_path("scripts"), "tpchgen-cli")):
+        if found and os.access(found, os.X_OK) and _version_of(found) == TPCHGEN_VERSION:
+            return found
     if not install:
         raise ToolError(f"tpchgen-cli {TPCHGEN_VERSION} not found in {root} or on PATH")
     cargo = shutil.which("cargo")
