@@ -59,7 +59,7 @@ impl WalOptions {
             fsync: s.fsync,
             synchronous_commit: s.synchronous_commit,
             full_page_writes: s.full_page_writes,
-            wal_buffers: s.wal_buffers,
+            wal_buffers: s.wal_buffer_bytes(),
             commit_delay_us: s.commit_delay_us,
             commit_siblings: s.commit_siblings,
             checkpoint_timeout: Duration::from_secs(s.checkpoint_timeout_s),
