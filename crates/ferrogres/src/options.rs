@@ -167,6 +167,18 @@ impl Options {
             return Err(guc::change_forbidden(g, true).map(Fatal::from).unwrap_or_else(|| Fatal::new("")));
         }
         let v = g.parse(name, value)?;
+        // A setting sessions may change is checked as SET checks it (DateStyle's
+        // keywords, TimeZone's names...); its SHOW form is the sessions' default.
+        let shown = if matches!(g.context, guc::Context::User | guc::Context::Superuser) {
+            ferrogres_sql::session::check_startup_setting(g.name, value).map_err(|e| Fatal {
+                message: e.message,
+                detail: e.detail,
+                hint: e.hint,
+                usage: false,
+            })?
+        } else {
+            g.show(&v)
+        };
         match g.name {
             "port" => self.port = v.as_int() as u16, // 1 .. 65535 by the table
             "listen_addresses" => self.listen = value.to_string(),
@@ -179,7 +191,7 @@ impl Options {
             _ => self.settings.set(name, value)?,
         }
         self.overrides.retain(|(n, _)| n != g.name);
-        self.overrides.push((g.name.to_string(), g.show(&v)));
+        self.overrides.push((g.name.to_string(), shown));
         Ok(())
     }
 }
@@ -221,5 +233,10 @@ mod tests {
         assert!(parse(&["-D"]).unwrap_err().usage);
         assert!(parse(&["-x"]).unwrap_err().usage);
         assert!(parse(&["-c", "my.custom=1"]).is_ok());
+        // Checked as SET checks them.
+        assert_eq!(fatal(&["-c", "DateStyle=nonsense"]), "invalid value for parameter \"DateStyle\": \"nonsense\"");
+        assert_eq!(fatal(&["-c", "TimeZone=Mars/Olympus"]), "invalid value for parameter \"TimeZone\": \"Mars/Olympus\"");
+        let o = parse(&["-c", "datestyle=sql,dmy"]).unwrap();
+        assert!(o.overrides.contains(&("DateStyle".into(), "SQL, DMY".into())), "{:?}", o.overrides);
     }
 }

@@ -79,6 +79,12 @@ fn bad_settings_are_fatal_before_the_data_directory_is_touched() {
         &["FATAL:  200 is outside the valid range for parameter \"autovacuum_vacuum_scale_factor\" (0 .. 100)"],
     );
     fatal(&["-c", "server_version=1"], &["FATAL:  parameter \"server_version\" cannot be changed"]);
+    // Session settings are checked as SET checks them.
+    fatal(
+        &["-c", "DateStyle=nonsense"],
+        &["FATAL:  invalid value for parameter \"DateStyle\": \"nonsense\"", "DETAIL:  Unrecognized key word: \"nonsense\"."],
+    );
+    fatal(&["-c", "TimeZone=Mars/Olympus"], &["FATAL:  invalid value for parameter \"TimeZone\": \"Mars/Olympus\""]);
     // A bad setting after good ones and a custom placeholder still stops the start.
     fatal(
         &["-c", "work_mem=8MB", "-c", "myext.knob=1", "-c", "shared_buffers=0"],
@@ -100,12 +106,14 @@ fn good_settings_start_and_show() {
         "checkpoint_timeout=300",
         "-c",
         "authentication_timeout=30s",
+        "-c",
+        "datestyle=sql,dmy",
     ]);
     let shown = srv.sql_ok(
         "SHOW shared_buffers; SHOW work_mem; SHOW statement_timeout; SHOW myext.knob; SHOW checkpoint_timeout; \
-         SHOW authentication_timeout; SHOW max_connections; SHOW port;",
+         SHOW authentication_timeout; SHOW max_connections; SHOW port; SHOW DateStyle;",
     );
-    let want = format!("128kB\n8MB\n5s\non\n5min\n30s\n100\n{}\n", srv.port);
+    let want = format!("128kB\n8MB\n5s\non\n5min\n30s\n100\n{}\nSQL, DMY\n", srv.port);
     assert_eq!(shown, want);
     // The server works with the smallest shared_buffers PostgreSQL allows.
     srv.sql_ok("CREATE TABLE t (a int PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 5000);");

@@ -139,6 +139,24 @@ pub struct SessionEnv {
     pub locks: Option<crate::locking::LockCtx>,
 }
 
+/// Checks a value given at server start (`-c name=value`) for a setting a session
+/// may change, the way SET checks it (DateStyle's keywords, TimeZone's names, ...),
+/// and returns the value in the form SHOW prints: the binary makes it the sessions'
+/// default, or stops with FATAL.
+pub fn check_startup_setting(name: &str, value: &str) -> Result<String> {
+    let boot = ferrogres_engine::config::guc::find(name).map_or("", |g| g.boot);
+    let mut env = SessionEnv {
+        settings: vec![Setting { name: name.to_string(), value: boot.into(), default: boot.into(), reported: false }],
+        changed: Vec::new(),
+        pid: 0,
+        version: String::new(),
+        interrupts: Box::new(|| Ok(())),
+        locks: None,
+    };
+    env.set(name, Some(value))?;
+    env.get(name)
+}
+
 impl SessionEnv {
     fn find(&self, name: &str) -> Option<usize> {
         self.settings.iter().position(|s| s.name.eq_ignore_ascii_case(name))
