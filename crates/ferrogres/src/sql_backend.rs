@@ -7,6 +7,7 @@
 //! crates' types. Neither crate depends on the other.
 
 use bytes::Bytes;
+use ferrogres_engine::config::guc;
 use ferrogres_engine::engine::Engine;
 use ferrogres_server::handler::{
     pg15_reported_parameters, version_string, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, StartupInfo,
@@ -20,11 +21,14 @@ use std::sync::Arc;
 
 pub struct SqlBackend {
     engine: Arc<Engine>,
+    /// Settings given at start (`-c`), canonical: the sessions' defaults.
+    overrides: Vec<(String, String)>,
 }
 
 impl SqlBackend {
-    /// Bootstraps the catalog if the data directory is new.
-    pub fn new(engine: Arc<Engine>) -> Result<SqlBackend, String> {
+    /// Bootstraps the catalog if the data directory is new. `overrides` are the
+    /// settings given at start, checked already (options.rs), in SHOW's form.
+    pub fn new(engine: Arc<Engine>, overrides: Vec<(String, String)>) -> Result<SqlBackend, String> {
         ferrogres_sql::catalog::bootstrap(&engine).map_err(|e| format!("could not bootstrap the catalog: {}", e.message))?;
         // In every database: temporary tables of sessions of a server that
         // stopped or crashed (a failure leaves them in place, invisible to new
@@ -37,7 +41,7 @@ impl SqlBackend {
             ferrogres_sql::catalog::remove_orphan_files(&engine).map(|_| ())
         })
         .map_err(|e| format!("could not remove orphan relation files: {}", e.message))?;
-        Ok(SqlBackend { engine })
+        Ok(SqlBackend { engine, overrides })
     }
 }
 
@@ -72,32 +76,31 @@ impl Backend for SqlBackend {
             p.severity = Severity::Fatal;
             p
         })?;
-        let mut settings: Vec<session::Setting> = pg15_reported_parameters(startup)
-            .into_iter()
-            .map(|(k, v)| session::Setting { name: k, default: v.clone(), value: v, reported: true })
+        // Every known setting (the table in ferrogres_engine::config::guc), with
+        // its boot value, then what this connection's startup says (user,
+        // application_name, TimeZone, server_version), then the server's `-c`
+        // settings; custom placeholders (`ext.name`) given at start too.
+        let mut settings: Vec<session::Setting> = guc::GUCS
+            .iter()
+            .map(|g| session::Setting { name: g.name.into(), value: g.boot.into(), default: g.boot.into(), reported: g.report })
             .collect();
-        for (k, v) in [
-            ("extra_float_digits", "1"),
-            ("statement_timeout", "0"),
-            ("lock_timeout", "0"),
-            ("deadlock_timeout", "1s"),
-            ("idle_in_transaction_session_timeout", "0"),
-            ("search_path", "\"$user\", public"),
-            ("client_min_messages", "notice"),
-            ("default_transaction_isolation", "read committed"),
-            ("server_version_num", SERVER_VERSION_NUM),
-            ("max_connections", &self.engine.settings().max_connections.to_string()),
-            ("work_mem", "4MB"),
-            ("timezone_abbreviations", "Default"),
-            ("bytea_output", "hex"),
-            ("row_security", "on"),
-            ("check_function_bodies", "on"),
-            ("synchronous_commit", if self.engine.settings().synchronous_commit { "on" } else { "off" }),
-        ] {
-            settings.push(session::Setting { name: k.into(), value: v.into(), default: v.into(), reported: false });
+        let mut put = |name: &str, v: &str| match settings.iter_mut().find(|s| s.name.eq_ignore_ascii_case(name)) {
+            Some(s) => {
+                s.value = v.to_string();
+                s.default = v.to_string();
+            }
+            None => settings.push(session::Setting { name: name.into(), value: v.into(), default: v.into(), reported: false }),
+        };
+        let reported = pg15_reported_parameters(startup);
+        for (k, v) in &reported {
+            put(k, v);
         }
-        for (k, v) in ferrogres_sql::explain::planner_settings() {
-            settings.push(session::Setting { name: k.into(), value: v.into(), default: v.into(), reported: false });
+        put("server_version_num", SERVER_VERSION_NUM);
+        for (k, v) in &self.overrides {
+            put(k, v);
+        }
+        if !startup.application_name.is_empty() {
+            put("application_name", &startup.application_name);
         }
         {
             // A cancel request also wakes a heavyweight lock wait (57014).

@@ -17,10 +17,8 @@ use pgwire::messages::startup::{Authentication, BackendKeyData, NegotiateProtoco
 use pgwire::messages::{Message, PgWireFrontendMessage};
 use std::io::{self, BufReader, Read, Write};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
-/// PostgreSQL's authentication_timeout: a client must finish startup within it.
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Output is flushed when this much is buffered, besides at ReadyForQuery/Flush.
 const FLUSH_THRESHOLD: usize = 64 * 1024;
 
@@ -134,10 +132,32 @@ fn fatal_and_close(io: &mut Io, e: PgError) {
     let _ = io.flush();
 }
 
-/// Read a startup-phase packet (no type byte): `None` on EOF/timeout.
-fn read_startup_packet(io: &mut Io) -> Result<Option<Vec<u8>>, PgError> {
+/// Fill `buf` from the socket before `deadline`: `false` on EOF, an error, or the
+/// deadline passing. The read timeout is set to what is left before every read, so
+/// a client trickling a byte at a time cannot stretch the handshake past the
+/// deadline (a per-read timeout would restart with each byte).
+fn read_by(io: &mut Io, buf: &mut [u8], deadline: Instant) -> bool {
+    let mut off = 0;
+    while off < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || io.reader.get_ref().set_read_timeout(Some(left)).is_err() {
+            return false;
+        }
+        match io.reader.read(&mut buf[off..]) {
+            Ok(0) => return false,
+            Ok(n) => off += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false, // WouldBlock/TimedOut: the deadline passed
+        }
+    }
+    true
+}
+
+/// Read a startup-phase packet (no type byte) before `deadline`: `None` on EOF or
+/// timeout (PostgreSQL closes such a connection without a message).
+fn read_startup_packet(io: &mut Io, deadline: Instant) -> Result<Option<Vec<u8>>, PgError> {
     let mut len = [0u8; 4];
-    if io.reader.read_exact(&mut len).is_err() {
+    if !read_by(io, &mut len, deadline) {
         return Ok(None);
     }
     let len = i32::from_be_bytes(len);
@@ -145,7 +165,7 @@ fn read_startup_packet(io: &mut Io) -> Result<Option<Vec<u8>>, PgError> {
         return Err(PgError::protocol_fatal("invalid length of startup packet"));
     }
     let mut body = vec![0u8; len as usize - 4];
-    if io.reader.read_exact(&mut body).is_err() {
+    if !read_by(io, &mut body, deadline) {
         return Ok(None);
     }
     Ok(Some(body))
@@ -156,9 +176,10 @@ fn read_startup_packet(io: &mut Io) -> Result<Option<Vec<u8>>, PgError> {
 /// StartupMessage -> [NegotiateProtocolVersion] AuthenticationOk ParameterStatus*
 /// BackendKeyData ReadyForQuery.
 fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<Connection> {
-    let _ = io.reader.get_ref().set_read_timeout(Some(STARTUP_TIMEOUT));
+    // authentication_timeout bounds the whole handshake, not each read.
+    let deadline = Instant::now() + shared.authentication_timeout;
     let body = loop {
-        let body = match read_startup_packet(&mut io) {
+        let body = match read_startup_packet(&mut io, deadline) {
             Ok(Some(b)) => b,
             Ok(None) => return None,
             Err(e) => {

@@ -324,19 +324,6 @@ pub struct CostEnv {
     sizes: HashMap<u32, (f64, f64)>,
 }
 
-/// The planner's settings with PostgreSQL's defaults, for the session's settings list.
-pub fn planner_settings() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("seq_page_cost", "1"),
-        ("random_page_cost", "4"),
-        ("cpu_tuple_cost", "0.01"),
-        ("cpu_index_tuple_cost", "0.005"),
-        ("cpu_operator_cost", "0.0025"),
-        ("enable_seqscan", "on"),
-        ("enable_indexscan", "on"),
-    ]
-}
-
 impl CostEnv {
     pub fn load(env: &dyn crate::exec::Env) -> CostEnv {
         let f = |n: &str, d: f64| env.get_setting(n).ok().and_then(|v| v.parse().ok()).unwrap_or(d);

@@ -139,20 +139,60 @@ pub struct SessionEnv {
     pub locks: Option<crate::locking::LockCtx>,
 }
 
+/// Checks a value given at server start (`-c name=value`) for a setting a session
+/// may change, the way SET checks it (DateStyle's keywords, TimeZone's names, ...),
+/// and returns the value in the form SHOW prints: the binary makes it the sessions'
+/// default, or stops with FATAL.
+pub fn check_startup_setting(name: &str, value: &str) -> Result<String> {
+    let boot = ferrogres_engine::config::guc::find(name).map_or("", |g| g.boot);
+    let mut env = SessionEnv {
+        settings: vec![Setting { name: name.to_string(), value: boot.into(), default: boot.into(), reported: false }],
+        changed: Vec::new(),
+        pid: 0,
+        version: String::new(),
+        interrupts: Box::new(|| Ok(())),
+        locks: None,
+    };
+    env.set(name, Some(value))?;
+    env.get(name)
+}
+
 impl SessionEnv {
     fn find(&self, name: &str) -> Option<usize> {
         self.settings.iter().position(|s| s.name.eq_ignore_ascii_case(name))
     }
 
+    /// SET / RESET / a startup-packet setting. The table of known settings
+    /// (`ferrogres_engine::config::guc`) decides whether it may change now (a
+    /// postmaster setting: 55P02 "cannot be changed without restarting the
+    /// server") and checks the value's type, unit and range; numbers and booleans
+    /// are kept in SHOW's canonical form (`SET work_mem = 65536` shows `64MB`).
+    /// A name with a dot and no row is a custom placeholder, made on first SET.
     pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        use ferrogres_engine::config::guc;
         let lname = name.to_ascii_lowercase();
         let Some(idx) = self.find(name) else {
+            if let (true, Some(v)) = (guc::is_custom(&lname), value) {
+                crate::plan_cache::bump_settings_epoch();
+                self.settings.push(Setting { name: lname, value: v.to_string(), default: String::new(), reported: false });
+                return Ok(());
+            }
             return Err(SqlError::new(b"42704", format!("unrecognized configuration parameter \"{lname}\"")));
         };
         let value = value.map(str::to_string).unwrap_or_else(|| self.settings[idx].default.clone());
+        let value = match guc::find(&lname) {
+            Some(g) => {
+                if let Some(e) = guc::change_forbidden(g, false) {
+                    return Err(e.into());
+                }
+                match g.kind {
+                    guc::Kind::String => value,
+                    _ => g.canonical(&lname, &value).map_err(SqlError::from)?,
+                }
+            }
+            None => value,
+        };
         let value = match lname.as_str() {
-            "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes" | "in_hot_standby"
-            | "is_superuser" => return Err(SqlError::new(b"55P02", format!("parameter \"{lname}\" cannot be changed"))),
             "client_encoding" => {
                 if !matches!(value.to_ascii_uppercase().as_str(), "UTF8" | "UTF-8" | "UNICODE") {
                     return Err(SqlError::new(b"22023", format!("invalid value for parameter \"client_encoding\": \"{value}\""))
