@@ -7,7 +7,8 @@
 #   scripts/deps.sh test    the above, plus what the tests use: PostgreSQL 15 (the
 #                           reference server; psql, pgbench, pg_regress and
 #                           pg_isolation_regress from its client package), valgrind and
-#                           perf (the benchmark harness), the harness's python packages
+#                           perf (the benchmark harness), the harness's python packages,
+#                           tpchgen-cli (prebuilt, from PyPI) into bench/.cache
 #
 # Runs apt-get as root, or through sudo when not root. Called by scripts/run.sh and
 # scripts/test.sh (README's two commands) and so by .ci/run.
@@ -63,4 +64,29 @@ fi
 if [ -n "$pip_reqs" ]; then
   echo "scripts/deps.sh: installing the python packages of $pip_reqs" >&2
   python3 -m pip install -q -r "$pip_reqs"
+fi
+# The TPC-H generator of the tpch workload (bench/harness/tpch.py): the tpchgen-cli
+# crate's binary as its authors publish it prebuilt on PyPI, taken out of the wheel into
+# the harness's cache (works with any python, PEP 668 or not; `cargo install` of the
+# crate would take ~10 CPU-minutes).
+if [ "$what" = test ]; then
+  tpchgen_version=$(sed -n 's/^tpchgen-cli==//p' bench/requirements.txt)
+  tpchgen_root=${FERROGRES_BENCH_CACHE:-bench/.cache}/tpchgen-cli-$tpchgen_version
+  if [ ! -x "$tpchgen_root/bin/tpchgen-cli" ]; then
+    echo "scripts/deps.sh: installing tpchgen-cli $tpchgen_version into $tpchgen_root" >&2
+    wheels=$(mktemp -d)
+    python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheels" "tpchgen-cli==$tpchgen_version"
+    mkdir -p "$tpchgen_root/bin"
+    python3 - "$wheels" "$tpchgen_root/bin/tpchgen-cli" <<'PY'
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "tpchgen_cli-*.whl"))[0]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith("/scripts/tpchgen-cli"))
+    with z.open(name) as src, open(sys.argv[2] + ".part", "wb") as dst:
+        dst.write(src.read())
+os.chmod(sys.argv[2] + ".part", 0o755)
+os.rename(sys.argv[2] + ".part", sys.argv[2])
+PY
+    rm -rf "$wheels"
+  fi
 fi
