@@ -1,7 +1,7 @@
 //! One client connection: the startup handshake and the message loop, run on
 //! the connection's own thread. See README.md for the state machines.
 
-use crate::error::PgError;
+use crate::error::{wire_str, PgError};
 use crate::handler::{
     CopyInEvent, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, Session, StartupInfo,
 };
@@ -140,8 +140,9 @@ fn read_startup_packet(io: &mut Io) -> Result<Option<Vec<u8>>, PgError> {
     if io.reader.read_exact(&mut len).is_err() {
         return Ok(None);
     }
+    // Checked as PostgreSQL does: the length counts itself, the limit does not.
     let len = i32::from_be_bytes(len);
-    if len < 8 || len as usize > protocol::MAX_STARTUP_PACKET_LEN {
+    if len < 8 || len as usize - 4 > protocol::MAX_STARTUP_PACKET_LEN {
         return Err(PgError::protocol_fatal("invalid length of startup packet"));
     }
     let mut body = vec![0u8; len as usize - 4];
@@ -157,6 +158,10 @@ fn read_startup_packet(io: &mut Io) -> Result<Option<Vec<u8>>, PgError> {
 /// BackendKeyData ReadyForQuery.
 fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<Connection> {
     let _ = io.reader.get_ref().set_read_timeout(Some(STARTUP_TIMEOUT));
+    // Each encryption request may come once (in either order), as in
+    // PostgreSQL; a second one is read as a StartupMessage of protocol
+    // 1234.5679 or 1234.5680 and refused.
+    let (mut ssl_done, mut gss_done) = (false, false);
     let body = loop {
         let body = match read_startup_packet(&mut io) {
             Ok(Some(b)) => b,
@@ -167,18 +172,41 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
             }
         };
         let code = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+        let ssl = code == protocol::SSL_REQUEST_CODE;
         match code {
-            protocol::SSL_REQUEST_CODE | protocol::GSSENC_REQUEST_CODE if body.len() == 4 => {
+            protocol::SSL_REQUEST_CODE | protocol::GSSENC_REQUEST_CODE if !(if ssl { ssl_done } else { gss_done }) => {
                 // No TLS, no GSSAPI encryption: refuse, the client goes on in clear.
                 if io.writer.write_all(b"N").is_err() {
                     return None;
                 }
+                if ssl {
+                    ssl_done = true;
+                } else {
+                    gss_done = true;
+                }
+                // A client must wait for the answer: bytes it sent before it
+                // came are refused, as PostgreSQL refuses them (CVE-2021-23214).
+                if !io.reader.buffer().is_empty() {
+                    let what = if ssl { "SSL request" } else { "GSSAPI encryption request" };
+                    fatal_and_close(
+                        &mut io,
+                        PgError::protocol_fatal(format!("received unencrypted data after {what}")).with_detail(
+                            "This could be either a client-software bug or evidence of an attempted man-in-the-middle attack.",
+                        ),
+                    );
+                    return None;
+                }
                 continue;
             }
-            protocol::CANCEL_REQUEST_CODE if body.len() == 12 => {
-                let pid = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-                let key = i32::from_be_bytes([body[8], body[9], body[10], body[11]]);
-                shared.cancel(pid, key);
+            protocol::CANCEL_REQUEST_CODE => {
+                // PostgreSQL logs a CancelRequest of the wrong length and hangs up.
+                if body.len() == 12 {
+                    let pid = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                    let key = i32::from_be_bytes([body[8], body[9], body[10], body[11]]);
+                    shared.cancel(pid, key);
+                } else {
+                    eprintln!("LOG:  invalid length of startup packet");
+                }
                 return None;
             }
             _ => break body,
@@ -280,7 +308,7 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
     let _ = io.reader.get_ref().set_read_timeout(None);
     let mut ok = io.send(&Authentication::Ok).is_ok();
     for (k, v) in session.reported_parameters() {
-        ok &= io.send(&ParameterStatus::new(k, v)).is_ok();
+        ok &= io.send(&ParameterStatus::new(wire_str(&k), wire_str(&v))).is_ok();
     }
     ok &= io.send(&BackendKeyData::new(pid, SecretKey::I32(secret))).is_ok();
     let mut conn = Connection { io, session, interrupts, ignore_till_sync: false };
@@ -296,7 +324,7 @@ impl Connection {
     /// ParameterStatus for changed reported settings, then ReadyForQuery, then flush.
     fn ready_for_query(&mut self) -> Result<(), PgError> {
         for (k, v) in self.session.take_parameter_changes() {
-            self.io.send(&ParameterStatus::new(k, v))?;
+            self.io.send(&ParameterStatus::new(wire_str(&k), wire_str(&v)))?;
         }
         let status = self.session.transaction_status();
         self.io.send(&ReadyForQuery::new(status))?;
@@ -432,7 +460,7 @@ impl Connection {
                 let max_rows = if x.max_rows <= 0 { 0 } else { x.max_rows as u32 };
                 let mut sink = WireSink { io: &mut self.io, in_execute: true };
                 match self.session.execute(&portal, max_rows, &mut sink) {
-                    Ok(ExecuteOutcome::Completed(tag)) => self.io.send(&CommandComplete::new(tag)),
+                    Ok(ExecuteOutcome::Completed(tag)) => self.io.send(&CommandComplete::new(wire_str(&tag))),
                     Ok(ExecuteOutcome::Suspended) => self.io.send(&PortalSuspended::new()),
                     Ok(ExecuteOutcome::EmptyQuery) => self.io.send(&EmptyQueryResponse::new()),
                     Err(e) => return self.report_extended(e),
@@ -482,7 +510,7 @@ fn row_description(fields: &[FieldInfo]) -> RowDescription {
             .iter()
             .map(|f| {
                 FieldDescription::new(
-                    f.name.clone(),
+                    wire_str(&f.name),
                     f.table_oid as i32,
                     f.column_id,
                     f.type_oid,
@@ -525,7 +553,7 @@ impl ResultSink for WireSink<'_> {
     }
 
     fn command_complete(&mut self, tag: &str) -> Result<(), PgError> {
-        self.io.send(&CommandComplete::new(tag.to_string()))
+        self.io.send(&CommandComplete::new(wire_str(tag)))
     }
 
     fn empty_query(&mut self) -> Result<(), PgError> {

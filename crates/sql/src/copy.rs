@@ -761,11 +761,11 @@ fn csv_fields(rec: &[u8], o: &CopyOptions) -> Vec<Field> {
     fields
 }
 
+/// A field as text: valid UTF-8 without NUL (a raw or de-escaped NUL is 22021
+/// `0x00`, as PostgreSQL's encoding check reports it).
 fn utf8(bytes: Vec<u8>) -> Result<String> {
-    String::from_utf8(bytes).map_err(|e| {
-        let bad = e.as_bytes()[e.utf8_error().valid_up_to()];
-        SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{bad:02x}"))
-    })
+    crate::types::verify_utf8(&bytes)?;
+    String::from_utf8(bytes).map_err(|_| SqlError::internal("COPY field verified as UTF-8 is not"))
 }
 
 fn copy_from(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String> {
