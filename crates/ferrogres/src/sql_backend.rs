@@ -142,7 +142,17 @@ impl Backend for SqlBackend {
 struct SqlSession {
     s: ferrogres_sql::Session,
     /// Result format codes of each bound portal (the wire layer's business).
+    /// Portals end with their transaction inside the SQL session; entries of
+    /// ended ones are dropped where transactions end (after a simple query and
+    /// at Sync), so the map never outgrows the live portals.
     portal_formats: HashMap<String, Vec<i16>>,
+}
+
+impl SqlSession {
+    fn forget_ended_portals(&mut self) {
+        let s = &self.s;
+        self.portal_formats.retain(|name, _| s.has_portal(name));
+    }
 }
 
 fn field(c: &ColumnDesc, format: i16) -> FieldInfo {
@@ -240,7 +250,9 @@ impl Session for SqlSession {
 
     fn execute_simple(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), PgError> {
         let mut out = Sink { sink, formats: &[] };
-        self.s.execute_simple(sql, &mut out).map_err(to_pg)
+        let r = self.s.execute_simple(sql, &mut out).map_err(to_pg);
+        self.forget_ended_portals();
+        r
     }
 
     fn parse(&mut self, name: &str, sql: &str, param_types: &[u32]) -> Result<(), PgError> {
@@ -323,7 +335,9 @@ impl Session for SqlSession {
     }
 
     fn sync(&mut self) -> Result<(), PgError> {
-        self.s.sync().map_err(to_pg)
+        let r = self.s.sync().map_err(to_pg);
+        self.forget_ended_portals();
+        r
     }
 
     fn terminate(&mut self) {
