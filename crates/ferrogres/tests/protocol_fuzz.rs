@@ -555,7 +555,7 @@ const SIMPLE: &[(&str, bool)] = &[
     ("select count(*) from fz_copy", false),
     ("show server_version", false),
     ("set application_name = 'fz'", false),
-    ("create temp table tt(a int, b text); insert into tt values (1, 'x'), (2, null); select * from tt", false),
+    ("create temp table if not exists tt(a int, b text); insert into tt values (1, 'x'), (2, null); select * from tt", false),
     ("select repeat('x', 5000)", false),
     ("select generate_series(1, 200)", false),
     ("copy (select * from fz_data order by a limit 5) to stdout", false),
