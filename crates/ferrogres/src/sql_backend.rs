@@ -267,15 +267,21 @@ impl Session for SqlSession {
         params: &[Option<Bytes>],
         result_formats: &[i16],
     ) -> Result<(), PgError> {
-        if param_formats.len() > 1 && param_formats.len() != params.len() {
-            return Err(PgError::protocol(format!(
-                "bind message has {} parameter formats but {} parameters",
-                param_formats.len(),
-                params.len()
-            )));
-        }
-        if let Some(f) = param_formats.iter().chain(result_formats).find(|f| **f != 0 && **f != 1) {
-            return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+        // PostgreSQL looks the statement up first (26000 from `s.bind`), then
+        // checks the counts. These errors fail the transaction like any other.
+        if self.s.has_statement(statement) {
+            if param_formats.len() > 1 && param_formats.len() != params.len() {
+                self.s.fail_transaction();
+                return Err(PgError::protocol(format!(
+                    "bind message has {} parameter formats but {} parameters",
+                    param_formats.len(),
+                    params.len()
+                )));
+            }
+            if let Some(f) = param_formats.iter().chain(result_formats).find(|f| **f != 0 && **f != 1) {
+                self.s.fail_transaction();
+                return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+            }
         }
         let values: Vec<ParamValue<'_>> = params
             .iter()
@@ -290,6 +296,7 @@ impl Session for SqlSession {
         let ncols = self.s.describe_portal(portal).map_err(to_pg)?.map_or(0, |c| c.len());
         if result_formats.len() > 1 && result_formats.len() != ncols {
             self.s.close_portal(portal);
+            self.s.fail_transaction();
             return Err(PgError::protocol(format!(
                 "bind message has {} result formats but query has {ncols} columns",
                 result_formats.len()
@@ -338,6 +345,10 @@ impl Session for SqlSession {
         let r = self.s.sync().map_err(to_pg);
         self.forget_ended_portals();
         r
+    }
+
+    fn error_reported(&mut self) {
+        self.s.fail_transaction();
     }
 
     fn terminate(&mut self) {

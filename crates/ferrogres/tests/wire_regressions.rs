@@ -354,3 +354,126 @@ fn ended_portals_leave_nothing_behind() {
     s.write_all(&query("select 1")).unwrap();
     while read_message(&mut s).0 != b'Z' {}
 }
+
+/// An ERROR the wire layer raised itself (a malformed message) did not reach
+/// the session, so a transaction block went on as if nothing had happened and
+/// an implicit transaction committed at Sync. In PostgreSQL every ERROR fails
+/// the block (25P02 until ROLLBACK) or rolls the implicit transaction back. The
+/// same held for the adapter's own Bind checks (format counts).
+#[test]
+fn wire_level_errors_fail_the_transaction() {
+    let srv = Server::start_temp(&[]);
+    srv.sql_ok("create table t(a int)");
+    let no_data = msg(b'D', b""); // Describe without its kind byte
+    // In a block.
+    let mut b = query("begin");
+    b.extend(parse("", "select 1", &[]));
+    b.extend(&no_data);
+    b.extend(sync());
+    b.extend(query("select 1"));
+    b.extend(query("rollback"));
+    let v = session(&srv, &b);
+    assert_eq!(types(&v), "CZ1EZEZCZ");
+    assert_eq!(error(&v[3])[&b'M'], "no data left in message");
+    assert_eq!(v[4].1, b"E", "the block failed");
+    assert_eq!(error(&v[5])[&b'C'], "25P02");
+    // The implicit transaction of a pipeline: the INSERT before the bad message
+    // is rolled back.
+    let mut b = parse("", "insert into t values (1)", &[]);
+    b.extend(bind("", "", &[], &[], &[]));
+    b.extend(execute("", 0));
+    b.extend(&no_data);
+    b.extend(sync());
+    assert_eq!(types(&session(&srv, &b)), "12CEZ");
+    assert_eq!(srv.sql_ok("select count(*) from t"), "0\n");
+    // Bind's format-count check, in a block.
+    let mut b = query("begin");
+    b.extend(parse("", "select $1::int", &[]));
+    b.extend(bind("", "", &[0, 0], &[Some(b"1")], &[]));
+    b.extend(sync());
+    b.extend(query("rollback"));
+    let v = session(&srv, &b);
+    assert_eq!(types(&v), "CZ1EZCZ");
+    assert_eq!(error(&v[3])[&b'M'], "bind message has 2 parameter formats but 1 parameters");
+    assert_eq!(v[4].1, b"E");
+    // PostgreSQL looks the statement up before it counts the formats.
+    let v = session(&srv, &[bind("", "nostmt", &[0, 0], &[Some(b"1")], &[]), sync()].concat());
+    assert_eq!(error(&v[0])[&b'C'], "26000");
+}
+
+/// Execute with a row limit answered CommandComplete when exactly that many
+/// rows were left; PostgreSQL's executor stops at the limit without looking
+/// further, so it answers PortalSuspended and the next Execute `SELECT 0`.
+#[test]
+fn exactly_max_rows_rows_is_portal_suspended() {
+    let srv = Server::start_temp(&[]);
+    let run = |sql: &str, limits: &[i32]| {
+        let mut b = parse("", sql, &[]);
+        b.extend(bind("", "", &[], &[], &[]));
+        for &n in limits {
+            b.extend(execute("", n));
+        }
+        b.extend(sync());
+        let v = session(&srv, &b);
+        let tags: Vec<String> = v.iter().filter(|m| m.0 == b'C').map(|m| String::from_utf8_lossy(&m.1).trim_end_matches('\0').to_string()).collect();
+        (types(&v), tags)
+    };
+    assert_eq!(run("select 1", &[1, 1, 0]), ("12DsCCZ".into(), vec!["SELECT 0".to_string(), "SELECT 0".into()]));
+    assert_eq!(run("select generate_series(1, 3)", &[3, 0]), ("12DDDsCZ".into(), vec!["SELECT 0".to_string()]));
+    assert_eq!(run("select generate_series(1, 3)", &[2, 2, 2]), ("12DDsDCCZ".into(), vec!["SELECT 1".to_string(), "SELECT 0".into()]));
+    assert_eq!(run("select 1 where false", &[1]), ("12CZ".into(), vec!["SELECT 0".to_string()]));
+}
+
+/// Replies in PostgreSQL's order during startup: NegotiateProtocolVersion as
+/// soon as the packet is read (before a missing user is reported), and
+/// AuthenticationOk before what InitPostgres finds (an unknown database, a bad
+/// setting). Bytes that are not UTF-8 in a parameter are no layout error.
+#[test]
+fn startup_replies_come_in_postgres_order() {
+    let srv = Server::start_temp(&[]);
+    let packet = |version: i32, params: &[(&[u8], &[u8])]| {
+        let mut b = version.to_be_bytes().to_vec();
+        for (k, v) in params {
+            b.extend(*k);
+            b.push(0);
+            b.extend(*v);
+            b.push(0);
+        }
+        b.push(0);
+        [((b.len() + 4) as i32).to_be_bytes().to_vec(), b].concat()
+    };
+    let fatal = |bytes: Vec<u8>, want_types: &str, code: &str| {
+        let v = messages(&exchange(&srv, &bytes), 0);
+        assert_eq!(types(&v), want_types);
+        let f = error(v.last().unwrap());
+        assert_eq!((f[&b'S'].as_str(), f[&b'C'].as_str()), ("FATAL", code), "{f:?}");
+        f[&b'M'].clone()
+    };
+    let m = fatal(packet(196_608, &[(b"user", b"postgres"), (b"database", b"nosuchdb")]), "RE", "3D000");
+    assert_eq!(m, "database \"nosuchdb\" does not exist");
+    let m = fatal(packet(196_608, &[(b"user", b"postgres"), (b"nosuchguc", b"1")]), "RE", "42704");
+    assert_eq!(m, "unrecognized configuration parameter \"nosuchguc\"");
+    let m = fatal(packet(196_609, &[(b"database", b"postgres")]), "vE", "28000");
+    assert_eq!(m, "no PostgreSQL user name specified in startup packet");
+    fatal(packet(196_608, &[(b"user", b"postgres"), (b"database", b"no\xffdb")]), "RE", "3D000");
+}
+
+/// During COPY FROM STDIN a message of an unknown type is PostgreSQL's
+/// "unexpected message type" ERROR, then the FATAL for lost synchronization
+/// (it was a FATAL "invalid frontend message type" at once).
+#[test]
+fn unknown_message_during_copy_in() {
+    let srv = Server::start_temp(&[]);
+    srv.sql_ok("create table t(a int)");
+    let mut b = query("copy t from stdin");
+    b.extend(msg(b'@', b"xyz"));
+    let mut all = startup(&[("user", "postgres")]);
+    all.extend(b);
+    let v = messages(&exchange(&srv, &all), 0);
+    let k = v.iter().position(|m| m.0 == b'G').expect("CopyInResponse");
+    assert_eq!(types(&v[k..]), "GEE");
+    let e = error(&v[k + 1]);
+    assert_eq!((e[&b'S'].as_str(), e[&b'C'].as_str(), e[&b'M'].as_str()), ("ERROR", "08P01", "unexpected message type 0x40 during COPY from stdin"));
+    let f = error(&v[k + 2]);
+    assert_eq!((f[&b'S'].as_str(), f[&b'M'].as_str()), ("FATAL", "terminating connection because protocol synchronization was lost"));
+}

@@ -71,17 +71,28 @@ impl Io {
     /// Read one message after startup: `Ok(None)` on EOF. A bad frame (length out
     /// of range, unknown type) is a FATAL 08P01: message boundaries are lost.
     fn read_message(&mut self) -> Result<Option<(u8, Vec<u8>)>, PgError> {
-        let mut t = [0u8; 1];
-        match self.reader.read(&mut t) {
-            Ok(0) => return Ok(None),
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return self.read_message(),
-            Err(_) => return Ok(None),
-        }
-        let t = t[0];
+        let Some(t) = self.read_type() else { return Ok(None) };
         if !protocol::is_known_type(t) {
             return Err(PgError::protocol_fatal(format!("invalid frontend message type {t}")));
         }
+        self.read_body(t)
+    }
+
+    /// A message's type byte: `None` on EOF.
+    fn read_type(&mut self) -> Option<u8> {
+        let mut t = [0u8; 1];
+        loop {
+            match self.reader.read(&mut t) {
+                Ok(0) => return None,
+                Ok(_) => return Some(t[0]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// The length word and body of a message of type `t`: `Ok(None)` on EOF.
+    fn read_body(&mut self, t: u8) -> Result<Option<(u8, Vec<u8>)>, PgError> {
         let mut len = [0u8; 4];
         if self.reader.read_exact(&mut len).is_err() {
             return Ok(None);
@@ -221,13 +232,15 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         );
         return None;
     }
-    // name\0value\0 ... \0
+    // name\0value\0 ... \0. Only the layout is checked here: bytes that are not
+    // UTF-8 are no layout error (PostgreSQL reads them as they are and then finds
+    // no such role or database); they reach the session replaced by U+FFFD.
     let mut params: Vec<(String, String)> = Vec::new();
     let mut r = protocol::BodyReader::new(&body[4..]);
     let layout = PgError::protocol_fatal("invalid startup packet layout: expected terminator as last byte");
     loop {
-        let name = match r.cstring() {
-            Ok(n) => n,
+        let name = match r.cstring_bytes() {
+            Ok(n) => String::from_utf8_lossy(n).into_owned(),
             Err(_) => {
                 fatal_and_close(&mut io, layout);
                 return None;
@@ -236,8 +249,8 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         if name.is_empty() {
             break;
         }
-        match r.cstring() {
-            Ok(v) => params.push((name, v)),
+        match r.cstring_bytes() {
+            Ok(v) => params.push((name, String::from_utf8_lossy(v).into_owned())),
             Err(_) => {
                 fatal_and_close(&mut io, layout);
                 return None;
@@ -248,6 +261,15 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         fatal_and_close(&mut io, layout);
         return None;
     }
+    // Protocol 3.x with x > 0, or _pq_ options: tell the client what we speak
+    // (PostgreSQL does so right after reading the packet, before any check).
+    let unknown_opts: Vec<String> = params.iter().filter(|(n, _)| n.starts_with("_pq_.")).map(|(n, _)| n.clone()).collect();
+    if minor > 0 || !unknown_opts.is_empty() {
+        let m = NegotiateProtocolVersion::new(pgwire::messages::startup::Startup::PROTOCOL_VERSION_3_0, unknown_opts);
+        if io.send(&m).is_err() {
+            return None;
+        }
+    }
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let Some(user) = get("user").filter(|u| !u.is_empty()) else {
         fatal_and_close(&mut io, PgError::fatal(b"28000", "no PostgreSQL user name specified in startup packet"));
@@ -257,14 +279,6 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
     if get("replication").is_some_and(|r| !matches!(r.to_ascii_lowercase().as_str(), "false" | "off" | "no" | "0")) {
         fatal_and_close(&mut io, PgError::fatal(b"0A000", "ferrogres does not support the replication protocol yet"));
         return None;
-    }
-    // Protocol 3.x with x > 0, or _pq_ options: tell the client what we speak.
-    let unknown_opts: Vec<String> = params.iter().filter(|(n, _)| n.starts_with("_pq_.")).map(|(n, _)| n.clone()).collect();
-    if minor > 0 || !unknown_opts.is_empty() {
-        let m = NegotiateProtocolVersion::new(pgwire::messages::startup::Startup::PROTOCOL_VERSION_3_0, unknown_opts);
-        if io.send(&m).is_err() {
-            return None;
-        }
     }
     let client_addr = io.reader.get_ref().peer_description();
     // Trust authentication, for local clients only (Unix socket or loopback TCP).
@@ -295,6 +309,12 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         client_addr,
     };
     let interrupts = entry.interrupts.clone();
+    // Authenticated (trust): AuthenticationOk comes before the session is made,
+    // so an unknown database or a bad setting is a FATAL after it, as in
+    // PostgreSQL (InitPostgres runs after authentication).
+    if io.send(&Authentication::Ok).is_err() {
+        return None;
+    }
     let session = match shared.backend.new_session(&info, interrupts.clone()) {
         Ok(s) => s,
         Err(mut e) => {
@@ -306,7 +326,7 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         }
     };
     let _ = io.reader.get_ref().set_read_timeout(None);
-    let mut ok = io.send(&Authentication::Ok).is_ok();
+    let mut ok = true;
     for (k, v) in session.reported_parameters() {
         ok &= io.send(&ParameterStatus::new(wire_str(&k), wire_str(&v))).is_ok();
     }
@@ -399,6 +419,7 @@ impl Connection {
         let msg = match protocol::decode(t, body) {
             Ok(Frontend::Msg(m)) => m,
             Ok(Frontend::FunctionCall) => {
+                self.session.error_reported();
                 self.report(PgError::error(b"0A000", "fastpath function calls are not supported by ferrogres"))?;
                 return self.ready_for_query().map_err(|_| End::Closed);
             }
@@ -407,6 +428,9 @@ impl Connection {
                     fatal_and_close(&mut self.io, e);
                     return Err(End::Closed);
                 }
+                // The message never reached the session, but its error fails the
+                // transaction all the same (PostgreSQL: any ERROR does).
+                self.session.error_reported();
                 if extended {
                     // Even a malformed Sync: PostgreSQL reports it and keeps
                     // skipping until a well-formed one.
@@ -570,12 +594,17 @@ impl ResultSink for WireSink<'_> {
     }
 
     fn copy_in_read(&mut self) -> Result<CopyInEvent, PgError> {
+        let eof = || PgError::connection_failure("unexpected EOF on client connection with an open transaction");
         loop {
-            let (t, body) = match self.io.read_message() {
+            let Some(t) = self.io.read_type() else { return Err(eof()) };
+            if !matches!(t, b'd' | b'c' | b'f' | b'H' | b'S') {
+                // As PostgreSQL: judged by the type byte alone, the rest unread.
+                self.io.sync_lost = true;
+                return Err(PgError::protocol(format!("unexpected message type 0x{t:02X} during COPY from stdin")));
+            }
+            let (t, body) = match self.io.read_body(t) {
                 Ok(Some(m)) => m,
-                Ok(None) => {
-                    return Err(PgError::connection_failure("unexpected EOF on client connection with an open transaction"))
-                }
+                Ok(None) => return Err(eof()),
                 Err(e) => {
                     self.io.sync_lost = true;
                     return Err(e);
@@ -590,11 +619,7 @@ impl ResultSink for WireSink<'_> {
                 }
                 // Flush and Sync are ignored during COPY IN (a client using the
                 // extended protocol may send them right after Execute).
-                b'H' | b'S' => continue,
-                _ => {
-                    self.io.sync_lost = true;
-                    return Err(PgError::protocol(format!("unexpected message type 0x{t:02X} during COPY from stdin")));
-                }
+                _ => continue,
             }
         }
     }

@@ -1353,14 +1353,11 @@ impl Session {
             PortalState::Rows { rows, tag } => {
                 let mut n: u64 = 0;
                 loop {
+                    // As PostgreSQL's executor, which stops after `max_rows`
+                    // rows without looking for another: exactly `max_rows`
+                    // rows is PortalSuspended, even when none are left.
                     if max_rows > 0 && n == max_rows as u64 {
-                        if rows.is_empty() {
-                            break;
-                        }
-                        let ends_txn = matches!(*p.plan, Statement::Transaction(_));
-                        if !ends_txn {
-                            self.portals.insert(portal.to_string(), p);
-                        }
+                        self.portals.insert(portal.to_string(), p);
                         return Ok(ExecOutcome::Suspended);
                     }
                     let Some(r) = rows.pop_front() else { break };
@@ -1414,6 +1411,17 @@ impl Session {
     /// Whether a portal of this name exists (for the wire layer's bookkeeping).
     pub fn has_portal(&self, name: &str) -> bool {
         self.portals.contains_key(name)
+    }
+
+    /// Whether a prepared statement of this name exists.
+    pub fn has_statement(&self, name: &str) -> bool {
+        self.prepared.contains_key(name)
+    }
+
+    /// An error was raised outside the session (the wire layer rejected a
+    /// message): the transaction fails as after any error.
+    pub fn fail_transaction(&mut self) {
+        self.on_error();
     }
 
     /// The connection ends: roll back.
