@@ -278,7 +278,10 @@ impl Session for SqlSession {
                     params.len()
                 )));
             }
-            if let Some(f) = param_formats.iter().chain(result_formats).find(|f| **f != 0 && **f != 1) {
+            // Parameter format codes are checked where they apply, as PostgreSQL
+            // reads each parameter; result format codes when rows are sent
+            // (`execute`), as printtup does.
+            if let Some(f) = param_formats.iter().find(|f| **f != 0 && **f != 1).filter(|_| !params.is_empty()) {
                 self.s.fail_transaction();
                 return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
             }
@@ -293,8 +296,10 @@ impl Session for SqlSession {
             })
             .collect();
         self.s.bind(portal, statement, &values).map_err(to_pg)?;
-        let ncols = self.s.describe_portal(portal).map_err(to_pg)?.map_or(0, |c| c.len());
-        if result_formats.len() > 1 && result_formats.len() != ncols {
+        // A portal without a result (BEGIN, INSERT) takes any result formats, as
+        // PostgreSQL's PortalSetResultFormat does.
+        let ncols = self.s.describe_portal(portal).map_err(to_pg)?.map(|c| c.len());
+        if let Some(ncols) = ncols.filter(|&n| result_formats.len() > 1 && result_formats.len() != n) {
             self.s.close_portal(portal);
             self.s.fail_transaction();
             return Err(PgError::protocol(format!(
@@ -322,6 +327,12 @@ impl Session for SqlSession {
 
     fn execute(&mut self, portal: &str, max_rows: u32, sink: &mut dyn ResultSink) -> Result<ExecuteOutcome, PgError> {
         let formats = self.portal_formats.get(portal).cloned().unwrap_or_default();
+        if let Some(f) = formats.iter().find(|f| **f != 0 && **f != 1) {
+            if self.s.describe_portal(portal).map_err(to_pg)?.is_some_and(|c| !c.is_empty()) {
+                self.s.fail_transaction();
+                return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+            }
+        }
         let mut out = Sink { sink, formats: &formats };
         Ok(match self.s.execute(portal, max_rows, &mut out).map_err(to_pg)? {
             ferrogres_sql::ExecOutcome::Completed(tag) => ExecuteOutcome::Completed(tag),

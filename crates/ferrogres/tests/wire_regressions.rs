@@ -477,3 +477,82 @@ fn unknown_message_during_copy_in() {
     let f = error(&v[k + 2]);
     assert_eq!((f[&b'S'].as_str(), f[&b'M'].as_str()), ("FATAL", "terminating connection because protocol synchronization was lost"));
 }
+
+/// A simple Query destroys the unnamed prepared statement and the unnamed
+/// portal (the protocol documentation says so and PostgreSQL does); both
+/// outlived it. Named ones live on.
+#[test]
+fn simple_query_destroys_the_unnamed_statement_and_portal() {
+    let srv = Server::start_temp(&[]);
+    let mut b = parse("", "select 1", &[]);
+    b.extend(sync());
+    b.extend(query("select 2"));
+    b.extend(bind("", "", &[], &[], &[]));
+    b.extend(sync());
+    let v = session(&srv, &b);
+    assert_eq!(types(&v), "1ZTDCZEZ");
+    assert_eq!(error(&v[6])[&b'M'], "unnamed prepared statement does not exist");
+
+    let mut b = query("begin");
+    b.extend(parse("s", "select 1", &[]));
+    b.extend(bind("", "s", &[], &[], &[]));
+    b.extend(bind("p", "s", &[], &[], &[]));
+    b.extend(sync());
+    b.extend(query("select 2"));
+    b.extend(execute("p", 0));
+    b.extend(sync());
+    b.extend(execute("", 0));
+    b.extend(sync());
+    b.extend(query("rollback"));
+    let v = session(&srv, &b);
+    assert_eq!(types(&v), "CZ122ZTDCZDCZEZCZ");
+    assert_eq!(error(&v[13])[&b'M'], "portal \"\" does not exist");
+}
+
+/// A Sync with a body is an error, but still a Sync: PostgreSQL ends the
+/// skipping and answers ReadyForQuery after the error (ferrogres kept skipping
+/// until a well-formed Sync). A Terminate with a body still terminates
+/// (ferrogres answered an error and went on).
+#[test]
+fn malformed_sync_and_terminate_still_do_their_job() {
+    let srv = Server::start_temp(&[]);
+    let mut b = parse("", "select nothing_known", &[]);
+    b.extend(msg(b'S', b"x"));
+    b.extend(query("select 1"));
+    let v = session(&srv, &b);
+    assert_eq!(types(&v), "EEZTDCZ");
+    assert_eq!(error(&v[1])[&b'M'], "invalid message format");
+    let mut all = startup(&[("user", "postgres")]);
+    all.extend(msg(b'X', b"bye"));
+    all.extend(query("select 1"));
+    let v = messages(&exchange(&srv, &all), 0);
+    assert!(types(&v).ends_with("KZ"), "nothing after Terminate: {}", types(&v));
+}
+
+/// Format codes are judged where PostgreSQL judges them: result formats of a
+/// portal without a result are accepted (Bind used to refuse three formats
+/// for BEGIN), a bad result format code fails the Execute that would use it
+/// (not the Bind), and parameter format codes with no parameters are unused.
+#[test]
+fn format_codes_are_checked_where_they_apply() {
+    let srv = Server::start_temp(&[]);
+    let mut b = parse("", "select 1", &[]);
+    b.extend(bind("", "", &[], &[], &[2]));
+    b.extend(describe(b'P', ""));
+    b.extend(execute("", 0));
+    b.extend(sync());
+    let v = session(&srv, &b);
+    assert_eq!(types(&v), "12TEZ");
+    assert_eq!((error(&v[3])[&b'C'].as_str(), error(&v[3])[&b'M'].as_str()), ("22023", "unsupported format code: 2"));
+    let mut b = parse("", "begin", &[]);
+    b.extend(bind("", "", &[], &[], &[1, 1, 1]));
+    b.extend(execute("", 0));
+    b.extend(sync());
+    b.extend(query("rollback"));
+    assert_eq!(types(&session(&srv, &b)), "12CZCZ");
+    let mut b = parse("", "select 1", &[]);
+    b.extend(bind("", "", &[7], &[], &[]));
+    b.extend(execute("", 0));
+    b.extend(sync());
+    assert_eq!(types(&session(&srv, &b)), "12DCZ");
+}

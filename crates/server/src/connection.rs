@@ -431,11 +431,13 @@ impl Connection {
                 // The message never reached the session, but its error fails the
                 // transaction all the same (PostgreSQL: any ERROR does).
                 self.session.error_reported();
-                if extended {
-                    // Even a malformed Sync: PostgreSQL reports it and keeps
-                    // skipping until a well-formed one.
+                if extended && t != b'S' {
                     return self.report_extended(e);
                 }
+                // A malformed Sync still ends the skipping and is answered with
+                // ReadyForQuery after its error (PostgreSQL marks a Sync as no
+                // extended-query message before reading it).
+                self.ignore_till_sync = false;
                 self.report(e)?;
                 return self.ready_for_query().map_err(|_| End::Closed);
             }

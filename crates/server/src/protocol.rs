@@ -223,10 +223,8 @@ pub fn decode(t: u8, body: &[u8]) -> Result<Frontend, PgError> {
             r.end()?;
             PgWireFrontendMessage::Flush(Flush::new())
         }
-        b'X' => {
-            r.end()?;
-            PgWireFrontendMessage::Terminate(Terminate::new())
-        }
+        // PostgreSQL does not read a Terminate's body: the session ends anyway.
+        b'X' => PgWireFrontendMessage::Terminate(Terminate::new()),
         b'd' => PgWireFrontendMessage::CopyData(CopyData::new(Bytes::copy_from_slice(body))),
         b'c' => PgWireFrontendMessage::CopyDone(CopyDone::new()),
         b'f' => {

@@ -964,6 +964,10 @@ impl Session {
     // ---- simple query ----------------------------------------------------------
 
     pub fn execute_simple(&mut self, sql: &str, out: &mut dyn Output) -> Result<()> {
+        // A simple Query destroys the unnamed statement and the unnamed portal
+        // (the protocol says so; named ones live on).
+        self.prepared.remove("");
+        self.portals.remove("");
         let stmts = match self.parse_cached(sql) {
             Ok(s) => s,
             Err(e) => {
