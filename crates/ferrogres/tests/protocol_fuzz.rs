@@ -365,7 +365,7 @@ fn numeric_binary(s: &str) -> Vec<u8> {
     digits.extend(int.bytes());
     let int_groups = digits.len() / 4;
     digits.extend(frac.bytes());
-    while digits.len() % 4 != 0 {
+    while !digits.len().is_multiple_of(4) {
         digits.push(b'0');
     }
     let mut groups: Vec<i16> =
@@ -1354,7 +1354,7 @@ fn run_case(t: &Target, bytes: &[u8], d: Delivery, seed: u64) -> Result<Vec<u8>,
                 std::thread::sleep(Duration::from_micros(rng.below(4000) as u64));
             }
         } else {
-            let _ = w.write_all(&data);
+            let _ = w.write_all(data);
         }
         w.shutdown_write();
     });
@@ -1688,7 +1688,7 @@ insert into fz_keep select i, 'keep ' || i from generate_series(1, 1000) i;
 ";
 
 /// One case: build, mutate, send, check. `Err` describes a failure.
-fn one_case(t: &Target, ctx: &Ctx, seed: u64, stats: &mut Stats, tcp_health: bool) -> Result<(), Failure> {
+fn one_case(t: &Target, ctx: &Ctx, seed: u64, stats: &mut Stats, tcp_health: bool) -> Result<(), Box<Failure>> {
     let mut rng = Rng(seed);
     let mut stream = generate(&mut rng, ctx);
     let n = if rng.chance(1, 8) { 0 } else { 1 + rng.below(4) };
@@ -1708,7 +1708,9 @@ fn one_case(t: &Target, ctx: &Ctx, seed: u64, stats: &mut Stats, tcp_health: boo
         // For comparing with PostgreSQL by hand (each case's bytes, by seed).
         let _ = std::fs::write(std::path::Path::new(&dir).join(format!("{seed:016x}-{}.bin", applied.len())), &bytes);
     }
-    let fail = |what: String, reply: &[u8]| Failure { seed, what, mutations: applied.clone(), delivery, stream: bytes.clone(), reply: reply.to_vec() };
+    let fail = |what: String, reply: &[u8]| {
+        Box::new(Failure { seed, what, mutations: applied.clone(), delivery, stream: bytes.clone(), reply: reply.to_vec() })
+    };
     stats.cases += 1;
     stats.bytes += bytes.len() as u64;
     stats.trickled += u64::from(delivery.trickle);
