@@ -145,7 +145,17 @@ impl Backend for SqlBackend {
 struct SqlSession {
     s: ferrogres_sql::Session,
     /// Result format codes of each bound portal (the wire layer's business).
+    /// Portals end with their transaction inside the SQL session; entries of
+    /// ended ones are dropped where transactions end (after a simple query and
+    /// at Sync), so the map never outgrows the live portals.
     portal_formats: HashMap<String, Vec<i16>>,
+}
+
+impl SqlSession {
+    fn forget_ended_portals(&mut self) {
+        let s = &self.s;
+        self.portal_formats.retain(|name, _| s.has_portal(name));
+    }
 }
 
 fn field(c: &ColumnDesc, format: i16) -> FieldInfo {
@@ -243,7 +253,9 @@ impl Session for SqlSession {
 
     fn execute_simple(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), PgError> {
         let mut out = Sink { sink, formats: &[] };
-        self.s.execute_simple(sql, &mut out).map_err(to_pg)
+        let r = self.s.execute_simple(sql, &mut out).map_err(to_pg);
+        self.forget_ended_portals();
+        r
     }
 
     fn parse(&mut self, name: &str, sql: &str, param_types: &[u32]) -> Result<(), PgError> {
@@ -258,15 +270,24 @@ impl Session for SqlSession {
         params: &[Option<Bytes>],
         result_formats: &[i16],
     ) -> Result<(), PgError> {
-        if param_formats.len() > 1 && param_formats.len() != params.len() {
-            return Err(PgError::protocol(format!(
-                "bind message has {} parameter formats but {} parameters",
-                param_formats.len(),
-                params.len()
-            )));
-        }
-        if let Some(f) = param_formats.iter().chain(result_formats).find(|f| **f != 0 && **f != 1) {
-            return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+        // PostgreSQL looks the statement up first (26000 from `s.bind`), then
+        // checks the counts. These errors fail the transaction like any other.
+        if self.s.has_statement(statement) {
+            if param_formats.len() > 1 && param_formats.len() != params.len() {
+                self.s.fail_transaction();
+                return Err(PgError::protocol(format!(
+                    "bind message has {} parameter formats but {} parameters",
+                    param_formats.len(),
+                    params.len()
+                )));
+            }
+            // Parameter format codes are checked where they apply, as PostgreSQL
+            // reads each parameter; result format codes when rows are sent
+            // (`execute`), as printtup does.
+            if let Some(f) = param_formats.iter().find(|f| **f != 0 && **f != 1).filter(|_| !params.is_empty()) {
+                self.s.fail_transaction();
+                return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+            }
         }
         let values: Vec<ParamValue<'_>> = params
             .iter()
@@ -278,9 +299,12 @@ impl Session for SqlSession {
             })
             .collect();
         self.s.bind(portal, statement, &values).map_err(to_pg)?;
-        let ncols = self.s.describe_portal(portal).map_err(to_pg)?.map_or(0, |c| c.len());
-        if result_formats.len() > 1 && result_formats.len() != ncols {
+        // A portal without a result (BEGIN, INSERT) takes any result formats, as
+        // PostgreSQL's PortalSetResultFormat does.
+        let ncols = self.s.describe_portal(portal).map_err(to_pg)?.map(|c| c.len());
+        if let Some(ncols) = ncols.filter(|&n| result_formats.len() > 1 && result_formats.len() != n) {
             self.s.close_portal(portal);
+            self.s.fail_transaction();
             return Err(PgError::protocol(format!(
                 "bind message has {} result formats but query has {ncols} columns",
                 result_formats.len()
@@ -306,6 +330,12 @@ impl Session for SqlSession {
 
     fn execute(&mut self, portal: &str, max_rows: u32, sink: &mut dyn ResultSink) -> Result<ExecuteOutcome, PgError> {
         let formats = self.portal_formats.get(portal).cloned().unwrap_or_default();
+        if let Some(f) = formats.iter().find(|f| **f != 0 && **f != 1) {
+            if self.s.describe_portal(portal).map_err(to_pg)?.is_some_and(|c| !c.is_empty()) {
+                self.s.fail_transaction();
+                return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+            }
+        }
         let mut out = Sink { sink, formats: &formats };
         Ok(match self.s.execute(portal, max_rows, &mut out).map_err(to_pg)? {
             ferrogres_sql::ExecOutcome::Completed(tag) => ExecuteOutcome::Completed(tag),
@@ -326,7 +356,13 @@ impl Session for SqlSession {
     }
 
     fn sync(&mut self) -> Result<(), PgError> {
-        self.s.sync().map_err(to_pg)
+        let r = self.s.sync().map_err(to_pg);
+        self.forget_ended_portals();
+        r
+    }
+
+    fn error_reported(&mut self) {
+        self.s.fail_transaction();
     }
 
     fn terminate(&mut self) {

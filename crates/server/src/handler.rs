@@ -226,6 +226,10 @@ pub trait Session: Send {
     /// Sync: end the implicit transaction of the extended-query messages since the
     /// last Sync (commit it, or roll it back after an error).
     fn sync(&mut self) -> Result<(), PgError>;
+    /// The wire layer reported an ERROR the session did not raise (a malformed
+    /// message, an unsupported one): as after any error, a transaction block
+    /// fails and an implicit transaction is rolled back, as in PostgreSQL.
+    fn error_reported(&mut self);
     /// The connection is ending (Terminate, EOF, FATAL, shutdown): roll back.
     fn terminate(&mut self);
 }

@@ -326,7 +326,11 @@ struct Prepared {
 enum PortalState {
     NotStarted,
     Rows { rows: VecDeque<Vec<Value>>, tag: String },
+    /// A statement without rows ran; its tag is reported by this Execute.
     Done(String),
+    /// A statement without rows ran and was reported: running the portal again
+    /// is PostgreSQL's 55000 `portal "p" cannot be run` (PORTAL_DONE).
+    Finished,
 }
 
 struct Portal {
@@ -1000,6 +1004,10 @@ impl Session {
     // ---- simple query ----------------------------------------------------------
 
     pub fn execute_simple(&mut self, sql: &str, out: &mut dyn Output) -> Result<()> {
+        // A simple Query destroys the unnamed statement and the unnamed portal
+        // (the protocol says so; named ones live on).
+        self.prepared.remove("");
+        self.portals.remove("");
         let stmts = match self.parse_cached(sql) {
             Ok(s) => s,
             Err(e) => {
@@ -1301,23 +1309,39 @@ impl Session {
         let p = &self.prepared[statement];
         let mut values = Vec::with_capacity(params.len());
         for (i, (pv, ty)) in params.iter().zip(&p.param_types).enumerate() {
+            // PostgreSQL's bind_param_error_callback: which parameter failed, and
+            // for a text value that was read, its value cut to
+            // log_parameter_max_length_on_error (0 by default: '...').
+            let context = |with_value: bool| {
+                move |e: SqlError| {
+                    let value = if with_value { " = '...'" } else { "" };
+                    if e.context.is_some() {
+                        e
+                    } else if portal.is_empty() {
+                        e.with_context(format!("unnamed portal parameter ${}{value}", i + 1))
+                    } else {
+                        e.with_context(format!("portal \"{portal}\" parameter ${}{value}", i + 1))
+                    }
+                }
+            };
             values.push(match pv {
                 ParamValue::Null => Value::Null,
                 ParamValue::Text(b) => {
-                    let s = std::str::from_utf8(b).map_err(|e| {
-                        SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{:02x}", b[e.valid_up_to()]))
-                    })?;
-                    types::input(*ty, s, -1)?
+                    // Text parameters are verified like any client string (a NUL is invalid).
+                    let s = types::verify_utf8(b).map_err(context(false))?;
+                    types::input(*ty, s, -1).map_err(context(true))?
                 }
-                ParamValue::Binary(b) => types::recv(*ty, b).map_err(|e| {
-                    // A receive function's own complaint about the content (numeric_recv's
-                    // "invalid sign in external ..." ) keeps its text, as in PostgreSQL.
-                    if e.code == *b"22P03" && !e.message.starts_with("invalid ") {
-                        SqlError::new(b"22P03", format!("incorrect binary data format in bind parameter {}", i + 1))
-                    } else {
-                        e
-                    }
-                })?,
+                ParamValue::Binary(b) => types::recv(*ty, b)
+                    .map_err(|e| {
+                        // A receive function's own complaint about the content (numeric_recv's
+                        // "invalid sign in external ..." ) keeps its text, as in PostgreSQL.
+                        if e.code == *b"22P03" && !e.message.starts_with("invalid ") {
+                            SqlError::new(b"22P03", format!("incorrect binary data format in bind parameter {}", i + 1))
+                        } else {
+                            e
+                        }
+                    })
+                    .map_err(context(false))?,
             });
         }
         if !portal.is_empty() && self.portals.contains_key(portal) {
@@ -1341,10 +1365,20 @@ impl Session {
             return Err(SqlError::new(b"34000", format!("portal \"{portal}\" does not exist")));
         };
         if !matches!(*p.plan, Statement::Transaction(_)) {
-            self.check_not_failed(None)?;
+            if let Err(e) = self.check_not_failed(None) {
+                self.portals.insert(portal.to_string(), p);
+                return Err(e);
+            }
         }
         if matches!(*p.plan, Statement::Empty) {
+            // An empty portal answers EmptyQueryResponse as often as it is run.
+            self.portals.insert(portal.to_string(), p);
             return Ok(ExecOutcome::EmptyQuery);
+        }
+        if let PortalState::Finished = p.state {
+            let e = SqlError::new(b"55000", format!("portal \"{portal}\" cannot be run"));
+            self.portals.insert(portal.to_string(), p);
+            return Err(e);
         }
         if let PortalState::NotStarted = p.state {
             let (rows, tag) = self.run(&p.plan, &p.params, out)?;
@@ -1354,19 +1388,20 @@ impl Session {
             };
         }
         let outcome = match &mut p.state {
-            PortalState::NotStarted => return Err(SqlError::internal("portal not started")),
-            PortalState::Done(tag) => ExecOutcome::Completed(tag.clone()),
+            PortalState::NotStarted | PortalState::Finished => return Err(SqlError::internal("portal not started")),
+            PortalState::Done(tag) => {
+                let tag = std::mem::take(tag);
+                p.state = PortalState::Finished;
+                ExecOutcome::Completed(tag)
+            }
             PortalState::Rows { rows, tag } => {
                 let mut n: u64 = 0;
                 loop {
+                    // As PostgreSQL's executor, which stops after `max_rows`
+                    // rows without looking for another: exactly `max_rows`
+                    // rows is PortalSuspended, even when none are left.
                     if max_rows > 0 && n == max_rows as u64 {
-                        if rows.is_empty() {
-                            break;
-                        }
-                        let ends_txn = matches!(*p.plan, Statement::Transaction(_));
-                        if !ends_txn {
-                            self.portals.insert(portal.to_string(), p);
-                        }
+                        self.portals.insert(portal.to_string(), p);
                         return Ok(ExecOutcome::Suspended);
                     }
                     let Some(r) = rows.pop_front() else { break };
@@ -1385,8 +1420,14 @@ impl Session {
                 ExecOutcome::Completed(t)
             }
         };
-        // Transaction end drops every portal, this one included.
-        if self.backend.txn.in_transaction() || self.status != TxnStatus::Idle {
+        // The portal lives on until its transaction ends, at the latest at the
+        // next Sync (see `sync`): a SET or SHOW portal outside a block belongs
+        // to the pipeline's implicit transaction, as in PostgreSQL. A portal
+        // whose COMMIT or ROLLBACK just ended the transaction goes with it.
+        let ended_txn = matches!(*p.plan, Statement::Transaction(_))
+            && !self.backend.txn.in_transaction()
+            && self.status == TxnStatus::Idle;
+        if !ended_txn {
             self.portals.insert(portal.to_string(), p);
         }
         Ok(outcome)
@@ -1400,8 +1441,31 @@ impl Session {
         self.portals.remove(name);
     }
 
+    /// Sync: commit the implicit transaction. Outside a transaction block every
+    /// portal is gone afterwards, as in PostgreSQL (where the implicit
+    /// transaction, started by the first message of the pipeline, owns them).
     pub fn sync(&mut self) -> Result<()> {
-        self.finish_implicit()
+        let r = self.finish_implicit();
+        if self.status == TxnStatus::Idle && !self.backend.txn.in_transaction() {
+            self.portals.clear();
+        }
+        r
+    }
+
+    /// Whether a portal of this name exists (for the wire layer's bookkeeping).
+    pub fn has_portal(&self, name: &str) -> bool {
+        self.portals.contains_key(name)
+    }
+
+    /// Whether a prepared statement of this name exists.
+    pub fn has_statement(&self, name: &str) -> bool {
+        self.prepared.contains_key(name)
+    }
+
+    /// An error was raised outside the session (the wire layer rejected a
+    /// message): the transaction fails as after any error.
+    pub fn fail_transaction(&mut self) {
+        self.on_error();
     }
 
     /// The connection ends: roll back.

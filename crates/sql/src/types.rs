@@ -707,6 +707,31 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
     })
 }
 
+/// Client bytes as text of the server encoding (UTF8), verified as PostgreSQL's
+/// pg_verify_mbstr does: valid UTF-8 and no NUL, else 22021 naming the bytes of
+/// the bad character (`0xe2 0x82 0x41`).
+pub fn verify_utf8(b: &[u8]) -> Result<&str> {
+    let bad_at = match std::str::from_utf8(b) {
+        Ok(s) => match s.find('\0') {
+            None => return Ok(s),
+            Some(n) => n,
+        },
+        Err(e) => match b[..e.valid_up_to()].iter().position(|&c| c == 0) {
+            Some(n) => n,
+            None => e.valid_up_to(),
+        },
+    };
+    let bad = &b[bad_at..];
+    let len = match bad[0] {
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => 1,
+    };
+    let shown: Vec<String> = bad.iter().take(len).map(|x| format!("0x{x:02x}")).collect();
+    Err(SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": {}", shown.join(" "))))
+}
+
 /// A type's binary input (typreceive). Wrong lengths are 22P03.
 pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
     let v = recv_unchecked(ty, b)?;
@@ -753,13 +778,9 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
             Value::TimeTz(i64::from_be_bytes(b[..8].try_into().unwrap()), i32::from_be_bytes(b[8..].try_into().unwrap()))
         }
         Type::Array(e) => crate::array::recv(*e, b)?,
-        Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar | Type::Name | Type::Char => Value::Text(
-            String::from_utf8(b.to_vec())
-                .map_err(|e| {
-                    let byte = b[e.utf8_error().valid_up_to()];
-                    SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{byte:02x}"))
-                })?,
-        ),
+        Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar | Type::Name | Type::Char => {
+            Value::Text(verify_utf8(b)?.to_string())
+        }
         Type::Void => Value::Null,
         Type::Numeric => Value::Numeric(crate::numeric::Numeric::recv(b)?),
         Type::Uuid => Value::Uuid(crate::uuid::recv(b)?),
@@ -770,9 +791,7 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
                 (_, Some((1, rest))) => (rest, true),
                 _ => return Err(SqlError::new(b"XX000", format!("unsupported jsonb version number {}", b.first().copied().unwrap_or(0)))),
             };
-            let s = std::str::from_utf8(text).map_err(|e| {
-                SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{:02x}", text[e.valid_up_to()]))
-            })?;
+            let s = verify_utf8(text)?;
             if jsonb { Value::Jsonb(crate::json::jsonb_in(s)?) } else { Value::Json(crate::json::json_in(s)?) }
         }
     })
@@ -1029,6 +1048,18 @@ pub enum CastContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_text_is_utf8_without_nul() {
+        assert_eq!(verify_utf8("aé€".as_bytes()).unwrap(), "aé€");
+        let msg = |b: &[u8]| verify_utf8(b).map(|_| ()).unwrap_err().message;
+        assert_eq!(msg(b"a\0b"), "invalid byte sequence for encoding \"UTF8\": 0x00");
+        assert_eq!(msg(b"a\xffb"), "invalid byte sequence for encoding \"UTF8\": 0xff");
+        assert_eq!(msg(b"a\xe2\x82A"), "invalid byte sequence for encoding \"UTF8\": 0xe2 0x82 0x41");
+        assert_eq!(msg(b"\0\xff"), "invalid byte sequence for encoding \"UTF8\": 0x00", "the first bad byte");
+        let e = recv(Type::Text, b"x\0").unwrap_err();
+        assert_eq!(e.sqlstate(), "22021");
+    }
 
     #[test]
     fn integer_input_and_errors() {
