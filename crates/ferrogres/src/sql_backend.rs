@@ -60,6 +60,10 @@ fn to_sql(e: PgError) -> SqlError {
 }
 
 impl Backend for SqlBackend {
+    fn connection_stack_size(&self) -> usize {
+        ferrogres_sql::stack_depth::connection_stack_size()
+    }
+
     fn new_session(&self, startup: &StartupInfo, interrupts: Arc<Interrupts>) -> Result<Box<dyn Session>, PgError> {
         let mut backend = self.engine.backend(startup.backend_pid).map_err(|e| {
             let mut p = to_pg(e.into());
@@ -88,6 +92,8 @@ impl Backend for SqlBackend {
             ("server_version_num", SERVER_VERSION_NUM),
             ("max_connections", &self.engine.settings().max_connections.to_string()),
             ("work_mem", "4MB"),
+            // This thread's: the default, or less on a smaller stack (stack_depth).
+            ("max_stack_depth", &ferrogres_sql::stack_depth::default_setting()),
             ("timezone_abbreviations", "Default"),
             ("bytea_output", "hex"),
             ("row_security", "on"),

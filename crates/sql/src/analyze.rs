@@ -316,6 +316,7 @@ impl<'a> Analyzer<'a> {
 
     /// A SELECT at a query level below `outer` (the enclosing levels' namespaces).
     pub(crate) fn select_level(&mut self, s: &pb::SelectStmt, outer: &[std::rc::Rc<from::Namespace>]) -> Result<Query> {
+        crate::stack_depth::check()?;
         if s.op != pb::SetOperation::SetopNone as i32 {
             return self.set_operation(s, outer);
         }
@@ -711,6 +712,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn expr(&mut self, n: &NodeEnum, scope: &mut Scope) -> Result<Expr> {
+        crate::stack_depth::check()?;
         match n {
             NodeEnum::AConst(c) => self.constant(c),
             NodeEnum::ColumnRef(c) => self.column_ref(c, scope),

@@ -198,6 +198,12 @@ impl SessionEnv {
                 }
                 if v == "debug" { "debug2".into() } else { v }
             }
+            "max_stack_depth" => {
+                // Every session is a superuser here (PostgreSQL: a superuser setting).
+                let (shown, kb) = crate::stack_depth::parse_setting(&value)?;
+                crate::stack_depth::set_limit_kb(kb);
+                shown
+            }
             "deadlock_timeout" | "lock_timeout" => {
                 let v = crate::locking::check_time_setting(&lname, &value)?;
                 if let Some(l) = self.locks.as_mut() {
@@ -335,6 +341,15 @@ thread_local! {
 /// Session uids start at 1 (0 means "none" in [`SYNCED_SETTINGS`]).
 static NEXT_SESSION_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// Makes the session's `max_stack_depth` the thread's stack-depth limit
+/// ([`crate::stack_depth`]: the limit is per thread, set by the session that
+/// runs there).
+fn push_stack_limit(env: &SessionEnv) {
+    if let Some(Ok((_, kb))) = env.get("max_stack_depth").ok().map(|v| crate::stack_depth::parse_setting(&v)) {
+        crate::stack_depth::set_limit_kb(kb);
+    }
+}
+
 fn txn_error(e: impl Into<SqlError>) -> SqlError {
     e.into()
 }
@@ -342,6 +357,7 @@ fn txn_error(e: impl Into<SqlError>) -> SqlError {
 impl Session {
     pub fn new(backend: Backend, mut env: SessionEnv) -> Session {
         env.locks = Some(crate::locking::LockCtx::new(&backend));
+        push_stack_limit(&env);
         Session {
             backend,
             env,
@@ -636,6 +652,7 @@ impl Session {
             crate::datestyle::sync(&ds, &is, &self.env.get("bytea_output").unwrap_or_default());
         }
         crate::namespace::sync(self.backend.id().0 as i32, &self.env.get("search_path").unwrap_or_else(|_| "\"$user\", public".into()));
+        push_stack_limit(&self.env);
     }
 
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {

@@ -318,9 +318,7 @@ impl<'a> Analyzer<'a> {
         });
         let g = DepthGuard;
         if d > 32 {
-            return Err(SqlError::new(b"54001", "stack depth limit exceeded")
-                .with_hint("Increase the configuration parameter \"max_stack_depth\" (currently 2048kB), after ensuring the platform's stack depth limit is adequate.")
-                .with_context(format!("SQL function \"{name}\"")));
+            return Err(crate::stack_depth::too_deep().with_context(format!("SQL function \"{name}\"")));
         }
         Ok(g)
     }

@@ -97,6 +97,7 @@ fn and(a: Option<pb::Node>, b: pb::Node) -> pb::Node {
 /// Calls `f` on `x` and, unless it returns false, on each expression node
 /// below it (pre-order); `depth` counts the subqueries entered.
 fn walk(x: &mut pb::Node, depth: u32, f: &mut dyn FnMut(&mut pb::Node, u32) -> Result<bool>) -> Result<()> {
+    crate::stack_depth::check()?;
     if !f(x, depth)? {
         return Ok(());
     }
