@@ -49,6 +49,8 @@ pub struct Analyzer<'a> {
     pub params: Vec<Option<Type>>,
     /// `$n` may appear (extended protocol); a simple query has no parameters.
     pub params_allowed: bool,
+    /// How view references are read ([`view`]).
+    pub views: view::ViewContext,
 }
 
 /// What column references can see.
