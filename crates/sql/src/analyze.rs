@@ -101,6 +101,30 @@ pub(crate) fn node_location(n: &NodeEnum) -> i32 {
     location(n)
 }
 
+/// A node's kind as its Debug output names it (`AIndirection`), without
+/// formatting the subtree below it (as deep as the input is nested).
+fn node_kind(n: &NodeEnum) -> String {
+    /// Keeps what is written before the first '(' and stops the formatting there.
+    struct Name(String);
+    impl std::fmt::Write for Name {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            match s.find('(') {
+                Some(i) => {
+                    self.0.push_str(&s[..i]);
+                    Err(std::fmt::Error)
+                }
+                None => {
+                    self.0.push_str(s);
+                    Ok(())
+                }
+            }
+        }
+    }
+    let mut w = Name(String::new());
+    let _ = std::fmt::Write::write_fmt(&mut w, format_args!("{n:?}"));
+    w.0
+}
+
 fn location(n: &NodeEnum) -> i32 {
     match n {
         NodeEnum::ColumnRef(c) => c.location,
@@ -267,11 +291,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::DropdbStmt(s) => self.drop_database(s),
             NodeEnum::AlterDatabaseStmt(s) => self.alter_database(s),
             NodeEnum::RenameStmt(s) if s.rename_type() == pb::ObjectType::ObjectDatabase => self.rename_database(s),
-            other => {
-                let name = format!("{other:?}");
-                let kind = name.split('(').next().unwrap_or("statement").to_string();
-                Err(SqlError::not_supported(format!("statement type {kind}")))
-            }
+            other => Err(SqlError::not_supported(format!("statement type {}", node_kind(other)))),
         }
     }
 
@@ -789,10 +809,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::CoalesceExpr(c) => self.coalesce_expr(c, scope),
             NodeEnum::MinMaxExpr(m) => self.min_max_expr(m, scope),
             NodeEnum::BooleanTest(b) => self.boolean_test(b, scope),
-            other => {
-                let name = format!("{other:?}");
-                Err(SqlError::not_supported(format!("expression {}", name.split('(').next().unwrap_or("?"))))
-            }
+            other => Err(SqlError::not_supported(format!("expression {}", node_kind(other)))),
         }
     }
 
