@@ -64,6 +64,10 @@ fn to_sql(e: PgError) -> SqlError {
 }
 
 impl Backend for SqlBackend {
+    fn connection_stack_size(&self) -> usize {
+        ferrogres_sql::stack_depth::connection_stack_size()
+    }
+
     fn new_session(&self, startup: &StartupInfo, interrupts: Arc<Interrupts>) -> Result<Box<dyn Session>, PgError> {
         let mut backend = self.engine.backend(startup.backend_pid).map_err(|e| {
             let mut p = to_pg(e.into());
@@ -96,6 +100,8 @@ impl Backend for SqlBackend {
             put(k, v);
         }
         put("server_version_num", SERVER_VERSION_NUM);
+        // This thread's: the default, or less on a smaller stack (stack_depth).
+        put("max_stack_depth", &ferrogres_sql::stack_depth::default_setting());
         for (k, v) in &self.overrides {
             put(k, v);
         }

@@ -178,7 +178,18 @@ pub trait Backend: Send + Sync {
     /// `interrupts` is the session's cancel/terminate flags (see [`Interrupts`]).
     fn new_session(&self, startup: &StartupInfo, interrupts: std::sync::Arc<Interrupts>)
         -> Result<Box<dyn Session>, PgError>;
+
+    /// Stack size of a connection thread, in bytes: the backend's sessions
+    /// recurse (parse analysis, expression evaluation) and know how deep they
+    /// may go. Only the touched pages of a stack cost memory.
+    fn connection_stack_size(&self) -> usize {
+        DEFAULT_CONNECTION_STACK_SIZE
+    }
 }
+
+/// [`Backend::connection_stack_size`] unless the backend says otherwise: 8 MB,
+/// PostgreSQL's usual `ulimit -s`.
+pub const DEFAULT_CONNECTION_STACK_SIZE: usize = 8 << 20;
 
 /// One client session, owned by its connection thread.
 ///

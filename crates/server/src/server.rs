@@ -17,11 +17,6 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Stack of a connection thread: room for a recursive-descent parser and planner
-/// (PostgreSQL's max_stack_depth defaults to 2 MB, under an 8 MB ulimit).
-/// Only touched pages cost memory.
-const CONNECTION_STACK_SIZE: usize = 8 << 20;
-
 /// Where and how to listen.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -328,7 +323,7 @@ impl Server {
         shared.conns.lock().unwrap_or_else(|p| p.into_inner()).insert(id, entry.clone());
         let panic_stream = entry.stream.try_clone().ok();
         let shared2 = shared.clone();
-        let r = std::thread::Builder::new().name(format!("conn-{id}")).stack_size(CONNECTION_STACK_SIZE).spawn(move || {
+        let r = std::thread::Builder::new().name(format!("conn-{id}")).stack_size(shared.backend.connection_stack_size()).spawn(move || {
             let e2 = entry.clone();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| connection::serve(stream, shared2.clone(), e2)));
             if let Err(p) = r {

@@ -49,6 +49,8 @@ pub struct Analyzer<'a> {
     pub params: Vec<Option<Type>>,
     /// `$n` may appear (extended protocol); a simple query has no parameters.
     pub params_allowed: bool,
+    /// How view references are read ([`view`]).
+    pub views: view::ViewContext,
 }
 
 /// What column references can see.
@@ -97,6 +99,30 @@ fn str_of(n: &pb::Node) -> Option<&str> {
 /// The parse location of an expression node (-1 if it has none).
 pub(crate) fn node_location(n: &NodeEnum) -> i32 {
     location(n)
+}
+
+/// A node's kind as its Debug output names it (`AIndirection`), without
+/// formatting the subtree below it (as deep as the input is nested).
+fn node_kind(n: &NodeEnum) -> String {
+    /// Keeps what is written before the first '(' and stops the formatting there.
+    struct Name(String);
+    impl std::fmt::Write for Name {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            match s.find('(') {
+                Some(i) => {
+                    self.0.push_str(&s[..i]);
+                    Err(std::fmt::Error)
+                }
+                None => {
+                    self.0.push_str(s);
+                    Ok(())
+                }
+            }
+        }
+    }
+    let mut w = Name(String::new());
+    let _ = std::fmt::Write::write_fmt(&mut w, format_args!("{n:?}"));
+    w.0
 }
 
 fn location(n: &NodeEnum) -> i32 {
@@ -265,11 +291,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::DropdbStmt(s) => self.drop_database(s),
             NodeEnum::AlterDatabaseStmt(s) => self.alter_database(s),
             NodeEnum::RenameStmt(s) if s.rename_type() == pb::ObjectType::ObjectDatabase => self.rename_database(s),
-            other => {
-                let name = format!("{other:?}");
-                let kind = name.split('(').next().unwrap_or("statement").to_string();
-                Err(SqlError::not_supported(format!("statement type {kind}")))
-            }
+            other => Err(SqlError::not_supported(format!("statement type {}", node_kind(other)))),
         }
     }
 
@@ -316,6 +338,7 @@ impl<'a> Analyzer<'a> {
 
     /// A SELECT at a query level below `outer` (the enclosing levels' namespaces).
     pub(crate) fn select_level(&mut self, s: &pb::SelectStmt, outer: &[std::rc::Rc<from::Namespace>]) -> Result<Query> {
+        crate::stack_depth::check()?;
         if s.op != pb::SetOperation::SetopNone as i32 {
             return self.set_operation(s, outer);
         }
@@ -711,6 +734,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn expr(&mut self, n: &NodeEnum, scope: &mut Scope) -> Result<Expr> {
+        crate::stack_depth::check()?;
         match n {
             NodeEnum::AConst(c) => self.constant(c),
             NodeEnum::ColumnRef(c) => self.column_ref(c, scope),
@@ -785,10 +809,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::CoalesceExpr(c) => self.coalesce_expr(c, scope),
             NodeEnum::MinMaxExpr(m) => self.min_max_expr(m, scope),
             NodeEnum::BooleanTest(b) => self.boolean_test(b, scope),
-            other => {
-                let name = format!("{other:?}");
-                Err(SqlError::not_supported(format!("expression {}", name.split('(').next().unwrap_or("?"))))
-            }
+            other => Err(SqlError::not_supported(format!("expression {}", node_kind(other)))),
         }
     }
 

@@ -163,6 +163,30 @@ pub fn char_in(s: &str) -> String {
     }
 }
 
+/// PostgreSQL's MAXDIM: the most dimensions an array may have.
+pub const MAXDIM: usize = 6;
+
+/// 54000 for an array nested deeper than [`MAXDIM`] (PostgreSQL names the
+/// first dimension past the limit, whatever the depth).
+pub fn too_many_dimensions() -> SqlError {
+    SqlError::new(b"54000", format!("number of array dimensions ({}) exceeds the maximum allowed ({MAXDIM})", MAXDIM + 1))
+}
+
+/// The dimensions an array literal opens at its start (`{{{1}}}`: 3),
+/// counted without recursion and no further than past [`MAXDIM`].
+fn leading_dimensions(b: &[char], mut i: usize) -> usize {
+    let mut n = 0;
+    while i < b.len() && n <= MAXDIM {
+        match b[i] {
+            '{' => n += 1,
+            ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c' => {}
+            _ => break,
+        }
+        i += 1;
+    }
+    n
+}
+
 fn malformed(s: &str, detail: &str) -> SqlError {
     SqlError::new(b"22P02", format!("malformed array literal: \"{s}\"")).with_detail(detail)
 }
@@ -221,6 +245,9 @@ pub fn input(elem: Type, s: &str, typmod: i32) -> Result<Value> {
         }
         if b[i] == '{' {
             if items.is_empty() {
+                if 1 + leading_dimensions(&b, i) > MAXDIM {
+                    return Err(too_many_dimensions());
+                }
                 return Err(SqlError::not_supported("multidimensional arrays"));
             }
             return Err(malformed(s, "Unexpected \"{\" character."));

@@ -207,6 +207,7 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
 
 /// Evaluates `e` over an input row, parameters and aggregate results.
 pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
+    crate::stack_depth::check()?;
     let ev = |x: &Expr, env: &mut dyn Env| eval_pure(x, row, params, aggs, env);
     Ok(match e {
         Expr::Const(v, _) => v.clone(),
@@ -560,6 +561,7 @@ pub fn rows_iter(rows: Vec<Vec<Value>>) -> impl RowIter {
 /// The rows of a source other than a table (the sources joins and subqueries
 /// hold; a table is scanned with its query's WHERE: [`run_query`]).
 pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    crate::stack_depth::check()?;
     Ok(match s {
         Source::Table(t) => Box::new(VecIter(crate::index::scan_table(t, None, ctx)?.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
         Source::Join(j) => crate::join::run(j, ctx)?,
@@ -618,6 +620,7 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
 }
 
 fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    crate::stack_depth::check()?;
     use crate::explain::{key, wrap, Stage};
     let input = wrap(run_source(q, ctx)?, key(&q.source), Stage::Scan);
     let mut input: Box<dyn RowIter> = match &q.filter {

@@ -359,8 +359,11 @@ pub fn execute(
     let exec_ms = ran.as_ref().map_or(0.0, |r| r.1.as_secs_f64() * 1000.0);
     let counters = ran.map(|r| r.0);
     let multi = multi_rel_stmt(&e.stmt);
-    let mut b = Builder { o: &e.options, cost: &cost, counters: counters.as_ref(), qualify: e.options.verbose || multi, multi, subplans: 0, backend, snap };
+    let mut b = Builder { o: &e.options, cost: &cost, counters: counters.as_ref(), qualify: e.options.verbose || multi, multi, subplans: 0, backend, snap, too_deep: false };
     let root = b.statement(&e.stmt);
+    if b.too_deep {
+        return Err(crate::stack_depth::too_deep());
+    }
     let mut lines = Vec::new();
     render(&root, &e.options, 0, true, &mut lines);
     if e.options.summary {
@@ -465,6 +468,9 @@ struct Builder<'a> {
     subplans: usize,
     backend: &'a ferrogres_engine::engine::Backend,
     snap: &'a ferrogres_engine::txn::snapshot::Snapshot,
+    /// The plan nests deeper than `max_stack_depth` allows: the walk stopped
+    /// (its nodes return no Result) and EXPLAIN fails with 54001.
+    too_deep: bool,
 }
 
 fn type_width(t: Type) -> i32 {
@@ -551,6 +557,10 @@ impl Builder<'_> {
     /// The nodes of a query, bottom up as `exec::run_query_inner` builds its
     /// operators; also the scope of its output columns.
     fn query(&mut self, q: &Query) -> (Node, Scope) {
+        if self.too_deep || crate::stack_depth::stack_is_too_deep() {
+            self.too_deep = true;
+            return (Node::default(), Vec::new());
+        }
         let qk = key(q);
         let (mut node, scope) = self.source_with_filter(q);
         let qual = |b: &Builder, e: &Expr, sc: &Scope| deparse(e, sc, b.qualify, &q.aggregates);
@@ -723,6 +733,10 @@ impl Builder<'_> {
     /// A source other than a query's own table scan; join inputs count under
     /// the source's key (Scan: rows made, Filter: rows passing its filter).
     fn source(&mut self, s: &Source) -> (Node, Scope) {
+        if self.too_deep || crate::stack_depth::stack_is_too_deep() {
+            self.too_deep = true;
+            return (Node::default(), Vec::new());
+        }
         let sk = key(s);
         match s {
             Source::OneRow => (Node { name: "Result".into(), total: 0.01, rows: 1.0, ..Default::default() }, Vec::new()),

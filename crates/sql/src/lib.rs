@@ -55,6 +55,7 @@ pub mod window;
 pub mod upsert;
 pub mod view;
 pub mod sqlfunc;
+pub mod stack_depth;
 
 pub use errors::{Result, Severity, SqlError};
 pub use session::{ColumnDesc, ExecOutcome, Output, ParamValue, Session, SessionEnv, Setting, TxnStatus};

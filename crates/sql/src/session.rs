@@ -238,6 +238,12 @@ impl SessionEnv {
                 }
                 if v == "debug" { "debug2".into() } else { v }
             }
+            "max_stack_depth" => {
+                // Every session is a superuser here (PostgreSQL: a superuser setting).
+                let (shown, kb) = crate::stack_depth::parse_setting(&value)?;
+                crate::stack_depth::set_limit_kb(kb);
+                shown
+            }
             "deadlock_timeout" | "lock_timeout" => {
                 let v = crate::locking::check_time_setting(&lname, &value)?;
                 if let Some(l) = self.locks.as_mut() {
@@ -379,6 +385,15 @@ thread_local! {
 /// Session uids start at 1 (0 means "none" in [`SYNCED_SETTINGS`]).
 static NEXT_SESSION_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// Makes the session's `max_stack_depth` the thread's stack-depth limit
+/// ([`crate::stack_depth`]: the limit is per thread, set by the session that
+/// runs there).
+fn push_stack_limit(env: &SessionEnv) {
+    if let Some(Ok((_, kb))) = env.get("max_stack_depth").ok().map(|v| crate::stack_depth::parse_setting(&v)) {
+        crate::stack_depth::set_limit_kb(kb);
+    }
+}
+
 fn txn_error(e: impl Into<SqlError>) -> SqlError {
     e.into()
 }
@@ -386,6 +401,7 @@ fn txn_error(e: impl Into<SqlError>) -> SqlError {
 impl Session {
     pub fn new(backend: Backend, mut env: SessionEnv) -> Session {
         env.locks = Some(crate::locking::LockCtx::new(&backend));
+        push_stack_limit(&env);
         Session {
             backend,
             env,
@@ -645,7 +661,7 @@ impl Session {
                 curcid: 0,
                 completion_count: 0,
             };
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default() };
             let r = a.statement(&st.node);
             *param_types = a.params;
             return r;
@@ -653,7 +669,7 @@ impl Session {
         self.ensure_txn()?;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
-        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed };
+        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default() };
         let r = a.statement(&st.node);
         *param_types = a.params;
         r
@@ -680,6 +696,7 @@ impl Session {
             crate::datestyle::sync(&ds, &is, &self.env.get("bytea_output").unwrap_or_default());
         }
         crate::namespace::sync(self.backend.id().0 as i32, &self.env.get("search_path").unwrap_or_else(|_| "\"$user\", public".into()));
+        push_stack_limit(&self.env);
     }
 
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
@@ -1113,7 +1130,7 @@ impl Session {
         if !p.argtypes.is_empty() {
             self.ensure_txn()?;
             let snap = self.backend.txn.statement_snapshot()?;
-            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true };
+            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true, views: Default::default() };
             for n in &p.argtypes {
                 let Some(pg_query::NodeEnum::TypeName(tn)) = n.node.as_ref() else {
                     return Err(SqlError::not_supported("this PREPARE parameter type"));
@@ -1141,7 +1158,7 @@ impl Session {
         let mut exprs = Vec::with_capacity(types.len());
         {
             let snap = self.backend.txn.statement_snapshot()?;
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default() };
             for (i, (n, ty)) in e.params.iter().zip(&types).enumerate() {
                 let Some(node) = n.node.as_ref() else { return Err(SqlError::syntax("empty EXECUTE parameter")) };
                 let ex = a.scalar_expr(node)?;

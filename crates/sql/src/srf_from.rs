@@ -375,7 +375,7 @@ fn call_rows(c: &Call, v: &[Value], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
 fn each(j: &Value, jsonb: bool, text: bool) -> Result<Vec<Vec<Value>>> {
     let fname = format!("{}_each{}", if jsonb { "jsonb" } else { "json" }, if text { "_text" } else { "" });
     match j {
-        Value::Jsonb(s) => match crate::json::tree(s) {
+        Value::Jsonb(s) => match crate::json::tree(s)? {
             crate::json::Jv::Obj(pairs) => Ok(pairs
                 .into_iter()
                 .map(|(k, v)| {

@@ -229,7 +229,8 @@ pub static GUCS: &[Guc] = &[
     guc!("lwlock_fair", Postmaster, Kind::Bool, "on"),
     guc!("max_locks_per_transaction", Postmaster, int(10, INT_MAX, Unit::None), "64"),
     guc!("work_mem", User, int(64, INT_MAX, Unit::Kb), "4MB"),
-    guc!("max_stack_depth", Superuser, int(100, INT_MAX, Unit::Kb), "2MB", not_yet),
+    // The session layer (ferrogres_sql::stack_depth) checks it against the thread's stack.
+    guc!("max_stack_depth", Superuser, int(100, INT_MAX, Unit::Kb), "64MB"),
     guc!("max_worker_processes", Postmaster, int(0, 262_143, Unit::None), "8", not_yet),
     guc!("max_parallel_workers", User, int(0, 1024, Unit::None), "8", not_yet),
     guc!("max_parallel_workers_per_gather", User, int(0, 1024, Unit::None), "2", not_yet),

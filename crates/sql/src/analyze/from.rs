@@ -244,6 +244,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn from_item(&mut self, n: &NodeEnum, mode: LockMode, outer: &[Rc<Namespace>], ctes: &[Rc<Cte>], left: Option<&Namespace>) -> Result<Item> {
+        crate::stack_depth::check()?;
         match n {
             NodeEnum::RangeVar(rv) => {
                 let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
