@@ -15,6 +15,8 @@
 //! - [`nbtree`]: B-tree indexes (Lehman & Yao, with PostgreSQL's refinements).
 //! - [`txn`]: transaction ids, commit log, ProcArray, snapshots, visibility.
 //! - [`engine`]: one open data directory: startup, recovery, checkpoints, backends.
+//! - [`memacct`]: per-thread accounting of the process allocator (the SQL
+//!   layer's per-statement memory limit reads it).
 //!
 //! Under `cfg(loom)` only the parts that are model-checked are compiled; each module
 //! gates the rest with `#[cfg(not(loom))]`.
@@ -26,6 +28,7 @@ pub mod engine;
 pub mod error;
 pub mod heap;
 pub mod lmgr;
+pub mod memacct;
 #[cfg(not(loom))]
 pub mod nbtree;
 pub mod pgstat;
