@@ -88,6 +88,7 @@ impl Backend for SqlBackend {
             ("server_version_num", SERVER_VERSION_NUM),
             ("max_connections", &self.engine.settings().max_connections.to_string()),
             ("work_mem", "4MB"),
+            (ferrogres_sql::memory::SETTING, ferrogres_sql::memory::DEFAULT),
             ("timezone_abbreviations", "Default"),
             ("bytea_output", "hex"),
             ("row_security", "on"),

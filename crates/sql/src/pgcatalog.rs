@@ -219,8 +219,13 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
             all.into_iter()
                 .map(|(name, value, default)| {
                     let source = if value == default { "default" } else { "session" };
-                    Row::new(v)
-                        .t("name", &name)
+                    let row = Row::new(v);
+                    let row = if name == crate::memory::SETTING {
+                        row.t("category", "Resource Usage / Memory").t("short_desc", crate::memory::SHORT_DESC)
+                    } else {
+                        row
+                    };
+                    row.t("name", &name)
                         .t("setting", &value)
                         .t("context", "user")
                         .t("vartype", "string")

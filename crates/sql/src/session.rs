@@ -205,6 +205,7 @@ impl SessionEnv {
                 }
                 v
             }
+            crate::memory::SETTING => crate::memory::normalize(&value)?,
             "extra_float_digits" => {
                 match value.trim().parse::<i32>() {
                     Ok(n) if (-15..=3).contains(&n) => n.to_string(),
@@ -252,7 +253,8 @@ impl SessionEnv {
 
 impl Env for SessionEnv {
     fn check_interrupts(&self) -> Result<()> {
-        (self.interrupts)()
+        (self.interrupts)()?;
+        crate::memory::check()
     }
     fn get_setting(&self, name: &str) -> Result<String> {
         self.get(name)
@@ -639,6 +641,16 @@ impl Session {
     }
 
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+        // The statement's memory is bounded from here (crate::memory); the
+        // executor's interrupt checks enforce it.
+        let limit = self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten();
+        crate::memory::start_statement(limit);
+        let r = self.run_statement(plan, params, out);
+        crate::memory::end_statement();
+        r
+    }
+
+    fn run_statement(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         let locked_at_bind = self.plan_locked.take();
         (self.env.interrupts)()?;
         self.sync_datetime();
@@ -1270,9 +1282,9 @@ impl Session {
                     types::input(*ty, s, -1)?
                 }
                 ParamValue::Binary(b) => types::recv(*ty, b).map_err(|e| {
-                    // A receive function's own complaint about the content (numeric_recv's
-                    // "invalid sign in external ..." ) keeps its text, as in PostgreSQL.
-                    if e.code == *b"22P03" && !e.message.starts_with("invalid ") {
+                    // Bytes the receive function left over: PostgreSQL's Bind names
+                    // the parameter. Other complaints keep their text.
+                    if e.code == *b"22P03" && e.message == "incorrect binary data format" {
                         SqlError::new(b"22P03", format!("incorrect binary data format in bind parameter {}", i + 1))
                     } else {
                         e
