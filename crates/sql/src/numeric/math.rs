@@ -23,6 +23,12 @@ use super::{isqrt_mag, overflow, shift, Numeric, MAX_DISPLAY_SCALE, MAX_INT_DIGI
 use crate::errors::{Interrupts, Result, SqlError};
 use crate::types::Value;
 
+/// log10(e) as PostgreSQL writes it (15 digits, not `f64::consts::LOG10_E`):
+/// result scales are chosen from `(int) (x * 0.434294481903252)`, and the
+/// same literal keeps the same integer at the boundaries.
+#[allow(clippy::approx_constant)]
+const PG_LOG10_E: f64 = 0.434_294_481_903_252;
+
 /// PostgreSQL's NUMERIC_MAX_RESULT_SCALE: exp's argument must stay below 3
 /// times it (in magnitude), a power's `y × ln(x)` below 3.01 times it.
 const MAX_RESULT_SCALE: f64 = 2000.0;
@@ -100,7 +106,7 @@ fn ln_near(y: &Numeric, w: u32, ck: &dyn Interrupts) -> Result<Numeric> {
         sum = sum.add(&t)?;
     }
     let factor = Numeric::from_i128(2i128 << k);
-    Ok(mulw(&sum, &factor, w)?)
+    mulw(&sum, &factor, w)
 }
 
 /// exp(x) with `w` fraction digits correct (relative precision kept through the squarings).
@@ -110,7 +116,7 @@ fn exp_fixed(x: &Numeric, w: u32, ck: &dyn Interrupts) -> Result<Numeric> {
         return Ok(divw(&num("1"), &big, w));
     }
     let xf = x.to_f64().unwrap_or(0.0);
-    let int_digits = (xf * 0.434_294_481_903_252).max(0.0) as u32;
+    let int_digits = (xf * PG_LOG10_E).max(0.0) as u32;
     // Halve the argument k times until it is below 10^-t, sum the Taylor series
     // (about wide/t terms) and square k times. t = 2 suits the usual 20-40
     // digits; a long result (exp(5000) has 2172 digits) balances the two
@@ -228,7 +234,7 @@ impl Numeric {
             return Ok(if self.is_neg() { Numeric::zero() } else { self.clone() });
         }
         let x = self.to_f64().unwrap_or(if self.is_neg() { f64::MIN } else { f64::MAX });
-        let val = (x * 0.434_294_481_903_252).clamp(-(MAX_DISPLAY_SCALE as f64), MAX_DISPLAY_SCALE as f64);
+        let val = (x * PG_LOG10_E).clamp(-(MAX_DISPLAY_SCALE as f64), MAX_DISPLAY_SCALE as f64);
         let rscale = clamp_scale((MIN_SIG_DIGITS - val as i64).max(self.dscale() as i64));
         exp_scaled(self, x, rscale, ck)
     }
@@ -273,7 +279,7 @@ impl Numeric {
             }
             return Ok(Numeric::finite(false, Vec::new(), MAX_DISPLAY_SCALE as u32));
         }
-        let dval = val * 0.434_294_481_903_252;
+        let dval = val * PG_LOG10_E;
         let rscale = clamp_scale((MIN_SIG_DIGITS - dval as i64).max(base.dscale() as i64).max(y.dscale() as i64));
         let sig = (rscale as i64 + dval.max(0.0) as i64).max(0);
         let yw = (y.to_f64().unwrap_or(1.0).abs().max(1.0)).log10().ceil() as i64;
@@ -301,7 +307,7 @@ fn exp_scaled(x: &Numeric, xf: f64, rscale: u32, ck: &dyn Interrupts) -> Result<
         return Ok(Numeric::finite(false, Vec::new(), rscale));
     }
     // A result that rounds to zero at rscale: exp(x) < 10^(-rscale-1).
-    if xf * 0.434_294_481_903_252 + 1.0 < -(rscale as f64) {
+    if xf * PG_LOG10_E + 1.0 < -(rscale as f64) {
         return Ok(Numeric::finite(false, Vec::new(), rscale));
     }
     Numeric::check(exp_fixed(x, rscale + 4, ck)?.rescale(rscale, true))

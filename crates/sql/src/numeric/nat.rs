@@ -110,8 +110,8 @@ pub fn add(a: &[u32], b: &[u32]) -> Nat {
     let (a, b) = if a.len() >= b.len() { (a, b) } else { (b, a) };
     let mut out = Vec::with_capacity(a.len() + 1);
     let mut carry = 0u32;
-    for i in 0..a.len() {
-        let s = a[i] + b.get(i).copied().unwrap_or(0) + carry;
+    for (i, &x) in a.iter().enumerate() {
+        let s = x + b.get(i).copied().unwrap_or(0) + carry;
         if s >= BASE as u32 {
             out.push(s - BASE as u32);
             carry = 1;
@@ -131,8 +131,8 @@ pub fn sub(a: &[u32], b: &[u32]) -> Nat {
     debug_assert!(cmp(a, b) != Ordering::Less);
     let mut out = Vec::with_capacity(a.len());
     let mut borrow = 0i64;
-    for i in 0..a.len() {
-        let mut d = a[i] as i64 - b.get(i).copied().unwrap_or(0) as i64 - borrow;
+    for (i, &x) in a.iter().enumerate() {
+        let mut d = x as i64 - b.get(i).copied().unwrap_or(0) as i64 - borrow;
         borrow = 0;
         if d < 0 {
             d += BASE as i64;
