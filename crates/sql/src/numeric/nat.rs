@@ -395,37 +395,78 @@ pub fn digit_count(a: &[u32]) -> usize {
     }
 }
 
-/// `floor(sqrt(a))`.
-pub fn isqrt(a: &[u32]) -> Nat {
+/// `floor(sqrt(v))` and the remainder, for a u128.
+fn sqrt_rem_u128(v: u128) -> (u128, u128) {
+    let mut x = (v as f64).sqrt() as u128;
+    while x.checked_mul(x).is_none_or(|sq| sq > v) {
+        x -= 1;
+    }
+    while (x + 1).checked_mul(x + 1).is_some_and(|sq| sq <= v) {
+        x += 1;
+    }
+    (x, v - x * x)
+}
+
+/// `a × BASE^k`.
+fn shift_limbs(a: &[u32], k: usize) -> Nat {
     if a.is_empty() {
         return Vec::new();
     }
+    let mut out = vec![0u32; k];
+    out.extend_from_slice(a);
+    out
+}
+
+/// Zimmermann's "Karatsuba square root": `(s, r)` with `s = floor(sqrt(a))`,
+/// `r = a - s²`, for `a` whose top limb is at least BASE/4. With k = len/4
+/// and β = BASE^k, `a = h·β² + a1·β + a0`: the root of the top part
+/// (`s1`, `r1`, recursively) and one division of `r1·β + a1` by `2·s1`
+/// give the next k limbs `q` of the root; `s = s1·β + q` is then at most a
+/// little too large, corrected while the remainder `u·β + a0 - q²` is
+/// negative. The normalization (s1 >= β/2) keeps the correction to one step;
+/// the loop makes it right whatever.
+fn sqrt_rem(a: &[u32]) -> (Nat, Nat) {
     if let Some(v) = to_u128(a) {
-        let mut x = (v as f64).sqrt() as u128;
-        while x * x > v {
-            x -= 1;
-        }
-        while (x + 1) * (x + 1) <= v {
-            x += 1;
-        }
-        return from_u128(x);
+        let (s, r) = sqrt_rem_u128(v);
+        return (from_u128(s), from_u128(r));
     }
-    // The root of the top half of the limbs (dropping 2k limbs) gives the top
-    // half of this root: r = isqrt(a / B^2k) has (r + 1) B^k > sqrt(a), and
-    // is good to about half of the digits, so one Newton step from above
-    // nearly finishes; the steps stop when they no longer decrease.
     let k = a.len() / 4;
-    let r = isqrt(&a[2 * k..]);
-    let mut x = vec![0u32; k];
-    x.extend(add_small(&r, 1));
-    loop {
-        let (q, _) = divmod(a, &x);
-        let (y, _) = divmod_small(&add(&x, &q), 2);
-        if cmp(&y, &x) != Ordering::Less {
-            return x;
-        }
-        x = y;
+    let (a0, a1) = (trim(a[..k].to_vec()), trim(a[k..2 * k].to_vec()));
+    let (s1, r1) = sqrt_rem(&a[2 * k..]);
+    let (q, u) = divmod(&add(&shift_limbs(&r1, k), &a1), &mul_small(&s1, 2));
+    let mut s = add(&shift_limbs(&s1, k), &q);
+    let pos = add(&shift_limbs(&u, k), &a0);
+    let q2 = mul(&q, &q);
+    if cmp(&pos, &q2) != Ordering::Less {
+        return (s, sub(&pos, &q2));
     }
+    // r = pos - q² < 0: step s down; each step adds 2s + 1 (the new s) to r.
+    let mut deficit = sub(&q2, &pos);
+    loop {
+        s = sub(&s, &[1]);
+        let inc = add_small(&mul_small(&s, 2), 1);
+        if cmp(&inc, &deficit) != Ordering::Less {
+            return (s, sub(&inc, &deficit));
+        }
+        deficit = sub(&deficit, &inc);
+    }
+}
+
+/// `floor(sqrt(a))`: [`sqrt_rem`] of `a·c²`, with the small factor `c` that
+/// brings the top limb to at least BASE/4 (and keeps the length), divided by
+/// `c` again (`floor(floor(c·√a) / c) = floor(√a)`).
+pub fn isqrt(a: &[u32]) -> Nat {
+    let Some(&top) = a.last() else { return Vec::new() };
+    if let Some(v) = to_u128(a) {
+        return from_u128(sqrt_rem_u128(v).0);
+    }
+    // top·c² plus the carry from below (< c²) stays under BASE.
+    let c = ((BASE as f64 / (top as f64 + 2.0)).sqrt() as u32).max(1);
+    let scaled = mul_small(a, c * c);
+    debug_assert_eq!(scaled.len(), a.len());
+    debug_assert!(scaled[scaled.len() - 1] as u64 >= BASE / 4);
+    let (s, _) = sqrt_rem(&scaled);
+    divmod_small(&s, c).0
 }
 
 #[cfg(test)]
@@ -518,9 +559,23 @@ mod tests {
             let r1 = add_small(&r, 1);
             assert_eq!(cmp(&mul(&r1, &r1), &a), Ordering::Greater);
         }
-        // Perfect squares come back exactly.
-        let x = random_nat(&mut s, 77);
-        assert_eq!(isqrt(&mul(&x, &x)), x);
+        // Perfect squares come back exactly, their neighbours one less; every
+        // top limb size (normalization) and length (mod 4) is exercised.
+        for len in [5, 6, 7, 8, 9, 40, 77, 130, 301] {
+            for top in [1u32, 7, 249_999_999, 250_000_000, 999_999_999] {
+                let mut x = random_nat(&mut s, len);
+                let n = x.len();
+                x[n - 1] = top;
+                let sq = mul(&x, &x);
+                assert_eq!(isqrt(&sq), x, "len {len} top {top}");
+                assert_eq!(isqrt(&sub(&sq, &[1])), sub(&x, &[1]), "len {len} top {top}");
+                let r = isqrt(&x);
+                assert_ne!(cmp(&mul(&r, &r), &x), Ordering::Greater);
+                let r1 = add_small(&r, 1);
+                assert_eq!(cmp(&mul(&r1, &r1), &x), Ordering::Greater, "len {len} top {top}");
+            }
+        }
+        assert_eq!(sqrt_rem_u128(u128::MAX), (u64::MAX as u128, u128::MAX - (u64::MAX as u128) * (u64::MAX as u128)));
     }
 
     #[test]
