@@ -24,9 +24,12 @@ mod sql_backend;
 /// mimalloc instead of glibc's malloc: per-thread free lists without atomic
 /// operations on the common path. A pgbench -S transaction makes a few dozen
 /// small allocations; under glibc malloc and free were a fifth of the server's
-/// instructions (callgrind, see issue 4's note).
+/// instructions (callgrind, see issue 4's note). Wrapped in the engine's
+/// per-thread byte count (`memacct`: one thread-local add per call), which the
+/// SQL layer's per-statement memory limit reads.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: ferrogres_engine::memacct::CountingAlloc<mimalloc::MiMalloc> =
+    ferrogres_engine::memacct::CountingAlloc(mimalloc::MiMalloc);
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

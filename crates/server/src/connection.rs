@@ -133,7 +133,9 @@ pub(crate) fn serve(stream: Stream, shared: Arc<Shared>, entry: Arc<ConnEntry>) 
         Some(c) => c,
         None => return,
     };
+    conn.interrupts.set_client_socket(conn.io.reader.get_ref().raw_fd());
     let End::Closed = conn.run();
+    conn.interrupts.set_client_socket(-1);
     conn.session.terminate();
     let _ = conn.io.flush();
 }

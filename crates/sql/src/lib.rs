@@ -29,6 +29,7 @@ pub mod like;
 pub mod locking;
 pub mod namespace;
 pub mod merge;
+pub mod memory;
 pub mod numeric;
 pub mod parser;
 pub mod pgcatalog;

@@ -220,8 +220,13 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                 .map(|(name, value, default)| {
                     use ferrogres_engine::config::guc;
                     let source = if value == default { "default" } else { "session" };
-                    let row = Row::new(v)
-                        .t("name", &name)
+                    let row = Row::new(v);
+                    let row = if name == crate::memory::SETTING {
+                        row.t("category", "Resource Usage / Memory").t("short_desc", crate::memory::SHORT_DESC)
+                    } else {
+                        row
+                    };
+                    row.t("name", &name)
                         .t("setting", &value)
                         .t("source", source)
                         .t("boot_val", &default)

@@ -251,6 +251,7 @@ impl SessionEnv {
                 }
                 v
             }
+            crate::memory::SETTING => crate::memory::normalize(&value)?,
             "extra_float_digits" => {
                 match value.trim().parse::<i32>() {
                     Ok(n) if (-15..=3).contains(&n) => n.to_string(),
@@ -298,7 +299,8 @@ impl SessionEnv {
 
 impl Env for SessionEnv {
     fn check_interrupts(&self) -> Result<()> {
-        (self.interrupts)()
+        (self.interrupts)()?;
+        crate::memory::check()
     }
     fn get_setting(&self, name: &str) -> Result<String> {
         self.get(name)
@@ -700,6 +702,16 @@ impl Session {
     }
 
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+        // The statement's memory is bounded from here (crate::memory); the
+        // executor's interrupt checks enforce it.
+        let limit = self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten();
+        crate::memory::start_statement(limit);
+        let r = self.run_statement(plan, params, out);
+        crate::memory::end_statement();
+        r
+    }
+
+    fn run_statement(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         let locked_at_bind = self.plan_locked.take();
         (self.env.interrupts)()?;
         self.sync_datetime();
@@ -1348,17 +1360,16 @@ impl Session {
                     let s = types::verify_utf8(b).map_err(context(false))?;
                     types::input(*ty, s, -1).map_err(context(true))?
                 }
-                ParamValue::Binary(b) => types::recv(*ty, b)
-                    .map_err(|e| {
-                        // A receive function's own complaint about the content (numeric_recv's
-                        // "invalid sign in external ..." ) keeps its text, as in PostgreSQL.
-                        if e.code == *b"22P03" && !e.message.starts_with("invalid ") {
-                            SqlError::new(b"22P03", format!("incorrect binary data format in bind parameter {}", i + 1))
-                        } else {
-                            e
-                        }
-                    })
-                    .map_err(context(false))?,
+                ParamValue::Binary(b) => types::recv(*ty, b).map_err(|e| {
+                    // Bytes the receive function left over: PostgreSQL's Bind names
+                    // the parameter. Other complaints keep their text.
+                    if e.code == *b"22P03" && e.message == "incorrect binary data format" {
+                        SqlError::new(b"22P03", format!("incorrect binary data format in bind parameter {}", i + 1))
+                    } else {
+                        e
+                    }
+                })
+                .map_err(context(false))?,
             });
         }
         if !portal.is_empty() && self.portals.contains_key(portal) {

@@ -284,11 +284,7 @@ pub fn init_plans(q: &Query, ctx: &mut Ctx) -> Result<Option<Query>> {
 /// Every row of `q`.
 pub fn collect(q: &Query, ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
     let mut it = run_query(q, ctx)?;
-    let mut rows = Vec::new();
-    while let Some(r) = it.next(ctx)? {
-        rows.push(r);
-    }
-    Ok(rows)
+    crate::exec::drain(&mut it, ctx)
 }
 
 /// Evaluates subquery `sp` for `row` of the query holding it.

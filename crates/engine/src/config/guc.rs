@@ -229,6 +229,8 @@ pub static GUCS: &[Guc] = &[
     guc!("lwlock_fair", Postmaster, Kind::Bool, "on"),
     guc!("max_locks_per_transaction", Postmaster, int(10, INT_MAX, Unit::None), "64"),
     guc!("work_mem", User, int(64, INT_MAX, Unit::Kb), "4MB"),
+    // ferrogres's own (ferrogres_sql::memory): what one statement may allocate, -1 none.
+    guc!("statement_memory_limit", User, int(-1, INT_MAX, Unit::Kb), "4GB"),
     // The session layer (ferrogres_sql::stack_depth) checks it against the thread's stack.
     guc!("max_stack_depth", Superuser, int(100, INT_MAX, Unit::Kb), "64MB"),
     guc!("max_worker_processes", Postmaster, int(0, 262_143, Unit::None), "8", not_yet),
