@@ -349,6 +349,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
         }
         Expr::SubPlan(sp) => env.run_subplan(sp, row, params, aggs)?,
         Expr::OuterColumn { .. } => return Err(SqlError::internal("outer column reference not bound")),
+        Expr::OuterAggRef { .. } => return Err(SqlError::internal("outer aggregate reference not bound")),
     })
 }
 
@@ -470,10 +471,16 @@ impl RowIter for SeriesIter {
 struct Filter<I> {
     input: I,
     pred: Expr,
+    /// Rows read (a cancel is looked for every 1024, passing or not).
+    n: u64,
 }
 impl<I: RowIter> RowIter for Filter<I> {
     fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
         while let Some(row) = self.input.next(ctx)? {
+            self.n += 1;
+            if self.n.is_multiple_of(1024) {
+                ctx.env.check_interrupts()?;
+            }
             let params = ctx.params;
             if eval_pure(&self.pred, &row, params, &[], ctx)? == Value::Bool(true) {
                 return Ok(Some(row));
@@ -610,7 +617,7 @@ fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     use crate::explain::{key, wrap, Stage};
     let input = wrap(run_source(q, ctx)?, key(&q.source), Stage::Scan);
     let mut input: Box<dyn RowIter> = match &q.filter {
-        Some(p) => wrap(Box::new(Filter { input, pred: p.clone() }), key(q), Stage::Filter),
+        Some(p) => wrap(Box::new(Filter { input, pred: p.clone(), n: 0 }), key(q), Stage::Filter),
         None => input,
     };
     let mut exprs: Vec<Expr> = q.targets.iter().map(|t| t.expr.clone()).collect();
@@ -750,6 +757,8 @@ pub fn update(
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
+        // Every row, qualifying or not: the WHERE may be costly.
+        ctx.env.check_interrupts()?;
         if !qualifies(&row, ctx)? {
             continue;
         }
@@ -789,7 +798,6 @@ pub fn update(
             }
             break;
         }
-        ctx.env.check_interrupts()?;
     }
     Ok((n, out))
 }
@@ -842,6 +850,7 @@ pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Ta
     let mut n = 0;
     let mut out = Vec::new();
     for exprs in rows {
+        ctx.env.check_interrupts()?;
         let params = ctx.params;
         let row: Vec<Value> = exprs.iter().map(|e| eval_pure(e, &[], params, &[], ctx)).collect::<Result<_>>()?;
         insert_one(table, &row, ctx)?;
@@ -873,6 +882,8 @@ pub fn delete(
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
+        // Every row, qualifying or not: the WHERE may be costly.
+        ctx.env.check_interrupts()?;
         if !qualifies(&row, ctx)? {
             continue;
         }
@@ -899,7 +910,6 @@ pub fn delete(
             }
             break;
         }
-        ctx.env.check_interrupts()?;
     }
     Ok((n, out))
 }

@@ -661,8 +661,12 @@ pub(crate) fn column_of(e: &Expr) -> Option<usize> {
 }
 
 /// No column, no aggregate, nothing volatile: evaluable once before the scan.
+/// An uncorrelated scalar subquery is too (PostgreSQL's InitPlan parameter in
+/// an index condition, `Index Cond: (id = $0)`): it runs once per execution
+/// (`crate::subquery::InitRows`).
 pub(crate) fn row_free(e: &Expr) -> bool {
     match e {
+        Expr::SubPlan(sp) => !sp.correlated && sp.kind == crate::subquery::SubKind::Expr && sp.lhs.is_none() && sp.row_lhs.is_empty(),
         Expr::Const(..) | Expr::Param(..) => true,
         Expr::Column(..) | Expr::AggRef(..) => false,
         Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => row_free(arg),

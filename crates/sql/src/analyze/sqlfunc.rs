@@ -175,7 +175,7 @@ impl<'a> Analyzer<'a> {
         let text = self.expansion(&def, &nulls, def.retset || def.ret == Type::Void)?;
         let stmts = crate::parser::parse(&text)?;
         if let Some(NodeEnum::SelectStmt(sel)) = stmts.first().map(|s| &s.node) {
-            let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &text, params: Vec::new(), params_allowed: false };
+            let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &text, params: Vec::new(), params_allowed: false, upper: Default::default() };
             sub.select(sel).map_err(|mut e| {
                 e.position = None;
                 e

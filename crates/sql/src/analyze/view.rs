@@ -143,7 +143,7 @@ impl<'a> Analyzer<'a> {
         };
         let _guard = PathGuard(Some(crate::namespace::thread_search_path()));
         crate::namespace::set_thread_search_path(&v.search_path);
-        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false };
+        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, upper: Default::default() };
         let mut q = sub.select(sel).map_err(|mut e| {
             e.position = None;
             e
