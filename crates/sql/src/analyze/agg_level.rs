@@ -230,10 +230,7 @@ impl Analyzer<'_> {
         self.upper.aggs = rest;
         let mut map: Vec<(usize, usize)> = Vec::new();
         for u in mine {
-            if let Err(e) = self.check_agg_context(scope, u.location) {
-                // The location is needed for other claims' messages no more.
-                return Err(e);
-            }
+            self.check_agg_context(scope, u.location)?;
             map.push((u.id, Self::add_aggregate(scope, u.agg)?));
         }
         if !map.is_empty() {
