@@ -510,7 +510,9 @@ impl<I: RowIter> RowIter for Project<I> {
 
 pub(crate) fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u8; 5]) -> Result<Option<i64>> {
     let Some(e) = e else { return Ok(None) };
-    match eval_pure(e, &[], ctx.params, &[], ctx.env)? {
+    // With the context as the environment: a subquery may give the count.
+    let params = ctx.params;
+    match eval_pure(e, &[], params, &[], ctx)? {
         Value::Null => Ok(None),
         v => {
             let n = v.as_i64().unwrap_or(0);

@@ -71,6 +71,9 @@ pub fn scan_rows(backend: &Backend, st: &RelStorage, snapshot: &Snapshot) -> Res
     Ok(out)
 }
 
+/// A row of a relation with its TID.
+pub type TidRow = (Tid, Vec<Value>);
+
 /// The rows of a relation a page at a time, for loops that do more per row
 /// than a scan callback may (which runs under the page lock): memory is one
 /// page's rows, unlike [`scan_rows`]. The relation's length is taken when the
@@ -88,7 +91,7 @@ impl<'s> PageRows<'s> {
     }
 
     /// The visible rows of the next page (possibly none), or `None` at the end.
-    pub fn next_page(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<Vec<(Tid, Vec<Value>)>>> {
+    pub fn next_page(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<Vec<TidRow>>> {
         let nblocks = match self.nblocks {
             Some(n) => n,
             None => *self.nblocks.insert(heapam::heap_nblocks(backend, self.st.rel)?),

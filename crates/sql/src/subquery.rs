@@ -69,14 +69,17 @@ pub struct SubPlan {
 /// The rows of an uncorrelated subquery for one execution, computed at its
 /// first use (shared by the copies of the plan made during that execution).
 #[derive(Clone, Debug, Default)]
-pub struct InitRows(Arc<std::sync::Mutex<Option<Arc<Vec<Vec<Value>>>>>>);
+pub struct InitRows(Arc<std::sync::Mutex<Option<Rows>>>);
+
+/// A subquery's rows, shared.
+type Rows = Arc<Vec<Vec<Value>>>;
 
 impl InitRows {
-    fn get(&self) -> Option<Arc<Vec<Vec<Value>>>> {
+    fn get(&self) -> Option<Rows> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn set(&self, rows: Arc<Vec<Vec<Value>>>) {
+    fn set(&self, rows: Rows) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(rows);
     }
 }

@@ -309,7 +309,7 @@ pub fn heap_scan_block(
 
 /// The number of blocks of relation `rel` (its main fork).
 pub fn heap_nblocks(backend: &Backend, rel: RelFileLocator) -> Result<BlockNumber> {
-    Ok(backend.engine().buffers.nblocks(rel, ForkNumber::Main)?)
+    backend.engine().buffers.nblocks(rel, ForkNumber::Main)
 }
 
 /// Reads the tuple at `tid` if `snapshot` sees it. A line pointer that pruning or

@@ -129,6 +129,24 @@ select (select max(t2.b) from t t2 where t2.a = max(t.a)) from t;
 select (select max(t2.b) from t t2 where t2.a = t.a) from t group by t.a order by 1;
 select (select min(t2.b) filter (where t2.a = max(t.a)) from t t2) from t;
 select t.a, (select max(t2.b + t.a) from t t2) from t group by t.a order by 1;
+-- Views, set operations, LIMIT/OFFSET, windows, INSERT ... SELECT.
+create view va as select (select max(t.a)) m, count(*) c from t;
+select * from va;
+select (select max(t.a) union select 0 order by 1 limit 1) from t;
+select (select max(t.a) union all select max(t.b)) from t;
+select * from t where exists (select 1 from u where u.x = (select max(t.a)));
+select a, (select sum(u.x) from u where u.x < (select max(t.b) / 10)) from t group by a order by a;
+select (select max(t.a) from u where u.x = 1 having count(*) > 0) from t;
+select (select count(*) having max(t.a) > 2) from t;
+select (select x from u order by x limit 1 offset (select count(*) - 4 from t)) from t;
+select max((select max(u.x) from u where u.x < t.a)) over () from t order by 1;
+select (select max(u.x) over (order by max(t.a)) from u limit 1) from t;
+create table ins (v int);
+insert into ins select (select max(t.a)) from t;
+insert into ins select (select max(t.a) + u.x) from t, u group by u.x;
+select * from ins order by 1;
+select (select max(s.a) from (select t.a from t t2 limit 1) s) from t;
+select (select max(t2.a) from t t2 where t2.a < (select max(t.a))) from t;
 -- Data-modifying statements refuse them as PostgreSQL does; nothing changes.
 insert into u values (max(1));
 insert into u values ((select max(t.a) from t));
