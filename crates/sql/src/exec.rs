@@ -416,6 +416,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
         }
         Expr::SubPlan(sp) => env.run_subplan(sp, row, params, aggs)?,
         Expr::OuterColumn { .. } => return Err(SqlError::internal("outer column reference not bound")),
+        Expr::OuterAggRef { .. } => return Err(SqlError::internal("outer aggregate reference not bound")),
     })
 }
 
@@ -584,7 +585,9 @@ impl<I: RowIter> RowIter for Project<I> {
 
 pub(crate) fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u8; 5]) -> Result<Option<i64>> {
     let Some(e) = e else { return Ok(None) };
-    match eval_pure(e, &[], ctx.params, &[], ctx.env)? {
+    // With the context as the environment: a subquery may give the count.
+    let params = ctx.params;
+    match eval_pure(e, &[], params, &[], ctx)? {
         Value::Null => Ok(None),
         v => {
             let n = v.as_i64().unwrap_or(0);
@@ -829,6 +832,8 @@ pub fn update(
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
+        // Every row, qualifying or not: the WHERE may be costly.
+        ctx.env.check_interrupts()?;
         if !qualifies(&row, ctx)? {
             continue;
         }
@@ -868,7 +873,6 @@ pub fn update(
             }
             break;
         }
-        ctx.env.check_interrupts()?;
     }
     Ok((n, out))
 }
@@ -921,6 +925,7 @@ pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Ta
     let mut n = 0;
     let mut out = Vec::new();
     for exprs in rows {
+        ctx.env.check_interrupts()?;
         let params = ctx.params;
         let row: Vec<Value> = exprs.iter().map(|e| eval_pure(e, &[], params, &[], ctx)).collect::<Result<_>>()?;
         insert_one(table, &row, ctx)?;
@@ -952,6 +957,8 @@ pub fn delete(
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
+        // Every row, qualifying or not: the WHERE may be costly.
+        ctx.env.check_interrupts()?;
         if !qualifies(&row, ctx)? {
             continue;
         }
@@ -978,7 +985,6 @@ pub fn delete(
             }
             break;
         }
-        ctx.env.check_interrupts()?;
     }
     Ok((n, out))
 }

@@ -268,6 +268,40 @@ impl RowIter for Counted {
     }
 }
 
+/// The counter keys of a data-modifying statement's copy (its InitPlans
+/// installed, `crate::subquery::statement_init_plans`) paired with the
+/// original's: (copy, original).
+pub fn statement_key_pairs(orig: &Statement, copy: &Statement) -> Vec<(usize, usize)> {
+    match (orig, copy) {
+        (Statement::Update { filter: o, .. }, Statement::Update { filter: c, .. }) | (Statement::Delete { filter: o, .. }, Statement::Delete { filter: c, .. }) => {
+            vec![(key(c), key(o))]
+        }
+        (Statement::InsertSelect(o), Statement::InsertSelect(c)) => {
+            let mut pairs = Vec::new();
+            pair_query(&o.query, &c.query, &mut pairs);
+            pairs
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Runs `f` with the counter keys `pairs` (copy, original) counted as the
+/// originals'.
+pub fn with_key_aliases<R>(pairs: &[(usize, usize)], f: impl FnOnce() -> R) -> R {
+    if !instrumenting() || pairs.is_empty() {
+        return f();
+    }
+    INSTR.with(|i| i.borrow_mut().aliases.extend(pairs.iter().copied()));
+    let r = f();
+    INSTR.with(|i| {
+        let mut i = i.borrow_mut();
+        for (c, _) in pairs {
+            i.aliases.remove(c);
+        }
+    });
+    r
+}
+
 /// Runs `f` over a copy `copy` of `orig` (the query with its InitPlans bound)
 /// with the copy's plan structures counted as the original's.
 pub fn with_alias<R>(orig: &Query, copy: &Query, f: impl FnOnce() -> R) -> R {
@@ -1217,6 +1251,7 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
         Expr::Distinct { l, r, negated } => format!("({} IS {}DISTINCT FROM {})", d(l), if *negated { "NOT " } else { "" }, d(r)),
         Expr::SubPlan(_) => "(SubPlan)".into(),
         Expr::OuterColumn { index, .. } => format!("$outer{index}"),
+        Expr::OuterAggRef { index, .. } => format!("$outeragg{index}"),
         Expr::NullIf { arg, .. } => format!("NULLIF({}, ...)", d(arg)),
         Expr::MinMax { args, greatest, .. } => {
             format!("{}({})", if *greatest { "GREATEST" } else { "LEAST" }, args.iter().map(d).collect::<Vec<_>>().join(", "))

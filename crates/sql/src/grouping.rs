@@ -301,7 +301,7 @@ pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize], en
 pub fn children(e: &Expr) -> Children<'_> {
     use Children::{Fixed, Listed, Slice};
     match e {
-        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } => Fixed([None, None]),
+        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } | Expr::OuterAggRef { .. } => Fixed([None, None]),
         Expr::SubPlan(sp) => Listed(sp.lhs.iter().map(|b| &*b).chain(sp.row_lhs.iter()).collect::<Vec<_>>().into_iter()),
         Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => Fixed([Some(arg), None]),
         Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => Fixed([Some(l), Some(r)]),

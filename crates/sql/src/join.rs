@@ -108,7 +108,7 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
             t.tick(&*ctx.env)?;
             let Source::Subquery(q) = &j.right else { return Err(crate::errors::SqlError::internal("LATERAL input is not a subquery")) };
             let mut q = (**q).clone();
-            crate::subquery::bind_outer(&mut q, &l);
+            crate::subquery::bind_outer(&mut q, &l, &[]);
             let rights = input_rows(&Source::Subquery(Box::new(q)), &j.right_filter, ctx)?;
             let mut matched = false;
             for r in &rights {

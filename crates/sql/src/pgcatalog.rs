@@ -313,6 +313,8 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                     Value::Text(s) => types::input(INT2_ARRAY, s, -1).unwrap_or(Value::Null),
                     _ => Value::Null,
                 };
+                // A foreign key added NOT VALID and not validated since (`crate::foreign_key`).
+                let validated = !(r[3] == Value::Text("f".into()) && matches!(&r[7], Value::Text(b) if b.ends_with(" notvalid")));
                 out.push(
                     Row::new(v)
                         .set("oid", r[0].clone())
@@ -321,7 +323,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                         .set("contype", r[3].clone())
                         .b("condeferrable", false)
                         .b("condeferred", false)
-                        .b("convalidated", true)
+                        .b("convalidated", validated)
                         .set("conrelid", r[4].clone())
                         .oid("contypid", 0)
                         .set("conindid", r[5].clone())

@@ -663,7 +663,7 @@ impl Session {
                 curcid: 0,
                 completion_count: 0,
             };
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default() };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default() };
             let r = a.statement(&st.node);
             *param_types = a.params;
             return r;
@@ -671,7 +671,7 @@ impl Session {
         self.ensure_txn()?;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
-        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default() };
+        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default() };
         let r = a.statement(&st.node);
         *param_types = a.params;
         r
@@ -817,6 +817,11 @@ impl Session {
         snap: ferrogres_engine::txn::snapshot::Snapshot,
         out: &mut dyn Output,
     ) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+        // Uncorrelated subqueries of a data-modifying statement run once (InitPlans).
+        if let Some(bound) = crate::subquery::statement_init_plans(plan) {
+            let pairs = crate::explain::statement_key_pairs(plan, &bound);
+            return crate::explain::with_key_aliases(&pairs, || self.run_in_txn(&bound, params, snap, out));
+        }
         let returning = |rows: Vec<Vec<Value>>, r: &[Target]| if r.is_empty() { None } else { Some(rows) };
         match plan {
             Statement::Query(q) => {
@@ -1142,7 +1147,7 @@ impl Session {
         if !p.argtypes.is_empty() {
             self.ensure_txn()?;
             let snap = self.backend.txn.statement_snapshot()?;
-            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true, views: Default::default() };
+            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true, views: Default::default(), upper: Default::default() };
             for n in &p.argtypes {
                 let Some(pg_query::NodeEnum::TypeName(tn)) = n.node.as_ref() else {
                     return Err(SqlError::not_supported("this PREPARE parameter type"));
@@ -1170,7 +1175,7 @@ impl Session {
         let mut exprs = Vec::with_capacity(types.len());
         {
             let snap = self.backend.txn.statement_snapshot()?;
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default() };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default() };
             for (i, (n, ty)) in e.params.iter().zip(&types).enumerate() {
                 let Some(node) = n.node.as_ref() else { return Err(SqlError::syntax("empty EXECUTE parameter")) };
                 let ex = a.scalar_expr(node)?;

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod client;
+pub mod session_client;
 pub mod server;
 
 /// A protocol 3.0 StartupMessage with the given parameters.

@@ -291,7 +291,10 @@ impl Rewrite<'_> {
         let mut out = e.clone();
         match &mut out {
             Expr::Column(i, _) => *i += self.nkeys + self.ncalls,
-            Expr::SubPlan(sp) if crate::subquery::is_correlated(&sp.query) => self.correlated = true,
+            // A subquery reading this level's row (whose layout the grouped
+            // row changes); one reading only its aggregates' results
+            // (`Expr::OuterAggRef`) is bound from them as usual.
+            Expr::SubPlan(sp) if crate::subquery::reads_parent_row(&sp.query) => self.correlated = true,
             _ => {}
         }
         for c in crate::subquery::children_mut(&mut out) {
