@@ -21,7 +21,9 @@ pub struct HashReport {
     pub bitmap_pages: u32,
     /// Entries that belong to their bucket (the index's contents).
     pub entries: u64,
-    /// Copies left in old buckets by finished splits, not yet cleaned up.
+    /// Entries an old bucket holds for the new bucket of its last split: copies
+    /// left by a finished split (not yet cleaned up), or entries of an unfinished
+    /// split (counted in `entries` too when the new bucket has no copy yet).
     pub split_leftovers: u64,
     /// Buckets with an unfinished split (old buckets flagged BEING_SPLIT).
     pub unfinished_splits: u32,
@@ -36,7 +38,9 @@ pub struct HashReport {
 
 impl HashIndex {
     /// Checks the whole index; a violated invariant is `Error::Internal` naming it.
-    /// `entries` (if given) receives every entry that belongs to its bucket.
+    /// `entries` (if given) receives the index's contents: every entry that
+    /// belongs to its bucket, and the entries of an unfinished split not copied
+    /// into the new bucket yet (each once).
     pub fn check(&self, engine: &Engine, mut entries: Option<&mut Vec<(u32, Tid)>>) -> Result<HashReport> {
         let bad = |what: String| -> Result<HashReport> { Err(Error::internal(format!("hash index {:?}: {what}", self.rel))) };
         let meta = self.meta(engine)?;
@@ -57,6 +61,8 @@ impl HashIndex {
             }
         }
         let mut flags_of: HashMap<u32, HashOpaque> = HashMap::new();
+        let mut contents: HashSet<(u32, Tid)> = HashSet::new();
+        let mut uncopied: Vec<(u32, Tid)> = Vec::new();
         for bucket in 0..=meta.maxbucket {
             let Some(blk) = meta.block_of(bucket) else { return bad(format!("bucket {bucket} has no page")) };
             if blk >= nblocks {
@@ -116,12 +122,12 @@ impl HashIndex {
                         if !tids.insert(e.tid) {
                             return bad(format!("heap TID {:?} twice in bucket {bucket}", e.tid));
                         }
-                        r.entries += 1;
-                        if let Some(v) = entries.as_deref_mut() {
-                            v.push((e.hash, e.tid));
-                        }
+                        contents.insert((e.hash, e.tid));
                     } else if leftover {
                         r.split_leftovers += 1;
+                        if fl.being_split() {
+                            uncopied.push((e.hash, e.tid));
+                        }
                     } else {
                         return bad(format!("entry {:#x} {:?} in bucket {bucket} belongs to bucket {home}", e.hash, e.tid));
                     }
@@ -135,6 +141,13 @@ impl HashIndex {
                 prev = cur;
                 cur = next;
             }
+        }
+        for e in uncopied {
+            contents.insert(e);
+        }
+        r.entries = contents.len() as u64;
+        if let Some(v) = entries.as_deref_mut() {
+            v.extend(contents.iter().copied());
         }
         // Split flags pair up: an old bucket being split <=> its new bucket being
         // populated.

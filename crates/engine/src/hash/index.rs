@@ -526,6 +526,29 @@ impl HashIndex {
     }
 }
 
+impl HashIndex {
+    /// Finishes every unfinished split (after crash recovery, or from VACUUM):
+    /// each bucket flagged BEING_SPLIT gets its split finished under a cleanup
+    /// lock (waiting for the pins on it to go). Returns how many were finished.
+    pub fn finish_incomplete_splits(&self, engine: &Engine) -> Result<usize> {
+        let meta = self.meta(engine)?;
+        let mut done = 0;
+        for bucket in 0..=meta.maxbucket {
+            let blk = self.block_of(engine, bucket)?;
+            let pin = engine.buffers.read_buffer(self.tag(blk), None)?;
+            if !opaque(&pin.lock_shared())?.being_split() {
+                continue;
+            }
+            let primary = pin.into_cleanup_locked()?;
+            if opaque(&primary)?.being_split() {
+                self.finish_split(engine, primary, bucket)?;
+                done += 1;
+            }
+        }
+        Ok(done)
+    }
+}
+
 /// The entries of a page and its next link.
 pub(crate) fn page_entries(page: &[u8]) -> Result<(Vec<HashEntry>, BlockNumber)> {
     let o = opaque(page)?;
