@@ -119,7 +119,7 @@ mod tests {
         for u in 0..NUM_UNITS {
             let (first, n) = unit_range(u);
             assert_eq!(first as u64, next, "unit {u}");
-            assert!(n >= 1 && n <= 1 << 28);
+            assert!((1..=1 << 28).contains(&n));
             for b in [first, first + n / 2, first + n - 1] {
                 assert_eq!(unit_of(b), (u, b - first), "bucket {b}");
             }

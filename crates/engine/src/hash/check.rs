@@ -41,7 +41,7 @@ impl HashIndex {
     /// `entries` (if given) receives the index's contents: every entry that
     /// belongs to its bucket, and the entries of an unfinished split not copied
     /// into the new bucket yet (each once).
-    pub fn check(&self, engine: &Engine, mut entries: Option<&mut Vec<(u32, Tid)>>) -> Result<HashReport> {
+    pub fn check(&self, engine: &Engine, entries: Option<&mut Vec<(u32, Tid)>>) -> Result<HashReport> {
         let bad = |what: String| -> Result<HashReport> { Err(Error::internal(format!("hash index {:?}: {what}", self.rel))) };
         let meta = self.meta(engine)?;
         let mut r = HashReport { buckets: meta.maxbucket + 1, ..Default::default() };
@@ -146,7 +146,7 @@ impl HashIndex {
             contents.insert(e);
         }
         r.entries = contents.len() as u64;
-        if let Some(v) = entries.as_deref_mut() {
+        if let Some(v) = entries {
             v.extend(contents.iter().copied());
         }
         // Split flags pair up: an old bucket being split <=> its new bucket being

@@ -39,6 +39,9 @@ pub struct HashIndex {
     pub(crate) cache: Arc<MetaCache>,
 }
 
+/// A bitmap page (locked) and the operations that clear a bit on it.
+type BitmapChange<'e> = (LockedBuffer<'e>, Vec<PageOp>);
+
 /// Bound on retries when the cache and a bucket page disagree (each retry re-reads
 /// the metapage, after which they agree unless the index is corrupt).
 const MAX_RETRIES: u32 = 100;
@@ -268,7 +271,7 @@ impl HashIndex {
     /// relation extension. Relation extension of a hash index happens only under
     /// the metapage's exclusive lock, so it never races with a split's allocation
     /// of a unit.
-    fn allocate_page<'e>(&self, engine: &'e Engine, meta: &mut HashMeta) -> Result<(LockedBuffer<'e>, Option<(LockedBuffer<'e>, Vec<PageOp>)>)> {
+    fn allocate_page<'e>(&self, engine: &'e Engine, meta: &mut HashMeta) -> Result<(LockedBuffer<'e>, Option<BitmapChange<'e>>)> {
         if meta.nfree > 0 {
             let first_map = (meta.first_free / BITS_PER_MAP) as usize;
             for k in first_map..meta.bitmaps.len() {

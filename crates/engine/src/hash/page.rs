@@ -135,6 +135,7 @@ pub const META_OFF: usize = PAGE_HEADER_SIZE;
 const META_FIXED: usize = 40;
 /// Size of the metapage's contents.
 pub const META_SIZE: usize = META_FIXED + NUM_UNITS * 4 + MAX_BITMAPS * 4;
+const _: () = assert!(META_OFF + META_SIZE < SPECIAL_OFF, "the metapage's contents fit before the special space");
 
 /// Default and bounds of the `fillfactor` storage parameter (PostgreSQL's).
 pub const HASH_DEFAULT_FILLFACTOR: u16 = 75;
@@ -257,6 +258,7 @@ pub const BITMAP_OFF: usize = PAGE_HEADER_SIZE;
 pub const BITMAP_BYTES: usize = 4096;
 /// Blocks covered by one bitmap page.
 pub const BITS_PER_MAP: u32 = (BITMAP_BYTES * 8) as u32;
+const _: () = assert!(BITMAP_OFF + BITMAP_BYTES < SPECIAL_OFF, "the bits fit before the special space");
 
 /// Initializes a bitmap page with every bit clear.
 pub fn bitmap_init(page: &mut [u8]) {
@@ -410,8 +412,6 @@ mod tests {
         assert_eq!(ENTRIES_PER_PAGE, 407);
         assert_eq!(HashMeta::ffactor_for(75), 307, "PostgreSQL's ffactor for fillfactor 75");
         assert_eq!(HashMeta::ffactor_for(10), 40);
-        assert!(META_OFF + META_SIZE < SPECIAL_OFF);
-        assert!(BITMAP_OFF + BITMAP_BYTES < SPECIAL_OFF);
     }
 
     #[test]

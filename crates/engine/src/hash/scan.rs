@@ -82,9 +82,8 @@ impl<'a> HashScan<'a> {
                 let pin = self.index.chain_page(self.engine, self.next, bucket)?;
                 let g = pin.lock_shared();
                 self.next = collect(&mut self.items, self.hash, &g, self.old.is_some() && !self.in_old)?;
-            } else if !self.in_old && self.old.is_some() {
+            } else if let (false, Some((_, pin))) = (self.in_old, self.old.as_ref()) {
                 self.in_old = true;
-                let (_, pin) = self.old.as_ref().expect("checked");
                 let g = pin.lock_shared();
                 self.next = collect(&mut self.items, self.hash, &g, false)?;
             } else {
