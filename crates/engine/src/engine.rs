@@ -74,6 +74,8 @@ pub struct Engine {
     pub locks: Arc<LockManager>,
     /// Shared relation-extension state of the heap (batches of extra pages).
     pub(crate) heap_space: heapam::SpaceMap,
+    /// The metapage caches and insert counters of hash indexes (hash::metacache).
+    pub(crate) hash_caches: crate::hash::CacheRegistry,
     /// Per-relation tuple counters and the autovacuum launcher (heap::autovacuum).
     pub(crate) pgstat_tables: crate::heap::autovacuum::TableStats,
     /// Next OID to assign.
@@ -269,6 +271,7 @@ impl Engine {
             txn,
             locks,
             heap_space: heapam::SpaceMap::default(),
+            hash_caches: crate::hash::CacheRegistry::default(),
             pgstat_tables: Default::default(),
             next_oid: AtomicU32::new(ck.next_oid.max(FIRST_NORMAL_OBJECT_ID)),
             oid_logged_until: Mutex::new(0),
@@ -331,6 +334,7 @@ impl Engine {
                 RmgrId::Smgr => self.redo_smgr(rec),
                 RmgrId::Heap => heapam::redo(self, rec),
                 RmgrId::Btree => crate::nbtree::redo(self, rec),
+                RmgrId::Hash => crate::hash::redo(self, rec),
                 RmgrId::Database => self.redo_dbase(rec),
                 other => Err(Error::corrupt(format!("WAL record at {} of unknown resource manager {other:?}", rec.lsn))),
             }

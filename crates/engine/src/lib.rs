@@ -13,6 +13,8 @@
 //! - [`wal`]: the write-ahead log: insertion, group flush, checkpoints, recovery.
 //! - [`heap`]: heap pages and tuples, free space, relation extension, TOAST.
 //! - [`nbtree`]: B-tree indexes (Lehman & Yao, with PostgreSQL's refinements).
+//! - [`hash`]: hash indexes (linear hashing with PostgreSQL 10's concurrency), and
+//!   PostgreSQL's hash functions.
 //! - [`txn`]: transaction ids, commit log, ProcArray, snapshots, visibility.
 //! - [`sinval`]: the shared queue of catalog-cache invalidations sent at commit.
 //! - [`engine`]: one open data directory: startup, recovery, checkpoints, backends.
@@ -27,6 +29,7 @@ pub mod config;
 #[cfg(not(loom))]
 pub mod engine;
 pub mod error;
+pub mod hash;
 pub mod heap;
 pub mod lmgr;
 pub mod memacct;

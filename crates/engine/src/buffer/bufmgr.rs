@@ -934,13 +934,19 @@ impl<'a> PinnedBuffer<'a> {
     /// are gone. Only one backend may wait for a given buffer at a time. The caller
     /// must hold exactly one pin on it (this one).
     pub fn lock_cleanup(&self) -> Result<BufferWriteGuard<'_>> {
+        let guard = self.cleanup_guard()?;
+        Ok(BufferWriteGuard { _guard: guard, pool: self.pool, id: self.id })
+    }
+
+    /// The content lock of a cleanup lock (see [`Self::lock_cleanup`]).
+    fn cleanup_guard(&self) -> Result<LwLockGuard<'a>> {
         let d = self.pool.desc(self.id);
         loop {
             let guard = d.content_lock.exclusive();
             let s = d.state.lock();
             if refcount(s) == 1 {
                 d.state.unlock();
-                return Ok(BufferWriteGuard { _guard: guard, pool: self.pool, id: self.id });
+                return Ok(guard);
             }
             if s & BM_PIN_COUNT_WAITER != 0 {
                 d.state.unlock();
@@ -972,6 +978,24 @@ impl<'a> PinnedBuffer<'a> {
             return None;
         }
         Some(BufferWriteGuard { _guard: guard, pool: self.pool, id: self.id })
+    }
+
+    /// [`Self::lock_cleanup`], keeping pin and lock in one owned value.
+    pub fn into_cleanup_locked(self) -> Result<LockedBuffer<'a>> {
+        let guard = self.cleanup_guard()?;
+        Ok(LockedBuffer { guard, pin: self })
+    }
+
+    /// [`Self::conditional_lock_cleanup`] into one owned value; gives the pin back
+    /// when the cleanup lock is not free now.
+    pub fn try_into_cleanup_locked(self) -> std::result::Result<LockedBuffer<'a>, PinnedBuffer<'a>> {
+        let d = self.pool.desc(self.id);
+        let Some(guard) = d.content_lock.try_exclusive() else { return Err(self) };
+        if refcount(d.state.load()) != 1 {
+            drop(guard);
+            return Err(self);
+        }
+        Ok(LockedBuffer { guard, pin: self })
     }
 
     /// Pins and exclusive-locks, keeping both in one owned value.
@@ -1096,6 +1120,14 @@ impl<'a> LockedBuffer<'a> {
 
     pub fn pin(&self) -> &PinnedBuffer<'a> {
         &self.pin
+    }
+
+    /// Whether ours is the only pin, so that this exclusive lock is a cleanup lock
+    /// (PostgreSQL's IsBufferCleanupOK). A pin taken after the check by a backend
+    /// that then waits for the content lock does not matter to callers: it cannot
+    /// look at the page before this lock is released.
+    pub fn is_cleanup_ok(&self) -> bool {
+        refcount(self.pin.state()) == 1
     }
 }
 
