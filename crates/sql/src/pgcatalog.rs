@@ -226,7 +226,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                     } else {
                         row
                     };
-                    row.t("name", &name)
+                    let row = row.t("name", &name)
                         .t("setting", &value)
                         .t("source", source)
                         .t("boot_val", &default)

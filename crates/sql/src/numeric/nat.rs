@@ -460,8 +460,10 @@ pub fn isqrt(a: &[u32]) -> Nat {
     if let Some(v) = to_u128(a) {
         return from_u128(sqrt_rem_u128(v).0);
     }
-    // top·c² plus the carry from below (< c²) stays under BASE.
-    let c = ((BASE as f64 / (top as f64 + 2.0)).sqrt() as u32).max(1);
+    // The largest c with (top + 1)·c² <= BASE: top·c² plus the carry from
+    // below (< c²) stays under BASE, and top·c² >= BASE/4 (checked for every
+    // top below BASE/4 at each change of c).
+    let c = (BASE / (top as u64 + 1)).isqrt() as u32;
     let scaled = mul_small(a, c * c);
     debug_assert_eq!(scaled.len(), a.len());
     debug_assert!(scaled[scaled.len() - 1] as u64 >= BASE / 4);
