@@ -51,6 +51,12 @@ if [ "$what" = test ]; then
   fi
 fi
 
+# The test run starts with cargo clippy (a rustup component; minimal profiles lack it).
+if [ "$what" = test ] && ! cargo clippy --version >/dev/null 2>&1; then
+  echo "scripts/deps.sh: adding the clippy component" >&2
+  rustup component add clippy || exit 1
+fi
+
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then

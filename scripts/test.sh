@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's whole test run: what README.md names and .ci/run calls. Installs what
 # is missing first (scripts/deps.sh test: apt-get as root, or through sudo).
+#   0. cargo clippy --workspace --all-targets, warnings as errors;
 #   1. unit and integration tests of every crate (real threads, real files, crash tests
 #      that kill child processes: FERROGRES_CRASH_KILLS, default 100; the protocol
 #      fuzzer, crates/ferrogres/tests/protocol_fuzz.rs, about 1.5 minutes:
@@ -16,6 +17,14 @@ scripts/deps.sh test || exit 1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
+
+echo "== cargo clippy (workspace, all targets, warnings are errors)"
+cargo clippy --workspace --all-targets -- -D warnings 2>&1 | tee -a "$log"
+clippy=${PIPESTATUS[0]}
+if [ "$clippy" -ne 0 ]; then
+  status=1
+  echo "test result: FAILED. 0 passed; 1 failed (cargo clippy)" | tee -a "$log"
+fi
 
 echo "== cargo test (workspace)"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1

@@ -411,11 +411,10 @@ fn add_column(cmd: &AlterCmd, sub: &pb::AlterTableCmd, t: Table, snap: &Snapshot
                 Ok(())
             })?;
         }
-        _ if nt.columns[col].not_null => {
-            if !scan_rows(backend, &nt.storage, &snap)?.iter().all(|(_, r)| !r[col].is_null()) {
+        _ if nt.columns[col].not_null
+            && !scan_rows(backend, &nt.storage, &snap)?.iter().all(|(_, r)| !r[col].is_null()) => {
                 return Err(SqlError::new(b"23502", format!("column \"{}\" of relation \"{}\" contains null values", cd.colname, t.name)));
             }
-        }
         _ => {}
     }
     for c in later {
@@ -547,13 +546,12 @@ fn alter_type(cmd: &AlterCmd, sub: &pb::AlterTableCmd, t: Table, snap: &Snapshot
         match crate::analyze::ddl_alter_column::raw_node(&cd.raw_default) {
             Some(using) => {
                 let e = a.row_expr(using, &t)?;
-                let from = e.ty();
                 a.coerce_assignment(e, ty, typmod).map_err(|_| {
                     SqlError::new(b"42804", format!("result of USING clause for column \"{}\" cannot be cast automatically to type {}", old.name, ty.name_with_typmod(typmod)))
                         .with_hint("You might need to add an explicit cast.")
                         .at(&cmd.sql, -1)
                 })
-                .map(|e| if from == ty { e } else { e })?
+?
             }
             None => {
                 let e = Expr::Column(col, old.ty);

@@ -1109,9 +1109,7 @@ impl<'a> Analyzer<'a> {
             Type::Oid
         } else if lt == rt && lt == Type::Bytea && cmp.is_some() {
             Type::Bytea
-        } else if lt == rt && matches!(lt, Type::Array(_)) && cmp.is_some() {
-            lt
-        } else if lt == rt && matches!(lt, Type::Uuid | Type::Jsonb | Type::PgLsn) && cmp.is_some() {
+        } else if lt == rt && matches!(lt, Type::Array(_) | Type::Uuid | Type::Jsonb | Type::PgLsn) && cmp.is_some() {
             lt
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));

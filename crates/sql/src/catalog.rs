@@ -242,7 +242,7 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
         if let [Value::Oid(oid), Value::Text(n), Value::Oid(relns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), ..] = row.as_slice() {
             if n == name && kind == "r" {
                 if let Some(i) = path.iter().position(|p| p == relns) {
-                    if found.map_or(true, |(j, _)| i < j) {
+                    if found.is_none_or(|(j, _)| i < j) {
                         found = Some((i, (*oid, *filenode, *toast)));
                     }
                 }

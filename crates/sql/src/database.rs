@@ -354,7 +354,7 @@ fn arg_text(d: &pb::DefElem) -> Option<String> {
                 Some(NodeEnum::String(s)) => Some(s.sval.clone()),
                 _ => None,
             })
-            .last(),
+            .next_back(),
         Some(NodeEnum::RoleSpec(r)) => Some(if r.rolename.is_empty() { "postgres".into() } else { r.rolename.clone() }),
         _ => None,
     }

@@ -335,7 +335,7 @@ pub fn interval_text(style: IntervalStyle, months: i32, days: i32, micros: i64) 
             let pos = fields.iter().any(|&v| v > 0);
             let has_ym = year != 0 || mon != 0;
             let has_dt = mday != 0 || hour != 0 || min != 0 || sec != 0 || fsec != 0;
-            let standard = !(neg && pos) && !(has_ym && has_dt);
+            let standard = !((neg && pos) || (has_ym && has_dt));
             let secs = seconds_text(sec, fsec, true);
             if !neg && !pos {
                 "0".into()

@@ -1000,8 +1000,8 @@ impl Builder<'_> {
                 width,
                 ..Default::default()
             };
-            if filter.is_some() {
-                n.details.push(format!("Filter: {}", qual(filter.expect("checked"))));
+            if let Some(f) = filter {
+                n.details.push(format!("Filter: {}", qual(f)));
             }
             return n;
         }
@@ -1306,7 +1306,7 @@ fn render(n: &Node, o: &Options, indent: usize, root: bool, out: &mut Vec<String
         head.push_str(&format!("  (cost={:.2}..{:.2} rows={} width={})", n.startup, n.total.max(n.startup), n.rows.round().max(0.0) as u64, n.width));
     }
     if o.analyze {
-        let sep = if o.costs { " " } else { " " };
+        let sep = " ";
         match n.actual.filter(|_| n.executed) {
             None if n.executed => {}
             Some(c) => {

@@ -527,7 +527,7 @@ fn num_processor(nodes: &[Node], num: &mut NumDesc, number: &str, out_pre_spaces
     }
     let mut p = NumProc { num: num.clone(), number: number.as_bytes(), number_p: 0, out: String::new(), sign, sign_wrote: false, num_in: false, num_curr: 0, num_count: 0, out_pre_spaces, last_relevant: None };
     if p.num.plus || p.num.minus {
-        p.sign_wrote = !(p.num.plus && !p.num.minus);
+        p.sign_wrote = !p.num.plus || p.num.minus;
     } else {
         if p.sign != '-' && p.num.fillmode {
             p.num.bracket = false;
@@ -613,11 +613,10 @@ fn num_processor(nodes: &[Node], num: &mut NumDesc, number: &str, out_pre_spaces
                         p.out.push(' ');
                     }
                 }
-                Key::Sg => {
-                    if p.sign != '\0' {
+                Key::Sg
+                    if p.sign != '\0' => {
                         p.out.push(p.sign);
                     }
-                }
                 _ => {}
             },
         }
@@ -661,34 +660,29 @@ pub fn to_number(a: &[Value]) -> Result<Value> {
                         i += 1;
                     }
                 }
-                Key::Dec | Key::D => {
-                    if i < b.len() && b[i] == b'.' && !seen_dec {
+                Key::Dec | Key::D
+                    if i < b.len() && b[i] == b'.' && !seen_dec => {
                         digits.push('.');
                         seen_dec = true;
                         i += 1;
                     }
-                }
-                Key::Comma | Key::G => {
-                    if i < b.len() && b[i] == b',' {
+                Key::Comma | Key::G
+                    if i < b.len() && b[i] == b',' => {
                         i += 1;
                     }
-                }
-                Key::S | Key::Mi | Key::Pl | Key::Sg => {
-                    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
+                Key::S | Key::Mi | Key::Pl | Key::Sg
+                    if i < b.len() && (b[i] == b'-' || b[i] == b'+') => {
                         neg |= b[i] == b'-';
                         i += 1;
                     }
-                }
-                Key::Pr => {
-                    if i < b.len() && b[i] == b'>' {
+                Key::Pr
+                    if i < b.len() && b[i] == b'>' => {
                         i += 1;
                     }
-                }
-                Key::L => {
-                    if i < b.len() && b[i] == b' ' {
+                Key::L
+                    if i < b.len() && b[i] == b' ' => {
                         i += 1;
                     }
-                }
                 Key::Th | Key::ThLower => i = (i + 2).min(b.len()),
                 _ => {}
             },

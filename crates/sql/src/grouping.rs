@@ -302,7 +302,7 @@ pub fn children(e: &Expr) -> Children<'_> {
     use Children::{Fixed, Listed, Slice};
     match e {
         Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } | Expr::OuterAggRef { .. } => Fixed([None, None]),
-        Expr::SubPlan(sp) => Listed(sp.lhs.iter().map(|b| &*b).chain(sp.row_lhs.iter()).collect::<Vec<_>>().into_iter()),
+        Expr::SubPlan(sp) => Listed(sp.lhs.iter().chain(sp.row_lhs.iter()).collect::<Vec<_>>().into_iter()),
         Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => Fixed([Some(arg), None]),
         Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => Fixed([Some(l), Some(r)]),
         Expr::And(v) | Expr::Or(v) | Expr::Func { args: v, .. } | Expr::Coalesce(v, _) | Expr::MinMax { args: v, .. } => Slice(v.iter()),

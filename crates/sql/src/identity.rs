@@ -62,7 +62,7 @@ pub fn serial_sequence(backend: &mut Backend, snap: &Snapshot, t: &Table, col: u
 #[allow(clippy::too_many_arguments)]
 pub fn create(backend: &mut Backend, snap: &Snapshot, sql: &str, t: &Table, col: usize, colname: &str, ty: Type, when: &str, options: &[pb::Node]) -> Result<String> {
     if !matches!(ty, Type::Int2 | Type::Int4 | Type::Int8) {
-        return Err(SqlError::new(b"22023", format!("identity column type must be smallint, integer, or bigint")));
+        return Err(SqlError::new(b"22023", "identity column type must be smallint, integer, or bigint".to_string()));
     }
     let opts = {
         let a = Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default() };

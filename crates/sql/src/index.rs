@@ -218,6 +218,7 @@ fn int2vector(v: &str) -> Vec<i16> {
 
 /// The indexes of table `table_oid` (whose columns are `columns`), in creation
 /// (OID) order. Registers them for VACUUM's index cleanup.
+#[allow(clippy::type_complexity)] // a catalog row's fields, consumed below
 pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns: &[catalog::Column]) -> Result<Vec<IndexInfo>> {
     let mut found: Vec<(u32, bool, bool, Vec<i16>, Vec<i16>, i16)> = Vec::new();
     for (_, row) in scan_rows(backend, &index_rel(), snap)? {
@@ -840,7 +841,10 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> R
         }
     }
     let k = path.eq.len();
-    let range = |b: &Option<(Expr, bool)>, ctx: &mut Ctx| -> Result<Option<Option<Option<(Value, bool)>>>> {
+    // None: not usable (scan the table); Some(None): matches nothing;
+    // Some(Some(None)): no bound; else the bound and whether it is inclusive.
+    type BoundValue = Option<Option<Option<(Value, bool)>>>;
+    let range = |b: &Option<(Expr, bool)>, ctx: &mut Ctx| -> Result<BoundValue> {
         let Some((e, inc)) = b else { return Ok(Some(Some(None))) };
         Ok(match eval(e, k, ctx)? {
             None => None,

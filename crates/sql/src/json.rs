@@ -908,6 +908,7 @@ impl<'a> Walk<'a> {
         }
         (start, self.p)
     }
+    #[allow(clippy::type_complexity)] // (key span, value span) pairs
     fn members(&mut self) -> Vec<(Option<(usize, usize)>, (usize, usize))> {
         self.ws();
         let obj = self.peek() == b'{';
@@ -968,7 +969,7 @@ pub fn json_get_key<'a>(s: &'a str, key: &str) -> Option<&'a str> {
     if json_kind(s) != b'{' {
         return None;
     }
-    json_members(s)?.into_iter().filter(|(k, _)| k.is_some_and(|k| unquote(k) == key)).map(|(_, v)| v).last()
+    json_members(s)?.into_iter().filter(|(k, _)| k.is_some_and(|k| unquote(k) == key)).map(|(_, v)| v).next_back()
 }
 
 pub fn json_get_index(s: &str, i: i64) -> Option<&str> {

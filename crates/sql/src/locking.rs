@@ -205,7 +205,7 @@ pub fn parse_ms(v: &str) -> Option<u64> {
         _ => return None,
     };
     let ms = n * factor;
-    (ms >= 0.0 && ms < 1e15).then_some(ms as u64)
+    (0.0..1e15).contains(&ms).then_some(ms as u64)
 }
 
 /// Validates a time setting (deadlock_timeout, lock_timeout) as PostgreSQL does.

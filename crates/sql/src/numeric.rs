@@ -694,7 +694,7 @@ impl Numeric {
             return Err(SqlError::new(b"2201F", "cannot take square root of a negative number"));
         }
         let sweight = (self.nbase_weight() + 1) * 4 / 2 - 1;
-        let rscale = (MIN_SIG_DIGITS - sweight).max(self.dscale() as i64).max(0).min(MAX_DISPLAY_SCALE) as u32;
+        let rscale = (MIN_SIG_DIGITS - sweight).max(self.dscale() as i64).clamp(0, MAX_DISPLAY_SCALE) as u32;
         // sqrt(mag × 10^-ds) × 10^(rscale+1) = sqrt(mag × 10^(2 rscale + 2 - ds)).
         let e = 2 * rscale as i64 + 2 - self.dscale() as i64;
         let n = shift(self.digits(), e.max(0) as u32);
@@ -805,10 +805,10 @@ impl Numeric {
             f.extend_from_slice(d);
             f
         };
-        while int.len() % 4 != 0 {
+        while !int.len().is_multiple_of(4) {
             int.insert(0, 0);
         }
-        while frac.len() % 4 != 0 {
+        while !frac.len().is_multiple_of(4) {
             frac.push(0);
         }
         let groups: Vec<i16> = int
@@ -1221,8 +1221,8 @@ mod tests {
     fn property_integer_arithmetic_matches_i128() {
         let mut seed = 42;
         for _ in 0..3000 {
-            let a = (lcg(&mut seed) as i64 >> (lcg(&mut seed) % 60)) as i128 * if lcg(&mut seed) % 2 == 0 { 1 } else { -1 };
-            let b = (lcg(&mut seed) as i64 >> (lcg(&mut seed) % 60)) as i128 * if lcg(&mut seed) % 2 == 0 { 1 } else { -1 };
+            let a = (lcg(&mut seed) as i64 >> (lcg(&mut seed) % 60)) as i128 * if lcg(&mut seed).is_multiple_of(2) { 1 } else { -1 };
+            let b = (lcg(&mut seed) as i64 >> (lcg(&mut seed) % 60)) as i128 * if lcg(&mut seed).is_multiple_of(2) { 1 } else { -1 };
             let (x, y) = (Numeric::from_i128(a), Numeric::from_i128(b));
             assert_eq!(x.add(&y).unwrap(), Numeric::from_i128(a + b), "{a} + {b}");
             assert_eq!(x.sub(&y).unwrap(), Numeric::from_i128(a - b), "{a} - {b}");

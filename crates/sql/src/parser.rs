@@ -163,7 +163,8 @@ mod tests {
     #[test]
     fn deepest_parse_trees_decode_within_the_slop() {
         let r = |open: &str, mid: &str, close: &str, n: usize| format!("{}{mid}{}", open.repeat(n), close.repeat(n));
-        let shapes: Vec<(usize, Box<dyn Fn(usize) -> String + Send>)> = vec![
+        type Shape = Box<dyn Fn(usize) -> String + Send>;
+        let shapes: Vec<(usize, Shape)> = vec![
             (4995, Box::new(move |n| format!("select {}", r("abs(", "1", ")", n)))),
             (4995, Box::new(move |n| format!("select {}", r("not ", "true", "", n)))),
             (4995, Box::new(move |n| format!("select {}", r("coalesce(", "1", ")", n)))),

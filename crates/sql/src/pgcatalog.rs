@@ -410,7 +410,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                     .oid("collowner", BOOTSTRAP_SUPERUSER)
                     .t("collprovider", p)
                     .b("collisdeterministic", true)
-                    .i4("collencoding", if *o == 100 { -1 } else { -1 });
+                    .i4("collencoding", -1);
                 match c {
                     Some(c) => r.t("collcollate", c).t("collctype", c),
                     None => r,
@@ -423,6 +423,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
 }
 
 /// (relid, attnum, type, typmod, stored text) of every column default.
+#[allow(clippy::type_complexity)] // the row of each default, as documented above
 fn defaults(backend: &Backend, snap: &Snapshot) -> Result<Vec<(u32, i16, Type, i32, String)>> {
     let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;
     let mut out = Vec::new();
@@ -728,7 +729,7 @@ fn pg_type(v: &View) -> Vec<Row<'_>> {
             let collation = match t {
                 Type::Text | Type::Varchar | Type::Bpchar => 100,
                 Type::Name => 950,
-                Type::Array(e) if matches!(e, Type::Text | Type::Varchar | Type::Bpchar) => 100,
+                Type::Array(Type::Text | Type::Varchar | Type::Bpchar) => 100,
                 Type::Array(Type::Name) => 950,
                 _ => 0,
             };
@@ -1056,35 +1057,6 @@ pub fn constraint_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>
     Ok(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_and_idents() {
-        assert_eq!(size_pretty(10239), "10239 bytes");
-        assert_eq!(size_pretty(10240), "10 kB");
-        assert_eq!(size_pretty(8192 * 1000), "8000 kB");
-        assert_eq!(size_pretty(1_000_000_000), "954 MB");
-        assert_eq!(quote_ident("abc_1"), "abc_1");
-        assert_eq!(quote_ident("Abc"), "\"Abc\"");
-        assert_eq!(quote_ident("select"), "\"select\"");
-        assert_eq!(deparse_const(Type::Int4, -1, "42"), "42");
-        assert_eq!(deparse_const(Type::Int4, -1, "-1"), "'-1'::integer");
-        assert_eq!(deparse_const(Type::Varchar, 14, "x"), "'x'::character varying");
-    }
-
-    #[test]
-    fn every_view_has_unique_columns() {
-        for v in VIEWS {
-            let mut names: Vec<&str> = v.columns.iter().map(|c| c.0).collect();
-            names.sort();
-            names.dedup();
-            assert_eq!(names.len(), v.columns.len(), "{}", v.name);
-        }
-    }
-}
-
 /// pg_views and information_schema.views ([`crate::view`]).
 fn view_rows<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
     let dbname = crate::database::current_name(backend, snap)?;
@@ -1114,4 +1086,33 @@ fn view_rows<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<
 /// `oid:definition` of every view (pg_get_viewdef) as `snap` sees them.
 pub fn view_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
     Ok(crate::view::all_views(backend, snap)?.into_iter().map(|(oid, _, _, def)| format!("{oid}:{def}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_idents() {
+        assert_eq!(size_pretty(10239), "10239 bytes");
+        assert_eq!(size_pretty(10240), "10 kB");
+        assert_eq!(size_pretty(8192 * 1000), "8000 kB");
+        assert_eq!(size_pretty(1_000_000_000), "954 MB");
+        assert_eq!(quote_ident("abc_1"), "abc_1");
+        assert_eq!(quote_ident("Abc"), "\"Abc\"");
+        assert_eq!(quote_ident("select"), "\"select\"");
+        assert_eq!(deparse_const(Type::Int4, -1, "42"), "42");
+        assert_eq!(deparse_const(Type::Int4, -1, "-1"), "'-1'::integer");
+        assert_eq!(deparse_const(Type::Varchar, 14, "x"), "'x'::character varying");
+    }
+
+    #[test]
+    fn every_view_has_unique_columns() {
+        for v in VIEWS {
+            let mut names: Vec<&str> = v.columns.iter().map(|c| c.0).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), v.columns.len(), "{}", v.name);
+        }
+    }
 }

@@ -321,33 +321,6 @@ pub fn replace(source: &str, pattern: &str, replacement: &str, flags: &str) -> R
     Ok(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dialect_differences() {
-        assert!(compile("a.b", false).unwrap().is_match("a\nb"));
-        assert!(compile(r"\mfoo\M", false).unwrap().is_match("a foo b"));
-        assert!(!compile(r"\mfoo\M", false).unwrap().is_match("afoob"));
-        assert!(compile("[[a]", false).unwrap().is_match("["));
-        assert!(compile("[[:digit:]]+", false).unwrap().is_match("x12"));
-        assert!(compile("ABC", true).unwrap().is_match("xabcx"));
-        assert_eq!(compile("(", false).unwrap_err().message, "invalid regular expression: parentheses () not balanced");
-        assert_eq!(compile("[a", false).unwrap_err().message, "invalid regular expression: brackets [] not balanced");
-        assert_eq!(compile("*", false).unwrap_err().message, "invalid regular expression: quantifier operand invalid");
-        assert_eq!(compile(r"(a)\1", false).unwrap_err().sqlstate(), "0A000");
-    }
-
-    #[test]
-    fn replacement() {
-        assert_eq!(replace("abcabc", "b", "X", "").unwrap(), "aXcabc");
-        assert_eq!(replace("abcabc", "B", "X", "gi").unwrap(), "aXcaXc");
-        assert_eq!(replace("abc", "(b)(c)", r"[\2\1\&]", "").unwrap(), "a[cbbc]");
-        assert_eq!(replace("abc", "b", "x", "z").unwrap_err().message, "invalid regular expression option: \"z\"");
-    }
-}
-
 /// regexp_split_to_table(source, pattern, flags): the pieces between matches.
 /// Zero-length matches at the start or end of the string, or right after the
 /// previous match, split nothing (so `''` splits into characters).
@@ -373,4 +346,31 @@ pub fn split(source: &str, pattern: &str, flags: &str) -> Result<Vec<String>> {
     }
     out.push(source[piece_start..].to_string());
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dialect_differences() {
+        assert!(compile("a.b", false).unwrap().is_match("a\nb"));
+        assert!(compile(r"\mfoo\M", false).unwrap().is_match("a foo b"));
+        assert!(!compile(r"\mfoo\M", false).unwrap().is_match("afoob"));
+        assert!(compile("[[a]", false).unwrap().is_match("["));
+        assert!(compile("[[:digit:]]+", false).unwrap().is_match("x12"));
+        assert!(compile("ABC", true).unwrap().is_match("xabcx"));
+        assert_eq!(compile("(", false).unwrap_err().message, "invalid regular expression: parentheses () not balanced");
+        assert_eq!(compile("[a", false).unwrap_err().message, "invalid regular expression: brackets [] not balanced");
+        assert_eq!(compile("*", false).unwrap_err().message, "invalid regular expression: quantifier operand invalid");
+        assert_eq!(compile(r"(a)\1", false).unwrap_err().sqlstate(), "0A000");
+    }
+
+    #[test]
+    fn replacement() {
+        assert_eq!(replace("abcabc", "b", "X", "").unwrap(), "aXcabc");
+        assert_eq!(replace("abcabc", "B", "X", "gi").unwrap(), "aXcaXc");
+        assert_eq!(replace("abc", "(b)(c)", r"[\2\1\&]", "").unwrap(), "a[cbbc]");
+        assert_eq!(replace("abc", "b", "x", "z").unwrap_err().message, "invalid regular expression option: \"z\"");
+    }
 }

@@ -69,11 +69,14 @@ fn rewrite(e: &mut Expr, base: usize, calls: &mut Vec<(FuncId, Vec<Expr>)>) {
     }
 }
 
+/// The select list and its set-returning calls, rewritten for the input row.
+type Rewritten = (Vec<Expr>, Vec<(FuncId, Vec<Expr>)>);
+
 pub struct ProjectSet<I> {
     input: I,
     exprs: Vec<Expr>,
     /// `exprs` rewritten for the input's row width (known at the first row).
-    rewritten: Option<(Vec<Expr>, Vec<(FuncId, Vec<Expr>)>)>,
+    rewritten: Option<Rewritten>,
     row: Option<Vec<Value>>,
     iters: Vec<Option<SetIter>>,
     n: u64,

@@ -813,7 +813,7 @@ pub fn analyze_call(a: &mut crate::analyze::Analyzer, name: &str, f: &pb::FuncCa
         _ => return Err(SqlError::not_supported(format!("{name}() of a non-constant argument")).at(a.sql, f.location)),
     };
     let Some((schema, rel)) = parse_qualified(&lit) else {
-        return Err(SqlError::new(b"42602", format!("invalid name syntax")).at(a.sql, loc));
+        return Err(SqlError::new(b"42602", "invalid name syntax".to_string()).at(a.sql, loc));
     };
     let shown = match &schema {
         Some(s) => format!("{s}.{rel}"),
@@ -844,6 +844,21 @@ pub fn analyze_call(a: &mut crate::analyze::Analyzer, name: &str, f: &pb::FuncCa
         }
     }
     Ok(Some(Expr::Func { func: Func::Seq(func), args, ty: Type::Int8 }))
+}
+
+/// The options of an identity column's sequence (`GENERATED ... AS IDENTITY
+/// (options)`, CREATE SEQUENCE's) over the column's type (`crate::identity`).
+pub fn identity_options(a: &crate::analyze::Analyzer, ty: Type, options: &[pb::Node]) -> Result<SeqOptions> {
+    let mut raw = parse_options(a, options)?;
+    if raw.ty.is_none() {
+        raw.ty = Some(ty);
+    }
+    resolve(&raw, None)
+}
+
+/// The owning column (table OID, attnum) of sequence `oid`, if it has one.
+pub fn owner_of(backend: &Backend, oid: u32) -> Result<Option<(u32, i16)>> {
+    Ok(read_file(backend.engine(), oid)?.map(|s| s.owner).filter(|o| o.0 != 0))
 }
 
 #[cfg(test)]
@@ -878,19 +893,4 @@ mod tests {
         let o = resolve(&r, None).unwrap();
         assert_eq!((o.min, o.max, o.start), (i64::MIN, -1, -1));
     }
-}
-
-/// The options of an identity column's sequence (`GENERATED ... AS IDENTITY
-/// (options)`, CREATE SEQUENCE's) over the column's type (`crate::identity`).
-pub fn identity_options(a: &crate::analyze::Analyzer, ty: Type, options: &[pb::Node]) -> Result<SeqOptions> {
-    let mut raw = parse_options(a, options)?;
-    if raw.ty.is_none() {
-        raw.ty = Some(ty);
-    }
-    resolve(&raw, None)
-}
-
-/// The owning column (table OID, attnum) of sequence `oid`, if it has one.
-pub fn owner_of(backend: &Backend, oid: u32) -> Result<Option<(u32, i16)>> {
-    Ok(read_file(backend.engine(), oid)?.map(|s| s.owner).filter(|o| o.0 != 0))
 }

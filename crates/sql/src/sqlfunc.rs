@@ -193,12 +193,16 @@ pub fn signature(name: &str, args: &[Type]) -> String {
 }
 
 /// A function statement, analyzed.
+/// A function DROP FUNCTION names: schema, name, argument types (None: not
+/// given), and the argument list as written.
+pub type DropItem = (Option<String>, String, Option<Vec<Type>>, String);
+
 #[derive(Clone, Debug)]
 pub enum FuncCmd {
     Create { def: ProcDef, replace: bool },
     /// DROP FUNCTION: name, schema, argument types (`None`: not given), display text.
     /// The last item: the argument list as written (`pg_catalog.int4` for `int`), for IF EXISTS's NOTICE.
-    Drop { items: Vec<(Option<String>, String, Option<Vec<Type>>, String)>, missing_ok: bool },
+    Drop { items: Vec<DropItem>, missing_ok: bool },
 }
 
 /// Runs a function statement in the current transaction; returns the tag.
@@ -297,8 +301,8 @@ pub fn substitute(src: &str, names: &[String], args: &[String]) -> Result<String
         let prev = (i > 0).then(|| &src[toks[i - 1].start as usize..toks[i - 1].end as usize]);
         let prev_dot = prev == Some(".") || prev.is_some_and(|p| p.eq_ignore_ascii_case("as"));
         let next = toks.get(i + 1).map(|n| &src[n.start as usize..n.end as usize]);
-        let replacement = if text.starts_with('$') {
-            text[1..].parse::<usize>().ok().and_then(|n| args.get(n.wrapping_sub(1)))
+        let replacement = if let Some(num) = text.strip_prefix('$') {
+            num.parse::<usize>().ok().and_then(|n| args.get(n.wrapping_sub(1)))
         } else if !prev_dot && next != Some(".") && next != Some("(") {
             let ident = if text.starts_with('"') { text.trim_matches('"').to_string() } else { text.to_ascii_lowercase() };
             names.iter().position(|n| !n.is_empty() && *n == ident).and_then(|k| args.get(k))

@@ -244,7 +244,7 @@ pub fn default_setting() -> String {
 /// divides it (`2MB`, `1536kB`).
 pub fn format_kb(kb: usize) -> String {
     for (unit, mult) in [("TB", 1usize << 30), ("GB", 1 << 20), ("MB", 1 << 10)] {
-        if kb != 0 && kb % mult == 0 {
+        if kb != 0 && kb.is_multiple_of(mult) {
             return format!("{}{unit}", kb / mult);
         }
     }

@@ -49,6 +49,7 @@ use std::collections::HashSet;
 const SPEC_SAVEPOINT: &str = "\0speculative insertion";
 
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // one per statement
 pub enum UpsertSource {
     /// VALUES rows (or DEFAULT VALUES): one expression per table column.
     Rows(Vec<Vec<Expr>>),

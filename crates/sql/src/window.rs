@@ -89,6 +89,7 @@ pub struct Window {
 }
 
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // one per window function of a query
 pub enum WinKind {
     RowNumber,
     Rank,

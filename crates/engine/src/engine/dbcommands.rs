@@ -62,7 +62,7 @@ impl Engine {
     pub fn backends_in_database(&self, db: Oid, except: Option<&Backend>) -> Vec<i32> {
         let m = self.databases.0.lock().unwrap_or_else(|e| e.into_inner());
         let mut pids: Vec<i32> =
-            m.iter().filter(|(id, (d, _))| *d == db && except.map_or(true, |b| b.id.0 != **id)).map(|(_, (_, p))| *p).collect();
+            m.iter().filter(|(id, (d, _))| *d == db && except.is_none_or(|b| b.id.0 != **id)).map(|(_, (_, p))| *p).collect();
         pids.sort_unstable();
         pids
     }

@@ -413,6 +413,7 @@ pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &S
 /// member whose xmin is not the previous member's xmax ends the chain (the slot
 /// was reused), and so does a member that is not HOT-updated. A dead or unused
 /// line pointer, or one past the end of the page, is an empty chain.
+#[allow(clippy::type_complexity)] // the visitor: page guard, TID, header, tuple
 fn heap_hot_walk<T>(
     backend: &Backend,
     rel: RelFileLocator,

@@ -185,7 +185,7 @@ impl TupleHeader {
         } else {
             T_BITS
         };
-        if hoff % 8 != 0 || hoff < min_hoff || hoff > tuple.len() {
+        if !hoff.is_multiple_of(8) || hoff < min_hoff || hoff > tuple.len() {
             return Err(Error::corrupt(format!(
                 "heap tuple t_hoff {hoff} invalid (natts {}, length {})",
                 h.natts(),
@@ -663,7 +663,7 @@ pub fn first_attr_byval(a: &AttrDesc, tuple: &[u8]) -> Option<u64> {
     let n = a.len as usize;
     if infomask & HEAP_HASNULL != 0
         || infomask2 & HEAP_NATTS_MASK == 0
-        || hoff % 8 != 0
+        || !hoff.is_multiple_of(8)
         || hoff < T_BITS
         || !matches!(n, 1 | 2 | 4 | 8)
     {
@@ -710,7 +710,7 @@ pub fn deform_tuple_each<'a>(desc: &[AttrDesc], tuple: &'a [u8], mut push: impl 
                     off = end;
                 }
             } else {
-                if (off - hoff) % a.align_bytes() != 0 {
+                if !(off - hoff).is_multiple_of(a.align_bytes()) {
                     return Err(corrupt(i, "4-byte varlena header misaligned"));
                 }
                 let hb = tuple.get(off..off + 4).ok_or_else(|| corrupt(i, "truncated header"))?;

@@ -305,7 +305,7 @@ pub fn page_validate_header(page: &[u8]) -> Result<()> {
     if !(PAGE_HEADER_SIZE <= lower && lower <= upper && upper <= special && special <= BLCKSZ) {
         return bad("bounds out of order");
     }
-    if (lower - PAGE_HEADER_SIZE) % ITEM_ID_SIZE != 0 || special % MAXALIGN != 0 {
+    if !(lower - PAGE_HEADER_SIZE).is_multiple_of(ITEM_ID_SIZE) || special % MAXALIGN != 0 {
         return bad("misaligned bound");
     }
     Ok(())

@@ -188,9 +188,9 @@ impl<'a> Analyzer<'a> {
             [] => true,
             [f] => match f.node.as_ref() {
                 Some(NodeEnum::RangeVar(rv)) => {
-                    !rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty())
+                    rv.alias.as_ref().is_none_or(|a| a.colnames.is_empty())
                         && !(rv.schemaname.is_empty() && self.find_cte(&rv.relname, &[], outer).is_some())
-                        && !self.view_ref(rv).ok().flatten().is_some()
+                        && self.view_ref(rv).ok().flatten().is_none()
                 }
                 Some(NodeEnum::RangeFunction(rf)) => !self.names_sql_function(rf),
                 _ => false,
@@ -200,6 +200,7 @@ impl<'a> Analyzer<'a> {
     }
 
     /// Analyzes a FROM list: its source and namespace.
+    #[allow(clippy::wrong_self_convention)] // SQL's FROM clause, not a conversion
     pub(super) fn from_clause(&mut self, items: &[pb::Node], mode: LockMode, outer: &[Rc<Namespace>], ctes: &[Rc<Cte>]) -> Result<(Source, Namespace)> {
         let mut acc: Option<Item> = None;
         for it in items {
@@ -243,6 +244,7 @@ impl<'a> Analyzer<'a> {
         Ok(Item { source: Source::Join(Box::new(join)), width: l.width + r.width, ns, lateral: l.lateral })
     }
 
+    #[allow(clippy::wrong_self_convention)] // a FROM item, not a conversion
     fn from_item(&mut self, n: &NodeEnum, mode: LockMode, outer: &[Rc<Namespace>], ctes: &[Rc<Cte>], left: Option<&Namespace>) -> Result<Item> {
         crate::stack_depth::check()?;
         match n {

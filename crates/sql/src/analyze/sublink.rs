@@ -84,7 +84,7 @@ impl<'a> Analyzer<'a> {
                 let lhs = if lhs.ty() == Type::Unknown { self.coerce(lhs, sub_ty, CastContext::Implicit, super::location(test))? } else { lhs };
                 let cmp = self.binary(&op, Expr::Column(0, lhs.ty()), Expr::Column(1, sub_ty), sl.location, (sl.location, sl.location))?;
                 if cmp.ty() != Type::Bool {
-                    return Err(self.err_at(SqlError::new(b"42809", format!("op ANY/ALL (array) requires operator to yield boolean")), sl.location));
+                    return Err(self.err_at(SqlError::new(b"42809", "op ANY/ALL (array) requires operator to yield boolean".to_string()), sl.location));
                 }
                 (Some(lhs), Some(cmp), Type::Bool)
             }

@@ -176,13 +176,12 @@ fn delete_path(j: &mut Jv, path: &[String]) {
     }
 }
 
-fn path_steps(v: &Value, what: &str) -> Result<Vec<String>> {
+fn path_steps(v: &Value) -> Result<Vec<String>> {
     text_array(v)
         .into_iter()
         .enumerate()
         .map(|(i, s)| s.ok_or_else(|| SqlError::new(b"22004", format!("path element at position {} is null", i + 1))))
         .collect::<Result<Vec<_>>>()
-        .map_err(|e| if what.is_empty() { e } else { e })
 }
 
 pub fn jsonb_delete_path(a: &[Value]) -> Result<Value> {
@@ -190,7 +189,7 @@ pub fn jsonb_delete_path(a: &[Value]) -> Result<Value> {
     if !matches!(j, Jv::Arr(_) | Jv::Obj(_)) {
         return Err(scalar_err("delete path in scalar"));
     }
-    let path = path_steps(&a[1], "")?;
+    let path = path_steps(&a[1])?;
     delete_path(&mut j, &path);
     Ok(out(&j))
 }
@@ -254,8 +253,8 @@ pub fn jsonb_set(a: &[Value]) -> Result<Value> {
     if !matches!(j, Jv::Arr(_) | Jv::Obj(_)) {
         return Err(scalar_err("set path in scalar"));
     }
-    let create = a.get(3).map_or(true, |v| matches!(v, Value::Bool(true)));
-    set_path(&mut j, &path_steps(&a[1], "")?, &jb(&a[2])?, create, None)?;
+    let create = a.get(3).is_none_or(|v| matches!(v, Value::Bool(true)));
+    set_path(&mut j, &path_steps(&a[1])?, &jb(&a[2])?, create, None)?;
     Ok(out(&j))
 }
 
@@ -265,7 +264,7 @@ pub fn jsonb_insert(a: &[Value]) -> Result<Value> {
         return Err(scalar_err("set path in scalar"));
     }
     let after = a.get(3).is_some_and(|v| matches!(v, Value::Bool(true)));
-    set_path(&mut j, &path_steps(&a[1], "")?, &jb(&a[2])?, false, Some(after))?;
+    set_path(&mut j, &path_steps(&a[1])?, &jb(&a[2])?, false, Some(after))?;
     Ok(out(&j))
 }
 
@@ -386,7 +385,7 @@ pub fn to_jsonb(a: &[Value]) -> Result<Value> {
 }
 
 fn even_args(a: &[Value]) -> Result<()> {
-    if a.len() % 2 != 0 {
+    if !a.len().is_multiple_of(2) {
         return Err(SqlError::new(b"22023", "argument list must have even number of elements")
             .with_hint("The arguments of json_build_object() must consist of alternating keys and values."));
     }
@@ -419,7 +418,7 @@ pub fn json_build_object(a: &[Value]) -> Result<Value> {
 }
 
 pub fn jsonb_build_object(a: &[Value]) -> Result<Value> {
-    if a.len() % 2 != 0 {
+    if !a.len().is_multiple_of(2) {
         return Err(SqlError::new(b"22023", "argument list must have even number of elements")
             .with_hint("The arguments of jsonb_build_object() must consist of alternating keys and values."));
     }
@@ -450,7 +449,7 @@ pub fn jsonb_build_array(a: &[Value]) -> Result<Value> {
 pub fn json_object(a: &[Value]) -> Result<Value> {
     let (keys, vals): (Vec<Option<String>>, Vec<Option<String>>) = if a.len() == 1 {
         let all = text_array(&a[0]);
-        if all.len() % 2 != 0 {
+        if !all.len().is_multiple_of(2) {
             return Err(SqlError::new(b"2202E", "array must have even number of elements"));
         }
         all.chunks(2).map(|c| (c[0].clone(), c[1].clone())).unzip()

@@ -28,9 +28,12 @@ thread_local! {
 }
 
 /// backend id -> (table oid, action), for the tables with an ON COMMIT action.
-static ACTIONS: Mutex<Option<HashMap<u32, Vec<(u32, OnCommit)>>>> = Mutex::new(None);
+/// backend id -> (table oid, action).
+type OnCommitActions = HashMap<u32, Vec<(u32, OnCommit)>>;
 
-fn with_actions<R>(f: impl FnOnce(&mut HashMap<u32, Vec<(u32, OnCommit)>>) -> R) -> R {
+static ACTIONS: Mutex<Option<OnCommitActions>> = Mutex::new(None);
+
+fn with_actions<R>(f: impl FnOnce(&mut OnCommitActions) -> R) -> R {
     let mut g = ACTIONS.lock().unwrap_or_else(|e| e.into_inner());
     f(g.get_or_insert_with(HashMap::new))
 }
