@@ -16,33 +16,54 @@
 //! not transactional: an ANALYZE rolled back leaves its figures cached until
 //! the next ANALYZE (statistics only steer plan choices, never results).
 //!
-//! Sampling: up to [`SAMPLE_ROWS`] rows, every k-th visible row in physical
-//! order (PostgreSQL: a random two-stage sample of 300 x statistics target).
+//! `pg_statistic` has a TOAST relation (PostgreSQL's pg_toast_2619, relfilenode
+//! [`PG_STATISTIC_TOAST`]): the value lists of wide columns go out of line, so
+//! ANALYZE works on every table. As in PostgreSQL, a value wider than
+//! [`WIDTH_THRESHOLD`] bytes counts for the null fraction, width and distinct
+//! estimate but never enters the MCV list or histogram.
+//!
+//! Sampling, PostgreSQL's two stages: up to [`SAMPLE_ROWS`] blocks chosen
+//! uniformly (Knuth's selection sampling, in block order), then a reservoir of
+//! [`SAMPLE_ROWS`] rows over the visible rows of those blocks (each row read
+//! equally likely to stay), sorted back into physical order for the
+//! correlation. Memory is the sample, whatever the table's size; the table's
+//! row count is estimated from the live rows per sampled block (exact when
+//! every block was read). `n_distinct` is the Haas-Stokes Duj1 estimate
+//! PostgreSQL uses, from the values seen once and more than once.
 
 use crate::catalog::{cat, class_rel, Table};
 use crate::errors::Result;
 use crate::index::IndexPath;
 use crate::plan::{CmpOp, Expr};
-use crate::rowio::{insert_row, scan_rows};
+use crate::rowio::{deform_row, insert_row, scan_rows, RelStorage};
 use crate::types::{self, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::storage::ForkNumber;
+use ferrogres_engine::heap::tuple::{Datum, Tid};
 use ferrogres_engine::txn::snapshot::Snapshot;
+use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 pub const PG_STATISTIC: u32 = 2619;
+/// pg_statistic's TOAST relation (PostgreSQL's pg_toast_2619 has OID 2840).
+pub const PG_STATISTIC_TOAST: u32 = 2840;
+/// Values wider than this (in bytes, as stored) stay out of the MCV list and
+/// histogram (PostgreSQL's WIDTH_THRESHOLD).
+pub const WIDTH_THRESHOLD: usize = 1024;
 /// default_statistics_target x 300, as PostgreSQL samples.
 pub const SAMPLE_ROWS: usize = 30_000;
 /// Entries in the MCV list and histogram (default_statistics_target).
 const TARGET: usize = 100;
 
 fn statistic_rel() -> crate::rowio::RelStorage {
-    cat(
+    let mut st = cat(
         PG_STATISTIC,
         &[Type::Oid, Type::Int2, Type::Float8, Type::Int4, Type::Float8, Type::Text, Type::Text, Type::Text, Type::Float8],
-    )
+    );
+    st.toast = Some(crate::catalog::locator(PG_STATISTIC_TOAST));
+    st
 }
 
 #[derive(Clone, Debug, Default)]
@@ -130,6 +151,32 @@ fn float_text(f: f64) -> String {
     types::output(&Value::Float4(f as f32)).unwrap_or_default()
 }
 
+/// PostgreSQL's estimate of a column's distinct values (stadistinct): `f1`
+/// values seen exactly once and `d` distinct values among `nonnull` non-null
+/// values of a sample, out of `total` rows. No repeats: every
+/// value is taken as distinct (-1 times the non-null fraction). Every value
+/// repeated: the sample saw them all (`d`). Else the Haas-Stokes Duj1
+/// estimator `n·d / (n - f1 + f1·n/N)`, within `[d, N]`. Past a tenth of the
+/// rows the figure is stored as minus a fraction of the rows, so it grows with
+/// the table.
+fn n_distinct(f1: usize, d: usize, nonnull: usize, total: f64, null_frac: f64) -> f64 {
+    let est = if f1 == d {
+        return -(1.0 - null_frac);
+    } else if f1 == 0 {
+        d as f64
+    } else {
+        let n = nonnull as f64;
+        let big_n = (total * (1.0 - null_frac)).max(n);
+        let est = n * d as f64 / ((n - f1 as f64) + f1 as f64 * n / big_n);
+        est.clamp(d as f64, big_n).round()
+    };
+    if total > 0.0 && est > 0.1 * total {
+        -(est / total).min(1.0)
+    } else {
+        est
+    }
+}
+
 /// The statistics of one column's sampled values (NULLs included) out of
 /// `total` rows in the table.
 fn column_stats(ty: Type, vals: &[Value], total: f64) -> ColStats {
@@ -144,8 +191,16 @@ fn column_stats(ty: Type, vals: &[Value], total: f64) -> ColStats {
             if nonnull.is_empty() { 0 } else { (sum as f64 / nonnull.len() as f64).round() as i32 }
         }
     };
+    // Values too wide to keep (PostgreSQL's toowide): counted, never compared.
+    let before = nonnull.len();
+    if ty.typlen() < 0 {
+        nonnull.retain(|(_, v)| types::output(v).map_or(0, |s| s.len()) <= WIDTH_THRESHOLD);
+    }
+    let toowide = before - nonnull.len();
     if nonnull.is_empty() {
-        return ColStats { null_frac, width, ..Default::default() };
+        // Only NULLs, or only values too wide to compare: all taken as distinct.
+        let n_distinct = if toowide > 0 { -(1.0 - null_frac) } else { 0.0 };
+        return ColStats { null_frac, width, n_distinct, ..Default::default() };
     }
     // Sorted by value (ties in physical order), for runs and ranks.
     nonnull.sort_by(|a, b| crate::exec::compare(a.1, b.1).then(a.0.cmp(&b.0)));
@@ -176,15 +231,7 @@ fn column_stats(ty: Type, vals: &[Value], total: f64) -> ColStats {
         }
     }
     let d = runs.len();
-    let sample_all = (n as f64) >= total;
-    let n_distinct = if runs.iter().all(|r| r.1 == 1) {
-        -(1.0 - null_frac)
-    } else if d as f64 > 0.1 * m {
-        -(d as f64 / n as f64)
-    } else {
-        d as f64
-    };
-    let _ = sample_all;
+    let n_distinct = n_distinct(runs.iter().filter(|r| r.1 == 1).count() + toowide, d + toowide, before, total, null_frac);
     // Most common values: all of them when they all fit and repeat; else
     // those clearly above the average count.
     let mut by_count: Vec<(usize, usize)> = runs.iter().filter(|r| r.1 > 1).copied().collect();
@@ -217,10 +264,9 @@ fn column_stats(ty: Type, vals: &[Value], total: f64) -> ColStats {
 /// ANALYZE of `table`: samples its rows, stores each column's statistics in
 /// pg_statistic (replacing the old ones) and the cache; returns the row count.
 pub fn gather(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<f64> {
-    let rows = scan_rows(backend, &table.storage, snap)?;
-    let total = rows.len() as f64;
-    let step = rows.len().div_ceil(SAMPLE_ROWS).max(1);
-    let sample: Vec<&Vec<Value>> = rows.iter().step_by(step).map(|r| &r.1).collect();
+    let mut rng = rand::rngs::SmallRng::from_entropy();
+    let (rows, total) = sample_rows(backend, &table.storage, snap, SAMPLE_ROWS, &mut rng)?;
+    let sample: Vec<&Vec<Value>> = rows.iter().collect();
     let mut cols = Vec::new();
     for (i, c) in table.columns.iter().enumerate() {
         let vals: Vec<Value> = sample.iter().map(|r| r.get(i).cloned().unwrap_or(Value::Null)).collect();
@@ -229,10 +275,25 @@ pub fn gather(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<f
     }
     ensure_rel(backend)?;
     let st = statistic_rel();
-    let doomed: Vec<_> = scan_rows(backend, &st, snap)?.into_iter().filter(|(_, r)| r[0] == Value::Oid(table.oid)).map(|(t, _)| t).collect();
+    // The table's old rows, read raw (nothing detoasted), with the chunks of
+    // their out-of-line value lists, which go with them.
+    let (mut doomed, mut chunks) = (Vec::new(), std::collections::HashSet::new());
+    let descs = st.descs()?;
+    heapam::heap_scan(backend, st.rel, snap, &mut |tid, t| {
+        let datums = ferrogres_engine::heap::tuple::deform_tuple(&descs, t)?;
+        if datums[0] == Some(Datum::ByVal(table.oid as u64)) {
+            doomed.push(tid);
+            chunks.extend(datums.iter().filter_map(|d| match d {
+                Some(Datum::External(p)) => Some(p.value_oid),
+                _ => None,
+            }));
+        }
+        Ok(())
+    })?;
     for tid in doomed {
         heapam::heap_delete(backend, st.rel, tid)?;
     }
+    heapam::heap_toast_delete(backend, crate::catalog::locator(PG_STATISTIC_TOAST), snap, &chunks)?;
     for (i, c) in cols.iter().enumerate() {
         let Some(c) = c else { continue };
         let mcf: Vec<String> = c.mcf.iter().map(|f| float_text(*f)).collect();
@@ -258,11 +319,72 @@ pub fn gather(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<f
     Ok(total)
 }
 
+/// ANALYZE's sample of `st`: at most `targrows` of its rows visible to
+/// `snap`, in physical order, and the estimated number of such rows in the
+/// whole relation (see the module doc).
+pub fn sample_rows(backend: &Backend, st: &RelStorage, snap: &Snapshot, targrows: usize, rng: &mut impl Rng) -> Result<(Vec<Vec<Value>>, f64)> {
+    let nblocks = heapam::heap_nblocks(backend, st.rel)?;
+    let descs = st.descs()?;
+    // Stage 1, Knuth's selection sampling: block b is taken with probability
+    // (blocks still wanted) / (blocks left), which takes exactly
+    // min(targrows, nblocks) blocks, every subset equally likely.
+    let want_blocks = (nblocks as usize).min(targrows);
+    let mut reservoir: Vec<(Tid, Vec<Value>)> = Vec::with_capacity(targrows.min(4096));
+    let (mut taken_blocks, mut seen) = (0usize, 0u64);
+    let mut page: Vec<u8> = Vec::new();
+    let mut items: Vec<(Tid, std::ops::Range<usize>)> = Vec::new();
+    for b in 0..nblocks {
+        let left = (nblocks - b) as usize;
+        if taken_blocks >= want_blocks || rng.gen_range(0..left) >= want_blocks - taken_blocks {
+            continue;
+        }
+        taken_blocks += 1;
+        page.clear();
+        items.clear();
+        heapam::heap_scan_block(backend, st.rel, b, snap, &mut |tid, t| {
+            let start = page.len();
+            page.extend_from_slice(t);
+            items.push((tid, start..page.len()));
+            Ok(())
+        })?;
+        // Stage 2, a reservoir (Algorithm R): the k-th row read replaces a
+        // random one of the sample with probability targrows / k. Rows are
+        // deformed (and detoasted) after the page lock, and only if kept.
+        for (tid, range) in items.drain(..) {
+            seen += 1;
+            let slot = if reservoir.len() < targrows {
+                None
+            } else {
+                match rng.gen_range(0..seen) {
+                    j if (j as usize) < targrows => Some(j as usize),
+                    _ => continue,
+                }
+            };
+            let row = deform_row(backend, st, &descs, &page[range], snap)?;
+            match slot {
+                None => reservoir.push((tid, row)),
+                Some(j) => reservoir[j] = (tid, row),
+            }
+        }
+    }
+    reservoir.sort_by_key(|(tid, _)| (tid.block, tid.offset));
+    let total = if taken_blocks == 0 {
+        0.0
+    } else if taken_blocks as u32 == nblocks {
+        seen as f64
+    } else {
+        (seen as f64 / taken_blocks as f64 * nblocks as f64).round()
+    };
+    Ok((reservoir.into_iter().map(|(_, r)| r).collect(), total))
+}
+
 fn ensure_rel(backend: &Backend) -> Result<()> {
     let engine = backend.engine();
-    let loc = crate::catalog::locator(PG_STATISTIC);
-    if !engine.smgr.exists(loc, ForkNumber::Main) {
-        engine.create_relation(loc)?;
+    for rel in [PG_STATISTIC, PG_STATISTIC_TOAST] {
+        let loc = crate::catalog::locator(rel);
+        if !engine.smgr.exists(loc, ForkNumber::Main) {
+            engine.create_relation(loc)?;
+        }
     }
     Ok(())
 }

@@ -1512,6 +1512,36 @@ pub fn heap_insert_values(
     heap_insert(backend, rel, &super::tuple::form_tuple(desc, &finished)?)
 }
 
+/// Deletes, in the current transaction, the out-of-line chunks of the values
+/// `value_oids` from the toast relation `toast_rel` (PostgreSQL's toast_delete, for
+/// many values in one scan): a row deleted with its values leaves no live chunks
+/// behind, and VACUUM reclaims them as it reclaims the row. The chunks are found by
+/// one scan of the toast relation (no chunk index yet), then deleted.
+pub fn heap_toast_delete(
+    backend: &mut Backend,
+    toast_rel: RelFileLocator,
+    snapshot: &Snapshot,
+    value_oids: &std::collections::HashSet<u32>,
+) -> Result<()> {
+    if value_oids.is_empty() {
+        return Ok(());
+    }
+    let mut doomed = Vec::new();
+    heap_scan(backend, toast_rel, snapshot, &mut |tid, t| {
+        let v = super::tuple::deform_tuple(&super::toast::TOAST_DESC, t)?;
+        if let Some(super::tuple::Datum::ByVal(id)) = v[0] {
+            if value_oids.contains(&(id as u32)) {
+                doomed.push(tid);
+            }
+        }
+        Ok(())
+    })?;
+    for tid in doomed {
+        heap_delete(backend, toast_rel, tid)?;
+    }
+    Ok(())
+}
+
 /// The plain bytes of a varlena value of a row read from `rel`: inline, compressed
 /// or out of line. Out-of-line chunks are found by scanning the toast relation (it
 /// has no (chunk_id, chunk_seq) index until B-trees exist: linear in its size).
