@@ -16,6 +16,9 @@ tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(boolean char varchar text int2 int4 int8 delete)
 
 work=$(mktemp -d)
+# Started by root, the server runs as another account (README), which must read
+# test_setup's data files under $work.
+chmod 755 "$work"
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$BIN" -D "$work/data" -p "$port" -k "$work" >"$work/server.log" 2>&1 &

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# The project's whole test run: what README.md names and .ci/run calls.
+# The project's whole test run: what README.md names and .ci/run calls. Installs what
+# is missing first (scripts/deps.sh test: apt-get as root, or through sudo).
 #   1. unit and integration tests of every crate (real threads, real files, crash tests
-#      that kill child processes: FERROGRES_CRASH_KILLS, default 100);
+#      that kill child processes: FERROGRES_CRASH_KILLS, default 100; the protocol
+#      fuzzer, crates/ferrogres/tests/protocol_fuzz.rs, about 1.5 minutes:
+#      FERROGRES_FUZZ_CASES / FERROGRES_FUZZ_SECONDS / FERROGRES_FUZZ_SEED);
 #   2. loom model checks of the lock-free parts, with bounded preemptions;
 #   3. the benchmark harness's own tests (curve fitting), and its smoke run against a
 #      real PostgreSQL 15 (`bench/run smoke` compares both systems by hand).
 # Ends with one line "N passed, N failed" summed over all stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# What a fresh machine lacks (libclang, PostgreSQL 15, valgrind, perf, python packages).
+scripts/deps.sh test || exit 1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

@@ -1,9 +1,11 @@
 //! Engine settings, with PostgreSQL's names, defaults and units.
 //!
 //! The binary fills a [`Settings`] from `-c name=value` flags (and later from
-//! `postgresql.conf` and SET); the engine reads it at startup. Sizes accept PostgreSQL's
-//! memory units (`kB`, `MB`, `GB`, `TB`, or a bare number of the setting's base unit)
-//! and times its time units (`us`, `ms`, `s`, `min`, `h`, `d`).
+//! `postgresql.conf`); the engine reads it at startup. Every value is checked against
+//! the table of known settings in [`guc`] (type, unit, range, PostgreSQL's error
+//! texts); sizes accept PostgreSQL's memory units (`B`, `kB`, `MB`, `GB`, `TB`, or a
+//! bare number of the setting's base unit) and times its time units (`us`, `ms`, `s`,
+//! `min`, `h`, `d`).
 
 use crate::error::{Error, Result, SqlState};
 
@@ -32,8 +34,10 @@ pub struct Settings {
     pub synchronous_commit: bool,
     /// Whether the first change of a page after a checkpoint logs the whole page.
     pub full_page_writes: bool,
-    /// WAL buffer size in bytes.
+    /// WAL buffer size in bytes (see [`Settings::wal_buffer_bytes`]).
     pub wal_buffers: usize,
+    /// `wal_buffers = -1`: sized from shared_buffers.
+    pub wal_buffers_auto: bool,
     /// Microseconds a committer sleeps before flushing, to gather a group.
     pub commit_delay_us: u64,
     /// Minimum other active transactions for `commit_delay` to apply.
@@ -80,6 +84,7 @@ impl Default for Settings {
             synchronous_commit: true,
             full_page_writes: true,
             wal_buffers: 16 * 1024 * 1024,
+            wal_buffers_auto: false,
             commit_delay_us: 0,
             commit_siblings: 5,
             checkpoint_timeout_s: 300,
@@ -100,149 +105,78 @@ impl Default for Settings {
     }
 }
 
-fn invalid(name: &str, value: &str) -> Error {
-    Error::user(
-        SqlState::INVALID_PARAMETER_VALUE,
-        format!("invalid value for parameter \"{name}\": \"{value}\""),
-    )
-}
-
-/// Parses a size; `base` is the setting's unit in bytes (8192 for shared_buffers).
-/// Returns a count of base units.
-pub fn parse_size(name: &str, value: &str, base: u64) -> Result<u64> {
-    let v = value.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let n: u64 = num.parse().map_err(|_| invalid(name, value))?;
-    let mult: u64 = match unit.trim() {
-        "" => return Ok(n),
-        "B" => 1,
-        "kB" => 1024,
-        "MB" => 1024 * 1024,
-        "GB" => 1024 * 1024 * 1024,
-        "TB" => 1024u64.pow(4),
-        _ => return Err(invalid(name, value)),
-    };
-    Ok((n * mult) / base)
-}
-
-/// Parses a duration; `base_us` is the setting's unit in microseconds.
-/// Returns a count of base units.
-pub fn parse_duration(name: &str, value: &str, base_us: u64) -> Result<u64> {
-    let v = value.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let n: u64 = num.parse().map_err(|_| invalid(name, value))?;
-    let mult: u64 = match unit.trim() {
-        "" => return Ok(n),
-        "us" => 1,
-        "ms" => 1_000,
-        "s" => 1_000_000,
-        "min" => 60_000_000,
-        "h" => 3_600_000_000,
-        "d" => 86_400_000_000,
-        _ => return Err(invalid(name, value)),
-    };
-    Ok((n * mult) / base_us)
-}
-
-/// Parses a boolean the way PostgreSQL does (on/off, true/false, yes/no, 1/0).
-pub fn parse_bool(name: &str, value: &str) -> Result<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" | "1" | "t" | "y" => Ok(true),
-        "off" | "false" | "no" | "0" | "f" | "n" => Ok(false),
-        _ => Err(Error::user(
-            SqlState::INVALID_PARAMETER_VALUE,
-            format!("parameter \"{name}\" requires a Boolean value"),
-        )),
-    }
-}
-
-/// A scale factor: a float from 0 to 100 (PostgreSQL's range for these settings).
-fn parse_fraction(name: &str, value: &str) -> Result<f64> {
-    match value.trim().parse::<f64>() {
-        Ok(f) if (0.0..=100.0).contains(&f) => Ok(f),
-        _ => Err(invalid(name, value)),
-    }
-}
+pub mod guc;
 
 impl Settings {
-    /// Sets one setting by PostgreSQL name. Unknown names are an error (42704 in
-    /// PostgreSQL: unrecognized configuration parameter).
+    /// Sets one setting by PostgreSQL name, checked against the table of known
+    /// settings ([`guc`]): an unknown name is 42704 (`unrecognized configuration
+    /// parameter`), a bad value 22023 with PostgreSQL's text. Known settings the
+    /// engine does not own (the server's, the SQL layer's) are checked and otherwise
+    /// left alone here; custom placeholders (`ext.name`) are accepted.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
-        let key = name.to_ascii_lowercase();
-        match key.as_str() {
-            "shared_buffers" => self.shared_buffers = parse_size(&key, value, 8192)? as usize,
+        let Some(g) = guc::find(name) else {
+            return if guc::is_custom(name) { Ok(()) } else { Err(guc::unrecognized(name)) };
+        };
+        let v = g.parse(name, value)?;
+        let n = v.as_int();
+        match g.name {
+            "shared_buffers" => self.shared_buffers = n as usize,
             "buffer_mapping_partitions" => {
-                let n = parse_size(&key, value, 1)? as usize;
-                if !n.is_power_of_two() || n > 4096 {
-                    return Err(invalid(&key, value));
+                if !(n as usize).is_power_of_two() {
+                    return Err(Error::user(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"{name}\": \"{value}\""),
+                    )
+                    .with_detail("buffer_mapping_partitions must be a power of two."));
                 }
-                self.buffer_mapping_partitions = n;
+                self.buffer_mapping_partitions = n as usize;
             }
-            "lwlock_fair" => self.lwlock_fair = parse_bool(&key, value)?,
-            "max_connections" => self.max_connections = parse_size(&key, value, 1)? as usize,
-            "fsync" => self.fsync = parse_bool(&key, value)?,
+            "lwlock_fair" => self.lwlock_fair = v.as_bool(),
+            "max_connections" => self.max_connections = n as usize,
+            "fsync" => self.fsync = v.as_bool(),
             "synchronous_commit" => {
-                self.synchronous_commit = match value.trim() {
-                    "local" | "remote_write" | "remote_apply" => true,
-                    other => parse_bool(&key, other)?,
-                }
+                self.synchronous_commit = !matches!(&v, guc::Value::Text(t) if matches!(t.as_str(), "off" | "false" | "no" | "0"))
             }
-            "full_page_writes" => self.full_page_writes = parse_bool(&key, value)?,
-            "wal_buffers" => self.wal_buffers = parse_size(&key, value, 8192)? as usize * 8192,
-            "commit_delay" => self.commit_delay_us = parse_duration(&key, value, 1)?,
-            "commit_siblings" => self.commit_siblings = parse_size(&key, value, 1)? as usize,
-            "checkpoint_timeout" => {
-                self.checkpoint_timeout_s = parse_duration(&key, value, 1_000_000)?
+            "full_page_writes" => self.full_page_writes = v.as_bool(),
+            "wal_buffers" => {
+                // -1: chosen from shared_buffers (PostgreSQL's XLOGChooseNumBuffers);
+                // fewer than 4 pages are raised to 4, as PostgreSQL does.
+                self.wal_buffers_auto = n == -1;
+                self.wal_buffers = (n.max(4) as usize) * BLCKSZ;
             }
-            "max_wal_size" => self.max_wal_size = parse_size(&key, value, 1024 * 1024)? * 1024 * 1024,
-            "bgwriter_delay" => self.bgwriter_delay_ms = parse_duration(&key, value, 1_000)?,
-            "bgwriter_lru_maxpages" => {
-                self.bgwriter_lru_maxpages = parse_size(&key, value, 1)? as usize
-            }
-            "max_locks_per_transaction" => {
-                self.max_locks_per_transaction = parse_size(&key, value, 1)? as usize
-            }
-            "deadlock_timeout" => self.deadlock_timeout_ms = parse_duration(&key, value, 1_000)?,
-            "lock_timeout" => self.lock_timeout_ms = parse_duration(&key, value, 1_000)?,
-            "vacuum_freeze_min_age" => {
-                let n = parse_size(&key, value, 1)?;
-                if n > 1_000_000_000 {
-                    return Err(invalid(&key, value));
-                }
-                self.vacuum_freeze_min_age = n as u32;
-            }
-            "autovacuum" => self.autovacuum = parse_bool(&key, value)?,
-            "autovacuum_naptime" => {
-                // The unit is seconds, as in PostgreSQL; "100ms" etc. also work.
-                let v = value.trim();
-                let ms = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-                    parse_duration(&key, v, 1)?.saturating_mul(1_000)
-                } else {
-                    parse_duration(&key, v, 1_000)?
-                };
-                if ms == 0 {
-                    return Err(invalid(&key, value));
-                }
-                self.autovacuum_naptime_ms = ms;
-            }
-            "autovacuum_vacuum_threshold" => self.autovacuum_vacuum_threshold = parse_size(&key, value, 1)?,
-            "autovacuum_vacuum_scale_factor" => self.autovacuum_vacuum_scale_factor = parse_fraction(&key, value)?,
+            "commit_delay" => self.commit_delay_us = n as u64,
+            "commit_siblings" => self.commit_siblings = n as usize,
+            "checkpoint_timeout" => self.checkpoint_timeout_s = n as u64,
+            "max_wal_size" => self.max_wal_size = n as u64 * 1024 * 1024,
+            "bgwriter_delay" => self.bgwriter_delay_ms = n as u64,
+            "bgwriter_lru_maxpages" => self.bgwriter_lru_maxpages = n as usize,
+            "max_locks_per_transaction" => self.max_locks_per_transaction = n as usize,
+            "deadlock_timeout" => self.deadlock_timeout_ms = n as u64,
+            "lock_timeout" => self.lock_timeout_ms = n as u64,
+            "vacuum_freeze_min_age" => self.vacuum_freeze_min_age = n as u32,
+            "autovacuum" => self.autovacuum = v.as_bool(),
+            "autovacuum_naptime" => self.autovacuum_naptime_ms = n as u64 * 1000,
+            "autovacuum_vacuum_threshold" => self.autovacuum_vacuum_threshold = n as u64,
+            "autovacuum_vacuum_scale_factor" => self.autovacuum_vacuum_scale_factor = v.as_real(),
             "autovacuum_vacuum_insert_threshold" => {
-                self.autovacuum_vacuum_insert_threshold = parse_size(&key, value, 1)?
+                // -1: use autovacuum_vacuum_threshold's rule off (PostgreSQL: disables
+                // insert-triggered vacuums).
+                self.autovacuum_vacuum_insert_threshold = if n < 0 { u64::MAX } else { n as u64 }
             }
-            "autovacuum_vacuum_insert_scale_factor" => {
-                self.autovacuum_vacuum_insert_scale_factor = parse_fraction(&key, value)?
-            }
-            _ => {
-                return Err(Error::user(
-                    SqlState(*b"42704"),
-                    format!("unrecognized configuration parameter \"{name}\""),
-                ))
-            }
+            "autovacuum_vacuum_insert_scale_factor" => self.autovacuum_vacuum_insert_scale_factor = v.as_real(),
+            _ => {}
         }
         Ok(())
+    }
+
+    /// WAL buffer bytes: `wal_buffers`, or with `-1` 1/32 of shared_buffers between
+    /// 64 kB and one WAL segment (PostgreSQL's XLOGChooseNumBuffers).
+    pub fn wal_buffer_bytes(&self) -> usize {
+        if self.wal_buffers_auto {
+            (self.shared_buffers / 32).clamp(8, WAL_SEGMENT_SIZE as usize / BLCKSZ) * BLCKSZ
+        } else {
+            self.wal_buffers
+        }
     }
 }
 
@@ -265,14 +199,26 @@ mod tests {
         assert_eq!(s.max_wal_size, 1 << 30);
         s.set("synchronous_commit", "off").unwrap();
         assert!(!s.synchronous_commit);
+        s.set("synchronous_commit", "remote_apply").unwrap();
+        assert!(s.synchronous_commit);
+        s.set("wal_buffers", "-1").unwrap();
+        assert_eq!(s.wal_buffer_bytes(), 1000 / 32 * BLCKSZ);
+        s.set("wal_buffers", "1MB").unwrap();
+        assert_eq!(s.wal_buffer_bytes(), 1 << 20);
     }
 
     #[test]
     fn bad_values_are_user_errors() {
         let mut s = Settings::default();
         assert_eq!(s.set("shared_buffers", "lots").unwrap_err().sqlstate().as_str(), "22023");
+        assert_eq!(s.set("shared_buffers", "0").unwrap_err().sqlstate().as_str(), "22023");
         assert_eq!(s.set("no_such", "1").unwrap_err().sqlstate().as_str(), "42704");
         assert!(s.set("buffer_mapping_partitions", "100").is_err());
+        assert!(s.set("max_connections", "100000000").is_err());
+        // Known settings of other layers and custom placeholders are accepted.
+        s.set("work_mem", "8MB").unwrap();
+        s.set("myext.knob", "anything").unwrap();
+        assert!(s.set("work_mem", "1").is_err(), "below work_mem's minimum of 64kB");
     }
 
     #[test]
@@ -285,8 +231,7 @@ mod tests {
         assert_eq!(s.autovacuum_naptime_ms, 15_000, "seconds without a unit");
         s.set("autovacuum_naptime", "1min").unwrap();
         assert_eq!(s.autovacuum_naptime_ms, 60_000);
-        s.set("autovacuum_naptime", "100ms").unwrap();
-        assert_eq!(s.autovacuum_naptime_ms, 100);
+        assert!(s.set("autovacuum_naptime", "100ms").is_err(), "rounds to 0 s, below the minimum of 1 s");
         assert!(s.set("autovacuum_naptime", "0").is_err());
         s.set("autovacuum_vacuum_scale_factor", "0.05").unwrap();
         assert_eq!(s.autovacuum_vacuum_scale_factor, 0.05);

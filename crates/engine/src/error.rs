@@ -27,6 +27,11 @@ impl SqlState {
     pub const QUERY_CANCELED: SqlState = SqlState(*b"57014");
     pub const ADMIN_SHUTDOWN: SqlState = SqlState(*b"57P01");
     pub const IO_ERROR: SqlState = SqlState(*b"58030");
+    pub const DISK_FULL: SqlState = SqlState(*b"53100");
+    pub const INSUFFICIENT_RESOURCES: SqlState = SqlState(*b"53000");
+    pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState(*b"42501");
+    pub const UNDEFINED_FILE: SqlState = SqlState(*b"58P01");
+    pub const DUPLICATE_FILE: SqlState = SqlState(*b"58P02");
     pub const DATA_CORRUPTED: SqlState = SqlState(*b"XX001");
     pub const INDEX_CORRUPTED: SqlState = SqlState(*b"XX002");
     pub const INTERNAL_ERROR: SqlState = SqlState(*b"XX000");
@@ -103,12 +108,23 @@ impl Error {
         self
     }
 
+    /// `could not extend file "PATH": REASON` with PostgreSQL's HINT "Check free
+    /// disk space." (mdextend), coded by the errno: 53100 for a full disk.
+    pub fn extend(path: impl fmt::Display, source: &std::io::Error) -> Error {
+        Error::User {
+            code: errcode_for_file_access(source),
+            message: format!("could not extend file \"{path}\": {}", strerror(source)),
+            detail: None,
+            hint: Some("Check free disk space.".into()),
+        }
+    }
+
     /// The SQLSTATE a client sees for this error.
     pub fn sqlstate(&self) -> SqlState {
         match self {
             Error::User { code, .. } => *code,
             Error::Corrupt { .. } => SqlState::DATA_CORRUPTED,
-            Error::Io { .. } => SqlState::IO_ERROR,
+            Error::Io { source, .. } => errcode_for_file_access(source),
             Error::Internal(_) => SqlState::INTERNAL_ERROR,
         }
     }
@@ -119,7 +135,7 @@ impl fmt::Display for Error {
         match self {
             Error::User { message, .. } => f.write_str(message),
             Error::Corrupt { what } => write!(f, "data corrupted: {what}"),
-            Error::Io { path, source } => write!(f, "could not access file \"{path}\": {source}"),
+            Error::Io { path, source } => write!(f, "could not access file \"{path}\": {}", strerror(source)),
             Error::Internal(what) => write!(f, "internal error: {what}"),
         }
     }
@@ -131,6 +147,29 @@ impl std::error::Error for Error {
             Error::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+/// The SQLSTATE of a failed file operation, by its errno (PostgreSQL's
+/// errcode_for_file_access): a full disk is 53100, not a generic I/O error.
+pub fn errcode_for_file_access(e: &std::io::Error) -> SqlState {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) => SqlState::DISK_FULL,
+        Some(libc::EACCES | libc::EPERM | libc::EROFS) => SqlState::INSUFFICIENT_PRIVILEGE,
+        Some(libc::ENOENT) => SqlState::UNDEFINED_FILE,
+        Some(libc::EEXIST) => SqlState::DUPLICATE_FILE,
+        Some(libc::EMFILE | libc::ENFILE) => SqlState::INSUFFICIENT_RESOURCES,
+        _ => SqlState::IO_ERROR,
+    }
+}
+
+/// The operating system's text for an error, as PostgreSQL's `%m` prints it ("No
+/// space left on device", without Rust's " (os error 28)").
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) if e.raw_os_error().is_some() => s[..i].to_string(),
+        _ => s,
     }
 }
 
@@ -146,5 +185,20 @@ mod tests {
             .with_hint("h");
         assert_eq!(e.sqlstate().as_str(), "55P03");
         assert_eq!(e.to_string(), "could not obtain lock on relation \"t\"");
+    }
+
+    #[test]
+    fn file_errors_are_coded_by_errno() {
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let e = Error::extend("base/5/16384", &full);
+        assert_eq!(e.sqlstate().as_str(), "53100");
+        assert_eq!(e.to_string(), "could not extend file \"base/5/16384\": No space left on device");
+        assert_eq!(Error::io("x", std::io::Error::from_raw_os_error(libc::ENOSPC)).sqlstate().as_str(), "53100");
+        assert_eq!(Error::io("x", std::io::Error::from_raw_os_error(libc::EACCES)).sqlstate().as_str(), "42501");
+        assert_eq!(Error::io("x", std::io::Error::from_raw_os_error(libc::EIO)).sqlstate().as_str(), "58030");
+        assert_eq!(
+            Error::io("x", std::io::Error::from_raw_os_error(libc::EIO)).to_string(),
+            "could not access file \"x\": Input/output error"
+        );
     }
 }

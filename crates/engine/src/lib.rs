@@ -18,6 +18,8 @@
 //! - [`txn`]: transaction ids, commit log, ProcArray, snapshots, visibility.
 //! - [`sinval`]: the shared queue of catalog-cache invalidations sent at commit.
 //! - [`engine`]: one open data directory: startup, recovery, checkpoints, backends.
+//! - [`memacct`]: per-thread accounting of the process allocator (the SQL
+//!   layer's per-statement memory limit reads it).
 //!
 //! Under `cfg(loom)` only the parts that are model-checked are compiled; each module
 //! gates the rest with `#[cfg(not(loom))]`.
@@ -30,6 +32,7 @@ pub mod error;
 pub mod hash;
 pub mod heap;
 pub mod lmgr;
+pub mod memacct;
 #[cfg(not(loom))]
 pub mod nbtree;
 pub mod pgstat;

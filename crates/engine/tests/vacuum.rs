@@ -443,7 +443,7 @@ fn autovacuum_vacuums_a_relation_past_its_threshold() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = settings();
     s.set("autovacuum", "on").unwrap();
-    s.set("autovacuum_naptime", "50ms").unwrap();
+    s.autovacuum_naptime_ms = 50; // below the 1 s minimum of the setting
     s.set("autovacuum_vacuum_threshold", "20").unwrap();
     s.set("autovacuum_vacuum_scale_factor", "0").unwrap();
     s.set("autovacuum_vacuum_insert_threshold", "100000").unwrap();

@@ -7,6 +7,7 @@
 //! crates' types. Neither crate depends on the other.
 
 use bytes::Bytes;
+use ferrogres_engine::config::guc;
 use ferrogres_engine::engine::Engine;
 use ferrogres_server::handler::{
     pg15_reported_parameters, version_string, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, StartupInfo,
@@ -20,11 +21,14 @@ use std::sync::Arc;
 
 pub struct SqlBackend {
     engine: Arc<Engine>,
+    /// Settings given at start (`-c`), canonical: the sessions' defaults.
+    overrides: Vec<(String, String)>,
 }
 
 impl SqlBackend {
-    /// Bootstraps the catalog if the data directory is new.
-    pub fn new(engine: Arc<Engine>) -> Result<SqlBackend, String> {
+    /// Bootstraps the catalog if the data directory is new. `overrides` are the
+    /// settings given at start, checked already (options.rs), in SHOW's form.
+    pub fn new(engine: Arc<Engine>, overrides: Vec<(String, String)>) -> Result<SqlBackend, String> {
         ferrogres_sql::catalog::bootstrap(&engine).map_err(|e| format!("could not bootstrap the catalog: {}", e.message))?;
         // In every database: temporary tables of sessions of a server that
         // stopped or crashed (a failure leaves them in place, invisible to new
@@ -37,7 +41,7 @@ impl SqlBackend {
             ferrogres_sql::catalog::remove_orphan_files(&engine).map(|_| ())
         })
         .map_err(|e| format!("could not remove orphan relation files: {}", e.message))?;
-        Ok(SqlBackend { engine })
+        Ok(SqlBackend { engine, overrides })
     }
 }
 
@@ -60,6 +64,10 @@ fn to_sql(e: PgError) -> SqlError {
 }
 
 impl Backend for SqlBackend {
+    fn connection_stack_size(&self) -> usize {
+        ferrogres_sql::stack_depth::connection_stack_size()
+    }
+
     fn new_session(&self, startup: &StartupInfo, interrupts: Arc<Interrupts>) -> Result<Box<dyn Session>, PgError> {
         let mut backend = self.engine.backend(startup.backend_pid).map_err(|e| {
             let mut p = to_pg(e.into());
@@ -72,32 +80,33 @@ impl Backend for SqlBackend {
             p.severity = Severity::Fatal;
             p
         })?;
-        let mut settings: Vec<session::Setting> = pg15_reported_parameters(startup)
-            .into_iter()
-            .map(|(k, v)| session::Setting { name: k, default: v.clone(), value: v, reported: true })
+        // Every known setting (the table in ferrogres_engine::config::guc), with
+        // its boot value, then what this connection's startup says (user,
+        // application_name, TimeZone, server_version), then the server's `-c`
+        // settings; custom placeholders (`ext.name`) given at start too.
+        let mut settings: Vec<session::Setting> = guc::GUCS
+            .iter()
+            .map(|g| session::Setting { name: g.name.into(), value: g.boot.into(), default: g.boot.into(), reported: g.report })
             .collect();
-        for (k, v) in [
-            ("extra_float_digits", "1"),
-            ("statement_timeout", "0"),
-            ("lock_timeout", "0"),
-            ("deadlock_timeout", "1s"),
-            ("idle_in_transaction_session_timeout", "0"),
-            ("search_path", "\"$user\", public"),
-            ("client_min_messages", "notice"),
-            ("default_transaction_isolation", "read committed"),
-            ("server_version_num", SERVER_VERSION_NUM),
-            ("max_connections", &self.engine.settings().max_connections.to_string()),
-            ("work_mem", "4MB"),
-            ("timezone_abbreviations", "Default"),
-            ("bytea_output", "hex"),
-            ("row_security", "on"),
-            ("check_function_bodies", "on"),
-            ("synchronous_commit", if self.engine.settings().synchronous_commit { "on" } else { "off" }),
-        ] {
-            settings.push(session::Setting { name: k.into(), value: v.into(), default: v.into(), reported: false });
+        let mut put = |name: &str, v: &str| match settings.iter_mut().find(|s| s.name.eq_ignore_ascii_case(name)) {
+            Some(s) => {
+                s.value = v.to_string();
+                s.default = v.to_string();
+            }
+            None => settings.push(session::Setting { name: name.into(), value: v.into(), default: v.into(), reported: false }),
+        };
+        let reported = pg15_reported_parameters(startup);
+        for (k, v) in &reported {
+            put(k, v);
         }
-        for (k, v) in ferrogres_sql::explain::planner_settings() {
-            settings.push(session::Setting { name: k.into(), value: v.into(), default: v.into(), reported: false });
+        put("server_version_num", SERVER_VERSION_NUM);
+        // This thread's: the default, or less on a smaller stack (stack_depth).
+        put("max_stack_depth", &ferrogres_sql::stack_depth::default_setting());
+        for (k, v) in &self.overrides {
+            put(k, v);
+        }
+        if !startup.application_name.is_empty() {
+            put("application_name", &startup.application_name);
         }
         {
             // A cancel request also wakes a heavyweight lock wait (57014).
@@ -142,7 +151,17 @@ impl Backend for SqlBackend {
 struct SqlSession {
     s: ferrogres_sql::Session,
     /// Result format codes of each bound portal (the wire layer's business).
+    /// Portals end with their transaction inside the SQL session; entries of
+    /// ended ones are dropped where transactions end (after a simple query and
+    /// at Sync), so the map never outgrows the live portals.
     portal_formats: HashMap<String, Vec<i16>>,
+}
+
+impl SqlSession {
+    fn forget_ended_portals(&mut self) {
+        let s = &self.s;
+        self.portal_formats.retain(|name, _| s.has_portal(name));
+    }
 }
 
 fn field(c: &ColumnDesc, format: i16) -> FieldInfo {
@@ -240,7 +259,9 @@ impl Session for SqlSession {
 
     fn execute_simple(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), PgError> {
         let mut out = Sink { sink, formats: &[] };
-        self.s.execute_simple(sql, &mut out).map_err(to_pg)
+        let r = self.s.execute_simple(sql, &mut out).map_err(to_pg);
+        self.forget_ended_portals();
+        r
     }
 
     fn parse(&mut self, name: &str, sql: &str, param_types: &[u32]) -> Result<(), PgError> {
@@ -255,15 +276,24 @@ impl Session for SqlSession {
         params: &[Option<Bytes>],
         result_formats: &[i16],
     ) -> Result<(), PgError> {
-        if param_formats.len() > 1 && param_formats.len() != params.len() {
-            return Err(PgError::protocol(format!(
-                "bind message has {} parameter formats but {} parameters",
-                param_formats.len(),
-                params.len()
-            )));
-        }
-        if let Some(f) = param_formats.iter().chain(result_formats).find(|f| **f != 0 && **f != 1) {
-            return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+        // PostgreSQL looks the statement up first (26000 from `s.bind`), then
+        // checks the counts. These errors fail the transaction like any other.
+        if self.s.has_statement(statement) {
+            if param_formats.len() > 1 && param_formats.len() != params.len() {
+                self.s.fail_transaction();
+                return Err(PgError::protocol(format!(
+                    "bind message has {} parameter formats but {} parameters",
+                    param_formats.len(),
+                    params.len()
+                )));
+            }
+            // Parameter format codes are checked where they apply, as PostgreSQL
+            // reads each parameter; result format codes when rows are sent
+            // (`execute`), as printtup does.
+            if let Some(f) = param_formats.iter().find(|f| **f != 0 && **f != 1).filter(|_| !params.is_empty()) {
+                self.s.fail_transaction();
+                return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+            }
         }
         let values: Vec<ParamValue<'_>> = params
             .iter()
@@ -275,9 +305,12 @@ impl Session for SqlSession {
             })
             .collect();
         self.s.bind(portal, statement, &values).map_err(to_pg)?;
-        let ncols = self.s.describe_portal(portal).map_err(to_pg)?.map_or(0, |c| c.len());
-        if result_formats.len() > 1 && result_formats.len() != ncols {
+        // A portal without a result (BEGIN, INSERT) takes any result formats, as
+        // PostgreSQL's PortalSetResultFormat does.
+        let ncols = self.s.describe_portal(portal).map_err(to_pg)?.map(|c| c.len());
+        if let Some(ncols) = ncols.filter(|&n| result_formats.len() > 1 && result_formats.len() != n) {
             self.s.close_portal(portal);
+            self.s.fail_transaction();
             return Err(PgError::protocol(format!(
                 "bind message has {} result formats but query has {ncols} columns",
                 result_formats.len()
@@ -303,6 +336,12 @@ impl Session for SqlSession {
 
     fn execute(&mut self, portal: &str, max_rows: u32, sink: &mut dyn ResultSink) -> Result<ExecuteOutcome, PgError> {
         let formats = self.portal_formats.get(portal).cloned().unwrap_or_default();
+        if let Some(f) = formats.iter().find(|f| **f != 0 && **f != 1) {
+            if self.s.describe_portal(portal).map_err(to_pg)?.is_some_and(|c| !c.is_empty()) {
+                self.s.fail_transaction();
+                return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
+            }
+        }
         let mut out = Sink { sink, formats: &formats };
         Ok(match self.s.execute(portal, max_rows, &mut out).map_err(to_pg)? {
             ferrogres_sql::ExecOutcome::Completed(tag) => ExecuteOutcome::Completed(tag),
@@ -323,7 +362,13 @@ impl Session for SqlSession {
     }
 
     fn sync(&mut self) -> Result<(), PgError> {
-        self.s.sync().map_err(to_pg)
+        let r = self.s.sync().map_err(to_pg);
+        self.forget_ended_portals();
+        r
+    }
+
+    fn error_reported(&mut self) {
+        self.s.fail_transaction();
     }
 
     fn terminate(&mut self) {

@@ -51,6 +51,21 @@ fn pg15_isolation_specs_upsert_and_merge() {
     run_specs(DML_PASSING);
 }
 
+/// The specs of ALTER TABLE and DDL lock levels and of foreign keys that pass
+/// (issue 18, item 15): ADD FOREIGN KEY ... NOT VALID under
+/// ShareRowExclusiveLock (alter-table-2), VALIDATE CONSTRAINT under
+/// ShareUpdateExclusiveLock (alter-table-1), ALTER SEQUENCE against nextval
+/// (sequence-ddl). alter-table-3 needs triggers and PL/pgSQL, alter-table-4
+/// inheritance, create-trigger triggers, truncate-conflict and vacuum-conflict
+/// CREATE ROLE, vacuum-skip-locked and vacuum-concurrent-drop partitioned
+/// tables, drop-index-concurrently-1 DROP INDEX CONCURRENTLY: not done yet.
+const DDL_LOCK_PASSING: &[&str] = &["alter-table-1", "alter-table-2", "sequence-ddl", "fk-contention", "fk-deadlock", "fk-deadlock2", "lock-committed-keyupdate"];
+
+#[test]
+fn pg15_isolation_specs_ddl_lock_levels() {
+    run_specs(DDL_LOCK_PASSING);
+}
+
 fn run_specs(specs: &[&str]) {
     assert!(Path::new(PG_ISOLATION_REGRESS).exists(), "{PG_ISOLATION_REGRESS} is missing: install postgresql-client-15 (.ci/run does)");
     let tmp = tempfile::tempdir().unwrap();

@@ -37,13 +37,15 @@ fn pg_regress(srv: &Server, input: &Path, out: &Path, tests: &[&str]) -> bool {
 fn pg15_regression_tests() {
     assert!(Path::new(PG_REGRESS).exists(), "{PG_REGRESS} is missing: install postgresql-client-15 (.ci/run does)");
     let tmp = tempfile::tempdir().unwrap();
-    // pg_regress writes into its input directory's tree: work on a copy.
-    let input = tmp.path().join("regress");
-    let st = Command::new("cp").arg("-r").arg(REGRESS).arg(&input).status().unwrap();
-    assert!(st.success());
     let srv_dir = tmp.path().join("srv");
     std::fs::create_dir_all(&srv_dir).unwrap();
     let srv = Server::start(&srv_dir);
+    // pg_regress writes into its input directory's tree: work on a copy, where the
+    // server's account can read the data files test_setup COPYs in.
+    let exchange = srv.exchange_dir();
+    let input = exchange.path().join("regress");
+    let st = Command::new("cp").arg("-r").arg(REGRESS).arg(&input).status().unwrap();
+    assert!(st.success());
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     // test_setup fails on its C functions; what matters is the tables it loads.

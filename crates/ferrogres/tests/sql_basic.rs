@@ -268,10 +268,11 @@ fn extended_protocol_with_parameters() {
         execute("cur", 1),
         sync(),
     ]);
-    assert_eq!(types(&v), "12TDsDCZ", "{v:?}");
+    // The second Execute got as many rows as it asked for: PortalSuspended, as
+    // PostgreSQL's executor does not look for another row.
+    assert_eq!(types(&v), "12TDsDsZ", "{v:?}");
     assert_eq!(row(&v[3].1), vec![Some(1i32.to_be_bytes().to_vec()), Some(b"one".to_vec())]);
     assert_eq!(row(&v[5].1), vec![Some(2i32.to_be_bytes().to_vec()), None]);
-    assert_eq!(v[6].1, b"SELECT 1\0");
 
     // Client-given parameter type; bad input for it is 22P02 and the session goes on.
     let v = r.send(&[parse("", "SELECT $1 + 1", &[20]), bind("", "", &[], &[Some(b"x")], &[]), execute("", 0), sync()]);

@@ -6,124 +6,11 @@
 //! left waiting while another acts.
 
 mod common;
+use common::session_client::{ok, wait_blocked, Client, Reply};
 use common::server::Server;
-use common::*;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-/// What one simple-query round trip returned.
-#[derive(Debug, Default)]
-struct Reply {
-    rows: Vec<Vec<Option<String>>>,
-    /// (SQLSTATE, message, detail) of the error, if any.
-    error: Option<(String, String, String)>,
-    notices: Vec<(String, String)>,
-    tags: Vec<String>,
-}
-
-impl Reply {
-    fn code(&self) -> &str {
-        self.error.as_ref().map_or("", |e| e.0.as_str())
-    }
-    fn one(&self) -> String {
-        assert!(self.error.is_none(), "unexpected error {:?}", self.error);
-        self.rows[0][0].clone().unwrap_or_default()
-    }
-}
-
-struct Client {
-    s: TcpStream,
-    pid: i32,
-    secret: i32,
-}
-
-impl Client {
-    fn connect(port: u16) -> Client {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut c = Client { s, pid: 0, secret: 0 };
-        c.s.write_all(&startup(&[("user", "postgres"), ("database", "postgres")])).unwrap();
-        loop {
-            let (t, b) = c.read();
-            match t {
-                b'K' => {
-                    c.pid = i32::from_be_bytes(b[0..4].try_into().unwrap());
-                    c.secret = i32::from_be_bytes(b[4..8].try_into().unwrap());
-                }
-                b'Z' => return c,
-                b'E' => panic!("startup failed: {:?}", fields(&b)),
-                _ => {}
-            }
-        }
-    }
-
-    fn read(&mut self) -> (u8, Vec<u8>) {
-        read_message(&mut self.s)
-    }
-
-    /// Sends a query without waiting for its reply.
-    fn send(&mut self, q: &str) {
-        self.s.write_all(&query(q)).unwrap();
-    }
-
-    /// Reads the reply of the query sent last.
-    fn reply(&mut self) -> Reply {
-        let mut r = Reply::default();
-        loop {
-            let (t, b) = self.read();
-            match t {
-                b'D' => {
-                    let n = i16::from_be_bytes([b[0], b[1]]) as usize;
-                    let mut i = 2;
-                    let mut row = Vec::new();
-                    for _ in 0..n {
-                        let len = i32::from_be_bytes(b[i..i + 4].try_into().unwrap());
-                        i += 4;
-                        if len < 0 {
-                            row.push(None);
-                        } else {
-                            row.push(Some(String::from_utf8_lossy(&b[i..i + len as usize]).into_owned()));
-                            i += len as usize;
-                        }
-                    }
-                    r.rows.push(row);
-                }
-                b'E' => {
-                    let f = fields(&b);
-                    r.error = Some((f[&b'C'].clone(), f[&b'M'].clone(), f.get(&b'D').cloned().unwrap_or_default()));
-                }
-                b'N' => {
-                    let f = fields(&b);
-                    r.notices.push((f[&b'S'].clone(), f[&b'M'].clone()));
-                }
-                b'C' => r.tags.push(String::from_utf8_lossy(&b[..b.len() - 1]).into_owned()),
-                b'Z' => return r,
-                _ => {}
-            }
-        }
-    }
-
-    fn q(&mut self, q: &str) -> Reply {
-        self.send(q);
-        self.reply()
-    }
-}
-
-/// Polls until `pid` waits for a heavyweight lock held or awaited by one of `by`.
-fn wait_blocked(ctl: &mut Client, pid: i32, by: &[i32]) {
-    let list: Vec<String> = by.iter().map(|p| p.to_string()).collect();
-    let q = format!("SELECT pg_isolation_test_session_is_blocked({pid}, '{{{}}}')", list.join(","));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while ctl.q(&q).one() != "t" {
-        assert!(Instant::now() < deadline, "backend {pid} never blocked");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn ok(r: &Reply) {
-    assert!(r.error.is_none(), "unexpected error {:?}", r.error);
-}
 
 #[test]
 fn select_waits_for_lock_table_and_drop_is_seen_after_the_wait() {
@@ -542,4 +429,151 @@ fn update_through_a_view_waits_for_the_updater_and_rechecks_view_and_statement_c
     ok(&a.q("COMMIT"));
     assert_eq!(b.reply().tags, vec!["DELETE 0"]);
     assert_eq!(a.q("SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM foo").one(), "1:1,2:0,3:29");
+}
+
+/// The relation locks `pid` holds, as `relname:mode` sorted (PostgreSQL's
+/// pg_locks joined with pg_class).
+fn relation_locks(ctl: &mut Client, pid: i32) -> String {
+    ctl.q(&format!(
+        "SELECT string_agg(c.relname || ':' || l.mode, ' ' ORDER BY c.relname, l.mode) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+         WHERE l.pid = {pid} AND l.locktype = 'relation' AND c.relname NOT LIKE 'pg_%'"
+    ))
+    .one()
+}
+
+/// ALTER TABLE ... ADD FOREIGN KEY ... NOT VALID takes ShareRowExclusiveLock
+/// on both tables and VALIDATE CONSTRAINT ShareUpdateExclusiveLock (and
+/// RowShareLock on the referenced table), as in PostgreSQL 15: readers go on
+/// past either, writers past VALIDATE, also while a VALIDATE is running
+/// (waiting for its lock); pg_locks shows those modes (issue 18, item 15).
+#[test]
+fn add_foreign_key_not_valid_and_validate_constraint_let_readers_through() {
+    let srv = Server::start_temp(&[]);
+    let (mut a, mut b, mut c, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE pa (i int PRIMARY KEY); CREATE TABLE ch (a_id int)"));
+    ok(&a.q("INSERT INTO pa VALUES (0), (1), (2), (3); INSERT INTO ch SELECT g % 4 FROM generate_series(1, 1000) g; INSERT INTO ch VALUES (7)"));
+
+    // ADD FOREIGN KEY ... NOT VALID: the existing row 7 is not checked.
+    ok(&a.q("BEGIN"));
+    ok(&a.q("ALTER TABLE ch ADD CONSTRAINT chfk FOREIGN KEY (a_id) REFERENCES pa (i) NOT VALID"));
+    assert_eq!(relation_locks(&mut ctl, a.pid), "ch:ShareRowExclusiveLock pa:ShareRowExclusiveLock");
+    assert_eq!(b.q("SELECT count(*) FROM ch").one(), "1001");
+    assert_eq!(b.q("SELECT i FROM pa WHERE i = 1 FOR UPDATE").one(), "1");
+    // A writer of either table waits.
+    b.send("INSERT INTO ch VALUES (0)");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    ok(&b.reply());
+    assert_eq!(b.q("SELECT convalidated::text FROM pg_constraint WHERE conname = 'chfk'").one(), "false");
+    // Enforced on new rows at once.
+    assert_eq!(b.q("INSERT INTO ch VALUES (9)").code(), "23503");
+
+    // VALIDATE CONSTRAINT: readers and writers of both tables go on.
+    ok(&a.q("BEGIN"));
+    let r = a.q("ALTER TABLE ch VALIDATE CONSTRAINT chfk");
+    let (code, msg, detail) = r.error.expect("row 7 has no parent");
+    assert_eq!((code.as_str(), msg.as_str(), detail.as_str()), ("23503", "insert or update on table \"ch\" violates foreign key constraint \"chfk\"", "Key (a_id)=(7) is not present in table \"pa\"."));
+    ok(&a.q("ROLLBACK"));
+    ok(&b.q("DELETE FROM ch WHERE a_id = 7"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("ALTER TABLE ch VALIDATE CONSTRAINT chfk"));
+    assert_eq!(relation_locks(&mut ctl, a.pid), "ch:ShareUpdateExclusiveLock pa:RowShareLock");
+    assert_eq!(b.q("SELECT count(*) FROM ch").one(), "1001");
+    ok(&b.q("INSERT INTO ch VALUES (1)"));
+    ok(&b.q("UPDATE pa SET i = i WHERE i = 3"));
+    // DDL that needs more waits.
+    c.send("ALTER TABLE ch ADD COLUMN z int");
+    wait_blocked(&mut ctl, c.pid, &[a.pid]);
+    ok(&a.q("COMMIT"));
+    ok(&c.reply());
+    assert_eq!(b.q("SELECT convalidated::text FROM pg_constraint WHERE conname = 'chfk'").one(), "true");
+
+    // A VALIDATE waiting for its lock holds back neither readers nor writers.
+    ok(&a.q("ALTER TABLE ch ADD CONSTRAINT chfk2 FOREIGN KEY (a_id) REFERENCES pa (i) NOT VALID"));
+    ok(&c.q("BEGIN; LOCK TABLE ch IN SHARE UPDATE EXCLUSIVE MODE"));
+    a.send("ALTER TABLE ch VALIDATE CONSTRAINT chfk2");
+    wait_blocked(&mut ctl, a.pid, &[c.pid]);
+    assert_eq!(b.q("SELECT count(*) FROM ch").one(), "1002");
+    ok(&b.q("INSERT INTO ch VALUES (2)"));
+    ok(&c.q("COMMIT"));
+    ok(&a.reply());
+    assert_eq!(b.q("SELECT string_agg(conname || '=' || convalidated::text, ',' ORDER BY conname) FROM pg_constraint WHERE conrelid = 'ch'::regclass").one(), "chfk=true,chfk2=true");
+}
+
+/// The relation locks DDL statements take, in a transaction, compared with
+/// what PostgreSQL 15's pg_locks shows for the same statements (issue 18,
+/// item 15). Left out of PostgreSQL's lists: the AccessShareLocks its internal
+/// queries (RI checks, index builds) take besides the statement's own mode,
+/// and the locks on relations the statement creates.
+#[test]
+fn ddl_lock_modes_match_postgres_15() {
+    let srv = Server::start_temp(&[]);
+    let mut a = Client::connect(srv.port);
+    let setup = "DROP TABLE IF EXISTS lnew, lc, lp, lt; DROP SEQUENCE IF EXISTS ls; DROP SEQUENCE IF EXISTS ls2; \
+                 CREATE TABLE lp (i int PRIMARY KEY, j int); CREATE TABLE lc (a int, b int, c text); CREATE TABLE lt (x int); \
+                 CREATE INDEX lc_b ON lc (b); CREATE SEQUENCE ls; INSERT INTO lp VALUES (1, 1); INSERT INTO lc VALUES (1, 1, 'x'); \
+                 ALTER TABLE lc ADD CONSTRAINT lc_fk FOREIGN KEY (a) REFERENCES lp (i) NOT VALID; ALTER TABLE lc ADD CONSTRAINT lc_chk CHECK (b > 0)";
+    let cases: &[(&str, &str)] = &[
+        ("ALTER TABLE lc ADD FOREIGN KEY (b) REFERENCES lp (i) NOT VALID", "lc:ShareRowExclusiveLock lp:ShareRowExclusiveLock"),
+        ("ALTER TABLE lc ADD FOREIGN KEY (b) REFERENCES lp (i)", "lc:ShareRowExclusiveLock lp:ShareRowExclusiveLock"),
+        ("ALTER TABLE lc VALIDATE CONSTRAINT lc_fk", "lc:ShareUpdateExclusiveLock lp:RowShareLock"),
+        ("ALTER TABLE lc VALIDATE CONSTRAINT lc_chk", "lc:ShareUpdateExclusiveLock"),
+        ("ALTER TABLE lc ADD CONSTRAINT c2 CHECK (b > 0)", "lc:AccessExclusiveLock"),
+        ("ALTER TABLE lt ADD PRIMARY KEY (x)", "lt:AccessExclusiveLock"),
+        ("ALTER TABLE lt ADD UNIQUE (x)", "lt:AccessExclusiveLock"),
+        ("ALTER TABLE lc ADD COLUMN d int", "lc:AccessExclusiveLock"),
+        ("ALTER TABLE lc DROP COLUMN c", "lc:AccessExclusiveLock"),
+        ("ALTER TABLE lc ALTER COLUMN b SET DEFAULT 1", "lc:AccessExclusiveLock"),
+        ("ALTER TABLE lc ALTER COLUMN b DROP DEFAULT", "lc:AccessExclusiveLock"),
+        ("ALTER TABLE lc ALTER COLUMN b SET NOT NULL", "lc:AccessExclusiveLock"),
+        ("ALTER TABLE lc ALTER COLUMN b DROP NOT NULL", "lc:AccessExclusiveLock"),
+        ("ALTER TABLE lc ALTER COLUMN b TYPE bigint", "lc:AccessExclusiveLock"),
+        ("ALTER TABLE lc ADD COLUMN d int, VALIDATE CONSTRAINT lc_fk", "lc:AccessExclusiveLock lp:RowShareLock"),
+        ("ALTER TABLE lc VALIDATE CONSTRAINT lc_fk, ADD FOREIGN KEY (b) REFERENCES lp (i) NOT VALID", "lc:ShareRowExclusiveLock lp:RowShareLock lp:ShareRowExclusiveLock"),
+        ("ALTER TABLE lc RENAME TO lc2", "lc2:AccessExclusiveLock"),
+        ("ALTER TABLE lc RENAME COLUMN c TO c2", "lc:AccessExclusiveLock"),
+        ("ALTER TABLE lc RENAME CONSTRAINT lc_chk TO lc_chk2", "lc:AccessExclusiveLock"),
+        ("ALTER INDEX lc_b RENAME TO lc_b2", "lc_b2:ShareUpdateExclusiveLock"),
+        ("ALTER TABLE lc_b RENAME TO lc_b2", "lc_b2:AccessExclusiveLock"),
+        ("ALTER SEQUENCE ls RENAME TO ls2", "ls2:AccessExclusiveLock"),
+        ("ALTER SEQUENCE ls INCREMENT BY 2", "ls:ShareRowExclusiveLock"),
+        ("SELECT nextval('ls')", "ls:RowExclusiveLock"),
+        ("CREATE INDEX lc_c ON lc (c)", "lc:ShareLock"),
+        ("DROP INDEX lc_b", "lc:AccessExclusiveLock"),
+        ("TRUNCATE lc", "lc:AccessExclusiveLock"),
+        ("CREATE TABLE lnew (z int REFERENCES lp (i))", "lp:ShareRowExclusiveLock"),
+        ("ANALYZE lc", "lc:ShareUpdateExclusiveLock"),
+        ("LOCK TABLE lc IN SHARE MODE", "lc:ShareLock"),
+    ];
+    for (sql, want) in cases {
+        ok(&a.q(setup));
+        ok(&a.q("BEGIN"));
+        let r = a.q(sql);
+        assert!(r.error.is_none(), "{sql}: {:?}", r.error);
+        // Asked in the same transaction, as PostgreSQL was (renamed relations
+        // show their new names).
+        let pid = a.pid;
+        assert_eq!(relation_locks(&mut a, pid), *want, "{sql}");
+        ok(&a.q("ROLLBACK"));
+    }
+}
+
+/// VACUUM holds ShareUpdateExclusiveLock on each table while it works (at
+/// session level: it runs outside a transaction): it waits for a
+/// transaction holding a conflicting lock, and readers go on meanwhile.
+#[test]
+fn vacuum_waits_for_share_update_exclusive_and_readers_go_on() {
+    let srv = Server::start_temp(&[]);
+    let (mut a, mut b, mut ctl) = (Client::connect(srv.port), Client::connect(srv.port), Client::connect(srv.port));
+    ok(&a.q("CREATE TABLE vt (x int); INSERT INTO vt SELECT generate_series(1, 100)"));
+    ok(&a.q("BEGIN; LOCK TABLE vt IN SHARE UPDATE EXCLUSIVE MODE"));
+    b.send("VACUUM vt");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    let q = format!("SELECT mode || ':' || granted::text FROM pg_locks WHERE pid = {} AND locktype = 'relation'", b.pid);
+    assert_eq!(ctl.q(&q).one(), "ShareUpdateExclusiveLock:false");
+    assert_eq!(ctl.q("SELECT count(*) FROM vt").one(), "100");
+    ok(&a.q("COMMIT"));
+    assert_eq!(b.reply().tags, vec!["VACUUM"]);
+    // Released when it ends.
+    assert_eq!(ctl.q(&format!("SELECT count(*) FROM pg_locks WHERE pid = {} AND locktype = 'relation'", b.pid)).one(), "0");
 }

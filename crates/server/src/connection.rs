@@ -1,7 +1,7 @@
 //! One client connection: the startup handshake and the message loop, run on
 //! the connection's own thread. See README.md for the state machines.
 
-use crate::error::PgError;
+use crate::error::{wire_str, PgError};
 use crate::handler::{
     CopyInEvent, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, Session, StartupInfo,
 };
@@ -17,10 +17,8 @@ use pgwire::messages::startup::{Authentication, BackendKeyData, NegotiateProtoco
 use pgwire::messages::{Message, PgWireFrontendMessage};
 use std::io::{self, BufReader, Read, Write};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
-/// PostgreSQL's authentication_timeout: a client must finish startup within it.
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Output is flushed when this much is buffered, besides at ReadyForQuery/Flush.
 const FLUSH_THRESHOLD: usize = 64 * 1024;
 
@@ -71,17 +69,28 @@ impl Io {
     /// Read one message after startup: `Ok(None)` on EOF. A bad frame (length out
     /// of range, unknown type) is a FATAL 08P01: message boundaries are lost.
     fn read_message(&mut self) -> Result<Option<(u8, Vec<u8>)>, PgError> {
-        let mut t = [0u8; 1];
-        match self.reader.read(&mut t) {
-            Ok(0) => return Ok(None),
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return self.read_message(),
-            Err(_) => return Ok(None),
-        }
-        let t = t[0];
+        let Some(t) = self.read_type() else { return Ok(None) };
         if !protocol::is_known_type(t) {
             return Err(PgError::protocol_fatal(format!("invalid frontend message type {t}")));
         }
+        self.read_body(t)
+    }
+
+    /// A message's type byte: `None` on EOF.
+    fn read_type(&mut self) -> Option<u8> {
+        let mut t = [0u8; 1];
+        loop {
+            match self.reader.read(&mut t) {
+                Ok(0) => return None,
+                Ok(_) => return Some(t[0]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// The length word and body of a message of type `t`: `Ok(None)` on EOF.
+    fn read_body(&mut self, t: u8) -> Result<Option<(u8, Vec<u8>)>, PgError> {
         let mut len = [0u8; 4];
         if self.reader.read_exact(&mut len).is_err() {
             return Ok(None);
@@ -124,7 +133,9 @@ pub(crate) fn serve(stream: Stream, shared: Arc<Shared>, entry: Arc<ConnEntry>) 
         Some(c) => c,
         None => return,
     };
+    conn.interrupts.set_client_socket(conn.io.reader.get_ref().raw_fd());
     let End::Closed = conn.run();
+    conn.interrupts.set_client_socket(-1);
     conn.session.terminate();
     let _ = conn.io.flush();
 }
@@ -134,18 +145,41 @@ fn fatal_and_close(io: &mut Io, e: PgError) {
     let _ = io.flush();
 }
 
-/// Read a startup-phase packet (no type byte): `None` on EOF/timeout.
-fn read_startup_packet(io: &mut Io) -> Result<Option<Vec<u8>>, PgError> {
+/// Fill `buf` from the socket before `deadline`: `false` on EOF, an error, or the
+/// deadline passing. The read timeout is set to what is left before every read, so
+/// a client trickling a byte at a time cannot stretch the handshake past the
+/// deadline (a per-read timeout would restart with each byte).
+fn read_by(io: &mut Io, buf: &mut [u8], deadline: Instant) -> bool {
+    let mut off = 0;
+    while off < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || io.reader.get_ref().set_read_timeout(Some(left)).is_err() {
+            return false;
+        }
+        match io.reader.read(&mut buf[off..]) {
+            Ok(0) => return false,
+            Ok(n) => off += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false, // WouldBlock/TimedOut: the deadline passed
+        }
+    }
+    true
+}
+
+/// Read a startup-phase packet (no type byte) before `deadline`: `None` on EOF or
+/// timeout (PostgreSQL closes such a connection without a message).
+fn read_startup_packet(io: &mut Io, deadline: Instant) -> Result<Option<Vec<u8>>, PgError> {
     let mut len = [0u8; 4];
-    if io.reader.read_exact(&mut len).is_err() {
+    if !read_by(io, &mut len, deadline) {
         return Ok(None);
     }
+    // Checked as PostgreSQL does: the length counts itself, the limit does not.
     let len = i32::from_be_bytes(len);
-    if len < 8 || len as usize > protocol::MAX_STARTUP_PACKET_LEN {
+    if len < 8 || len as usize - 4 > protocol::MAX_STARTUP_PACKET_LEN {
         return Err(PgError::protocol_fatal("invalid length of startup packet"));
     }
     let mut body = vec![0u8; len as usize - 4];
-    if io.reader.read_exact(&mut body).is_err() {
+    if !read_by(io, &mut body, deadline) {
         return Ok(None);
     }
     Ok(Some(body))
@@ -156,9 +190,14 @@ fn read_startup_packet(io: &mut Io) -> Result<Option<Vec<u8>>, PgError> {
 /// StartupMessage -> [NegotiateProtocolVersion] AuthenticationOk ParameterStatus*
 /// BackendKeyData ReadyForQuery.
 fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<Connection> {
-    let _ = io.reader.get_ref().set_read_timeout(Some(STARTUP_TIMEOUT));
+    // authentication_timeout bounds the whole handshake, not each read.
+    let deadline = Instant::now() + shared.authentication_timeout;
+    // Each encryption request may come once (in either order), as in
+    // PostgreSQL; a second one is read as a StartupMessage of protocol
+    // 1234.5679 or 1234.5680 and refused.
+    let (mut ssl_done, mut gss_done) = (false, false);
     let body = loop {
-        let body = match read_startup_packet(&mut io) {
+        let body = match read_startup_packet(&mut io, deadline) {
             Ok(Some(b)) => b,
             Ok(None) => return None,
             Err(e) => {
@@ -167,18 +206,41 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
             }
         };
         let code = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+        let ssl = code == protocol::SSL_REQUEST_CODE;
         match code {
-            protocol::SSL_REQUEST_CODE | protocol::GSSENC_REQUEST_CODE if body.len() == 4 => {
+            protocol::SSL_REQUEST_CODE | protocol::GSSENC_REQUEST_CODE if !(if ssl { ssl_done } else { gss_done }) => {
                 // No TLS, no GSSAPI encryption: refuse, the client goes on in clear.
                 if io.writer.write_all(b"N").is_err() {
                     return None;
                 }
+                if ssl {
+                    ssl_done = true;
+                } else {
+                    gss_done = true;
+                }
+                // A client must wait for the answer: bytes it sent before it
+                // came are refused, as PostgreSQL refuses them (CVE-2021-23214).
+                if !io.reader.buffer().is_empty() {
+                    let what = if ssl { "SSL request" } else { "GSSAPI encryption request" };
+                    fatal_and_close(
+                        &mut io,
+                        PgError::protocol_fatal(format!("received unencrypted data after {what}")).with_detail(
+                            "This could be either a client-software bug or evidence of an attempted man-in-the-middle attack.",
+                        ),
+                    );
+                    return None;
+                }
                 continue;
             }
-            protocol::CANCEL_REQUEST_CODE if body.len() == 12 => {
-                let pid = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-                let key = i32::from_be_bytes([body[8], body[9], body[10], body[11]]);
-                shared.cancel(pid, key);
+            protocol::CANCEL_REQUEST_CODE => {
+                // PostgreSQL logs a CancelRequest of the wrong length and hangs up.
+                if body.len() == 12 {
+                    let pid = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                    let key = i32::from_be_bytes([body[8], body[9], body[10], body[11]]);
+                    shared.cancel(pid, key);
+                } else {
+                    eprintln!("LOG:  invalid length of startup packet");
+                }
                 return None;
             }
             _ => break body,
@@ -193,13 +255,15 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         );
         return None;
     }
-    // name\0value\0 ... \0
+    // name\0value\0 ... \0. Only the layout is checked here: bytes that are not
+    // UTF-8 are no layout error (PostgreSQL reads them as they are and then finds
+    // no such role or database); they reach the session replaced by U+FFFD.
     let mut params: Vec<(String, String)> = Vec::new();
     let mut r = protocol::BodyReader::new(&body[4..]);
     let layout = PgError::protocol_fatal("invalid startup packet layout: expected terminator as last byte");
     loop {
-        let name = match r.cstring() {
-            Ok(n) => n,
+        let name = match r.cstring_bytes() {
+            Ok(n) => String::from_utf8_lossy(n).into_owned(),
             Err(_) => {
                 fatal_and_close(&mut io, layout);
                 return None;
@@ -208,8 +272,8 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         if name.is_empty() {
             break;
         }
-        match r.cstring() {
-            Ok(v) => params.push((name, v)),
+        match r.cstring_bytes() {
+            Ok(v) => params.push((name, String::from_utf8_lossy(v).into_owned())),
             Err(_) => {
                 fatal_and_close(&mut io, layout);
                 return None;
@@ -220,6 +284,15 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         fatal_and_close(&mut io, layout);
         return None;
     }
+    // Protocol 3.x with x > 0, or _pq_ options: tell the client what we speak
+    // (PostgreSQL does so right after reading the packet, before any check).
+    let unknown_opts: Vec<String> = params.iter().filter(|(n, _)| n.starts_with("_pq_.")).map(|(n, _)| n.clone()).collect();
+    if minor > 0 || !unknown_opts.is_empty() {
+        let m = NegotiateProtocolVersion::new(pgwire::messages::startup::Startup::PROTOCOL_VERSION_3_0, unknown_opts);
+        if io.send(&m).is_err() {
+            return None;
+        }
+    }
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let Some(user) = get("user").filter(|u| !u.is_empty()) else {
         fatal_and_close(&mut io, PgError::fatal(b"28000", "no PostgreSQL user name specified in startup packet"));
@@ -229,14 +302,6 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
     if get("replication").is_some_and(|r| !matches!(r.to_ascii_lowercase().as_str(), "false" | "off" | "no" | "0")) {
         fatal_and_close(&mut io, PgError::fatal(b"0A000", "ferrogres does not support the replication protocol yet"));
         return None;
-    }
-    // Protocol 3.x with x > 0, or _pq_ options: tell the client what we speak.
-    let unknown_opts: Vec<String> = params.iter().filter(|(n, _)| n.starts_with("_pq_.")).map(|(n, _)| n.clone()).collect();
-    if minor > 0 || !unknown_opts.is_empty() {
-        let m = NegotiateProtocolVersion::new(pgwire::messages::startup::Startup::PROTOCOL_VERSION_3_0, unknown_opts);
-        if io.send(&m).is_err() {
-            return None;
-        }
     }
     let client_addr = io.reader.get_ref().peer_description();
     // Trust authentication, for local clients only (Unix socket or loopback TCP).
@@ -267,6 +332,12 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         client_addr,
     };
     let interrupts = entry.interrupts.clone();
+    // Authenticated (trust): AuthenticationOk comes before the session is made,
+    // so an unknown database or a bad setting is a FATAL after it, as in
+    // PostgreSQL (InitPostgres runs after authentication).
+    if io.send(&Authentication::Ok).is_err() {
+        return None;
+    }
     let session = match shared.backend.new_session(&info, interrupts.clone()) {
         Ok(s) => s,
         Err(mut e) => {
@@ -278,9 +349,9 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         }
     };
     let _ = io.reader.get_ref().set_read_timeout(None);
-    let mut ok = io.send(&Authentication::Ok).is_ok();
+    let mut ok = true;
     for (k, v) in session.reported_parameters() {
-        ok &= io.send(&ParameterStatus::new(k, v)).is_ok();
+        ok &= io.send(&ParameterStatus::new(wire_str(&k), wire_str(&v))).is_ok();
     }
     ok &= io.send(&BackendKeyData::new(pid, SecretKey::I32(secret))).is_ok();
     let mut conn = Connection { io, session, interrupts, ignore_till_sync: false };
@@ -296,7 +367,7 @@ impl Connection {
     /// ParameterStatus for changed reported settings, then ReadyForQuery, then flush.
     fn ready_for_query(&mut self) -> Result<(), PgError> {
         for (k, v) in self.session.take_parameter_changes() {
-            self.io.send(&ParameterStatus::new(k, v))?;
+            self.io.send(&ParameterStatus::new(wire_str(&k), wire_str(&v)))?;
         }
         let status = self.session.transaction_status();
         self.io.send(&ReadyForQuery::new(status))?;
@@ -371,6 +442,7 @@ impl Connection {
         let msg = match protocol::decode(t, body) {
             Ok(Frontend::Msg(m)) => m,
             Ok(Frontend::FunctionCall) => {
+                self.session.error_reported();
                 self.report(PgError::error(b"0A000", "fastpath function calls are not supported by ferrogres"))?;
                 return self.ready_for_query().map_err(|_| End::Closed);
             }
@@ -379,11 +451,16 @@ impl Connection {
                     fatal_and_close(&mut self.io, e);
                     return Err(End::Closed);
                 }
-                if extended {
-                    // Even a malformed Sync: PostgreSQL reports it and keeps
-                    // skipping until a well-formed one.
+                // The message never reached the session, but its error fails the
+                // transaction all the same (PostgreSQL: any ERROR does).
+                self.session.error_reported();
+                if extended && t != b'S' {
                     return self.report_extended(e);
                 }
+                // A malformed Sync still ends the skipping and is answered with
+                // ReadyForQuery after its error (PostgreSQL marks a Sync as no
+                // extended-query message before reading it).
+                self.ignore_till_sync = false;
                 self.report(e)?;
                 return self.ready_for_query().map_err(|_| End::Closed);
             }
@@ -432,7 +509,7 @@ impl Connection {
                 let max_rows = if x.max_rows <= 0 { 0 } else { x.max_rows as u32 };
                 let mut sink = WireSink { io: &mut self.io, in_execute: true };
                 match self.session.execute(&portal, max_rows, &mut sink) {
-                    Ok(ExecuteOutcome::Completed(tag)) => self.io.send(&CommandComplete::new(tag)),
+                    Ok(ExecuteOutcome::Completed(tag)) => self.io.send(&CommandComplete::new(wire_str(&tag))),
                     Ok(ExecuteOutcome::Suspended) => self.io.send(&PortalSuspended::new()),
                     Ok(ExecuteOutcome::EmptyQuery) => self.io.send(&EmptyQueryResponse::new()),
                     Err(e) => return self.report_extended(e),
@@ -482,7 +559,7 @@ fn row_description(fields: &[FieldInfo]) -> RowDescription {
             .iter()
             .map(|f| {
                 FieldDescription::new(
-                    f.name.clone(),
+                    wire_str(&f.name),
                     f.table_oid as i32,
                     f.column_id,
                     f.type_oid,
@@ -525,7 +602,7 @@ impl ResultSink for WireSink<'_> {
     }
 
     fn command_complete(&mut self, tag: &str) -> Result<(), PgError> {
-        self.io.send(&CommandComplete::new(tag.to_string()))
+        self.io.send(&CommandComplete::new(wire_str(tag)))
     }
 
     fn empty_query(&mut self) -> Result<(), PgError> {
@@ -542,12 +619,17 @@ impl ResultSink for WireSink<'_> {
     }
 
     fn copy_in_read(&mut self) -> Result<CopyInEvent, PgError> {
+        let eof = || PgError::connection_failure("unexpected EOF on client connection with an open transaction");
         loop {
-            let (t, body) = match self.io.read_message() {
+            let Some(t) = self.io.read_type() else { return Err(eof()) };
+            if !matches!(t, b'd' | b'c' | b'f' | b'H' | b'S') {
+                // As PostgreSQL: judged by the type byte alone, the rest unread.
+                self.io.sync_lost = true;
+                return Err(PgError::protocol(format!("unexpected message type 0x{t:02X} during COPY from stdin")));
+            }
+            let (t, body) = match self.io.read_body(t) {
                 Ok(Some(m)) => m,
-                Ok(None) => {
-                    return Err(PgError::connection_failure("unexpected EOF on client connection with an open transaction"))
-                }
+                Ok(None) => return Err(eof()),
                 Err(e) => {
                     self.io.sync_lost = true;
                     return Err(e);
@@ -562,11 +644,7 @@ impl ResultSink for WireSink<'_> {
                 }
                 // Flush and Sync are ignored during COPY IN (a client using the
                 // extended protocol may send them right after Execute).
-                b'H' | b'S' => continue,
-                _ => {
-                    self.io.sync_lost = true;
-                    return Err(PgError::protocol(format!("unexpected message type 0x{t:02X} during COPY from stdin")));
-                }
+                _ => continue,
             }
         }
     }

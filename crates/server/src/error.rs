@@ -52,6 +52,14 @@ pub struct PgError {
     pub context: Option<String>,
 }
 
+/// `s` as a protocol string (NUL-terminated on the wire): up to its first NUL.
+pub fn wire_str(s: &str) -> String {
+    match s.find('\0') {
+        Some(n) => s[..n].to_string(),
+        None => s.to_string(),
+    }
+}
+
 impl PgError {
     pub fn new(severity: Severity, code: &[u8; 5], message: impl Into<String>) -> PgError {
         PgError { severity, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None }
@@ -83,21 +91,24 @@ impl PgError {
     }
 
     /// The fields of an ErrorResponse/NoticeResponse, in PostgreSQL's order.
+    /// Each is a C string on the wire: text after a NUL (a client's byte quoted
+    /// in a message) is cut off, as PostgreSQL's C strings cut it, instead of
+    /// breaking the message into bogus fields.
     pub fn wire_fields(&self) -> Vec<(u8, String)> {
         let sev = self.severity.as_str().to_string();
-        let mut f = vec![(b'S', sev.clone()), (b'V', sev), (b'C', self.sqlstate().to_string())];
-        f.push((b'M', self.message.clone()));
+        let mut f = vec![(b'S', sev.clone()), (b'V', sev), (b'C', wire_str(self.sqlstate()))];
+        f.push((b'M', wire_str(&self.message)));
         if let Some(d) = &self.detail {
-            f.push((b'D', d.clone()));
+            f.push((b'D', wire_str(d)));
         }
         if let Some(h) = &self.hint {
-            f.push((b'H', h.clone()));
+            f.push((b'H', wire_str(h)));
         }
         if let Some(p) = self.position {
             f.push((b'P', p.to_string()));
         }
         if let Some(w) = &self.context {
-            f.push((b'W', w.clone()));
+            f.push((b'W', wire_str(w)));
         }
         f
     }
@@ -157,5 +168,15 @@ mod tests {
         let codes: Vec<u8> = c.wire_fields().iter().map(|(c, _)| *c).collect();
         assert_eq!(codes, b"SVCMPW", "W (context) comes after P, as PostgreSQL sends it");
         assert!(PgError::admin_shutdown().severity.ends_session());
+    }
+
+    #[test]
+    fn wire_fields_end_at_a_nul() {
+        let mut e = PgError::error(b"22P02", "invalid input syntax for type integer: \"1\0x\"").with_detail("a\0b");
+        e.context = Some("COPY t, line 1: \"1\0\"".into());
+        let f = e.wire_fields();
+        assert_eq!(f[3], (b'M', "invalid input syntax for type integer: \"1".to_string()));
+        assert_eq!(f[4], (b'D', "a".to_string()));
+        assert_eq!(f[5], (b'W', "COPY t, line 1: \"1".to_string()));
     }
 }

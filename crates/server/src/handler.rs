@@ -13,7 +13,7 @@
 
 use crate::error::PgError;
 use bytes::Bytes;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 pub use pgwire::messages::response::TransactionStatus;
 
@@ -34,7 +34,7 @@ pub struct StartupInfo {
 
 /// Flags another thread sets to interrupt a session: a CancelRequest or shutdown.
 /// The session's thread is the only one that clears them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Interrupts {
     /// Set by a matching CancelRequest; cleared when the wire layer starts a new
     /// command (a cancel that arrives while idle is ignored, as in PostgreSQL).
@@ -44,6 +44,28 @@ pub struct Interrupts {
     /// Run by `request_cancel` after setting the flag, so that a session asleep
     /// somewhere the flag is not polled (a heavyweight lock wait) wakes up.
     on_cancel: OnCancel,
+    /// The client's socket (-1: none), peeked by `check` at most every
+    /// [`CLIENT_CHECK_INTERVAL`] so that a statement whose client has gone away
+    /// stops (FATAL 08006) instead of running on. Set by the connection after
+    /// startup and cleared before the socket is closed.
+    client_fd: AtomicI32,
+    /// When the socket was last peeked, in ms since `created`.
+    last_probe_ms: AtomicU64,
+    created: Created,
+}
+
+/// How often a running statement looks whether its client is still connected
+/// (PostgreSQL's client_connection_check_interval, which is off by default
+/// there; here always 1 s: the probe is one non-blocking `recv(MSG_PEEK)`).
+pub const CLIENT_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+#[derive(Debug)]
+struct Created(std::time::Instant);
+
+impl Default for Created {
+    fn default() -> Created {
+        Created(std::time::Instant::now())
+    }
 }
 
 /// The hook `Interrupts::request_cancel` runs (set by the backend).
@@ -56,9 +78,51 @@ impl std::fmt::Debug for OnCancel {
     }
 }
 
+impl Default for Interrupts {
+    fn default() -> Interrupts {
+        Interrupts {
+            cancel_pending: AtomicBool::new(false),
+            terminate_pending: AtomicBool::new(false),
+            on_cancel: OnCancel::default(),
+            client_fd: AtomicI32::new(-1),
+            last_probe_ms: AtomicU64::new(0),
+            created: Created::default(),
+        }
+    }
+}
+
 impl Interrupts {
     pub fn new() -> Interrupts {
         Interrupts::default()
+    }
+    /// Sets (or, with -1, clears) the client socket that `check` peeks at.
+    /// The caller keeps the descriptor open while it is set.
+    pub fn set_client_socket(&self, fd: i32) {
+        // Only the session's own thread sets, clears and reads it.
+        self.client_fd.store(fd, Ordering::Relaxed);
+    }
+    /// Whether the client has closed its end (or the socket failed): a
+    /// non-blocking peek that sees EOF or an error other than "no data yet".
+    fn client_gone(&self) -> bool {
+        let fd = self.client_fd.load(Ordering::Relaxed);
+        if fd < 0 {
+            return false;
+        }
+        let now = self.created.0.elapsed().as_millis() as u64;
+        let last = self.last_probe_ms.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < CLIENT_CHECK_INTERVAL.as_millis() as u64 {
+            return false;
+        }
+        self.last_probe_ms.store(now, Ordering::Relaxed);
+        let mut b = [0u8; 1];
+        // SAFETY: `fd` is the connection's socket, open while it is set here
+        // (the connection clears it before closing); the buffer holds 1 byte.
+        let n = unsafe { libc::recv(fd, b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        match n {
+            0 => true,
+            n if n > 0 => false,
+            _ => !matches!(std::io::Error::last_os_error().raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR)),
+        }
     }
     // Relaxed would do for a lone flag, but a canceler expects the flag to be
     // seen "promptly" by a thread that then reads other state; SeqCst is cheap here.
@@ -83,13 +147,17 @@ impl Interrupts {
     pub fn clear_cancel(&self) {
         self.cancel_pending.store(false, Ordering::SeqCst);
     }
-    /// CHECK_FOR_INTERRUPTS: `Err(57P01 FATAL)` on shutdown, `Err(57014)` once per cancel.
+    /// CHECK_FOR_INTERRUPTS: `Err(57P01 FATAL)` on shutdown, `Err(57014)` once
+    /// per cancel, `Err(08006 FATAL)` once the client has gone away.
     pub fn check(&self) -> Result<(), PgError> {
         if self.terminate_requested() {
             return Err(PgError::admin_shutdown());
         }
         if self.cancel_pending.swap(false, Ordering::SeqCst) {
             return Err(PgError::query_canceled());
+        }
+        if self.client_gone() {
+            return Err(PgError::connection_failure("connection to client lost"));
         }
         Ok(())
     }
@@ -178,7 +246,18 @@ pub trait Backend: Send + Sync {
     /// `interrupts` is the session's cancel/terminate flags (see [`Interrupts`]).
     fn new_session(&self, startup: &StartupInfo, interrupts: std::sync::Arc<Interrupts>)
         -> Result<Box<dyn Session>, PgError>;
+
+    /// Stack size of a connection thread, in bytes: the backend's sessions
+    /// recurse (parse analysis, expression evaluation) and know how deep they
+    /// may go. Only the touched pages of a stack cost memory.
+    fn connection_stack_size(&self) -> usize {
+        DEFAULT_CONNECTION_STACK_SIZE
+    }
 }
+
+/// [`Backend::connection_stack_size`] unless the backend says otherwise: 8 MB,
+/// PostgreSQL's usual `ulimit -s`.
+pub const DEFAULT_CONNECTION_STACK_SIZE: usize = 8 << 20;
 
 /// One client session, owned by its connection thread.
 ///
@@ -226,6 +305,10 @@ pub trait Session: Send {
     /// Sync: end the implicit transaction of the extended-query messages since the
     /// last Sync (commit it, or roll it back after an error).
     fn sync(&mut self) -> Result<(), PgError>;
+    /// The wire layer reported an ERROR the session did not raise (a malformed
+    /// message, an unsupported one): as after any error, a transaction block
+    /// fails and an implicit transaction is rolled back, as in PostgreSQL.
+    fn error_reported(&mut self);
     /// The connection is ending (Terminate, EOF, FATAL, shutdown): roll back.
     fn terminate(&mut self);
 }

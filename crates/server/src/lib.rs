@@ -2,6 +2,7 @@
 
 pub mod error;
 pub mod handler;
+pub mod lockfile;
 pub mod minimal;
 pub mod protocol;
 pub mod server;
@@ -11,4 +12,4 @@ mod stream;
 
 pub use error::{PgError, Severity};
 pub use handler::{Backend, Session};
-pub use server::{install_signal_handlers, Server, ServerConfig, ShutdownHandle};
+pub use server::{install_signal_handlers, Listeners, Server, ServerConfig, ShutdownHandle};

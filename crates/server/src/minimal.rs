@@ -687,6 +687,12 @@ impl Session for MinimalSession {
         Ok(())
     }
 
+    fn error_reported(&mut self) {
+        if self.status == TransactionStatus::Transaction {
+            self.status = TransactionStatus::Error;
+        }
+    }
+
     fn terminate(&mut self) {
         self.status = TransactionStatus::Idle;
         self.portals.clear();

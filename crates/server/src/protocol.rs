@@ -68,7 +68,11 @@ impl<'a> BodyReader<'a> {
         self.pos += n;
         Ok(s)
     }
+    /// pq_getmsgbyte, whose complaint differs from the other readers'.
     pub fn u8(&mut self) -> Result<u8, PgError> {
+        if self.pos >= self.buf.len() {
+            return Err(PgError::protocol("no data left in message"));
+        }
         Ok(self.bytes(1)?[0])
     }
     pub fn i16(&mut self) -> Result<i16, PgError> {
@@ -79,6 +83,16 @@ impl<'a> BodyReader<'a> {
         let b = self.bytes(4)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
+    /// A NUL-terminated string as bytes (no encoding check).
+    pub fn cstring_bytes(&mut self) -> Result<&'a [u8], PgError> {
+        let rest = &self.buf[self.pos..];
+        let Some(nul) = rest.iter().position(|&b| b == 0) else {
+            return Err(PgError::protocol("invalid string in message"));
+        };
+        self.pos += nul + 1;
+        Ok(&rest[..nul])
+    }
+
     /// A NUL-terminated string that must be valid UTF-8 (the only encoding we serve).
     pub fn cstring(&mut self) -> Result<String, PgError> {
         let rest = &self.buf[self.pos..];
@@ -209,10 +223,8 @@ pub fn decode(t: u8, body: &[u8]) -> Result<Frontend, PgError> {
             r.end()?;
             PgWireFrontendMessage::Flush(Flush::new())
         }
-        b'X' => {
-            r.end()?;
-            PgWireFrontendMessage::Terminate(Terminate::new())
-        }
+        // PostgreSQL does not read a Terminate's body: the session ends anyway.
+        b'X' => PgWireFrontendMessage::Terminate(Terminate::new()),
         b'd' => PgWireFrontendMessage::CopyData(CopyData::new(Bytes::copy_from_slice(body))),
         b'c' => PgWireFrontendMessage::CopyDone(CopyDone::new()),
         b'f' => {
@@ -260,6 +272,8 @@ mod tests {
         assert!(decode(b'B', b"\0\0\0\0\0\x01\x00\x00\x10\x00ab\0\0").is_err());
         assert!(decode(b'P', b"s\0select 1\0\x00\x05\0\0\0\x17").is_err());
         assert_eq!(code(decode(b'S', b"\0\0").unwrap_err()), "08P01 invalid message format");
+        assert_eq!(code(decode(b'D', b"").unwrap_err()), "08P01 no data left in message");
+        assert_eq!(code(decode(b'C', b"").unwrap_err()), "08P01 no data left in message");
         assert_eq!(code(decode(b'D', b"X\0").unwrap_err()), "08P01 invalid DESCRIBE message subtype 88");
         assert_eq!(code(decode(b'C', b"X\0").unwrap_err()), "08P01 invalid CLOSE message subtype 88");
     }

@@ -5,21 +5,17 @@
 use crate::connection;
 use crate::error::PgError;
 use crate::handler::{Backend, Interrupts};
+use crate::lockfile::{LockFile, LockKind};
 use crate::stream::Stream;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Stack of a connection thread: room for a recursive-descent parser and planner
-/// (PostgreSQL's max_stack_depth defaults to 2 MB, under an 8 MB ulimit).
-/// Only touched pages cost memory.
-const CONNECTION_STACK_SIZE: usize = 8 << 20;
 
 /// Where and how to listen.
 #[derive(Debug, Clone)]
@@ -31,11 +27,23 @@ pub struct ServerConfig {
     pub socket_dir: Option<PathBuf>,
     /// Most sessions at once; one more gets FATAL 53300.
     pub max_connections: usize,
+    /// PostgreSQL's authentication_timeout: the whole startup handshake (every
+    /// packet before ReadyForQuery) must finish within it.
+    pub authentication_timeout: Duration,
+    /// The data directory, as line 2 of the socket lock file names it.
+    pub data_directory: String,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { listen_addresses: "127.0.0.1".into(), port: 5433, socket_dir: Some("/tmp".into()), max_connections: 100 }
+        ServerConfig {
+            listen_addresses: "127.0.0.1".into(),
+            port: 5433,
+            socket_dir: Some("/tmp".into()),
+            max_connections: 100,
+            authentication_timeout: Duration::from_secs(60),
+            data_directory: String::new(),
+        }
     }
 }
 
@@ -55,6 +63,7 @@ pub(crate) struct Shared {
     /// still in startup). Lock order: `conns` before any `ConnEntry::key`.
     conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
     max_connections: usize,
+    pub(crate) authentication_timeout: Duration,
     /// The next pid to try; pids are unique among live sessions.
     next_pid: AtomicI32,
     shutdown: Arc<AtomicBool>,
@@ -108,25 +117,31 @@ impl Shared {
 /// A bound server, ready to [`Server::run`].
 pub struct Server {
     tcp: Vec<TcpListener>,
-    unix: Option<(UnixListener, PathBuf)>,
+    unix: Option<UnixSocket>,
     shared: Arc<Shared>,
     next_conn: AtomicU64,
 }
 
-/// Stops a running server from another thread (or a signal handler's flag).
-#[derive(Clone)]
-pub struct ShutdownHandle(Arc<AtomicBool>);
-
-impl ShutdownHandle {
-    pub fn shutdown(&self) {
-        self.0.store(true, Ordering::SeqCst);
-        wake_accept_loop();
-    }
+/// The Unix socket, its path and its lock file (`.s.PGSQL.PORT.lock`).
+struct UnixSocket {
+    listener: UnixListener,
+    path: PathBuf,
+    lock: LockFile,
 }
 
-impl Server {
-    /// Bind every listening socket (logging each as PostgreSQL does).
-    pub fn bind(config: &ServerConfig, backend: Arc<dyn Backend>) -> io::Result<Server> {
+/// Listening sockets bound but not yet serving: the binary binds them (as root, when
+/// it starts as root) before it opens the data directory, then makes them a
+/// [`Server`] with [`Listeners::into_server`].
+pub struct Listeners {
+    tcp: Vec<TcpListener>,
+    unix: Option<UnixSocket>,
+    config: ServerConfig,
+}
+
+impl Listeners {
+    /// Bind every listening socket (logging each as PostgreSQL does): TCP first,
+    /// then the Unix socket under its lock file.
+    pub fn bind(config: &ServerConfig) -> io::Result<Listeners> {
         let mut tcp = Vec::new();
         for a in config.listen_addresses.split(',').map(str::trim).filter(|a| !a.is_empty()) {
             let ip: IpAddr = match a {
@@ -150,20 +165,56 @@ impl Server {
             None => None,
             Some(dir) => {
                 let path = dir.join(format!(".s.PGSQL.{}", config.port));
-                let l = bind_unix(&path, config.port)?;
-                l.set_nonblocking(true)?;
+                let lock = socket_lock(&path, dir, config)?;
+                let listener = bind_unix(&path)?;
+                listener.set_nonblocking(true)?;
                 eprintln!("LOG:  listening on Unix socket \"{}\"", path.display());
-                Some((l, path))
+                Some(UnixSocket { listener, path, lock })
             }
         };
+        Ok(Listeners { tcp, unix, config: config.clone() })
+    }
+
+    /// The files the Unix socket made (the socket and its lock file): a server
+    /// started as root hands them to the account it then runs as.
+    pub fn socket_files(&self) -> Vec<PathBuf> {
+        self.unix.iter().flat_map(|u| [u.path.clone(), u.lock.path().to_path_buf()]).collect()
+    }
+
+    /// The TCP port actually bound (useful with port 0).
+    pub fn local_port(&self) -> Option<u16> {
+        self.tcp.first().and_then(|l| l.local_addr().ok()).map(|a| a.port())
+    }
+
+    /// Start serving `backend` on these sockets (see [`Server::run`]).
+    pub fn into_server(self, backend: Arc<dyn Backend>) -> Server {
         let shared = Arc::new(Shared {
             backend,
             conns: Mutex::new(HashMap::new()),
-            max_connections: config.max_connections,
+            max_connections: self.config.max_connections,
+            authentication_timeout: self.config.authentication_timeout,
             next_pid: AtomicI32::new((std::process::id() as i32).max(1000)),
             shutdown: Arc::new(AtomicBool::new(false)),
         });
-        Ok(Server { tcp, unix, shared, next_conn: AtomicU64::new(1) })
+        Server { tcp: self.tcp, unix: self.unix, shared, next_conn: AtomicU64::new(1) }
+    }
+}
+
+/// Stops a running server from another thread (or a signal handler's flag).
+#[derive(Clone)]
+pub struct ShutdownHandle(Arc<AtomicBool>);
+
+impl ShutdownHandle {
+    pub fn shutdown(&self) {
+        self.0.store(true, Ordering::SeqCst);
+        wake_accept_loop();
+    }
+}
+
+impl Server {
+    /// Bind every listening socket and serve `backend` on them ([`Listeners::bind`]).
+    pub fn bind(config: &ServerConfig, backend: Arc<dyn Backend>) -> io::Result<Server> {
+        Ok(Listeners::bind(config)?.into_server(backend))
     }
 
     /// The TCP port actually bound (useful with port 0).
@@ -188,7 +239,7 @@ impl Server {
                 .tcp
                 .iter()
                 .map(|l| l.as_raw_fd())
-                .chain(self.unix.iter().map(|(l, _)| l.as_raw_fd()))
+                .chain(self.unix.iter().map(|u| u.listener.as_raw_fd()))
                 .chain(wake)
                 .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
                 .collect();
@@ -213,9 +264,9 @@ impl Server {
                     }
                 }
             }
-            if let Some((l, _)) = &self.unix {
+            if let Some(u) = &self.unix {
                 loop {
-                    match l.accept() {
+                    match u.listener.accept() {
                         Ok((s, _)) => {
                             let _ = s.set_nonblocking(false);
                             self.spawn(Stream::Unix(s));
@@ -250,9 +301,10 @@ impl Server {
         while self.shared.live() > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        if let Some((l, path)) = self.unix {
-            drop(l);
-            let _ = std::fs::remove_file(&path);
+        if let Some(u) = self.unix {
+            drop(u.listener);
+            let _ = std::fs::remove_file(&u.path);
+            drop(u.lock); // removes .s.PGSQL.PORT.lock
         }
         Ok(())
     }
@@ -271,7 +323,7 @@ impl Server {
         shared.conns.lock().unwrap_or_else(|p| p.into_inner()).insert(id, entry.clone());
         let panic_stream = entry.stream.try_clone().ok();
         let shared2 = shared.clone();
-        let r = std::thread::Builder::new().name(format!("conn-{id}")).stack_size(CONNECTION_STACK_SIZE).spawn(move || {
+        let r = std::thread::Builder::new().name(format!("conn-{id}")).stack_size(shared.backend.connection_stack_size()).spawn(move || {
             let e2 = entry.clone();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| connection::serve(stream, shared2.clone(), e2)));
             if let Err(p) = r {
@@ -303,26 +355,42 @@ fn fatal_bytes(e: &PgError) -> Vec<u8> {
     b.to_vec()
 }
 
-/// Bind the Unix socket; a leftover file nobody listens on is removed first.
-fn bind_unix(path: &std::path::Path, port: u16) -> io::Result<UnixListener> {
-    match UnixListener::bind(path) {
-        Ok(l) => Ok(l),
-        Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
-            if UnixStream::connect(path).is_ok() {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!(
-                        "could not bind Unix address \"{}\": Address already in use\nHINT:  Is another postmaster already running on port {port}? If not, remove socket file \"{}\" and retry.",
-                        path.display(),
-                        path.display()
-                    ),
-                ));
-            }
-            std::fs::remove_file(path)?;
-            UnixListener::bind(path)
+/// Take the socket's lock file `PATH.lock` (PostgreSQL's CreateSocketLockFile):
+/// pid, data directory, start time, port, socket directory.
+fn socket_lock(path: &std::path::Path, dir: &std::path::Path, config: &ServerConfig) -> io::Result<LockFile> {
+    let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+    let shown = lock_path.display().to_string();
+    let start = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let lines = vec![
+        std::process::id().to_string(),
+        config.data_directory.clone(),
+        start.to_string(),
+        config.port.to_string(),
+        dir.display().to_string(),
+    ];
+    LockFile::acquire(&lock_path, &shown, LockKind::Socket, &path.display().to_string(), lines)
+        .map_err(|e| io::Error::new(io::ErrorKind::AddrInUse, e.to_string()))
+}
+
+/// Bind the Unix socket. The caller holds its lock file, so a file at `path` is a
+/// leftover of a server that died: it is removed first, as PostgreSQL does.
+fn bind_unix(path: &std::path::Path) -> io::Result<UnixListener> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(io::Error::new(e.kind(), format!("could not remove old socket file \"{}\": {e}", path.display())))
         }
-        Err(e) => Err(io::Error::new(e.kind(), format!("could not bind Unix address \"{}\": {e}", path.display()))),
     }
+    let l = UnixListener::bind(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("could not bind Unix address \"{}\": {e}", path.display())))?;
+    // Anyone may connect (PostgreSQL's unix_socket_permissions default 0777);
+    // authentication decides who gets in.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).map_err(|e| {
+        io::Error::new(e.kind(), format!("could not set permissions of file \"{}\": {e}", path.display()))
+    })?;
+    Ok(l)
 }
 
 // ---- signals -------------------------------------------------------------

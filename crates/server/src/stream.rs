@@ -37,6 +37,14 @@ impl Stream {
             Stream::Unix(_) => "[local]".into(),
         }
     }
+    /// The socket's file descriptor (for the idle-client probe).
+    pub fn raw_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
     /// True for Unix sockets and loopback TCP peers: the clients trust auth admits.
     pub fn is_local(&self) -> bool {
         match self {

@@ -107,11 +107,12 @@ impl Session for TestSession {
     fn sync(&mut self) -> Result<(), PgError> {
         Ok(())
     }
+    fn error_reported(&mut self) {}
     fn terminate(&mut self) {}
 }
 
 fn start() -> (u16, ferrogres_server::ShutdownHandle, std::thread::JoinHandle<()>) {
-    let config = ServerConfig { listen_addresses: "127.0.0.1".into(), port: 0, socket_dir: None, max_connections: 10 };
+    let config = ServerConfig { listen_addresses: "127.0.0.1".into(), port: 0, socket_dir: None, max_connections: 10, ..Default::default() };
     let server = Server::bind(&config, Arc::new(TestBackend)).unwrap();
     let port = server.local_port().unwrap();
     let h = server.shutdown_handle();
@@ -246,8 +247,10 @@ fn notices_backend_errors_and_panics() {
     assert_eq!(types(&v), "NCZ");
     assert!(has(&v[0].1, "SNOTICE") && has(&v[0].1, "hello from the session"));
 
-    // new_session failing: FATAL with the backend's code, then EOF.
+    // new_session failing: AuthenticationOk (it comes first, as in
+    // PostgreSQL), then FATAL with the backend's code, then EOF.
     let mut bad = Client::connect(port, "nosuchdb");
+    assert_eq!(bad.read().unwrap().0, b'R');
     let (t1, e) = bad.read().unwrap();
     assert_eq!(t1, b'E');
     assert!(has(&e, "SFATAL") && has(&e, "C3D000"));

@@ -149,7 +149,7 @@ enum ColDefault {
 }
 
 fn analyzer<'a>(backend: &'a Backend, snap: &'a Snapshot, sql: &'a str) -> Analyzer<'a> {
-    Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false }
+    Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default() }
 }
 
 fn analyze_default(backend: &Backend, snap: &Snapshot, sql: &str, raw: &NodeEnum, ty: Type, typmod: i32) -> Result<ColDefault> {
@@ -250,10 +250,48 @@ pub fn execute(cmd: &AlterCmd, backend: &mut Backend, env: &mut dyn Env, notice:
                 };
                 add_constraint(&t.name, (**c).clone(), &cmd.sql, backend, env, notice)?;
             }
+            A::AtValidateConstraint => validate_constraint(&t, &sub.name, &snap, backend, env)?,
             _ => return Err(SqlError::not_supported("this form of ALTER TABLE")),
         }
     }
     Ok("ALTER TABLE".into())
+}
+
+/// `ALTER TABLE t VALIDATE CONSTRAINT name`: a foreign key added NOT VALID
+/// has the existing rows checked (`foreign_key::validate_existing`) and is
+/// marked validated (its pg_constraint row replaced); a validated one, or a
+/// CHECK constraint (always validated here), is left as it is. `t` is locked
+/// ShareUpdateExclusiveLock (analysis: readers and writers go on), the
+/// referenced table RowShareLock here, as in PostgreSQL.
+fn validate_constraint(t: &Table, name: &str, snap: &Snapshot, backend: &mut Backend, env: &mut dyn Env) -> Result<()> {
+    let st = crate::index::constraint_rel();
+    let found = scan_rows(backend, &st, snap)?.into_iter().find(|(_, r)| r[4] == Value::Oid(t.oid) && r[1] == Value::Text(name.to_string()));
+    let Some((tid, mut row)) = found else {
+        return Err(SqlError::new(b"42704", format!("constraint \"{name}\" of relation \"{}\" does not exist", t.name)));
+    };
+    match &row[3] {
+        Value::Text(k) if k == "f" => {}
+        Value::Text(k) if k == "c" => return Ok(()),
+        _ => {
+            return Err(SqlError::new(b"42809", format!("constraint \"{name}\" of relation \"{}\" is not a foreign key or check constraint", t.name)))
+        }
+    }
+    let fk = t.extras.fkeys.iter().find(|f| f.name == name).ok_or_else(|| SqlError::internal("foreign key not loaded with its table"))?;
+    if fk.validated {
+        return Ok(());
+    }
+    let parent_name = fk.parent_table.as_ref().map_or_else(String::new, |p| p.name.clone());
+    crate::locking::lock_relation(backend, fk.parent, ferrogres_engine::lmgr::lock::LockMode::RowShare, false, &parent_name)?;
+    {
+        let mut ctx = Ctx { backend: &mut *backend, snap: snap.clone(), params: &[], env };
+        crate::foreign_key::validate_existing(t, fk, &mut ctx)?;
+    }
+    let Value::Text(bin) = &row[7] else { return Err(SqlError::internal("foreign key without conbin")) };
+    let validated = bin.strip_suffix(" notvalid").unwrap_or(bin).to_string();
+    delete_tid(backend, st.rel, tid, &t.name)?;
+    row[7] = Value::Text(validated);
+    crate::rowio::insert_row(backend, &st, &row)?;
+    Ok(())
 }
 
 fn add_column(cmd: &AlterCmd, sub: &pb::AlterTableCmd, t: Table, snap: &Snapshot, backend: &mut Backend, env: &mut dyn Env, notice: Notice) -> Result<()> {
@@ -591,12 +629,8 @@ pub fn rename(cmd: &RenameCmd, backend: &mut Backend, notice: Notice) -> Result<
             if *want == "S" && kind != "S" {
                 return Err(SqlError::new(b"42809", format!("\"{}\" is not a sequence", cmd.relname)));
             }
-            if *want == "r" && kind == "S" {
-                return Err(SqlError::new(b"42809", format!("\"{}\" is a sequence", cmd.relname)).with_hint("Use ALTER SEQUENCE instead."));
-            }
-            if *want == "r" && kind == "i" {
-                return Err(SqlError::new(b"42809", format!("\"{}\" is an index", cmd.relname)).with_hint("Use ALTER INDEX instead."));
-            }
+            // ALTER TABLE and ALTER INDEX may rename any relation, as in
+            // PostgreSQL (the lock taken differs: `ddl_alter_column::rename`).
             if crate::index::find_relation(backend, &snap, ns, &cmd.newname)?.is_some() {
                 return Err(SqlError::new(b"42P07", format!("relation \"{}\" already exists", cmd.newname)));
             }

@@ -14,6 +14,7 @@ use ferrogres_engine::txn::IsolationLevel;
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 
+mod agg_level;
 mod agg_order;
 mod arrays;
 mod whole_row;
@@ -49,6 +50,11 @@ pub struct Analyzer<'a> {
     pub params: Vec<Option<Type>>,
     /// `$n` may appear (extended protocol); a simple query has no parameters.
     pub params_allowed: bool,
+    /// How view references are read ([`view`]).
+    pub views: view::ViewContext,
+    /// Aggregates and column references of enclosing query levels not yet
+    /// claimed by their level ([`agg_level`]).
+    pub(crate) upper: agg_level::Upper,
 }
 
 /// What column references can see.
@@ -75,11 +81,32 @@ struct Scope<'t> {
     /// GROUPING(...) calls met so far (`Func::Grouping(n)`): their arguments'
     /// locations ([`grouping_sets`]).
     grouping_locs: Vec<Vec<i32>>,
+    /// Where aggregates are refused (`aggs` is `None`), the clause named in
+    /// the error ("JOIN conditions", "UPDATE", ...); `None`: WHERE, or "this
+    /// context" without FROM.
+    agg_place: Option<&'static str>,
+    /// Columns of this level read by subqueries, outside aggregates of this
+    /// level, while collecting aggregates: (location, name, column), checked
+    /// against the grouping ([`agg_level`], rule 4).
+    sub_columns: Vec<(i32, String, usize)>,
 }
 
 impl<'t> Scope<'t> {
     fn new(table: Option<(&'t Table, String)>) -> Scope<'t> {
-        Scope { table, aggs: None, in_agg: false, bare_column: None, seen_columns: Vec::new(), ns: None, outer: Vec::new(), no_srf: None, windows: window::Windows::default(), grouping_locs: Vec::new() }
+        Scope {
+            table,
+            aggs: None,
+            in_agg: false,
+            bare_column: None,
+            seen_columns: Vec::new(),
+            ns: None,
+            outer: Vec::new(),
+            no_srf: None,
+            windows: window::Windows::default(),
+            grouping_locs: Vec::new(),
+            agg_place: None,
+            sub_columns: Vec::new(),
+        }
     }
 }
 
@@ -97,6 +124,30 @@ fn str_of(n: &pb::Node) -> Option<&str> {
 /// The parse location of an expression node (-1 if it has none).
 pub(crate) fn node_location(n: &NodeEnum) -> i32 {
     location(n)
+}
+
+/// A node's kind as its Debug output names it (`AIndirection`), without
+/// formatting the subtree below it (as deep as the input is nested).
+fn node_kind(n: &NodeEnum) -> String {
+    /// Keeps what is written before the first '(' and stops the formatting there.
+    struct Name(String);
+    impl std::fmt::Write for Name {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            match s.find('(') {
+                Some(i) => {
+                    self.0.push_str(&s[..i]);
+                    Err(std::fmt::Error)
+                }
+                None => {
+                    self.0.push_str(s);
+                    Ok(())
+                }
+            }
+        }
+    }
+    let mut w = Name(String::new());
+    let _ = std::fmt::Write::write_fmt(&mut w, format_args!("{n:?}"));
+    w.0
 }
 
 fn location(n: &NodeEnum) -> i32 {
@@ -265,11 +316,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::DropdbStmt(s) => self.drop_database(s),
             NodeEnum::AlterDatabaseStmt(s) => self.alter_database(s),
             NodeEnum::RenameStmt(s) if s.rename_type() == pb::ObjectType::ObjectDatabase => self.rename_database(s),
-            other => {
-                let name = format!("{other:?}");
-                let kind = name.split('(').next().unwrap_or("statement").to_string();
-                Err(SqlError::not_supported(format!("statement type {kind}")))
-            }
+            other => Err(SqlError::not_supported(format!("statement type {}", node_kind(other)))),
         }
     }
 
@@ -316,6 +363,7 @@ impl<'a> Analyzer<'a> {
 
     /// A SELECT at a query level below `outer` (the enclosing levels' namespaces).
     pub(crate) fn select_level(&mut self, s: &pb::SelectStmt, outer: &[std::rc::Rc<from::Namespace>]) -> Result<Query> {
+        crate::stack_depth::check()?;
         if s.op != pb::SetOperation::SetopNone as i32 {
             return self.set_operation(s, outer);
         }
@@ -422,15 +470,24 @@ impl<'a> Analyzer<'a> {
         };
         let (targets, hidden, grouping) = self.grouping_sets_output(grouping, targets, hidden, windows.is_empty(), &scope)?;
         if !aggregates.is_empty() && s.group_clause.is_empty() && s.having_clause.is_none() {
+            // The first column read outside an aggregate, here or by a subquery.
+            let sub = self.ungrouped_sub_column(&scope, &|_| false);
             if let Some((loc, name)) = scope.bare_column.take() {
-                return Err(self.err_at(
-                    SqlError::new(b"42803", format!("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function")),
-                    loc,
-                ));
+                if sub.as_ref().is_none_or(|(sl, _)| loc <= *sl) {
+                    return Err(self.err_at(
+                        SqlError::new(b"42803", format!("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function")),
+                        loc,
+                    ));
+                }
+            }
+            if let Some((_, e)) = sub {
+                return Err(e);
             }
         }
         let mut lscope = Scope::new(None);
+        lscope.outer = scope.outer.clone();
         lscope.windows = window::Windows::Refused("LIMIT");
+        lscope.agg_place = Some("LIMIT");
         let limit_option = pb::LimitOption::try_from(s.limit_option).unwrap_or(pb::LimitOption::Default);
         if limit_option == pb::LimitOption::WithTies {
             return Err(SqlError::not_supported("FETCH ... WITH TIES"));
@@ -444,6 +501,7 @@ impl<'a> Analyzer<'a> {
             None => None,
         };
         lscope.windows = window::Windows::Refused("OFFSET");
+        lscope.agg_place = Some("OFFSET");
         let offset = match node(&s.limit_offset) {
             Some(n) => {
                 let e = self.expr(n, &mut lscope)?;
@@ -711,6 +769,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn expr(&mut self, n: &NodeEnum, scope: &mut Scope) -> Result<Expr> {
+        crate::stack_depth::check()?;
         match n {
             NodeEnum::AConst(c) => self.constant(c),
             NodeEnum::ColumnRef(c) => self.column_ref(c, scope),
@@ -785,10 +844,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::CoalesceExpr(c) => self.coalesce_expr(c, scope),
             NodeEnum::MinMaxExpr(m) => self.min_max_expr(m, scope),
             NodeEnum::BooleanTest(b) => self.boolean_test(b, scope),
-            other => {
-                let name = format!("{other:?}");
-                Err(SqlError::not_supported(format!("expression {}", name.split('(').next().unwrap_or("?"))))
-            }
+            other => Err(SqlError::not_supported(format!("expression {}", node_kind(other)))),
         }
     }
 
@@ -1174,23 +1230,19 @@ impl<'a> Analyzer<'a> {
         }
         let agg = self.agg_kind(&name, f)?;
         if let Some(kind) = agg {
-            if scope.aggs.is_none() {
-                let place = if scope.table.is_some() || scope.ns.is_some() { "WHERE" } else { "this context" };
-                return Err(self.err_at(SqlError::new(b"42803", format!("aggregate functions are not allowed in {place}")), f.location));
+            // The arguments first, then the level the aggregate belongs to
+            // (`agg_level`): this one, or an enclosing one that computes it.
+            let (in_agg, cols_from) = (scope.in_agg, self.upper_cols_len());
+            let agg = self.aggregate_call(f, &name, kind, scope, true);
+            scope.in_agg = in_agg;
+            let agg = agg?;
+            let level = self.agg_level(&agg)?;
+            if level > 0 {
+                return self.escape_aggregate(agg, level, f.location, scope, cols_from);
             }
-            if scope.in_agg {
-                return Err(self.err_at(SqlError::new(b"42803", "aggregate function calls cannot be nested"), f.location));
-            }
-            let agg = self.aggregate_call(f, &name, kind, scope, true)?;
+            self.check_agg_context(scope, f.location)?;
             let ty = agg.ty;
-            let aggs = scope.aggs.as_mut().expect("checked above");
-            // An aggregate written twice is computed once (and its uses compare equal).
-            let form = format!("{agg:?}");
-            if let Some(i) = aggs.iter().position(|a| format!("{a:?}") == form) {
-                return Ok(Expr::AggRef(i, ty));
-            }
-            aggs.push(agg);
-            return Ok(Expr::AggRef(aggs.len() - 1, ty));
+            return Ok(Expr::AggRef(Self::add_aggregate(scope, agg)?, ty));
         }
         self.plain_call(f, &name, scope)
     }
@@ -1460,6 +1512,7 @@ impl<'a> Analyzer<'a> {
             }
         };
         let mut scope = Scope::new(None);
+        scope.agg_place = Some("VALUES");
         if lists.len() > 1 {
             scope.no_srf = Some("VALUES");
         }
@@ -1543,6 +1596,7 @@ impl<'a> Analyzer<'a> {
     pub(crate) fn outer_expr(&mut self, n: &NodeEnum, outer: &[std::rc::Rc<from::Namespace>]) -> Result<Expr> {
         let mut scope = Scope::new(None);
         scope.outer = outer.to_vec();
+        scope.agg_place = Some("functions in FROM");
         self.expr(n, &mut scope)
     }
 
@@ -1552,6 +1606,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("RETURNING OLD/NEW"));
         }
         let mut scope = Scope::new(Some((table, table.name.clone())));
+        scope.agg_place = Some("RETURNING");
         self.targets(&rc.exprs, &mut scope)
     }
 
@@ -1609,6 +1664,7 @@ impl<'a> Analyzer<'a> {
                 crate::identity::check_update(&table, ci)?;
                 let mut scope = Scope::new(Some((&table, refname.clone())));
                 scope.windows = window::Windows::Refused("UPDATE");
+                scope.agg_place = Some("UPDATE");
                 let e = self.expr(val, &mut scope)?;
                 match (e.ty(), &e) {
                     (Type::Unknown | Type::Numeric, Expr::Const(..)) | (Type::Unknown, Expr::Param(..)) => {

@@ -163,6 +163,30 @@ pub fn char_in(s: &str) -> String {
     }
 }
 
+/// PostgreSQL's MAXDIM: the most dimensions an array may have.
+pub const MAXDIM: usize = 6;
+
+/// 54000 for an array nested deeper than [`MAXDIM`] (PostgreSQL names the
+/// first dimension past the limit, whatever the depth).
+pub fn too_many_dimensions() -> SqlError {
+    SqlError::new(b"54000", format!("number of array dimensions ({}) exceeds the maximum allowed ({MAXDIM})", MAXDIM + 1))
+}
+
+/// The dimensions an array literal opens at its start (`{{{1}}}`: 3),
+/// counted without recursion and no further than past [`MAXDIM`].
+fn leading_dimensions(b: &[char], mut i: usize) -> usize {
+    let mut n = 0;
+    while i < b.len() && n <= MAXDIM {
+        match b[i] {
+            '{' => n += 1,
+            ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c' => {}
+            _ => break,
+        }
+        i += 1;
+    }
+    n
+}
+
 fn malformed(s: &str, detail: &str) -> SqlError {
     SqlError::new(b"22P02", format!("malformed array literal: \"{s}\"")).with_detail(detail)
 }
@@ -221,6 +245,9 @@ pub fn input(elem: Type, s: &str, typmod: i32) -> Result<Value> {
         }
         if b[i] == '{' {
             if items.is_empty() {
+                if 1 + leading_dimensions(&b, i) > MAXDIM {
+                    return Err(too_many_dimensions());
+                }
                 return Err(SqlError::not_supported("multidimensional arrays"));
             }
             return Err(malformed(s, "Unexpected \"{\" character."));
@@ -381,44 +408,97 @@ pub fn send(a: &Array) -> Vec<u8> {
     b
 }
 
-/// array_recv: 22P03 for short or inconsistent data, 42804 for another element type.
+/// PostgreSQL's MaxArraySize: the most elements an array may have.
+pub const MAX_ARRAY_SIZE: usize = 134_217_727;
+/// PostgreSQL's MAXDIM.
+const MAX_DIM: i32 = 6;
+
+/// 54000 for an array with more than [`MAX_ARRAY_SIZE`] elements.
+pub fn too_many_elements() -> SqlError {
+    SqlError::new(b"54000", format!("array size exceeds the maximum allowed ({MAX_ARRAY_SIZE})"))
+}
+
+/// array_recv, with array_recv's checks in its order: the header (08P01 when
+/// the message ends early), dimensions (22P03 for a negative count, 54000 past
+/// 6), flags (22P03), the element type (42804), the dimensions' product
+/// (54000 past [`MAX_ARRAY_SIZE`], or for a negative length) and lower bounds
+/// (54000 when `lower + length` overflows), then each element's length
+/// (22P03 below -1 or past the message) and value (22P03 "improper binary
+/// format in array element N" when the element's receive function leaves
+/// bytes over). Bytes left after the last element are 22P03 "incorrect binary
+/// data format" (the caller names the parameter). Nothing is allocated
+/// before the data is there to fill it.
 pub fn recv(elem: Type, b: &[u8]) -> Result<Value> {
-    let bad = || SqlError::new(b"22P03", "insufficient data left in message");
+    let short = || SqlError::new(b"08P01", "insufficient data left in message");
     let mut pos = 0;
     let i32_at = |pos: &mut usize| -> Result<i32> {
-        let v = b.get(*pos..*pos + 4).ok_or_else(bad)?;
+        let v = b.get(*pos..*pos + 4).ok_or_else(short)?;
         *pos += 4;
-        Ok(i32::from_be_bytes(v.try_into().unwrap_or_default()))
+        Ok(i32::from_be_bytes([v[0], v[1], v[2], v[3]]))
     };
     let ndim = i32_at(&mut pos)?;
-    let _flags = i32_at(&mut pos)?;
+    let flags = i32_at(&mut pos)?;
     let oid = i32_at(&mut pos)? as u32;
-    if !(0..=1).contains(&ndim) {
-        if ndim > 1 {
-            return Err(SqlError::not_supported("multidimensional arrays"));
-        }
+    if ndim < 0 {
         return Err(SqlError::new(b"22P03", format!("invalid number of dimensions: {ndim}")));
     }
+    if ndim > MAX_DIM {
+        return Err(SqlError::new(b"54000", format!("number of array dimensions ({ndim}) exceeds the maximum allowed ({MAX_DIM})")));
+    }
+    if flags != 0 && flags != 1 {
+        return Err(SqlError::new(b"22P03", "invalid array flags"));
+    }
     if oid != elem.oid() {
-        return Err(SqlError::new(b"42804", "wrong element type"));
+        let name = Type::from_oid(oid).map_or_else(|| "???".to_string(), |t| t.sql_name().to_string());
+        return Err(SqlError::new(
+            b"42804",
+            format!("binary data has array element type {oid} ({name}) instead of expected {} ({})", elem.oid(), elem.sql_name()),
+        ));
     }
-    let (n, lower) = if ndim == 1 { (i32_at(&mut pos)?, i32_at(&mut pos)?) } else { (0, 1) };
-    if n < 0 {
-        return Err(SqlError::new(b"22P03", "insufficient data left in message"));
+    let mut dims = Vec::with_capacity(ndim as usize);
+    for _ in 0..ndim {
+        let (len, lower) = (i32_at(&mut pos)?, i32_at(&mut pos)?);
+        dims.push((len, lower));
     }
-    let mut items = Vec::with_capacity(n as usize);
-    for _ in 0..n {
+    let mut n: usize = 1;
+    for &(len, _) in &dims {
+        n = usize::try_from(len).ok().and_then(|l| n.checked_mul(l)).filter(|&n| n <= MAX_ARRAY_SIZE).ok_or_else(too_many_elements)?;
+    }
+    for &(len, lower) in &dims {
+        if lower.checked_add(len).is_none() {
+            return Err(SqlError::new(b"54000", format!("array lower bound is too large: {lower}")));
+        }
+    }
+    if ndim > 1 {
+        return Err(SqlError::not_supported("multidimensional arrays"));
+    }
+    let (n, lower) = match dims.first() {
+        Some(&(_, lower)) => (n, lower),
+        None => (0, 1),
+    };
+    // Each element takes at least its 4-byte length word.
+    let mut items = Vec::with_capacity(n.min((b.len() - pos) / 4));
+    for i in 0..n {
         let len = i32_at(&mut pos)?;
         if len == -1 {
             items.push(Value::Null);
             continue;
         }
-        let d = b.get(pos..pos + len.max(0) as usize).ok_or_else(bad)?;
+        if len < -1 || len as usize > b.len() - pos {
+            return Err(SqlError::new(b"22P03", "insufficient data left in message"));
+        }
+        let d = &b[pos..pos + len as usize];
         pos += len as usize;
-        items.push(types::recv(elem, d)?);
+        items.push(types::recv(elem, d).map_err(|e| {
+            if e.code == *b"22P03" && e.message == "incorrect binary data format" {
+                SqlError::new(b"22P03", format!("improper binary format in array element {}", i + 1))
+            } else {
+                e
+            }
+        })?);
     }
     if pos != b.len() {
-        return Err(SqlError::new(b"22P03", "incorrect binary data format in array element 1"));
+        return Err(SqlError::new(b"22P03", "incorrect binary data format"));
     }
     Ok(Value::Array(Box::new(Array { elem, lower, items })))
 }

@@ -98,7 +98,7 @@ pub(crate) fn parse_expr(sql: &str) -> Result<NodeEnum> {
 }
 
 fn analyzer<'a>(backend: &'a Backend, snap: &'a Snapshot, sql: &'a str) -> crate::analyze::Analyzer<'a> {
-    crate::analyze::Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false }
+    crate::analyze::Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default() }
 }
 
 /// Analyzes a default's text for column `ci` of `table` (coerced to its type).
@@ -306,7 +306,7 @@ fn store_check(backend: &mut Backend, table: &Table, name: &str, sql: &str, cols
 
 /// Stores a FOREIGN KEY constraint row (see `crate::foreign_key`).
 pub fn store_fkey(backend: &mut Backend, table: &Table, name: &str, f: &crate::foreign_key::FkSpec) -> Result<()> {
-    let bin = crate::foreign_key::encode(f.parent, &f.parent_cols, f.on_update, f.on_delete);
+    let bin = crate::foreign_key::encode(f.parent, &f.parent_cols, f.on_update, f.on_delete, !f.not_valid);
     store_constraint(backend, table, name, "f", &f.cols, bin)
 }
 
@@ -458,22 +458,26 @@ pub fn execute(
                     on_update: f.on_update,
                     on_delete: f.on_delete,
                     parent_table: parent,
+                    validated: !f.not_valid,
                 });
             }
-            let rows = scan_rows(backend, &t.storage, snap)?;
             let mut ctx = Ctx { backend: &mut *backend, snap: snap.clone(), params: &[], env };
-            for (_, row) in rows {
-                if check.is_some() {
-                    check_row(&t, &row, &mut ctx).map_err(|e| {
-                        if &e.code == b"23514" {
-                            SqlError::new(b"23514", format!("check constraint \"{name}\" of relation \"{}\" is violated by some row", t.name))
-                        } else {
-                            e
-                        }
-                    })?;
-                } else {
-                    crate::foreign_key::check_child(&t, &row, None, &mut ctx)?;
+            if check.is_some() {
+                let mut pages = crate::rowio::PageRows::new(&t.storage)?;
+                while let Some(rows) = pages.next_page(ctx.backend, &ctx.snap)? {
+                    ctx.env.check_interrupts()?;
+                    for (_, row) in rows {
+                        check_row(&t, &row, &mut ctx).map_err(|e| {
+                            if &e.code == b"23514" {
+                                SqlError::new(b"23514", format!("check constraint \"{name}\" of relation \"{}\" is violated by some row", t.name))
+                            } else {
+                                e
+                            }
+                        })?;
+                    }
                 }
+            } else if let Some(fk) = t.extras.fkeys.first().filter(|fk| fk.validated) {
+                crate::foreign_key::validate_existing(&t, fk, &mut ctx)?;
             }
             match (check, fkey) {
                 (Some(c), _) => store_check(backend, &t, &name, &c.sql, &c.columns)?,

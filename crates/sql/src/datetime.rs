@@ -1098,7 +1098,8 @@ pub fn check_received(v: Value) -> Result<Value> {
             return bad("date")
         }
         Value::Time(t) | Value::TimeTz(t, _) if !(0..=USECS_PER_DAY).contains(&t) => return bad("time"),
-        Value::TimeTz(_, z) if z.abs() > 15 * 3600 + 59 * 60 => {
+        // TZDISP_LIMIT: 16 hours, exclusive.
+        Value::TimeTz(_, z) if z.abs() >= 16 * 3600 => {
             return Err(SqlError::new(b"22009", "time zone displacement out of range"));
         }
         _ => {}

@@ -71,7 +71,10 @@ pub(crate) fn update_row(
 /// The first row of `others` joined with `row` that passes `filter`, as the
 /// concatenated row.
 fn first_match(row: &[Value], others: &[Vec<Value>], filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
-    for o in others {
+    for (k, o) in others.iter().enumerate() {
+        if k % 1024 == 1023 {
+            ctx.env.check_interrupts()?;
+        }
         let mut both = row.to_vec();
         both.extend_from_slice(o);
         let ok = match filter {
@@ -93,17 +96,33 @@ pub fn execute(d: &JoinedDml, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
     use heapam::{DeleteOptions, DeleteOutcome, UpdateOutcome};
     let table = &d.table;
     let n_cols = table.columns.len();
+    // The WHERE's conjuncts that read the other relations only filter them
+    // once, before the join; those that read the target only filter (and may
+    // choose an index for) its scan. The whole WHERE still decides each pair.
+    let (target_only, other_only) = split_filter(d.filter.as_ref(), n_cols);
     let mut others = Vec::new();
     let mut it = source_rows(&d.other, ctx)?;
     while let Some(r) = it.next(ctx)? {
+        if let Some(f) = &other_only {
+            let params = ctx.params;
+            if eval_pure(f, &r, params, &[], ctx)? != Value::Bool(true) {
+                continue;
+            }
+        }
         others.push(r);
     }
     drop(it);
-    let rows = crate::index::scan_table(table, None, ctx)?;
+    let rows = if others.is_empty() { Vec::new() } else { crate::index::scan_table(table, target_only.as_ref(), ctx)? };
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
         ctx.env.check_interrupts()?;
+        if let Some(f) = &target_only {
+            let params = ctx.params;
+            if eval_pure(f, &row, params, &[], ctx)? != Value::Bool(true) {
+                continue;
+            }
+        }
         let Some(mut both) = first_match(&row, &others, d.filter.as_ref(), ctx)? else { continue };
         let mut tid = tid;
         loop {
@@ -157,6 +176,35 @@ pub fn execute(d: &JoinedDml, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
         }
     }
     Ok((n, out))
+}
+
+/// The conjuncts of `filter` (over `target ++ other`, the target having
+/// `n_cols` columns) that read the target's columns only, and those that read
+/// the other relations' columns only (over the other row): `None` for none.
+/// Conjuncts reading no column go with the target's.
+fn split_filter(filter: Option<&Expr>, n_cols: usize) -> (Option<Expr>, Option<Expr>) {
+    let conjuncts: Vec<&Expr> = match filter {
+        Some(Expr::And(v)) => v.iter().collect(),
+        Some(e) => vec![e],
+        None => vec![],
+    };
+    let (mut target, mut other) = (Vec::new(), Vec::new());
+    for c in conjuncts {
+        let cols = crate::subquery::columns_read(c);
+        if cols.iter().all(|i| *i < n_cols) {
+            target.push(c.clone());
+        } else if cols.iter().all(|i| *i >= n_cols) {
+            let mut c = c.clone();
+            crate::subquery::shift_columns(&mut c, -(n_cols as isize));
+            other.push(c);
+        }
+    }
+    let and = |mut v: Vec<Expr>| match v.len() {
+        0 => None,
+        1 => v.pop(),
+        _ => Some(Expr::And(v)),
+    };
+    (and(target), and(other))
 }
 
 /// READ COMMITTED's re-check of a target row updated meanwhile: its newest

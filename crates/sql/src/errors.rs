@@ -98,3 +98,66 @@ impl From<EngineError> for SqlError {
         }
     }
 }
+
+/// CHECK_FOR_INTERRUPTS for code below the executor: a function that can run
+/// long (numeric math, string building, series) polls this between steps, so
+/// that a cancel, a shutdown or a statement past its memory limit
+/// (`crate::memory`) stops it. The executor passes its `Env`
+/// (`exec::EnvInterrupts`); code with no session behind it passes
+/// [`NoInterrupts`].
+pub trait Interrupts {
+    fn check(&self) -> Result<()>;
+}
+
+/// Nothing can interrupt (constant folding, unit tests).
+pub struct NoInterrupts;
+
+impl Interrupts for NoInterrupts {
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// PostgreSQL's MaxAllocSize: no value (text, bytea, array, json) may be
+/// longer than 1 GB - 1 bytes.
+pub const MAX_ALLOC_SIZE: usize = 0x3fff_ffff;
+
+/// 54000 "requested length too large": what repeat/lpad/rpad say when the
+/// result would pass [`MAX_ALLOC_SIZE`].
+pub fn length_too_large() -> SqlError {
+    SqlError::new(b"54000", "requested length too large")
+}
+
+/// 54000 "out of memory" from a growing string buffer (string_agg, concat,
+/// format), with PostgreSQL's DETAIL.
+pub fn string_buffer_full(have: usize, more: usize) -> SqlError {
+    SqlError::new(b"54000", "out of memory")
+        .with_detail(format!("Cannot enlarge string buffer containing {have} bytes by {more} more bytes."))
+}
+
+/// XX000 "invalid memory alloc request size N": one allocation past
+/// [`MAX_ALLOC_SIZE`] (`||` of two large values, array_agg).
+pub fn invalid_alloc_size(n: usize) -> SqlError {
+    SqlError::new(b"XX000", format!("invalid memory alloc request size {n}"))
+}
+
+/// Checks that a string buffer holding `have` bytes can take `more` (with
+/// its terminating zero byte, PostgreSQL's StringInfo needs `have + more + 1`
+/// bytes, at most [`MAX_ALLOC_SIZE`]): [`string_buffer_full`] otherwise.
+pub fn check_enlarge(have: usize, more: usize) -> Result<()> {
+    if have.saturating_add(more) >= MAX_ALLOC_SIZE {
+        return Err(string_buffer_full(have, more));
+    }
+    Ok(())
+}
+
+/// Checks that a text or bytea result of `len` bytes fits one allocation with
+/// its 4-byte varlena header: [`invalid_alloc_size`] otherwise (PostgreSQL's
+/// palloc of the result in `||`, concat, string_agg's final step...).
+pub fn check_result_len(len: usize) -> Result<()> {
+    let request = len.saturating_add(4);
+    if request > MAX_ALLOC_SIZE {
+        return Err(invalid_alloc_size(request));
+    }
+    Ok(())
+}

@@ -44,6 +44,66 @@ pub trait Env {
     }
 }
 
+/// An [`Env`]'s interrupt check as what functions below the executor poll
+/// ([`crate::errors::Interrupts`]).
+pub struct EnvInterrupts<'a>(pub &'a dyn Env);
+
+impl crate::errors::Interrupts for EnvInterrupts<'_> {
+    fn check(&self) -> Result<()> {
+        self.0.check_interrupts()
+    }
+}
+
+/// Counts the iterations of a loop over rows and polls the interrupt check
+/// (cancel, shutdown, the statement's memory limit) every 1024 of them.
+#[derive(Default)]
+pub(crate) struct Ticker(u32);
+
+impl Ticker {
+    #[inline]
+    pub(crate) fn tick(&mut self, env: &dyn Env) -> Result<()> {
+        self.0 = self.0.wrapping_add(1);
+        if self.0.is_multiple_of(1024) {
+            env.check_interrupts()
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Sorts rows with `cmp`, polling the interrupt check every 65536
+/// comparisons: after a cancel the comparisons answer Equal so that the sort
+/// ends at once, and the cancel is returned.
+pub(crate) fn sort_checked<T>(rows: &mut [T], env: &dyn Env, mut cmp: impl FnMut(&T, &T) -> Ordering) -> Result<()> {
+    let mut n: u32 = 0;
+    let mut failed: Option<SqlError> = None;
+    rows.sort_by(|a, b| {
+        if failed.is_some() {
+            return Ordering::Equal;
+        }
+        n = n.wrapping_add(1);
+        if n.is_multiple_of(65536) {
+            if let Err(e) = env.check_interrupts() {
+                failed = Some(e);
+                return Ordering::Equal;
+            }
+        }
+        cmp(a, b)
+    });
+    failed.map_or(Ok(()), Err)
+}
+
+/// Every row of `it`, polling the interrupt check as they come.
+pub(crate) fn drain(it: &mut dyn RowIter, ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
+    let mut rows = Vec::new();
+    let mut t = Ticker::default();
+    while let Some(r) = it.next(ctx)? {
+        t.tick(&*ctx.env)?;
+        rows.push(r);
+    }
+    Ok(rows)
+}
+
 /// The executor's context is an [`Env`] that also runs subqueries: operators
 /// pass it to [`eval_pure`] so that expressions may hold them.
 impl Env for Ctx<'_> {
@@ -207,6 +267,7 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
 
 /// Evaluates `e` over an input row, parameters and aggregate results.
 pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
+    crate::stack_depth::check()?;
     let ev = |x: &Expr, env: &mut dyn Env| eval_pure(x, row, params, aggs, env);
     Ok(match e {
         Expr::Const(v, _) => v.clone(),
@@ -253,13 +314,20 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
         }
         Expr::Concat(l, r) => {
             let (a, b) = (ev(l, env)?, ev(r, env)?);
-            // Each side as its cast to text (a boolean reads `true`, not `t`).
-            let text = |v: &Value| match v {
+            // Each side as its cast to text (a boolean reads `true`, not `t`);
+            // a text value is used as it is, not copied.
+            let text = |v: Value| match v {
+                Value::Text(s) => Some(s),
                 Value::Bool(b) => Some(b.to_string()),
-                v => types::output(v),
+                v => types::output(&v),
             };
-            match (text(&a), text(&b)) {
-                (Some(x), Some(y)) => Value::Text(x + &y),
+            match (text(a), text(b)) {
+                (Some(mut x), Some(y)) => {
+                    crate::errors::check_result_len(x.len() + y.len())?;
+                    crate::memory::reserve_growth(x.len(), x.capacity(), y.len())?;
+                    x.push_str(&y);
+                    Value::Text(x)
+                }
                 _ => Value::Null,
             }
         }
@@ -348,6 +416,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
         }
         Expr::SubPlan(sp) => env.run_subplan(sp, row, params, aggs)?,
         Expr::OuterColumn { .. } => return Err(SqlError::internal("outer column reference not bound")),
+        Expr::OuterAggRef { .. } => return Err(SqlError::internal("outer aggregate reference not bound")),
     })
 }
 
@@ -362,8 +431,8 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         Func::Array(af) => crate::array::call(af, &vals, ty)?,
         Func::Catalog(cf) => crate::pgcatalog::call(cf, &vals, env)?,
         Func::Seq(f) => crate::sequence::call(f, &vals, env)?,
-        Func::Builtin(id) => crate::functions::call(id, &vals)?,
-        Func::Variadic(id) => crate::functions::call_variadic(id, vals)?,
+        Func::Builtin(id) => crate::functions::call(id, &vals, &EnvInterrupts(&*env))?,
+        Func::Variadic(id) => crate::functions::call_variadic(id, vals, &EnvInterrupts(&*env))?,
         Func::Window(_) => return Err(SqlError::internal("window function outside a WindowAgg")),
         Func::Grouping(_) => return Err(SqlError::internal("GROUPING outside a grouped query")),
         Func::Version => Value::Text(env.version()),
@@ -481,10 +550,12 @@ impl RowIter for SeriesIter {
 struct Filter<I> {
     input: I,
     pred: Expr,
+    tick: Ticker,
 }
 impl<I: RowIter> RowIter for Filter<I> {
     fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
         while let Some(row) = self.input.next(ctx)? {
+            self.tick.tick(&*ctx.env)?;
             let params = ctx.params;
             if eval_pure(&self.pred, &row, params, &[], ctx)? == Value::Bool(true) {
                 return Ok(Some(row));
@@ -514,7 +585,9 @@ impl<I: RowIter> RowIter for Project<I> {
 
 pub(crate) fn limit_value(e: &Option<Expr>, ctx: &mut Ctx, what: &str, code: &[u8; 5]) -> Result<Option<i64>> {
     let Some(e) = e else { return Ok(None) };
-    match eval_pure(e, &[], ctx.params, &[], ctx.env)? {
+    // With the context as the environment: a subquery may give the count.
+    let params = ctx.params;
+    match eval_pure(e, &[], params, &[], ctx)? {
         Value::Null => Ok(None),
         v => {
             let n = v.as_i64().unwrap_or(0);
@@ -560,6 +633,7 @@ pub fn rows_iter(rows: Vec<Vec<Value>>) -> impl RowIter {
 /// The rows of a source other than a table (the sources joins and subqueries
 /// hold; a table is scanned with its query's WHERE: [`run_query`]).
 pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    crate::stack_depth::check()?;
     Ok(match s {
         Source::Table(t) => Box::new(VecIter(crate::index::scan_table(t, None, ctx)?.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
         Source::Join(j) => crate::join::run(j, ctx)?,
@@ -618,10 +692,11 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
 }
 
 fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    crate::stack_depth::check()?;
     use crate::explain::{key, wrap, Stage};
     let input = wrap(run_source(q, ctx)?, key(&q.source), Stage::Scan);
     let mut input: Box<dyn RowIter> = match &q.filter {
-        Some(p) => wrap(Box::new(Filter { input, pred: p.clone() }), key(q), Stage::Filter),
+        Some(p) => wrap(Box::new(Filter { input, pred: p.clone(), tick: Ticker::default() }), key(q), Stage::Filter),
         None => input,
     };
     let mut exprs: Vec<Expr> = q.targets.iter().map(|t| t.expr.clone()).collect();
@@ -644,17 +719,11 @@ fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     };
     rows = wrap(rows, key(q), Stage::Agg);
     if let Some(keys) = &q.distinct {
-        let mut all = Vec::new();
-        while let Some(r) = rows.next(ctx)? {
-            all.push(r);
-        }
-        rows = wrap(Box::new(VecIter(crate::grouping::distinct(all, &q.order, keys).into_iter())), key(q), Stage::Sort);
+        let all = drain(&mut rows, ctx)?;
+        rows = wrap(Box::new(VecIter(crate::grouping::distinct(all, &q.order, keys, &*ctx.env)?.into_iter())), key(q), Stage::Sort);
     } else if !q.order.is_empty() {
-        let mut all = Vec::new();
-        while let Some(r) = rows.next(ctx)? {
-            all.push(r);
-        }
-        all.sort_by(|a, b| compare_rows(a, b, &q.order));
+        let mut all = drain(&mut rows, ctx)?;
+        sort_checked(&mut all, &*ctx.env, |a, b| compare_rows(a, b, &q.order))?;
         rows = wrap(Box::new(VecIter(all.into_iter())), key(q), Stage::Sort);
     }
     let offset = limit_value(&q.offset, ctx, "OFFSET", b"2201X")?.unwrap_or(0);
@@ -695,7 +764,9 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
         .iter()
         .map(|a| if matches!(a.kind, AggKind::CountStar | AggKind::Count) { Value::Int8(0) } else { Value::Null })
         .collect();
+    let mut t = Ticker::default();
     while let Some(row) = input.next(ctx)? {
+        t.tick(&*ctx.env)?;
         for (a, st) in aggs.iter().zip(state.iter_mut()) {
             let params = ctx.params;
             let v = match &a.arg {
@@ -761,6 +832,8 @@ pub fn update(
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
+        // Every row, qualifying or not: the WHERE may be costly.
+        ctx.env.check_interrupts()?;
         if !qualifies(&row, ctx)? {
             continue;
         }
@@ -800,7 +873,6 @@ pub fn update(
             }
             break;
         }
-        ctx.env.check_interrupts()?;
     }
     Ok((n, out))
 }
@@ -853,6 +925,7 @@ pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Ta
     let mut n = 0;
     let mut out = Vec::new();
     for exprs in rows {
+        ctx.env.check_interrupts()?;
         let params = ctx.params;
         let row: Vec<Value> = exprs.iter().map(|e| eval_pure(e, &[], params, &[], ctx)).collect::<Result<_>>()?;
         insert_one(table, &row, ctx)?;
@@ -884,6 +957,8 @@ pub fn delete(
     let mut n = 0;
     let mut out = Vec::new();
     for (tid, row) in rows {
+        // Every row, qualifying or not: the WHERE may be costly.
+        ctx.env.check_interrupts()?;
         if !qualifies(&row, ctx)? {
             continue;
         }
@@ -910,7 +985,6 @@ pub fn delete(
             }
             break;
         }
-        ctx.env.check_interrupts()?;
     }
     Ok((n, out))
 }

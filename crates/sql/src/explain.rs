@@ -268,6 +268,40 @@ impl RowIter for Counted {
     }
 }
 
+/// The counter keys of a data-modifying statement's copy (its InitPlans
+/// installed, `crate::subquery::statement_init_plans`) paired with the
+/// original's: (copy, original).
+pub fn statement_key_pairs(orig: &Statement, copy: &Statement) -> Vec<(usize, usize)> {
+    match (orig, copy) {
+        (Statement::Update { filter: o, .. }, Statement::Update { filter: c, .. }) | (Statement::Delete { filter: o, .. }, Statement::Delete { filter: c, .. }) => {
+            vec![(key(c), key(o))]
+        }
+        (Statement::InsertSelect(o), Statement::InsertSelect(c)) => {
+            let mut pairs = Vec::new();
+            pair_query(&o.query, &c.query, &mut pairs);
+            pairs
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Runs `f` with the counter keys `pairs` (copy, original) counted as the
+/// originals'.
+pub fn with_key_aliases<R>(pairs: &[(usize, usize)], f: impl FnOnce() -> R) -> R {
+    if !instrumenting() || pairs.is_empty() {
+        return f();
+    }
+    INSTR.with(|i| i.borrow_mut().aliases.extend(pairs.iter().copied()));
+    let r = f();
+    INSTR.with(|i| {
+        let mut i = i.borrow_mut();
+        for (c, _) in pairs {
+            i.aliases.remove(c);
+        }
+    });
+    r
+}
+
 /// Runs `f` over a copy `copy` of `orig` (the query with its InitPlans bound)
 /// with the copy's plan structures counted as the original's.
 pub fn with_alias<R>(orig: &Query, copy: &Query, f: impl FnOnce() -> R) -> R {
@@ -324,19 +358,6 @@ pub struct CostEnv {
     sizes: HashMap<u32, (f64, f64)>,
 }
 
-/// The planner's settings with PostgreSQL's defaults, for the session's settings list.
-pub fn planner_settings() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("seq_page_cost", "1"),
-        ("random_page_cost", "4"),
-        ("cpu_tuple_cost", "0.01"),
-        ("cpu_index_tuple_cost", "0.005"),
-        ("cpu_operator_cost", "0.0025"),
-        ("enable_seqscan", "on"),
-        ("enable_indexscan", "on"),
-    ]
-}
-
 impl CostEnv {
     pub fn load(env: &dyn crate::exec::Env) -> CostEnv {
         let f = |n: &str, d: f64| env.get_setting(n).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
@@ -372,8 +393,11 @@ pub fn execute(
     let exec_ms = ran.as_ref().map_or(0.0, |r| r.1.as_secs_f64() * 1000.0);
     let counters = ran.map(|r| r.0);
     let multi = multi_rel_stmt(&e.stmt);
-    let mut b = Builder { o: &e.options, cost: &cost, counters: counters.as_ref(), qualify: e.options.verbose || multi, multi, subplans: 0, backend, snap };
+    let mut b = Builder { o: &e.options, cost: &cost, counters: counters.as_ref(), qualify: e.options.verbose || multi, multi, subplans: 0, backend, snap, too_deep: false };
     let root = b.statement(&e.stmt);
+    if b.too_deep {
+        return Err(crate::stack_depth::too_deep());
+    }
     let mut lines = Vec::new();
     render(&root, &e.options, 0, true, &mut lines);
     if e.options.summary {
@@ -478,6 +502,9 @@ struct Builder<'a> {
     subplans: usize,
     backend: &'a ferrogres_engine::engine::Backend,
     snap: &'a ferrogres_engine::txn::snapshot::Snapshot,
+    /// The plan nests deeper than `max_stack_depth` allows: the walk stopped
+    /// (its nodes return no Result) and EXPLAIN fails with 54001.
+    too_deep: bool,
 }
 
 fn type_width(t: Type) -> i32 {
@@ -564,6 +591,10 @@ impl Builder<'_> {
     /// The nodes of a query, bottom up as `exec::run_query_inner` builds its
     /// operators; also the scope of its output columns.
     fn query(&mut self, q: &Query) -> (Node, Scope) {
+        if self.too_deep || crate::stack_depth::stack_is_too_deep() {
+            self.too_deep = true;
+            return (Node::default(), Vec::new());
+        }
         let qk = key(q);
         let (mut node, scope) = self.source_with_filter(q);
         let qual = |b: &Builder, e: &Expr, sc: &Scope| deparse(e, sc, b.qualify, &q.aggregates);
@@ -736,6 +767,10 @@ impl Builder<'_> {
     /// A source other than a query's own table scan; join inputs count under
     /// the source's key (Scan: rows made, Filter: rows passing its filter).
     fn source(&mut self, s: &Source) -> (Node, Scope) {
+        if self.too_deep || crate::stack_depth::stack_is_too_deep() {
+            self.too_deep = true;
+            return (Node::default(), Vec::new());
+        }
         let sk = key(s);
         match s {
             Source::OneRow => (Node { name: "Result".into(), total: 0.01, rows: 1.0, ..Default::default() }, Vec::new()),
@@ -1216,6 +1251,7 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
         Expr::Distinct { l, r, negated } => format!("({} IS {}DISTINCT FROM {})", d(l), if *negated { "NOT " } else { "" }, d(r)),
         Expr::SubPlan(_) => "(SubPlan)".into(),
         Expr::OuterColumn { index, .. } => format!("$outer{index}"),
+        Expr::OuterAggRef { index, .. } => format!("$outeragg{index}"),
         Expr::NullIf { arg, .. } => format!("NULLIF({}, ...)", d(arg)),
         Expr::MinMax { args, greatest, .. } => {
             format!("{}({})", if *greatest { "GREATEST" } else { "LEAST" }, args.iter().map(d).collect::<Vec<_>>().join(", "))

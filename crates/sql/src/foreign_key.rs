@@ -6,8 +6,17 @@
 //! `conkey` the child's column numbers, and `conbin` holding
 //! `"<confrelid> <confkey,...> <confupdtype> <confdeltype>"` (actions as
 //! PostgreSQL's letters: `a` NO ACTION, `r` RESTRICT, `c` CASCADE, `n` SET
-//! NULL, `d` SET DEFAULT). MATCH SIMPLE only: a key with a NULL column
+//! NULL, `d` SET DEFAULT), followed by ` notvalid` for a key added NOT VALID
+//! and not validated since (`pg_constraint.convalidated` false: enforced on
+//! new and changed rows, existing rows unchecked until VALIDATE CONSTRAINT,
+//! [`validate_existing`]). MATCH SIMPLE only: a key with a NULL column
 //! references nothing.
+//!
+//! Locks, as PostgreSQL's: ADD FOREIGN KEY takes ShareRowExclusiveLock on both
+//! tables (readers and FOR UPDATE go on, writers wait); VALIDATE CONSTRAINT
+//! takes ShareUpdateExclusiveLock on the referencing table and RowShareLock on
+//! the referenced one (readers and writers of both go on). The existing rows
+//! are checked without row locks (PostgreSQL's RI_Initial_Check).
 //!
 //! Enforcement, as PostgreSQL's RI triggers do it:
 //! - a new or changed child row ([`check_child`], from `exec::insert_one` and
@@ -51,12 +60,16 @@ pub struct ForeignKey {
     /// The referenced table, loaded with the child (absent when the child was
     /// itself loaded as some table's parent: loaded at execution then).
     pub parent_table: Option<Box<Table>>,
+    /// `pg_constraint.convalidated`: false after ADD ... NOT VALID until
+    /// VALIDATE CONSTRAINT.
+    pub validated: bool,
 }
 
 /// Encodes the `conbin` of a foreign key.
-pub fn encode(parent: u32, parent_cols: &[usize], on_update: char, on_delete: char) -> String {
+pub fn encode(parent: u32, parent_cols: &[usize], on_update: char, on_delete: char, validated: bool) -> String {
     let keys: Vec<String> = parent_cols.iter().map(|c| (c + 1).to_string()).collect();
-    format!("{parent} {} {on_update} {on_delete}", keys.join(","))
+    let suffix = if validated { "" } else { " notvalid" };
+    format!("{parent} {} {on_update} {on_delete}{suffix}", keys.join(","))
 }
 
 /// Decodes a foreign key row (`conkey` and `conbin`).
@@ -65,9 +78,11 @@ pub fn decode(name: &str, child: u32, conkey: &str, conbin: &str) -> Option<Fore
         s.trim_matches(|c| c == '{' || c == '}').split(',').map(|x| x.trim().parse::<usize>().ok().map(|n| n - 1)).collect()
     };
     let f: Vec<&str> = conbin.split(' ').collect();
-    if f.len() != 4 {
-        return None;
-    }
+    let validated = match (f.len(), f.get(4)) {
+        (4, _) => true,
+        (5, Some(&"notvalid")) => false,
+        _ => return None,
+    };
     Some(ForeignKey {
         name: name.to_string(),
         child,
@@ -77,7 +92,45 @@ pub fn decode(name: &str, child: u32, conkey: &str, conbin: &str) -> Option<Fore
         on_update: f[2].chars().next()?,
         on_delete: f[3].chars().next()?,
         parent_table: None,
+        validated,
     })
+}
+
+/// The existing rows of `child` checked against foreign key `fk` (ADD FOREIGN
+/// KEY without NOT VALID, VALIDATE CONSTRAINT): each row whose key has no
+/// NULL must have its referenced row, as the statement's snapshot sees the
+/// parent. No row is locked (PostgreSQL's RI_Initial_Check): ADD holds
+/// ShareRowExclusiveLock on the parent, so its keys cannot change meanwhile,
+/// and a key added NOT VALID has been enforced on every change since. The
+/// child is read a page at a time.
+pub fn validate_existing(child: &Table, fk: &ForeignKey, ctx: &mut Ctx) -> Result<()> {
+    let parent = match &fk.parent_table {
+        Some(p) => (**p).clone(),
+        None => load(ctx, fk.parent)?,
+    };
+    let mut pages = crate::rowio::PageRows::new(&child.storage)?;
+    while let Some(rows) = pages.next_page(ctx.backend, &ctx.snap)? {
+        ctx.env.check_interrupts()?;
+        for (_, row) in rows {
+            let key: Vec<Value> = fk.cols.iter().map(|c| row[*c].clone()).collect();
+            if key.iter().any(Value::is_null) {
+                continue;
+            }
+            let filter = key_filter(&parent, &fk.parent_cols, &key);
+            let mut found = false;
+            for (_, prow) in crate::index::scan_table(&parent, Some(&filter), ctx)? {
+                if passes(&filter, &prow, ctx)? {
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return Err(SqlError::new(b"23503", format!("insert or update on table \"{}\" violates foreign key constraint \"{}\"", child.name, fk.name))
+                    .with_detail(format!("Key {} is not present in table \"{}\".", key_text(child, &fk.cols, &key), parent.name)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The snapshot RI lookups use (see the module doc).
@@ -265,6 +318,8 @@ pub struct FkSpec {
     pub index: u32,
     pub on_update: char,
     pub on_delete: char,
+    /// Added NOT VALID: the existing rows are not checked.
+    pub not_valid: bool,
 }
 
 /// Analyzes a FOREIGN KEY / REFERENCES constraint of a table with `columns`
@@ -295,7 +350,9 @@ pub fn analyze(
     if rv.relname == table && rv.schemaname.is_empty() {
         return Err(SqlError::not_supported("a foreign key referencing its own table"));
     }
-    let parent = a.range_table(rv).map_err(|mut e| {
+    // The referenced table is locked as the referencing one is for ADD
+    // FOREIGN KEY and CREATE TABLE ... REFERENCES: ShareRowExclusiveLock.
+    let parent = a.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::ShareRowExclusive).map_err(|mut e| {
         e.position = None;
         e
     })?;
@@ -378,6 +435,7 @@ pub fn analyze(
         index,
         on_update: action(&c.fk_upd_action)?,
         on_delete: action(&c.fk_del_action)?,
+        not_valid: c.skip_validation,
     })
 }
 

@@ -16,10 +16,13 @@
 //! Adding a function: append a `Builtin` row (helpers [`f`], then `.stable()`,
 //! `.volatile()`, `.nonstrict()`, `.variadic_any()`), with an implementation
 //! `fn(&[Value]) -> Result<Value>` that receives its arguments already converted
-//! to the declared types (a strict function never sees a NULL). A set-returning
+//! to the declared types (a strict function never sees a NULL). A function whose
+//! work can grow large (numeric math, strings built to a requested length) is
+//! [`Imp::Checked`] ([`fc`]): it also receives the statement's interrupt check
+//! and polls it between steps, so that a cancel stops it. A set-returning
 //! function uses [`Imp::Set`]. Nothing else needs changing.
 
-use crate::errors::{Result, SqlError};
+use crate::errors::{Interrupts, Result, SqlError};
 use crate::types::{Type, Value};
 
 pub(crate) mod json;
@@ -42,6 +45,8 @@ pub type SetIter = Box<dyn Iterator<Item = Result<Value>>>;
 #[derive(Clone, Copy)]
 pub enum Imp {
     Scalar(fn(&[Value]) -> Result<Value>),
+    /// A scalar function that can run long: it polls the interrupt check.
+    Checked(fn(&[Value], &dyn Interrupts) -> Result<Value>),
     /// A set-returning function (select list: `exec::ProjectSet`).
     Set(fn(&[Value]) -> Result<SetIter>),
     /// Known to PostgreSQL, not implemented here: choosing it is 0A000 with this text.
@@ -88,6 +93,11 @@ impl Builtin {
 /// An immutable strict function.
 pub const fn f(name: &'static str, args: &'static [Type], ret: Type, imp: fn(&[Value]) -> Result<Value>) -> Builtin {
     Builtin { name, args, variadic_any: false, ret, volatility: Volatility::Immutable, strict: true, imp: Imp::Scalar(imp) }
+}
+
+/// An immutable strict function that can run long ([`Imp::Checked`]).
+pub const fn fc(name: &'static str, args: &'static [Type], ret: Type, imp: fn(&[Value], &dyn Interrupts) -> Result<Value>) -> Builtin {
+    Builtin { name, args, variadic_any: false, ret, volatility: Volatility::Immutable, strict: true, imp: Imp::Checked(imp) }
 }
 
 /// A function PostgreSQL has over numeric (not implemented yet).
@@ -159,13 +169,13 @@ pub static BUILTINS: &[Builtin] = &[
     f("ltrim", &[T, T], T, s::ltrim),
     f("rtrim", &[T], T, s::rtrim),
     f("rtrim", &[T, T], T, s::rtrim),
-    f("lpad", &[T, I4], T, s::lpad),
-    f("lpad", &[T, I4, T], T, s::lpad),
-    f("rpad", &[T, I4], T, s::rpad),
-    f("rpad", &[T, I4, T], T, s::rpad),
+    fc("lpad", &[T, I4], T, s::lpad),
+    fc("lpad", &[T, I4, T], T, s::lpad),
+    fc("rpad", &[T, I4], T, s::rpad),
+    fc("rpad", &[T, I4, T], T, s::rpad),
     f("left", &[T, I4], T, s::left),
     f("right", &[T, I4], T, s::right),
-    f("repeat", &[T, I4], T, s::repeat),
+    fc("repeat", &[T, I4], T, s::repeat),
     f("reverse", &[T], T, s::reverse),
     f("split_part", &[T, T, I4], T, s::split_part),
     f("ascii", &[T], I4, s::ascii),
@@ -229,20 +239,20 @@ pub static BUILTINS: &[Builtin] = &[
     f("cbrt", &[F8], F8, m::cbrt),
     f("dcbrt", &[F8], F8, m::cbrt),
     f("exp", &[F8], F8, m::exp),
-    f("exp", &[N], N, crate::numeric::math::exp_fn),
+    fc("exp", &[N], N, crate::numeric::math::exp_fn),
     f("ln", &[F8], F8, m::ln),
-    f("ln", &[N], N, crate::numeric::math::ln_fn),
+    fc("ln", &[N], N, crate::numeric::math::ln_fn),
     f("log", &[F8], F8, m::log10),
-    f("log", &[N], N, crate::numeric::math::log_fn),
-    f("log", &[N, N], N, crate::numeric::math::log_fn),
+    fc("log", &[N], N, crate::numeric::math::log_fn),
+    fc("log", &[N, N], N, crate::numeric::math::log_fn),
     f("log10", &[F8], F8, m::log10),
-    f("log10", &[N], N, crate::numeric::math::log_fn),
+    fc("log10", &[N], N, crate::numeric::math::log_fn),
     f("power", &[F8, F8], F8, m::power),
-    f("power", &[N, N], N, crate::numeric::math::power_fn),
+    fc("power", &[N, N], N, crate::numeric::math::power_fn),
     f("pow", &[F8, F8], F8, m::power),
-    f("pow", &[N, N], N, crate::numeric::math::power_fn),
+    fc("pow", &[N, N], N, crate::numeric::math::power_fn),
     f("dpow", &[F8, F8], F8, m::power),
-    f("numeric_power", &[N, N], N, crate::numeric::math::power_fn),
+    fc("numeric_power", &[N, N], N, crate::numeric::math::power_fn),
     f("pi", &[], F8, m::pi),
     f("degrees", &[F8], F8, m::degrees),
     f("radians", &[F8], F8, m::radians),
@@ -265,7 +275,7 @@ pub static BUILTINS: &[Builtin] = &[
     f("lcm", &[I4, I4], I4, m::lcm),
     f("lcm", &[I8, I8], I8, m::lcm),
     numeric("lcm", &[N, N], N),
-    f("factorial", &[I8], N, crate::numeric::math::factorial_fn),
+    fc("factorial", &[I8], N, crate::numeric::math::factorial_fn),
     f("width_bucket", &[F8, F8, F8, I4], I4, m::width_bucket),
     f("width_bucket", &[N, N, N, I4], I4, crate::numeric::math::width_bucket_fn),
     // integer bit operators (pg_operator: & | # ~ << >>)
@@ -540,14 +550,16 @@ impl FuncId {
     }
 }
 
-/// Calls a scalar built-in (strictness applied here).
-pub fn call(id: FuncId, vals: &[Value]) -> Result<Value> {
+/// Calls a scalar built-in (strictness applied here); `ck` is the statement's
+/// interrupt check, for the functions that poll it.
+pub fn call(id: FuncId, vals: &[Value], ck: &dyn Interrupts) -> Result<Value> {
     let b = id.get();
     if b.strict && vals.iter().any(Value::is_null) {
         return Ok(Value::Null);
     }
     match b.imp {
         Imp::Scalar(fun) => fun(vals),
+        Imp::Checked(fun) => fun(vals, ck),
         Imp::Set(_) => Err(SqlError::new(b"0A000", "set-valued function called in context that cannot accept a set")),
         Imp::Missing(what) => Err(SqlError::not_supported(what)),
     }
@@ -556,13 +568,13 @@ pub fn call(id: FuncId, vals: &[Value]) -> Result<Value> {
 /// Calls a `VARIADIC "any"` built-in whose last argument is the array of the
 /// variadic arguments. A NULL array: concat and concat_ws return NULL, format
 /// sees no variadic arguments.
-pub fn call_variadic(id: FuncId, mut vals: Vec<Value>) -> Result<Value> {
+pub fn call_variadic(id: FuncId, mut vals: Vec<Value>, ck: &dyn Interrupts) -> Result<Value> {
     match vals.pop() {
         Some(Value::Array(a)) => vals.extend(a.items),
         _ if id.get().name != "format" => return Ok(Value::Null),
         _ => {}
     }
-    call(id, &vals)
+    call(id, &vals, ck)
 }
 
 /// Starts a set-returning built-in: an empty set when strict and an argument is NULL.
@@ -574,6 +586,7 @@ pub fn call_set(id: FuncId, vals: &[Value]) -> Result<SetIter> {
     match b.imp {
         Imp::Set(fun) => fun(vals),
         Imp::Scalar(fun) => Ok(Box::new(std::iter::once(fun(vals)))),
+        Imp::Checked(fun) => Ok(Box::new(std::iter::once(fun(vals, &crate::errors::NoInterrupts)))),
         Imp::Missing(what) => Err(SqlError::not_supported(what)),
     }
 }

@@ -156,6 +156,9 @@ impl AggState {
             (AggKind::Min, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Less { v } else { cur },
             (AggKind::Max, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Greater { v } else { cur },
             (AggKind::ArrayAgg, Value::Array(mut arr)) => {
+                if arr.items.len() >= crate::array::MAX_ARRAY_SIZE {
+                    return Err(crate::array::too_many_elements());
+                }
                 arr.items.push(v);
                 Value::Array(arr)
             }
@@ -163,7 +166,11 @@ impl AggState {
                 let Value::Text(v) = v else { return Err(crate::errors::SqlError::internal("string_agg of a non-text value")) };
                 match acc {
                     Value::Text(mut s) => {
-                        s.push_str(a.delim.as_deref().unwrap_or(""));
+                        let delim = a.delim.as_deref().unwrap_or("");
+                        crate::errors::check_enlarge(s.len(), delim.len())?;
+                        crate::errors::check_enlarge(s.len() + delim.len(), v.len())?;
+                        crate::memory::reserve_growth(s.len(), s.capacity(), delim.len() + v.len())?;
+                        s.push_str(delim);
                         s.push_str(&v);
                         Value::Text(s)
                     }
@@ -206,6 +213,10 @@ impl AggState {
             (AggKind::Avg, s @ Value::Numeric(_)) => crate::numeric::avg_final(s, self.n).unwrap_or(Value::Null),
             (AggKind::Avg, s @ Value::Interval(_)) => crate::datetime::fns::interval_avg_final(s, self.n).unwrap_or(Value::Null),
             (AggKind::Variance { sample, sqrt }, acc) => crate::numeric::math::var_final(acc, self.n, sample, sqrt).unwrap_or(Value::Null),
+            (AggKind::StringAgg, Value::Text(s)) => {
+                crate::errors::check_result_len(s.len())?;
+                Value::Text(s)
+            }
             (_, v) => v,
         })
     }
@@ -264,7 +275,7 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs
 
 /// SELECT DISTINCT [ON]: sorts `rows` by `order`, then by the DISTINCT columns
 /// `keys`, and keeps the first row of each run of equal `keys` values.
-pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize]) -> Vec<Vec<Value>> {
+pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize], env: &dyn crate::exec::Env) -> Result<Vec<Vec<Value>>> {
     let by_order = |a: &Vec<Value>, b: &Vec<Value>| crate::exec::compare_rows(a, b, order);
     let by_keys = |a: &Vec<Value>, b: &Vec<Value>| -> Ordering {
         for &k in keys {
@@ -275,7 +286,7 @@ pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize]) ->
         }
         Ordering::Equal
     };
-    rows.sort_by(|a, b| by_order(a, b).then_with(|| by_keys(a, b)));
+    crate::exec::sort_checked(&mut rows, env, |a, b| by_order(a, b).then_with(|| by_keys(a, b)))?;
     let mut out: Vec<Vec<Value>> = Vec::new();
     for r in rows {
         if out.last().is_some_and(|last| by_keys(last, &r) == Ordering::Equal) {
@@ -283,14 +294,14 @@ pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize]) ->
         }
         out.push(r);
     }
-    out
+    Ok(out)
 }
 
 /// The direct subexpressions of `e`.
 pub fn children(e: &Expr) -> Children<'_> {
     use Children::{Fixed, Listed, Slice};
     match e {
-        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } => Fixed([None, None]),
+        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } | Expr::OuterAggRef { .. } => Fixed([None, None]),
         Expr::SubPlan(sp) => Listed(sp.lhs.iter().map(|b| &*b).chain(sp.row_lhs.iter()).collect::<Vec<_>>().into_iter()),
         Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => Fixed([Some(arg), None]),
         Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => Fixed([Some(l), Some(r)]),

@@ -38,6 +38,7 @@ use crate::rowio::{deform_row, insert_row, scan_rows, RelStorage};
 use crate::types::{self, Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::heap::heapam;
+use ferrogres_engine::lmgr::lock::LockMode;
 use ferrogres_engine::heap::tuple::{AttrDesc, Datum, Tid};
 use ferrogres_engine::nbtree::{BTree, HeapVisibility, KeyComparator, ScanBounds, UniqueCheck};
 use ferrogres_engine::storage::RelFileLocator;
@@ -761,8 +762,12 @@ pub(crate) fn column_of(e: &Expr) -> Option<usize> {
 }
 
 /// No column, no aggregate, nothing volatile: evaluable once before the scan.
+/// An uncorrelated scalar subquery is too (PostgreSQL's InitPlan parameter in
+/// an index condition, `Index Cond: (id = $0)`): it runs once per execution
+/// (`crate::subquery::InitRows`).
 pub(crate) fn row_free(e: &Expr) -> bool {
     match e {
+        Expr::SubPlan(sp) => !sp.correlated && sp.kind == crate::subquery::SubKind::Expr && sp.lhs.is_none() && sp.row_lhs.is_empty(),
         Expr::Const(..) | Expr::Param(..) => true,
         Expr::Column(..) | Expr::AggRef(..) => false,
         Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => row_free(arg),
@@ -1301,6 +1306,10 @@ pub fn execute(
                 };
                 match hit {
                     Some((table, ix)) => {
+                        // AccessExclusiveLock on the table, then the index, as
+                        // PostgreSQL's DROP INDEX (without CONCURRENTLY).
+                        crate::locking::lock_relation(backend, table.oid, LockMode::AccessExclusive, false, &table.name)?;
+                        crate::locking::lock_relation(backend, ix.oid, LockMode::AccessExclusive, false, &ix.name)?;
                         if ix.constraint.is_some() {
                             return Err(SqlError::new(
                                 b"2BP01",
@@ -1325,6 +1334,9 @@ pub fn execute(
         }
         IndexCmd::Vacuum { tables, vacuum: false, .. } => {
             for t in tables {
+                // ShareUpdateExclusiveLock, as PostgreSQL's ANALYZE: reads and
+                // writes go on; DDL, VACUUM and other ANALYZEs of it wait.
+                crate::locking::lock_relation(backend, t.oid, LockMode::ShareUpdateExclusive, false, &t.name)?;
                 analyze_table(backend, snap, t)?;
             }
             Ok("ANALYZE".into())
@@ -1343,26 +1355,50 @@ pub fn vacuum(backend: &mut Backend, cmd: &IndexCmd) -> Result<String> {
         return Err(SqlError::new(b"25001", "VACUUM cannot run inside a transaction block"));
     }
     for t in tables {
-        let stats = vacuum_table(backend, t, *freeze, *verbose)?;
-        backend.txn.begin(ferrogres_engine::txn::IsolationLevel::ReadCommitted)?;
-        let r = (|| -> Result<()> {
-            let snap = backend.txn.statement_snapshot()?;
-            if *analyze {
-                analyze_table(backend, &snap, t)?;
-            } else {
-                store_size(backend, &snap, t, stats.live_tuples as f64)?;
-            }
-            Ok(())
-        })();
-        match r {
-            Ok(()) => backend.txn.commit()?,
-            Err(e) => {
-                let _ = backend.txn.abort();
-                return Err(e);
-            }
-        }
+        // ShareUpdateExclusiveLock for the table's vacuum, as PostgreSQL's
+        // (reads and writes go on; DDL, other VACUUMs and ANALYZE wait), held
+        // at session level: no transaction is open around the vacuum itself.
+        lock_for_vacuum(backend, t)?;
+        let r = vacuum_one(backend, t, *freeze, *verbose, *analyze);
+        backend.engine().locks.unlock(backend.id(), crate::locking::relation_tag(t.oid), LockMode::ShareUpdateExclusive, true)?;
+        r?;
     }
     Ok("VACUUM".into())
+}
+
+/// Takes the session-level ShareUpdateExclusiveLock a VACUUM holds on `t`.
+fn lock_for_vacuum(backend: &Backend, t: &Table) -> Result<()> {
+    use ferrogres_engine::lmgr::lock::{LockAcquireResult, LockOptions};
+    let locks = &backend.engine().locks;
+    let tag = crate::locking::relation_tag(t.oid);
+    let mode = LockMode::ShareUpdateExclusive;
+    if locks.lock(backend.id(), tag, mode, LockOptions { dont_wait: true, session: true, ..Default::default() })? == LockAcquireResult::NotAvailable {
+        locks.lock(backend.id(), tag, mode, LockOptions { session: true, ..Default::default() })?;
+    }
+    Ok(())
+}
+
+/// One table's VACUUM [ANALYZE]: the lazy vacuum, then its statistics in a
+/// short transaction of its own.
+fn vacuum_one(backend: &mut Backend, t: &Table, freeze: bool, verbose: bool, analyze: bool) -> Result<()> {
+    let stats = vacuum_table(backend, t, freeze, verbose)?;
+    backend.txn.begin(ferrogres_engine::txn::IsolationLevel::ReadCommitted)?;
+    let r = (|| -> Result<()> {
+        let snap = backend.txn.statement_snapshot()?;
+        if analyze {
+            analyze_table(backend, &snap, t)?;
+        } else {
+            store_size(backend, &snap, t, stats.live_tuples as f64)?;
+        }
+        Ok(())
+    })();
+    match r {
+        Ok(()) => Ok(backend.txn.commit()?),
+        Err(e) => {
+            let _ = backend.txn.abort();
+            Err(e)
+        }
+    }
 }
 
 #[cfg(test)]

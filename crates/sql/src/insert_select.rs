@@ -118,6 +118,7 @@ pub fn execute(i: &InsertSelect, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)
     let mut n = 0;
     let mut out = Vec::new();
     while let Some(src) = rows.next(ctx)? {
+        ctx.env.check_interrupts()?;
         let row: Vec<Value> = i.row.iter().map(|e| eval_pure(e, &src, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
         insert_one(&i.table, &row, ctx)?;
         n += 1;

@@ -25,7 +25,7 @@
 //! sides become hash keys.
 
 use crate::errors::Result;
-use crate::exec::{eval_pure, Ctx, RowIter};
+use crate::exec::{eval_pure, Ctx, RowIter, Ticker};
 use crate::grouping::Key;
 use crate::plan::{CmpOp, Expr, Source};
 use crate::subquery::{columns_read, has_subplan, shift_columns};
@@ -64,17 +64,15 @@ fn input_rows(s: &Source, filter: &Option<Expr>, ctx: &mut Ctx) -> Result<Vec<Ve
         Source::Table(t) => crate::index::scan_table(t, filter.as_ref(), ctx)?.into_iter().map(|r| r.1).collect(),
         other => {
             let mut it = crate::exec::source_rows(other, ctx)?;
-            let mut rows = Vec::new();
-            while let Some(r) = it.next(ctx)? {
-                rows.push(r);
-            }
-            rows
+            crate::exec::drain(&mut it, ctx)?
         }
     };
     crate::explain::count(crate::explain::key(s), crate::explain::Stage::Scan, rows.len() as u64);
     let Some(f) = filter else { return Ok(rows) };
     let mut out = Vec::with_capacity(rows.len());
+    let mut t = Ticker::default();
     for r in rows {
+        t.tick(&*ctx.env)?;
         let params = ctx.params;
         if eval_pure(f, &r, params, &[], ctx)? == Value::Bool(true) {
             out.push(r);
@@ -102,14 +100,19 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let left = input_rows(&j.left, &j.left_filter, ctx)?;
     let mut out = Vec::new();
     let null_right = vec![Value::Null; j.rw];
+    // One tick per pair of rows considered: a nested loop polls as often as
+    // it works, whatever the sizes of its inputs.
+    let mut t = Ticker::default();
     if j.lateral {
         for l in left {
+            t.tick(&*ctx.env)?;
             let Source::Subquery(q) = &j.right else { return Err(crate::errors::SqlError::internal("LATERAL input is not a subquery")) };
             let mut q = (**q).clone();
-            crate::subquery::bind_outer(&mut q, &l);
+            crate::subquery::bind_outer(&mut q, &l, &[]);
             let rights = input_rows(&Source::Subquery(Box::new(q)), &j.right_filter, ctx)?;
             let mut matched = false;
             for r in &rights {
+                t.tick(&*ctx.env)?;
                 let row = concat(&l, r);
                 if passes(&j.cond, &row, ctx)? {
                     matched = true;
@@ -128,6 +131,7 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Some((_, rk)) => {
             let mut map: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
             for (i, r) in right.iter().enumerate() {
+                t.tick(&*ctx.env)?;
                 if let Some(k) = keys_of(rk, r, ctx)? {
                     map.entry(k).or_default().push(i);
                 }
@@ -137,10 +141,8 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         None => None,
     };
     let all: Vec<usize> = (0..right.len()).collect();
-    for (n, l) in left.iter().enumerate() {
-        if n % 1024 == 0 {
-            ctx.env.check_interrupts()?;
-        }
+    for l in left.iter() {
+        t.tick(&*ctx.env)?;
         let cands: &[usize] = match (&index, &j.hash) {
             (Some(map), Some((lk, _))) => match keys_of(lk, l, ctx)? {
                 Some(k) => map.get(&k).map_or(&[][..], |v| v.as_slice()),
@@ -150,6 +152,7 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         };
         let mut matched = false;
         for &i in cands {
+            t.tick(&*ctx.env)?;
             let row = concat(l, &right[i]);
             if passes(&j.cond, &row, ctx)? {
                 matched = true;

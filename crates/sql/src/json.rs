@@ -13,10 +13,32 @@
 //! prints them) and parsed back into a [`Jv`] by the operators that need the
 //! tree. Stored on disk as that text (a varlena, TOASTed like text); its binary
 //! wire format is PostgreSQL's: version byte 1 and the text.
+//!
+//! Nesting. The parser recurses once per nested array or object and checks
+//! the stack ([`crate::stack_depth::check`]); besides, each level is charged
+//! [`LEVEL_BYTES`] against `max_stack_depth`, so that JSON nests as deep here
+//! as in PostgreSQL at the default setting (PostgreSQL 15 reads 14,543 nested
+//! arrays with its 2 MB and fails deeper with 54001; our default limit is 32
+//! times larger because our frames are, and a JSON level costs far less than
+//! 1/32 of it). Values built by functions (`jsonb_build_array(j)` of a value
+//! at that depth) go one level deeper at most before the next parse of them
+//! fails with 54001; the walks over a tree ([`Jv::to_text`], [`compare`],
+//! [`contains`], dropping it) therefore recurse at most that deep and fit in
+//! the room kept below the limit (`stack_depth::STACK_DEPTH_SLOP`).
 
 use crate::errors::{Result, SqlError};
 use crate::numeric::Numeric;
 use std::cmp::Ordering;
+
+/// What one level of JSON nesting costs against `max_stack_depth`, in bytes:
+/// 32 (our default limit over PostgreSQL's 2 MB) times PostgreSQL's 144 (2 MB
+/// over the 14,543 levels it reads), so the default allows 14,563 levels.
+pub const LEVEL_BYTES: usize = 4608;
+
+/// The deepest nesting the current `max_stack_depth` allows.
+fn depth_limit() -> usize {
+    crate::stack_depth::limit_kb() * 1024 / LEVEL_BYTES
+}
 
 /// A JSON value (jsonb's tree; objects hold unique keys in jsonb's key order).
 #[derive(Clone, Debug)]
@@ -351,6 +373,12 @@ impl<'a> Lexer<'a> {
 
 struct Parser<'a> {
     lx: Lexer<'a>,
+    /// Arrays and objects open around the current token.
+    depth: usize,
+    /// Past this depth: 54001 ([`LEVEL_BYTES`]).
+    max_depth: usize,
+    /// Check the stack at each value (not for [`tree_stored`], which is bounded by `max_depth`).
+    check_stack: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -361,13 +389,13 @@ impl<'a> Parser<'a> {
         self.lx.err(e)
     }
 
-    fn value(&mut self, depth: usize) -> Result<Jv> {
-        if depth > 6000 {
-            return Err(SqlError::new(b"54001", "stack depth limit exceeded"));
+    fn value(&mut self) -> Result<Jv> {
+        if self.check_stack {
+            crate::stack_depth::check()?;
         }
         let v = match self.lx.tok {
-            Tok::ObjStart => return self.object(depth),
-            Tok::ArrStart => return self.array(depth),
+            Tok::ObjStart => return self.object(),
+            Tok::ArrStart => return self.array(),
             Tok::Str => Jv::Str(std::mem::take(&mut self.lx.strval)),
             Tok::Num => {
                 if self.lx.decode {
@@ -385,7 +413,23 @@ impl<'a> Parser<'a> {
         Ok(v)
     }
 
-    fn object(&mut self, depth: usize) -> Result<Jv> {
+    /// One level deeper (an array or object opens): 54001 past the limit.
+    fn enter(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            return Err(crate::stack_depth::too_deep());
+        }
+        Ok(())
+    }
+
+    fn object(&mut self) -> Result<Jv> {
+        self.enter()?;
+        let v = self.object_members();
+        self.depth -= 1;
+        v
+    }
+
+    fn object_members(&mut self) -> Result<Jv> {
         self.lx.next()?;
         let mut pairs: Vec<(String, Jv)> = Vec::new();
         if self.lx.tok == Tok::ObjEnd {
@@ -404,7 +448,7 @@ impl<'a> Parser<'a> {
                 return Err(self.fail(JErr::ExpectedColon));
             }
             self.lx.next()?;
-            let v = self.value(depth + 1)?;
+            let v = self.value()?;
             if self.lx.decode {
                 pairs.push((key, v));
             }
@@ -420,7 +464,14 @@ impl<'a> Parser<'a> {
         Ok(Jv::Obj(normalize_pairs(pairs)))
     }
 
-    fn array(&mut self, depth: usize) -> Result<Jv> {
+    fn array(&mut self) -> Result<Jv> {
+        self.enter()?;
+        let v = self.array_items();
+        self.depth -= 1;
+        v
+    }
+
+    fn array_items(&mut self) -> Result<Jv> {
         self.lx.next()?;
         let mut items = Vec::new();
         if self.lx.tok == Tok::ArrEnd {
@@ -434,7 +485,7 @@ impl<'a> Parser<'a> {
                 return Err(self.fail(if first { JErr::ExpectedArrayFirst } else { JErr::ExpectedJson }));
             }
             first = false;
-            let v = self.value(depth + 1)?;
+            let v = self.value()?;
             if self.lx.decode {
                 items.push(v);
             }
@@ -471,10 +522,14 @@ pub fn normalize_pairs(pairs: Vec<(String, Jv)>) -> Vec<(String, Jv)> {
 }
 
 fn parse_with(s: &str, decode: bool) -> Result<Jv> {
+    parse_bounded(s, decode, depth_limit(), true)
+}
+
+fn parse_bounded(s: &str, decode: bool, max_depth: usize, check_stack: bool) -> Result<Jv> {
     let lx = Lexer { s: s.as_bytes(), text: s, decode, tok: Tok::End, start: 0, end: 0, strval: String::new(), line: 1, line_start: 0 };
-    let mut p = Parser { lx };
+    let mut p = Parser { lx, depth: 0, max_depth, check_stack };
     p.lx.next()?;
-    let v = p.value(0)?;
+    let v = p.value()?;
     if p.lx.tok != Tok::End {
         return Err(p.lx.err(JErr::ExpectedEnd));
     }
@@ -497,9 +552,20 @@ pub fn jsonb_in(s: &str) -> Result<String> {
     Ok(parse(s)?.to_text())
 }
 
-/// The tree of a stored/canonical jsonb text (always valid JSON).
-pub fn tree(canonical: &str) -> Jv {
-    parse(canonical).unwrap_or(Jv::Null)
+/// The tree of a stored/canonical jsonb text: 54001 when it nests deeper
+/// than the current `max_stack_depth` allows (a value built one level deeper
+/// than its input: `jsonb_build_array` of a value at the limit).
+pub fn tree(canonical: &str) -> Result<Jv> {
+    parse(canonical)
+}
+
+/// The tree of a stored jsonb text for a walk that cannot fail (the B-tree
+/// order): without stack checks, bounded by the depth any session on this
+/// thread could have stored (the largest `max_stack_depth` its stack allows,
+/// plus the levels functions add), which fits in the stack's slop.
+fn tree_stored(canonical: &str) -> Result<Jv> {
+    let most = crate::stack_depth::max_allowed_kb().unwrap_or(crate::stack_depth::DEFAULT_MAX_STACK_DEPTH_KB) * 1024 / LEVEL_BYTES;
+    parse_bounded(canonical, true, most + 64, false)
 }
 
 /// escape_json: a JSON string literal.
@@ -738,7 +804,12 @@ pub fn compare_text(a: &str, b: &str) -> Ordering {
     if a == b {
         return Ordering::Equal;
     }
-    compare(&tree(a), &tree(b))
+    match (tree_stored(a), tree_stored(b)) {
+        (Ok(x), Ok(y)) => compare(&x, &y),
+        // Not reached for values sessions stored (see tree_stored); an order
+        // all the same rather than a failure inside a sort.
+        _ => a.as_bytes().cmp(b.as_bytes()),
+    }
 }
 
 fn scalar_eq(a: &Jv, b: &Jv) -> bool {
@@ -971,7 +1042,10 @@ pub fn cast(v: &crate::types::Value, from: crate::types::Type, to: crate::types:
         (Type::Json, Type::Jsonb, Value::Json(s)) => jsonb_in(s).map(Value::Jsonb),
         (Type::Jsonb, Type::Json, Value::Jsonb(s)) => Ok(Value::Json(s.clone())),
         (Type::Jsonb, t, Value::Jsonb(s)) if matches!(t, Type::Bool | Type::Numeric | Type::Int2 | Type::Int4 | Type::Int8 | Type::Float4 | Type::Float8) => {
-            let j = tree(s);
+            let j = match tree(s) {
+                Ok(j) => j,
+                Err(e) => return Some(Err(e)),
+            };
             let bad = |j: &Jv| SqlError::new(b"22023", format!("cannot cast jsonb {} to type {}", j.type_name(), t.sql_name()));
             match (&j, t) {
                 (Jv::Bool(b), Type::Bool) => Ok(Value::Bool(*b)),

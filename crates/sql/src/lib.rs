@@ -30,6 +30,7 @@ pub mod like;
 pub mod locking;
 pub mod namespace;
 pub mod merge;
+pub mod memory;
 pub mod numeric;
 pub mod parser;
 pub mod pgcatalog;
@@ -56,6 +57,7 @@ pub mod window;
 pub mod upsert;
 pub mod view;
 pub mod sqlfunc;
+pub mod stack_depth;
 
 pub use errors::{Result, Severity, SqlError};
 pub use session::{ColumnDesc, ExecOutcome, Output, ParamValue, Session, SessionEnv, Setting, TxnStatus};

@@ -55,6 +55,18 @@ pub fn lock_relation(backend: &Backend, rel: u32, mode: LockMode, nowait: bool, 
     Ok(true)
 }
 
+/// [`lock_relation`] for code that has the lock manager and the backend's id
+/// rather than the backend (functions evaluated in expressions, through
+/// [`LockCtx`]).
+pub fn lock_relation_in(locks: &LockManager, backend: BackendId, rel: u32, mode: LockMode) -> Result<()> {
+    let tag = relation_tag(rel);
+    let opts = LockOptions { dont_wait: true, ..Default::default() };
+    if locks.lock(backend, tag, mode, opts)? == LockAcquireResult::NotAvailable {
+        locks.lock(backend, tag, mode, LockOptions::default())?;
+    }
+    Ok(())
+}
+
 /// Releases one transaction-lifetime hold of `mode` on `rel`.
 pub fn unlock_relation(backend: &Backend, rel: u32, mode: LockMode) -> Result<()> {
     backend.engine().locks.unlock(backend.id(), relation_tag(rel), mode, false)?;

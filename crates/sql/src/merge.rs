@@ -79,7 +79,10 @@ pub fn execute(m: &Merge, ctx: &mut Ctx) -> Result<u64> {
     for s in &sources {
         ctx.env.check_interrupts()?;
         let mut any = false;
-        for (tid, t) in &targets {
+        for (k, (tid, t)) in targets.iter().enumerate() {
+            if k % 1024 == 1023 {
+                ctx.env.check_interrupts()?;
+            }
             let mut both = t.clone();
             both.extend_from_slice(s);
             if !holds(Some(&m.on), &both, ctx)? {

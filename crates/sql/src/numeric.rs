@@ -24,6 +24,7 @@
 //! digits by [`Numeric::send`] and [`Numeric::recv`].
 
 pub mod math;
+pub(crate) mod nat;
 
 use crate::errors::{Result, SqlError};
 use std::cmp::Ordering;
@@ -127,10 +128,30 @@ fn shift(d: &[u8], k: u32) -> Vec<u8> {
     v
 }
 
-/// Compares `a × 10^-sa` with `b × 10^-sb`.
+/// Compares `a × 10^-sa` with `b × 10^-sb` (digits without leading zeros).
 fn cmp_scaled(a: &[u8], sa: u32, b: &[u8], sb: u32) -> Ordering {
-    let s = sa.max(sb);
-    cmp_mag(&shift(a, s - sa), &shift(b, s - sb))
+    let a = &a[a.iter().take_while(|&&x| x == 0).count()..];
+    let b = &b[b.iter().take_while(|&&x| x == 0).count()..];
+    match (a.is_empty(), b.is_empty()) {
+        (true, true) => return Ordering::Equal,
+        (true, false) => return Ordering::Less,
+        (false, true) => return Ordering::Greater,
+        _ => {}
+    }
+    // The decimal exponent of the leading digit decides, then the digits from
+    // there on, the shorter one padded with zeros.
+    let (ea, eb) = (a.len() as i64 - sa as i64, b.len() as i64 - sb as i64);
+    ea.cmp(&eb).then_with(|| {
+        let n = a.len().min(b.len());
+        a[..n].cmp(&b[..n]).then_with(|| {
+            let nonzero = |rest: &[u8]| rest.iter().any(|&d| d != 0);
+            match (nonzero(&a[n..]), nonzero(&b[n..])) {
+                (true, _) => Ordering::Greater,
+                (_, true) => Ordering::Less,
+                _ => Ordering::Equal,
+            }
+        })
+    })
 }
 
 fn add_mag(a: &[u8], b: &[u8]) -> Vec<u8> {
@@ -165,30 +186,7 @@ fn sub_mag(a: &[u8], b: &[u8]) -> Vec<u8> {
 }
 
 fn mul_mag(a: &[u8], b: &[u8]) -> Vec<u8> {
-    if a.is_empty() || b.is_empty() {
-        return Vec::new();
-    }
-    let mut acc = vec![0u64; a.len() + b.len()];
-    for (i, &x) in a.iter().rev().enumerate() {
-        if x == 0 {
-            continue;
-        }
-        for (j, &y) in b.iter().rev().enumerate() {
-            acc[i + j] += (x * y) as u64;
-        }
-    }
-    let mut carry = 0u64;
-    for v in acc.iter_mut() {
-        let t = *v + carry;
-        *v = t % 10;
-        carry = t / 10;
-    }
-    let mut out: Vec<u8> = acc.iter().rev().map(|&v| v as u8).collect();
-    while carry > 0 {
-        out.insert(0, (carry % 10) as u8);
-        carry /= 10;
-    }
-    strip(out)
+    nat::to_digits(&nat::mul(&nat::from_digits(a), &nat::from_digits(b)))
 }
 
 fn to_u128(d: &[u8]) -> Option<u128> {
@@ -211,66 +209,18 @@ fn from_u128(mut v: u128) -> Vec<u8> {
 
 /// Truncating division of magnitudes: (quotient, remainder). `b` is not zero.
 fn divmod_mag(a: &[u8], b: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    let b = &b[b.iter().take_while(|&&x| x == 0).count()..];
-    if let (Some(x), Some(y)) = (to_u128(a), to_u128(b)) {
-        return (from_u128(x / y), from_u128(x % y));
-    }
-    if b.len() <= 18 {
-        // Short division by a one-limb divisor.
-        let y = to_u128(b).unwrap_or(1);
-        let mut q = Vec::with_capacity(a.len());
-        let mut r: u128 = 0;
-        for &x in a {
-            r = r * 10 + x as u128;
-            q.push((r / y) as u8);
-            r %= y;
-        }
-        return (strip(q), from_u128(r));
-    }
-    let mut q = Vec::with_capacity(a.len());
-    let mut r: Vec<u8> = Vec::new();
-    for &x in a {
-        r.push(x);
-        r = strip(r);
-        let mut n = 0;
-        while cmp_mag(&r, b) != Ordering::Less {
-            r = sub_mag(&r, b);
-            n += 1;
-        }
-        q.push(n);
-    }
-    (strip(q), r)
+    let (q, r) = nat::divmod(&nat::from_digits(a), &nat::from_digits(b));
+    (nat::to_digits(&q), nat::to_digits(&r))
 }
 
-/// Floor of the square root of a magnitude (Newton's method).
+/// Floor of the square root of a magnitude.
 fn isqrt_mag(n: &[u8]) -> Vec<u8> {
-    if n.is_empty() {
-        return Vec::new();
-    }
-    if let Some(v) = to_u128(n) {
-        let mut x = (v as f64).sqrt() as u128;
-        while x * x > v {
-            x -= 1;
-        }
-        while (x + 1) * (x + 1) <= v {
-            x += 1;
-        }
-        return from_u128(x);
-    }
-    // Start above the root: 10^ceil(len/2).
-    let mut x = shift(&[1], n.len().div_ceil(2) as u32);
-    loop {
-        let (q, _) = divmod_mag(n, &x);
-        let (y, _) = divmod_mag(&add_mag(&x, &q), &[2]);
-        if cmp_mag(&y, &x) != Ordering::Less {
-            return x;
-        }
-        x = y;
-    }
+    nat::to_digits(&nat::isqrt(&nat::from_digits(n)))
 }
 
 impl Numeric {
     fn finite(neg: bool, digits: Vec<u8>, dscale: u32) -> Numeric {
+        debug_assert!(dscale <= u16::MAX as u32, "display scale {dscale} does not fit the stored form");
         let digits = strip(digits);
         let kind = if neg && !digits.is_empty() { NEG } else { POS };
         let mut raw = Vec::with_capacity(3 + digits.len());
@@ -763,6 +713,9 @@ impl Numeric {
             return None;
         }
         let d = self.digits();
+        if d.is_empty() {
+            return Some(0);
+        }
         let tz = d.iter().rev().take_while(|&&x| x == 0).count() as i32;
         Some((self.dscale() as i32 - tz).max(0))
     }
@@ -909,19 +862,22 @@ impl Numeric {
         out
     }
 
+    /// numeric_recv: ndigits (read unsigned, as PostgreSQL does), weight,
+    /// sign, dscale, then the base-10000 digits. A short message is 08P01;
+    /// a bad sign, scale or digit 22P03; bytes left over 22P03 "incorrect
+    /// binary data format" (the Bind names the parameter). Any weight is
+    /// accepted: digits below the display scale are truncated away (a weight
+    /// of -32768 reads as zero), and the largest weight still fits the format.
     pub fn recv(b: &[u8]) -> Result<Numeric> {
         let short = || SqlError::new(b"08P01", "insufficient data left in message");
         let ext = |what: &str| SqlError::new(b"22P03", format!("invalid {what} in external \"numeric\" value"));
         let rd = |i: usize| -> Result<u16> { b.get(i..i + 2).map(|x| u16::from_be_bytes([x[0], x[1]])).ok_or_else(short) };
-        let ndigits = rd(0)? as i16;
-        if ndigits < 0 {
-            return Err(ext("length"));
-        }
+        let ndigits = rd(0)? as usize;
         let weight = rd(2)? as i16 as i64;
         let sign = rd(4)?;
         let dscale = rd(6)?;
-        if b.len() != 8 + 2 * ndigits as usize {
-            return Err(if b.len() < 8 + 2 * ndigits as usize { short() } else { SqlError::new(b"22P03", "incorrect binary data format") });
+        if b.len() != 8 + 2 * ndigits {
+            return Err(if b.len() < 8 + 2 * ndigits { short() } else { SqlError::new(b"22P03", "incorrect binary data format") });
         }
         match sign {
             0x0000 | 0x4000 => {}
@@ -933,8 +889,8 @@ impl Numeric {
         if dscale as u32 > MAX_DSCALE {
             return Err(ext("scale"));
         }
-        let mut digits = Vec::with_capacity(4 * ndigits as usize);
-        for i in 0..ndigits as usize {
+        let mut digits = Vec::with_capacity(4 * ndigits);
+        for i in 0..ndigits {
             let g = rd(8 + 2 * i)? as i16;
             if !(0..10000).contains(&g) {
                 return Err(ext("digit"));
@@ -944,17 +900,14 @@ impl Numeric {
         // The groups' value is digits × 10^(4 (weight + 1 - ndigits)).
         let p = 4 * (weight + 1 - ndigits as i64);
         let n = if p >= 0 {
-            if digits.len() as i64 + p > MAX_INT_DIGITS as i64 + 8 {
-                return Err(overflow());
-            }
             Numeric::finite(sign == 0x4000, shift(&digits, p as u32), 0)
         } else {
-            if -p > MAX_DSCALE as i64 + 8 {
-                return Err(ext("scale"));
-            }
-            Numeric::finite(sign == 0x4000, digits, (-p) as u32)
+            // Only the digits at or above the display scale survive (truncation).
+            let frac = (-p) as usize;
+            let keep = digits.len().saturating_sub(frac.saturating_sub(dscale as usize));
+            digits.truncate(keep);
+            Numeric::finite(sign == 0x4000, digits, frac.min(dscale as usize) as u32)
         };
-        // Digits beyond the given display scale are truncated away, as PostgreSQL does.
         Numeric::check(n.rescale(dscale as u32, false))
     }
 }
@@ -1226,6 +1179,7 @@ mod tests {
         assert_eq!(n("12345").apply_typmod(make_typmod(5, -1).unwrap()).unwrap().to_text(), "12350");
         assert_eq!(n("1.23").min_scale(), Some(2));
         assert_eq!(n("1.2300").trim_scale().to_text(), "1.23");
+        assert_eq!((n("0.000").min_scale(), n("0.000").trim_scale().to_text()), (Some(0), "0".to_string()));
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! | pg_authid, pg_roles, pg_user | postgres (10, superuser) and PostgreSQL's predefined roles |
 //! | pg_tablespace | pg_default 1663, pg_global 1664 |
 //! | pg_collation | default 100, C 950, POSIX 951 |
-//! | pg_settings | the session's settings (name, setting, source, boot_val, reset_val; vartype "string", context "user") |
+//! | pg_settings | the session's settings (name, setting, source, boot_val, reset_val; context, vartype, unit, min_val, max_val, enumvals from the table of known settings) |
 //! | pg_proc, pg_description, pg_shdescription, pg_inherits, pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
 //!
 //! | information_schema.tables, information_schema.columns | the tables (relkind 'r') and their columns |
@@ -218,16 +218,46 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
             all.sort();
             all.into_iter()
                 .map(|(name, value, default)| {
+                    use ferrogres_engine::config::guc;
                     let source = if value == default { "default" } else { "session" };
-                    Row::new(v)
-                        .t("name", &name)
+                    let row = Row::new(v);
+                    let row = if name == crate::memory::SETTING {
+                        row.t("category", "Resource Usage / Memory").t("short_desc", crate::memory::SHORT_DESC)
+                    } else {
+                        row
+                    };
+                    row.t("name", &name)
                         .t("setting", &value)
-                        .t("context", "user")
-                        .t("vartype", "string")
                         .t("source", source)
                         .t("boot_val", &default)
                         .t("reset_val", &default)
-                        .b("pending_restart", false)
+                        .b("pending_restart", false);
+                    // Context, type, unit and range from the table of known settings
+                    // (`setting` is SHOW's form here, not PostgreSQL's base-unit number).
+                    match guc::find(&name) {
+                        Some(g) => {
+                            let row = row.t("context", g.context.as_str());
+                            match g.kind {
+                                guc::Kind::Bool => row.t("vartype", "bool"),
+                                guc::Kind::Int { min, max, unit } => {
+                                    let row = row.t("vartype", "integer").t("min_val", &min.to_string()).t("max_val", &max.to_string());
+                                    if unit == guc::Unit::None { row } else { row.t("unit", unit.as_str()) }
+                                }
+                                guc::Kind::Real { min, max } => {
+                                    row.t("vartype", "real").t("min_val", &guc::fmt_g(min)).t("max_val", &guc::fmt_g(max))
+                                }
+                                guc::Kind::Enum { values, .. } => row.t("vartype", "enum").set(
+                                    "enumvals",
+                                    Value::Array(Box::new(crate::array::Array::new(
+                                        Type::Text,
+                                        values.iter().map(|e| Value::Text(e.to_string())).collect(),
+                                    ))),
+                                ),
+                                guc::Kind::String => row.t("vartype", "string"),
+                            }
+                        }
+                        None => row.t("context", "user").t("vartype", "string"),
+                    }
                 })
                 .collect()
         }
@@ -283,6 +313,8 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                     Value::Text(s) => types::input(INT2_ARRAY, s, -1).unwrap_or(Value::Null),
                     _ => Value::Null,
                 };
+                // A foreign key added NOT VALID and not validated since (`crate::foreign_key`).
+                let validated = !(r[3] == Value::Text("f".into()) && matches!(&r[7], Value::Text(b) if b.ends_with(" notvalid")));
                 out.push(
                     Row::new(v)
                         .set("oid", r[0].clone())
@@ -291,7 +323,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                         .set("contype", r[3].clone())
                         .b("condeferrable", false)
                         .b("condeferred", false)
-                        .b("convalidated", true)
+                        .b("convalidated", validated)
                         .set("conrelid", r[4].clone())
                         .oid("contypid", 0)
                         .set("conindid", r[5].clone())

@@ -165,6 +165,12 @@ pub enum Expr {
     /// for a LATERAL item, of the FROM items to its left; bound to a constant
     /// before the query that holds it runs ([`crate::subquery::bind_outer`]).
     OuterColumn { levels_up: usize, index: usize, ty: Type },
+    /// The result of aggregate `index` of an enclosing query level
+    /// (`levels_up` >= 1): an aggregate whose arguments read only that level
+    /// (or levels further out) belongs to it, as in PostgreSQL
+    /// (`analyze::agg_level`); bound to a constant with the parent's aggregate
+    /// results before the subquery runs ([`crate::subquery::bind_outer`]).
+    OuterAggRef { levels_up: usize, index: usize, ty: Type },
 }
 
 impl Expr {
@@ -179,7 +185,7 @@ impl Expr {
             Expr::NullIf { arg, .. } => arg.ty(),
             Expr::Distinct { .. } | Expr::Like { .. } => Type::Bool,
             Expr::SubPlan(sp) => sp.ty,
-            Expr::OuterColumn { ty, .. } => *ty,
+            Expr::OuterColumn { ty, .. } | Expr::OuterAggRef { ty, .. } => *ty,
         }
     }
 }

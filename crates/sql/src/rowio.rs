@@ -123,6 +123,48 @@ impl RowScan {
     }
 }
 
+/// A row of a relation with its TID.
+pub type TidRow = (Tid, Vec<Value>);
+
+/// The rows of a relation a page at a time, for loops that do more per row
+/// than a scan callback may (which runs under the page lock): memory is one
+/// page's rows, unlike [`scan_rows`]. The relation's length is taken when the
+/// scan starts.
+pub struct PageRows<'s> {
+    st: &'s RelStorage,
+    descs: Vec<AttrDesc>,
+    next: u32,
+    nblocks: Option<u32>,
+}
+
+impl<'s> PageRows<'s> {
+    pub fn new(st: &'s RelStorage) -> Result<PageRows<'s>> {
+        Ok(PageRows { st, descs: st.descs()?, next: 0, nblocks: None })
+    }
+
+    /// The visible rows of the next page (possibly none), or `None` at the end.
+    pub fn next_page(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<Vec<TidRow>>> {
+        let nblocks = match self.nblocks {
+            Some(n) => n,
+            None => *self.nblocks.insert(heapam::heap_nblocks(backend, self.st.rel)?),
+        };
+        if self.next >= nblocks {
+            return Ok(None);
+        }
+        let mut raw: Vec<(Tid, Vec<u8>)> = Vec::new();
+        heapam::heap_scan_block(backend, self.st.rel, self.next, snapshot, &mut |tid, t| {
+            raw.push((tid, t.to_vec()));
+            Ok(())
+        })?;
+        self.next += 1;
+        let mut out = Vec::with_capacity(raw.len());
+        for (tid, t) in raw {
+            out.push((tid, deform_row(backend, self.st, &self.descs, &t, snapshot)?));
+        }
+        Ok(Some(out))
+    }
+}
+
 /// Values of a stored tuple of `st` (detoasting with `snapshot`).
 pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], snapshot: &Snapshot) -> Result<Vec<Value>> {
     let datums = deform_tuple(descs, t)?;

@@ -263,6 +263,13 @@ impl SeqSession {
 
 /// Evaluates a sequence function (`exec::call`).
 pub fn call(f: SeqFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Result<Value> {
+    // The sequence is locked RowExclusiveLock for the transaction, as
+    // PostgreSQL's lock_and_open_sequence does: an uncommitted ALTER SEQUENCE
+    // (ShareRowExclusiveLock) makes this call wait, and ALTER waits for this
+    // transaction.
+    if let (Some(Value::Oid(oid)), Some(lc)) = (vals.first(), env.lock_ctx()) {
+        crate::locking::lock_relation_in(&lc.manager, lc.backend, *oid, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+    }
     let Some(ss) = env.seq_ctx() else {
         return Err(SqlError::not_supported("sequence functions outside a session"));
     };
@@ -657,6 +664,9 @@ pub fn execute(cmd: &SeqCmd, backend: &mut Backend, snap: &Snapshot, notice: &mu
             Ok("ALTER SEQUENCE".into())
         }
         SeqCmd::Alter { oid, name, raw, .. } => {
+            // ShareRowExclusiveLock, as PostgreSQL's ALTER SEQUENCE: it waits
+            // for transactions that used the sequence, and they for it.
+            crate::locking::lock_relation(backend, *oid, ferrogres_engine::lmgr::lock::LockMode::ShareRowExclusive, false, name)?;
             let engine = backend.engine().clone();
             with_state(&engine, *oid, name, |s| {
                 let opts = resolve(raw, Some(&s.opts))?;
@@ -710,6 +720,9 @@ pub fn execute(cmd: &SeqCmd, backend: &mut Backend, snap: &Snapshot, notice: &mu
                     None if *missing_ok => notice(SqlError::notice(b"00000", format!("sequence \"{shown}\" does not exist, skipping")))?,
                     None => return Err(SqlError::new(b"42P01", format!("sequence \"{shown}\" does not exist"))),
                 }
+            }
+            for (oid, name) in &found {
+                crate::locking::lock_relation(backend, *oid, ferrogres_engine::lmgr::lock::LockMode::AccessExclusive, false, name)?;
             }
             for (oid, name) in &found {
                 if let Some(s) = with_state(backend.engine(), *oid, name, |s| Ok(s.owner)).ok().filter(|o| o.0 != 0) {

@@ -139,20 +139,60 @@ pub struct SessionEnv {
     pub locks: Option<crate::locking::LockCtx>,
 }
 
+/// Checks a value given at server start (`-c name=value`) for a setting a session
+/// may change, the way SET checks it (DateStyle's keywords, TimeZone's names, ...),
+/// and returns the value in the form SHOW prints: the binary makes it the sessions'
+/// default, or stops with FATAL.
+pub fn check_startup_setting(name: &str, value: &str) -> Result<String> {
+    let boot = ferrogres_engine::config::guc::find(name).map_or("", |g| g.boot);
+    let mut env = SessionEnv {
+        settings: vec![Setting { name: name.to_string(), value: boot.into(), default: boot.into(), reported: false }],
+        changed: Vec::new(),
+        pid: 0,
+        version: String::new(),
+        interrupts: Box::new(|| Ok(())),
+        locks: None,
+    };
+    env.set(name, Some(value))?;
+    env.get(name)
+}
+
 impl SessionEnv {
     fn find(&self, name: &str) -> Option<usize> {
         self.settings.iter().position(|s| s.name.eq_ignore_ascii_case(name))
     }
 
+    /// SET / RESET / a startup-packet setting. The table of known settings
+    /// (`ferrogres_engine::config::guc`) decides whether it may change now (a
+    /// postmaster setting: 55P02 "cannot be changed without restarting the
+    /// server") and checks the value's type, unit and range; numbers and booleans
+    /// are kept in SHOW's canonical form (`SET work_mem = 65536` shows `64MB`).
+    /// A name with a dot and no row is a custom placeholder, made on first SET.
     pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        use ferrogres_engine::config::guc;
         let lname = name.to_ascii_lowercase();
         let Some(idx) = self.find(name) else {
+            if let (true, Some(v)) = (guc::is_custom(&lname), value) {
+                crate::plan_cache::bump_settings_epoch();
+                self.settings.push(Setting { name: lname, value: v.to_string(), default: String::new(), reported: false });
+                return Ok(());
+            }
             return Err(SqlError::new(b"42704", format!("unrecognized configuration parameter \"{lname}\"")));
         };
         let value = value.map(str::to_string).unwrap_or_else(|| self.settings[idx].default.clone());
+        let value = match guc::find(&lname) {
+            Some(g) => {
+                if let Some(e) = guc::change_forbidden(g, false) {
+                    return Err(e.into());
+                }
+                match g.kind {
+                    guc::Kind::String => value,
+                    _ => g.canonical(&lname, &value).map_err(SqlError::from)?,
+                }
+            }
+            None => value,
+        };
         let value = match lname.as_str() {
-            "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes" | "in_hot_standby"
-            | "is_superuser" => return Err(SqlError::new(b"55P02", format!("parameter \"{lname}\" cannot be changed"))),
             "client_encoding" => {
                 if !matches!(value.to_ascii_uppercase().as_str(), "UTF8" | "UTF-8" | "UNICODE") {
                     return Err(SqlError::new(b"22023", format!("invalid value for parameter \"client_encoding\": \"{value}\""))
@@ -198,6 +238,12 @@ impl SessionEnv {
                 }
                 if v == "debug" { "debug2".into() } else { v }
             }
+            "max_stack_depth" => {
+                // Every session is a superuser here (PostgreSQL: a superuser setting).
+                let (shown, kb) = crate::stack_depth::parse_setting(&value)?;
+                crate::stack_depth::set_limit_kb(kb);
+                shown
+            }
             "deadlock_timeout" | "lock_timeout" => {
                 let v = crate::locking::check_time_setting(&lname, &value)?;
                 if let Some(l) = self.locks.as_mut() {
@@ -205,6 +251,7 @@ impl SessionEnv {
                 }
                 v
             }
+            crate::memory::SETTING => crate::memory::normalize(&value)?,
             "extra_float_digits" => {
                 match value.trim().parse::<i32>() {
                     Ok(n) if (-15..=3).contains(&n) => n.to_string(),
@@ -252,7 +299,8 @@ impl SessionEnv {
 
 impl Env for SessionEnv {
     fn check_interrupts(&self) -> Result<()> {
-        (self.interrupts)()
+        (self.interrupts)()?;
+        crate::memory::check()
     }
     fn get_setting(&self, name: &str) -> Result<String> {
         self.get(name)
@@ -286,7 +334,11 @@ struct Prepared {
 enum PortalState {
     NotStarted,
     Rows { rows: VecDeque<Vec<Value>>, tag: String },
+    /// A statement without rows ran; its tag is reported by this Execute.
     Done(String),
+    /// A statement without rows ran and was reported: running the portal again
+    /// is PostgreSQL's 55000 `portal "p" cannot be run` (PORTAL_DONE).
+    Finished,
 }
 
 struct Portal {
@@ -335,6 +387,15 @@ thread_local! {
 /// Session uids start at 1 (0 means "none" in [`SYNCED_SETTINGS`]).
 static NEXT_SESSION_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// Makes the session's `max_stack_depth` the thread's stack-depth limit
+/// ([`crate::stack_depth`]: the limit is per thread, set by the session that
+/// runs there).
+fn push_stack_limit(env: &SessionEnv) {
+    if let Some(Ok((_, kb))) = env.get("max_stack_depth").ok().map(|v| crate::stack_depth::parse_setting(&v)) {
+        crate::stack_depth::set_limit_kb(kb);
+    }
+}
+
 fn txn_error(e: impl Into<SqlError>) -> SqlError {
     e.into()
 }
@@ -342,6 +403,7 @@ fn txn_error(e: impl Into<SqlError>) -> SqlError {
 impl Session {
     pub fn new(backend: Backend, mut env: SessionEnv) -> Session {
         env.locks = Some(crate::locking::LockCtx::new(&backend));
+        push_stack_limit(&env);
         Session {
             backend,
             env,
@@ -601,7 +663,7 @@ impl Session {
                 curcid: 0,
                 completion_count: 0,
             };
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default() };
             let r = a.statement(&st.node);
             *param_types = a.params;
             return r;
@@ -609,7 +671,7 @@ impl Session {
         self.ensure_txn()?;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
-        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed };
+        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default() };
         let r = a.statement(&st.node);
         *param_types = a.params;
         r
@@ -636,9 +698,20 @@ impl Session {
             crate::datestyle::sync(&ds, &is, &self.env.get("bytea_output").unwrap_or_default());
         }
         crate::namespace::sync(self.backend.id().0 as i32, &self.env.get("search_path").unwrap_or_else(|_| "\"$user\", public".into()));
+        push_stack_limit(&self.env);
     }
 
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+        // The statement's memory is bounded from here (crate::memory); the
+        // executor's interrupt checks enforce it.
+        let limit = self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten();
+        crate::memory::start_statement(limit);
+        let r = self.run_statement(plan, params, out);
+        crate::memory::end_statement();
+        r
+    }
+
+    fn run_statement(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         let locked_at_bind = self.plan_locked.take();
         (self.env.interrupts)()?;
         self.sync_datetime();
@@ -744,6 +817,11 @@ impl Session {
         snap: ferrogres_engine::txn::snapshot::Snapshot,
         out: &mut dyn Output,
     ) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+        // Uncorrelated subqueries of a data-modifying statement run once (InitPlans).
+        if let Some(bound) = crate::subquery::statement_init_plans(plan) {
+            let pairs = crate::explain::statement_key_pairs(plan, &bound);
+            return crate::explain::with_key_aliases(&pairs, || self.run_in_txn(&bound, params, snap, out));
+        }
         let returning = |rows: Vec<Vec<Value>>, r: &[Target]| if r.is_empty() { None } else { Some(rows) };
         match plan {
             Statement::Query(q) => {
@@ -960,6 +1038,10 @@ impl Session {
     // ---- simple query ----------------------------------------------------------
 
     pub fn execute_simple(&mut self, sql: &str, out: &mut dyn Output) -> Result<()> {
+        // A simple Query destroys the unnamed statement and the unnamed portal
+        // (the protocol says so; named ones live on).
+        self.prepared.remove("");
+        self.portals.remove("");
         let stmts = match self.parse_cached(sql) {
             Ok(s) => s,
             Err(e) => {
@@ -1065,7 +1147,7 @@ impl Session {
         if !p.argtypes.is_empty() {
             self.ensure_txn()?;
             let snap = self.backend.txn.statement_snapshot()?;
-            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true };
+            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true, views: Default::default(), upper: Default::default() };
             for n in &p.argtypes {
                 let Some(pg_query::NodeEnum::TypeName(tn)) = n.node.as_ref() else {
                     return Err(SqlError::not_supported("this PREPARE parameter type"));
@@ -1093,7 +1175,7 @@ impl Session {
         let mut exprs = Vec::with_capacity(types.len());
         {
             let snap = self.backend.txn.statement_snapshot()?;
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default() };
             for (i, (n, ty)) in e.params.iter().zip(&types).enumerate() {
                 let Some(node) = n.node.as_ref() else { return Err(SqlError::syntax("empty EXECUTE parameter")) };
                 let ex = a.scalar_expr(node)?;
@@ -1261,23 +1343,38 @@ impl Session {
         let p = &self.prepared[statement];
         let mut values = Vec::with_capacity(params.len());
         for (i, (pv, ty)) in params.iter().zip(&p.param_types).enumerate() {
+            // PostgreSQL's bind_param_error_callback: which parameter failed, and
+            // for a text value that was read, its value cut to
+            // log_parameter_max_length_on_error (0 by default: '...').
+            let context = |with_value: bool| {
+                move |e: SqlError| {
+                    let value = if with_value { " = '...'" } else { "" };
+                    if e.context.is_some() {
+                        e
+                    } else if portal.is_empty() {
+                        e.with_context(format!("unnamed portal parameter ${}{value}", i + 1))
+                    } else {
+                        e.with_context(format!("portal \"{portal}\" parameter ${}{value}", i + 1))
+                    }
+                }
+            };
             values.push(match pv {
                 ParamValue::Null => Value::Null,
                 ParamValue::Text(b) => {
-                    let s = std::str::from_utf8(b).map_err(|e| {
-                        SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{:02x}", b[e.valid_up_to()]))
-                    })?;
-                    types::input(*ty, s, -1)?
+                    // Text parameters are verified like any client string (a NUL is invalid).
+                    let s = types::verify_utf8(b).map_err(context(false))?;
+                    types::input(*ty, s, -1).map_err(context(true))?
                 }
                 ParamValue::Binary(b) => types::recv(*ty, b).map_err(|e| {
-                    // A receive function's own complaint about the content (numeric_recv's
-                    // "invalid sign in external ..." ) keeps its text, as in PostgreSQL.
-                    if e.code == *b"22P03" && !e.message.starts_with("invalid ") {
+                    // Bytes the receive function left over: PostgreSQL's Bind names
+                    // the parameter. Other complaints keep their text.
+                    if e.code == *b"22P03" && e.message == "incorrect binary data format" {
                         SqlError::new(b"22P03", format!("incorrect binary data format in bind parameter {}", i + 1))
                     } else {
                         e
                     }
-                })?,
+                })
+                .map_err(context(false))?,
             });
         }
         if !portal.is_empty() && self.portals.contains_key(portal) {
@@ -1301,10 +1398,20 @@ impl Session {
             return Err(SqlError::new(b"34000", format!("portal \"{portal}\" does not exist")));
         };
         if !matches!(*p.plan, Statement::Transaction(_)) {
-            self.check_not_failed(None)?;
+            if let Err(e) = self.check_not_failed(None) {
+                self.portals.insert(portal.to_string(), p);
+                return Err(e);
+            }
         }
         if matches!(*p.plan, Statement::Empty) {
+            // An empty portal answers EmptyQueryResponse as often as it is run.
+            self.portals.insert(portal.to_string(), p);
             return Ok(ExecOutcome::EmptyQuery);
+        }
+        if let PortalState::Finished = p.state {
+            let e = SqlError::new(b"55000", format!("portal \"{portal}\" cannot be run"));
+            self.portals.insert(portal.to_string(), p);
+            return Err(e);
         }
         if let PortalState::NotStarted = p.state {
             let (rows, tag) = self.run(&p.plan, &p.params, out)?;
@@ -1314,19 +1421,20 @@ impl Session {
             };
         }
         let outcome = match &mut p.state {
-            PortalState::NotStarted => return Err(SqlError::internal("portal not started")),
-            PortalState::Done(tag) => ExecOutcome::Completed(tag.clone()),
+            PortalState::NotStarted | PortalState::Finished => return Err(SqlError::internal("portal not started")),
+            PortalState::Done(tag) => {
+                let tag = std::mem::take(tag);
+                p.state = PortalState::Finished;
+                ExecOutcome::Completed(tag)
+            }
             PortalState::Rows { rows, tag } => {
                 let mut n: u64 = 0;
                 loop {
+                    // As PostgreSQL's executor, which stops after `max_rows`
+                    // rows without looking for another: exactly `max_rows`
+                    // rows is PortalSuspended, even when none are left.
                     if max_rows > 0 && n == max_rows as u64 {
-                        if rows.is_empty() {
-                            break;
-                        }
-                        let ends_txn = matches!(*p.plan, Statement::Transaction(_));
-                        if !ends_txn {
-                            self.portals.insert(portal.to_string(), p);
-                        }
+                        self.portals.insert(portal.to_string(), p);
                         return Ok(ExecOutcome::Suspended);
                     }
                     let Some(r) = rows.pop_front() else { break };
@@ -1345,8 +1453,14 @@ impl Session {
                 ExecOutcome::Completed(t)
             }
         };
-        // Transaction end drops every portal, this one included.
-        if self.backend.txn.in_transaction() || self.status != TxnStatus::Idle {
+        // The portal lives on until its transaction ends, at the latest at the
+        // next Sync (see `sync`): a SET or SHOW portal outside a block belongs
+        // to the pipeline's implicit transaction, as in PostgreSQL. A portal
+        // whose COMMIT or ROLLBACK just ended the transaction goes with it.
+        let ended_txn = matches!(*p.plan, Statement::Transaction(_))
+            && !self.backend.txn.in_transaction()
+            && self.status == TxnStatus::Idle;
+        if !ended_txn {
             self.portals.insert(portal.to_string(), p);
         }
         Ok(outcome)
@@ -1360,8 +1474,31 @@ impl Session {
         self.portals.remove(name);
     }
 
+    /// Sync: commit the implicit transaction. Outside a transaction block every
+    /// portal is gone afterwards, as in PostgreSQL (where the implicit
+    /// transaction, started by the first message of the pipeline, owns them).
     pub fn sync(&mut self) -> Result<()> {
-        self.finish_implicit()
+        let r = self.finish_implicit();
+        if self.status == TxnStatus::Idle && !self.backend.txn.in_transaction() {
+            self.portals.clear();
+        }
+        r
+    }
+
+    /// Whether a portal of this name exists (for the wire layer's bookkeeping).
+    pub fn has_portal(&self, name: &str) -> bool {
+        self.portals.contains_key(name)
+    }
+
+    /// Whether a prepared statement of this name exists.
+    pub fn has_statement(&self, name: &str) -> bool {
+        self.prepared.contains_key(name)
+    }
+
+    /// An error was raised outside the session (the wire layer rejected a
+    /// message): the transaction fails as after any error.
+    pub fn fail_transaction(&mut self) {
+        self.on_error();
     }
 
     /// The connection ends: roll back.

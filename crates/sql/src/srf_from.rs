@@ -375,7 +375,7 @@ fn call_rows(c: &Call, v: &[Value], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
 fn each(j: &Value, jsonb: bool, text: bool) -> Result<Vec<Vec<Value>>> {
     let fname = format!("{}_each{}", if jsonb { "jsonb" } else { "json" }, if text { "_text" } else { "" });
     match j {
-        Value::Jsonb(s) => match crate::json::tree(s) {
+        Value::Jsonb(s) => match crate::json::tree(s)? {
             crate::json::Jv::Obj(pairs) => Ok(pairs
                 .into_iter()
                 .map(|(k, v)| {
@@ -416,19 +416,26 @@ fn series(ty: Type, start: &Value, stop: &Value, step: Option<&Value>, ctx: &mut
         None if ty == Type::Numeric => crate::types::input(Type::Numeric, "1", -1)?,
         None => Value::Int8(1),
     };
+    // generate_series_step_numeric's checks, in its order: NaN or infinite
+    // bounds and step (an infinite start would repeat forever), then a zero step.
+    if ty == Type::Numeric {
+        for (v, what) in [(start, "start value"), (stop, "stop value"), (&step, "step size")] {
+            if let Value::Numeric(n) = v {
+                if n.is_nan() {
+                    return Err(SqlError::new(b"22023", format!("{what} cannot be NaN")));
+                }
+                if n.is_inf() {
+                    return Err(SqlError::new(b"22023", format!("{what} cannot be infinity")));
+                }
+            }
+        }
+    }
     let dir = match (&step, &zero) {
         (s, _) if ty.is_integer() => s.as_i64().unwrap_or(0).cmp(&0),
         (s, z) => compare(s, z),
     };
     if dir == Ordering::Equal {
         return Err(SqlError::new(b"22023", "step size cannot equal zero"));
-    }
-    if let (Value::Numeric(_), true) = (start, ty == Type::Numeric) {
-        for (v, what) in [(start, "start"), (stop, "stop"), (&step, "step size")] {
-            if crate::types::output(v).is_some_and(|t| t.eq_ignore_ascii_case("nan")) {
-                return Err(SqlError::new(b"22023", format!("{what} value cannot be NaN").replace("step size value", "step size")));
-            }
-        }
     }
     let mut out = Vec::new();
     let mut cur = start.clone();

@@ -54,19 +54,41 @@ pub struct SubPlan {
     /// Reads a column of an enclosing level: re-run for each row.
     pub correlated: bool,
     pub ty: Type,
-    /// An uncorrelated subquery's rows, filled in for one execution (InitPlan).
-    pub rows: Option<Arc<Vec<Vec<Value>>>>,
+    /// An uncorrelated subquery's rows for one execution of the statement or
+    /// query holding it (PostgreSQL's InitPlan): the cell is installed in a
+    /// copy of the plan when that execution starts ([`init_plans`],
+    /// [`statement_init_plans`]) and filled at the first evaluation, so the
+    /// subquery runs at most once, and not at all if no row needs it.
+    pub rows: Option<InitRows>,
     /// Row-valued ANY/ALL (`(a, b) IN (SELECT x, y ...)`): the left row's
     /// items; then `lhs` is None and `cmp` reads [items..., subquery columns...]
     /// (`analyze::row_compare`).
     pub row_lhs: Vec<Expr>,
 }
 
+/// The rows of an uncorrelated subquery for one execution, computed at its
+/// first use (shared by the copies of the plan made during that execution).
+#[derive(Clone, Debug, Default)]
+pub struct InitRows(Arc<std::sync::Mutex<Option<Rows>>>);
+
+/// A subquery's rows, shared.
+type Rows = Arc<Vec<Vec<Value>>>;
+
+impl InitRows {
+    fn get(&self) -> Option<Rows> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, rows: Rows) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(rows);
+    }
+}
+
 /// The direct subexpressions of `e` at the same query level (a SubPlan's
 /// left operand; not its comparison, which reads its own two-column row).
 pub fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
     match e {
-        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } => vec![],
+        Expr::Const(..) | Expr::Column(..) | Expr::Param(..) | Expr::AggRef(..) | Expr::OuterColumn { .. } | Expr::OuterAggRef { .. } => vec![],
         Expr::Cast { arg, .. } | Expr::Neg(arg, _) | Expr::Not(arg) | Expr::IsNull { arg, .. } => vec![arg],
         Expr::Arith { l, r, .. } | Expr::Compare { l, r, .. } | Expr::Concat(l, r) | Expr::Distinct { l, r, .. } => vec![l, r],
         Expr::And(v) | Expr::Or(v) | Expr::Func { args: v, .. } | Expr::Coalesce(v, _) | Expr::MinMax { args: v, .. } => v.iter_mut().collect(),
@@ -196,12 +218,12 @@ macro_rules! tree_walks {
 tree_walks!(walk_expr, walk_query, walk_source, children_mut, as_mut, iter_mut, &mut);
 tree_walks!(visit_expr, visit_query, visit_source, crate::grouping::children, as_ref, iter, &);
 
-/// Whether `q` (a query one level below its parent) reads a column of a level
-/// above itself.
+/// Whether `q` (a query one level below its parent) reads a column, or the
+/// result of an aggregate, of a level above itself.
 pub fn is_correlated(q: &Query) -> bool {
     let mut found = false;
     visit_query(q, 0, true, &mut |e, d| {
-        if let Expr::OuterColumn { levels_up, .. } = e {
+        if let Expr::OuterColumn { levels_up, .. } | Expr::OuterAggRef { levels_up, .. } = e {
             if *levels_up > d {
                 found = true;
             }
@@ -210,13 +232,35 @@ pub fn is_correlated(q: &Query) -> bool {
     found
 }
 
-/// Binds `row`, a row of the level just above `q`, into `q`: each reference to
-/// that level becomes a constant.
-pub fn bind_outer(q: &mut Query, row: &[Value]) {
-    walk_query(q, 0, true, &mut |e, d| {
-        if let Expr::OuterColumn { levels_up, index, ty } = e {
-            if *levels_up == d + 1 {
-                *e = Expr::Const(row.get(*index).cloned().unwrap_or(Value::Null), *ty);
+/// Whether `q` (a query one level below its parent) reads a column of its
+/// parent's row.
+pub fn reads_parent_row(q: &Query) -> bool {
+    let mut found = false;
+    visit_query(q, 0, true, &mut |e, d| found |= matches!(e, Expr::OuterColumn { levels_up, .. } if *levels_up == d + 1));
+    found
+}
+
+/// Binds `row`, a row of the level just above `q`, and `aggs`, that level's
+/// aggregate results for the row's group, into `q`: each reference to that
+/// level becomes a constant.
+pub fn bind_outer(q: &mut Query, row: &[Value], aggs: &[Value]) {
+    walk_query(q, 0, true, &mut |e, d| match e {
+        Expr::OuterColumn { levels_up, index, ty } if *levels_up == d + 1 => {
+            *e = Expr::Const(row.get(*index).cloned().unwrap_or(Value::Null), *ty);
+        }
+        Expr::OuterAggRef { levels_up, index, ty } if *levels_up == d + 1 => {
+            *e = Expr::Const(aggs.get(*index).cloned().unwrap_or(Value::Null), *ty);
+        }
+        _ => {}
+    });
+    // A subquery nested in `q` that read only levels now bound is no longer
+    // correlated: it runs once per run of its parent (an InitPlan), not once
+    // per row of it. (`select (select f(a1.x, (select g(a2.y) from a3)) from
+    // a1) from a2` would otherwise rescan a3 for every row of a1.)
+    walk_query(q, 0, true, &mut |e, _| {
+        if let Expr::SubPlan(sp) = e {
+            if sp.correlated && !is_correlated(&sp.query) {
+                sp.correlated = false;
             }
         }
     });
@@ -250,45 +294,128 @@ pub fn has_subplan(e: &Expr) -> bool {
     found
 }
 
-/// InitPlans: a copy of `q` with the rows of each uncorrelated subquery of its
-/// level computed now, or `None` when it has none.
-pub fn init_plans(q: &Query, ctx: &mut Ctx) -> Result<Option<Query>> {
+/// InitPlans: a copy of `q` in which each uncorrelated subquery of its level
+/// gets the cell its rows go to at its first evaluation (once for this run of
+/// `q`), or `None` when it has none.
+pub fn init_plans(q: &Query, _ctx: &mut Ctx) -> Result<Option<Query>> {
     // Checked without copying the plan: this runs before every query.
     if !level_has_init_plan(q) {
         return Ok(None);
     }
     let mut probe = q.clone();
-    let mut pending = Vec::new();
-    walk_query(&mut probe, 0, false, &mut |e, _| {
-        if let Expr::SubPlan(sp) = e {
-            if !sp.correlated && sp.rows.is_none() {
-                pending.push(sp.query.clone());
-            }
-        }
-    });
-    let mut results = Vec::new();
-    for sq in &pending {
-        results.push(Arc::new(collect(sq, ctx)?));
-    }
-    let mut it = results.into_iter();
-    walk_query(&mut probe, 0, false, &mut |e, _| {
-        if let Expr::SubPlan(sp) = e {
-            if !sp.correlated && sp.rows.is_none() {
-                sp.rows = it.next();
-            }
-        }
-    });
+    walk_query(&mut probe, 0, false, &mut install_init_rows);
     Ok(Some(probe))
+}
+
+fn install_init_rows(e: &mut Expr, _depth: usize) {
+    if let Expr::SubPlan(sp) = e {
+        if !sp.correlated && sp.rows.is_none() {
+            sp.rows = Some(InitRows::default());
+        }
+    }
+}
+
+/// The expressions a data-modifying statement evaluates at its own level, per
+/// target or source row: WHERE, SET, VALUES rows, RETURNING, the row built
+/// from INSERT ... SELECT's output, ON CONFLICT's SET and WHERE, MERGE's ON,
+/// conditions and actions. (Their FROM/USING/source queries run through
+/// [`run_query`], which has InitPlans of its own.)
+macro_rules! dml_exprs {
+    ($name:ident, $as:ident, $iter:ident, $($r:tt)+) => {
+        fn $name(st: $($r)+ crate::plan::Statement) -> Vec<$($r)+ Expr> {
+            use crate::plan::Statement as S;
+            let mut out: Vec<$($r)+ Expr> = Vec::new();
+            match st {
+                S::Delete { filter, returning, .. } => {
+                    out.extend(filter.$as());
+                    out.extend(returning.$iter().map(|t| $($r)+ t.expr));
+                }
+                S::Update { sets, filter, returning, .. } => {
+                    out.extend(sets.$iter().map(|(_, e)| e));
+                    out.extend(filter.$as());
+                    out.extend(returning.$iter().map(|t| $($r)+ t.expr));
+                }
+                S::Insert { rows, returning, .. } => {
+                    out.extend(rows.$iter().flatten());
+                    out.extend(returning.$iter().map(|t| $($r)+ t.expr));
+                }
+                S::InsertSelect(i) => {
+                    out.extend(i.row.$iter());
+                    out.extend(i.returning.$iter().map(|t| $($r)+ t.expr));
+                }
+                S::Upsert(u) => {
+                    match $($r)+ u.source {
+                        crate::upsert::UpsertSource::Rows(rows) => out.extend(rows.$iter().flatten()),
+                        crate::upsert::UpsertSource::Select { row, .. } => out.extend(row.$iter()),
+                    }
+                    if let crate::upsert::Action::Update { sets, filter } = $($r)+ u.action {
+                        out.extend(sets.$iter().map(|(_, e)| e));
+                        out.extend(filter.$as());
+                    }
+                    out.extend(u.returning.$iter().map(|t| $($r)+ t.expr));
+                }
+                S::JoinedDml(d) => {
+                    out.extend(d.filter.$as());
+                    if let crate::dml_join::JoinedAction::Update(sets) = $($r)+ d.action {
+                        out.extend(sets.$iter().map(|(_, e)| e));
+                    }
+                    out.extend(d.returning.$iter().map(|t| $($r)+ t.expr));
+                }
+                S::Merge(m) => {
+                    out.push($($r)+ m.on);
+                    for w in m.matched.$iter().chain(m.not_matched.$iter()) {
+                        out.extend(w.cond.$as());
+                        match $($r)+ w.action {
+                            crate::merge::MergeAction::Update(sets) => out.extend(sets.$iter().map(|(_, e)| e)),
+                            crate::merge::MergeAction::Insert(row) => out.extend(row.$iter()),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+            out
+        }
+    };
+}
+
+dml_exprs!(dml_exprs, as_ref, iter, &);
+dml_exprs!(dml_exprs_mut, as_mut, iter_mut, &mut);
+
+/// InitPlans of a data-modifying statement (DELETE, UPDATE [FROM], INSERT,
+/// ON CONFLICT, MERGE): a copy of `st` in which each uncorrelated subquery of
+/// the statement's own level gets its [`InitRows`] cell, so it runs once per
+/// execution instead of once per row; `None` when there is none. (Without
+/// this, `DELETE FROM t WHERE id = (SELECT min(id) FROM u)` ran the subquery
+/// for every row of `t`, and could use no index.)
+pub fn statement_init_plans(st: &crate::plan::Statement) -> Option<crate::plan::Statement> {
+    fn expr(e: &Expr) -> bool {
+        matches!(e, Expr::SubPlan(sp) if !sp.correlated && sp.rows.is_none()) || crate::grouping::children(e).into_iter().any(expr)
+    }
+    if !dml_exprs(st).into_iter().any(expr) {
+        return None;
+    }
+    let mut copy = st.clone();
+    for e in dml_exprs_mut(&mut copy) {
+        walk_expr(e, 0, false, &mut install_init_rows);
+    }
+    Some(copy)
+}
+
+/// The rows of `q` a subquery of `kind` needs: all of them, but one for
+/// EXISTS and two for a scalar subquery (the second only to report 21000).
+fn needed_rows(kind: SubKind, q: &Query, ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
+    match kind {
+        SubKind::Exists => first_rows(q, 1, ctx),
+        SubKind::Expr => first_rows(q, 2, ctx),
+        _ => collect(q, ctx),
+    }
 }
 
 /// Every row of `q`.
 pub fn collect(q: &Query, ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
     let mut it = run_query(q, ctx)?;
-    let mut rows = Vec::new();
-    while let Some(r) = it.next(ctx)? {
-        rows.push(r);
-    }
-    Ok(rows)
+    crate::exec::drain(&mut it, ctx)
 }
 
 /// Evaluates subquery `sp` for `row` of the query holding it.
@@ -299,17 +426,27 @@ pub fn run(sp: &SubPlan, row: &[Value], params: &[Value], aggs: &[Value], ctx: &
     };
     let row_lhs: Vec<Value> = sp.row_lhs.iter().map(|e| eval_pure(e, row, params, aggs, ctx)).collect::<Result<_>>()?;
     let owned;
+    let shared;
     let rows: &[Vec<Value>] = match &sp.rows {
-        Some(r) => r,
-        None => {
-            let q = if sp.correlated {
-                let mut q = sp.query.clone();
-                bind_outer(&mut q, row);
-                q
-            } else {
-                sp.query.clone()
+        Some(cell) => {
+            shared = match cell.get() {
+                Some(r) => r,
+                None => {
+                    let r = Arc::new(needed_rows(sp.kind, &sp.query, ctx)?);
+                    cell.set(r.clone());
+                    r
+                }
             };
-            owned = if sp.kind == SubKind::Exists { first_rows(&q, 1, ctx)? } else if sp.kind == SubKind::Expr { first_rows(&q, 2, ctx)? } else { collect(&q, ctx)? };
+            &shared
+        }
+        None if sp.correlated => {
+            let mut q = sp.query.clone();
+            bind_outer(&mut q, row, aggs);
+            owned = needed_rows(sp.kind, &q, ctx)?;
+            &owned
+        }
+        None => {
+            owned = needed_rows(sp.kind, &sp.query, ctx)?;
             &owned
         }
     };

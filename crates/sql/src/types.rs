@@ -707,6 +707,31 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
     })
 }
 
+/// Client bytes as text of the server encoding (UTF8), verified as PostgreSQL's
+/// pg_verify_mbstr does: valid UTF-8 and no NUL, else 22021 naming the bytes of
+/// the bad character (`0xe2 0x82 0x41`).
+pub fn verify_utf8(b: &[u8]) -> Result<&str> {
+    let bad_at = match std::str::from_utf8(b) {
+        Ok(s) => match s.find('\0') {
+            None => return Ok(s),
+            Some(n) => n,
+        },
+        Err(e) => match b[..e.valid_up_to()].iter().position(|&c| c == 0) {
+            Some(n) => n,
+            None => e.valid_up_to(),
+        },
+    };
+    let bad = &b[bad_at..];
+    let len = match bad[0] {
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => 1,
+    };
+    let shown: Vec<String> = bad.iter().take(len).map(|x| format!("0x{x:02x}")).collect();
+    Err(SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": {}", shown.join(" "))))
+}
+
 /// A type's binary input (typreceive). Wrong lengths are 22P03.
 pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
     let v = recv_unchecked(ty, b)?;
@@ -716,19 +741,28 @@ pub fn recv(ty: Type, b: &[u8]) -> Result<Value> {
     Ok(v)
 }
 
+/// The receive functions read the message with pq_getmsg*: reading past its
+/// end is 08P01 ("no data left" for a single byte, "insufficient data left"
+/// otherwise); bytes left over are 22P03 "incorrect binary data format" (the
+/// Bind names the parameter, an array names the element).
 fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
-    let bad = || SqlError::new(b"22P03", "insufficient data left in message");
     let fixed = |n: usize| -> Result<&[u8]> {
         if b.len() < n {
-            Err(bad())
+            Err(SqlError::new(b"08P01", if n == 1 { "no data left in message" } else { "insufficient data left in message" }))
         } else if b.len() > n {
             Err(SqlError::new(b"22P03", "incorrect binary data format"))
         } else {
             Ok(b)
         }
     };
+    // PostgreSQL's pg_verify_mbstr: a zero byte is an invalid sequence too.
+    let utf8 = |b: &[u8]| -> Result<String> { Ok(verify_utf8(b)?.to_string()) };
     Ok(match ty {
         Type::Bool => Value::Bool(fixed(1)?[0] != 0),
+        Type::Char => Value::Text(utf8(fixed(1)?)?),
+        Type::Name if b.len() >= 64 => {
+            return Err(SqlError::new(b"42622", "identifier too long").with_detail("Identifier must be less than 64 characters."))
+        }
         Type::Int2 => Value::Int2(i16::from_be_bytes(fixed(2)?.try_into().unwrap())),
         Type::Int4 => Value::Int4(i32::from_be_bytes(fixed(4)?.try_into().unwrap())),
         Type::Int8 => Value::Int8(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
@@ -753,13 +787,7 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
             Value::TimeTz(i64::from_be_bytes(b[..8].try_into().unwrap()), i32::from_be_bytes(b[8..].try_into().unwrap()))
         }
         Type::Array(e) => crate::array::recv(*e, b)?,
-        Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar | Type::Name | Type::Char => Value::Text(
-            String::from_utf8(b.to_vec())
-                .map_err(|e| {
-                    let byte = b[e.utf8_error().valid_up_to()];
-                    SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{byte:02x}"))
-                })?,
-        ),
+        Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar | Type::Name => Value::Text(utf8(b)?),
         Type::Void => Value::Null,
         Type::Numeric => Value::Numeric(crate::numeric::Numeric::recv(b)?),
         Type::Uuid => Value::Uuid(crate::uuid::recv(b)?),
@@ -768,11 +796,10 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
             let (text, jsonb) = match (ty, b.split_first()) {
                 (Type::Json, _) => (b, false),
                 (_, Some((1, rest))) => (rest, true),
-                _ => return Err(SqlError::new(b"XX000", format!("unsupported jsonb version number {}", b.first().copied().unwrap_or(0)))),
+                (_, None) => return Err(SqlError::new(b"08P01", "insufficient data left in message")),
+                (_, Some((v, _))) => return Err(SqlError::new(b"XX000", format!("unsupported jsonb version number {v}"))),
             };
-            let s = std::str::from_utf8(text).map_err(|e| {
-                SqlError::new(b"22021", format!("invalid byte sequence for encoding \"UTF8\": 0x{:02x}", text[e.valid_up_to()]))
-            })?;
+            let s = verify_utf8(text)?;
             if jsonb { Value::Jsonb(crate::json::jsonb_in(s)?) } else { Value::Json(crate::json::json_in(s)?) }
         }
     })
@@ -1031,6 +1058,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn client_text_is_utf8_without_nul() {
+        assert_eq!(verify_utf8("aé€".as_bytes()).unwrap(), "aé€");
+        let msg = |b: &[u8]| verify_utf8(b).map(|_| ()).unwrap_err().message;
+        assert_eq!(msg(b"a\0b"), "invalid byte sequence for encoding \"UTF8\": 0x00");
+        assert_eq!(msg(b"a\xffb"), "invalid byte sequence for encoding \"UTF8\": 0xff");
+        assert_eq!(msg(b"a\xe2\x82A"), "invalid byte sequence for encoding \"UTF8\": 0xe2 0x82 0x41");
+        assert_eq!(msg(b"\0\xff"), "invalid byte sequence for encoding \"UTF8\": 0x00", "the first bad byte");
+        let e = recv(Type::Text, b"x\0").unwrap_err();
+        assert_eq!(e.sqlstate(), "22021");
+    }
+
+    #[test]
     fn integer_input_and_errors() {
         assert_eq!(input(Type::Int4, " -42 ", -1).unwrap(), Value::Int4(-42));
         assert_eq!(input(Type::Int4, "+7", -1).unwrap(), Value::Int4(7));
@@ -1086,7 +1125,9 @@ mod tests {
         assert_eq!(cast(Value::Int4(5), Type::Int4, Type::Text, -1, true).unwrap(), Value::Text("5".into()));
         assert_eq!(cast(Value::Float8(2.5), Type::Float8, Type::Int4, -1, true).unwrap(), Value::Int4(2));
         assert_eq!(recv(Type::Int4, &send(&Value::Int4(-3)).unwrap()).unwrap(), Value::Int4(-3));
-        assert_eq!(recv(Type::Int4, &[0, 1]).unwrap_err().sqlstate(), "22P03");
+        // Short data is PostgreSQL's 08P01 (pq_getmsgint past the end); long is 22P03.
+        assert_eq!(recv(Type::Int4, &[0, 1]).unwrap_err().sqlstate(), "08P01");
+        assert_eq!(recv(Type::Int4, &[0, 1, 2, 3, 4]).unwrap_err().sqlstate(), "22P03");
         assert!(cast_allowed(Type::Int4, Type::Int8, CastContext::Implicit));
         assert!(!cast_allowed(Type::Int8, Type::Int4, CastContext::Implicit));
         assert!(!cast_allowed(Type::Int4, Type::Text, CastContext::Implicit));
@@ -1101,7 +1142,7 @@ mod tests {
         let b = send(&iv).unwrap();
         assert_eq!(b, [&3_000_000i64.to_be_bytes()[..], &2i32.to_be_bytes(), &1i32.to_be_bytes()].concat());
         assert_eq!(recv(Type::Interval, &b).unwrap(), iv);
-        assert_eq!(recv(Type::Interval, &b[..15]).unwrap_err().sqlstate(), "22P03");
+        assert_eq!(recv(Type::Interval, &b[..15]).unwrap_err().sqlstate(), "08P01");
         assert_eq!(recv(Type::Timestamptz, &(i64::MAX - 1).to_be_bytes()).unwrap_err().message, "timestamp out of range");
         assert_eq!(recv(Type::Time, &(-1i64).to_be_bytes()).unwrap_err().message, "time out of range");
         assert_eq!(recv(Type::Timestamp, &i64::MAX.to_be_bytes()).unwrap(), Value::Timestamp(i64::MAX));

@@ -49,7 +49,7 @@ pub fn recv(b: &[u8]) -> Result<[u8; 16]> {
     if b.len() < 16 {
         return Err(SqlError::new(b"08P01", "insufficient data left in message"));
     }
-    b.try_into().map_err(|_| SqlError::new(b"22P03", "incorrect binary data format in bind parameter 1"))
+    b.try_into().map_err(|_| SqlError::new(b"22P03", "incorrect binary data format"))
 }
 
 /// gen_random_uuid(): a version 4 UUID from the operating system's generator.

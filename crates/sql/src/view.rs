@@ -304,9 +304,9 @@ pub fn execute(cmd: &ViewCmd, backend: &mut Backend, snap: &Snapshot, notice: No
                             return Err(SqlError::new(b"42P16", format!("cannot change data type of view column \"{oname}\" from {} to {}", oty.sql_name(), c.ty.sql_name())));
                         }
                     }
-                    if deps.contains(&oid) || depends_on(backend, snap, deps, oid)? {
-                        return Err(SqlError::new(b"42P17", format!("infinite recursion detected in rules for relation \"{name}\"")));
-                    }
+                    // A definition that reads the view itself (directly or through
+                    // other views) is stored, as PostgreSQL stores it; reading
+                    // the view then fails with 42P17 (analyze::view).
                     delete_where(backend, snap, &catalog::attribute_rel(), name, &|r| r[0] == Value::Oid(oid))?;
                     delete_where(backend, snap, &rewrite_rel(), name, &|r| r[0] == Value::Oid(oid))?;
                     delete_where(backend, snap, &depend_rel(), name, &|r| r[0] == Value::Oid(oid))?;
@@ -419,22 +419,6 @@ fn dependencies(backend: &Backend, snap: &Snapshot) -> Result<Vec<(u32, u32)>> {
         .collect())
 }
 
-/// Whether one of `rels` reads `view` (directly or through other views).
-fn depends_on(backend: &Backend, snap: &Snapshot, rels: &[u32], view: u32) -> Result<bool> {
-    let deps = dependencies(backend, snap)?;
-    let mut stack: Vec<u32> = rels.to_vec();
-    let mut seen = std::collections::HashSet::new();
-    while let Some(r) = stack.pop() {
-        if r == view {
-            return Ok(true);
-        }
-        if seen.insert(r) {
-            stack.extend(deps.iter().filter(|d| d.0 == r).map(|d| d.1));
-        }
-    }
-    Ok(false)
-}
-
 /// A relation's name as PostgreSQL's object descriptions print it: qualified
 /// when its schema is not on the search path.
 fn relation_name(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<String> {
@@ -463,20 +447,31 @@ fn drop_dependents(backend: &mut Backend, snap: &Snapshot, dropping: &[(u32, Str
         return Ok(());
     }
     let dropped: Vec<u32> = dropping.iter().map(|d| d.0).collect();
-    // Depth first, dependents of each relation in OID order (PostgreSQL's order).
+    // Depth first, dependents of each relation in OID order (PostgreSQL's
+    // order); an explicit stack, as a chain of views is as long as the user
+    // made it (and may be a cycle: each view is visited once).
     let mut doomed: Vec<(u32, u32)> = Vec::new(); // (view, the relation it depends on)
-    fn visit(deps: &[(u32, u32)], dropped: &[u32], of: u32, doomed: &mut Vec<(u32, u32)>) {
-        let mut direct: Vec<u32> = deps.iter().filter(|d| d.1 == of).map(|d| d.0).collect();
-        direct.sort();
-        for v in direct {
-            if !dropped.contains(&v) && !doomed.iter().any(|d| d.0 == v) {
-                doomed.push((v, of));
-                visit(deps, dropped, v, doomed);
+    let mut seen = std::collections::HashSet::new();
+    let direct = |of: u32| {
+        let mut v: Vec<u32> = deps.iter().filter(|d| d.1 == of).map(|d| d.0).collect();
+        v.sort();
+        v.into_iter()
+    };
+    for d in &dropped {
+        let mut stack = vec![(*d, direct(*d))];
+        while let Some((of, next)) = stack.last_mut() {
+            let of = *of;
+            match next.next() {
+                Some(v) if !dropped.contains(&v) && seen.insert(v) => {
+                    doomed.push((v, of));
+                    stack.push((v, direct(v)));
+                }
+                Some(_) => {}
+                None => {
+                    stack.pop();
+                }
             }
         }
-    }
-    for d in &dropped {
-        visit(&deps, &dropped, *d, &mut doomed);
     }
     if doomed.is_empty() {
         return Ok(());

@@ -187,7 +187,9 @@ pub fn run(w: &WindowAgg, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
             keys.push((p, o));
         }
         if !win.partition.is_empty() || !win.order.is_empty() {
-            perm.sort_by(|&a, &b| cmp_partition(&keys[a].0, &keys[b].0).then_with(|| cmp_order(&keys[a].1, &keys[b].1, &win.order)));
+            crate::exec::sort_checked(&mut perm, &*ctx.env, |&a, &b| {
+                cmp_partition(&keys[a].0, &keys[b].0).then_with(|| cmp_order(&keys[a].1, &keys[b].1, &win.order))
+            })?;
         }
         let funcs: Vec<usize> = (0..w.funcs.len()).filter(|&f| w.funcs[f].window == wi).collect();
         let mut offsets: Option<(Option<Value>, Option<Value>)> = None;

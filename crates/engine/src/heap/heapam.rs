@@ -352,6 +352,35 @@ impl HeapScan {
     }
 }
 
+/// [`heap_scan`] of one block: `f` is called for each tuple of `block` that
+/// `snapshot` sees, under the page's shared content lock (so `f` must not
+/// touch buffers). A caller that does more per row collects a block's
+/// tuples and works on them after the call, holding one page's worth of
+/// rows at a time.
+pub fn heap_scan_block(
+    backend: &Backend,
+    rel: RelFileLocator,
+    block: BlockNumber,
+    snapshot: &Snapshot,
+    f: &mut dyn FnMut(Tid, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let engine = backend.engine();
+    let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, block), None)?;
+    let mut page = pin.lock_shared();
+    if prune_is_due(&page[..]).is_some() {
+        drop(page);
+        heap_page_prune_opt(backend, rel, &pin)?;
+        page = pin.lock_shared();
+    }
+    scan_page_set_hints(backend, &page, block, snapshot, f)?;
+    Ok(())
+}
+
+/// The number of blocks of relation `rel` (its main fork).
+pub fn heap_nblocks(backend: &Backend, rel: RelFileLocator) -> Result<BlockNumber> {
+    backend.engine().buffers.nblocks(rel, ForkNumber::Main)
+}
+
 /// Reads the tuple at `tid` if `snapshot` sees it. A line pointer that pruning or
 /// VACUUM made dead or unused (an index entry may still point at it until VACUUM
 /// cleans the index) is a tuple nobody sees, not corruption.

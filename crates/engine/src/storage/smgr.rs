@@ -330,14 +330,15 @@ impl Smgr {
             let in_seg = (self.segment_blocks - blk % self.segment_blocks).min(end - blk);
             let f = self.segment_for_write(key)?;
             let zeros = vec![0u8; in_seg as usize * BLCKSZ];
-            f.write_all_at(&zeros, off).map_err(|e| Error::io(self.full_path(key).display(), e))?;
+            f.write_all_at(&zeros, off).map_err(|e| Error::extend(Smgr::rel_path(key.rel, key.fork, key.segno), &e))?;
             self.pending_sync.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
             blk += in_seg;
         }
         Ok(())
     }
 
-    /// Writes one block at the end of the fork (`block` must be nblocks).
+    /// Writes one block at the end of the fork (`block` must be nblocks). A
+    /// failure is PostgreSQL's `could not extend file` (53100 when the disk is full).
     pub fn extend(
         &self,
         rel: RelFileLocator,
@@ -345,7 +346,12 @@ impl Smgr {
         block: BlockNumber,
         buf: &[u8],
     ) -> Result<()> {
-        self.write_block(rel, fork, block, buf)
+        debug_assert_eq!(buf.len(), BLCKSZ);
+        let (key, off) = self.key(rel, fork, block);
+        let f = self.segment_for_write(key)?;
+        f.write_all_at(buf, off).map_err(|e| Error::extend(Smgr::rel_path(key.rel, key.fork, key.segno), &e))?;
+        self.pending_sync.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
+        Ok(())
     }
 
     /// Cuts the fork to `nblocks` blocks: later segments are removed, the last kept

@@ -59,7 +59,7 @@ impl WalOptions {
             fsync: s.fsync,
             synchronous_commit: s.synchronous_commit,
             full_page_writes: s.full_page_writes,
-            wal_buffers: s.wal_buffers,
+            wal_buffers: s.wal_buffer_bytes(),
             commit_delay_us: s.commit_delay_us,
             commit_siblings: s.commit_siblings,
             checkpoint_timeout: Duration::from_secs(s.checkpoint_timeout_s),
@@ -433,6 +433,24 @@ impl Drop for Wal {
         // SAFETY: allocated in `new_internal` as a boxed slice of exactly `len` bytes.
         unsafe { drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ring, len))) };
     }
+}
+
+/// A WAL write, segment creation or fsync failed (a full disk, an I/O error):
+/// PANIC, as PostgreSQL does (its XLogWrite runs in a critical section). Going on
+/// is not safe: a commit whose record could not be made durable would be reported
+/// as failed, other sessions would act on it as aborted, and a later flush (once
+/// space is freed) or the kernel's own write-back after a failed fsync could still
+/// put the record on disk, making it committed after recovery. Ending the process
+/// at once leaves one truth: what reached the disk, which the next start recovers
+/// (postmaster.pid is then stale and replaced).
+#[cold]
+fn wal_panic(message: String) -> ! {
+    eprintln!("PANIC:  {message}");
+    std::process::abort()
+}
+
+fn strerror(e: &std::io::Error) -> String {
+    crate::error::strerror(e)
 }
 
 fn io_err(p: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
@@ -971,17 +989,15 @@ impl Wal {
             if self.flushed.load(Ordering::Acquire) < written {
                 if self.opts.fsync {
                     report_wait_start(WaitEvent::Io("WALSync"));
-                    let mut res = Ok(());
                     for seg in std::mem::take(&mut st.dirty) {
                         if let Some(f) = st.files.get(&seg) {
                             if let Err(e) = f.sync_data() {
-                                res = Err(Error::io(segment_file_name(TIMELINE, seg, self.seg_size), e));
-                                break;
+                                let name = segment_file_name(TIMELINE, seg, self.seg_size);
+                                wal_panic(format!("could not fsync file \"pg_wal/{name}\": {}", strerror(&e)));
                             }
                         }
                     }
                     report_wait_end();
-                    res?;
                     self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
                 } else {
                     st.dirty.clear();
@@ -1008,14 +1024,18 @@ impl Wal {
         Ok(())
     }
 
+    /// Writes WAL bytes to segment `seg` at `off`. Every failure is a PANIC
+    /// ([`wal_panic`]); the `Result` is for the caller's ring checks.
     fn pwrite(&self, st: &mut WriterState, seg: u64, off: u64, buf: &[u8]) -> Result<()> {
         if let std::collections::btree_map::Entry::Vacant(v) = st.files.entry(seg) {
             let name = segment_file_name(TIMELINE, seg, self.seg_size);
             let path = self.wal_dir.join(&name);
             let f = match OpenOptions::new().read(true).write(true).open(&path) {
                 Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.create_segment(&path)?,
-                Err(e) => return Err(Error::io(name, e)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    self.create_segment(&path).unwrap_or_else(|e| wal_panic(e.to_string()))
+                }
+                Err(e) => wal_panic(format!("could not open file \"pg_wal/{name}\": {}", strerror(&e))),
             };
             v.insert(f);
         }
@@ -1023,7 +1043,14 @@ impl Wal {
         report_wait_start(WaitEvent::Io("WALWrite"));
         let r = f.write_all_at(buf, off);
         report_wait_end();
-        r.map_err(io_err(segment_file_name(TIMELINE, seg, self.seg_size)))?;
+        if let Err(e) = r {
+            let name = segment_file_name(TIMELINE, seg, self.seg_size);
+            wal_panic(format!(
+                "could not write to log file {name} at offset {off}, length {}: {}",
+                buf.len(),
+                strerror(&e)
+            ));
+        }
         st.dirty.insert(seg);
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
         Ok(())

@@ -2,6 +2,8 @@
 //! shared by the test files of this crate.
 #![allow(dead_code)]
 
+pub mod client;
+pub mod session_client;
 pub mod server;
 
 /// A protocol 3.0 StartupMessage with the given parameters.

@@ -30,6 +30,13 @@ impl Server {
 
     /// [`Server::start`] with extra command-line arguments (`-c name=value`).
     pub fn start_with(dir: &Path, args: &[&str]) -> Server {
+        if running_as_root() {
+            // Started by root, the server runs as another account (it drops root),
+            // which must be able to remove its socket and lock file from the
+            // socket directory at shutdown: make it like /tmp (sticky, writable).
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        }
         for _ in 0..5 {
             let port = free_port();
             let log = dir.join(format!("server-{port}.log"));
@@ -162,6 +169,61 @@ impl Server {
     }
 }
 
+/// Runs the binary with `args` until it exits (killed after `timeout`): its exit
+/// code (`None` if it had to be killed) and its stderr.
+pub fn run_to_exit(args: &[&str], timeout: Duration) -> (Option<i32>, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrogres"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + timeout;
+    let code = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (code, std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+/// A free TCP port (nobody listens on it right now).
+pub fn unused_port() -> u16 {
+    free_port()
+}
+
+/// (real uid, effective uid) of a process, from /proc/PID/status.
+pub fn process_uids(pid: i32) -> (u32, u32) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("Uid:")).expect("a Uid line");
+    let ids: Vec<u32> = line.split_whitespace().skip(1).map(|v| v.parse().unwrap()).collect();
+    (ids[0], ids[1])
+}
+
+impl Server {
+    /// A directory the server's account may read and write, for server-side COPY
+    /// files: a server started by root runs as another account (it drops root),
+    /// which cannot enter the test's own 0700 temporary directories.
+    pub fn exchange_dir(&self) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let id = |key: &str| -> u32 {
+            let line = status.lines().find(|l| l.starts_with(key)).unwrap();
+            line.split_whitespace().nth(2).unwrap().parse().unwrap() // the effective id
+        };
+        std::os::unix::fs::chown(d.path(), Some(id("Uid:")), Some(id("Gid:"))).unwrap();
+        d
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -202,4 +264,10 @@ pub fn check_script(name: &str) {
             srv.log()
         );
     }
+}
+
+/// Whether the tests run as root (a server started then runs as another account).
+pub fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }

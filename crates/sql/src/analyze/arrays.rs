@@ -46,7 +46,25 @@ impl<'a> Analyzer<'a> {
         let mut items = Vec::new();
         for n in &a.elements {
             if let Some(n) = n.node.as_ref() {
-                if matches!(n, NodeEnum::AArrayExpr(_)) {
+                if let NodeEnum::AArrayExpr(inner) = n {
+                    // Past MAXDIM: PostgreSQL's 54000 (counted without recursion).
+                    let mut dims = 2;
+                    let mut cur: &pb::AArrayExpr = inner;
+                    while dims <= crate::array::MAXDIM {
+                        match cur.elements.iter().find_map(|e| match e.node.as_ref() {
+                            Some(NodeEnum::AArrayExpr(a)) => Some(a),
+                            _ => None,
+                        }) {
+                            Some(a) => {
+                                dims += 1;
+                                cur = a;
+                            }
+                            None => break,
+                        }
+                    }
+                    if dims > crate::array::MAXDIM {
+                        return Err(crate::array::too_many_dimensions());
+                    }
                     return Err(self.err_at(SqlError::not_supported("multidimensional arrays"), location(n)));
                 }
                 items.push((self.expr(n, scope)?, location(n)));

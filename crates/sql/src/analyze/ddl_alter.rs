@@ -32,11 +32,16 @@ impl Analyzer<'_> {
     pub(super) fn alter_add_constraint(&mut self, s: &pb::AlterTableStmt, c: &pb::Constraint) -> Result<Statement> {
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("ALTER TABLE without relation"))?;
         // PostgreSQL reports a missing table of ALTER TABLE without a position.
-        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::AccessExclusive).map_err(|mut e| {
+        // FOREIGN KEY: ShareRowExclusiveLock (on the referenced table too,
+        // `foreign_key::analyze`); CHECK: AccessExclusiveLock.
+        let table = self.range_table_locked(rv, super::ddl_alter_column::alter_lock_mode(s)).map_err(|mut e| {
             e.position = None;
             e
         })?;
         if c.contype == pb::ConstrType::ConstrCheck as i32 {
+            if c.skip_validation {
+                return Err(SqlError::not_supported("NOT VALID check constraints"));
+            }
             if c.is_no_inherit {
                 return Err(SqlError::not_supported("NO INHERIT"));
             }
@@ -52,9 +57,6 @@ impl Analyzer<'_> {
             }
             let spec = CheckSpec { name, sql: deparse_expr(raw)?, columns: cols };
             return Ok(Statement::Ddl(Box::new(DdlCmd::AddConstraint { table, check: Some(spec), fkey: None })));
-        }
-        if c.skip_validation {
-            return Err(SqlError::not_supported("NOT VALID"));
         }
         let spec = crate::foreign_key::analyze(self, &table.name, &table.columns, c, None)?;
         if let Some(n) = &spec.name {

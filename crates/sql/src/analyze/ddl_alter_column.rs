@@ -1,7 +1,9 @@
 //! ALTER TABLE on columns (ADD / DROP / ALTER COLUMN, several subcommands,
-//! IF EXISTS) and the RENAME statements (analysis). The table is resolved and
-//! locked here (AccessExclusiveLock); each subcommand is analyzed when it runs
-//! ([`crate::alter`]), against the table as the earlier subcommands left it.
+//! IF EXISTS, VALIDATE CONSTRAINT) and the RENAME statements (analysis). The
+//! table is resolved and locked here, in the strongest of its subcommands'
+//! modes ([`alter_lock_mode`], PostgreSQL's AlterTableGetLockLevel); each
+//! subcommand is analyzed when it runs ([`crate::alter`]), against the table
+//! as the earlier subcommands left it.
 
 use super::{node, Analyzer, Scope};
 use crate::alter::{AlterCmd, RenameCmd, RenameKind};
@@ -33,9 +35,47 @@ pub(super) fn handles(s: &pb::AlterTableStmt) -> bool {
                     | A::AtAddIdentity
                     | A::AtDropIdentity
                     | A::AtSetIdentity
+                    | A::AtValidateConstraint
             ),
             _ => false,
         })
+}
+
+/// The lock an ALTER TABLE subcommand of this module needs, as PostgreSQL
+/// decides it (the documentation's table for ALTER TABLE):
+///
+/// | subcommand | mode |
+/// |---|---|
+/// | VALIDATE CONSTRAINT | ShareUpdateExclusiveLock (reads and writes go on) |
+/// | ADD FOREIGN KEY [NOT VALID] | ShareRowExclusiveLock (reads go on; the referenced table too) |
+/// | ADD CHECK / PRIMARY KEY / UNIQUE, ADD / DROP COLUMN, ALTER COLUMN SET / DROP DEFAULT, SET / DROP NOT NULL, TYPE, identity forms | AccessExclusiveLock |
+///
+/// (SET STATISTICS, SET (storage parameters), CLUSTER ON, SET WITHOUT
+/// CLUSTER and ATTACH PARTITION would take ShareUpdateExclusiveLock; they are
+/// 0A000 here.)
+pub(crate) fn subcommand_lock_mode(cmd: &pb::AlterTableCmd) -> LockMode {
+    use pb::AlterTableType as A;
+    match A::try_from(cmd.subtype).unwrap_or(A::Undefined) {
+        A::AtValidateConstraint => LockMode::ShareUpdateExclusive,
+        A::AtAddConstraint => match node(&cmd.def) {
+            Some(NodeEnum::Constraint(c)) if c.contype == pb::ConstrType::ConstrForeign as i32 => LockMode::ShareRowExclusive,
+            _ => LockMode::AccessExclusive,
+        },
+        _ => LockMode::AccessExclusive,
+    }
+}
+
+/// The mode an ALTER TABLE takes on its table: the strongest of its
+/// subcommands' ([`subcommand_lock_mode`]).
+pub(crate) fn alter_lock_mode(s: &pb::AlterTableStmt) -> LockMode {
+    s.cmds
+        .iter()
+        .filter_map(|c| match &c.node {
+            Some(NodeEnum::AlterTableCmd(cmd)) => Some(subcommand_lock_mode(cmd)),
+            _ => None,
+        })
+        .max_by_key(|m| *m as i32)
+        .unwrap_or(LockMode::AccessExclusive)
 }
 
 fn no_position(mut e: SqlError) -> SqlError {
@@ -46,7 +86,7 @@ fn no_position(mut e: SqlError) -> SqlError {
 impl Analyzer<'_> {
     pub(super) fn alter_columns(&mut self, s: &pb::AlterTableStmt) -> Result<Statement> {
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("ALTER TABLE without relation"))?;
-        let table = match self.range_table_locked(rv, LockMode::AccessExclusive) {
+        let table = match self.range_table_locked(rv, alter_lock_mode(s)) {
             Ok(t) => Some(t),
             Err(e) if s.missing_ok && e.sqlstate() == "42P01" => None,
             Err(e) => return Err(no_position(e)),
@@ -84,8 +124,12 @@ impl Analyzer<'_> {
                 Err(e) if s.missing_ok && e.sqlstate() == "42P01" => {}
                 Err(e) => return Err(no_position(e)),
             }
-        } else if let Ok(t) = self.range_table(rv) {
-            crate::locking::lock_relation(self.backend, t.oid, LockMode::AccessExclusive, false, &t.name)?;
+        } else if let Some((oid, relkind)) = crate::index::find_relation(self.backend, self.snap, crate::catalog::PUBLIC_NAMESPACE, &rv.relname)? {
+            // ALTER INDEX renames an index under ShareUpdateExclusiveLock;
+            // every other rename of a relation (ALTER TABLE naming an index
+            // too) takes AccessExclusiveLock, as in PostgreSQL.
+            let mode = if matches!(kind, RenameKind::Relation("i")) && relkind == "i" { LockMode::ShareUpdateExclusive } else { LockMode::AccessExclusive };
+            crate::locking::lock_relation(self.backend, oid, mode, false, &rv.relname)?;
         }
         let cmd = RenameCmd { relname: rv.relname.clone(), kind, newname: s.newname.clone(), missing_ok: s.missing_ok };
         Ok(Statement::Ddl(Box::new(crate::constraints::DdlCmd::Rename(cmd))))

@@ -244,6 +244,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn from_item(&mut self, n: &NodeEnum, mode: LockMode, outer: &[Rc<Namespace>], ctes: &[Rc<Cte>], left: Option<&Namespace>) -> Result<Item> {
+        crate::stack_depth::check()?;
         match n {
             NodeEnum::RangeVar(rv) => {
                 let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
@@ -293,12 +294,16 @@ impl<'a> Analyzer<'a> {
                 level.ctes = ctes.to_vec();
                 let mut sub_outer = outer.to_vec();
                 sub_outer.push(Rc::new(level));
+                let saved = self.save_upper();
                 let (t, refname, scan) = crate::srf::range_function(self, rf, &sub_outer)?;
+                self.refuse_upper(outer.len(), "functions in FROM")?;
                 let q = crate::srf_from::lateral_query(&t, scan);
                 let ns = Namespace::single(&t, &refname);
                 if crate::subquery::is_correlated(&q) {
                     return Ok(Item { source: Source::Subquery(Box::new(q)), width: t.columns.len(), ns, lateral: true });
                 }
+                // Analyzed again at this level: what the first pass queued goes.
+                self.restore_upper(saved);
                 let (t, refname, scan) = crate::srf::range_function(self, rf, outer)?;
                 let ns = Namespace::single(&t, &refname);
                 Ok(Item { source: Source::Function(scan), width: t.columns.len(), ns, lateral: false })
@@ -328,6 +333,9 @@ impl<'a> Analyzer<'a> {
                 let mut sub_outer = outer.to_vec();
                 sub_outer.push(Rc::new(level));
                 let q = self.select_level(sub, &sub_outer)?;
+                // A LATERAL subquery's aggregate over the items to its left
+                // would be one of this very FROM's level.
+                self.refuse_upper(outer.len(), "FROM clause of their own query level")?;
                 let refname = alias.aliasname.clone();
                 let mut cols = subquery_cols(&q, &refname);
                 apply_aliases(self, &mut cols, Some(alias), &refname, -1)?;
@@ -432,6 +440,7 @@ impl<'a> Analyzer<'a> {
             let mut scope = Scope::new(None);
             scope.ns = Some(Rc::new(ns.clone()));
             scope.outer = outer.to_vec();
+            scope.agg_place = Some("JOIN conditions");
             let c = self.bool_expr(q, &mut scope, "JOIN/ON")?;
             join.cond = Some(c);
         }
@@ -464,6 +473,10 @@ impl<'a> Analyzer<'a> {
             match ns.lookup(qual, col) {
                 Lookup::Found(nc) => {
                     if lvl > 0 {
+                        if let Expr::Column(i, _) = nc.expr {
+                            let shown = if nc.rel.is_empty() { col.to_string() } else { format!("{}.{col}", nc.rel) };
+                            self.note_outer_column(scope, lvl, i, shown, c.location);
+                        }
                         return Ok(outer_expr(&nc.expr, lvl));
                     }
                     let shown = if nc.rel.is_empty() { col.to_string() } else { format!("{}.{col}", nc.rel) };

@@ -42,6 +42,10 @@ impl<'a> Analyzer<'a> {
                 key_forms.extend(t.columns.iter().enumerate().map(|(i, c)| format!("{:?}", Expr::Column(i, c.ty))));
             }
         }
+        // A column of this level read by a subquery must be grouped as it is
+        // (`agg_level`, rule 4); the first offence in the text is reported.
+        let grouped = |c: usize| key_forms.iter().any(|k| k.starts_with(&format!("Column({c}, ")));
+        let sub = self.ungrouped_sub_column(scope, &grouped);
         let exprs = targets.iter().map(|t| &t.expr).chain(hidden).chain(having.as_ref());
         let mut seen = Vec::new();
         for e in exprs {
@@ -58,11 +62,19 @@ impl<'a> Analyzer<'a> {
                         (loc, name)
                     }
                 };
+                if let Some((sl, e)) = sub {
+                    if sl < loc {
+                        return Err(e);
+                    }
+                }
                 return Err(self.err_at(
                     SqlError::new(b"42803", format!("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function")),
                     loc,
                 ));
             }
+        }
+        if let Some((_, e)) = sub {
+            return Err(e);
         }
         let sets = sets.map(|sets| Box::new(crate::grouping_sets::GroupingSets { sets, calls: Vec::new() }));
         Ok(Some(Grouping { keys, having, sets }))

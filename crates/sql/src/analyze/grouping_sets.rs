@@ -95,6 +95,7 @@ impl<'a> Analyzer<'a> {
 
     /// The index of GROUP BY expression `g` among `keys` (added if new).
     fn set_element(&mut self, g: &NodeEnum, targets: &[Target], scope: &mut Scope, keys: &mut Vec<Expr>, forms: &mut Vec<String>) -> Result<Vec<usize>> {
+        crate::stack_depth::check()?;
         if let Some(r) = is_implicit_row(g) {
             let mut out = Vec::new();
             for a in r.args.iter().filter_map(|a| a.node.as_ref()) {
@@ -116,6 +117,7 @@ impl<'a> Analyzer<'a> {
 
     /// The sets one GROUP BY item stands for.
     fn item_sets(&mut self, g: &NodeEnum, targets: &[Target], scope: &mut Scope, keys: &mut Vec<Expr>, forms: &mut Vec<String>) -> Result<Vec<Vec<usize>>> {
+        crate::stack_depth::check()?;
         let NodeEnum::GroupingSet(gs) = g else {
             return Ok(vec![self.set_element(g, targets, scope, keys, forms)?]);
         };
@@ -289,7 +291,10 @@ impl Rewrite<'_> {
         let mut out = e.clone();
         match &mut out {
             Expr::Column(i, _) => *i += self.nkeys + self.ncalls,
-            Expr::SubPlan(sp) if crate::subquery::is_correlated(&sp.query) => self.correlated = true,
+            // A subquery reading this level's row (whose layout the grouped
+            // row changes); one reading only its aggregates' results
+            // (`Expr::OuterAggRef`) is bound from them as usual.
+            Expr::SubPlan(sp) if crate::subquery::reads_parent_row(&sp.query) => self.correlated = true,
             _ => {}
         }
         for c in crate::subquery::children_mut(&mut out) {

@@ -75,6 +75,7 @@ impl<'a> Analyzer<'a> {
 
     /// One set operation node (children one level below it).
     fn setop_node(&mut self, s: &pb::SelectStmt, outer: &[Rc<Namespace>]) -> Result<Query> {
+        crate::stack_depth::check()?;
         let kind = match pb::SetOperation::try_from(s.op).unwrap_or(pb::SetOperation::Undefined) {
             pb::SetOperation::SetopUnion => SetOpKind::Union,
             pb::SetOperation::SetopIntersect => SetOpKind::Intersect,

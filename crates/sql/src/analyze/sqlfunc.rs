@@ -175,7 +175,8 @@ impl<'a> Analyzer<'a> {
         let text = self.expansion(&def, &nulls, def.retset || def.ret == Type::Void)?;
         let stmts = crate::parser::parse(&text)?;
         if let Some(NodeEnum::SelectStmt(sel)) = stmts.first().map(|s| &s.node) {
-            let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &text, params: Vec::new(), params_allowed: false };
+            let mut sub =
+                Analyzer { backend: self.backend, snap: self.snap, sql: &text, params: Vec::new(), params_allowed: false, views: self.views.clone(), upper: Default::default() };
             sub.select(sel).map_err(|mut e| {
                 e.position = None;
                 e
@@ -318,9 +319,7 @@ impl<'a> Analyzer<'a> {
         });
         let g = DepthGuard;
         if d > 32 {
-            return Err(SqlError::new(b"54001", "stack depth limit exceeded")
-                .with_hint("Increase the configuration parameter \"max_stack_depth\" (currently 2048kB), after ensuring the platform's stack depth limit is adequate.")
-                .with_context(format!("SQL function \"{name}\"")));
+            return Err(crate::stack_depth::too_deep().with_context(format!("SQL function \"{name}\"")));
         }
         Ok(g)
     }

@@ -38,7 +38,10 @@ impl<'a> Analyzer<'a> {
         };
         let mut outer = scope.outer.clone();
         outer.push(self.level_ns(scope));
-        let query = self.select_level(sub, &outer)?;
+        let mut query = self.select_level(sub, &outer)?;
+        // Aggregates of this level written in the subquery, and this level's
+        // columns it reads (`agg_level`).
+        self.attach_upper(&mut query, scope)?;
         let correlated = crate::subquery::is_correlated(&query);
         let width = query.targets.len();
         let (lhs, cmp, ty) = match kind {

@@ -8,6 +8,21 @@
 //! are UPDATE and DELETE ([`super::view_dml`]); MERGE of such a view is 0A000
 //! for now; a view PostgreSQL would not update gets its 55000 "cannot update
 //! view" with the DETAIL saying why.
+//!
+//! Views are resolved by name when they are used, so a view can come to read
+//! itself (CREATE OR REPLACE VIEW va AS ... FROM vb, where vb reads va; or a
+//! rename). Expansion keeps the chain of views being expanded
+//! ([`ViewContext::chain`]): a view met again inside its own expansion is
+//! PostgreSQL's 42P17 `infinite recursion detected in rules for relation
+//! "va"`, which PostgreSQL raises for the same cycle (its views are bound to
+//! OIDs, but CREATE OR REPLACE VIEW forms such a cycle there too). A long
+//! chain without a cycle ends in 54001 (the stack-depth check) when it is
+//! deeper than `max_stack_depth` allows.
+//!
+//! CREATE VIEW and the updatability checks read a view they name through its
+//! stored columns instead of expanding it ([`ViewContext::opaque`]), as
+//! PostgreSQL's parse analysis does (its rewriter expands views only when a
+//! query runs): creating the n-th view of a chain costs one level, not n.
 
 use super::{node, str_of, Analyzer};
 use crate::catalog::Column;
@@ -17,6 +32,23 @@ use crate::types::Type;
 use crate::view::{ViewCmd, ViewDef};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
+
+/// How an analysis reads the views it names.
+#[derive(Clone, Debug, Default)]
+pub struct ViewContext {
+    /// OIDs of the views being expanded around this analysis, outermost first.
+    pub chain: Vec<u32>,
+    /// Read a named view as its stored columns (no rows; nothing below it is
+    /// analyzed): CREATE VIEW and the updatability checks, which need the
+    /// view's row type only.
+    pub opaque: bool,
+    /// The last [`Analyzer::view_ref`] answer, by (schema, name, search_path):
+    /// a FROM item is looked up twice (the single-table path's test, then the
+    /// item itself), and each lookup scans the catalogs.
+    last_lookup: std::cell::RefCell<Option<(ViewKey, Option<ViewDef>)>>,
+}
+
+type ViewKey = (String, String, String);
 
 /// Restores the session's `search_path` when a view's expansion ends.
 pub(super) struct PathGuard(pub(super) Option<String>);
@@ -41,7 +73,7 @@ impl<'a> Analyzer<'a> {
         }
         let check_option = self.view_check_option(s, sel)?;
         let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
-        let q = self.select(sel)?;
+        let q = self.select_opaque(sel)?;
         let mut columns: Vec<Column> = q
             .targets
             .iter()
@@ -130,20 +162,37 @@ impl<'a> Analyzer<'a> {
         if schema.is_none() && (crate::pgcatalog::lookup(None, &rv.relname).is_some() || crate::sysviews::lookup(None, &rv.relname).is_some()) {
             return Ok(None);
         }
-        crate::view::lookup(self.backend, self.snap, schema, &rv.relname)
+        let key = (rv.schemaname.clone(), rv.relname.clone(), crate::namespace::thread_search_path());
+        if let Some((k, v)) = &*self.views.last_lookup.borrow() {
+            if *k == key {
+                return Ok(v.clone());
+            }
+        }
+        let v = crate::view::lookup(self.backend, self.snap, schema, &rv.relname)?;
+        *self.views.last_lookup.borrow_mut() = Some((key, v.clone()));
+        Ok(v)
     }
 
     /// A view's query, analyzed for a reference to it: the query (its targets
     /// renamed to the view's columns) and the view's locks taken.
     pub(crate) fn expand_view(&mut self, v: &ViewDef, rv: &pb::RangeVar) -> Result<Query> {
+        crate::stack_depth::check()?;
+        if self.views.chain.contains(&v.oid) {
+            return Err(recursion_error(&v.name));
+        }
         crate::locking::lock_relation(self.backend, v.oid, ferrogres_engine::lmgr::lock::LockMode::AccessShare, false, &v.name)?;
+        if self.views.opaque {
+            return Ok(opaque_view(v));
+        }
         let stmts = crate::parser::parse(&v.sql)?;
         let Some(NodeEnum::SelectStmt(sel)) = stmts.first().map(|s| &s.node) else {
             return Err(SqlError::internal(format!("view \"{}\" has no query", v.name)));
         };
         let _guard = PathGuard(Some(crate::namespace::thread_search_path()));
         crate::namespace::set_thread_search_path(&v.search_path);
-        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false };
+        let mut views = self.views.clone();
+        views.chain.push(v.oid);
+        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, views, upper: Default::default() };
         let mut q = sub.select(sel).map_err(|mut e| {
             e.position = None;
             e
@@ -163,6 +212,15 @@ impl<'a> Analyzer<'a> {
         Ok(q)
     }
 
+    /// `sel` analyzed with the views it names read as their stored columns
+    /// ([`ViewContext::opaque`]).
+    pub(crate) fn select_opaque(&mut self, sel: &pb::SelectStmt) -> Result<Query> {
+        let was = std::mem::replace(&mut self.views.opaque, true);
+        let r = self.select(sel);
+        self.views.opaque = was;
+        r
+    }
+
     /// The hook of [`Analyzer::statement`]: DML whose target is a view.
     pub(crate) fn view_dml_hook(&mut self, stmt: &NodeEnum) -> Result<Option<Statement>> {
         match stmt {
@@ -173,6 +231,40 @@ impl<'a> Analyzer<'a> {
             },
             _ => Ok(None),
         }
+    }
+}
+
+/// PostgreSQL's error for a view met again inside its own expansion.
+pub(super) fn recursion_error(view: &str) -> SqlError {
+    SqlError::new(b"42P17", format!("infinite recursion detected in rules for relation \"{view}\""))
+}
+
+/// A view read as its stored row type: a query of its columns (NULLs of the
+/// columns' types) over no rows, standing for the view in an analysis that
+/// needs only its columns.
+fn opaque_view(v: &ViewDef) -> Query {
+    let targets = v
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, (name, ty, typmod))| crate::plan::Target {
+            name: name.clone(),
+            expr: crate::plan::Expr::Const(crate::types::Value::Null, *ty),
+            typmod: *typmod,
+            origin: Some((v.oid, i as i16 + 1)),
+        })
+        .collect();
+    Query {
+        source: crate::plan::Source::Values(Vec::new()),
+        filter: None,
+        aggregates: vec![],
+        targets,
+        hidden: vec![],
+        order: vec![],
+        limit: None,
+        offset: None,
+        grouping: None,
+        distinct: None,
     }
 }
 
@@ -203,7 +295,7 @@ pub(super) fn not_updatable(a: &mut Analyzer, sel: &pb::SelectStmt) -> Option<St
         return Some("Views that do not select from a single table or view are not automatically updatable.".into());
     }
     // Aggregates, window functions and set-returning functions in the select list.
-    let q = a.select(sel).ok()?;
+    let q = a.select_opaque(sel).ok()?;
     if !q.aggregates.is_empty() || q.grouping.is_some() {
         return Some("Views that return aggregate functions are not automatically updatable.".into());
     }

@@ -97,6 +97,7 @@ fn and(a: Option<pb::Node>, b: pb::Node) -> pb::Node {
 /// Calls `f` on `x` and, unless it returns false, on each expression node
 /// below it (pre-order); `depth` counts the subqueries entered.
 fn walk(x: &mut pb::Node, depth: u32, f: &mut dyn FnMut(&mut pb::Node, u32) -> Result<bool>) -> Result<()> {
+    crate::stack_depth::check()?;
     if !f(x, depth)? {
         return Ok(());
     }
@@ -382,10 +383,13 @@ impl<'a> Analyzer<'a> {
 
     /// `v` resolved down to its table, or PostgreSQL's 55000 when it is not
     /// automatically updatable. Takes RowExclusiveLock on each view on the way.
-    fn resolve_view(&mut self, v: ViewDef, verb: &str, depth: u32) -> Result<Resolved> {
-        if depth > 100 {
-            return Err(SqlError::new(b"42P17", format!("infinite recursion detected in rules for relation \"{}\"", v.name)));
+    fn resolve_view(&mut self, v: ViewDef, verb: &str) -> Result<Resolved> {
+        crate::stack_depth::check()?;
+        // The views resolved on the way down: one met again is a cycle.
+        if self.views.chain.contains(&v.oid) {
+            return Err(super::view::recursion_error(&v.name));
         }
+        self.views.chain.push(v.oid);
         crate::locking::lock_relation(self.backend, v.oid, ferrogres_engine::lmgr::lock::LockMode::RowExclusive, false, &v.name)?;
         let stmts = crate::parser::parse(&v.sql)?;
         let Some(NodeEnum::SelectStmt(sel)) = stmts.first().map(|s| &s.node) else {
@@ -479,7 +483,7 @@ impl<'a> Analyzer<'a> {
             None => (base, Vec::new(), Vec::new(), cols, qual),
             Some(iv) => {
                 // Re-expressed over the inner view's table.
-                let inner = self.resolve_view(iv, verb, depth + 1)?;
+                let inner = self.resolve_view(iv, verb)?;
                 let sub = Subst { cols: &inner.cols, names: vec![], out: None, strict: false, sql: "" };
                 let mut composed = Vec::new();
                 for mut c in cols {
@@ -534,7 +538,12 @@ impl<'a> Analyzer<'a> {
         };
         let Some(rv) = rv else { return Ok(None) };
         let Some(v) = self.view_ref(rv)? else { return Ok(None) };
-        let r = self.resolve_view(v, verb, 0)?;
+        // The chain of views resolved is this resolution's only: the statement's
+        // own subqueries may read these views again.
+        let mark = self.views.chain.len();
+        let r = self.resolve_view(v, verb);
+        self.views.chain.truncate(mark);
+        let r = r?;
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let mut base = r.base.clone();
         base.location = rv.location;

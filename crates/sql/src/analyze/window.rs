@@ -189,6 +189,7 @@ impl Pusher {
 
     /// `e`, an expression of the level's output, over the WindowAgg's row.
     fn outer(&mut self, mut e: Expr) -> Result<Expr> {
+        crate::stack_depth::check()?;
         if let Expr::Func { func: Func::Window(i), ty, .. } = e {
             return Ok(Expr::Column(i, ty));
         }

@@ -10,11 +10,11 @@ use crate::errors::{Result, SqlError};
 use crate::json::{self, quote, Jv};
 use crate::types::{Type, Value};
 
-fn jb(v: &Value) -> Jv {
-    match v {
-        Value::Jsonb(s) => json::tree(s),
+fn jb(v: &Value) -> Result<Jv> {
+    Ok(match v {
+        Value::Jsonb(s) => json::tree(s)?,
         _ => Jv::Null,
-    }
+    })
 }
 
 fn js(v: &Value) -> &str {
@@ -47,10 +47,10 @@ fn text_array(v: &Value) -> Vec<Option<String>> {
 // --- operators on jsonb
 
 pub fn jsonb_object_field(a: &[Value]) -> Result<Value> {
-    Ok(opt_jsonb(jb(&a[0]).get_key(text(&a[1]))))
+    Ok(opt_jsonb(jb(&a[0])?.get_key(text(&a[1]))))
 }
 pub fn jsonb_object_field_text(a: &[Value]) -> Result<Value> {
-    Ok(opt_text(jb(&a[0]).get_key(text(&a[1]))))
+    Ok(opt_text(jb(&a[0])?.get_key(text(&a[1]))))
 }
 /// `jsonb -> int`: a top-level scalar is a one-element (raw scalar) array.
 fn element(j: &Jv, i: i64) -> Option<&Jv> {
@@ -60,32 +60,32 @@ fn element(j: &Jv, i: i64) -> Option<&Jv> {
     }
 }
 pub fn jsonb_array_element(a: &[Value]) -> Result<Value> {
-    Ok(opt_jsonb(element(&jb(&a[0]), int(&a[1]))))
+    Ok(opt_jsonb(element(&jb(&a[0])?, int(&a[1]))))
 }
 pub fn jsonb_array_element_text(a: &[Value]) -> Result<Value> {
-    Ok(opt_text(element(&jb(&a[0]), int(&a[1]))))
+    Ok(opt_text(element(&jb(&a[0])?, int(&a[1]))))
 }
 pub fn jsonb_extract_path(a: &[Value]) -> Result<Value> {
-    Ok(opt_jsonb(jb(&a[0]).get_path(&text_array(&a[1]))))
+    Ok(opt_jsonb(jb(&a[0])?.get_path(&text_array(&a[1]))))
 }
 pub fn jsonb_extract_path_text(a: &[Value]) -> Result<Value> {
-    Ok(opt_text(jb(&a[0]).get_path(&text_array(&a[1]))))
+    Ok(opt_text(jb(&a[0])?.get_path(&text_array(&a[1]))))
 }
 pub fn jsonb_contains(a: &[Value]) -> Result<Value> {
-    Ok(Value::Bool(json::contains(&jb(&a[0]), &jb(&a[1]), true)))
+    Ok(Value::Bool(json::contains(&jb(&a[0])?, &jb(&a[1])?, true)))
 }
 pub fn jsonb_contained(a: &[Value]) -> Result<Value> {
-    Ok(Value::Bool(json::contains(&jb(&a[1]), &jb(&a[0]), true)))
+    Ok(Value::Bool(json::contains(&jb(&a[1])?, &jb(&a[0])?, true)))
 }
 pub fn jsonb_exists(a: &[Value]) -> Result<Value> {
-    Ok(Value::Bool(json::exists(&jb(&a[0]), text(&a[1]))))
+    Ok(Value::Bool(json::exists(&jb(&a[0])?, text(&a[1]))))
 }
 pub fn jsonb_exists_any(a: &[Value]) -> Result<Value> {
-    let j = jb(&a[0]);
+    let j = jb(&a[0])?;
     Ok(Value::Bool(text_array(&a[1]).iter().flatten().any(|k| json::exists(&j, k))))
 }
 pub fn jsonb_exists_all(a: &[Value]) -> Result<Value> {
-    let j = jb(&a[0]);
+    let j = jb(&a[0])?;
     Ok(Value::Bool(text_array(&a[1]).iter().flatten().all(|k| json::exists(&j, k))))
 }
 
@@ -96,7 +96,7 @@ pub fn jsonb_concat(a: &[Value]) -> Result<Value> {
         Jv::Arr(v) => v,
         j => vec![j],
     };
-    Ok(out(&match (jb(&a[0]), jb(&a[1])) {
+    Ok(out(&match (jb(&a[0])?, jb(&a[1])?) {
         (Jv::Obj(mut x), Jv::Obj(y)) => {
             x.extend(y);
             Jv::Obj(json::normalize_pairs(x))
@@ -115,7 +115,7 @@ fn scalar_err(what: &str) -> SqlError {
 
 pub fn jsonb_delete_key(a: &[Value]) -> Result<Value> {
     let k = text(&a[1]);
-    Ok(out(&match jb(&a[0]) {
+    Ok(out(&match jb(&a[0])? {
         Jv::Obj(p) => Jv::Obj(p.into_iter().filter(|(pk, _)| pk != k).collect()),
         Jv::Arr(v) => Jv::Arr(v.into_iter().filter(|e| !matches!(e, Jv::Str(s) if s == k)).collect()),
         _ => return Err(scalar_err("delete from scalar")),
@@ -124,7 +124,7 @@ pub fn jsonb_delete_key(a: &[Value]) -> Result<Value> {
 
 pub fn jsonb_delete_keys(a: &[Value]) -> Result<Value> {
     let keys: Vec<String> = text_array(&a[1]).into_iter().flatten().collect();
-    Ok(out(&match jb(&a[0]) {
+    Ok(out(&match jb(&a[0])? {
         Jv::Obj(p) => Jv::Obj(p.into_iter().filter(|(pk, _)| !keys.contains(pk)).collect()),
         Jv::Arr(v) => Jv::Arr(v.into_iter().filter(|e| !matches!(e, Jv::Str(s) if keys.contains(s))).collect()),
         _ => return Err(scalar_err("delete from scalar")),
@@ -133,7 +133,7 @@ pub fn jsonb_delete_keys(a: &[Value]) -> Result<Value> {
 
 pub fn jsonb_delete_index(a: &[Value]) -> Result<Value> {
     let i = int(&a[1]);
-    Ok(out(&match jb(&a[0]) {
+    Ok(out(&match jb(&a[0])? {
         Jv::Arr(mut v) => {
             let n = v.len() as i64;
             let i = if i < 0 { n + i } else { i };
@@ -186,7 +186,7 @@ fn path_steps(v: &Value, what: &str) -> Result<Vec<String>> {
 }
 
 pub fn jsonb_delete_path(a: &[Value]) -> Result<Value> {
-    let mut j = jb(&a[0]);
+    let mut j = jb(&a[0])?;
     if !matches!(j, Jv::Arr(_) | Jv::Obj(_)) {
         return Err(scalar_err("delete path in scalar"));
     }
@@ -198,6 +198,7 @@ pub fn jsonb_delete_path(a: &[Value]) -> Result<Value> {
 /// jsonb_set / jsonb_insert: replace (or insert before/after) at `path`,
 /// creating the last key of an object when `create`.
 fn set_path(j: &mut Jv, path: &[String], newval: &Jv, create: bool, insert: Option<bool>) -> Result<()> {
+    crate::stack_depth::check()?;
     let Some((first, rest)) = path.split_first() else { return Ok(()) };
     match j {
         Jv::Obj(p) => {
@@ -249,22 +250,22 @@ fn set_path(j: &mut Jv, path: &[String], newval: &Jv, create: bool, insert: Opti
 }
 
 pub fn jsonb_set(a: &[Value]) -> Result<Value> {
-    let mut j = jb(&a[0]);
+    let mut j = jb(&a[0])?;
     if !matches!(j, Jv::Arr(_) | Jv::Obj(_)) {
         return Err(scalar_err("set path in scalar"));
     }
     let create = a.get(3).map_or(true, |v| matches!(v, Value::Bool(true)));
-    set_path(&mut j, &path_steps(&a[1], "")?, &jb(&a[2]), create, None)?;
+    set_path(&mut j, &path_steps(&a[1], "")?, &jb(&a[2])?, create, None)?;
     Ok(out(&j))
 }
 
 pub fn jsonb_insert(a: &[Value]) -> Result<Value> {
-    let mut j = jb(&a[0]);
+    let mut j = jb(&a[0])?;
     if !matches!(j, Jv::Arr(_) | Jv::Obj(_)) {
         return Err(scalar_err("set path in scalar"));
     }
     let after = a.get(3).is_some_and(|v| matches!(v, Value::Bool(true)));
-    set_path(&mut j, &path_steps(&a[1], "")?, &jb(&a[2]), false, Some(after))?;
+    set_path(&mut j, &path_steps(&a[1], "")?, &jb(&a[2])?, false, Some(after))?;
     Ok(out(&j))
 }
 
@@ -296,7 +297,7 @@ pub fn value_to_jv(v: &Value) -> Result<Jv> {
     Ok(match v {
         Value::Null => Jv::Null,
         Value::Bool(b) => Jv::Bool(*b),
-        Value::Jsonb(s) => json::tree(s),
+        Value::Jsonb(s) => json::tree(s)?,
         Value::Json(s) => json::parse(s)?,
         Value::Array(a) => Jv::Arr(a.items.iter().map(value_to_jv).collect::<Result<_>>()?),
         Value::Int2(_) | Value::Int4(_) | Value::Int8(_) | Value::Oid(_) | Value::Numeric(_) => {
@@ -478,11 +479,11 @@ pub fn json_object(a: &[Value]) -> Result<Value> {
 }
 
 pub fn jsonb_pretty(a: &[Value]) -> Result<Value> {
-    Ok(Value::Text(jb(&a[0]).pretty()))
+    Ok(Value::Text(jb(&a[0])?.pretty()))
 }
 
 pub fn jsonb_typeof(a: &[Value]) -> Result<Value> {
-    Ok(Value::Text(jb(&a[0]).type_name().into()))
+    Ok(Value::Text(jb(&a[0])?.type_name().into()))
 }
 
 pub fn json_typeof(a: &[Value]) -> Result<Value> {
@@ -490,7 +491,7 @@ pub fn json_typeof(a: &[Value]) -> Result<Value> {
 }
 
 pub fn jsonb_array_length(a: &[Value]) -> Result<Value> {
-    match jb(&a[0]) {
+    match jb(&a[0])? {
         Jv::Arr(v) => Ok(Value::Int4(v.len() as i32)),
         Jv::Obj(_) => Err(scalar_err("get array length of a non-array")),
         _ => Err(scalar_err("get array length of a scalar")),
@@ -514,7 +515,7 @@ fn strip(j: Jv) -> Jv {
 }
 
 pub fn jsonb_strip_nulls(a: &[Value]) -> Result<Value> {
-    Ok(out(&strip(jb(&a[0]))))
+    Ok(out(&strip(jb(&a[0])?)))
 }
 
 pub fn gen_random_uuid(_: &[Value]) -> Result<Value> {
@@ -524,7 +525,7 @@ pub fn gen_random_uuid(_: &[Value]) -> Result<Value> {
 // --- set-returning
 
 pub fn jsonb_array_elements(a: &[Value]) -> Result<SetIter> {
-    match jb(&a[0]) {
+    match jb(&a[0])? {
         Jv::Arr(v) => Ok(Box::new(v.into_iter().map(|e| Ok(out(&e))))),
         Jv::Obj(_) => Err(SqlError::new(b"22023", "cannot extract elements from an object")),
         _ => Err(SqlError::new(b"22023", "cannot extract elements from a scalar")),
@@ -532,7 +533,7 @@ pub fn jsonb_array_elements(a: &[Value]) -> Result<SetIter> {
 }
 
 pub fn jsonb_array_elements_text(a: &[Value]) -> Result<SetIter> {
-    match jb(&a[0]) {
+    match jb(&a[0])? {
         Jv::Arr(v) => Ok(Box::new(v.into_iter().map(|e| Ok(e.as_text().map_or(Value::Null, Value::Text))))),
         Jv::Obj(_) => Err(SqlError::new(b"22023", "cannot extract elements from an object")),
         _ => Err(SqlError::new(b"22023", "cannot extract elements from a scalar")),
@@ -540,7 +541,7 @@ pub fn jsonb_array_elements_text(a: &[Value]) -> Result<SetIter> {
 }
 
 pub fn jsonb_object_keys(a: &[Value]) -> Result<SetIter> {
-    match jb(&a[0]) {
+    match jb(&a[0])? {
         Jv::Obj(p) => Ok(Box::new(p.into_iter().map(|(k, _)| Ok(Value::Text(k))))),
         j => Err(SqlError::new(b"22023", format!("cannot call jsonb_object_keys on {}", if matches!(j, Jv::Arr(_)) { "an array" } else { "a scalar" }))),
     }

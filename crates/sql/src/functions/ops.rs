@@ -29,13 +29,20 @@ pub fn boolge(a: &[Value]) -> Result<Value> {
 }
 
 pub fn textcat(a: &[Value]) -> Result<Value> {
-    Ok(Value::Text(format!("{}{}", text(&a[0]), text(&a[1]))))
+    let (x, y) = (text(&a[0]), text(&a[1]));
+    crate::errors::check_result_len(x.len() + y.len())?;
+    crate::memory::reserve(x.len() + y.len())?;
+    Ok(Value::Text([x, y].concat()))
 }
 
 /// bytea || bytea.
 pub fn byteacat(a: &[Value]) -> Result<Value> {
     match (&a[0], &a[1]) {
-        (Value::Bytea(x), Value::Bytea(y)) => Ok(Value::Bytea([x.as_slice(), y.as_slice()].concat())),
+        (Value::Bytea(x), Value::Bytea(y)) => {
+            crate::errors::check_result_len(x.len() + y.len())?;
+            crate::memory::reserve(x.len() + y.len())?;
+            Ok(Value::Bytea([x.as_slice(), y.as_slice()].concat()))
+        }
         _ => Err(crate::errors::SqlError::internal("byteacat of non-bytea values")),
     }
 }

@@ -4,7 +4,7 @@
 //! the one whose (bytewise) collation ferrogres implements.
 
 use super::{int, text};
-use crate::errors::{Result, SqlError};
+use crate::errors::{check_enlarge, check_result_len, length_too_large, Interrupts, Result, SqlError, MAX_ALLOC_SIZE};
 use crate::types::{self, Value};
 
 fn t(s: impl Into<String>) -> Result<Value> {
@@ -122,30 +122,37 @@ pub fn rtrim(a: &[Value]) -> Result<Value> {
     t(text(&a[0]).trim_end_matches(|c| set.contains(&c)))
 }
 
-fn pad(a: &[Value], left: bool) -> Result<Value> {
-    let s: Vec<char> = text(&a[0]).chars().collect();
+/// lpad/rpad: `len` characters, the fill repeated on one side. PostgreSQL
+/// sizes the result for 4-byte characters first: past 1 GB that is 54000.
+fn pad(a: &[Value], left: bool, ck: &dyn Interrupts) -> Result<Value> {
     let len = int(&a[1]).max(0) as usize;
-    let fill: Vec<char> = match a.get(2) {
-        Some(v) => text(v).chars().collect(),
-        None => vec![' '],
+    if len.saturating_mul(4).saturating_add(4) > MAX_ALLOC_SIZE {
+        return Err(length_too_large());
+    }
+    let s = text(&a[0]);
+    let fill = match a.get(2) {
+        Some(v) => text(v),
+        None => " ",
     };
-    if len > 10 * 1024 * 1024 * 100 {
-        return Err(SqlError::new(b"54000", "requested length too large"));
+    let have = s.chars().count();
+    if have >= len || fill.is_empty() {
+        let end = s.char_indices().nth(len).map_or(s.len(), |(i, _)| i);
+        return t(&s[..end]);
     }
-    if s.len() >= len || fill.is_empty() {
-        return t(s.iter().take(len).collect::<String>());
-    }
-    let padding: String = fill.iter().cycle().take(len - s.len()).collect();
-    let s: String = s.into_iter().collect();
-    t(if left { padding + &s } else { s + &padding })
+    // The padding in whole copies of the fill, then its first characters.
+    let want = len - have;
+    let fill_chars = fill.chars().count();
+    let mut padding = repeat_str(fill, want / fill_chars, ck)?;
+    padding.extend(fill.chars().take(want % fill_chars));
+    t(if left { padding + s } else { [s, padding.as_str()].concat() })
 }
 
-pub fn lpad(a: &[Value]) -> Result<Value> {
-    pad(a, true)
+pub fn lpad(a: &[Value], ck: &dyn Interrupts) -> Result<Value> {
+    pad(a, true, ck)
 }
 
-pub fn rpad(a: &[Value]) -> Result<Value> {
-    pad(a, false)
+pub fn rpad(a: &[Value], ck: &dyn Interrupts) -> Result<Value> {
+    pad(a, false, ck)
 }
 
 pub fn left(a: &[Value]) -> Result<Value> {
@@ -163,13 +170,32 @@ pub fn right(a: &[Value]) -> Result<Value> {
     t(s.chars().skip(skip).collect::<String>())
 }
 
-pub fn repeat(a: &[Value]) -> Result<Value> {
+/// repeat(s, n): past 1 GB (with the 4-byte header) it is 54000, as in
+/// PostgreSQL. Built by doubling, with an interrupt check per step.
+pub fn repeat(a: &[Value], ck: &dyn Interrupts) -> Result<Value> {
     let s = text(&a[0]);
     let n = int(&a[1]).max(0) as usize;
-    if s.len().saturating_mul(n) >= 1 << 30 {
-        return Err(SqlError::new(b"54000", "requested length too large"));
+    if s.len().saturating_mul(n).saturating_add(4) > MAX_ALLOC_SIZE {
+        return Err(length_too_large());
     }
-    t(s.repeat(n))
+    t(repeat_str(s, n, ck)?)
+}
+
+/// `s` repeated `n` times (the caller bounds the size), built by doubling
+/// what is there, polling `ck` between the copies.
+fn repeat_str(s: &str, n: usize, ck: &dyn Interrupts) -> Result<String> {
+    let total = s.len() * n;
+    crate::memory::reserve(total)?;
+    let mut out = String::with_capacity(total);
+    if n > 0 {
+        out.push_str(s);
+    }
+    while out.len() < total {
+        ck.check()?;
+        let more = (total - out.len()).min(out.len());
+        out.extend_from_within(..more);
+    }
+    Ok(out)
 }
 
 pub fn reverse(a: &[Value]) -> Result<Value> {
@@ -212,13 +238,35 @@ pub fn chr(a: &[Value]) -> Result<Value> {
 }
 
 pub fn concat(a: &[Value]) -> Result<Value> {
-    t(a.iter().filter_map(types::output).collect::<String>())
+    let mut out = String::new();
+    for v in a {
+        if let Some(s) = types::output(v) {
+            check_enlarge(out.len(), s.len())?;
+            crate::memory::reserve_growth(out.len(), out.capacity(), s.len())?;
+            out.push_str(&s);
+        }
+    }
+    check_result_len(out.len())?;
+    t(out)
 }
 
 pub fn concat_ws(a: &[Value]) -> Result<Value> {
     let Value::Text(sep) = &a[0] else { return Ok(Value::Null) };
-    let parts: Vec<String> = a[1..].iter().filter_map(types::output).collect();
-    t(parts.join(sep))
+    let mut out = String::new();
+    let mut first = true;
+    for v in &a[1..] {
+        let Some(s) = types::output(v) else { continue };
+        if !first {
+            check_enlarge(out.len(), sep.len())?;
+            out.push_str(sep);
+        }
+        first = false;
+        check_enlarge(out.len(), s.len())?;
+        crate::memory::reserve_growth(out.len(), out.capacity(), s.len())?;
+        out.push_str(&s);
+    }
+    check_result_len(out.len())?;
+    t(out)
 }
 
 /// Whether `s` needs no quotes as an identifier: lower-case letters, digits,

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, what ferrogres needs on a fresh Debian machine that has only
+# Rust; installs nothing (and runs no apt-get at all) when everything is there.
+#
+#   scripts/deps.sh build   what `cargo build` needs: a C compiler and libclang
+#                           (pg_query builds libpg_query in C; its bindgen loads libclang)
+#   scripts/deps.sh test    the above, plus what the tests use: PostgreSQL 15 (the
+#                           reference server; psql, pgbench, pg_regress and
+#                           pg_isolation_regress from its client package), valgrind and
+#                           perf (the benchmark harness), the harness's python packages,
+#                           tpchgen-cli (prebuilt, from PyPI) into bench/.cache
+#
+# Runs apt-get as root, or through sudo when not root. Called by scripts/run.sh and
+# scripts/test.sh (README's two commands) and so by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-test}
+case "$what" in build|test) ;; *) echo "usage: scripts/deps.sh build|test" >&2; exit 2;; esac
+
+need=()
+command -v cc >/dev/null || need+=(gcc libc6-dev)
+# Where bindgen (clang-sys) looks: LIBCLANG_PATH, LLVM's directories, the system's.
+have_libclang() {
+  local f
+  for f in ${LIBCLANG_PATH:+"$LIBCLANG_PATH"/libclang*.so*} /usr/lib/llvm-*/lib/libclang.so \
+           /usr/lib/*/libclang.so /usr/lib/*/libclang-*.so /usr/lib/libclang.so; do
+    [ -e "$f" ] && return 0
+  done
+  return 1
+}
+have_libclang || need+=(libclang-dev)
+
+pip_reqs=""
+if [ "$what" = test ]; then
+  [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
+  { [ -x /usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress ] && command -v pgbench >/dev/null; } \
+    || need+=(postgresql-client-15)
+  command -v perf >/dev/null || need+=(linux-perf)
+  command -v valgrind >/dev/null || need+=(valgrind)
+  command -v fallocate >/dev/null || need+=(util-linux)
+  if ! command -v python3 >/dev/null; then
+    need+=(python3 python3-numpy python3-matplotlib)
+  elif ! python3 -c 'import numpy, matplotlib' 2>/dev/null; then
+    # Debian's own python takes Debian's packages (pip refuses to touch it, PEP 668);
+    # any other python (pyenv, a venv) gets bench/requirements.txt through pip.
+    if [ "$(command -v python3)" = /usr/bin/python3 ]; then
+      need+=(python3-numpy python3-matplotlib)
+    else
+      pip_reqs=bench/requirements.txt
+    fi
+  fi
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "scripts/deps.sh: ${need[*]} missing; run as root or install sudo" >&2; exit 1; }
+    sudo=sudo
+  fi
+  echo "scripts/deps.sh: installing ${need[*]}" >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+fi
+if [ -n "$pip_reqs" ]; then
+  echo "scripts/deps.sh: installing the python packages of $pip_reqs" >&2
+  python3 -m pip install -q -r "$pip_reqs"
+fi
+# The TPC-H generator of the tpch workload (bench/harness/tpch.py): the tpchgen-cli
+# crate's binary as its authors publish it prebuilt on PyPI, taken out of the wheel into
+# the harness's cache (works with any python, PEP 668 or not; `cargo install` of the
+# crate would take ~10 CPU-minutes).
+if [ "$what" = test ]; then
+  tpchgen_version=$(sed -n 's/^tpchgen-cli==//p' bench/requirements.txt)
+  tpchgen_root=${FERROGRES_BENCH_CACHE:-bench/.cache}/tpchgen-cli-$tpchgen_version
+  if [ ! -x "$tpchgen_root/bin/tpchgen-cli" ]; then
+    echo "scripts/deps.sh: installing tpchgen-cli $tpchgen_version into $tpchgen_root" >&2
+    wheels=$(mktemp -d)
+    python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheels" "tpchgen-cli==$tpchgen_version"
+    mkdir -p "$tpchgen_root/bin"
+    python3 - "$wheels" "$tpchgen_root/bin/tpchgen-cli" <<'PY'
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "tpchgen_cli-*.whl"))[0]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith("/scripts/tpchgen-cli"))
+    with z.open(name) as src, open(sys.argv[2] + ".part", "wb") as dst:
+        dst.write(src.read())
+os.chmod(sys.argv[2] + ".part", 0o755)
+os.rename(sys.argv[2] + ".part", sys.argv[2])
+PY
+    rm -rf "$wheels"
+  fi
+fi
