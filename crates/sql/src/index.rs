@@ -632,6 +632,27 @@ fn build(backend: &Backend, table: &Table, ix: &IndexInfo, rows: &[(Tid, Vec<Val
     Ok(())
 }
 
+/// REINDEX: each of `indexes` (of `table`) gets a new file built from the rows
+/// `snap` sees; the old file goes at commit, the new one at abort (as TRUNCATE).
+pub fn reindex(backend: &mut Backend, snap: &Snapshot, table: &Table, indexes: &[IndexInfo]) -> Result<()> {
+    let engine = backend.engine().clone();
+    let rows = scan_rows(backend, &table.storage, snap)?;
+    for ix in indexes {
+        crate::locking::lock_relation(backend, ix.oid, LockMode::AccessExclusive, false, &ix.name)?;
+        let n = engine.new_oid();
+        let new = IndexInfo { rel: locator(n), ..ix.clone() };
+        new.create_file(&engine, rows.len() as f64)?;
+        backend.txn.pending_deletes.at_abort(new.rel);
+        backend.txn.pending_deletes.at_commit(ix.rel);
+        register(&engine, table.storage.rel, &new);
+        update_class_row(backend, snap, ix.oid, &|row| {
+            row[3] = Value::Oid(n);
+        })?;
+        build(backend, table, &new, &rows, snap_rows_error(&new, table))?;
+    }
+    Ok(())
+}
+
 /// DROP INDEX (or an index of a dropped table): its catalog rows. The file stays
 /// (dropped relations' files are not removed yet).
 pub fn drop_index(backend: &mut Backend, snap: &Snapshot, ix: &IndexInfo) -> Result<()> {
@@ -1231,6 +1252,9 @@ pub enum IndexCmd {
     AddConstraints { table: Table, specs: Vec<IndexSpec> },
     DropIndexes { names: Vec<(Option<String>, String)>, missing_ok: bool },
     Truncate { tables: Vec<Table> },
+    /// REINDEX TABLE (`table`, locked by the analyzer) or REINDEX INDEX
+    /// (`index`: schema and name, resolved when run).
+    Reindex { table: Option<Table>, index: Option<(Option<String>, String)> },
     /// VACUUM (`vacuum`) and/or ANALYZE (`analyze`) of `tables`.
     Vacuum { tables: Vec<Table>, vacuum: bool, analyze: bool, freeze: bool, verbose: bool },
 }
@@ -1332,6 +1356,30 @@ pub fn execute(
             truncate(backend, snap, tables)?;
             Ok("TRUNCATE TABLE".into())
         }
+        IndexCmd::Reindex { table: Some(table), .. } => {
+            reindex(backend, snap, table, &table.indexes)?;
+            Ok("REINDEX".into())
+        }
+        IndexCmd::Reindex { index: Some((schema, name)), .. } => {
+            let ns = match crate::namespace::relation_namespace(backend, snap, schema.as_deref(), name)? {
+                Some(ns) => ns,
+                None => catalog::PUBLIC_NAMESPACE,
+            };
+            let shown = match schema {
+                Some(s) => format!("{s}.{name}"),
+                None => name.clone(),
+            };
+            let Some((table, ix)) = lookup_index(backend, snap, ns, name)? else {
+                return Err(SqlError::new(b"42P01", format!("relation \"{shown}\" does not exist")));
+            };
+            // ShareLock on the table (reads go on, writes wait), AccessExclusiveLock
+            // on the index, as PostgreSQL's REINDEX INDEX.
+            crate::locking::lock_relation(backend, table.oid, LockMode::Share, false, &table.name)?;
+            crate::locking::lock_relation(backend, ix.oid, LockMode::AccessExclusive, false, &ix.name)?;
+            reindex(backend, snap, &table, std::slice::from_ref(&ix))?;
+            Ok("REINDEX".into())
+        }
+        IndexCmd::Reindex { .. } => Err(SqlError::internal("REINDEX without a target")),
         IndexCmd::Vacuum { tables, vacuum: false, .. } => {
             for t in tables {
                 // ShareUpdateExclusiveLock, as PostgreSQL's ANALYZE: reads and

@@ -288,6 +288,32 @@ impl Analyzer<'_> {
         Ok(Statement::Index(IndexCmd::DropIndexes { names: out, missing_ok: s.missing_ok }))
     }
 
+    /// REINDEX INDEX name / REINDEX TABLE name (not CONCURRENTLY, SCHEMA,
+    /// SYSTEM or DATABASE). REINDEX TABLE takes ShareLock on the table here, as
+    /// PostgreSQL; REINDEX INDEX resolves and locks at execution (`index::execute`).
+    pub(super) fn reindex(&mut self, s: &pb::ReindexStmt) -> Result<Statement> {
+        use pb::ReindexObjectType as K;
+        for p in &s.params {
+            if let Some(NodeEnum::DefElem(d)) = &p.node {
+                if d.defname != "verbose" {
+                    return Err(SqlError::not_supported(format!("REINDEX option \"{}\"", d.defname)));
+                }
+            }
+        }
+        let rv = s.relation.as_ref();
+        match (K::try_from(s.kind).unwrap_or(K::Undefined), rv) {
+            (K::ReindexObjectTable, Some(rv)) => {
+                let table = self.range_table_np_locked(rv, LockMode::Share)?;
+                Ok(Statement::Index(IndexCmd::Reindex { table: Some(table), index: None }))
+            }
+            (K::ReindexObjectIndex, Some(rv)) => {
+                let schema = (!rv.schemaname.is_empty()).then(|| rv.schemaname.clone());
+                Ok(Statement::Index(IndexCmd::Reindex { table: None, index: Some((schema, rv.relname.clone())) }))
+            }
+            _ => Err(SqlError::not_supported("REINDEX SCHEMA, SYSTEM and DATABASE")),
+        }
+    }
+
     pub(super) fn truncate(&mut self, s: &pb::TruncateStmt) -> Result<Statement> {
         if s.behavior == pb::DropBehavior::DropCascade as i32 {
             return Err(SqlError::not_supported("TRUNCATE ... CASCADE"));
