@@ -38,11 +38,17 @@ pub const SAMPLE_ROWS: usize = 30_000;
 /// Entries in the MCV list and histogram (default_statistics_target).
 const TARGET: usize = 100;
 
+/// pg_statistic's TOAST relation (PostgreSQL's pg_toast_2619): a column's MCV
+/// list or histogram of wide values (100 md5 texts) does not fit in a row.
+pub const PG_STATISTIC_TOAST: u32 = 2840;
+
 fn statistic_rel() -> crate::rowio::RelStorage {
-    cat(
+    let mut st = cat(
         PG_STATISTIC,
         &[Type::Oid, Type::Int2, Type::Float8, Type::Int4, Type::Float8, Type::Text, Type::Text, Type::Text, Type::Float8],
-    )
+    );
+    st.toast = Some(crate::catalog::locator(PG_STATISTIC_TOAST));
+    st
 }
 
 #[derive(Clone, Debug, Default)]
@@ -260,9 +266,10 @@ pub fn gather(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<f
 
 fn ensure_rel(backend: &Backend) -> Result<()> {
     let engine = backend.engine();
-    let loc = crate::catalog::locator(PG_STATISTIC);
-    if !engine.smgr.exists(loc, ForkNumber::Main) {
-        engine.create_relation(loc)?;
+    for loc in [crate::catalog::locator(PG_STATISTIC), crate::catalog::locator(PG_STATISTIC_TOAST)] {
+        if !engine.smgr.exists(loc, ForkNumber::Main) {
+            engine.create_relation(loc)?;
+        }
     }
     Ok(())
 }
