@@ -105,6 +105,12 @@ fn hash_index_scans_maintenance_vacuum_reindex_and_catalog() {
         d.contains("Indexes:\n    \"h_b\" hash (b)\n    \"h_id\" hash (id)\n    \"h_k\" hash (k) WITH (fillfactor='60')\n    \"h_n\" hash (n)\n"),
         "{d}"
     );
+    // \d of the index: the column holds the int4 hash code, as PostgreSQL 15 shows.
+    let d = srv.psql_cmd().args(["-c", "\\d h_k"]).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&d.stdout),
+        "          Index \"public.h_k\"\n Column |  Type   | Key? | Definition \n--------+---------+------+------------\n k      | integer | yes  | k\nhash, for table \"public.h\"\n\n"
+    );
     // Equality is answered by the index (PostgreSQL 15: the same plan shape).
     let plan = srv.sql_ok("EXPLAIN (COSTS OFF) SELECT * FROM h WHERE id = 42;");
     assert_eq!(plan.trim(), "Index Scan using h_id on h\n  Index Cond: (id = 42)");

@@ -642,13 +642,21 @@ fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<V
     let mut out = Vec::new();
     let st = catalog::attribute_rel();
     let mut attrs = scan_rows(backend, &st, snap)?;
-    // An index's attributes: its key columns, as the table has them (not null and default aside).
+    // An index's attributes: its key columns, as the table has them (not null and default aside);
+    // a hash index stores the int4 hash code (its operator class's storage type).
+    let hash_indexes: Vec<Value> = scan_rows(backend, &catalog::class_rel(), snap)?
+        .into_iter()
+        .filter(|(_, c)| c.get(5) == Some(&Value::Text("i".into())) && c.get(7).is_some_and(|am| index_am(am) == crate::hash_index::HASH_AM_OID))
+        .map(|(_, c)| c[0].clone())
+        .collect();
     let mut index_attrs = Vec::new();
     for (_, ix) in scan_rows(backend, &crate::index::index_rel(), snap)? {
+        let hash = hash_indexes.contains(&ix[0]);
         for (k, num) in text_of(&ix[6]).split_whitespace().enumerate() {
             let num: i16 = num.parse().unwrap_or(0);
             if let Some((tid, a)) = attrs.iter().find(|(_, a)| a[0] == ix[1] && a[3] == Value::Int2(num)) {
-                index_attrs.push((*tid, vec![ix[0].clone(), a[1].clone(), a[2].clone(), Value::Int2(k as i16 + 1), a[4].clone(), Value::Bool(false)]));
+                let (ty, typmod) = if hash { (Value::Oid(Type::Int4.oid()), Value::Int4(-1)) } else { (a[2].clone(), a[4].clone()) };
+                index_attrs.push((*tid, vec![ix[0].clone(), a[1].clone(), ty, Value::Int2(k as i16 + 1), typmod, Value::Bool(false)]));
             }
         }
     }
@@ -874,7 +882,10 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
             let (Value::Oid(o), Value::Array(table)) = (&vals[0], &vals[1]) else { return Ok(Value::Null) };
             // pretty (pg_get_indexdef's third argument): no schema qualification of public tables.
             let pretty = vals.get(2) == Some(&Value::Bool(true));
-            let key = format!("{o}:");
+            let key = match vals.get(3) {
+                Some(Value::Int4(c)) if *c != 0 => format!("{o}/{c}:"),
+                _ => format!("{o}:"),
+            };
             table
                 .items
                 .iter()
@@ -1011,7 +1022,8 @@ pub fn relation_sizes(backend: &Backend, snap: &Snapshot, func: &str) -> Result<
     Ok(out)
 }
 
-/// `oid:definition` of every index (pg_get_indexdef) as `snap` sees them.
+/// `oid:definition` of every index (pg_get_indexdef) as `snap` sees them, and
+/// `oid/n:column` for each of its columns (pg_get_indexdef(oid, n, pretty)).
 pub fn index_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
     let classes = scan_rows(backend, &catalog::class_rel(), snap)?;
     let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;
@@ -1030,6 +1042,8 @@ pub fn index_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
                 .iter()
                 .find(|(_, a)| a[0] == r[1] && a[3] == Value::Int2(num))
                 .map_or_else(|| format!("{num}"), |(_, a)| quote_ident(&text_of(&a[1])));
+            // pg_get_indexdef(oid, k + 1, ...): the column alone.
+            out.push(format!("{}/{}:{col}", text_of(&r[0]), k + 1));
             if k >= nkey {
                 include.push(col);
                 continue;
