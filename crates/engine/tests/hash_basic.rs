@@ -146,7 +146,7 @@ fn vacuum_after_mass_deletes_frees_and_reuses_overflow_pages() {
     assert!(before.overflow_pages >= 40, "{before:?}");
     let size = engine.buffers.nblocks(rel(50003), ForkNumber::Main).unwrap();
     // Delete 90 %: the squeeze leaves each chain as short as its entries allow.
-    let dead = |t: Tid| (t.block * 200 + t.offset as u32) % 10 != 0;
+    let dead = |t: Tid| !(t.block * 200 + t.offset as u32).is_multiple_of(10);
     let stats = ix.bulk_delete(&engine, &dead, &no_interrupt).unwrap();
     for ts in model.values_mut() {
         ts.retain(|t| !dead(*t));
@@ -226,7 +226,7 @@ fn redo_rebuilds_the_same_index() {
             ix.insert(&engine, h, tid_of(i)).unwrap();
             model.entry(h).or_default().insert(tid_of(i));
         }
-        let dead = |t: Tid| t.offset % 3 == 0;
+        let dead = |t: Tid| t.offset.is_multiple_of(3);
         ix.bulk_delete(&engine, &dead, &no_interrupt).unwrap();
         for ts in model.values_mut() {
             ts.retain(|t| !dead(*t));

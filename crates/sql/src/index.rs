@@ -279,7 +279,9 @@ fn int2vector(v: &str) -> Vec<i16> {
 /// The indexes of table `table_oid` (whose columns are `columns`), in creation
 /// (OID) order. Registers them for VACUUM's index cleanup.
 pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns: &[catalog::Column]) -> Result<Vec<IndexInfo>> {
-    let mut found: Vec<(u32, bool, bool, Vec<i16>, Vec<i16>, i16, Option<u16>)> = Vec::new();
+    // (index OID, unique, primary, indkey, indoption, key columns, fillfactor)
+    type Found = (u32, bool, bool, Vec<i16>, Vec<i16>, i16, Option<u16>);
+    let mut found: Vec<Found> = Vec::new();
     for (_, row) in scan_rows(backend, &index_rel(), snap)? {
         if let [Value::Oid(ix), Value::Oid(rel), _, Value::Int2(nkey), Value::Bool(u), Value::Bool(p), Value::Text(k), Value::Text(o), opts @ ..] = row.as_slice() {
             if *rel == table_oid {
