@@ -148,7 +148,13 @@ pub fn create(engine: &Engine, ix: &IndexInfo, expected_rows: f64) -> Result<()>
 /// The entry of a row version at `tid` (none for a NULL key: hash indexes do not
 /// index NULLs, as in PostgreSQL).
 pub fn insert(backend: &Backend, ix: &IndexInfo, row: &[Value], tid: Tid) -> Result<()> {
-    let Some(h) = hash_value(ix.types[0], &row[ix.columns[0]]) else { return Ok(()) };
+    let v = &row[ix.columns[0]];
+    if v.is_null() {
+        return Ok(());
+    }
+    // A value the column's type cannot hash (the column's type was changed to
+    // one without a hash operator class) is refused, never left out silently.
+    let Some(h) = hash_value(ix.types[0], v) else { return Err(unhashable(ix.types[0])) };
     let engine = backend.engine();
     handle(engine, ix).insert(engine, h, tid)?;
     Ok(())
