@@ -255,6 +255,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::CreateStmt(s) => self.create(s),
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
+            NodeEnum::ReindexStmt(s) => self.reindex(s),
             NodeEnum::AlterTableStmt(s) if ddl_alter_column::handles(s) => self.alter_columns(s),
             // Schemas and databases have their own RENAME arms below.
             NodeEnum::RenameStmt(s)

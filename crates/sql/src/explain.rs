@@ -1008,6 +1008,7 @@ impl Builder<'_> {
         if let Some(path) = path {
             let ixi = &t.indexes[path.index];
             // The conjuncts the index answers: equalities on its prefix, one range.
+            let hash = ixi.am == crate::index::IndexAm::Hash;
             let key_cols: Vec<usize> = ixi.columns.iter().take(path.eq.len() + 1).copied().collect();
             let mut conds = Vec::new();
             let mut rest = Vec::new();
@@ -1019,7 +1020,7 @@ impl Builder<'_> {
                             let k = key_cols.iter().position(|c| *c == col);
                             match k {
                                 Some(k) if k < path.eq.len() => *op == CmpOp::Eq,
-                                Some(_) => path.lower.is_some() || path.upper.is_some(),
+                                Some(_) => !hash && (path.lower.is_some() || path.upper.is_some()),
                                 None => false,
                             }
                         })
@@ -1033,10 +1034,12 @@ impl Builder<'_> {
                 Some(s) => crate::stats::index_cost(t, filter, &[], s, &path),
                 None => irows.min(pages) * c.random_page_cost + irows * (c.cpu_index_tuple_cost + c.cpu_tuple_cost),
             };
+            // A hash index has no tree to descend before its first entry.
+            let startup = if hash { 0.0 } else { 0.29 };
             let mut n = Node {
                 name: format!("Index Scan using {} on {rel}", ixi.name),
-                startup: 0.29,
-                total: 0.29 + total,
+                startup,
+                total: startup + total,
                 rows: irows,
                 width,
                 ..Default::default()

@@ -1,11 +1,12 @@
-//! Indexes in the SQL layer, on the engine's B-tree (`engine::nbtree`): the
-//! catalog rows (pg_class relkind 'i', pg_index, pg_constraint), index DDL,
-//! TRUNCATE, VACUUM and ANALYZE, index maintenance on insert and update, and
-//! the index-scan choice for a WHERE clause.
+//! Indexes in the SQL layer, on the engine's B-tree (`engine::nbtree`) and hash
+//! index (`engine::hash`, glue in [`crate::hash_index`]): the catalog rows
+//! (pg_class relkind 'i' with relam, pg_index, pg_constraint), index DDL,
+//! REINDEX, TRUNCATE, VACUUM and ANALYZE, index maintenance on insert and
+//! update, and the index-scan choice for a WHERE clause.
 //!
 //! | catalog | relfilenode | columns (this round) |
 //! |---|---|---|
-//! | pg_index | 2610 | indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool, indisprimary bool, indkey text, indoption text |
+//! | pg_index | 2610 | indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool, indisprimary bool, indkey text, indoption text, indreloptions text (ours: the index's storage parameters, `fillfactor=60`; NULL in rows written before it existed) |
 //! | pg_constraint | 2606 | oid oid, conname text, connamespace oid, contype text, conrelid oid, conindid oid, conkey text, conbin text (CHECK: the expression's SQL; FOREIGN KEY: see `crate::foreign_key`; NULL for p/u) |
 //!
 //! `indkey` and `indoption` hold int2vector's text form ("1 2"), `conkey` the
@@ -53,11 +54,11 @@ pub const PG_CONSTRAINT: u32 = 2606;
 /// pg_am's btree.
 pub const BTREE_AM_OID: u32 = 403;
 pub const PG_INDEX_COLUMNS: &[&str] =
-    &["indexrelid", "indrelid", "indnatts", "indnkeyatts", "indisunique", "indisprimary", "indkey", "indoption"];
+    &["indexrelid", "indrelid", "indnatts", "indnkeyatts", "indisunique", "indisprimary", "indkey", "indoption", "indreloptions"];
 pub const PG_CONSTRAINT_COLUMNS: &[&str] = &["oid", "conname", "connamespace", "contype", "conrelid", "conindid", "conkey", "conbin"];
 
 pub fn index_rel() -> RelStorage {
-    cat(PG_INDEX, &[Type::Oid, Type::Oid, Type::Int2, Type::Int2, Type::Bool, Type::Bool, Type::Text, Type::Text])
+    cat(PG_INDEX, &[Type::Oid, Type::Oid, Type::Int2, Type::Int2, Type::Bool, Type::Bool, Type::Text, Type::Text, Type::Text])
 }
 pub fn constraint_rel() -> RelStorage {
     cat(PG_CONSTRAINT, &[Type::Oid, Type::Text, Type::Oid, Type::Text, Type::Oid, Type::Oid, Type::Text, Type::Text])
@@ -67,12 +68,45 @@ pub fn constraint_rel() -> RelStorage {
 const INDOPTION_DESC: i16 = 1;
 const INDOPTION_NULLS_FIRST: i16 = 2;
 
-/// A B-tree index of a table.
+/// An index's access method (pg_class.relam).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexAm {
+    Btree,
+    /// One key column, equality only, no NULLs, never unique (`crate::hash_index`).
+    Hash,
+}
+
+impl IndexAm {
+    pub fn oid(self) -> u32 {
+        match self {
+            IndexAm::Btree => BTREE_AM_OID,
+            IndexAm::Hash => crate::hash_index::HASH_AM_OID,
+        }
+    }
+    pub fn from_oid(oid: u32) -> IndexAm {
+        if oid == crate::hash_index::HASH_AM_OID {
+            IndexAm::Hash
+        } else {
+            IndexAm::Btree
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexAm::Btree => "btree",
+            IndexAm::Hash => "hash",
+        }
+    }
+}
+
+/// An index of a table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IndexInfo {
     pub oid: u32,
     pub name: String,
     pub rel: RelFileLocator,
+    pub am: IndexAm,
+    /// The `fillfactor` storage parameter, if given (hash indexes).
+    pub fillfactor: Option<u16>,
     /// The columns: positions in the table's columns, key columns in key order,
     /// then INCLUDE columns (stored as trailing key columns: the engine's tree has
     /// no payload columns; harmless for a non-unique index, the only kind that
@@ -126,6 +160,9 @@ impl KeyComparator for SqlComparator {
 
 impl IndexInfo {
     pub fn btree(&self) -> Result<BTree> {
+        if self.am != IndexAm::Btree {
+            return Err(SqlError::internal(format!("index \"{}\" is not a btree index", self.name)));
+        }
         let descs: Vec<AttrDesc> = self
             .types
             .iter()
@@ -133,6 +170,24 @@ impl IndexInfo {
             .collect::<Result<_>>()?;
         let cmp = SqlComparator { types: self.types.clone(), desc: self.desc.clone() };
         Ok(BTree::new(self.rel, descs, Arc::new(cmp), self.unique).with_key_columns(self.nkey))
+    }
+
+    /// The storage parameters as stored in pg_index.indreloptions (and shown by
+    /// pg_class.reloptions): `fillfactor=60`, or NULL.
+    fn reloptions(&self) -> Value {
+        match self.fillfactor {
+            Some(f) => Value::Text(format!("fillfactor={f}")),
+            None => Value::Null,
+        }
+    }
+
+    /// Creates the index's file (empty; a hash index with buckets for
+    /// `expected_rows`).
+    fn create_file(&self, engine: &Engine, expected_rows: f64) -> Result<()> {
+        match self.am {
+            IndexAm::Btree => Ok(self.btree()?.create(engine)?),
+            IndexAm::Hash => crate::hash_index::create(engine, self, expected_rows),
+        }
     }
 
     fn indoption(&self) -> String {
@@ -205,7 +260,12 @@ fn bulk_delete_all(engine: &Engine, indexes: &[IndexInfo], tids: &[Tid]) -> Resu
         if !engine.smgr.exists(ix.rel, ferrogres_engine::storage::ForkNumber::Main) {
             continue;
         }
-        ix.btree()?.bulk_delete(engine, &|t| dead.contains(&t))?;
+        match ix.am {
+            IndexAm::Btree => {
+                ix.btree()?.bulk_delete(engine, &|t| dead.contains(&t))?;
+            }
+            IndexAm::Hash => crate::hash_index::bulk_delete(engine, ix, &|t| dead.contains(&t))?,
+        }
     }
     Ok(())
 }
@@ -220,22 +280,32 @@ fn int2vector(v: &str) -> Vec<i16> {
 /// (OID) order. Registers them for VACUUM's index cleanup.
 #[allow(clippy::type_complexity)] // a catalog row's fields, consumed below
 pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns: &[catalog::Column]) -> Result<Vec<IndexInfo>> {
-    let mut found: Vec<(u32, bool, bool, Vec<i16>, Vec<i16>, i16)> = Vec::new();
+    // (index OID, unique, primary, indkey, indoption, key columns, fillfactor)
+    type Found = (u32, bool, bool, Vec<i16>, Vec<i16>, i16, Option<u16>);
+    let mut found: Vec<Found> = Vec::new();
     for (_, row) in scan_rows(backend, &index_rel(), snap)? {
-        if let [Value::Oid(ix), Value::Oid(rel), _, Value::Int2(nkey), Value::Bool(u), Value::Bool(p), Value::Text(k), Value::Text(o)] = row.as_slice() {
+        if let [Value::Oid(ix), Value::Oid(rel), _, Value::Int2(nkey), Value::Bool(u), Value::Bool(p), Value::Text(k), Value::Text(o), opts @ ..] = row.as_slice() {
             if *rel == table_oid {
-                found.push((*ix, *u, *p, int2vector(k), int2vector(o), *nkey));
+                let ff = match opts.first() {
+                    Some(Value::Text(t)) => t.strip_prefix("fillfactor=").and_then(|v| v.parse().ok()),
+                    _ => None,
+                };
+                found.push((*ix, *u, *p, int2vector(k), int2vector(o), *nkey, ff));
             }
         }
     }
     if found.is_empty() {
         return Ok(Vec::new());
     }
-    let mut names: HashMap<u32, (String, u32)> = HashMap::new();
+    let mut names: HashMap<u32, (String, u32, IndexAm)> = HashMap::new();
     for (_, row) in scan_rows(backend, &class_rel(), snap)? {
-        if let [Value::Oid(oid), Value::Text(n), _, Value::Oid(filenode), ..] = row.as_slice() {
+        if let [Value::Oid(oid), Value::Text(n), _, Value::Oid(filenode), _, _, _, relam, ..] = row.as_slice() {
             if found.iter().any(|f| f.0 == *oid) {
-                names.insert(*oid, (n.clone(), *filenode));
+                let am = match relam {
+                    Value::Oid(a) => IndexAm::from_oid(*a),
+                    _ => IndexAm::Btree,
+                };
+                names.insert(*oid, (n.clone(), *filenode, am));
             }
         }
     }
@@ -249,8 +319,8 @@ pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns:
     }
     found.sort_by_key(|f| f.0);
     let mut out = Vec::new();
-    for (oid, unique, primary, keys, opts, nkey) in found {
-        let Some((name, filenode)) = names.remove(&oid) else { continue };
+    for (oid, unique, primary, keys, opts, nkey, fillfactor) in found {
+        let Some((name, filenode, am)) = names.remove(&oid) else { continue };
         let cols: Vec<usize> = keys.iter().map(|k| (*k - 1) as usize).collect();
         if cols.iter().any(|c| *c >= columns.len()) {
             return Err(SqlError::new(b"XX001", format!("index \"{name}\" names a column its table does not have")));
@@ -259,6 +329,8 @@ pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns:
             oid,
             name,
             rel: locator(filenode),
+            am,
+            fillfactor,
             types: cols.iter().map(|c| columns[*c].ty).collect(),
             desc: opts.iter().map(|o| o & INDOPTION_DESC != 0).collect(),
             nulls_first: opts.iter().map(|o| o & INDOPTION_NULLS_FIRST != 0).collect(),
@@ -365,6 +437,9 @@ pub struct IndexSpec {
     /// A constraint (PRIMARY KEY / UNIQUE) rather than a plain index.
     pub constraint: bool,
     pub if_not_exists: bool,
+    pub am: IndexAm,
+    /// `WITH (fillfactor = n)` (hash indexes).
+    pub fillfactor: Option<u16>,
 }
 
 /// PostgreSQL's ChooseRelationName: `<table>_<cols>_<suffix>`, then with 1, 2, ...
@@ -455,6 +530,8 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
         oid,
         name: name.clone(),
         rel: locator(oid),
+        am: spec.am,
+        fillfactor: spec.fillfactor,
         columns: spec.columns.clone(),
         nkey: spec.nkey,
         types: spec.columns.iter().map(|c| table.columns[*c].ty).collect(),
@@ -464,8 +541,7 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
         nulls_first: spec.nulls_first.clone(),
         constraint: spec.constraint.then_some(if spec.primary { 'p' } else { 'u' }),
     };
-    let tree = ix.btree()?;
-    tree.create(&engine)?;
+    ix.create_file(&engine, rows.len() as f64)?;
     backend.txn.pending_deletes.at_abort(ix.rel);
     register(&engine, table.storage.rel, &ix);
     insert_row(
@@ -479,7 +555,7 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
             Value::Oid(0),
             Value::Text("i".into()),
             Value::Int2(ix.columns.len() as i16),
-            Value::Oid(BTREE_AM_OID),
+            Value::Oid(ix.am.oid()),
             Value::Int4(0),
             Value::Float8(0.0),
         ],
@@ -497,6 +573,7 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
             Value::Bool(ix.primary),
             Value::Text(keys.join(" ")),
             Value::Text(ix.indoption()),
+            ix.reloptions(),
         ],
     )?;
     if let Some(t) = ix.constraint {
@@ -515,9 +592,32 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
             ],
         )?;
     }
-    // Build: every visible row, pointing at the root of its HOT chain.
+    build(backend, table, &ix, &rows, snap_rows_error(&ix, table))?;
+    table.indexes.push(ix.clone());
+    Ok(Some(ix))
+}
+
+/// How a unique violation found while building `ix` is reported.
+fn snap_rows_error<'t>(ix: &'t IndexInfo, table: &'t Table) -> impl Fn(SqlError, &[Value]) -> SqlError + 't {
+    move |e, row| {
+        if e.sqlstate() == "23505" {
+            SqlError::new(b"23505", format!("could not create unique index \"{}\"", ix.name))
+                .with_detail(format!("Key {} is duplicated.", ix.key_text(table, &key_values(ix, row))))
+        } else {
+            e
+        }
+    }
+}
+
+/// Fills a new index: an entry for every row of `rows` (the rows the building
+/// snapshot sees), pointing at the root of its HOT chain.
+fn build(backend: &Backend, table: &Table, ix: &IndexInfo, rows: &[(Tid, Vec<Value>)], on_error: impl Fn(SqlError, &[Value]) -> SqlError) -> Result<()> {
+    let tree = match ix.am {
+        IndexAm::Btree => Some(ix.btree()?),
+        IndexAm::Hash => None,
+    };
     let mut roots: HashMap<u32, HashMap<u16, u16>> = HashMap::new();
-    for (tid, row) in &rows {
+    for (tid, row) in rows {
         let block_roots = match roots.get(&tid.block) {
             Some(m) => m,
             None => {
@@ -526,17 +626,34 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
             }
         };
         let root = Tid::new(tid.block, block_roots.get(&tid.offset).copied().unwrap_or(tid.offset));
-        insert_entry(backend, table, &ix, &tree, row, root).map_err(|e| {
-            if e.sqlstate() == "23505" {
-                SqlError::new(b"23505", format!("could not create unique index \"{name}\""))
-                    .with_detail(format!("Key {} is duplicated.", ix.key_text(table, &key_values(&ix, row))))
-            } else {
-                e
-            }
-        })?;
+        let r = match &tree {
+            Some(tree) => insert_entry(backend, table, ix, tree, row, root),
+            None => crate::hash_index::insert(backend, ix, row, root),
+        };
+        r.map_err(|e| on_error(e, row))?;
     }
-    table.indexes.push(ix.clone());
-    Ok(Some(ix))
+    Ok(())
+}
+
+/// REINDEX: each of `indexes` (of `table`) gets a new file built from the rows
+/// `snap` sees; the old file goes at commit, the new one at abort (as TRUNCATE).
+pub fn reindex(backend: &mut Backend, snap: &Snapshot, table: &Table, indexes: &[IndexInfo]) -> Result<()> {
+    let engine = backend.engine().clone();
+    let rows = scan_rows(backend, &table.storage, snap)?;
+    for ix in indexes {
+        crate::locking::lock_relation(backend, ix.oid, LockMode::AccessExclusive, false, &ix.name)?;
+        let n = engine.new_oid();
+        let new = IndexInfo { rel: locator(n), ..ix.clone() };
+        new.create_file(&engine, rows.len() as f64)?;
+        backend.txn.pending_deletes.at_abort(new.rel);
+        backend.txn.pending_deletes.at_commit(ix.rel);
+        register(&engine, table.storage.rel, &new);
+        update_class_row(backend, snap, ix.oid, &|row| {
+            row[3] = Value::Oid(n);
+        })?;
+        build(backend, table, &new, &rows, snap_rows_error(&new, table))?;
+    }
+    Ok(())
 }
 
 /// DROP INDEX (or an index of a dropped table): its catalog rows. The file stays
@@ -611,7 +728,10 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
 /// new version.
 pub fn insert_entries(backend: &Backend, table: &Table, row: &[Value], tid: Tid) -> Result<()> {
     for ix in &table.indexes {
-        insert_entry(backend, table, ix, &ix.btree()?, row, tid)?;
+        match ix.am {
+            IndexAm::Btree => insert_entry(backend, table, ix, &ix.btree()?, row, tid)?,
+            IndexAm::Hash => crate::hash_index::insert(backend, ix, row, tid)?,
+        }
     }
     Ok(())
 }
@@ -621,7 +741,10 @@ pub fn insert_entries(backend: &Backend, table: &Table, row: &[Value], tid: Tid)
 /// into its arbiter indexes first: `crate::upsert`).
 pub(crate) fn insert_entry_at(backend: &Backend, table: &Table, ix: usize, row: &[Value], tid: Tid) -> Result<()> {
     let ix = &table.indexes[ix];
-    insert_entry(backend, table, ix, &ix.btree()?, row, tid)
+    match ix.am {
+        IndexAm::Btree => insert_entry(backend, table, ix, &ix.btree()?, row, tid),
+        IndexAm::Hash => crate::hash_index::insert(backend, ix, row, tid),
+    }
 }
 
 /// UPDATE's options from old and new values: `(hot_allowed, keys_updated)`.
@@ -733,6 +856,14 @@ pub(crate) fn candidate_paths(table: &Table, filter: Option<&Expr>) -> Vec<(usiz
     let mut out = Vec::new();
     for (i, ix) in table.indexes.iter().enumerate() {
         let mut path = IndexPath { index: i, eq: Vec::new(), lower: None, upper: None };
+        if ix.am == IndexAm::Hash {
+            // A hash index answers `col = expr` only.
+            if let Some((_, _, e)) = quals.iter().find(|(c, op, _)| *c == ix.columns[0] && *op == CmpOp::Eq) {
+                path.eq.push((*e).clone());
+                out.push((2, path));
+            }
+            continue;
+        }
         for (k, col) in ix.columns.iter().enumerate() {
             if let Some((_, _, e)) = quals.iter().find(|(c, op, _)| c == col && *op == CmpOp::Eq) {
                 path.eq.push((*e).clone());
@@ -896,12 +1027,20 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> R
         bound(lo_at, lower.as_ref().is_none_or(|b| b.1)),
         bound(hi_at, upper.as_ref().is_none_or(|b| b.1)),
     );
-    let tree = ix.btree()?;
     let engine = ctx.backend.engine().clone();
-    let mut roots: Vec<Tid> = Vec::new();
-    for t in tree.scan(&engine, bounds) {
-        roots.push(t?);
-    }
+    let roots: Vec<Tid> = match ix.am {
+        IndexAm::Btree => {
+            let mut roots = Vec::new();
+            for t in ix.btree()?.scan(&engine, bounds) {
+                roots.push(t?);
+            }
+            roots
+        }
+        IndexAm::Hash => {
+            let env = &mut *ctx.env;
+            crate::hash_index::scan_roots(&engine, ix, &eq_vals[0], &mut || env.check_interrupts())?
+        }
+    };
     let descs = table.storage.descs()?;
     let mut seen: HashSet<Tid> = HashSet::new();
     let mut out = Vec::new();
@@ -936,7 +1075,7 @@ pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Res
     }
     let expr = if key.column < q.targets.len() { &q.targets[key.column].expr } else { &q.hidden[key.column - q.targets.len()] };
     let Expr::Column(col, _) = expr else { return Ok(None) };
-    let Some(ix) = table.indexes.iter().find(|ix| ix.columns[0] == *col && !ix.desc[0]) else { return Ok(None) };
+    let Some(ix) = table.indexes.iter().find(|ix| ix.am == IndexAm::Btree && ix.columns[0] == *col && !ix.desc[0]) else { return Ok(None) };
     let count = |e: &Option<Expr>, ctx: &mut Ctx| -> Result<Option<i64>> {
         match e {
             None => Ok(Some(0)),
@@ -1013,7 +1152,7 @@ pub fn truncate(backend: &mut Backend, snap: &Snapshot, tables: &[Table]) -> Res
         for ix in &t.indexes {
             let n = engine.new_oid();
             let new = IndexInfo { rel: locator(n), ..ix.clone() };
-            new.btree()?.create(&engine)?;
+            new.create_file(&engine, 0.0)?;
             backend.txn.pending_deletes.at_abort(new.rel);
             backend.txn.pending_deletes.at_commit(ix.rel);
             register(&engine, locator(heap), &new);
@@ -1119,6 +1258,9 @@ pub enum IndexCmd {
     AddConstraints { table: Table, specs: Vec<IndexSpec> },
     DropIndexes { names: Vec<(Option<String>, String)>, missing_ok: bool },
     Truncate { tables: Vec<Table> },
+    /// REINDEX TABLE (`table`, locked by the analyzer) or REINDEX INDEX
+    /// (`index`: schema and name, resolved when run).
+    Reindex { table: Option<Table>, index: Option<(Option<String>, String)> },
     /// VACUUM (`vacuum`) and/or ANALYZE (`analyze`) of `tables`.
     Vacuum { tables: Vec<Table>, vacuum: bool, analyze: bool, freeze: bool, verbose: bool },
 }
@@ -1220,6 +1362,30 @@ pub fn execute(
             truncate(backend, snap, tables)?;
             Ok("TRUNCATE TABLE".into())
         }
+        IndexCmd::Reindex { table: Some(table), .. } => {
+            reindex(backend, snap, table, &table.indexes)?;
+            Ok("REINDEX".into())
+        }
+        IndexCmd::Reindex { index: Some((schema, name)), .. } => {
+            let ns = match crate::namespace::relation_namespace(backend, snap, schema.as_deref(), name)? {
+                Some(ns) => ns,
+                None => catalog::PUBLIC_NAMESPACE,
+            };
+            let shown = match schema {
+                Some(s) => format!("{s}.{name}"),
+                None => name.clone(),
+            };
+            let Some((table, ix)) = lookup_index(backend, snap, ns, name)? else {
+                return Err(SqlError::new(b"42P01", format!("relation \"{shown}\" does not exist")));
+            };
+            // ShareLock on the table (reads go on, writes wait), AccessExclusiveLock
+            // on the index, as PostgreSQL's REINDEX INDEX.
+            crate::locking::lock_relation(backend, table.oid, LockMode::Share, false, &table.name)?;
+            crate::locking::lock_relation(backend, ix.oid, LockMode::AccessExclusive, false, &ix.name)?;
+            reindex(backend, snap, &table, std::slice::from_ref(&ix))?;
+            Ok("REINDEX".into())
+        }
+        IndexCmd::Reindex { .. } => Err(SqlError::internal("REINDEX without a target")),
         IndexCmd::Vacuum { tables, vacuum: false, .. } => {
             for t in tables {
                 // ShareUpdateExclusiveLock, as PostgreSQL's ANALYZE: reads and

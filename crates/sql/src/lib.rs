@@ -21,6 +21,7 @@ pub mod formatting;
 pub mod functions;
 pub mod grouping;
 pub mod grouping_sets;
+pub mod hash_index;
 pub mod identity;
 pub mod index;
 pub mod insert_select;

@@ -824,6 +824,22 @@ impl Numeric {
         (groups, weight as i16)
     }
 
+    /// PostgreSQL's `hash_numeric`: the hash of the base-10000 digits without
+    /// leading and trailing zero groups (little-endian int16s, as PostgreSQL holds
+    /// them in memory), XORed with the weight; not the display scale (`1.5 =
+    /// 1.50`) nor the sign. Zero hashes to -1, NaN and the infinities to 0.
+    pub fn hash(&self) -> u32 {
+        if !self.is_finite() {
+            return 0;
+        }
+        let (groups, weight) = self.nbase();
+        if groups.is_empty() {
+            return u32::MAX;
+        }
+        let bytes: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
+        ferrogres_engine::hash::hashfunc::hash_bytes(&bytes) ^ (weight as i32 as u32)
+    }
+
     pub fn send(&self) -> Vec<u8> {
         let (groups, weight) = self.nbase();
         let sign: u16 = match self.raw[0] {

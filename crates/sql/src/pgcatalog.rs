@@ -89,6 +89,7 @@ static VIEWS: &[View] = &[
     View { name: "pg_tablespace", oid: 1213, columns: &[("oid", Type::Oid), ("spcname", Type::Name), ("spcowner", Type::Oid), ("spcacl", TEXT_ARRAY), ("spcoptions", TEXT_ARRAY)] },
     View { name: "pg_trigger", oid: 2620, columns: &[("oid", Type::Oid), ("tgrelid", Type::Oid), ("tgparentid", Type::Oid), ("tgname", Type::Name), ("tgfoid", Type::Oid), ("tgtype", Type::Int2), ("tgenabled", Type::Char), ("tgisinternal", Type::Bool), ("tgconstrrelid", Type::Oid), ("tgconstrindid", Type::Oid), ("tgconstraint", Type::Oid), ("tgdeferrable", Type::Bool), ("tginitdeferred", Type::Bool), ("tgnargs", Type::Int2), ("tgattr", Type::Text), ("tgargs", Type::Bytea), ("tgqual", Type::Text), ("tgoldtable", Type::Name), ("tgnewtable", Type::Name)] },
     View { name: "pg_type", oid: 1247, columns: &[("oid", Type::Oid), ("typname", Type::Name), ("typnamespace", Type::Oid), ("typowner", Type::Oid), ("typlen", Type::Int2), ("typbyval", Type::Bool), ("typtype", Type::Char), ("typcategory", Type::Char), ("typispreferred", Type::Bool), ("typisdefined", Type::Bool), ("typdelim", Type::Char), ("typrelid", Type::Oid), ("typsubscript", Type::Text), ("typelem", Type::Oid), ("typarray", Type::Oid), ("typinput", Type::Text), ("typoutput", Type::Text), ("typreceive", Type::Text), ("typsend", Type::Text), ("typmodin", Type::Text), ("typmodout", Type::Text), ("typanalyze", Type::Text), ("typalign", Type::Char), ("typstorage", Type::Char), ("typnotnull", Type::Bool), ("typbasetype", Type::Oid), ("typtypmod", Type::Int4), ("typndims", Type::Int4), ("typcollation", Type::Oid), ("typdefaultbin", Type::Text), ("typdefault", Type::Text), ("typacl", TEXT_ARRAY)] },
+    View { name: "pg_indexes", oid: 12043, columns: &[("schemaname", Type::Name), ("tablename", Type::Name), ("indexname", Type::Name), ("tablespace", Type::Name), ("indexdef", Type::Text)] },
     View { name: "pg_views", oid: 12028, columns: &[("schemaname", Type::Name), ("viewname", Type::Name), ("viewowner", Type::Name), ("definition", Type::Text)] },
     View { name: "pg_user", oid: 12014, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
 ];
@@ -263,6 +264,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
         }
         "columns" => is_columns(v, backend, snap)?,
         "pg_views" | "views" => view_rows(v, backend, snap)?,
+        "pg_indexes" => pg_indexes(v, backend, snap)?,
         "pg_attribute" => pg_attribute(v, backend, snap)?,
         "pg_attrdef" => {
             let mut out = Vec::new();
@@ -462,7 +464,7 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
         crate::namespace::namespaces(backend, snap)?.into_iter().filter(|(_, n)| crate::namespace::is_temp_name(n)).map(|x| x.0).collect();
     let mut out = Vec::new();
     for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
-        let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), natts, _, pages, tuples] = r.as_slice() else {
+        let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), natts, relam, pages, tuples] = r.as_slice() else {
             continue;
         };
         let persistence = if temp_namespaces.contains(ns) { "t" } else { "p" };
@@ -481,7 +483,7 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
                 .oid("reltype", 0)
                 .oid("reloftype", 0)
                 .oid("relowner", BOOTSTRAP_SUPERUSER)
-                .oid("relam", if is_index { crate::index::BTREE_AM_OID } else if is_view { 0 } else { 2 })
+                .oid("relam", if is_index { index_am(relam) } else if is_view { 0 } else { 2 })
                 .oid("relfilenode", *filenode)
                 .oid("reltablespace", 0)
                 .set("relpages", pages.clone())
@@ -504,10 +506,29 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
                 .b("relispartition", false)
                 .oid("relrewrite", 0)
                 .set("relfrozenxid", Value::Oid(0))
-                .set("relminmxid", Value::Oid(if is_index || is_view { 0 } else { 1 })),
+                .set("relminmxid", Value::Oid(if is_index || is_view { 0 } else { 1 }))
+                .set("reloptions", if is_index { index_reloptions(&indexes, *oid) } else { Value::Null }),
         );
     }
     Ok(out)
+}
+
+/// An index's access method from its pg_class row's relam (B-tree when the row
+/// predates the column's use).
+fn index_am(relam: &Value) -> u32 {
+    match relam {
+        Value::Oid(a) if *a == crate::hash_index::HASH_AM_OID => *a,
+        _ => crate::index::BTREE_AM_OID,
+    }
+}
+
+/// pg_class.reloptions of index `oid`: its pg_index.indreloptions as text[]
+/// (`{fillfactor=60}`), or NULL.
+fn index_reloptions(indexes: &[(ferrogres_engine::heap::tuple::Tid, Vec<Value>)], oid: u32) -> Value {
+    match indexes.iter().find(|(_, i)| i[0] == Value::Oid(oid)).and_then(|(_, i)| i.get(8)) {
+        Some(Value::Text(t)) => Value::Array(Box::new(crate::array::Array::new(Type::Text, t.split(',').map(|o| Value::Text(o.to_string())).collect()))),
+        _ => Value::Null,
+    }
 }
 
 fn schema_name(ns: &Value) -> &'static str {
@@ -622,13 +643,21 @@ fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<V
     let mut out = Vec::new();
     let st = catalog::attribute_rel();
     let mut attrs = scan_rows(backend, &st, snap)?;
-    // An index's attributes: its key columns, as the table has them (not null and default aside).
+    // An index's attributes: its key columns, as the table has them (not null and default aside);
+    // a hash index stores the int4 hash code (its operator class's storage type).
+    let hash_indexes: Vec<Value> = scan_rows(backend, &catalog::class_rel(), snap)?
+        .into_iter()
+        .filter(|(_, c)| c.get(5) == Some(&Value::Text("i".into())) && c.get(7).is_some_and(|am| index_am(am) == crate::hash_index::HASH_AM_OID))
+        .map(|(_, c)| c[0].clone())
+        .collect();
     let mut index_attrs = Vec::new();
     for (_, ix) in scan_rows(backend, &crate::index::index_rel(), snap)? {
+        let hash = hash_indexes.contains(&ix[0]);
         for (k, num) in text_of(&ix[6]).split_whitespace().enumerate() {
             let num: i16 = num.parse().unwrap_or(0);
             if let Some((tid, a)) = attrs.iter().find(|(_, a)| a[0] == ix[1] && a[3] == Value::Int2(num)) {
-                index_attrs.push((*tid, vec![ix[0].clone(), a[1].clone(), a[2].clone(), Value::Int2(k as i16 + 1), a[4].clone(), Value::Bool(false)]));
+                let (ty, typmod) = if hash { (Value::Oid(Type::Int4.oid()), Value::Int4(-1)) } else { (a[2].clone(), a[4].clone()) };
+                index_attrs.push((*tid, vec![ix[0].clone(), a[1].clone(), ty, Value::Int2(k as i16 + 1), typmod, Value::Bool(false)]));
             }
         }
     }
@@ -854,7 +883,10 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
             let (Value::Oid(o), Value::Array(table)) = (&vals[0], &vals[1]) else { return Ok(Value::Null) };
             // pretty (pg_get_indexdef's third argument): no schema qualification of public tables.
             let pretty = vals.get(2) == Some(&Value::Bool(true));
-            let key = format!("{o}:");
+            let key = match vals.get(3) {
+                Some(Value::Int4(c)) if *c != 0 => format!("{o}/{c}:"),
+                _ => format!("{o}:"),
+            };
             table
                 .items
                 .iter()
@@ -991,7 +1023,8 @@ pub fn relation_sizes(backend: &Backend, snap: &Snapshot, func: &str) -> Result<
     Ok(out)
 }
 
-/// `oid:definition` of every index (pg_get_indexdef) as `snap` sees them.
+/// `oid:definition` of every index (pg_get_indexdef) as `snap` sees them, and
+/// `oid/n:column` for each of its columns (pg_get_indexdef(oid, n, pretty)).
 pub fn index_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
     let classes = scan_rows(backend, &catalog::class_rel(), snap)?;
     let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;
@@ -1010,6 +1043,8 @@ pub fn index_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
                 .iter()
                 .find(|(_, a)| a[0] == r[1] && a[3] == Value::Int2(num))
                 .map_or_else(|| format!("{num}"), |(_, a)| quote_ident(&text_of(&a[1])));
+            // pg_get_indexdef(oid, k + 1, ...): the column alone.
+            out.push(format!("{}/{}:{col}", text_of(&r[0]), k + 1));
             if k >= nkey {
                 include.push(col);
                 continue;
@@ -1025,9 +1060,21 @@ pub fn index_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
             keys.push(c);
         }
         let unique = if r[4] == Value::Bool(true) { "UNIQUE " } else { "" };
-        let mut def = format!("CREATE {unique}INDEX {} ON {schema}.{} USING btree ({})", quote_ident(&iname), quote_ident(&tname), keys.join(", "));
+        let am = match classes.iter().find(|(_, c)| c[0] == r[0]).and_then(|(_, c)| c.get(7)) {
+            Some(relam) if index_am(relam) == crate::hash_index::HASH_AM_OID => "hash",
+            _ => "btree",
+        };
+        let mut def = format!("CREATE {unique}INDEX {} ON {schema}.{} USING {am} ({})", quote_ident(&iname), quote_ident(&tname), keys.join(", "));
         if !include.is_empty() {
             def.push_str(&format!(" INCLUDE ({})", include.join(", ")));
+        }
+        if let Some(Value::Text(opts)) = r.get(8) {
+            // pg_get_indexdef quotes each value: WITH (fillfactor='60').
+            let opts: Vec<String> = opts.split(',').map(|o| match o.split_once('=') {
+                Some((k, v)) => format!("{k}='{v}'"),
+                None => o.to_string(),
+            }).collect();
+            def.push_str(&format!(" WITH ({})", opts.join(", ")));
         }
         out.push(format!("{}:{def}", text_of(&r[0])));
     }
@@ -1053,6 +1100,30 @@ pub fn constraint_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>
             })
             .collect();
         out.push(format!("{}:{kind} ({})", text_of(&r[0]), cols.join(", ")));
+    }
+    Ok(out)
+}
+
+/// pg_indexes: each index's table, name and pg_get_indexdef text.
+fn pg_indexes<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let classes = scan_rows(backend, &catalog::class_rel(), snap)?;
+    let defs = index_defs(backend, snap)?;
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &crate::index::index_rel(), snap)? {
+        let class = |oid: &Value| classes.iter().find(|(_, c)| &c[0] == oid).map(|(_, c)| c.clone());
+        let (Some(ic), Some(tc), Value::Oid(ioid)) = (class(&r[0]), class(&r[1]), &r[0]) else { continue };
+        let prefix = format!("{ioid}:");
+        let Some(def) = defs.iter().find_map(|d| d.strip_prefix(&prefix)) else { continue };
+        let ns = match &tc[2] { Value::Oid(o) => *o, _ => 0 };
+        let schema = crate::namespace::namespace_name(backend, snap, ns)?.unwrap_or_default();
+        out.push(
+            Row::new(v)
+                .t("schemaname", &schema)
+                .t("tablename", &text_of(&tc[1]))
+                .t("indexname", &text_of(&ic[1]))
+                .set("tablespace", Value::Null)
+                .t("indexdef", def),
+        );
     }
     Ok(out)
 }

@@ -1,4 +1,5 @@
-//! Table storage parameters: `CREATE TABLE ... WITH (name = value, ...)`.
+//! Table storage parameters: `CREATE TABLE ... WITH (name = value, ...)`; and a
+//! hash index's (`fillfactor`, stored and honoured: [`index_fillfactor`]).
 //!
 //! `fillfactor` (10..100) is validated with PostgreSQL's messages and accepted,
 //! but **not honoured**: the engine's heap insert (`heapam::heap_insert`) has no
@@ -56,6 +57,41 @@ fn arg_text(d: &pb::DefElem) -> String {
     }
 }
 
+/// The value of `fillfactor`: an integer option whose decimal values are
+/// rounded, as PostgreSQL's parse_int; 10..100.
+fn parse_fillfactor(value: &str) -> Result<u32> {
+    let v: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| SqlError::new(b"22023", format!("invalid value for integer option \"fillfactor\": {value}")))?;
+    let n = v.round();
+    if !(10.0..=100.0).contains(&n) {
+        return Err(SqlError::new(b"22023", format!("value {value} out of bounds for option \"fillfactor\""))
+            .with_detail("Valid values are between \"10\" and \"100\"."));
+    }
+    Ok(n as u32)
+}
+
+/// Validates a hash index's WITH (...) list (PostgreSQL's hash indexes have one
+/// storage parameter, `fillfactor`); returns the fillfactor if given.
+pub fn index_fillfactor(options: &[pb::Node]) -> Result<Option<u16>> {
+    let mut fillfactor = None;
+    for o in options {
+        let Some(NodeEnum::DefElem(d)) = &o.node else { continue };
+        if !d.defnamespace.is_empty() {
+            return Err(SqlError::new(b"22023", format!("unrecognized parameter namespace \"{}\"", d.defnamespace)));
+        }
+        match d.defname.as_str() {
+            "fillfactor" if fillfactor.is_some() => {
+                return Err(SqlError::new(b"22023", "parameter \"fillfactor\" specified more than once"))
+            }
+            "fillfactor" => fillfactor = Some(parse_fillfactor(&arg_text(d))? as u16),
+            name => return Err(SqlError::new(b"22023", format!("unrecognized parameter \"{name}\""))),
+        }
+    }
+    Ok(fillfactor)
+}
+
 /// Validates a table's WITH (...) list; returns the fillfactor (default 100).
 pub fn table_options(options: &[pb::Node]) -> Result<u32> {
     let mut fillfactor = None;
@@ -79,19 +115,7 @@ pub fn table_options(options: &[pb::Node]) -> Result<u32> {
         seen.push(d.defname.clone());
         let value = arg_text(d);
         match d.defname.as_str() {
-            "fillfactor" => {
-                // An integer option: decimal values are rounded, as PostgreSQL's parse_int.
-                let v: f64 = value
-                    .trim()
-                    .parse()
-                    .map_err(|_| SqlError::new(b"22023", format!("invalid value for integer option \"fillfactor\": {value}")))?;
-                let n = v.round();
-                if !(10.0..=100.0).contains(&n) {
-                    return Err(SqlError::new(b"22023", format!("value {value} out of bounds for option \"fillfactor\""))
-                        .with_detail("Valid values are between \"10\" and \"100\"."));
-                }
-                fillfactor = Some(n as u32);
-            }
+            "fillfactor" => fillfactor = Some(parse_fillfactor(&value)?),
             "oids" => {
                 if !matches!(value.to_ascii_lowercase().as_str(), "false" | "off" | "0" | "no") {
                     return Err(SqlError::new(b"0A000", "tables declared WITH OIDS are not supported"));

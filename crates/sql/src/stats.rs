@@ -668,10 +668,13 @@ pub fn index_cost(table: &Table, filter: Option<&Expr>, params: &[Value], s: &Ta
     let ix = &table.indexes[path.index];
     // Selectivity of the conjuncts the index answers.
     let key_cols: Vec<usize> = ix.columns.iter().take(path.eq.len() + 1).copied().collect();
+    // A hash index answers equalities only, and its order says nothing of the
+    // heap's (PostgreSQL's hashcostestimate leaves the correlation at 0).
+    let hash = ix.am == crate::index::IndexAm::Hash;
     let idx_quals: Vec<Expr> = conjuncts(filter)
         .into_iter()
         .filter(|c| match c {
-            Expr::Compare { op, l, r } if *op != CmpOp::Ne => {
+            Expr::Compare { op, l, r } if *op != CmpOp::Ne && (!hash || *op == CmpOp::Eq) => {
                 let col = column_of(l).filter(|_| row_free(r)).or_else(|| column_of(r).filter(|_| row_free(l)));
                 col.is_some_and(|col| key_cols.contains(&col))
             }
@@ -685,7 +688,7 @@ pub fn index_cost(table: &Table, filter: Option<&Expr>, params: &[Value], s: &Ta
     let pages = s.pages.max(1.0);
     let max_io = rows.min(pages) * 4.0;
     let min_io = 4.0 + ((sel * pages).ceil() - 1.0).max(0.0);
-    let corr = s.cols.get(ix.columns[0]).and_then(|c| c.as_ref()).map_or(0.0, |c| c.correlation);
+    let corr = if hash { 0.0 } else { s.cols.get(ix.columns[0]).and_then(|c| c.as_ref()).map_or(0.0, |c| c.correlation) };
     let io = max_io + corr * corr * (min_io - max_io);
     io + rows * (0.005 + 0.01 + 0.0025) + (s.tuples.max(2.0)).log2() * 0.0025
 }

@@ -79,6 +79,11 @@ impl<'a> Analyzer<'a> {
                 let mut given = std::mem::take(args).into_iter();
                 let oid_arg = given.next().expect("one argument or more");
                 let oid_arg = self.coerce(oid_arg, Type::Oid, CastContext::Implicit, locs[0])?;
+                // pg_get_indexdef(oid, column, pretty): a column's definition alone.
+                let column = match (name == "pg_get_indexdef", given.len()) {
+                    (true, 2) => Some(self.coerce(given.next().expect("three arguments"), Type::Int4, CastContext::Implicit, locs[1])?),
+                    _ => None,
+                };
                 let pretty = match given.last() {
                     Some(p) => self.coerce(p, Type::Bool, CastContext::Implicit, *locs.last().unwrap_or(&loc))?,
                     None => Expr::Const(Value::Bool(false), Type::Bool),
@@ -90,7 +95,9 @@ impl<'a> Analyzer<'a> {
                 };
                 let table = crate::array::Array::new(Type::Text, defs.into_iter().map(Value::Text).collect());
                 let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
-                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Lookup), args: vec![oid_arg, table, pretty], ty: Type::Text }));
+                let mut args = vec![oid_arg, table, pretty];
+                args.extend(column);
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Lookup), args, ty: Type::Text }));
             }
             ("pg_relation_size" | "pg_table_size" | "pg_total_relation_size" | "pg_indexes_size", 1) => {
                 let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");

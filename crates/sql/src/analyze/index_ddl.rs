@@ -6,13 +6,13 @@
 use super::{node, str_of, Analyzer};
 use crate::catalog::{self, Column, Table};
 use crate::errors::{Result, SqlError};
-use crate::index::{IndexCmd, IndexSpec};
+use crate::index::{IndexAm, IndexCmd, IndexSpec};
 use crate::plan::Statement;
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 use ferrogres_engine::lmgr::lock::LockMode;
 
-const OTHER_AMS: &[&str] = &["hash", "gist", "gin", "spgist", "brin"];
+const OTHER_AMS: &[&str] = &["gist", "gin", "spgist", "brin"];
 
 fn names(list: &[pb::Node]) -> Vec<String> {
     list.iter().filter_map(str_of).map(str::to_string).collect()
@@ -100,6 +100,8 @@ impl Analyzer<'_> {
             primary,
             constraint: true,
             if_not_exists: false,
+            am: IndexAm::Btree,
+            fillfactor: None,
         })
     }
 
@@ -141,15 +143,31 @@ impl Analyzer<'_> {
         if s.where_clause.is_some() {
             return Err(SqlError::not_supported("partial indexes"));
         }
-        if !s.options.is_empty() || !s.table_space.is_empty() || s.nulls_not_distinct {
+        let am = match s.access_method.to_ascii_lowercase().as_str() {
+            "" | "btree" => IndexAm::Btree,
+            "hash" => IndexAm::Hash,
+            other if OTHER_AMS.contains(&other) => return Err(SqlError::not_supported(format!("access method \"{other}\""))),
+            _ => return Err(SqlError::new(b"42704", format!("access method \"{}\" does not exist", s.access_method))),
+        };
+        if !s.table_space.is_empty() || s.nulls_not_distinct || (am == IndexAm::Btree && !s.options.is_empty()) {
             return Err(SqlError::not_supported("index storage options, tablespaces and NULLS NOT DISTINCT"));
         }
-        let am = s.access_method.to_ascii_lowercase();
-        if am != "btree" && !am.is_empty() {
-            if OTHER_AMS.contains(&am.as_str()) {
-                return Err(SqlError::not_supported(format!("access method \"{am}\"")));
+        // PostgreSQL's order of checks (DefineIndex): what the access method
+        // cannot do, then the storage parameters, then each column (operator
+        // class, ordering options).
+        let hash_refuses = |what: &str| SqlError::new(b"0A000", format!("access method \"hash\" does not support {what}"));
+        let mut fillfactor = None;
+        if am == IndexAm::Hash {
+            if s.unique {
+                return Err(hash_refuses("unique indexes"));
             }
-            return Err(SqlError::new(b"42704", format!("access method \"{}\" does not exist", s.access_method)));
+            if s.index_params.len() > 1 {
+                return Err(hash_refuses("multicolumn indexes"));
+            }
+            if !s.index_including_params.is_empty() {
+                return Err(hash_refuses("included columns"));
+            }
+            fillfactor = crate::reloptions::index_fillfactor(&s.options)?;
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("CREATE INDEX without relation"))?;
         // ShareLock: no writer is in progress while the index is built, and none
@@ -165,6 +183,8 @@ impl Analyzer<'_> {
             primary: false,
             constraint: false,
             if_not_exists: s.if_not_exists,
+            am,
+            fillfactor,
         };
         for p in &s.index_params {
             let Some(NodeEnum::IndexElem(e)) = &p.node else { continue };
@@ -180,6 +200,18 @@ impl Analyzer<'_> {
             if matches!(table.columns[i].ty, crate::types::Type::Array(_)) {
                 // Index keys are formed from borrowed datums; an array has no stored image to borrow yet.
                 return Err(SqlError::not_supported("indexes on array columns"));
+            }
+            if am == IndexAm::Hash {
+                let ty = table.columns[i].ty;
+                if !crate::hash_index::hashable(ty) {
+                    return Err(crate::hash_index::unhashable(ty));
+                }
+                if e.ordering != pb::SortByDir::SortbyDefault as i32 {
+                    return Err(hash_refuses("ASC/DESC options"));
+                }
+                if e.nulls_ordering != pb::SortByNulls::SortbyNullsDefault as i32 {
+                    return Err(hash_refuses("NULLS FIRST/LAST options"));
+                }
             }
             let desc = e.ordering == pb::SortByDir::SortbyDesc as i32;
             let nulls_first = match e.nulls_ordering {
@@ -254,6 +286,32 @@ impl Analyzer<'_> {
             }
         }
         Ok(Statement::Index(IndexCmd::DropIndexes { names: out, missing_ok: s.missing_ok }))
+    }
+
+    /// REINDEX INDEX name / REINDEX TABLE name (not CONCURRENTLY, SCHEMA,
+    /// SYSTEM or DATABASE). REINDEX TABLE takes ShareLock on the table here, as
+    /// PostgreSQL; REINDEX INDEX resolves and locks at execution (`index::execute`).
+    pub(super) fn reindex(&mut self, s: &pb::ReindexStmt) -> Result<Statement> {
+        use pb::ReindexObjectType as K;
+        for p in &s.params {
+            if let Some(NodeEnum::DefElem(d)) = &p.node {
+                if d.defname != "verbose" {
+                    return Err(SqlError::not_supported(format!("REINDEX option \"{}\"", d.defname)));
+                }
+            }
+        }
+        let rv = s.relation.as_ref();
+        match (K::try_from(s.kind).unwrap_or(K::Undefined), rv) {
+            (K::ReindexObjectTable, Some(rv)) => {
+                let table = self.range_table_np_locked(rv, LockMode::Share)?;
+                Ok(Statement::Index(IndexCmd::Reindex { table: Some(table), index: None }))
+            }
+            (K::ReindexObjectIndex, Some(rv)) => {
+                let schema = (!rv.schemaname.is_empty()).then(|| rv.schemaname.clone());
+                Ok(Statement::Index(IndexCmd::Reindex { table: None, index: Some((schema, rv.relname.clone())) }))
+            }
+            _ => Err(SqlError::not_supported("REINDEX SCHEMA, SYSTEM and DATABASE")),
+        }
     }
 
     pub(super) fn truncate(&mut self, s: &pb::TruncateStmt) -> Result<Statement> {
