@@ -25,8 +25,8 @@
 //! invalidation messages of committed DDL, plus the session's own DDL count).
 //! Simple queries reuse the parse tree of a query string seen
 //! before (a per-session cache keyed by the text, at most [`PARSE_CACHE_SIZE`]
-//! entries) and the plan of a statement text seen before while the catalog
-//! version and settings are unchanged ([`crate::plan_cache`]).
+//! entries) and the plan of a statement text seen before while what it read
+//! and the session's settings are unchanged ([`crate::plan_cache`]).
 
 use crate::analyze::Analyzer;
 use crate::errors::{Result, Severity, SqlError};
