@@ -34,11 +34,6 @@ use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
-/// A catalog message that stands for "anything may have changed" (a DDL path
-/// that wrote no catalog row through the hooks: the safety net of
-/// `Session::end_txn`).
-pub const ANY_CATALOG: u32 = 0;
-
 /// One backend's catalog caches. Interior mutability: reached through
 /// `&Backend`; no borrow is held across a catalog scan (a scan counts itself
 /// here), so the `RefCell` never sees a nested borrow.
@@ -255,19 +250,6 @@ fn register(backend: &mut Backend, msgs: &[InvalMessage]) {
     for m in msgs {
         inner.apply(m);
     }
-}
-
-/// Registers a change of relation `oid`'s descriptor that wrote no catalog row
-/// through the hooks below.
-pub fn relation_changed(backend: &mut Backend, oid: u32) {
-    let db = crate::database::current();
-    register(backend, &[InvalMessage::Relation { db, rel: oid }]);
-}
-
-/// Registers a change of any catalog's contents (see [`ANY_CATALOG`]).
-pub fn anything_changed(backend: &mut Backend) {
-    let db = crate::database::current();
-    register(backend, &[InvalMessage::Catalog { db, catalog: ANY_CATALOG }]);
 }
 
 fn oid_at(row: &[Value], i: usize) -> Option<u32> {

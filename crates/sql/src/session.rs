@@ -486,6 +486,8 @@ impl Session {
         self.status = TxnStatus::Idle;
         self.portals.clear();
         if !self.backend.txn.in_transaction() {
+            // Transactions of their own (VACUUM, database commands) ended.
+            crate::catcache::end_transaction(&self.backend, true);
             return Ok(());
         }
         if commit {
