@@ -462,3 +462,78 @@ pub fn deps_valid(backend: &Backend, deps: &PlanDeps) -> bool {
         && inner.names_gen == deps.names
         && deps.rels.iter().all(|(o, g)| inner.rel_gen.get(o).copied().unwrap_or(0) == *g)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::catalog::{self, Column, PUBLIC_NAMESPACE};
+    use crate::types::Type;
+    use ferrogres_engine::config::Settings;
+    use ferrogres_engine::engine::Engine;
+    use ferrogres_engine::txn::IsolationLevel;
+
+    fn cols(names: &[&str]) -> Vec<Column> {
+        names.iter().map(|n| Column { name: n.to_string(), ty: Type::Int4, typmod: -1, not_null: false, default: None }).collect()
+    }
+
+    /// A descriptor built from a snapshot older than a change whose message
+    /// was already read is not kept; a warm lookup scans nothing; a change
+    /// committed by another backend is seen after `accept`; an aborted DDL
+    /// leaves nothing cached.
+    #[test]
+    fn entries_follow_committed_changes_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, _) = Engine::open(dir.path(), Settings::default()).unwrap();
+        catalog::bootstrap(&engine).unwrap();
+        let mut a = engine.backend(1).unwrap();
+        let mut b = engine.backend(2).unwrap();
+        b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        catalog::create_table(&mut b, PUBLIC_NAMESPACE, "t", cols(&["x"])).unwrap();
+        b.txn.commit().unwrap();
+        super::end_transaction(&b, true);
+
+        // Warm: the second lookup scans no catalog.
+        super::accept(&a);
+        a.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let old_snap = a.txn.statement_snapshot().unwrap();
+        assert_eq!(catalog::lookup_table(&a, &old_snap, None, "t").unwrap().unwrap().columns.len(), 1);
+        let scans = super::catalog_scans(&a);
+        assert_eq!(catalog::lookup_table(&a, &old_snap, None, "t").unwrap().unwrap().columns.len(), 1);
+        assert_eq!(super::catalog_scans(&a), scans);
+
+        // b replaces t; a reads the messages, then looks up with its old snapshot.
+        b.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let snap = b.txn.statement_snapshot().unwrap();
+        let t = catalog::lookup_table(&b, &snap, None, "t").unwrap().unwrap();
+        catalog::drop_table(&mut b, &snap, &t, &[t.oid]).unwrap();
+        catalog::create_table(&mut b, PUBLIC_NAMESPACE, "t", cols(&["x", "y"])).unwrap();
+        b.txn.commit().unwrap();
+        super::end_transaction(&b, true);
+        super::accept(&a);
+        assert_eq!(catalog::lookup_table(&a, &old_snap, None, "t").unwrap().unwrap().columns.len(), 1);
+        // Not kept: a new snapshot sees the new table.
+        let snap = a.txn.statement_snapshot().unwrap();
+        assert_eq!(catalog::lookup_table(&a, &snap, None, "t").unwrap().unwrap().columns.len(), 2);
+        a.txn.commit().unwrap();
+        super::end_transaction(&a, true);
+
+        // An aborted DDL of a's own leaves nothing of it cached.
+        super::accept(&a);
+        a.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let snap = a.txn.statement_snapshot().unwrap();
+        let t = catalog::lookup_table(&a, &snap, None, "t").unwrap().unwrap();
+        catalog::drop_table(&mut a, &snap, &t, &[t.oid]).unwrap();
+        a.txn.command_counter_increment().unwrap();
+        let snap = a.txn.statement_snapshot().unwrap();
+        assert!(catalog::lookup_table(&a, &snap, None, "t").unwrap().is_none());
+        a.txn.abort().unwrap();
+        super::end_transaction(&a, false);
+        super::accept(&a);
+        a.txn.begin(IsolationLevel::ReadCommitted).unwrap();
+        let snap = a.txn.statement_snapshot().unwrap();
+        assert_eq!(catalog::lookup_table(&a, &snap, None, "t").unwrap().unwrap().columns.len(), 2);
+        a.txn.commit().unwrap();
+        drop(a);
+        drop(b);
+        engine.shutdown().unwrap();
+    }
+}
