@@ -160,6 +160,15 @@ fn ddl_on_one_table_invalidates_only_the_plans_on_it() {
     assert_eq!(scans_of(&mut s, "SELECT w FROM b WHERE id = 1;", &["uno"]), 0, "b's descriptor was dropped by DDL on a");
     assert_eq!(analyses_of(&mut s, qa, &["1|one|7|5"]), 1, "the plan on a was kept after DDL on a");
 
+    // TRUNCATE gives a a new relfilenode: the plan on a must read the new one.
+    srv.sql_ok("TRUNCATE a; INSERT INTO a (id, v) VALUES (1, 'new');");
+    assert_eq!(analyses_of(&mut s, qa, &["1|new|7|5"]), 1, "the plan on a was kept after TRUNCATE");
+    assert_eq!(analyses_of(&mut s, qb, &["1|uno"]), 0, "the plan on b was invalidated by TRUNCATE of a");
+    // CREATE INDEX on a: a's descriptor (its indexes) changed.
+    srv.sql_ok("CREATE INDEX a_v ON a (v);");
+    assert_eq!(analyses_of(&mut s, qa, &["1|new|7|5"]), 1, "the plan on a was kept after CREATE INDEX");
+    assert_eq!(analyses_of(&mut s, qb, &["1|uno"]), 0, "the plan on b was invalidated by CREATE INDEX on a");
+
     // DROP of a: the plan on a fails as a fresh analysis would; b is untouched.
     srv.sql_ok("DROP TABLE a;");
     let out = s.run(qa);

@@ -285,7 +285,9 @@ fn messages(backend: &Backend, rel: RelFileLocator, row: Option<&[Value]>, inser
             let mut inner = cc.inner.borrow_mut();
             if inserted {
                 let same = inner.deleted_class.iter().any(|(o, n, s)| *o == oid && *n == name && *s == ns);
-                if !same {
+                // An index's name is never what a query's FROM resolves to.
+                let index = matches!(row.get(5), Some(Value::Text(k)) if k == "i");
+                if !same && !index {
                     out.push(InvalMessage::Catalog { db, catalog });
                 }
             } else {
