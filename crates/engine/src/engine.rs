@@ -581,6 +581,7 @@ impl Engine {
             txn: std::mem::ManuallyDrop::new(txn),
             target_blocks: Default::default(),
             db_oid: POSTGRES_DATABASE_OID,
+            ext: std::cell::OnceCell::new(),
         })
     }
 }
@@ -607,9 +608,23 @@ pub struct Backend {
     /// The database this backend works in (PostgreSQL's MyDatabaseId);
     /// `POSTGRES_DATABASE_OID` until `set_database`.
     db_oid: Oid,
+    /// State a layer above keeps per backend (the SQL layer's catalog caches):
+    /// owned by this backend and dropped with it, reached through `&Backend`
+    /// by [`Backend::ext`]. Set once, on first use; one type per backend.
+    ext: std::cell::OnceCell<Box<dyn std::any::Any + Send>>,
 }
 
 impl Backend {
+    /// The per-backend state of type `T` kept by a layer above (made with
+    /// `T::default()` on first use). Panics if another type was stored first:
+    /// one layer owns the slot.
+    pub fn ext<T: std::any::Any + Send + Default>(&self) -> &T {
+        self.ext
+            .get_or_init(|| Box::new(T::default()))
+            .downcast_ref::<T>()
+            .expect("Backend::ext holds one type")
+    }
+
     pub fn id(&self) -> BackendId {
         self.id
     }

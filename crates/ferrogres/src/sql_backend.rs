@@ -124,6 +124,7 @@ impl Backend for SqlBackend {
             version: version_string(),
             interrupts: Box::new(move || int.check().map_err(to_sql)),
             locks: None,
+            settings_gen: 0,
         };
         let mut s = ferrogres_sql::Session::new(backend, env);
         // Settings from the startup packet: `options` (PGOPTIONS) first, then the

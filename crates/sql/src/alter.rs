@@ -33,7 +33,6 @@ use crate::plan::{Expr, Statement};
 use crate::rowio::scan_rows;
 use crate::types::{self, CastContext, Type, Value};
 use ferrogres_engine::engine::Backend;
-use ferrogres_engine::heap::heapam;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;
 use pg_query::protobuf as pb;
@@ -92,8 +91,9 @@ fn concurrent(what: &str) -> SqlError {
         .with_detail(format!("\"{what}\" was changed by a concurrent transaction"))
 }
 
-fn delete_tid(backend: &mut Backend, rel: ferrogres_engine::storage::RelFileLocator, tid: ferrogres_engine::heap::tuple::Tid, what: &str) -> Result<()> {
-    match heapam::heap_delete(backend, rel, tid)? {
+/// Deletes catalog row `row` at `tid` (its invalidations registered).
+fn delete_tid(backend: &mut Backend, rel: ferrogres_engine::storage::RelFileLocator, tid: ferrogres_engine::heap::tuple::Tid, row: &[Value], what: &str) -> Result<()> {
+    match crate::catcache::heap_delete(backend, rel, tid, Some(row))? {
         TmResult::Ok | TmResult::SelfModified => Ok(()),
         _ => Err(concurrent(what)),
     }
@@ -107,7 +107,7 @@ fn update_attribute(backend: &mut Backend, snap: &Snapshot, t: &Table, col: usiz
     let Some((tid, mut row)) = scan_rows(backend, &st, snap)?.into_iter().find(|(_, r)| r[0] == Value::Oid(t.oid) && r[3] == attnum) else {
         return Err(SqlError::internal("no pg_attribute row"));
     };
-    delete_tid(backend, st.rel, tid, &t.name)?;
+    delete_tid(backend, st.rel, tid, &row, &t.name)?;
     row.resize(st.types.len(), Value::Null);
     if row[6].is_null() {
         row[6] = Value::Bool(false);
@@ -121,9 +121,9 @@ fn update_attribute(backend: &mut Backend, snap: &Snapshot, t: &Table, col: usiz
 fn delete_default(backend: &mut Backend, snap: &Snapshot, t: &Table, col: usize) -> Result<()> {
     let st = attrdef_rel();
     let attnum = Value::Int2(col as i16 + 1);
-    let doomed: Vec<_> = scan_rows(backend, &st, snap)?.into_iter().filter(|(_, r)| r[0] == Value::Oid(t.oid) && r[1] == attnum).map(|x| x.0).collect();
-    for tid in doomed {
-        delete_tid(backend, st.rel, tid, &t.name)?;
+    let doomed: Vec<_> = scan_rows(backend, &st, snap)?.into_iter().filter(|(_, r)| r[0] == Value::Oid(t.oid) && r[1] == attnum).collect();
+    for (tid, row) in doomed {
+        delete_tid(backend, st.rel, tid, &row, &t.name)?;
     }
     Ok(())
 }
@@ -288,7 +288,7 @@ fn validate_constraint(t: &Table, name: &str, snap: &Snapshot, backend: &mut Bac
     }
     let Value::Text(bin) = &row[7] else { return Err(SqlError::internal("foreign key without conbin")) };
     let validated = bin.strip_suffix(" notvalid").unwrap_or(bin).to_string();
-    delete_tid(backend, st.rel, tid, &t.name)?;
+    delete_tid(backend, st.rel, tid, &row, &t.name)?;
     row[7] = Value::Text(validated);
     crate::rowio::insert_row(backend, &st, &row)?;
     Ok(())
@@ -519,10 +519,9 @@ fn delete_constraint(backend: &mut Backend, snap: &Snapshot, rel: u32, name: &st
     let doomed: Vec<_> = scan_rows(backend, &st, snap)?
         .into_iter()
         .filter(|(_, r)| r[4] == Value::Oid(rel) && r[1] == Value::Text(name.to_string()))
-        .map(|x| x.0)
         .collect();
-    for tid in doomed {
-        delete_tid(backend, st.rel, tid, name)?;
+    for (tid, row) in doomed {
+        delete_tid(backend, st.rel, tid, &row, name)?;
     }
     Ok(())
 }
@@ -650,7 +649,7 @@ pub fn rename(cmd: &RenameCmd, backend: &mut Backend, notice: Notice) -> Result<
                     if let Value::Text(sql) = &row[7] {
                         let renamed = rename_identifier(sql, old, &cmd.newname)?;
                         if &renamed != sql {
-                            delete_tid(backend, st.rel, tid, &t.name)?;
+                            delete_tid(backend, st.rel, tid, &row, &t.name)?;
                             row[7] = Value::Text(renamed);
                             crate::rowio::insert_row(backend, &st, &row)?;
                         }
@@ -678,7 +677,7 @@ pub fn rename(cmd: &RenameCmd, backend: &mut Backend, notice: Notice) -> Result<
                     crate::index::update_class_row(backend, &snap, ix, &|r| r[1] = Value::Text(newname.clone()))?;
                 }
             }
-            delete_tid(backend, st.rel, tid, &t.name)?;
+            delete_tid(backend, st.rel, tid, &row, &t.name)?;
             row[1] = Value::Text(cmd.newname.clone());
             crate::rowio::insert_row(backend, &st, &row)?;
         }

@@ -1402,6 +1402,18 @@ impl<'a> Analyzer<'a> {
         if let Some(e) = self.catalog_func(&name, &mut args, &arg_locs, f.location)? {
             return Ok(e);
         }
+        if matches!(name.as_str(), "ferrogres_catalog_scans" | "ferrogres_plan_analyses") && args.is_empty() {
+            // ferrogres-specific counters of this backend ([`crate::catcache`]):
+            // catalog heap scans started, plan analyses begun, before this
+            // statement; read at analysis, so the statement's plan is not kept.
+            crate::plan_cache::mark_uncacheable();
+            let n = if name == "ferrogres_catalog_scans" {
+                crate::catcache::catalog_scans(self.backend)
+            } else {
+                crate::catcache::plan_analyses(self.backend)
+            };
+            return Ok(Expr::Const(Value::Int8(n as i64), Type::Int8));
+        }
         if let Some(e) = self.numeric_func(&name, &mut args, &arg_locs)? {
             return Ok(e);
         }

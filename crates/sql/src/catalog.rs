@@ -24,15 +24,15 @@
 //!
 //! DDL inserts and deletes catalog rows in the user's transaction, so CREATE
 //! TABLE / DROP TABLE commit or roll back with it. A dropped table's files are
-//! not removed yet (no pending-delete list at commit). There is no catalog cache:
-//! each statement scans the catalogs with its snapshot. Concurrent DDL on the same
-//! name is not serialized (no relation locks and no unique index yet).
+//! not removed yet (no pending-delete list at commit). Lookups go through the
+//! backend's catalog cache ([`crate::catcache`]); every catalog write registers
+//! its invalidations there. Concurrent DDL on the same name is not serialized
+//! (no unique index yet).
 
 use crate::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
 use crate::types::{self, Type, Value};
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID};
-use ferrogres_engine::heap::heapam;
 use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::storage::{ForkNumber, RelFileLocator};
 use ferrogres_engine::txn::snapshot::Snapshot;
@@ -227,7 +227,14 @@ pub fn lookup_namespace(backend: &Backend, snap: &Snapshot, name: &str) -> Resul
 }
 
 /// Finds a table by name: `schema` if given, else the search path (`public`).
+/// Through this backend's catalog cache ([`crate::catcache`]): a warm lookup
+/// scans no catalog. The plan embeds its own copy of the descriptor.
 pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, name: &str) -> Result<Option<Table>> {
+    Ok(lookup_table_arc(backend, snap, schema, name)?.map(|t| (*t).clone()))
+}
+
+/// [`lookup_table`], sharing the cached descriptor.
+pub fn lookup_table_arc(backend: &Backend, snap: &Snapshot, schema: Option<&str>, name: &str) -> Result<Option<Arc<Table>>> {
     // The schemas to look in, in order: the named one, else the search path.
     let path = match schema {
         Some(s) => match crate::namespace::schema_oid(backend, snap, s)? {
@@ -237,11 +244,36 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
         },
         None => crate::namespace::search_path(backend, snap)?,
     };
+    // Cached resolutions first: the first schema of the path that holds the name.
+    let mut cached: Option<u32> = None;
+    let mut complete = true;
+    for ns in &path {
+        match crate::catcache::name(backend, *ns, name) {
+            Some(Some(oid)) => {
+                cached = Some(oid);
+                break;
+            }
+            Some(None) => {}
+            None => {
+                complete = false;
+                break;
+            }
+        }
+    }
+    if complete {
+        let Some(oid) = cached else { return Ok(None) };
+        if let Some(t) = crate::catcache::table(backend, oid) {
+            return Ok(Some(t));
+        }
+    }
+    // One scan of pg_class resolves the name in every schema of the path.
     let mut found: Option<(usize, (u32, u32, u32))> = None;
+    let mut per_ns: Vec<(u32, Option<u32>)> = path.iter().map(|ns| (*ns, None)).collect();
     for (_, row) in scan_rows(backend, &class_rel(), snap)? {
         if let [Value::Oid(oid), Value::Text(n), Value::Oid(relns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), ..] = row.as_slice() {
             if n == name && kind == "r" {
                 if let Some(i) = path.iter().position(|p| p == relns) {
+                    per_ns[i].1 = Some(*oid);
                     if found.is_none_or(|(j, _)| i < j) {
                         found = Some((i, (*oid, *filenode, *toast)));
                     }
@@ -249,8 +281,17 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
             }
         }
     }
+    crate::catcache::put_names(backend, snap, name, &per_ns);
     let Some((i, (oid, filenode, toast))) = found else { return Ok(None) };
-    let ns = path[i];
+    let complete = crate::constraints::loading_top_level();
+    let table = Arc::new(load_table(backend, snap, oid, name, path[i], filenode, toast)?);
+    crate::catcache::put_table(backend, snap, &table, complete);
+    Ok(Some(table))
+}
+
+/// Builds table `oid`'s descriptor from the catalogs (its pg_class row gave
+/// the rest of the arguments).
+fn load_table(backend: &Backend, snap: &Snapshot, oid: u32, name: &str, ns: u32, filenode: u32, toast: u32) -> Result<Table> {
     let mut cols: Vec<(i16, Column)> = Vec::new();
     let mut identity: Vec<(usize, String)> = Vec::new();
     let mut missing: Vec<(usize, Value)> = Vec::new();
@@ -300,7 +341,7 @@ pub fn lookup_table(backend: &Backend, snap: &Snapshot, schema: Option<&str>, na
     table.extras.identity = identity;
     crate::constraints::load(backend, snap, &mut table, expr_defaults)?;
     crate::index::register_table(backend.engine(), &table);
-    Ok(Some(table))
+    Ok(table)
 }
 
 /// Removes the relation files no pg_class row references (orphans of a crash:
@@ -360,16 +401,16 @@ pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table, droppin
         crate::index::drop_index(backend, snap, ix)?;
     }
     crate::constraints::drop_for_table(backend, snap, table)?;
-    let mut doomed: Vec<(RelStorage, Tid)> = Vec::new();
+    let mut doomed: Vec<(RelStorage, Tid, Vec<Value>)> = Vec::new();
     for (tid, row) in scan_rows(backend, &class_rel(), snap)? {
         if row[0] == Value::Oid(oid) {
-            doomed.push((class_rel(), tid));
+            doomed.push((class_rel(), tid, row));
         }
     }
     for st in [attribute_rel(), attrdef_rel()] {
         for (tid, row) in scan_rows(backend, &st, snap)? {
             if row[0] == Value::Oid(oid) {
-                doomed.push((st.clone(), tid));
+                doomed.push((st.clone(), tid, row));
             }
         }
     }
@@ -378,8 +419,8 @@ pub fn drop_table(backend: &mut Backend, snap: &Snapshot, table: &Table, droppin
     if let Some(t) = table.storage.toast {
         backend.txn.pending_deletes.at_commit(t);
     }
-    for (st, tid) in doomed {
-        match heapam::heap_delete(backend, st.rel, tid)? {
+    for (st, tid, row) in doomed {
+        match crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))? {
             TmResult::Ok | TmResult::SelfModified => {}
             _ => {
                 return Err(SqlError::new(b"40001", "could not serialize access due to concurrent update")

@@ -23,9 +23,8 @@ use crate::errors::{Result, SqlError};
 use crate::exec::{eval_pure, Ctx};
 use crate::plan::Expr;
 use crate::rowio::{insert_row, scan_rows};
-use crate::types::{self, Type, Value};
+use crate::types::{self, Value};
 use ferrogres_engine::engine::Backend;
-use ferrogres_engine::heap::heapam;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
@@ -127,6 +126,12 @@ pub fn columns_of(e: &Expr, out: &mut Vec<usize>) {
     for c in crate::grouping::children(e) {
         columns_of(c, out);
     }
+}
+
+/// Whether no table is being loaded on this thread (a table loaded now gets
+/// its foreign-key parents: a complete descriptor, which the cache may keep).
+pub(crate) fn loading_top_level() -> bool {
+    LOAD_DEPTH.with(|d| d.get()) == 0
 }
 
 /// Adds the expression defaults (from pg_attrdef, `raw`) and the CHECK
@@ -318,12 +323,12 @@ pub fn drop_for_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> 
     for (tid, row) in scan_rows(backend, &st, snap)? {
         if let [_, _, _, Value::Text(kind), Value::Oid(rel), ..] = row.as_slice() {
             if *rel == table.oid && (kind == "c" || kind == "f") {
-                doomed.push(tid);
+                doomed.push((tid, row.clone()));
             }
         }
     }
-    for tid in doomed {
-        heapam::heap_delete(backend, st.rel, tid)?;
+    for (tid, row) in doomed {
+        crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))?;
     }
     drop_owned_sequences(backend, snap, table)
 }
@@ -547,6 +552,9 @@ pub fn execute(
 
 /// A table by OID (any schema).
 pub fn table_by_oid(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<Table>> {
+    if let Some(t) = crate::catcache::table(backend, oid) {
+        return Ok(Some((*t).clone()));
+    }
     for (_, row) in scan_rows(backend, &class_rel(), snap)? {
         if let [Value::Oid(o), Value::Text(n), Value::Oid(ns), _, _, Value::Text(kind), ..] = row.as_slice() {
             if *o == oid && kind == "r" {
@@ -564,12 +572,9 @@ fn lookup_in(backend: &Backend, snap: &Snapshot, ns: u32, name: &str) -> Result<
 }
 
 fn namespace_name(backend: &Backend, snap: &Snapshot, ns: u32) -> Result<String> {
-    for (_, row) in scan_rows(backend, &catalog::cat(catalog::PG_NAMESPACE, &[Type::Oid, Type::Text]), snap)? {
-        if let [Value::Oid(o), Value::Text(n)] = row.as_slice() {
-            if *o == ns {
-                return Ok(n.clone());
-            }
-        }
-    }
-    Err(SqlError::internal("namespace not found"))
+    crate::namespace::namespaces_arc(backend, snap)?
+        .iter()
+        .find(|(o, _)| *o == ns)
+        .map(|(_, n)| n.clone())
+        .ok_or_else(|| SqlError::internal("namespace not found"))
 }

@@ -31,7 +31,6 @@ use crate::rowio::{insert_row, scan_rows, RelStorage};
 use crate::session::Output;
 use crate::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, Engine, POSTGRES_DATABASE_OID};
-use ferrogres_engine::heap::heapam;
 use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::storage::smgr::GLOBALTABLESPACE_OID;
 use ferrogres_engine::storage::{ForkNumber, RelFileLocator};
@@ -584,7 +583,7 @@ fn check_unused(backend: &Backend, db: u32, message: String) -> Result<()> {
 }
 
 fn delete_row(backend: &mut Backend, tid: Tid, name: &str) -> Result<()> {
-    match heapam::heap_delete(backend, database_rel().rel, tid)? {
+    match crate::catcache::heap_delete(backend, database_rel().rel, tid, None)? {
         TmResult::Ok | TmResult::SelfModified => Ok(()),
         _ => Err(SqlError::new(b"40001", "could not serialize access due to concurrent update")
             .with_detail(format!("database \"{name}\" was changed by a concurrent transaction"))),

@@ -80,7 +80,7 @@ fn set_attidentity(backend: &mut Backend, snap: &Snapshot, t: &Table, col: usize
     let Some((tid, mut row)) = crate::rowio::scan_rows(backend, &st, snap)?.into_iter().find(|(_, r)| r[0] == Value::Oid(t.oid) && r[3] == attnum) else {
         return Err(SqlError::internal("no pg_attribute row"));
     };
-    ferrogres_engine::heap::heapam::heap_delete(backend, st.rel, tid)?;
+    crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))?;
     row.resize(st.types.len(), Value::Null);
     if row[6].is_null() {
         row[6] = Value::Bool(false);
@@ -222,10 +222,9 @@ pub(crate) fn alter(cmd: &AlterCmd, sub: &pb::AlterTableCmd, t: &Table, snap: &S
             let doomed: Vec<_> = crate::rowio::scan_rows(backend, &st, snap)?
                 .into_iter()
                 .filter(|(_, r)| r[0] == Value::Oid(t.oid) && r[1] == Value::Int2(col as i16 + 1))
-                .map(|x| x.0)
                 .collect();
-            for tid in doomed {
-                ferrogres_engine::heap::heapam::heap_delete(backend, st.rel, tid)?;
+            for (tid, row) in doomed {
+                crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))?;
             }
             for (oid, name) in crate::sequence::owned_by(backend, snap, t.oid)? {
                 if owner_column(backend, oid)? == Some(col) {

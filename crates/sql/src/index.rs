@@ -377,10 +377,9 @@ fn concurrent_change(what: &str) -> SqlError {
 
 /// Deletes the rows of catalog `st` whose column `col` is `oid`.
 fn delete_rows(backend: &mut Backend, snap: &Snapshot, st: &RelStorage, col: usize, oid: u32, what: &str) -> Result<()> {
-    let doomed: Vec<Tid> =
-        scan_rows(backend, st, snap)?.into_iter().filter(|(_, r)| r[col] == Value::Oid(oid)).map(|(t, _)| t).collect();
-    for tid in doomed {
-        match heapam::heap_delete(backend, st.rel, tid)? {
+    let doomed: Vec<(Tid, Vec<Value>)> = scan_rows(backend, st, snap)?.into_iter().filter(|(_, r)| r[col] == Value::Oid(oid)).collect();
+    for (tid, row) in doomed {
+        match crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))? {
             TmResult::Ok | TmResult::SelfModified => {}
             _ => return Err(concurrent_change(what)),
         }
@@ -395,7 +394,7 @@ pub(crate) fn update_class_row(backend: &mut Backend, snap: &Snapshot, oid: u32,
     let Some((tid, mut row)) = scan_rows(backend, &st, snap)?.into_iter().find(|(_, r)| r[0] == Value::Oid(oid)) else {
         return Err(SqlError::internal(format!("no pg_class row for relation {oid}")));
     };
-    match heapam::heap_delete(backend, st.rel, tid)? {
+    match crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))? {
         TmResult::Ok | TmResult::SelfModified => {}
         _ => return Err(concurrent_change("pg_class")),
     }
@@ -413,7 +412,7 @@ fn set_not_null(backend: &mut Backend, snap: &Snapshot, table: &Table, col: usiz
     else {
         return Err(SqlError::internal("no pg_attribute row"));
     };
-    match heapam::heap_delete(backend, st.rel, tid)? {
+    match crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))? {
         TmResult::Ok | TmResult::SelfModified => {}
         _ => return Err(concurrent_change(&table.name)),
     }
@@ -1492,6 +1491,7 @@ mod tests {
             version: "v".into(),
             interrupts: Box::new(|| Ok(())),
             locks: None,
+            settings_gen: 0,
         };
         Session::new(engine.backend(pid).unwrap(), env)
     }

@@ -7,6 +7,7 @@ pub mod array;
 pub mod bytea;
 pub mod cte_dml;
 pub mod catalog;
+pub mod catcache;
 pub mod constraints;
 pub mod copy;
 pub mod dml_join;

@@ -46,12 +46,16 @@ pub fn lock_relation(backend: &Backend, rel: u32, mode: LockMode, nowait: bool, 
     let tag = relation_tag(rel);
     let opts = LockOptions { dont_wait: true, ..Default::default() };
     if locks.lock(backend.id(), tag, mode, opts)? != LockAcquireResult::NotAvailable {
+        // PostgreSQL's AcceptInvalidationMessages in LockRelationOid: a DDL
+        // that held the lock sent its messages before releasing it.
+        crate::catcache::accept(backend);
         return Ok(false);
     }
     if nowait {
         return Err(nowait_relation_error(relname).into());
     }
     locks.lock(backend.id(), tag, mode, LockOptions::default())?;
+    crate::catcache::accept(backend);
     Ok(true)
 }
 

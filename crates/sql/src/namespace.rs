@@ -34,7 +34,6 @@ use crate::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
 use crate::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
-use ferrogres_engine::heap::heapam;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;
 use ferrogres_engine::txn::IsolationLevel;
@@ -108,13 +107,21 @@ pub fn is_temp_name(name: &str) -> bool {
 
 /// Every schema visible to `snap`: (oid, name).
 pub fn namespaces(backend: &Backend, snap: &Snapshot) -> Result<Vec<(u32, String)>> {
-    let mut out = Vec::new();
-    for (_, row) in scan_rows(backend, &namespace_rel(), snap)? {
-        if let [Value::Oid(o), Value::Text(n)] = row.as_slice() {
-            out.push((*o, n.clone()));
+    let all = namespaces_arc(backend, snap)?;
+    Ok(Vec::clone(&all))
+}
+
+/// [`namespaces`], shared: through the backend's catalog cache ([`crate::catcache`]).
+pub fn namespaces_arc(backend: &Backend, snap: &Snapshot) -> Result<Arc<Vec<(u32, String)>>> {
+    crate::catcache::namespaces(backend, snap, || {
+        let mut out = Vec::new();
+        for (_, row) in scan_rows(backend, &namespace_rel(), snap)? {
+            if let [Value::Oid(o), Value::Text(n)] = row.as_slice() {
+                out.push((*o, n.clone()));
+            }
         }
-    }
-    Ok(out)
+        Ok(out)
+    })
 }
 
 /// The name of schema `oid`, if it exists.
@@ -238,7 +245,7 @@ fn effective_path(nsps: &[(u32, String)], with_temp: bool) -> Vec<(u32, bool)> {
 
 /// The schemas searched for an unqualified relation name, in order.
 pub fn search_path(backend: &Backend, snap: &Snapshot) -> Result<Vec<u32>> {
-    Ok(effective_path(&namespaces(backend, snap)?, true).into_iter().map(|x| x.0).collect())
+    Ok(effective_path(&namespaces_arc(backend, snap)?, true).into_iter().map(|x| x.0).collect())
 }
 
 /// current_schema(): the first existing listed schema (NULL if none).
@@ -262,7 +269,7 @@ pub fn current_schemas(backend: &Backend, snap: &Snapshot, implicit: bool) -> Re
 /// An explicitly named schema: its OID, `None` if it does not exist. `pg_temp`
 /// is the session's temporary schema; another session's is 0A000.
 pub fn schema_oid(backend: &Backend, snap: &Snapshot, name: &str) -> Result<Option<u32>> {
-    let nsps = namespaces(backend, snap)?;
+    let nsps = namespaces_arc(backend, snap)?;
     if name == "pg_temp" {
         return Ok(my_temp(&nsps));
     }
@@ -424,9 +431,9 @@ fn drop_relations_of(backend: &mut Backend, ns: u32) -> Result<()> {
 }
 
 pub(crate) fn delete_rows(backend: &mut Backend, snap: &Snapshot, st: &RelStorage, doomed: impl Fn(&[Value]) -> bool) -> Result<()> {
-    let tids: Vec<_> = scan_rows(backend, st, snap)?.into_iter().filter(|(_, r)| doomed(r)).map(|(t, _)| t).collect();
-    for tid in tids {
-        match heapam::heap_delete(backend, st.rel, tid)? {
+    let rows: Vec<_> = scan_rows(backend, st, snap)?.into_iter().filter(|(_, r)| doomed(r)).collect();
+    for (tid, row) in rows {
+        match crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))? {
             TmResult::Ok | TmResult::SelfModified => {}
             _ => return Err(SqlError::new(b"40001", "could not serialize access due to concurrent update")),
         }
@@ -449,7 +456,7 @@ pub fn drop_temp_schema(backend: &mut Backend) {
         match drop_namespace_contents(backend, ns) {
             Ok(()) => {
                 backend.txn.commit()?;
-                crate::session::bump_catalog_version();
+                crate::catcache::end_transaction(backend, true);
                 Ok(())
             }
             Err(e) => {

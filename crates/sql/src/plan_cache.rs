@@ -5,14 +5,18 @@
 //! for it, as a prepared statement does, instead of being analyzed again. A plan
 //! is reused only while everything its analysis read is unchanged:
 //!
-//! - the catalog: the plan records [`crate::session`]'s catalog version (global
-//!   committed-DDL counter, session's own DDL count) and the session re-checks it
-//!   *after* taking the plan's relation locks, so a DDL that committed while we
-//!   waited for its lock is noticed (DDL bumps the counter before its commit
-//!   releases its locks, and again after);
-//! - the settings: every change of a setting in any session bumps
-//!   [`settings_epoch`] (search_path, TimeZone and DateStyle change what
-//!   analysis produces);
+//! - the catalog: the plan records a [`PlanVersion`]: the catalog cache's
+//!   generation of each relation its analysis looked up, of name resolution
+//!   and of everything else ([`crate::catcache::PlanDeps`]), and the session's
+//!   own DDL count. A message for relation A (a committed ALTER/DROP/...)
+//!   invalidates only the plans that read A. The session re-checks *after*
+//!   taking the plan's relation locks, which reads the invalidation queue
+//!   again, so a DDL that committed while we waited for its lock is noticed
+//!   (DDL sends its messages before its commit releases its locks);
+//! - the settings: the session's own settings generation
+//!   ([`crate::session::SessionEnv::settings_gen`]; search_path, TimeZone and
+//!   DateStyle change what analysis produces). A SET in one session never
+//!   touches another session's plans;
 //! - the clock: analysis that folds a value which depends on when it runs (the
 //!   date/time literals `'now'`, `'today'`, ...) calls [`mark_uncacheable`], and
 //!   such a plan is not kept.
@@ -23,26 +27,13 @@
 use crate::plan::{Source, Statement};
 use std::cell::Cell;
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Statements whose plans a session keeps.
 pub const PLAN_CACHE_SIZE: usize = 128;
 
-static SETTINGS_EPOCH: AtomicU64 = AtomicU64::new(0);
-
 thread_local! {
     static UNCACHEABLE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The number of setting changes made by all sessions so far.
-pub fn settings_epoch() -> u64 {
-    SETTINGS_EPOCH.load(Ordering::Acquire)
-}
-
-/// A setting changed: plans analyzed before are not reused.
-pub fn bump_settings_epoch() {
-    SETTINGS_EPOCH.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Analysis folded something that depends on when it ran: the plan it is
@@ -76,10 +67,18 @@ pub fn cacheable(plan: &Statement) -> bool {
     }
 }
 
+/// What a plan was analyzed under: it is valid while the catalog cache's
+/// generations it recorded and the session's DDL count are unchanged.
+#[derive(Clone, Debug)]
+pub struct PlanVersion {
+    pub deps: Arc<crate::catcache::PlanDeps>,
+    pub ddl: u64,
+}
+
 pub struct CachedPlan {
     pub plan: Arc<Statement>,
-    /// The session's catalog version when analyzed.
-    pub version: (u64, u64),
+    pub version: PlanVersion,
+    /// The session's settings generation when analyzed.
     pub settings: u64,
     stamp: u64,
 }
@@ -94,15 +93,14 @@ pub struct PlanCache {
 }
 
 impl PlanCache {
-    /// The plan for `sql` if it is still valid for this catalog version and
-    /// the current settings.
-    pub fn get(&mut self, key: &(Arc<str>, usize), version: (u64, u64)) -> Option<(Arc<Statement>, (u64, u64))> {
+    /// The plan for `sql` if it was analyzed under the current settings
+    /// generation; the caller checks its [`PlanVersion`].
+    pub fn get(&mut self, key: &(Arc<str>, usize), settings: u64) -> Option<(Arc<Statement>, PlanVersion)> {
         self.clock += 1;
-        let settings = settings_epoch();
         match self.plans.get_mut(key) {
-            Some(c) if c.version == version && c.settings == settings => {
+            Some(c) if c.settings == settings => {
                 c.stamp = self.clock;
-                Some((c.plan.clone(), c.version))
+                Some((c.plan.clone(), c.version.clone()))
             }
             Some(_) => {
                 self.plans.remove(key);
@@ -112,7 +110,11 @@ impl PlanCache {
         }
     }
 
-    pub fn insert(&mut self, key: (Arc<str>, usize), plan: Arc<Statement>, version: (u64, u64), settings: u64) {
+    pub fn remove(&mut self, key: &(Arc<str>, usize)) {
+        self.plans.remove(key);
+    }
+
+    pub fn insert(&mut self, key: (Arc<str>, usize), plan: Arc<Statement>, version: PlanVersion, settings: u64) {
         if self.plans.len() >= PLAN_CACHE_SIZE {
             if let Some(oldest) = self.plans.iter().min_by_key(|(_, c)| c.stamp).map(|(k, _)| k.clone()) {
                 self.plans.remove(&oldest);

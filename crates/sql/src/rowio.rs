@@ -52,7 +52,9 @@ pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Resu
     let descs = st.descs()?;
     let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
     let datums = datums_of(st, row, &fixed)?;
-    Ok(heapam::heap_insert_values(backend, st.rel, st.toast, &descs, &datums)?)
+    let tid = heapam::heap_insert_values(backend, st.rel, st.toast, &descs, &datums)?;
+    crate::catcache::catalog_row_inserted(backend, st.rel, row);
+    Ok(tid)
 }
 
 /// Every row of the relation visible to `snapshot`, with its TID, in physical order,
@@ -85,6 +87,7 @@ pub struct RowScan {
 
 impl RowScan {
     pub fn new(backend: &Backend, st: &RelStorage) -> Result<RowScan> {
+        crate::catcache::note_scan(backend, st.rel);
         Ok(RowScan {
             scan: heapam::HeapScan::new(backend, st.rel)?,
             st: st.clone(),

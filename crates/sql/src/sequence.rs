@@ -42,7 +42,6 @@ use crate::plan::{Expr, Func};
 use crate::rowio::{insert_row, scan_rows};
 use crate::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
-use ferrogres_engine::heap::heapam;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;
 use pg_query::protobuf as pb;
@@ -366,7 +365,7 @@ pub fn create(backend: &mut Backend, ns: u32, name: &str, opts: &SeqOptions, own
 pub fn drop_sequence(backend: &mut Backend, snap: &Snapshot, oid: u32, name: &str) -> Result<()> {
     for (tid, row) in scan_rows(backend, &class_rel(), snap)? {
         if row[0] == Value::Oid(oid) {
-            match heapam::heap_delete(backend, class_rel().rel, tid)? {
+            match crate::catcache::heap_delete(backend, class_rel().rel, tid, Some(&row))? {
                 TmResult::Ok | TmResult::SelfModified => {}
                 _ => {
                     return Err(SqlError::new(b"40001", "could not serialize access due to concurrent update")

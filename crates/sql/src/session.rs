@@ -20,12 +20,13 @@
 //!   the transaction's), and a command-counter increment after it.
 //!
 //! Plan cache: a prepared statement keeps its analyzed plan and is re-analyzed
-//! at Bind when the catalog changed since ([`catalog_version`]: bumped by every
-//! committed DDL transaction, plus the session's own DDL, counted again when it
-//! is rolled back). Simple queries reuse the parse tree of a query string seen
+//! at Bind when an object it read changed since ([`crate::plan_cache::PlanVersion`]:
+//! the catalog cache's generations of the relations it read, from the shared
+//! invalidation messages of committed DDL, plus the session's own DDL count).
+//! Simple queries reuse the parse tree of a query string seen
 //! before (a per-session cache keyed by the text, at most [`PARSE_CACHE_SIZE`]
-//! entries) and the plan of a statement text seen before while the catalog
-//! version and settings are unchanged ([`crate::plan_cache`]).
+//! entries) and the plan of a statement text seen before while what it read
+//! and the session's settings are unchanged ([`crate::plan_cache`]).
 
 use crate::analyze::Analyzer;
 use crate::errors::{Result, Severity, SqlError};
@@ -38,24 +39,12 @@ use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::IsolationLevel;
 use std::collections::VecDeque;
 use rustc_hash::FxHashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::plan_cache::PlanVersion;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Query strings whose parse trees a session keeps.
 pub const PARSE_CACHE_SIZE: usize = 128;
-
-/// Bumped after each committed transaction that changed the catalog.
-static CATALOG_VERSION: AtomicU64 = AtomicU64::new(0);
-
-pub fn catalog_version() -> u64 {
-    CATALOG_VERSION.load(Ordering::SeqCst)
-}
-
-/// A catalog change committed outside a statement (a session's temporary schema
-/// dropped at its end).
-pub(crate) fn bump_catalog_version() {
-    CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TxnStatus {
@@ -137,6 +126,10 @@ pub struct SessionEnv {
     pub interrupts: Box<dyn Fn() -> Result<()> + Send>,
     /// The lock manager side of lock functions; set by `Session::new`.
     pub locks: Option<crate::locking::LockCtx>,
+    /// Changes of this session's settings so far: its cached plans and the
+    /// thread's pushed date/time context are for one value of it. Per
+    /// session: a SET never touches another session's plans.
+    pub settings_gen: u64,
 }
 
 /// Checks a value given at server start (`-c name=value`) for a setting a session
@@ -152,6 +145,7 @@ pub fn check_startup_setting(name: &str, value: &str) -> Result<String> {
         version: String::new(),
         interrupts: Box::new(|| Ok(())),
         locks: None,
+        settings_gen: 0,
     };
     env.set(name, Some(value))?;
     env.get(name)
@@ -173,7 +167,7 @@ impl SessionEnv {
         let lname = name.to_ascii_lowercase();
         let Some(idx) = self.find(name) else {
             if let (true, Some(v)) = (guc::is_custom(&lname), value) {
-                crate::plan_cache::bump_settings_epoch();
+                self.settings_gen += 1;
                 self.settings.push(Setting { name: lname, value: v.to_string(), default: String::new(), reported: false });
                 return Ok(());
             }
@@ -265,7 +259,7 @@ impl SessionEnv {
             }
             _ => value,
         };
-        crate::plan_cache::bump_settings_epoch();
+        self.settings_gen += 1;
         let s = &mut self.settings[idx];
         s.value = value.clone();
         if s.reported {
@@ -327,8 +321,8 @@ struct Prepared {
     /// Shared with the portals bound from it: a Bind costs no plan copy.
     plan: Arc<Statement>,
     param_types: Vec<Type>,
-    /// (global catalog version, session DDL count) when analyzed.
-    version: (u64, u64),
+    /// What it was analyzed under.
+    version: PlanVersion,
 }
 
 enum PortalState {
@@ -379,7 +373,7 @@ pub struct Session {
 }
 
 thread_local! {
-    /// (session uid, settings epoch) whose settings this thread's date/time,
+    /// (session uid, its settings generation) whose settings this thread's date/time,
     /// output-style and search-path context holds ([`Session::sync_datetime`]).
     static SYNCED_SETTINGS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
@@ -449,8 +443,22 @@ impl Session {
         std::mem::take(&mut self.env.changed)
     }
 
-    fn version(&self) -> (u64, u64) {
-        (catalog_version(), self.ddl_count)
+    /// Starts an analysis whose plan may be kept: reads the invalidation
+    /// queue, then records what the analysis reads ([`Session::end_version`]).
+    fn begin_version(&mut self) -> PlanVersion {
+        self.sync_datetime();
+        let deps = crate::catcache::begin_deps(&self.backend);
+        PlanVersion { deps: Arc::new(deps), ddl: self.ddl_count }
+    }
+
+    fn end_version(&self, v: PlanVersion) -> PlanVersion {
+        let deps = crate::catcache::take_deps(&self.backend, Arc::unwrap_or_clone(v.deps));
+        PlanVersion { deps: Arc::new(deps), ddl: v.ddl }
+    }
+
+    /// Whether nothing the plan read changed since it was analyzed.
+    fn plan_valid(&self, v: &PlanVersion) -> bool {
+        v.ddl == self.ddl_count && crate::catcache::deps_valid(&self.backend, &v.deps)
     }
 
     // ---- transactions --------------------------------------------------------
@@ -478,6 +486,8 @@ impl Session {
         self.status = TxnStatus::Idle;
         self.portals.clear();
         if !self.backend.txn.in_transaction() {
+            // Transactions of their own (VACUUM, database commands) ended.
+            crate::catcache::end_transaction(&self.backend, true);
             return Ok(());
         }
         if commit {
@@ -488,18 +498,16 @@ impl Session {
                     return Err(e);
                 }
             };
-            // Bumped before the commit releases the DDL's locks (a session that
-            // gets the lock then sees the change: `simple_plan`) and after it (a
-            // plan analyzed in between, without the change, is not reused).
-            if was_ddl {
-                CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
-            }
-            self.backend.txn.commit().map_err(txn_error)?;
-            if was_ddl {
-                CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
-            }
+            let _ = was_ddl;
+            // The commit sends the catalog invalidations this transaction
+            // registered, before it releases its locks (`crate::catcache`).
+            let r = self.backend.txn.commit().map_err(txn_error);
+            crate::catcache::end_transaction(&self.backend, r.is_ok());
+            r?;
         } else {
-            self.backend.txn.abort().map_err(txn_error)?;
+            let r = self.backend.txn.abort().map_err(txn_error);
+            crate::catcache::end_transaction(&self.backend, false);
+            r?;
         }
         Ok(())
     }
@@ -619,6 +627,7 @@ impl Session {
                     return Err(SqlError::new(b"3B001", format!("savepoint \"{name}\" does not exist")));
                 }
                 self.backend.txn.rollback_to(name)?;
+                crate::catcache::subtransaction_aborted(&self.backend);
                 if self.did_ddl {
                     // DDL after the savepoint may be undone: plans made since are stale.
                     self.ddl_count += 1;
@@ -683,11 +692,14 @@ impl Session {
     /// Points the thread's date/time context at this session's TimeZone.
     ///
     /// The settings are pushed only when this thread last pushed another
-    /// session's, or when some session changed a setting since (the global
-    /// settings epoch): this runs for every Bind and statement.
+    /// session's, or when this session changed a setting since (its
+    /// settings generation): this runs for every Bind and statement.
     fn sync_datetime(&self) {
         crate::database::sync(&self.backend);
-        let key = (self.uid, crate::plan_cache::settings_epoch());
+        // Statement start: read the invalidation queue before the statement
+        // takes its snapshot (`crate::catcache`).
+        crate::catcache::accept(&self.backend);
+        let key = (self.uid, self.env.settings_gen);
         if SYNCED_SETTINGS.with(|c| c.replace(key)) == key {
             return;
         }
@@ -768,13 +780,10 @@ impl Session {
                 // VACUUM runs outside any transaction: end the implicit one (its
                 // snapshot would hold the horizon back).
                 if self.backend.txn.in_transaction() {
-                    if self.did_ddl {
-                        CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
-                    }
-                    self.backend.txn.commit().map_err(txn_error)?;
-                    if std::mem::take(&mut self.did_ddl) {
-                        CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
-                    }
+                    self.did_ddl = false;
+                    let r = self.backend.txn.commit().map_err(txn_error);
+                    crate::catcache::end_transaction(&self.backend, r.is_ok());
+                    r?;
                 }
                 return Ok((None, crate::index::vacuum(&mut self.backend, cmd)?));
             }
@@ -784,13 +793,10 @@ impl Session {
                 }
                 // Database commands run in transactions of their own.
                 if self.backend.txn.in_transaction() {
-                    if self.did_ddl {
-                        CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
-                    }
-                    self.backend.txn.commit().map_err(txn_error)?;
-                    if std::mem::take(&mut self.did_ddl) {
-                        CATALOG_VERSION.fetch_add(1, Ordering::SeqCst);
-                    }
+                    self.did_ddl = false;
+                    let r = self.backend.txn.commit().map_err(txn_error);
+                    crate::catcache::end_transaction(&self.backend, r.is_ok());
+                    r?;
                 }
                 return Ok((None, crate::database::execute(&mut self.backend, cmd, out)?));
             }
@@ -1104,20 +1110,27 @@ impl Session {
     fn simple_plan(&mut self, st: &ParsedStmt, index: usize) -> Result<std::sync::Arc<Statement>> {
         let key = (st.sql.clone(), index);
         if self.status != TxnStatus::Failed {
-            if let Some((plan, version)) = self.plan_cache.get(&key, self.version()) {
-                self.ensure_txn()?;
-                crate::locking::apply_settings(&self.backend, &mut self.env)?;
-                crate::locking::lock_plan(&self.backend, &plan)?;
-                if self.version() == version {
-                    return Ok(plan);
+            self.sync_datetime();
+            if let Some((plan, version)) = self.plan_cache.get(&key, self.env.settings_gen) {
+                if self.plan_valid(&version) {
+                    self.ensure_txn()?;
+                    crate::locking::apply_settings(&self.backend, &mut self.env)?;
+                    // Taking the locks reads the invalidation queue again: a DDL
+                    // we waited for is seen here.
+                    crate::locking::lock_plan(&self.backend, &plan)?;
+                    if self.plan_valid(&version) {
+                        return Ok(plan);
+                    }
                 }
+                self.plan_cache.remove(&key);
             }
         }
-        let version = self.version();
-        let settings = crate::plan_cache::settings_epoch();
+        let version = self.begin_version();
+        let settings = self.env.settings_gen;
         crate::plan_cache::begin_analysis();
         let mut params = Vec::new();
         let plan = self.analyze(st, &mut params, false);
+        let version = self.end_version(version);
         let volatile = crate::plan_cache::take_uncacheable();
         let plan = std::sync::Arc::new(plan?);
         if !params.is_empty() {
@@ -1142,7 +1155,7 @@ impl Session {
         };
         // The statement keeps the whole string, so positions stay right.
         let inner = ParsedStmt { node: query, sql: st.sql.clone() };
-        let version = self.version();
+        let version = self.begin_version();
         let mut types: Vec<Option<Type>> = Vec::new();
         if !p.argtypes.is_empty() {
             self.ensure_txn()?;
@@ -1156,6 +1169,7 @@ impl Session {
             }
         }
         let plan = self.analyze(&inner, &mut types, true)?;
+        let version = self.end_version(version);
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
         self.prepared.insert(p.name.clone(), Prepared { parsed: Some(inner), plan: Arc::new(plan), param_types, version });
         out.command_complete("PREPARE")
@@ -1219,14 +1233,13 @@ impl Session {
         if p.parsed.is_none() {
             return Ok(());
         }
-        let mut version = self.version();
-        let mut stale = p.version != version;
+        self.sync_datetime();
+        let mut stale = !self.plan_valid(&p.version);
         if !stale && crate::locking::plan_lock_mode(&p.plan).is_some() {
             self.ensure_txn()?;
             crate::locking::apply_settings(&self.backend, &mut self.env)?;
             crate::locking::lock_plan(&self.backend, &self.prepared[name].plan)?;
-            version = self.version();
-            stale = self.prepared[name].version != version;
+            stale = !self.plan_valid(&self.prepared[name].version);
             if !stale {
                 let plan = Arc::as_ptr(&self.prepared[name].plan) as usize;
                 self.plan_locked = Some((plan, self.backend.txn.nesting_level()));
@@ -1238,7 +1251,9 @@ impl Session {
         let p = &self.prepared[name];
         let parsed = p.parsed.clone().expect("checked above");
         let mut types: Vec<Option<Type>> = p.param_types.iter().map(|t| Some(*t)).collect();
+        let version = self.begin_version();
         let plan = self.analyze(&parsed, &mut types, true)?;
+        let version = self.end_version(version);
         let shape = |d: Option<Vec<ColumnDesc>>| d.map(|cols| cols.into_iter().map(|c| (c.name, c.ty, c.typmod)).collect::<Vec<_>>());
         if shape(self.describe_plan(&plan)) != shape(self.describe_plan(&self.prepared[name].plan)) {
             return Err(SqlError::new(b"0A000", "cached plan must not change result type"));
@@ -1283,8 +1298,8 @@ impl Session {
                 oid => Some(Type::from_oid(oid).ok_or_else(|| SqlError::not_supported(format!("parameter type with OID {oid}")))?),
             });
         }
-        // Read before analysis: DDL committing meanwhile makes the plan stale.
-        let version = self.version();
+        // Begun before analysis: DDL committing meanwhile makes the plan stale.
+        let version = self.begin_version();
         let (parsed, plan) = match stmts.into_iter().next() {
             None => (None, Statement::Empty),
             Some(st) => {
@@ -1295,6 +1310,7 @@ impl Session {
                 (Some(st), plan)
             }
         };
+        let version = self.end_version(version);
         // Parameters nobody gave a type to are text, as unknown resolves.
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
         self.prepared.insert(name.to_string(), Prepared { parsed, plan: Arc::new(plan), param_types, version });
@@ -1562,6 +1578,7 @@ mod tests {
             version: "v".into(),
             interrupts: Box::new(|| Ok(())),
             locks: None,
+            settings_gen: 0,
         };
         Session::new(engine.backend(42).unwrap(), env)
     }

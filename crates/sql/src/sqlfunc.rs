@@ -34,7 +34,6 @@ use crate::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
 use crate::types::{Type, Value};
 use ferrogres_engine::engine::Backend;
-use ferrogres_engine::heap::heapam;
 use ferrogres_engine::storage::ForkNumber;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;
@@ -162,15 +161,21 @@ pub fn lookup(backend: &Backend, snap: &Snapshot, schema: Option<&str>, name: &s
         },
         None => crate::namespace::search_path(backend, snap)?,
     };
-    let mut out: Vec<(usize, ProcDef)> = Vec::new();
-    for (_, r) in scan_rows(backend, &proc_rel(), snap)? {
-        if r.get(1) != Some(&Value::Text(name.to_string())) {
-            continue;
-        }
-        if let Some(p) = ProcDef::from_row(&r) {
-            if let Some(i) = path.iter().position(|n| *n == p.namespace) {
-                out.push((i, p));
+    // Every function of that name, in any schema: from the catalog cache.
+    let named = crate::catcache::functions(backend, snap, name, || {
+        let mut v = Vec::new();
+        for (_, r) in scan_rows(backend, &proc_rel(), snap)? {
+            if r.get(1) != Some(&Value::Text(name.to_string())) {
+                continue;
             }
+            v.extend(ProcDef::from_row(&r));
+        }
+        Ok(v)
+    })?;
+    let mut out: Vec<(usize, ProcDef)> = Vec::new();
+    for p in named.iter() {
+        if let Some(i) = path.iter().position(|n| *n == p.namespace) {
+            out.push((i, p.clone()));
         }
     }
     out.sort_by_key(|(i, p)| (*i, p.oid));
@@ -281,7 +286,7 @@ pub fn execute(cmd: &FuncCmd, backend: &mut Backend, snap: &Snapshot, notice: &m
 }
 
 fn delete(backend: &mut Backend, tid: ferrogres_engine::heap::tuple::Tid, name: &str) -> Result<()> {
-    match heapam::heap_delete(backend, proc_rel().rel, tid)? {
+    match crate::catcache::heap_delete(backend, proc_rel().rel, tid, None)? {
         TmResult::Ok | TmResult::SelfModified => Ok(()),
         _ => Err(SqlError::new(b"40001", "could not serialize access due to concurrent update")
             .with_detail(format!("function \"{name}\" was changed by a concurrent transaction"))),

@@ -33,7 +33,6 @@ use crate::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
 use crate::types::{Type, Value};
 use ferrogres_engine::engine::Backend;
-use ferrogres_engine::heap::heapam;
 use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::storage::ForkNumber;
 use ferrogres_engine::txn::snapshot::Snapshot;
@@ -215,8 +214,8 @@ pub enum ViewCmd {
 
 type Notice<'a> = &'a mut dyn FnMut(SqlError) -> Result<()>;
 
-fn delete_tid(backend: &mut Backend, st: &RelStorage, tid: Tid, name: &str) -> Result<()> {
-    match heapam::heap_delete(backend, st.rel, tid)? {
+fn delete_tid(backend: &mut Backend, st: &RelStorage, tid: Tid, row: &[Value], name: &str) -> Result<()> {
+    match crate::catcache::heap_delete(backend, st.rel, tid, Some(row))? {
         TmResult::Ok | TmResult::SelfModified => Ok(()),
         _ => Err(SqlError::new(b"40001", "could not serialize access due to concurrent update")
             .with_detail(format!("view \"{name}\" was changed by a concurrent transaction"))),
@@ -224,9 +223,9 @@ fn delete_tid(backend: &mut Backend, st: &RelStorage, tid: Tid, name: &str) -> R
 }
 
 fn delete_where(backend: &mut Backend, snap: &Snapshot, st: &RelStorage, name: &str, doomed: &dyn Fn(&[Value]) -> bool) -> Result<()> {
-    let tids: Vec<Tid> = scan_rows(backend, st, snap)?.into_iter().filter(|(_, r)| doomed(r)).map(|(t, _)| t).collect();
-    for tid in tids {
-        delete_tid(backend, st, tid, name)?;
+    let rows: Vec<(Tid, Vec<Value>)> = scan_rows(backend, st, snap)?.into_iter().filter(|(_, r)| doomed(r)).collect();
+    for (tid, row) in rows {
+        delete_tid(backend, st, tid, &row, name)?;
     }
     Ok(())
 }
