@@ -271,3 +271,26 @@ fn a_reader_more_than_the_queue_behind_resets_and_answers_right() {
     assert_eq!(s.run("INSERT INTO b (id) VALUES (2) RETURNING w;"), ["d4199", "INSERT 0 1"]);
     s.finish();
 }
+
+/// REINDEX writes only the index's pg_class row, but the table's cached
+/// descriptor and plans embed the index's file: a session with both warm must
+/// insert into the new file, or its rows are missing from the index.
+#[test]
+fn reindex_in_another_session_moves_cached_plans_to_the_new_index_file() {
+    let srv = Server::start_temp(&[]);
+    setup(&srv);
+    srv.sql_ok("CREATE INDEX a_v ON a (v); CREATE INDEX a_h ON a USING hash (n);");
+    let mut s = Psql::start(&srv);
+    // Warm: the descriptor of `a` and a cached INSERT plan.
+    assert_eq!(s.run("INSERT INTO a (id, v, n) VALUES (10, 'ten', 10);"), ["INSERT 0 1"]);
+    srv.sql_ok("REINDEX TABLE a;");
+    assert_eq!(s.run("INSERT INTO a (id, v, n) VALUES (11, 'eleven', 11);"), ["INSERT 0 1"]);
+    assert_eq!(s.run("INSERT INTO a (id, v, n) VALUES (12, 'twelve', 12);"), ["INSERT 0 1"]);
+    // Through each index (a fresh session plans the lookups by index).
+    let (out, err) = srv.sql(
+        "SET enable_seqscan = off; SELECT id FROM a WHERE id = 11; SELECT id FROM a WHERE v = 'twelve'; SELECT id FROM a WHERE n = 12;",
+    );
+    assert_eq!(err, "");
+    assert_eq!(out, "SET\n11\n12\n12\n", "rows inserted after REINDEX are missing from an index");
+    s.finish();
+}

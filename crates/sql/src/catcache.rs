@@ -134,6 +134,13 @@ impl Inner {
                 }
                 *self.rel_gen.entry(rel).or_insert(0) += 1;
                 self.tables.remove(&rel);
+                // The descriptor of a table embeds its indexes (name, file): a
+                // message for one of them is one for the table too.
+                let owners: Vec<u32> = self.tables.iter().filter(|(_, t)| t.indexes.iter().any(|i| i.oid == rel)).map(|(o, _)| *o).collect();
+                for o in owners {
+                    *self.rel_gen.entry(o).or_insert(0) += 1;
+                    self.tables.remove(&o);
+                }
                 // Descriptors that embed this one (foreign-key parents).
                 self.tables.retain(|_, t| !t.extras.fkeys.iter().any(|f| f.parent == rel));
                 self.names.retain(|_, v| *v != Some(rel));
@@ -324,6 +331,14 @@ pub(crate) fn catalog_row_inserted(backend: &mut Backend, rel: RelFileLocator, r
     }
     let msgs = messages(backend, rel, Some(row), true);
     register(backend, &msgs);
+}
+
+/// Registers an invalidation of relation `oid`'s descriptor (and of the plans
+/// that read it), for a change the catalog rows written do not name: REINDEX
+/// gives an index a new file, which the table's descriptor embeds.
+pub(crate) fn relation_changed(backend: &mut Backend, oid: u32) {
+    let db = crate::catalog::locator(0).db_oid;
+    register(backend, &[InvalMessage::Relation { db, rel: oid }]);
 }
 
 /// Deletes a catalog row (`heapam::heap_delete`) and registers its

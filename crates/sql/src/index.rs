@@ -652,6 +652,8 @@ pub fn reindex(backend: &mut Backend, snap: &Snapshot, table: &Table, indexes: &
         })?;
         build(backend, table, &new, &rows, snap_rows_error(&new, table))?;
     }
+    // Cached descriptors and plans of the table hold the indexes' old files.
+    crate::catcache::relation_changed(backend, table.oid);
     Ok(())
 }
 
