@@ -10,7 +10,7 @@ use bytes::Bytes;
 use ferrogres_engine::config::guc;
 use ferrogres_engine::engine::Engine;
 use ferrogres_server::handler::{
-    pg15_reported_parameters, version_string, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, StartupInfo,
+    pg15_reported_parameters, version_string, ExecuteOutcome, FieldInfo, IdleTimeouts, Interrupts, ResultSink, StartupInfo,
     StatementDescription, TransactionStatus, SERVER_VERSION_NUM,
 };
 use ferrogres_server::{Backend, PgError, Session, Severity};
@@ -117,12 +117,14 @@ impl Backend for SqlBackend {
             }));
         }
         let int = interrupts.clone();
+        let timer = interrupts.clone();
         let env = session::SessionEnv {
             settings,
             changed: Vec::new(),
             pid: startup.backend_pid,
             version: version_string(),
             interrupts: Box::new(move || int.check().map_err(to_sql)),
+            statement_timer: Box::new(move |t| timer.set_statement_deadline(t)),
             locks: None,
         };
         let mut s = ferrogres_sql::Session::new(backend, env);
@@ -374,5 +376,10 @@ impl Session for SqlSession {
     fn terminate(&mut self) {
         self.s.terminate();
         self.portal_formats.clear();
+    }
+
+    fn idle_timeouts(&self) -> IdleTimeouts {
+        let (session, in_transaction) = self.s.idle_timeouts();
+        IdleTimeouts { session, in_transaction }
     }
 }

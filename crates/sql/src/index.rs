@@ -1325,6 +1325,7 @@ mod tests {
             pid,
             version: "v".into(),
             interrupts: Box::new(|| Ok(())),
+            statement_timer: Box::new(|_| {}),
             locks: None,
         };
         Session::new(engine.backend(pid).unwrap(), env)

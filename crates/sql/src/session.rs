@@ -135,6 +135,10 @@ pub struct SessionEnv {
     pub pid: i32,
     pub version: String,
     pub interrupts: Box<dyn Fn() -> Result<()> + Send>,
+    /// Arms (`Some(statement_timeout)`) or disarms (`None`) the statement
+    /// timer that `interrupts` reports (57014) once it has run out; the
+    /// session calls it around each top-level statement.
+    pub statement_timer: Box<dyn Fn(Option<std::time::Duration>) + Send>,
     /// The lock manager side of lock functions; set by `Session::new`.
     pub locks: Option<crate::locking::LockCtx>,
 }
@@ -151,6 +155,7 @@ pub fn check_startup_setting(name: &str, value: &str) -> Result<String> {
         pid: 0,
         version: String::new(),
         interrupts: Box::new(|| Ok(())),
+        statement_timer: Box::new(|_| {}),
         locks: None,
     };
     env.set(name, Some(value))?;
@@ -376,6 +381,28 @@ pub struct Session {
     /// for that plan need not take them again. Cleared by every other `run`,
     /// Bind, Close and transaction end.
     plan_locked: Option<(usize, usize)>,
+    /// Settings changed in the current transaction, to undo at its end
+    /// (PostgreSQL's GUC stack, without savepoint levels): SET LOCAL ones go
+    /// back to `prior` at commit and rollback, plain SET ones at rollback.
+    guc_undo: Vec<GucUndo>,
+    /// The simple-query string being run has several statements: an implicit
+    /// transaction block (SET LOCAL applies to it without a warning).
+    multi_statement: bool,
+    /// statement_timeout in ms (0: off), read from the settings when their
+    /// epoch ([`crate::plan_cache::settings_epoch`]) moves: (epoch, ms).
+    statement_timeout: (u64, u64),
+    /// A statement timer is armed by an outer `run` (nested runs leave it).
+    timer_armed: bool,
+}
+
+/// One setting changed inside a transaction ([`Session::guc_undo`]).
+#[derive(Clone, Debug)]
+struct GucUndo {
+    name: String,
+    /// The value when the transaction started.
+    prior: String,
+    /// The value a plain SET in this transaction left (kept at commit).
+    session_value: Option<String>,
 }
 
 thread_local! {
@@ -420,6 +447,75 @@ impl Session {
             plan_cache: Default::default(),
             uid: NEXT_SESSION_UID.fetch_add(1, Ordering::Relaxed),
             plan_locked: None,
+            guc_undo: Vec::new(),
+            multi_statement: false,
+            statement_timeout: (u64::MAX, 0),
+            timer_armed: false,
+        }
+    }
+
+    /// The idle timeouts of this session's settings (idle_session_timeout,
+    /// idle_in_transaction_session_timeout), for the wire layer; None: off.
+    pub fn idle_timeouts(&self) -> (Option<std::time::Duration>, Option<std::time::Duration>) {
+        let ms = |name: &str| {
+            self.env.get(name).ok().and_then(|v| crate::locking::parse_ms(&v)).filter(|ms| *ms > 0).map(std::time::Duration::from_millis)
+        };
+        (ms("idle_session_timeout"), ms("idle_in_transaction_session_timeout"))
+    }
+
+    /// statement_timeout in ms (0: off), re-read only when some setting changed.
+    fn statement_timeout_ms(&mut self) -> u64 {
+        let epoch = crate::plan_cache::settings_epoch();
+        if self.statement_timeout.0 != epoch {
+            let ms = self.env.get("statement_timeout").ok().and_then(|v| crate::locking::parse_ms(&v)).unwrap_or(0);
+            self.statement_timeout = (epoch, ms);
+        }
+        self.statement_timeout.1
+    }
+
+    /// SET [LOCAL] inside or outside a transaction, recording what the end of
+    /// the transaction must undo.
+    fn set_setting(&mut self, name: &str, value: Option<&str>, local: bool, out: &mut dyn Output) -> Result<()> {
+        let in_block = self.status != TxnStatus::Idle || self.multi_statement;
+        if local && !in_block {
+            // As PostgreSQL: a warning, and the value lasts no longer than the
+            // (single-statement) transaction, i.e. not at all.
+            if self.env.shows(Severity::Warning) {
+                out.notice(&SqlError::warning(b"25P01", "SET LOCAL can only be used in transaction blocks"))?;
+            }
+            // Still validated, as PostgreSQL does.
+            let prior = self.env.get(name).ok();
+            self.env.set(name, value)?;
+            if let Some(p) = prior {
+                self.env.set(name, Some(&p))?;
+            }
+            return Ok(());
+        }
+        let prior = self.env.get(name).ok();
+        self.env.set(name, value)?;
+        let canon = self.env.canonical_name(name);
+        let now = self.env.get(name).ok();
+        let i = match self.guc_undo.iter().position(|u| u.name == canon) {
+            Some(i) => i,
+            None => {
+                let Some(prior) = prior else { return Ok(()) };
+                self.guc_undo.push(GucUndo { name: canon, prior, session_value: None });
+                self.guc_undo.len() - 1
+            }
+        };
+        if !local {
+            self.guc_undo[i].session_value = now;
+        }
+        Ok(())
+    }
+
+    /// End of a transaction: undo its SET LOCALs, and on rollback its SETs.
+    fn finish_settings(&mut self, commit: bool) {
+        for u in std::mem::take(&mut self.guc_undo) {
+            let target = if commit { u.session_value.unwrap_or(u.prior) } else { u.prior };
+            if self.env.get(&u.name).ok().as_deref() != Some(target.as_str()) {
+                let _ = self.env.set(&u.name, Some(&target));
+            }
         }
     }
 
@@ -468,6 +564,9 @@ impl Session {
 
     fn end_txn(&mut self, commit: bool) -> Result<()> {
         self.plan_locked = None;
+        if !self.guc_undo.is_empty() {
+            self.finish_settings(commit);
+        }
         let was_ddl = self.did_ddl;
         self.did_ddl = false;
         if was_ddl && !commit {
@@ -534,6 +633,10 @@ impl Session {
                 self.on_error();
                 return Err(e);
             }
+        }
+        if self.status == TxnStatus::Idle && !self.guc_undo.is_empty() {
+            // Settings changed by statements that ran without an engine transaction.
+            self.finish_settings(true);
         }
         Ok(())
     }
@@ -706,9 +809,27 @@ impl Session {
         // executor's interrupt checks enforce it.
         let limit = self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten();
         crate::memory::start_statement(limit);
+        // statement_timeout, armed by the outermost statement only (the value
+        // in force when it starts, as PostgreSQL's start_xact_command).
+        let timeout = if self.timer_armed { 0 } else { self.statement_timeout_ms() };
+        if timeout > 0 {
+            self.arm_statement_timer(Some(std::time::Duration::from_millis(timeout)));
+        }
         let r = self.run_statement(plan, params, out);
+        if timeout > 0 {
+            self.arm_statement_timer(None);
+        }
         crate::memory::end_statement();
         r
+    }
+
+    /// Arms or disarms the statement timer: the interrupt check's (which fails
+    /// the statement with 57014) and the lock manager's (which ends a lock wait).
+    fn arm_statement_timer(&mut self, timeout: Option<std::time::Duration>) {
+        self.timer_armed = timeout.is_some();
+        (self.env.statement_timer)(timeout);
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let _ = self.backend.engine().locks.set_statement_deadline(self.backend.id(), deadline);
     }
 
     fn run_statement(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
@@ -720,7 +841,7 @@ impl Session {
             return Ok((None, self.transaction_command(cmd, out)?));
         }
         match plan {
-            Statement::Set { name, value } => {
+            Statement::Set { name, value, local } => {
                 if name == "transaction_isolation" {
                     let iso = match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
                         Some("read committed") | Some("read uncommitted") | None => IsolationLevel::ReadCommitted,
@@ -732,7 +853,7 @@ impl Session {
                     };
                     return Ok((None, self.transaction_command(&TxnCmd::SetIsolation(iso), out)?));
                 }
-                self.env.set(name, value.as_deref())?;
+                self.set_setting(name, value.as_deref(), *local, out)?;
                 if name == "search_path" {
                     // Prepared statements resolved names with the old path: re-analyze them.
                     self.ddl_count += 1;
@@ -1052,6 +1173,7 @@ impl Session {
         if stmts.is_empty() {
             return out.empty_query();
         }
+        self.multi_statement = stmts.len() > 1;
         for (i, st) in stmts.iter().enumerate() {
             // Several statements in one string form an implicit transaction block.
             let vacuum_in_block = stmts.len() > 1 && matches!(&st.node, pg_query::NodeEnum::VacuumStmt(v) if v.is_vacuumcmd);
@@ -1064,10 +1186,12 @@ impl Session {
                 self.simple_one(st, i, out)
             };
             if let Err(e) = r {
+                self.multi_statement = false;
                 self.on_error();
                 return Err(e);
             }
         }
+        self.multi_statement = false;
         self.finish_implicit()
     }
 
@@ -1561,6 +1685,7 @@ mod tests {
             pid: 42,
             version: "v".into(),
             interrupts: Box::new(|| Ok(())),
+            statement_timer: Box::new(|_| {}),
             locks: None,
         };
         Session::new(engine.backend(42).unwrap(), env)

@@ -254,6 +254,7 @@ pub static GUCS: &[Guc] = &[
     guc!("lock_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     guc!("statement_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     guc!("idle_in_transaction_session_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
+    guc!("idle_session_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     // ---- vacuum
     guc!("vacuum_freeze_min_age", User, int(0, 1_000_000_000, Unit::None), "50000000"),
     guc!("autovacuum", Sighup, Kind::Bool, "on"),
