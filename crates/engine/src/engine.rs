@@ -72,6 +72,8 @@ pub struct Engine {
     pub buffers: Arc<BufferPool>,
     pub txn: Arc<TxnShared>,
     pub locks: Arc<LockManager>,
+    /// Every backend's pg_stat_activity slot (pgstat::activity), by BackendId.
+    pub activity: crate::pgstat::activity::ActivityTable,
     /// Shared relation-extension state of the heap (batches of extra pages).
     pub(crate) heap_space: heapam::SpaceMap,
     /// The metapage caches and insert counters of hash indexes (hash::metacache).
@@ -270,6 +272,7 @@ impl Engine {
             buffers,
             txn,
             locks,
+            activity: crate::pgstat::activity::ActivityTable::new(max_backends, crate::pgstat::activity::QUERY_SIZE),
             heap_space: heapam::SpaceMap::default(),
             hash_caches: crate::hash::CacheRegistry::default(),
             pgstat_tables: Default::default(),
@@ -646,6 +649,7 @@ impl Drop for Backend {
         let _ = self.engine.locks.release_all(self.id, false);
         let _ = self.engine.locks.unregister_backend(self.id);
         self.engine.databases.remove(self.id.0);
+        self.engine.activity.end(self.id);
         crate::pgstat::wait_event::unregister_backend();
         self.engine.free_backends.lock().unwrap_or_else(|e| e.into_inner()).push(self.id.0);
     }

@@ -116,6 +116,38 @@ impl Backend for SqlBackend {
                 let _ = locks.cancel(id);
             }));
         }
+        {
+            // pg_stat_activity's slot, and how pg_cancel_backend /
+            // pg_terminate_backend reach this session.
+            use ferrogres_engine::pgstat::activity::{BackendInfo, BackendSignal, BackendState};
+            let (client_addr, client_port) = match startup.client_addr.rsplit_once(':') {
+                Some((a, p)) if startup.client_addr != "[local]" => {
+                    (Some(a.trim_start_matches('[').trim_end_matches(']').to_string()), p.parse().ok())
+                }
+                _ => (None, Some(-1)),
+            };
+            let info = BackendInfo {
+                pid: startup.backend_pid,
+                backend_type: "client backend",
+                datid: Some(backend.database()),
+                datname: Some(startup.database.clone()),
+                usesysid: Some(10),
+                usename: Some(startup.user.clone()),
+                application_name: startup.application_name.clone(),
+                client_addr,
+                client_port,
+            };
+            let activity = &self.engine.activity;
+            activity.start(backend.id(), info, BackendState::Idle);
+            let int = interrupts.clone();
+            activity.set_signal_hook(
+                backend.id(),
+                Arc::new(move |sig| match sig {
+                    BackendSignal::Cancel => int.request_cancel(),
+                    BackendSignal::Terminate => int.request_terminate(),
+                }),
+            );
+        }
         let int = interrupts.clone();
         let timer = interrupts.clone();
         let env = session::SessionEnv {

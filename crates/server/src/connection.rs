@@ -400,7 +400,12 @@ impl Connection {
     }
 
     /// Report `e` to the client; `Err` if the connection must end now.
-    fn report(&mut self, e: PgError) -> Result<(), End> {
+    fn report(&mut self, mut e: PgError) -> Result<(), End> {
+        if self.interrupts.terminate_requested() && !e.severity.ends_session() {
+            // Whatever the statement failed with (a lock wait woken by the
+            // terminate request says 57014), the session ends as terminated.
+            e = PgError::admin_shutdown();
+        }
         let fatal = e.severity.ends_session();
         // Errors are flushed at once (as PostgreSQL does), so a client that sent
         // no Sync yet still sees why its pipeline stopped.

@@ -44,6 +44,10 @@ pub struct Interrupts {
     /// Run by `request_cancel` after setting the flag, so that a session asleep
     /// somewhere the flag is not polled (a heavyweight lock wait) wakes up.
     on_cancel: OnCancel,
+    /// Run by `request_terminate` after setting the flag (and `on_cancel`), so
+    /// that a session waiting for its client's next message wakes up (the
+    /// server shuts the socket's read side).
+    on_terminate: OnCancel,
     /// The client's socket (-1: none), peeked by `check` at most every
     /// [`CLIENT_CHECK_INTERVAL`] so that a statement whose client has gone away
     /// stops (FATAL 08006) instead of running on. Set by the connection after
@@ -92,6 +96,7 @@ impl Default for Interrupts {
             cancel_pending: AtomicBool::new(false),
             terminate_pending: AtomicBool::new(false),
             on_cancel: OnCancel::default(),
+            on_terminate: OnCancel::default(),
             client_fd: AtomicI32::new(-1),
             last_probe_ms: AtomicU64::new(0),
             deadline_ms: AtomicU64::new(NO_DEADLINE),
@@ -145,8 +150,20 @@ impl Interrupts {
     pub fn set_on_cancel(&self, f: Box<dyn Fn() + Send + Sync>) {
         *self.on_cancel.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
+    /// Ends the session: sets the flag, wakes a lock wait (`on_cancel`) and a
+    /// wait for the client (`on_terminate`). Its next interrupt check, or the
+    /// next read from the client, sends FATAL 57P01.
     pub fn request_terminate(&self) {
         self.terminate_pending.store(true, Ordering::SeqCst);
+        for hook in [&self.on_cancel, &self.on_terminate] {
+            if let Some(f) = hook.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                f();
+            }
+        }
+    }
+    /// Sets what `request_terminate` runs to wake a session waiting for its client.
+    pub fn set_on_terminate(&self, f: Box<dyn Fn() + Send + Sync>) {
+        *self.on_terminate.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
     pub fn terminate_requested(&self) -> bool {
         self.terminate_pending.load(Ordering::SeqCst)

@@ -347,6 +347,8 @@ enum PortalState {
 }
 
 struct Portal {
+    /// The statement's text (pg_stat_activity.query while it runs).
+    sql: Option<Arc<str>>,
     plan: Arc<Statement>,
     params: Vec<Value>,
     state: PortalState,
@@ -388,9 +390,12 @@ pub struct Session {
     /// The simple-query string being run has several statements: an implicit
     /// transaction block (SET LOCAL applies to it without a warning).
     multi_statement: bool,
-    /// statement_timeout in ms (0: off), read from the settings when their
-    /// epoch ([`crate::plan_cache::settings_epoch`]) moves: (epoch, ms).
-    statement_timeout: (u64, u64),
+    /// statement_timeout in ms (0: off) and track_activities, read from the
+    /// settings when their epoch ([`crate::plan_cache::settings_epoch`])
+    /// moves: (epoch, ms, track_activities).
+    statement_timeout: (u64, u64, bool),
+    /// pg_stat_activity.xact_start is set (a transaction is open).
+    xact_reported: bool,
     /// A statement timer is armed by an outer `run` (nested runs leave it).
     timer_armed: bool,
 }
@@ -449,7 +454,8 @@ impl Session {
             plan_locked: None,
             guc_undo: Vec::new(),
             multi_statement: false,
-            statement_timeout: (u64::MAX, 0),
+            statement_timeout: (u64::MAX, 0, true),
+            xact_reported: false,
             timer_armed: false,
         }
     }
@@ -465,12 +471,52 @@ impl Session {
 
     /// statement_timeout in ms (0: off), re-read only when some setting changed.
     fn statement_timeout_ms(&mut self) -> u64 {
+        self.cached_settings();
+        self.statement_timeout.1
+    }
+
+    fn cached_settings(&mut self) {
         let epoch = crate::plan_cache::settings_epoch();
         if self.statement_timeout.0 != epoch {
             let ms = self.env.get("statement_timeout").ok().and_then(|v| crate::locking::parse_ms(&v)).unwrap_or(0);
-            self.statement_timeout = (epoch, ms);
+            let track = self.env.get("track_activities").map_or(true, |v| v == "on");
+            self.statement_timeout = (epoch, ms, track);
         }
-        self.statement_timeout.1
+    }
+
+    /// pg_stat_activity: a command (`sql`) starts.
+    fn report_active(&mut self, sql: &str) {
+        use ferrogres_engine::pgstat::activity::{now_micros, BackendState, Report};
+        self.cached_settings();
+        let engine = self.backend.engine().clone();
+        let Some(slot) = engine.activity.slot(self.backend.id()) else { return };
+        if !self.statement_timeout.2 {
+            slot.report(Report { state: Some(BackendState::Disabled), query: Some(""), xact_start: Some(None) });
+            return;
+        }
+        // An implicit transaction starts with the command; an open one goes on.
+        let xact = (!self.xact_reported).then(|| Some(now_micros()));
+        self.xact_reported = true;
+        slot.report(Report { state: Some(BackendState::Active), query: Some(sql), xact_start: xact });
+    }
+
+    /// pg_stat_activity: the command ended; the state says whether a
+    /// transaction block is open.
+    fn report_idle(&mut self) {
+        use ferrogres_engine::pgstat::activity::{BackendState, Report};
+        let engine = self.backend.engine().clone();
+        let Some(slot) = engine.activity.slot(self.backend.id()) else { return };
+        if !self.statement_timeout.2 {
+            return;
+        }
+        let state = match self.status {
+            TxnStatus::Idle if self.backend.txn.in_transaction() => BackendState::IdleInTransaction,
+            TxnStatus::Idle => BackendState::Idle,
+            TxnStatus::InBlock => BackendState::IdleInTransaction,
+            TxnStatus::Failed => BackendState::IdleInTransactionAborted,
+        };
+        let end_xact = state == BackendState::Idle && std::mem::take(&mut self.xact_reported);
+        slot.report(Report { state: Some(state), query: None, xact_start: end_xact.then_some(None) });
     }
 
     /// SET [LOCAL] inside or outside a transaction, recording what the end of
@@ -506,7 +552,17 @@ impl Session {
         if !local {
             self.guc_undo[i].session_value = now;
         }
+        self.sync_application_name(name);
         Ok(())
+    }
+
+    /// pg_stat_activity.application_name follows the setting.
+    fn sync_application_name(&self, name: &str) {
+        if name.eq_ignore_ascii_case("application_name") {
+            if let (Some(slot), Ok(v)) = (self.backend.engine().activity.slot(self.backend.id()), self.env.get("application_name")) {
+                slot.set_application_name(&v);
+            }
+        }
     }
 
     /// End of a transaction: undo its SET LOCALs, and on rollback its SETs.
@@ -515,6 +571,7 @@ impl Session {
             let target = if commit { u.session_value.unwrap_or(u.prior) } else { u.prior };
             if self.env.get(&u.name).ok().as_deref() != Some(target.as_str()) {
                 let _ = self.env.set(&u.name, Some(&target));
+                self.sync_application_name(&u.name);
             }
         }
     }
@@ -815,7 +872,16 @@ impl Session {
         if timeout > 0 {
             self.arm_statement_timer(Some(std::time::Duration::from_millis(timeout)));
         }
-        let r = self.run_statement(plan, params, out);
+        let mut r = self.run_statement(plan, params, out);
+        if r.is_ok() && !matches!(plan, Statement::Transaction(_)) {
+            // (Not after COMMIT: it is done, an error would misreport it.)
+            // A cancel or timeout that came in while the statement ran (one it
+            // sent itself, pg_cancel_backend(pg_backend_pid()), included)
+            // fails it, as PostgreSQL's last CHECK_FOR_INTERRUPTS does.
+            if let Err(e) = (self.env.interrupts)() {
+                r = Err(e);
+            }
+        }
         if timeout > 0 {
             self.arm_statement_timer(None);
         }
@@ -1159,6 +1225,13 @@ impl Session {
     // ---- simple query ----------------------------------------------------------
 
     pub fn execute_simple(&mut self, sql: &str, out: &mut dyn Output) -> Result<()> {
+        self.report_active(sql);
+        let r = self.execute_simple_inner(sql, out);
+        self.report_idle();
+        r
+    }
+
+    fn execute_simple_inner(&mut self, sql: &str, out: &mut dyn Output) -> Result<()> {
         // A simple Query destroys the unnamed statement and the unnamed portal
         // (the protocol says so; named ones live on).
         self.prepared.remove("");
@@ -1505,16 +1578,22 @@ impl Session {
             return Err(SqlError::new(b"42P03", format!("cursor \"{portal}\" already exists")));
         }
         let plan = p.plan.clone();
+        let sql = p.parsed.as_ref().map(|x| x.sql.clone());
         if !matches!(*plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
             self.ensure_txn()?;
         }
-        self.portals.insert(portal.to_string(), Portal { plan, params: values, state: PortalState::NotStarted });
+        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted });
         Ok(())
     }
 
     pub fn execute(&mut self, portal: &str, max_rows: u32, out: &mut dyn Output) -> Result<ExecOutcome> {
+        if let Some(sql) = self.portals.get(portal).and_then(|p| p.sql.clone()) {
+            self.report_active(&sql);
+        }
         let r = self.execute_inner(portal, max_rows, out);
-        r.inspect_err(|_| self.on_error())
+        let r = r.inspect_err(|_| self.on_error());
+        self.report_idle();
+        r
     }
 
     fn execute_inner(&mut self, portal: &str, max_rows: u32, out: &mut dyn Output) -> Result<ExecOutcome> {
@@ -1603,6 +1682,7 @@ impl Session {
     /// transaction, started by the first message of the pipeline, owns them).
     pub fn sync(&mut self) -> Result<()> {
         let r = self.finish_implicit();
+        self.report_idle();
         if self.status == TxnStatus::Idle && !self.backend.txn.in_transaction() {
             self.portals.clear();
         }
