@@ -68,6 +68,11 @@ impl Backend for SqlBackend {
         ferrogres_sql::stack_depth::connection_stack_size()
     }
 
+    fn pid_in_use(&self, pid: i32) -> bool {
+        // Auxiliary threads are listed by their thread ids.
+        self.engine.activity.backend_of_pid(pid).is_some()
+    }
+
     fn new_session(&self, startup: &StartupInfo, interrupts: Arc<Interrupts>) -> Result<Box<dyn Session>, PgError> {
         let mut backend = self.engine.backend(startup.backend_pid).map_err(|e| {
             let mut p = to_pg(e.into());

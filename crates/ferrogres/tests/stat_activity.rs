@@ -238,3 +238,43 @@ fn until_closed(s: &mut std::net::TcpStream) -> (Option<(String, String)>, Durat
         }
     }
 }
+
+#[test]
+fn auxiliary_threads_are_listed_with_their_wait_events() {
+    let srv = Server::start_temp(&[]);
+    let mut ctl = Client::connect(srv.port);
+    // As PostgreSQL 15 lists them (its logical replication launcher aside):
+    // no state, database or user, an empty query, their own Activity events.
+    let expected = [
+        ("autovacuum launcher", "AutoVacuumMain"),
+        ("background writer", "BgWriterMain"),
+        ("checkpointer", "CheckpointerMain"),
+        ("walwriter", "WalWriterMain"),
+    ];
+    let q = "SELECT backend_type, coalesce(wait_event_type, ''), coalesce(wait_event, ''), state IS NULL, datname IS NULL, \
+             usename IS NULL, query, pid > 0 FROM pg_stat_activity WHERE backend_type <> 'client backend' ORDER BY 1";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = ctl.q(q);
+        ok(&r);
+        let got: Vec<Vec<String>> = r.rows.iter().map(|row| row.iter().map(|v| v.clone().unwrap_or_default()).collect()).collect();
+        let want: Vec<Vec<String>> = expected
+            .iter()
+            .map(|(t, e)| vec![t.to_string(), "Activity".into(), e.to_string(), "t".into(), "t".into(), "t".into(), String::new(), "t".into()])
+            .collect();
+        if got == want {
+            break;
+        }
+        // A round of work (a checkpoint, a bgwriter pass) shows no wait: retry.
+        assert!(Instant::now() < deadline, "auxiliary rows: {got:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Their pids are distinct from each other and from the sessions'.
+    let r = ctl.q("SELECT count(DISTINCT pid), count(*) FROM pg_stat_activity");
+    assert_eq!(r.rows[0][0], r.rows[0][1]);
+    // They are no client backends: signalling one is PostgreSQL's WARNING and false.
+    let pid = ctl.q("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'").one();
+    let r = ctl.q(&format!("SELECT pg_cancel_backend({pid})"));
+    assert_eq!(r.one(), "f");
+    assert_eq!(r.notices, vec![("WARNING".to_string(), format!("PID {pid} is not a PostgreSQL backend process"))]);
+}

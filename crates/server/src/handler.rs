@@ -298,6 +298,12 @@ pub trait Backend: Send + Sync {
     fn connection_stack_size(&self) -> usize {
         DEFAULT_CONNECTION_STACK_SIZE
     }
+
+    /// Whether `pid` already names something of the backend's own (an
+    /// auxiliary thread listed in pg_stat_activity): a session never gets it.
+    fn pid_in_use(&self, _pid: i32) -> bool {
+        false
+    }
 }
 
 /// [`Backend::connection_stack_size`] unless the backend says otherwise: 8 MB,

@@ -87,7 +87,7 @@ impl Shared {
                 self.next_pid.store(1000, Ordering::Relaxed);
                 p = 1000;
             }
-            if !keys.iter().any(|(k, _)| *k == p) {
+            if !keys.iter().any(|(k, _)| *k == p) && !self.backend.pid_in_use(p) {
                 break p;
             }
         };

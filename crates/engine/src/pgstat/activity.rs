@@ -117,6 +117,8 @@ pub struct ActivitySlot {
     state_change: AtomicI64,
     query_len: AtomicU32,
     words: Box<[AtomicU64]>,
+    /// Most bytes of query text kept: track_activity_query_size - 1.
+    max_query: usize,
     /// Per-connection facts (rarely written).
     info: Mutex<BackendInfo>,
     /// How to interrupt the backend (pg_cancel_backend, pg_terminate_backend);
@@ -159,6 +161,7 @@ impl ActivitySlot {
             state_change: AtomicI64::new(0),
             query_len: AtomicU32::new(0),
             words: (0..query_size.div_ceil(8)).map(|_| AtomicU64::new(0)).collect(),
+            max_query: query_size.saturating_sub(1),
             info: Mutex::new(BackendInfo::default()),
             signal: Mutex::new(None),
         }
@@ -191,8 +194,7 @@ impl ActivitySlot {
     }
 
     fn store_query(&self, q: &str) {
-        let cap = (self.words.len() * 8).saturating_sub(1);
-        let mut n = q.len().min(cap);
+        let mut n = q.len().min(self.max_query);
         while !q.is_char_boundary(n) {
             n -= 1;
         }
@@ -346,21 +348,22 @@ mod tests {
 
     #[test]
     fn report_and_read_back() {
-        let t = ActivityTable::new(4, 16);
+        let t = ActivityTable::new(4, 100);
         assert!(t.rows().is_empty());
         let info = BackendInfo { pid: 42, backend_type: "client backend", ..Default::default() };
         t.start(BackendId(2), info, BackendState::Idle);
         let s = t.slot(BackendId(2)).unwrap();
-        s.report(Report { state: Some(BackendState::Active), query: Some("select 1234567890123456789"), xact_start: Some(Some(7)) });
+        let long = format!("select {}", "9".repeat(200));
+        s.report(Report { state: Some(BackendState::Active), query: Some(&long), xact_start: Some(Some(7)) });
         let r = &t.rows()[0];
         assert_eq!(r.info.pid, 42);
         assert_eq!(r.state, BackendState::Active);
-        assert_eq!(r.query, "select 12345678", "cut to query_size - 1 bytes");
+        assert_eq!(r.query, long[..99], "cut to query_size - 1 bytes");
         assert_eq!(r.xact_start, Some(7));
         assert!(r.query_start.is_some() && r.backend_start.is_some());
         assert_eq!(t.backend_of_pid(42), Some(BackendId(2)));
-        s.report(Report { query: Some("é".repeat(20).as_str()), ..Default::default() });
-        assert_eq!(t.rows()[0].query, "é".repeat(7), "cut at a character boundary");
+        s.report(Report { query: Some("é".repeat(60).as_str()), ..Default::default() });
+        assert_eq!(t.rows()[0].query, "é".repeat(49), "cut at a character boundary");
         t.end(BackendId(2));
         assert!(t.rows().is_empty());
         assert_eq!(t.backend_of_pid(42), None);
