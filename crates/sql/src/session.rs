@@ -488,15 +488,15 @@ impl Session {
     fn report_active(&mut self, sql: &str) {
         use ferrogres_engine::pgstat::activity::{now_micros, BackendState, Report};
         self.cached_settings();
-        let engine = self.backend.engine().clone();
-        let Some(slot) = engine.activity.slot(self.backend.id()) else { return };
-        if !self.statement_timeout.2 {
+        let track = self.statement_timeout.2;
+        // An implicit transaction starts with the command; an open one goes on.
+        let xact = (track && !self.xact_reported).then(|| Some(now_micros()));
+        self.xact_reported |= track;
+        let Some(slot) = self.backend.engine().activity.slot(self.backend.id()) else { return };
+        if !track {
             slot.report(Report { state: Some(BackendState::Disabled), query: Some(""), xact_start: Some(None) });
             return;
         }
-        // An implicit transaction starts with the command; an open one goes on.
-        let xact = (!self.xact_reported).then(|| Some(now_micros()));
-        self.xact_reported = true;
         slot.report(Report { state: Some(BackendState::Active), query: Some(sql), xact_start: xact });
     }
 
@@ -504,8 +504,6 @@ impl Session {
     /// transaction block is open.
     fn report_idle(&mut self) {
         use ferrogres_engine::pgstat::activity::{BackendState, Report};
-        let engine = self.backend.engine().clone();
-        let Some(slot) = engine.activity.slot(self.backend.id()) else { return };
         if !self.statement_timeout.2 {
             return;
         }
@@ -516,6 +514,7 @@ impl Session {
             TxnStatus::Failed => BackendState::IdleInTransactionAborted,
         };
         let end_xact = state == BackendState::Idle && std::mem::take(&mut self.xact_reported);
+        let Some(slot) = self.backend.engine().activity.slot(self.backend.id()) else { return };
         slot.report(Report { state: Some(state), query: None, xact_start: end_xact.then_some(None) });
     }
 
