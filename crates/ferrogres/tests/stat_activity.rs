@@ -278,3 +278,29 @@ fn auxiliary_threads_are_listed_with_their_wait_events() {
     assert_eq!(r.one(), "f");
     assert_eq!(r.notices, vec![("WARNING".to_string(), format!("PID {pid} is not a PostgreSQL backend process"))]);
 }
+
+#[test]
+fn extended_protocol_statement_text_is_shown() {
+    let srv = Server::start_temp(&[]);
+    let mut ctl = Client::connect(srv.port);
+    let mut e = common::client::Client::connect(srv.port);
+    let pid = e.pid;
+    assert_eq!(activity(&mut ctl, pid)[0], "idle");
+    // Parse/Bind/Execute/Sync of a statement with a parameter, run on its own thread.
+    let t = std::thread::spawn(move || {
+        let r = e.bind_binary("SELECT pg_sleep($1)", &[701], &[Some(&0.6f64.to_be_bytes())]);
+        assert!(r.error.is_none(), "{:?}", r.error);
+        e
+    });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let row = activity(&mut ctl, pid);
+        if row[..4] == ["active", "Timeout", "PgSleep", "SELECT pg_sleep($1)"] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never seen running: {row:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _e = t.join().unwrap(); // kept open: its row stays
+    assert_eq!(activity(&mut ctl, pid)[..4], ["idle", "", "", "SELECT pg_sleep($1)"]);
+}

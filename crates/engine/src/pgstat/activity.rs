@@ -221,12 +221,24 @@ impl ActivitySlot {
         }
         let info = self.info.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut bytes = Vec::new();
-        for _ in 0..1000 {
+        let mut tries = 0u32;
+        loop {
+            // The owner finishes its write section in a few stores, but may be
+            // descheduled inside it: spin a little, then yield, never give up
+            // (a row must not go missing because its owner was preempted).
+            tries = tries.wrapping_add(1);
+            if tries > 64 {
+                std::thread::yield_now();
+            }
             // Acquire: pairs with the writer's Release of an even value.
             let c1 = self.changecount.load(Ordering::Acquire);
             if c1 & 1 == 1 {
                 std::hint::spin_loop();
                 continue;
+            }
+            // A slot freed meanwhile (its owner ended) is skipped.
+            if self.pid.load(Ordering::Relaxed) == 0 {
+                return None;
             }
             let state = self.state.load(Ordering::Relaxed);
             let (bs, xs, qs, sc) = (
@@ -258,7 +270,6 @@ impl ActivitySlot {
                 state_change: t(sc),
             });
         }
-        None
     }
 }
 
