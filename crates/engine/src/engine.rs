@@ -72,6 +72,8 @@ pub struct Engine {
     pub buffers: Arc<BufferPool>,
     pub txn: Arc<TxnShared>,
     pub locks: Arc<LockManager>,
+    /// Every backend's pg_stat_activity slot (pgstat::activity), by BackendId.
+    pub activity: crate::pgstat::activity::ActivityTable,
     /// Shared relation-extension state of the heap (batches of extra pages).
     pub(crate) heap_space: heapam::SpaceMap,
     /// The metapage caches and insert counters of hash indexes (hash::metacache).
@@ -90,6 +92,8 @@ pub struct Engine {
     /// Serializes checkpoints (the checkpointer thread, CHECKPOINT, shutdown).
     checkpoint_lock: Mutex<()>,
     workers: Mutex<Workers>,
+    /// Backend slots taken by auxiliary threads (`aux_start`), freed when they stop.
+    aux_ids: Mutex<Vec<u32>>,
     shut_down: AtomicBool,
     /// The database each backend is connected to (dbcommands).
     databases: dbcommands::DatabaseRegistry,
@@ -270,6 +274,7 @@ impl Engine {
             buffers,
             txn,
             locks,
+            activity: crate::pgstat::activity::ActivityTable::new(max_backends, crate::pgstat::activity::QUERY_SIZE),
             heap_space: heapam::SpaceMap::default(),
             hash_caches: crate::hash::CacheRegistry::default(),
             pgstat_tables: Default::default(),
@@ -278,6 +283,7 @@ impl Engine {
             free_backends: Mutex::new((0..max_backends as u32).rev().collect()),
             checkpoint_lock: Mutex::new(()),
             workers: Mutex::new(Workers::default()),
+            aux_ids: Mutex::new(Vec::new()),
             shut_down: AtomicBool::new(false),
             databases: Default::default(),
             settings,
@@ -378,16 +384,45 @@ impl Engine {
         }
     }
 
+    /// What an auxiliary thread runs first: it takes a backend slot (one of
+    /// the `AUX_BACKENDS` beyond max_connections), so its wait events are
+    /// recorded and pg_stat_activity lists it with `backend_type` and its
+    /// thread id as pid. Without a free slot it runs unlisted.
+    pub(crate) fn aux_start(self: &Arc<Self>, backend_type: &'static str) -> wal::OnStart {
+        // The highest free number (the free list is in descending order, handed
+        // out from its end): auxiliary threads sit above the client backends.
+        let id = {
+            let mut free = self.free_backends.lock().unwrap_or_else(|e| e.into_inner());
+            (!free.is_empty()).then(|| free.remove(0))
+        };
+        if let Some(id) = id {
+            self.aux_ids.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+        }
+        let weak = Arc::downgrade(self);
+        Box::new(move || {
+            let (Some(id), Some(engine)) = (id, weak.upgrade()) else { return };
+            let id = BackendId(id);
+            if crate::pgstat::wait_event::register_backend(id).is_err() {
+                return;
+            }
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            let info = crate::pgstat::activity::BackendInfo { pid: tid, backend_type, ..Default::default() };
+            engine.activity.start(id, info, crate::pgstat::activity::BackendState::Undefined);
+        })
+    }
+
     fn start_workers(self: &Arc<Self>) {
         let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-        w.bgwriter = Some(self.buffers.start_bgwriter());
-        w.wal_writer = Some(wal::start_wal_writer(self.wal.clone(), |e| {
+        w.bgwriter = Some(self.buffers.start_bgwriter_with(self.aux_start("background writer")));
+        w.wal_writer = Some(wal::start_wal_writer_with(self.wal.clone(), self.aux_start("walwriter"), |e| {
             eprintln!("ERROR:  WAL writer: {e}");
         }));
         let weak = Arc::downgrade(self);
-        w.checkpointer = Some(wal::start_checkpointer(
+        w.checkpointer = Some(wal::start_checkpointer_with(
             self.wal.clone(),
             Duration::from_millis(100),
+            self.aux_start("checkpointer"),
             move |_wal| match weak.upgrade() {
                 Some(engine) => engine.checkpoint().map(|_| ()),
                 None => Ok(()),
@@ -409,6 +444,13 @@ impl Engine {
         }
         if let Some(mut ww) = w.wal_writer.take() {
             ww.stop();
+        }
+        drop(w);
+        // Their slots are free again.
+        let ids = std::mem::take(&mut *self.aux_ids.lock().unwrap_or_else(|e| e.into_inner()));
+        for id in ids {
+            self.activity.end(BackendId(id));
+            self.free_backends.lock().unwrap_or_else(|e| e.into_inner()).insert(0, id);
         }
     }
 
@@ -661,6 +703,7 @@ impl Drop for Backend {
         let _ = self.engine.locks.release_all(self.id, false);
         let _ = self.engine.locks.unregister_backend(self.id);
         self.engine.databases.remove(self.id.0);
+        self.engine.activity.end(self.id);
         crate::pgstat::wait_event::unregister_backend();
         self.engine.free_backends.lock().unwrap_or_else(|e| e.into_inner()).push(self.id.0);
     }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use ferrogres_engine::config::guc;
 use ferrogres_engine::engine::Engine;
 use ferrogres_server::handler::{
-    pg15_reported_parameters, version_string, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, StartupInfo,
+    pg15_reported_parameters, version_string, ExecuteOutcome, FieldInfo, IdleTimeouts, Interrupts, ResultSink, StartupInfo,
     StatementDescription, TransactionStatus, SERVER_VERSION_NUM,
 };
 use ferrogres_server::{Backend, PgError, Session, Severity};
@@ -68,6 +68,11 @@ impl Backend for SqlBackend {
         ferrogres_sql::stack_depth::connection_stack_size()
     }
 
+    fn pid_in_use(&self, pid: i32) -> bool {
+        // Auxiliary threads are listed by their thread ids.
+        self.engine.activity.backend_of_pid(pid).is_some()
+    }
+
     fn new_session(&self, startup: &StartupInfo, interrupts: Arc<Interrupts>) -> Result<Box<dyn Session>, PgError> {
         let mut backend = self.engine.backend(startup.backend_pid).map_err(|e| {
             let mut p = to_pg(e.into());
@@ -116,13 +121,47 @@ impl Backend for SqlBackend {
                 let _ = locks.cancel(id);
             }));
         }
+        {
+            // pg_stat_activity's slot, and how pg_cancel_backend /
+            // pg_terminate_backend reach this session.
+            use ferrogres_engine::pgstat::activity::{BackendInfo, BackendSignal, BackendState};
+            let (client_addr, client_port) = match startup.client_addr.rsplit_once(':') {
+                Some((a, p)) if startup.client_addr != "[local]" => {
+                    (Some(a.trim_start_matches('[').trim_end_matches(']').to_string()), p.parse().ok())
+                }
+                _ => (None, Some(-1)),
+            };
+            let info = BackendInfo {
+                pid: startup.backend_pid,
+                backend_type: "client backend",
+                datid: Some(backend.database()),
+                datname: Some(startup.database.clone()),
+                usesysid: Some(10),
+                usename: Some(startup.user.clone()),
+                application_name: startup.application_name.clone(),
+                client_addr,
+                client_port,
+            };
+            let activity = &self.engine.activity;
+            activity.start(backend.id(), info, BackendState::Idle);
+            let int = interrupts.clone();
+            activity.set_signal_hook(
+                backend.id(),
+                Arc::new(move |sig| match sig {
+                    BackendSignal::Cancel => int.request_cancel(),
+                    BackendSignal::Terminate => int.request_terminate(),
+                }),
+            );
+        }
         let int = interrupts.clone();
+        let timer = interrupts.clone();
         let env = session::SessionEnv {
             settings,
             changed: Vec::new(),
             pid: startup.backend_pid,
             version: version_string(),
             interrupts: Box::new(move || int.check().map_err(to_sql)),
+            statement_timer: Box::new(move |t| timer.set_statement_deadline(t)),
             locks: None,
             settings_gen: 0,
         };
@@ -375,5 +414,10 @@ impl Session for SqlSession {
     fn terminate(&mut self) {
         self.s.terminate();
         self.portal_formats.clear();
+    }
+
+    fn idle_timeouts(&self) -> IdleTimeouts {
+        let (session, in_transaction) = self.s.idle_timeouts();
+        IdleTimeouts { session, in_transaction }
     }
 }

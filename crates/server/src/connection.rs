@@ -3,7 +3,7 @@
 
 use crate::error::{wire_str, PgError};
 use crate::handler::{
-    CopyInEvent, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, Session, StartupInfo,
+    CopyInEvent, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, Session, StartupInfo, TransactionStatus,
 };
 use crate::protocol::{self, Frontend};
 use crate::server::{ConnEntry, Shared};
@@ -15,7 +15,7 @@ use pgwire::messages::extendedquery::{BindComplete, CloseComplete, ParseComplete
 use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ErrorResponse, NoticeResponse, ReadyForQuery};
 use pgwire::messages::startup::{Authentication, BackendKeyData, NegotiateProtocolVersion, ParameterStatus, SecretKey};
 use pgwire::messages::{Message, PgWireFrontendMessage};
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -64,6 +64,27 @@ impl Io {
 
     fn send_error(&mut self, e: &PgError) -> Result<(), PgError> {
         self.send(&ErrorResponse::new(e.wire_fields()))
+    }
+
+    /// Waits up to `timeout` for the first byte of the next message while the
+    /// session is idle: `true` when something arrived (or EOF/an error, which the
+    /// next read reports), `false` when the timeout passed with nothing read.
+    fn wait_readable(&mut self, timeout: std::time::Duration) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return true;
+        }
+        if self.reader.get_ref().set_read_timeout(Some(timeout.max(std::time::Duration::from_millis(1)))).is_err() {
+            return true;
+        }
+        let r = loop {
+            match self.reader.fill_buf() {
+                Ok(_) => break true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => break !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut),
+            }
+        };
+        let _ = self.reader.get_ref().set_read_timeout(None);
+        r
     }
 
     /// Read one message after startup: `Ok(None)` on EOF. A bad frame (length out
@@ -121,6 +142,9 @@ pub(crate) struct Connection {
     interrupts: Arc<Interrupts>,
     /// After an error in an extended-query message, skip messages until Sync.
     ignore_till_sync: bool,
+    /// The last message sent was ReadyForQuery: the session is idle, and the
+    /// idle timeouts apply to the wait for the next message.
+    at_ready: bool,
 }
 
 /// Entry point of a connection thread.
@@ -354,7 +378,7 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         ok &= io.send(&ParameterStatus::new(wire_str(&k), wire_str(&v))).is_ok();
     }
     ok &= io.send(&BackendKeyData::new(pid, SecretKey::I32(secret))).is_ok();
-    let mut conn = Connection { io, session, interrupts, ignore_till_sync: false };
+    let mut conn = Connection { io, session, interrupts, ignore_till_sync: false, at_ready: true };
     ok &= conn.ready_for_query().is_ok();
     if !ok {
         conn.session.terminate();
@@ -371,11 +395,17 @@ impl Connection {
         }
         let status = self.session.transaction_status();
         self.io.send(&ReadyForQuery::new(status))?;
+        self.at_ready = true;
         self.io.flush()
     }
 
     /// Report `e` to the client; `Err` if the connection must end now.
-    fn report(&mut self, e: PgError) -> Result<(), End> {
+    fn report(&mut self, mut e: PgError) -> Result<(), End> {
+        if self.interrupts.terminate_requested() && !e.severity.ends_session() {
+            // Whatever the statement failed with (a lock wait woken by the
+            // terminate request says 57014), the session ends as terminated.
+            e = PgError::admin_shutdown();
+        }
         let fatal = e.severity.ends_session();
         // Errors are flushed at once (as PostgreSQL does), so a client that sent
         // no Sync yet still sees why its pipeline stopped.
@@ -404,6 +434,21 @@ impl Connection {
 
     fn run(&mut self) -> End {
         loop {
+            // Idle between commands: idle_in_transaction_session_timeout inside
+            // a transaction block (failed or not), idle_session_timeout outside
+            // one; either one ends the connection with its FATAL.
+            // Only after ReadyForQuery, as PostgreSQL arms these timers.
+            let idle = if self.at_ready { self.session.idle_timeouts() } else { Default::default() };
+            let (timeout, err) = match self.session.transaction_status() {
+                TransactionStatus::Idle => (idle.session, PgError::idle_session_timeout()),
+                _ => (idle.in_transaction, PgError::idle_in_transaction_timeout()),
+            };
+            if let Some(t) = timeout {
+                if !self.io.wait_readable(t) {
+                    fatal_and_close(&mut self.io, err);
+                    return End::Closed;
+                }
+            }
             let msg = match self.io.read_message() {
                 Ok(Some(m)) => m,
                 Ok(None) => {
@@ -423,6 +468,7 @@ impl Connection {
             }
             // A cancel that arrived while we were idle is stale.
             self.interrupts.clear_cancel();
+            self.at_ready = false;
             if let Err(End::Closed) = self.dispatch(msg.0, &msg.1) {
                 return End::Closed;
             }

@@ -127,6 +127,18 @@ impl PgError {
     pub fn query_canceled() -> PgError {
         PgError::error(b"57014", "canceling statement due to user request")
     }
+    /// 57014: the statement ran past statement_timeout.
+    pub fn statement_timeout() -> PgError {
+        PgError::error(b"57014", "canceling statement due to statement timeout")
+    }
+    /// 25P03: a transaction stayed idle past idle_in_transaction_session_timeout.
+    pub fn idle_in_transaction_timeout() -> PgError {
+        PgError::fatal(b"25P03", "terminating connection due to idle-in-transaction timeout")
+    }
+    /// 57P05: a session stayed idle past idle_session_timeout.
+    pub fn idle_session_timeout() -> PgError {
+        PgError::fatal(b"57P05", "terminating connection due to idle-session timeout")
+    }
     /// 57P01: the server is shutting down.
     pub fn admin_shutdown() -> PgError {
         PgError::fatal(b"57P01", "terminating connection due to administrator command")

@@ -44,6 +44,10 @@ pub struct Interrupts {
     /// Run by `request_cancel` after setting the flag, so that a session asleep
     /// somewhere the flag is not polled (a heavyweight lock wait) wakes up.
     on_cancel: OnCancel,
+    /// Run by `request_terminate` after setting the flag (and `on_cancel`), so
+    /// that a session waiting for its client's next message wakes up (the
+    /// server shuts the socket's read side).
+    on_terminate: OnCancel,
     /// The client's socket (-1: none), peeked by `check` at most every
     /// [`CLIENT_CHECK_INTERVAL`] so that a statement whose client has gone away
     /// stops (FATAL 08006) instead of running on. Set by the connection after
@@ -51,8 +55,16 @@ pub struct Interrupts {
     client_fd: AtomicI32,
     /// When the socket was last peeked, in ms since `created`.
     last_probe_ms: AtomicU64,
+    /// When the running statement's statement_timeout fires, in ms since
+    /// `created` ([`NO_DEADLINE`]: none). Set and cleared by the session's own
+    /// thread around each statement ([`Interrupts::set_statement_deadline`]);
+    /// `check` fails the statement with 57014 once it has passed.
+    deadline_ms: AtomicU64,
     created: Created,
 }
+
+/// `Interrupts::deadline_ms` when no statement_timeout is armed.
+const NO_DEADLINE: u64 = u64::MAX;
 
 /// How often a running statement looks whether its client is still connected
 /// (PostgreSQL's client_connection_check_interval, which is off by default
@@ -84,8 +96,10 @@ impl Default for Interrupts {
             cancel_pending: AtomicBool::new(false),
             terminate_pending: AtomicBool::new(false),
             on_cancel: OnCancel::default(),
+            on_terminate: OnCancel::default(),
             client_fd: AtomicI32::new(-1),
             last_probe_ms: AtomicU64::new(0),
+            deadline_ms: AtomicU64::new(NO_DEADLINE),
             created: Created::default(),
         }
     }
@@ -103,12 +117,11 @@ impl Interrupts {
     }
     /// Whether the client has closed its end (or the socket failed): a
     /// non-blocking peek that sees EOF or an error other than "no data yet".
-    fn client_gone(&self) -> bool {
+    fn client_gone(&self, now: u64) -> bool {
         let fd = self.client_fd.load(Ordering::Relaxed);
         if fd < 0 {
             return false;
         }
-        let now = self.created.0.elapsed().as_millis() as u64;
         let last = self.last_probe_ms.load(Ordering::Relaxed);
         if now.saturating_sub(last) < CLIENT_CHECK_INTERVAL.as_millis() as u64 {
             return false;
@@ -137,8 +150,20 @@ impl Interrupts {
     pub fn set_on_cancel(&self, f: Box<dyn Fn() + Send + Sync>) {
         *self.on_cancel.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
+    /// Ends the session: sets the flag, wakes a lock wait (`on_cancel`) and a
+    /// wait for the client (`on_terminate`). Its next interrupt check, or the
+    /// next read from the client, sends FATAL 57P01.
     pub fn request_terminate(&self) {
         self.terminate_pending.store(true, Ordering::SeqCst);
+        for hook in [&self.on_cancel, &self.on_terminate] {
+            if let Some(f) = hook.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                f();
+            }
+        }
+    }
+    /// Sets what `request_terminate` runs to wake a session waiting for its client.
+    pub fn set_on_terminate(&self, f: Box<dyn Fn() + Send + Sync>) {
+        *self.on_terminate.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
     pub fn terminate_requested(&self) -> bool {
         self.terminate_pending.load(Ordering::SeqCst)
@@ -147,8 +172,22 @@ impl Interrupts {
     pub fn clear_cancel(&self) {
         self.cancel_pending.store(false, Ordering::SeqCst);
     }
+    /// Arms (`Some(timeout)`, counted from now) or disarms (`None`) the running
+    /// statement's statement_timeout. Only the session's own thread calls it.
+    pub fn set_statement_deadline(&self, timeout: Option<std::time::Duration>) {
+        let at = match timeout {
+            Some(d) => self.now_ms().saturating_add(d.as_millis().min(u64::MAX as u128 - 1) as u64),
+            None => NO_DEADLINE,
+        };
+        // Relaxed: written and read by the session's own thread only.
+        self.deadline_ms.store(at, Ordering::Relaxed);
+    }
+    fn now_ms(&self) -> u64 {
+        self.created.0.elapsed().as_millis() as u64
+    }
     /// CHECK_FOR_INTERRUPTS: `Err(57P01 FATAL)` on shutdown, `Err(57014)` once
-    /// per cancel, `Err(08006 FATAL)` once the client has gone away.
+    /// per cancel or once when the statement_timeout passes, `Err(08006 FATAL)`
+    /// once the client has gone away.
     pub fn check(&self) -> Result<(), PgError> {
         if self.terminate_requested() {
             return Err(PgError::admin_shutdown());
@@ -156,7 +195,13 @@ impl Interrupts {
         if self.cancel_pending.swap(false, Ordering::SeqCst) {
             return Err(PgError::query_canceled());
         }
-        if self.client_gone() {
+        let now = self.now_ms();
+        // Relaxed: the session's own thread wrote it.
+        if now >= self.deadline_ms.load(Ordering::Relaxed) {
+            self.deadline_ms.store(NO_DEADLINE, Ordering::Relaxed);
+            return Err(PgError::statement_timeout());
+        }
+        if self.client_gone(now) {
             return Err(PgError::connection_failure("connection to client lost"));
         }
         Ok(())
@@ -253,6 +298,12 @@ pub trait Backend: Send + Sync {
     fn connection_stack_size(&self) -> usize {
         DEFAULT_CONNECTION_STACK_SIZE
     }
+
+    /// Whether `pid` already names something of the backend's own (an
+    /// auxiliary thread listed in pg_stat_activity): a session never gets it.
+    fn pid_in_use(&self, _pid: i32) -> bool {
+        false
+    }
 }
 
 /// [`Backend::connection_stack_size`] unless the backend says otherwise: 8 MB,
@@ -311,6 +362,21 @@ pub trait Session: Send {
     fn error_reported(&mut self);
     /// The connection is ending (Terminate, EOF, FATAL, shutdown): roll back.
     fn terminate(&mut self);
+    /// How long the connection may wait for the client's next message
+    /// (idle_session_timeout, idle_in_transaction_session_timeout); asked
+    /// before each wait. None by default.
+    fn idle_timeouts(&self) -> IdleTimeouts {
+        IdleTimeouts::default()
+    }
+}
+
+/// The idle timeouts a session's settings ask for (`None`: off).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdleTimeouts {
+    /// idle_session_timeout: outside a transaction block (57P05).
+    pub session: Option<std::time::Duration>,
+    /// idle_in_transaction_session_timeout: inside one, failed or not (25P03).
+    pub in_transaction: Option<std::time::Duration>,
 }
 
 /// The settings in a startup packet's `options` parameter (libpq's PGOPTIONS),

@@ -87,7 +87,7 @@ impl Shared {
                 self.next_pid.store(1000, Ordering::Relaxed);
                 p = 1000;
             }
-            if !keys.iter().any(|(k, _)| *k == p) {
+            if !keys.iter().any(|(k, _)| *k == p) && !self.backend.pid_in_use(p) {
                 break p;
             }
         };
@@ -320,6 +320,16 @@ impl Server {
         let Ok(handle) = stream.try_clone() else { return };
         let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(ConnEntry { stream: handle, interrupts: Arc::new(Interrupts::new()), key: Mutex::new(None) });
+        {
+            // pg_terminate_backend wakes a session idle in a read. Weak: the
+            // entry owns the interrupts, which must not keep the socket open.
+            let weak = Arc::downgrade(&entry);
+            entry.interrupts.set_on_terminate(Box::new(move || {
+                if let Some(e) = weak.upgrade() {
+                    let _ = e.stream.shutdown(Shutdown::Read);
+                }
+            }));
+        }
         shared.conns.lock().unwrap_or_else(|p| p.into_inner()).insert(id, entry.clone());
         let panic_stream = entry.stream.try_clone().ok();
         let shared2 = shared.clone();

@@ -291,10 +291,10 @@ impl<'a> Analyzer<'a> {
                 let kind = K::try_from(v.kind).unwrap_or(K::Undefined);
                 match kind {
                     K::VarSetValue if v.name.eq_ignore_ascii_case("search_path") => {
-                        Ok(Statement::Set { name: "search_path".into(), value: Some(crate::namespace::set_value(&v.args)?) })
+                        Ok(Statement::Set { name: "search_path".into(), value: Some(crate::namespace::set_value(&v.args)?), local: v.is_local })
                     }
-                    K::VarSetValue => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: Some(set_value(&v.args)?) }),
-                    K::VarSetDefault | K::VarReset => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: None }),
+                    K::VarSetValue => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: Some(set_value(&v.args)?), local: v.is_local }),
+                    K::VarSetDefault | K::VarReset => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: None, local: v.is_local }),
                     K::VarSetMulti if v.name == "TRANSACTION" || v.name == "SESSION CHARACTERISTICS" => {
                         let iso = txn_options(&v.args)?;
                         match (v.name.as_str(), iso) {

@@ -443,14 +443,21 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
                 _ => 0.0,
             };
             let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
-            loop {
-                env.check_interrupts()?;
+            use ferrogres_engine::pgstat::wait_event::{report_wait_end, report_wait_start, WaitEvent};
+            // pg_stat_activity shows Timeout:PgSleep, as PostgreSQL does.
+            report_wait_start(WaitEvent::Timeout("PgSleep"));
+            let r = loop {
+                if let Err(e) = env.check_interrupts() {
+                    break Err(e);
+                }
                 let now = std::time::Instant::now();
                 if now >= end {
-                    break;
+                    break Ok(());
                 }
                 std::thread::sleep((end - now).min(std::time::Duration::from_millis(10)));
-            }
+            };
+            report_wait_end();
+            r?;
             Value::Null
         }
         Func::SetConfig => {

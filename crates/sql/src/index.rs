@@ -1492,6 +1492,7 @@ mod tests {
             pid,
             version: "v".into(),
             interrupts: Box::new(|| Ok(())),
+            statement_timer: Box::new(|_| {}),
             locks: None,
             settings_gen: 0,
         };

@@ -381,6 +381,10 @@ pub enum LockFunc {
     IsolationTestSessionIsBlocked,
     /// pg_blocking_pids(int4) -> int4[].
     BlockingPids,
+    /// pg_cancel_backend(int4) -> bool.
+    CancelBackend,
+    /// pg_terminate_backend(int4 [, int8 timeout ms]) -> bool.
+    TerminateBackend,
 }
 
 /// The signature of lock function `name` called with `nargs` arguments:
@@ -423,6 +427,9 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [crat
             Some((LockFunc::IsolationTestSessionIsBlocked, SIG, Type::Bool))
         }
         ("pg_blocking_pids", 1) => Some((LockFunc::BlockingPids, &[Type::Int4], Type::Array(&Type::Int4))),
+        ("pg_cancel_backend", 1) => Some((LockFunc::CancelBackend, &[Type::Int4], Type::Bool)),
+        ("pg_terminate_backend", 1) => Some((LockFunc::TerminateBackend, &[Type::Int4], Type::Bool)),
+        ("pg_terminate_backend", 2) => Some((LockFunc::TerminateBackend, &[Type::Int4, Type::Int8], Type::Bool)),
         _ => None,
     }
 }
@@ -451,6 +458,9 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
     }
     let ctx = env.lock_ctx().ok_or_else(|| SqlError::not_supported("lock functions outside a session"))?;
     let (m, b) = (ctx.manager.clone(), ctx.backend);
+    if let LockFunc::CancelBackend | LockFunc::TerminateBackend = f {
+        return signal_backend(f, vals, env);
+    }
     Ok(match f {
         LockFunc::AdvisoryLock { shared, xact, try_ } => {
             let key = advisory_key(vals).ok_or_else(|| SqlError::internal("bad advisory lock key"))?;
@@ -485,7 +495,46 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
             let pids = m.blocking_pids(*pid).into_iter().map(Value::Int4).collect();
             Value::Array(Box::new(crate::array::Array::new(crate::types::Type::Int4, pids)))
         }
+        LockFunc::CancelBackend | LockFunc::TerminateBackend => unreachable!("handled above"),
     })
+}
+
+/// pg_cancel_backend / pg_terminate_backend: PostgreSQL's results (every
+/// session is a superuser here, so no permission check applies yet). An
+/// unknown pid is a WARNING and false; pg_terminate_backend with a timeout
+/// waits (checking for interrupts) until the backend is gone, else a WARNING
+/// and false.
+fn signal_backend(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec::Env) -> Result<crate::types::Value> {
+    use crate::types::Value;
+    use ferrogres_engine::pgstat::activity::BackendSignal;
+    let Value::Int4(pid) = vals[0] else { return Err(SqlError::internal("bad arguments")) };
+    let timeout = match vals.get(1) {
+        Some(Value::Int8(t)) => *t,
+        _ => 0,
+    };
+    if timeout < 0 {
+        return Err(SqlError::new(b"22023", "\"timeout\" must not be negative"));
+    }
+    let ctx = env.lock_ctx().ok_or_else(|| SqlError::not_supported("backend signals outside a session"))?;
+    let engine = ctx.seqs.engine().clone();
+    let sig = if f == LockFunc::CancelBackend { BackendSignal::Cancel } else { BackendSignal::Terminate };
+    if !engine.activity.signal(pid, sig) {
+        ctx.notices.push(SqlError::warning(b"01000", format!("PID {pid} is not a PostgreSQL backend process")));
+        return Ok(Value::Bool(false));
+    }
+    if sig == BackendSignal::Terminate && timeout > 0 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64);
+        while engine.activity.backend_of_pid(pid).is_some() {
+            if std::time::Instant::now() >= deadline {
+                let ctx = env.lock_ctx().ok_or_else(|| SqlError::internal("no session"))?;
+                ctx.notices.push(SqlError::warning(b"01000", format!("backend with PID {pid} did not terminate within {timeout} milliseconds")));
+                return Ok(Value::Bool(false));
+            }
+            env.check_interrupts()?;
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    Ok(Value::Bool(true))
 }
 
 /// After an error in a transaction block without savepoints, aborts the engine

@@ -297,7 +297,9 @@ pub enum Statement {
     CreateTable { namespace: u32, name: String, columns: Vec<Column>, if_not_exists: bool },
     DropTables { tables: Vec<(Option<String>, String)>, missing_ok: bool },
     Transaction(TxnCmd),
-    Set { name: String, value: Option<String> },
+    /// SET [LOCAL] name = value; RESET name (`value` None). `local`: SET LOCAL,
+    /// undone at the end of the transaction.
+    Set { name: String, value: Option<String>, local: bool },
     /// `SELECT ... FOR UPDATE | NO KEY UPDATE | SHARE | KEY SHARE [NOWAIT | SKIP
     /// LOCKED]`: the query's rows are locked as they are returned (`crate::locking`).
     LockingQuery {

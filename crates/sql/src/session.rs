@@ -124,6 +124,10 @@ pub struct SessionEnv {
     pub pid: i32,
     pub version: String,
     pub interrupts: Box<dyn Fn() -> Result<()> + Send>,
+    /// Arms (`Some(statement_timeout)`) or disarms (`None`) the statement
+    /// timer that `interrupts` reports (57014) once it has run out; the
+    /// session calls it around each top-level statement.
+    pub statement_timer: Box<dyn Fn(Option<std::time::Duration>) + Send>,
     /// The lock manager side of lock functions; set by `Session::new`.
     pub locks: Option<crate::locking::LockCtx>,
     /// Changes of this session's settings so far: its cached plans and the
@@ -144,6 +148,7 @@ pub fn check_startup_setting(name: &str, value: &str) -> Result<String> {
         pid: 0,
         version: String::new(),
         interrupts: Box::new(|| Ok(())),
+        statement_timer: Box::new(|_| {}),
         locks: None,
         settings_gen: 0,
     };
@@ -336,6 +341,8 @@ enum PortalState {
 }
 
 struct Portal {
+    /// The statement's text (pg_stat_activity.query while it runs).
+    sql: Option<Arc<str>>,
     plan: Arc<Statement>,
     params: Vec<Value>,
     state: PortalState,
@@ -370,6 +377,31 @@ pub struct Session {
     /// for that plan need not take them again. Cleared by every other `run`,
     /// Bind, Close and transaction end.
     plan_locked: Option<(usize, usize)>,
+    /// Settings changed in the current transaction, to undo at its end
+    /// (PostgreSQL's GUC stack, without savepoint levels): SET LOCAL ones go
+    /// back to `prior` at commit and rollback, plain SET ones at rollback.
+    guc_undo: Vec<GucUndo>,
+    /// The simple-query string being run has several statements: an implicit
+    /// transaction block (SET LOCAL applies to it without a warning).
+    multi_statement: bool,
+    /// statement_timeout in ms (0: off) and track_activities, read from the
+    /// settings when their epoch ([`crate::plan_cache::settings_epoch`])
+    /// moves: (epoch, ms, track_activities).
+    statement_timeout: (u64, u64, bool),
+    /// pg_stat_activity.xact_start is set (a transaction is open).
+    xact_reported: bool,
+    /// A statement timer is armed by an outer `run` (nested runs leave it).
+    timer_armed: bool,
+}
+
+/// One setting changed inside a transaction ([`Session::guc_undo`]).
+#[derive(Clone, Debug)]
+struct GucUndo {
+    name: String,
+    /// The value when the transaction started.
+    prior: String,
+    /// The value a plain SET in this transaction left (kept at commit).
+    session_value: Option<String>,
 }
 
 thread_local! {
@@ -414,6 +446,126 @@ impl Session {
             plan_cache: Default::default(),
             uid: NEXT_SESSION_UID.fetch_add(1, Ordering::Relaxed),
             plan_locked: None,
+            guc_undo: Vec::new(),
+            multi_statement: false,
+            statement_timeout: (u64::MAX, 0, true),
+            xact_reported: false,
+            timer_armed: false,
+        }
+    }
+
+    /// The idle timeouts of this session's settings (idle_session_timeout,
+    /// idle_in_transaction_session_timeout), for the wire layer; None: off.
+    pub fn idle_timeouts(&self) -> (Option<std::time::Duration>, Option<std::time::Duration>) {
+        let ms = |name: &str| {
+            self.env.get(name).ok().and_then(|v| crate::locking::parse_ms(&v)).filter(|ms| *ms > 0).map(std::time::Duration::from_millis)
+        };
+        (ms("idle_session_timeout"), ms("idle_in_transaction_session_timeout"))
+    }
+
+    /// statement_timeout in ms (0: off), re-read only when some setting changed.
+    fn statement_timeout_ms(&mut self) -> u64 {
+        self.cached_settings();
+        self.statement_timeout.1
+    }
+
+    fn cached_settings(&mut self) {
+        let epoch = crate::plan_cache::settings_epoch();
+        if self.statement_timeout.0 != epoch {
+            let ms = self.env.get("statement_timeout").ok().and_then(|v| crate::locking::parse_ms(&v)).unwrap_or(0);
+            let track = self.env.get("track_activities").map_or(true, |v| v == "on");
+            self.statement_timeout = (epoch, ms, track);
+        }
+    }
+
+    /// pg_stat_activity: a command (`sql`) starts.
+    fn report_active(&mut self, sql: &str) {
+        use ferrogres_engine::pgstat::activity::{now_micros, BackendState, Report};
+        self.cached_settings();
+        let track = self.statement_timeout.2;
+        // An implicit transaction starts with the command; an open one goes on.
+        let xact = (track && !self.xact_reported).then(|| Some(now_micros()));
+        self.xact_reported |= track;
+        let Some(slot) = self.backend.engine().activity.slot(self.backend.id()) else { return };
+        if !track {
+            slot.report(Report { state: Some(BackendState::Disabled), query: Some(""), xact_start: Some(None) });
+            return;
+        }
+        slot.report(Report { state: Some(BackendState::Active), query: Some(sql), xact_start: xact });
+    }
+
+    /// pg_stat_activity: the command ended; the state says whether a
+    /// transaction block is open.
+    fn report_idle(&mut self) {
+        use ferrogres_engine::pgstat::activity::{BackendState, Report};
+        if !self.statement_timeout.2 {
+            return;
+        }
+        let state = match self.status {
+            TxnStatus::Idle if self.backend.txn.in_transaction() => BackendState::IdleInTransaction,
+            TxnStatus::Idle => BackendState::Idle,
+            TxnStatus::InBlock => BackendState::IdleInTransaction,
+            TxnStatus::Failed => BackendState::IdleInTransactionAborted,
+        };
+        let end_xact = state == BackendState::Idle && std::mem::take(&mut self.xact_reported);
+        let Some(slot) = self.backend.engine().activity.slot(self.backend.id()) else { return };
+        slot.report(Report { state: Some(state), query: None, xact_start: end_xact.then_some(None) });
+    }
+
+    /// SET [LOCAL] inside or outside a transaction, recording what the end of
+    /// the transaction must undo.
+    fn set_setting(&mut self, name: &str, value: Option<&str>, local: bool, out: &mut dyn Output) -> Result<()> {
+        let in_block = self.status != TxnStatus::Idle || self.multi_statement;
+        if local && !in_block {
+            // As PostgreSQL: a warning, and the value lasts no longer than the
+            // (single-statement) transaction, i.e. not at all.
+            if self.env.shows(Severity::Warning) {
+                out.notice(&SqlError::warning(b"25P01", "SET LOCAL can only be used in transaction blocks"))?;
+            }
+            // Still validated, as PostgreSQL does.
+            let prior = self.env.get(name).ok();
+            self.env.set(name, value)?;
+            if let Some(p) = prior {
+                self.env.set(name, Some(&p))?;
+            }
+            return Ok(());
+        }
+        let prior = self.env.get(name).ok();
+        self.env.set(name, value)?;
+        let canon = self.env.canonical_name(name);
+        let now = self.env.get(name).ok();
+        let i = match self.guc_undo.iter().position(|u| u.name == canon) {
+            Some(i) => i,
+            None => {
+                let Some(prior) = prior else { return Ok(()) };
+                self.guc_undo.push(GucUndo { name: canon, prior, session_value: None });
+                self.guc_undo.len() - 1
+            }
+        };
+        if !local {
+            self.guc_undo[i].session_value = now;
+        }
+        self.sync_application_name(name);
+        Ok(())
+    }
+
+    /// pg_stat_activity.application_name follows the setting.
+    fn sync_application_name(&self, name: &str) {
+        if name.eq_ignore_ascii_case("application_name") {
+            if let (Some(slot), Ok(v)) = (self.backend.engine().activity.slot(self.backend.id()), self.env.get("application_name")) {
+                slot.set_application_name(&v);
+            }
+        }
+    }
+
+    /// End of a transaction: undo its SET LOCALs, and on rollback its SETs.
+    fn finish_settings(&mut self, commit: bool) {
+        for u in std::mem::take(&mut self.guc_undo) {
+            let target = if commit { u.session_value.unwrap_or(u.prior) } else { u.prior };
+            if self.env.get(&u.name).ok().as_deref() != Some(target.as_str()) {
+                let _ = self.env.set(&u.name, Some(&target));
+                self.sync_application_name(&u.name);
+            }
         }
     }
 
@@ -476,6 +628,9 @@ impl Session {
 
     fn end_txn(&mut self, commit: bool) -> Result<()> {
         self.plan_locked = None;
+        if !self.guc_undo.is_empty() {
+            self.finish_settings(commit);
+        }
         let was_ddl = self.did_ddl;
         self.did_ddl = false;
         if was_ddl && !commit {
@@ -542,6 +697,10 @@ impl Session {
                 self.on_error();
                 return Err(e);
             }
+        }
+        if self.status == TxnStatus::Idle && !self.guc_undo.is_empty() {
+            // Settings changed by statements that ran without an engine transaction.
+            self.finish_settings(true);
         }
         Ok(())
     }
@@ -718,9 +877,36 @@ impl Session {
         // executor's interrupt checks enforce it.
         let limit = self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten();
         crate::memory::start_statement(limit);
-        let r = self.run_statement(plan, params, out);
+        // statement_timeout, armed by the outermost statement only (the value
+        // in force when it starts, as PostgreSQL's start_xact_command).
+        let timeout = if self.timer_armed { 0 } else { self.statement_timeout_ms() };
+        if timeout > 0 {
+            self.arm_statement_timer(Some(std::time::Duration::from_millis(timeout)));
+        }
+        let mut r = self.run_statement(plan, params, out);
+        if r.is_ok() && !matches!(plan, Statement::Transaction(_)) {
+            // (Not after COMMIT: it is done, an error would misreport it.)
+            // A cancel or timeout that came in while the statement ran (one it
+            // sent itself, pg_cancel_backend(pg_backend_pid()), included)
+            // fails it, as PostgreSQL's last CHECK_FOR_INTERRUPTS does.
+            if let Err(e) = (self.env.interrupts)() {
+                r = Err(e);
+            }
+        }
+        if timeout > 0 {
+            self.arm_statement_timer(None);
+        }
         crate::memory::end_statement();
         r
+    }
+
+    /// Arms or disarms the statement timer: the interrupt check's (which fails
+    /// the statement with 57014) and the lock manager's (which ends a lock wait).
+    fn arm_statement_timer(&mut self, timeout: Option<std::time::Duration>) {
+        self.timer_armed = timeout.is_some();
+        (self.env.statement_timer)(timeout);
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let _ = self.backend.engine().locks.set_statement_deadline(self.backend.id(), deadline);
     }
 
     fn run_statement(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
@@ -732,7 +918,7 @@ impl Session {
             return Ok((None, self.transaction_command(cmd, out)?));
         }
         match plan {
-            Statement::Set { name, value } => {
+            Statement::Set { name, value, local } => {
                 if name == "transaction_isolation" {
                     let iso = match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
                         Some("read committed") | Some("read uncommitted") | None => IsolationLevel::ReadCommitted,
@@ -744,7 +930,7 @@ impl Session {
                     };
                     return Ok((None, self.transaction_command(&TxnCmd::SetIsolation(iso), out)?));
                 }
-                self.env.set(name, value.as_deref())?;
+                self.set_setting(name, value.as_deref(), *local, out)?;
                 if name == "search_path" {
                     // Prepared statements resolved names with the old path: re-analyze them.
                     self.ddl_count += 1;
@@ -1044,6 +1230,13 @@ impl Session {
     // ---- simple query ----------------------------------------------------------
 
     pub fn execute_simple(&mut self, sql: &str, out: &mut dyn Output) -> Result<()> {
+        self.report_active(sql);
+        let r = self.execute_simple_inner(sql, out);
+        self.report_idle();
+        r
+    }
+
+    fn execute_simple_inner(&mut self, sql: &str, out: &mut dyn Output) -> Result<()> {
         // A simple Query destroys the unnamed statement and the unnamed portal
         // (the protocol says so; named ones live on).
         self.prepared.remove("");
@@ -1058,6 +1251,7 @@ impl Session {
         if stmts.is_empty() {
             return out.empty_query();
         }
+        self.multi_statement = stmts.len() > 1;
         for (i, st) in stmts.iter().enumerate() {
             // Several statements in one string form an implicit transaction block.
             let vacuum_in_block = stmts.len() > 1 && matches!(&st.node, pg_query::NodeEnum::VacuumStmt(v) if v.is_vacuumcmd);
@@ -1070,10 +1264,12 @@ impl Session {
                 self.simple_one(st, i, out)
             };
             if let Err(e) = r {
+                self.multi_statement = false;
                 self.on_error();
                 return Err(e);
             }
         }
+        self.multi_statement = false;
         self.finish_implicit()
     }
 
@@ -1397,16 +1593,22 @@ impl Session {
             return Err(SqlError::new(b"42P03", format!("cursor \"{portal}\" already exists")));
         }
         let plan = p.plan.clone();
+        let sql = p.parsed.as_ref().map(|x| x.sql.clone());
         if !matches!(*plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
             self.ensure_txn()?;
         }
-        self.portals.insert(portal.to_string(), Portal { plan, params: values, state: PortalState::NotStarted });
+        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted });
         Ok(())
     }
 
     pub fn execute(&mut self, portal: &str, max_rows: u32, out: &mut dyn Output) -> Result<ExecOutcome> {
+        if let Some(sql) = self.portals.get(portal).and_then(|p| p.sql.clone()) {
+            self.report_active(&sql);
+        }
         let r = self.execute_inner(portal, max_rows, out);
-        r.inspect_err(|_| self.on_error())
+        let r = r.inspect_err(|_| self.on_error());
+        self.report_idle();
+        r
     }
 
     fn execute_inner(&mut self, portal: &str, max_rows: u32, out: &mut dyn Output) -> Result<ExecOutcome> {
@@ -1495,6 +1697,7 @@ impl Session {
     /// transaction, started by the first message of the pipeline, owns them).
     pub fn sync(&mut self) -> Result<()> {
         let r = self.finish_implicit();
+        self.report_idle();
         if self.status == TxnStatus::Idle && !self.backend.txn.in_transaction() {
             self.portals.clear();
         }
@@ -1577,6 +1780,7 @@ mod tests {
             pid: 42,
             version: "v".into(),
             interrupts: Box::new(|| Ok(())),
+            statement_timer: Box::new(|_| {}),
             locks: None,
             settings_gen: 0,
         };

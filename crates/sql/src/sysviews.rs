@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `pg_catalog.pg_locks` | the lock manager's `lock_status()` (one consistent snapshot) |
 //! | `pg_catalog.pg_stat_wal` | the WAL's counters ([`crate::walstat`]) |
+//! | `pg_catalog.pg_stat_activity` | the engine's per-backend activity slots (`pgstat::activity`), wait events (`pgstat::wait_event`) and ProcArray xid/xmin |
 
 use crate::catalog::{self, Column, Table};
 use crate::errors::Result;
@@ -18,6 +19,9 @@ use ferrogres_engine::storage::RelFileLocator;
 
 /// pg_locks' OID in PostgreSQL 15 (its AccessShareLock shows in pg_locks).
 pub const PG_LOCKS_OID: u32 = 12073;
+
+/// pg_stat_activity's OID in PostgreSQL 15.
+pub const PG_STAT_ACTIVITY_OID: u32 = 12222;
 
 struct View {
     name: &'static str,
@@ -45,6 +49,34 @@ const VIEWS: &[View] = &[View {
         ("granted", Type::Bool),
         ("fastpath", Type::Bool),
         ("waitstart", Type::Timestamptz),
+    ],
+}, View {
+    name: "pg_stat_activity",
+    oid: PG_STAT_ACTIVITY_OID,
+    // PostgreSQL 15's columns and order; client_addr is text (no inet type yet).
+    columns: &[
+        ("datid", Type::Oid),
+        ("datname", Type::Name),
+        ("pid", Type::Int4),
+        ("leader_pid", Type::Int4),
+        ("usesysid", Type::Oid),
+        ("usename", Type::Name),
+        ("application_name", Type::Text),
+        ("client_addr", Type::Text),
+        ("client_hostname", Type::Text),
+        ("client_port", Type::Int4),
+        ("backend_start", Type::Timestamptz),
+        ("xact_start", Type::Timestamptz),
+        ("query_start", Type::Timestamptz),
+        ("state_change", Type::Timestamptz),
+        ("wait_event_type", Type::Text),
+        ("wait_event", Type::Text),
+        ("state", Type::Text),
+        ("backend_xid", Type::Xid),
+        ("backend_xmin", Type::Xid),
+        ("query_id", Type::Int8),
+        ("query", Type::Text),
+        ("backend_type", Type::Text),
     ],
 }, View {
     name: "pg_stat_wal",
@@ -98,9 +130,56 @@ pub fn source(t: Table) -> crate::plan::Source {
 pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend) -> Result<Vec<Vec<Value>>> {
     match oid {
         PG_LOCKS_OID => Ok(pg_locks(backend)),
+        PG_STAT_ACTIVITY_OID => Ok(pg_stat_activity(backend)),
         crate::walstat::PG_STAT_WAL_OID => Ok(crate::walstat::pg_stat_wal(backend)),
         _ => Err(crate::errors::SqlError::internal(format!("no system view with OID {oid}"))),
     }
+}
+
+fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+    use ferrogres_engine::pgstat::wait_event::current_wait_event;
+    let engine = backend.engine();
+    let ts = |t: Option<i64>| {
+        t.map_or(Value::Null, |us| {
+            Value::Timestamptz(crate::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us as u64)))
+        })
+    };
+    let text = |s: Option<String>| s.map_or(Value::Null, Value::Text);
+    let xid = |x: u32| if x == 0 { Value::Null } else { Value::Oid(x) };
+    engine
+        .activity
+        .rows()
+        .into_iter()
+        .map(|r| {
+            let client = r.info.backend_type == "client backend";
+            let wait = current_wait_event(r.backend);
+            let (bxid, bxmin) = if client { engine.txn.procarray.backend_xid_xmin(r.backend) } else { (0, 0) };
+            vec![
+                r.info.datid.map_or(Value::Null, Value::Oid),
+                text(r.info.datname),
+                Value::Int4(r.info.pid),
+                Value::Null,
+                r.info.usesysid.map_or(Value::Null, Value::Oid),
+                text(r.info.usename),
+                Value::Text(r.info.application_name),
+                text(r.info.client_addr),
+                Value::Null,
+                r.info.client_port.map_or(Value::Null, Value::Int4),
+                ts(r.backend_start),
+                ts(r.xact_start),
+                ts(r.query_start),
+                ts(r.state_change),
+                text(wait.map(|w| w.type_name().to_string())),
+                text(wait.map(|w| w.name().to_string())),
+                text(r.state.name().map(str::to_string)),
+                xid(bxid),
+                xid(bxmin),
+                Value::Null,
+                if client { Value::Text(r.query) } else { Value::Text(String::new()) },
+                Value::Text(r.info.backend_type.to_string()),
+            ]
+        })
+        .collect()
 }
 
 fn pg_locks(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {

@@ -29,12 +29,18 @@ pub struct BgWriterTotals {
 impl BufferPool {
     /// Starts the background writer thread for this pool.
     pub fn start_bgwriter(self: &Arc<Self>) -> BgWriter {
+        self.start_bgwriter_with(Box::new(|| {}))
+    }
+
+    /// [`BufferPool::start_bgwriter`], running `on_start` first on the new thread.
+    pub fn start_bgwriter_with(self: &Arc<Self>, on_start: crate::wal::OnStart) -> BgWriter {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let pool = Arc::clone(self);
         let stop2 = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("bgwriter".into())
             .spawn(move || {
+                on_start();
                 let mut totals = BgWriterTotals::default();
                 let delay = Duration::from_millis(pool.bgwriter_delay_ms);
                 loop {

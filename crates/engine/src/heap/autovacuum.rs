@@ -222,14 +222,19 @@ pub fn start_launcher(engine: &Arc<Engine>) {
     let weak: Weak<Engine> = Arc::downgrade(engine);
     let naptime = Duration::from_millis(engine.settings().autovacuum_naptime_ms.max(1));
     let stop2 = stop.clone();
+    let on_start = engine.aux_start("autovacuum launcher");
     let thread = std::thread::Builder::new()
         .name("autovacuum launcher".into())
         .spawn(move || {
+            on_start();
             loop {
                 {
                     let (m, cv) = &*stop2;
+                    use crate::pgstat::wait_event::{report_wait_end, report_wait_start, WaitEvent};
+                    report_wait_start(WaitEvent::Activity("AutoVacuumMain"));
                     let g = m.lock().unwrap_or_else(|e| e.into_inner());
                     let (g, _) = cv.wait_timeout_while(g, naptime, |s| !*s).unwrap_or_else(|e| e.into_inner());
+                    report_wait_end();
                     if *g {
                         break;
                     }

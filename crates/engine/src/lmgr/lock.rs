@@ -632,6 +632,10 @@ struct Proc {
     deadlock_timeout_ms: AtomicU64,
     /// The backend's own lock_timeout in ms (0 = none); `NO_OVERRIDE`: the manager's.
     lock_timeout_ms: AtomicU64,
+    /// When the backend's running statement passes its statement_timeout, in ms
+    /// since `LockManager::epoch` (`NO_OVERRIDE`: none armed). Written and read
+    /// only by the owner: a lock wait ends with 57014 at that moment.
+    stmt_deadline_ms: AtomicU64,
 }
 
 /// A per-backend timeout that is not set (the manager's setting applies).
@@ -684,6 +688,13 @@ fn lock_timeout_error() -> Error {
     Error::user(
         SqlState::LOCK_NOT_AVAILABLE,
         "canceling statement due to lock timeout",
+    )
+}
+
+fn statement_timeout_error() -> Error {
+    Error::user(
+        SqlState::QUERY_CANCELED,
+        "canceling statement due to statement timeout",
     )
 }
 
@@ -761,6 +772,8 @@ pub struct LockManager {
     /// strong_counts[i]: strong relation locks held or awaited whose tag hashes to i.
     strong_counts: Box<[AtomicU32]>,
     procs: Box<[Proc]>,
+    /// Origin of `Proc::stmt_deadline_ms`.
+    epoch: Instant,
 }
 
 #[inline]
@@ -802,6 +815,7 @@ impl LockManager {
                 local: Mutex::new(TagMap::default()),
                 deadlock_timeout_ms: AtomicU64::new(NO_OVERRIDE),
                 lock_timeout_ms: AtomicU64::new(NO_OVERRIDE),
+                stmt_deadline_ms: AtomicU64::new(NO_OVERRIDE),
             })
             .collect();
         LockManager {
@@ -815,6 +829,7 @@ impl LockManager {
                 .map(|_| AtomicU32::new(0))
                 .collect(),
             procs,
+            epoch: Instant::now(),
         }
     }
 
@@ -866,6 +881,20 @@ impl LockManager {
             .store(deadlock_timeout_ms.unwrap_or(NO_OVERRIDE), Ordering::Relaxed);
         p.lock_timeout_ms
             .store(lock_timeout_ms.unwrap_or(NO_OVERRIDE), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Arms (`Some(deadline)`) or disarms the backend's statement_timeout: a
+    /// lock wait still going at `deadline` ends with 57014 "canceling statement
+    /// due to statement timeout". Called by the backend itself around each
+    /// statement (one relaxed store).
+    pub fn set_statement_deadline(&self, backend: BackendId, deadline: Option<Instant>) -> Result<()> {
+        let ms = match deadline {
+            Some(d) => (d.saturating_duration_since(self.epoch).as_millis() as u64).min(NO_OVERRIDE - 1),
+            None => NO_OVERRIDE,
+        };
+        // Relaxed: written and read by the owning backend only.
+        self.proc(backend)?.stmt_deadline_ms.store(ms, Ordering::Relaxed);
         Ok(())
     }
 
@@ -1107,6 +1136,11 @@ impl LockManager {
             }
         });
         let timeout_at = (timeout_ms > 0).then(|| start + Duration::from_millis(timeout_ms));
+        // Relaxed: the owner's own statement deadline.
+        let stmt_deadline = match proc.stmt_deadline_ms.load(Ordering::Relaxed) {
+            NO_OVERRIDE => None,
+            ms => Some(self.epoch + Duration::from_millis(ms)),
+        };
         let mut deadlock_checked = false;
         let result = loop {
             // Acquire: pairs with the granter's Release store.
@@ -1123,6 +1157,9 @@ impl LockManager {
                 break r;
             }
             let now = Instant::now();
+            if stmt_deadline.is_some_and(|t| now >= t) {
+                break self.abandon_wait(backend, proc, tag, hash, statement_timeout_error());
+            }
             if timeout_at.is_some_and(|t| now >= t) {
                 break self.abandon_wait(backend, proc, tag, hash, lock_timeout_error());
             }
@@ -1136,6 +1173,9 @@ impl LockManager {
             let mut wake = timeout_at.unwrap_or(now + Duration::from_secs(3600));
             if !deadlock_checked {
                 wake = wake.min(deadlock_at);
+            }
+            if let Some(t) = stmt_deadline {
+                wake = wake.min(t);
             }
             proc.sema.wait_until(wake);
         };

@@ -1,5 +1,6 @@
 #![doc = include_str!("README.md")]
 
+pub mod activity;
 pub mod lwlock_stats;
 pub mod wait_event;
 

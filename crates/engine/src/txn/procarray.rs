@@ -201,6 +201,19 @@ impl ProcArray {
         Ok(())
     }
 
+    /// Backend `b`'s top-level xid and snapshot xmin (0: none), for
+    /// pg_stat_activity's backend_xid / backend_xmin: a lock-free sample.
+    pub fn backend_xid_xmin(&self, b: BackendId) -> (TransactionId, TransactionId) {
+        let Some(p) = self.procs.get(b.0 as usize) else { return (0, 0) };
+        // Acquire: pairs with the registration's Release; a sample only.
+        let xid = match p.pgxactoff.load(Ordering::Acquire) {
+            NOT_REGISTERED => 0,
+            o => self.xids.get(o as usize).map_or(0, |x| x.load(Ordering::Relaxed)),
+        };
+        // Relaxed: a diagnostic sample.
+        (xid, p.xmin.load(Ordering::Relaxed))
+    }
+
     /// Publishes a newly assigned top-level xid. Called with the XidGen lock held
     /// (lock order: XidGen, then ProcArray).
     pub fn set_xid(&self, b: BackendId, xid: TransactionId) -> Result<()> {

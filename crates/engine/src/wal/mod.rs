@@ -25,7 +25,7 @@ pub mod record;
 pub mod xlog;
 
 #[cfg(not(loom))]
-pub use background::{start_checkpointer, start_wal_writer, BackgroundWorker};
+pub use background::{start_checkpointer, start_checkpointer_with, start_wal_writer, start_wal_writer_with, BackgroundWorker, OnStart};
 #[cfg(not(loom))]
 pub use control::{ControlFile, DbState};
 #[cfg(not(loom))]
