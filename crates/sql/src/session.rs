@@ -470,7 +470,7 @@ impl Session {
     }
 
     fn cached_settings(&mut self) {
-        let epoch = crate::plan_cache::settings_epoch();
+        let epoch = self.env.settings_gen;
         if self.statement_timeout.0 != epoch {
             let ms = self.env.get("statement_timeout").ok().and_then(|v| crate::locking::parse_ms(&v)).unwrap_or(0);
             let track = self.env.get("track_activities").map_or(true, |v| v == "on");
