@@ -616,6 +616,7 @@ impl Engine {
             let _ = self.locks.unregister_backend(id);
             return Err(release(e));
         }
+        txn.pgstat.set_database(POSTGRES_DATABASE_OID);
         Ok(Backend {
             engine: self.clone(),
             id,
@@ -688,7 +689,24 @@ impl Backend {
     /// for `Engine::backends_in_database` (CREATE/DROP DATABASE's 55006).
     pub fn set_database(&mut self, db: Oid) {
         self.db_oid = db;
+        self.txn.pgstat.set_database(db);
         self.engine.databases.set(self.id.0, db, self.pid);
+    }
+}
+
+impl Backend {
+    /// Flushes this backend's pending statistics into the shared counters if a
+    /// flush is due (`pgstat::tabstat::MIN_FLUSH_INTERVAL` since the last one) or
+    /// `force` (PostgreSQL's pgstat_report_stat). Returns how long until the
+    /// counts still pending may be flushed (None: nothing pending), so that an
+    /// idle session can come back for them.
+    pub fn pgstat_report(&self, force: bool) -> Option<std::time::Duration> {
+        if let Some(f) = self.txn.pgstat.take_if_due(force) {
+            let stats = &self.engine.pgstat_tables;
+            let db = stats.db(f.db);
+            crate::pgstat::tabstat::apply_flush(f, |r| stats.rel(r), &db);
+        }
+        self.txn.pgstat.flush_due_in()
     }
 }
 
@@ -697,6 +715,7 @@ impl Drop for Backend {
         if self.txn.in_transaction() {
             let _ = self.txn.abort();
         }
+        self.pgstat_report(true);
         // SAFETY: `txn` is not used after this; dropping it leaves the ProcArray,
         // which must happen before the backend number can be handed out again.
         unsafe { std::mem::ManuallyDrop::drop(&mut self.txn) };

@@ -420,4 +420,12 @@ impl Session for SqlSession {
         let (session, in_transaction) = self.s.idle_timeouts();
         IdleTimeouts { session, in_transaction }
     }
+
+    fn stats_flush_due(&self) -> Option<std::time::Duration> {
+        self.s.pgstat_flush_due()
+    }
+
+    fn flush_stats(&mut self) {
+        self.s.pgstat_flush();
+    }
 }

@@ -439,12 +439,21 @@ impl Connection {
             // one; either one ends the connection with its FATAL.
             // Only after ReadyForQuery, as PostgreSQL arms these timers.
             let idle = if self.at_ready { self.session.idle_timeouts() } else { Default::default() };
-            let (timeout, err) = match self.session.transaction_status() {
+            let (mut timeout, err) = match self.session.transaction_status() {
                 TransactionStatus::Idle => (idle.session, PgError::idle_session_timeout()),
                 _ => (idle.in_transaction, PgError::idle_in_transaction_timeout()),
             };
+            // Statistics still pending (flushed at most once a second): come
+            // back for them after that much idleness, unless a message or an
+            // idle timeout comes first; the idle timeout keeps its length.
+            if let Some(d) = if self.at_ready { self.session.stats_flush_due() } else { None } {
+                if timeout.is_none_or(|t| d < t) && !self.io.wait_readable(d) {
+                    self.session.flush_stats();
+                    timeout = timeout.map(|t| t.saturating_sub(d));
+                }
+            }
             if let Some(t) = timeout {
-                if !self.io.wait_readable(t) {
+                if t.is_zero() || !self.io.wait_readable(t) {
                     fatal_and_close(&mut self.io, err);
                     return End::Closed;
                 }

@@ -368,6 +368,14 @@ pub trait Session: Send {
     fn idle_timeouts(&self) -> IdleTimeouts {
         IdleTimeouts::default()
     }
+    /// How long until the session's pending statistics may be flushed, asked
+    /// before each idle wait (None: nothing pending): after that much
+    /// idleness the connection calls [`Session::flush_stats`].
+    fn stats_flush_due(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// Flushes the session's pending statistics (it has been idle long enough).
+    fn flush_stats(&mut self) {}
 }
 
 /// The idle timeouts a session's settings ask for (`None`: off).

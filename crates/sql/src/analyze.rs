@@ -1442,7 +1442,10 @@ impl<'a> Analyzer<'a> {
                 Some((lf, sig, ret)) => (Func::Lock(lf), sig, ret),
                 None => match crate::walstat::lookup_func(&name, args.len()) {
                     Some((wf, sig, ret)) => (Func::Wal(wf), sig, ret),
-                    None => return Err(self.unknown_function(&name, &types, f.location)),
+                    None => match crate::statviews::lookup_func(&name, args.len()) {
+                        Some((sf, sig, ret)) => (Func::Stat(sf), sig, ret),
+                        None => return Err(self.unknown_function(&name, &types, f.location)),
+                    },
                 },
             },
         };

@@ -428,6 +428,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
     Ok(match func {
         Func::Lock(lf) => crate::locking::call(lf, &vals, env)?,
         Func::Wal(f) => crate::walstat::call(f, &vals, env)?,
+        Func::Stat(f) => crate::statviews::call(f, &vals, env)?,
         Func::Array(af) => crate::array::call(af, &vals, ty)?,
         Func::Catalog(cf) => crate::pgcatalog::call(cf, &vals, env)?,
         Func::Seq(f) => crate::sequence::call(f, &vals, env)?,
@@ -677,6 +678,7 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     Ok(match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
         Source::Virtual(oid) if crate::pgcatalog::is_view(*oid) => Box::new(VecIter(crate::pgcatalog::rows(*oid, ctx.backend, &ctx.snap, &*ctx.env)?.into_iter())),
+        Source::Virtual(oid) if crate::statviews::is_view(*oid) => Box::new(VecIter(crate::statviews::rows(*oid, ctx.backend, &ctx.snap)?.into_iter())),
         Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend)?.into_iter())),
         Source::Table(t) => match crate::index::ordered_scan(t, q, ctx)? {
             Some(rows) => Box::new(VecIter(rows.into_iter())),

@@ -3,6 +3,7 @@
 pub mod agg_order;
 pub mod alter;
 pub mod analyze;
+pub mod statviews;
 pub mod array;
 pub mod bytea;
 pub mod cte_dml;

@@ -244,6 +244,12 @@ pub struct LockCtx {
     pub timeouts_dirty: bool,
     /// currval/lastval of the session (`crate::sequence`).
     pub seqs: crate::sequence::SeqSession,
+    /// pg_stat_force_next_flush() ran: the session flushes its statistics when
+    /// the statement's transaction ends (`crate::statviews`).
+    pub pgstat_force_flush: bool,
+    /// pg_stat_reset_single_table_counters(oid) ran for these relations: the
+    /// session resets them after the statement (it has the catalog snapshot).
+    pub pgstat_reset_rels: Vec<u32>,
 }
 
 impl LockCtx {
@@ -254,6 +260,8 @@ impl LockCtx {
             notices: Vec::new(),
             timeouts_dirty: true,
             seqs: crate::sequence::SeqSession::new(backend.engine().clone()),
+            pgstat_force_flush: false,
+            pgstat_reset_rels: Vec::new(),
         }
     }
 }

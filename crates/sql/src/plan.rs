@@ -68,6 +68,8 @@ pub enum Func {
     Window(usize),
     /// WAL positions and statistics functions ([`crate::walstat`]).
     Wal(crate::walstat::WalFunc),
+    /// Cumulative statistics functions ([`crate::statviews`]).
+    Stat(crate::statviews::StatFunc),
     /// GROUPING(args) number `n` of the query level being analyzed; never in a
     /// finished plan: analysis replaces it by a slot of the grouped row
     /// ([`crate::grouping_sets`]).

@@ -88,6 +88,8 @@ pub struct RowScan {
 impl RowScan {
     pub fn new(backend: &Backend, st: &RelStorage) -> Result<RowScan> {
         crate::catcache::note_scan(backend, st.rel);
+        // Statistics: a sequential scan (seq_scan; its rows are seq_tup_read).
+        backend.txn.pgstat.count_scan(st.rel);
         Ok(RowScan {
             scan: heapam::HeapScan::new(backend, st.rel)?,
             st: st.clone(),
@@ -122,6 +124,7 @@ impl RowScan {
         }
         let (tid, range) = self.items[self.at].clone();
         self.at += 1;
+        backend.txn.pgstat.count_returned(self.st.rel, 1);
         Ok(Some((tid, deform_row(backend, &self.st, &self.descs, &self.page[range], snapshot)?)))
     }
 }

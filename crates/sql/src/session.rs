@@ -494,10 +494,41 @@ impl Session {
         slot.report(Report { state: Some(BackendState::Active), query: Some(sql), xact_start: xact });
     }
 
+    /// What the statistics functions asked of the session
+    /// (`crate::statviews`): a forced flush, per-table resets.
+    fn apply_pgstat_requests(&mut self) {
+        let Some(l) = self.env.locks.as_mut() else { return };
+        if std::mem::take(&mut l.pgstat_force_flush) {
+            self.backend.txn.pgstat.force_next_flush();
+        }
+        let rels = std::mem::take(&mut l.pgstat_reset_rels);
+        if !rels.is_empty() {
+            if let Ok(snap) = self.backend.txn.statement_snapshot() {
+                for r in rels {
+                    let _ = crate::statviews::reset_rel(&self.backend, &snap, r);
+                }
+            }
+        }
+    }
+
+    /// How long until this session's pending statistics may be flushed (None:
+    /// nothing pending): the wire layer comes back after that much idleness
+    /// and calls [`Session::pgstat_flush`] (PostgreSQL's idle stats timeout).
+    pub fn pgstat_flush_due(&self) -> Option<std::time::Duration> {
+        self.backend.txn.pgstat.flush_due_in()
+    }
+
+    /// Flushes the pending statistics if due.
+    pub fn pgstat_flush(&mut self) {
+        self.backend.pgstat_report(false);
+    }
+
     /// pg_stat_activity: the command ended; the state says whether a
-    /// transaction block is open.
+    /// transaction block is open. The statistics of ended transactions are
+    /// flushed here when due.
     fn report_idle(&mut self) {
         use ferrogres_engine::pgstat::activity::{BackendState, Report};
+        self.backend.pgstat_report(false);
         if !self.statement_timeout.2 {
             return;
         }
@@ -996,6 +1027,7 @@ impl Session {
         }
         let snap = self.backend.txn.statement_snapshot()?;
         let result = self.run_in_txn(plan, params, snap, out);
+        self.apply_pgstat_requests();
         crate::locking::flush_notices(&mut self.env, out)?;
         // The next statement sees this one's changes.
         self.backend.txn.command_counter_increment()?;

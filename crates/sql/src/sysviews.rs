@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `pg_catalog.pg_locks` | the lock manager's `lock_status()` (one consistent snapshot) |
 //! | `pg_catalog.pg_stat_wal` | the WAL's counters ([`crate::walstat`]) |
+//! | the cumulative statistics views (pg_stat_database, pg_stat_*_tables, ...) | [`crate::statviews`] |
 //! | `pg_catalog.pg_stat_activity` | the engine's per-backend activity slots (`pgstat::activity`), wait events (`pgstat::wait_event`) and ProcArray xid/xmin |
 
 use crate::catalog::{self, Column, Table};
@@ -90,7 +91,8 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
     if schema.is_some_and(|s| s != "pg_catalog") {
         return None;
     }
-    let v = VIEWS.iter().find(|v| v.name == name)?;
+    let v = VIEWS.iter().find(|v| v.name == name).map(|v| (v.name, v.oid, v.columns)).or_else(|| crate::statviews::VIEWS.iter().find(|v| v.0 == name).copied())?;
+    let v = View { name: v.0, oid: v.1, columns: v.2 };
     let columns: Vec<Column> = v
         .columns
         .iter()
@@ -114,7 +116,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
 
 /// Is `oid` one of these views?
 pub fn is_view(oid: u32) -> bool {
-    VIEWS.iter().any(|v| v.oid == oid) || crate::pgcatalog::is_view(oid)
+    VIEWS.iter().any(|v| v.oid == oid) || crate::pgcatalog::is_view(oid) || crate::statviews::is_view(oid)
 }
 
 /// The query source for a resolved FROM table.

@@ -513,15 +513,22 @@ impl BufferPool {
     /// same missing page share one read. A page that fails verification is an
     /// `Error::Corrupt` naming the block and relation.
     pub fn read_buffer(&self, tag: BufferTag, strategy: Option<&Strategy>) -> Result<PinnedBuffer<'_>> {
+        self.read_buffer_hit(tag, strategy).map(|(pin, _)| pin)
+    }
+
+    /// [`BufferPool::read_buffer`], also saying whether the page was found in the
+    /// pool (`true`) or read from disk: the caller's statistics (blks_hit,
+    /// blks_read) count it in its own backend-local counters.
+    pub fn read_buffer_hit(&self, tag: BufferTag, strategy: Option<&Strategy>) -> Result<(PinnedBuffer<'_>, bool)> {
         let (pin, found) = self.buffer_alloc(tag, strategy)?;
         if found {
             if pin.state() & BM_VALID != 0 {
                 self.count(|s| &s.hits, 1);
-                return Ok(pin);
+                return Ok((pin, true));
             }
             if !self.start_io(pin.id, true) {
                 self.count(|s| &s.hits, 1);
-                return Ok(pin);
+                return Ok((pin, true));
             }
         }
         // We own the input I/O of a buffer that is not valid.
@@ -546,7 +553,7 @@ impl BufferPool {
         }
         self.count(|s| &s.reads, 1);
         self.terminate_io(id, false, BM_VALID);
-        Ok(pin)
+        Ok((pin, false))
     }
 
     /// Returns the page `tag` pinned and exclusive-locked, with its contents zeroed
