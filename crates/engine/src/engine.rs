@@ -74,6 +74,8 @@ pub struct Engine {
     pub locks: Arc<LockManager>,
     /// Every backend's pg_stat_activity slot (pgstat::activity), by BackendId.
     pub activity: crate::pgstat::activity::ActivityTable,
+    /// The wait-event sampler (pgstat::sampler): history and profile.
+    pub sampler: Arc<crate::pgstat::sampler::WaitSampler>,
     /// Shared relation-extension state of the heap (batches of extra pages).
     pub(crate) heap_space: heapam::SpaceMap,
     /// The metapage caches and insert counters of hash indexes (hash::metacache).
@@ -275,6 +277,7 @@ impl Engine {
             txn,
             locks,
             activity: crate::pgstat::activity::ActivityTable::new(max_backends, crate::pgstat::activity::QUERY_SIZE),
+            sampler: Arc::new(crate::pgstat::sampler::WaitSampler::new(settings.wait_sampling_period_ms)),
             heap_space: heapam::SpaceMap::default(),
             hash_caches: crate::hash::CacheRegistry::default(),
             pgstat_tables: Default::default(),
@@ -414,6 +417,7 @@ impl Engine {
 
     fn start_workers(self: &Arc<Self>) {
         let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        self.sampler.start(Arc::downgrade(self));
         w.bgwriter = Some(self.buffers.start_bgwriter_with(self.aux_start("background writer")));
         w.wal_writer = Some(wal::start_wal_writer_with(self.wal.clone(), self.aux_start("walwriter"), |e| {
             eprintln!("ERROR:  WAL writer: {e}");
@@ -435,6 +439,7 @@ impl Engine {
     /// WAL writer (joining their threads).
     fn stop_workers(&self) {
         self.pgstat_tables.stop_launcher();
+        self.sampler.stop();
         let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(mut c) = w.checkpointer.take() {
             c.stop();

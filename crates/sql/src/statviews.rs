@@ -346,6 +346,10 @@ pub enum StatFunc {
     ResetSingleTable,
     /// pg_stat_force_next_flush().
     ForceNextFlush,
+    /// pg_wait_sampling_reset_profile().
+    WaitSamplingResetProfile,
+    /// ferrogres_wait_sampling_folded(): the profile as folded stacks.
+    WaitSamplingFolded,
 }
 
 /// The function `name` with `nargs` arguments, if it is one of these:
@@ -355,6 +359,8 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(StatFunc, &'static [Type
         ("pg_stat_reset", 0) => (StatFunc::Reset, &[], Type::Void),
         ("pg_stat_reset_single_table_counters", 1) => (StatFunc::ResetSingleTable, &[Type::Oid], Type::Void),
         ("pg_stat_force_next_flush", 0) => (StatFunc::ForceNextFlush, &[], Type::Void),
+        ("pg_wait_sampling_reset_profile", 0) => (StatFunc::WaitSamplingResetProfile, &[], Type::Void),
+        ("ferrogres_wait_sampling_folded", 0) => (StatFunc::WaitSamplingFolded, &[], Type::Text),
         _ => None?,
     })
 }
@@ -379,6 +385,8 @@ pub fn call(f: StatFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resu
             ctx.pgstat_reset_rels.push(*rel);
         }
         StatFunc::ForceNextFlush => ctx.pgstat_force_flush = true,
+        StatFunc::WaitSamplingResetProfile => engine.sampler.reset_profile(),
+        StatFunc::WaitSamplingFolded => return Ok(Value::Text(engine.sampler.folded())),
     }
     Ok(Value::Null)
 }

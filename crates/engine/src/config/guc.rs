@@ -251,12 +251,15 @@ pub static GUCS: &[Guc] = &[
     guc!("max_wal_senders", Postmaster, int(0, 262_143, Unit::None), "10", not_yet),
     // ---- locks
     guc!("deadlock_timeout", Superuser, int(1, INT_MAX, Unit::Ms), "1s"),
+    guc!("log_lock_waits", Superuser, Kind::Bool, "off"),
     guc!("lock_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     guc!("statement_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     guc!("idle_in_transaction_session_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     guc!("idle_session_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     // ---- statistics (pg_stat_activity)
     guc!("track_activities", Superuser, Kind::Bool, "on"),
+    // The built-in wait-event sampler (pgstat::sampler): ms between samples, 0 off.
+    guc!("pg_wait_sampling.period", Sighup, int(0, 3_600_000, Unit::Ms), "10"),
     guc!("track_activity_query_size", Postmaster, int(100, 1_048_576, Unit::Bytes), "1kB", not_yet),
     // ---- vacuum
     guc!("vacuum_freeze_min_age", User, int(0, 1_000_000_000, Unit::None), "50000000"),

@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod lwlock_stats;
+pub mod sampler;
 pub mod tabstat;
 pub mod wait_event;
 
