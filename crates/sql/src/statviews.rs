@@ -125,8 +125,11 @@ pub const DATABASE_COLUMNS: &[(&str, Type)] = &[
     ("stats_reset", Type::Timestamptz),
 ];
 
+/// A view's columns.
+pub type Columns = &'static [(&'static str, Type)];
+
 /// The views: (name, OID, columns).
-pub const VIEWS: &[(&str, u32, &[(&str, Type)])] = &[
+pub const VIEWS: &[(&str, u32, Columns)] = &[
     ("pg_stat_all_tables", PG_STAT_ALL_TABLES_OID, TABLES_COLUMNS),
     ("pg_stat_sys_tables", PG_STAT_SYS_TABLES_OID, TABLES_COLUMNS),
     ("pg_stat_user_tables", PG_STAT_USER_TABLES_OID, TABLES_COLUMNS),
@@ -165,9 +168,12 @@ fn ts(us: i64) -> Value {
     Value::Timestamptz(crate::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us as u64)))
 }
 
+/// (table OID, index OID) pairs.
+type IndexPairs = Vec<(u32, u32)>;
+
 /// Every relation of the current database with its counters, and the
 /// (table OID, index OID) pairs.
-fn relations(backend: &Backend, snap: &Snapshot) -> Result<(Vec<Rel>, Vec<(u32, u32)>)> {
+fn relations(backend: &Backend, snap: &Snapshot) -> Result<(Vec<Rel>, IndexPairs)> {
     let namespaces = crate::namespace::namespaces(backend, snap)?;
     let stats = table_stats(backend.engine());
     let db = backend.database();

@@ -49,6 +49,9 @@ pub struct ProfileRow {
     pub count: u64,
 }
 
+/// A profile key: (pid, backend type, raw wait event, query id).
+type ProfileKey = (i32, &'static str, u32, i64);
+
 #[derive(Default)]
 struct History {
     ring: Vec<Sample>,
@@ -62,7 +65,7 @@ pub struct WaitSampler {
     period_ms: AtomicU64,
     history: Mutex<History>,
     /// (pid, backend type, raw wait event, query id) -> samples.
-    profile: Mutex<HashMap<(i32, &'static str, u32, i64), u64>>,
+    profile: Mutex<HashMap<ProfileKey, u64>>,
     /// Ticks taken (for tests and the cost measurement).
     ticks: AtomicU64,
     stop: Arc<(Mutex<bool>, Condvar)>,
