@@ -114,7 +114,7 @@ pub(crate) fn row_mem(row: &[Value]) -> usize {
             _ => 0,
         }
     }
-    std::mem::size_of::<Vec<Value>>() + row.len() * std::mem::size_of::<Value>() + ALLOC + row.iter().map(heap).sum::<usize>()
+    std::mem::size_of::<Vec<Value>>() + std::mem::size_of_val(row) + ALLOC + row.iter().map(heap).sum::<usize>()
 }
 
 /// A sorted run in a temporary file, rewound for reading.
