@@ -63,7 +63,10 @@ impl SortMem {
     pub(crate) fn from_settings(env: &dyn Env, datadir: PathBuf) -> Result<SortMem> {
         let kb = |name: &str| -> Result<i64> {
             let g = ferrogres_engine::config::guc::find(name).ok_or_else(|| SqlError::internal(format!("no setting {name}")))?;
-            Ok(g.parse(name, &env.get_setting(name)?)?.as_int())
+            // An environment without the session's settings (the SQL layer's
+            // unit tests) runs with the boot values.
+            let v = env.get_setting(name).unwrap_or_else(|_| g.boot.to_string());
+            Ok(g.parse(name, &v)?.as_int())
         };
         let work_mem = (kb("work_mem")?.max(64) as usize).saturating_mul(1024);
         let limit = kb("temp_file_limit")?;
