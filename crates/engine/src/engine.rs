@@ -117,6 +117,8 @@ pub struct StartupReport {
     pub redo_start: Lsn,
     pub redo_end: Lsn,
     pub end_reason: String,
+    /// Stray temporary files (`base/pgsql_tmp/pgsql_tmp*`) removed at start.
+    pub temp_files_removed: usize,
 }
 
 /// The buffer pool's view of the WAL (*WAL before data*). During redo every record
@@ -247,6 +249,9 @@ impl Engine {
             }
         }
 
+        // Temporary files left by a crash (PostgreSQL's RemovePgTempFiles): no
+        // query runs yet, so every one is stray.
+        report.temp_files_removed = crate::storage::buffile::remove_stray(&datadir)?;
         let max_backends = settings.max_connections + AUX_BACKENDS;
         // Before any LWLock is made: they take the process-wide fairness default.
         crate::lmgr::lwlock::set_default_fairness(settings.lwlock_fair);

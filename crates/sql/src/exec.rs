@@ -3,8 +3,10 @@
 //! plus INSERT and DELETE.
 //!
 //! Rows are pulled one at a time through [`RowIter`]s. The sequential scan of a
-//! query's table streams page by page (`rowio::RowScan`); an index scan's rows,
-//! the inputs of joins and of DML, and Sort's input are still collected.
+//! query's table streams page by page (`rowio::RowScan`); Sort, DISTINCT and
+//! GROUP BY hold at most `work_mem` of rows and spill beyond it (`crate::sort`,
+//! `crate::grouping`); an index scan's rows and the inputs of joins and of DML
+//! are still collected.
 
 use crate::errors::{Result, SqlError};
 use crate::plan::*;
@@ -717,7 +719,7 @@ fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let mut rows: Box<dyn RowIter> = if srfs && q.grouping.is_none() && q.aggregates.is_empty() {
         Box::new(crate::project_set::ProjectSet::new(input, exprs))
     } else if let Some(g) = &q.grouping {
-        Box::new(VecIter(crate::grouping::run(g, &q.aggregates, &mut input, &exprs, ctx)?.into_iter()))
+        crate::grouping::run(g, &q.aggregates, input, &exprs, ctx)?
     } else if q.aggregates.is_empty() {
         Box::new(Project { input, exprs, n: 0 })
     } else {
@@ -727,16 +729,17 @@ fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Box::new(VecIter(vec![row].into_iter()))
     };
     rows = wrap(rows, key(q), Stage::Agg);
-    if let Some(keys) = &q.distinct {
-        let all = drain(&mut rows, ctx)?;
-        rows = wrap(Box::new(VecIter(crate::grouping::distinct(all, &q.order, keys, &*ctx.env)?.into_iter())), key(q), Stage::Sort);
-    } else if !q.order.is_empty() {
-        let mut all = drain(&mut rows, ctx)?;
-        sort_checked(&mut all, &*ctx.env, |a, b| compare_rows(a, b, &q.order))?;
-        rows = wrap(Box::new(VecIter(all.into_iter())), key(q), Stage::Sort);
-    }
+    // LIMIT and OFFSET are known before the first row is asked for (as
+    // PostgreSQL's ExecLimit computes them): the sort below may keep only the
+    // rows they let through.
     let offset = limit_value(&q.offset, ctx, "OFFSET", b"2201X")?.unwrap_or(0);
     let limit = limit_value(&q.limit, ctx, "LIMIT", b"2201W")?;
+    if let Some(keys) = &q.distinct {
+        rows = wrap(crate::grouping::distinct(rows, &q.order, keys, key(q), ctx)?, key(q), Stage::Sort);
+    } else if !q.order.is_empty() {
+        let bound = limit.and_then(|l| usize::try_from(l.checked_add(offset)?).ok());
+        rows = wrap(crate::sort::sort_rows(rows, q.order.clone(), bound, key(q), ctx)?, key(q), Stage::Sort);
+    }
     let width = q.targets.len();
     Ok(wrap(Box::new(Limit { input: rows, skip: offset, left: limit, width }), key(q), Stage::Top))
 }

@@ -127,6 +127,8 @@ pub struct Counter {
     pub loops: u64,
     pub first_ms: f64,
     pub total_ms: f64,
+    /// A Sort step: how its last run sorted (`Sort Method: ...`).
+    pub sort: Option<crate::sort::SortStats>,
 }
 
 /// Which output of a plan structure a counter counts.
@@ -218,6 +220,17 @@ fn count_slow(p: usize, stage: Stage, rows: u64, new_loop: bool) {
             c.loops += 1;
         }
     });
+}
+
+/// Records how a Sort step sorted (EXPLAIN ANALYZE's `Sort Method:` line). No-op
+/// unless instrumenting.
+#[inline]
+pub fn record_sort(p: usize, stats: crate::sort::SortStats) {
+    if !instrumenting() {
+        return;
+    }
+    let p = resolve(p);
+    INSTR.with(|i| i.borrow_mut().counters.entry((p, Stage::Sort)).or_default().sort = Some(stats));
 }
 
 /// Wraps an operator's output in a counter when instrumenting.
@@ -526,6 +539,9 @@ impl Builder<'_> {
     /// Sets a node's actual figures from a counter.
     fn actual(&self, n: &mut Node, c: Option<Counter>) {
         if let Some(c) = c {
+            if let Some(s) = c.sort {
+                n.details.push(s.line());
+            }
             n.executed = c.loops > 0;
             n.actual = Some(c);
         }
@@ -680,8 +696,9 @@ impl Builder<'_> {
             let mut sort = self.sort_node(&node, &sort_keys, keys, &exprs, &scope, q);
             self.actual(&mut sort, self.counter(qk, Stage::Sort));
             let mut n = Node { name: "Unique".into(), startup: sort.startup, total: sort.total + sort.rows * self.cost.cpu_operator_cost, rows: sort.rows, width, ..Default::default() };
-            // The executor emits DISTINCT's rows once sorted: one counter for both.
-            self.actual(&mut n, self.counter(qk, Stage::Sort));
+            // The executor emits DISTINCT's rows once sorted: one counter for both
+            // (the Sort Method line is the Sort's).
+            self.actual(&mut n, self.counter(qk, Stage::Sort).map(|c| Counter { sort: None, ..c }));
             sort.children.push(node);
             n.children.push(sort);
             node = n;

@@ -45,6 +45,7 @@ pub mod rowio;
 pub mod sequence;
 pub mod session;
 pub mod setop;
+pub mod sort;
 pub mod srf;
 pub mod srf_from;
 pub mod stats;

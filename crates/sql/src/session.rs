@@ -392,6 +392,10 @@ pub struct Session {
     xact_reported: bool,
     /// A statement timer is armed by an outer `run` (nested runs leave it).
     timer_armed: bool,
+    /// Set by a simple-query statement about to run a query whose columns the
+    /// client is told: `run_in_txn` sends RowDescription and then each row as
+    /// the executor yields it, holding none (taken by the first query run).
+    stream_rows: Option<Vec<ColumnDesc>>,
 }
 
 /// One setting changed inside a transaction ([`Session::guc_undo`]).
@@ -451,6 +455,7 @@ impl Session {
             statement_timeout: (u64::MAX, 0, true),
             xact_reported: false,
             timer_armed: false,
+            stream_rows: None,
         }
     }
 
@@ -1049,8 +1054,18 @@ impl Session {
         let returning = |rows: Vec<Vec<Value>>, r: &[Target]| if r.is_empty() { None } else { Some(rows) };
         match plan {
             Statement::Query(q) => {
+                let stream = self.stream_rows.take();
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 let mut it = exec::run_query(q, &mut ctx)?;
+                if let Some(cols) = stream {
+                    out.row_description(&cols)?;
+                    let mut n: u64 = 0;
+                    while let Some(r) = it.next(&mut ctx)? {
+                        out.row(&r)?;
+                        n += 1;
+                    }
+                    return Ok((None, format!("SELECT {n}")));
+                }
                 let mut rows = Vec::new();
                 while let Some(r) = it.next(&mut ctx)? {
                     rows.push(r);
@@ -1322,8 +1337,15 @@ impl Session {
         let plan = self.simple_plan(st, index)?;
         self.check_not_failed(Some(&*plan))?;
         let cols = self.describe_plan(&plan);
-        let (rows, tag) = self.run(&plan, &[], out)?;
-        if let Some(cols) = cols {
+        // A query's rows go to the client as they are made.
+        let streamed = matches!(*plan, Statement::Query(_)) && cols.is_some();
+        if streamed {
+            self.stream_rows = cols.clone();
+        }
+        let r = self.run(&plan, &[], out);
+        let sent = streamed && self.stream_rows.take().is_none();
+        let (rows, tag) = r?;
+        if let (Some(cols), false) = (cols, sent) {
             out.row_description(&cols)?;
             for r in rows.unwrap_or_default() {
                 out.row(&r)?;

@@ -231,6 +231,9 @@ pub static GUCS: &[Guc] = &[
     guc!("work_mem", User, int(64, INT_MAX, Unit::Kb), "4MB"),
     // ferrogres's own (ferrogres_sql::memory): what one statement may allocate, -1 none.
     guc!("statement_memory_limit", User, int(-1, INT_MAX, Unit::Kb), "4GB"),
+    // ferrogres_sql::sort: bytes one sort or hash aggregate may write to temporary files.
+    guc!("temp_file_limit", Superuser, int(-1, INT_MAX, Unit::Kb), "-1"),
+    guc!("log_temp_files", Superuser, int(-1, INT_MAX, Unit::Kb), "-1", not_yet),
     // The session layer (ferrogres_sql::stack_depth) checks it against the thread's stack.
     guc!("max_stack_depth", Superuser, int(100, INT_MAX, Unit::Kb), "64MB"),
     guc!("max_worker_processes", Postmaster, int(0, 262_143, Unit::None), "8", not_yet),
