@@ -30,12 +30,16 @@ How the counts are cut:
    `ferrogres_server::connection::serve` (`--dump-after=`, current thread only with
    `--separate-threads=yes`); the dump resets that thread's counts, and valgrind
    reuses thread slots, so each connection's file holds that connection alone.
-4. The background window: after a warm-up run, `callgrind_control --zero` resets
-   the background threads/processes, and `callgrind_control --dump` after the two
-   runs writes what they did meanwhile.  For PostgreSQL the auxiliary processes
-   are reached, never the postmaster (a vgdb-interrupted accept loop made new
-   connections fail); the postmaster works per connection (fork), not per
-   transaction, and connection costs are excluded anyway.
+4. Background, ferrogres: after a warm-up run `callgrind_control --zero` resets
+   the process's threads, and `callgrind_control --dump` after the two runs writes
+   what each did meanwhile (the window).  Background, PostgreSQL: callgrind_control
+   (vgdb) must not reach its processes (a vgdb-interrupted postmaster stops
+   accepting connections, an interrupted checkpointer exits with code 1 and the
+   postmaster goes into crash recovery), so the server is stopped after the runs
+   and each auxiliary process's own count over its life (start, warm-up, both
+   runs, shutdown checkpoint) is taken from the file it writes at exit, as the
+   inclusive cost of its main function (`PG_AUX_MAINS`, below).  The postmaster
+   works per connection (fork), not per transaction, and is not counted.
 
 Ir under callgrind is the count of guest instructions executed: deterministic up
 to scheduling and timing effects (spin loops, polling), so it is stable on a
@@ -112,7 +116,7 @@ def _control(flag: str, pids: list[int], as_server: bool = True) -> str:
     return "; ".join(errs)
 
 
-_HEADER = re.compile(r"(summary|desc: Trigger|pid|thread):\s*(.*)")
+_HEADER = re.compile(r"(summary|desc: Trigger|pid|thread|part):\s*(.*)")
 
 
 def read_header(path: str) -> dict:
@@ -177,6 +181,69 @@ def proc_name(pid: int) -> str:
     # themselves ("postgres: walwriter"), which valgrind's process shows too
     m = re.search(r"postgres: (.*)", cmd)
     return (m.group(1).strip() if m else cmd[:60]) + f" (pid {pid})"
+
+
+# PostgreSQL's auxiliary processes, by their main function. The walwriter, the
+# autovacuum launcher and the logical replication launcher are forked from the
+# postmaster's SIGCHLD handler (when the startup process ends), where callgrind does
+# not honour --zero-before (observed: their files start with the postmaster's whole
+# count); so a process's own work is taken as the inclusive cost of its main
+# function, which excludes whatever it inherited. The startup process is server
+# start-up and is left out.
+PG_AUX_MAINS = {
+    "CheckpointerMain": "checkpointer",
+    "BackgroundWriterMain": "background writer",
+    "WalWriterMain": "walwriter",
+    "AutoVacLauncherMain": "autovacuum launcher",
+    # static in PostgreSQL 15 and inlined into the function that forks it; the
+    # postmaster's own file has this call too (the fork), so the postmaster's file
+    # is never passed here
+    "StartAutoVacLauncher": "autovacuum launcher",
+    "ApplyLauncherMain": "logical replication launcher",
+}
+
+
+def inclusive(path: str, names) -> dict[str, int]:
+    """Inclusive Ir of calls to each of `names` recorded in a callgrind file (callgrind
+    unwinds the still-open calls when it writes the file at exit, so a main function
+    that never returns has its whole cost there)."""
+    ids: dict[str, str] = {}
+    out: dict[str, int] = {}
+    cfn, want_cost = None, False
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                if want_cost:
+                    want_cost = False
+                    parts = line.split()
+                    if cfn in names and len(parts) >= 2 and parts[-1].isdigit():
+                        out[cfn] = out.get(cfn, 0) + int(parts[-1])
+                    continue
+                if line.startswith(("fn=", "cfn=")):
+                    val = line.split("=", 1)[1].strip()
+                    m = re.match(r"\((\d+)\)\s*(.*)", val)
+                    if m:
+                        if m.group(2):
+                            ids[m.group(1)] = m.group(2)
+                        name = ids.get(m.group(1), "")
+                    else:
+                        name = val
+                    if line.startswith("cfn="):
+                        cfn = name
+                elif line.startswith("calls="):
+                    want_cost = True
+    except OSError:
+        return {}
+    return out
+
+
+def pg_aux(path: str) -> Optional[tuple[str, int]]:
+    """(name, own Ir) of a PostgreSQL auxiliary process's file, or None."""
+    inc = inclusive(path, PG_AUX_MAINS)
+    if not inc:
+        return None
+    fn, ir = max(inc.items(), key=lambda kv: kv[1])
+    return PG_AUX_MAINS[fn], ir
 
 
 class Files:
