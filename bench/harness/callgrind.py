@@ -154,11 +154,8 @@ def summary_ir(path: str) -> Optional[int]:
 FG_THREAD_MARKERS = [
     ("bgwriter", "bgwriter"),
     ("autovacuum", "autovacuum launcher"),
-    ("checkpoint", "checkpointer"),
-    ("walwriter", "walwriter"),
-    ("wal::background", "walwriter"),
-    ("stats", "stats"),
-    ("Server::run", "accept loop"),
+    ("background_flush", "walwriter"),
+    ("checkpoint_needed", "checkpointer"),
     ("accept", "accept loop"),
 ]
 
