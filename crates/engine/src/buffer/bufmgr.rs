@@ -7,11 +7,12 @@ use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
 use crate::buffer::buf_state::*;
 use crate::buffer::buf_table::{BufTable, TagKey};
 use crate::buffer::freelist::{Clock, Strategy};
+use crate::buffer::io_wait::WaitStripe;
 use crate::config::{Settings, BLCKSZ};
 use crate::error::{Error, Result};
 use crate::lmgr::lwlock::{LwLock, LwLockGuard, Tranche};
@@ -146,7 +147,7 @@ pub struct BufferPool {
     wal: Arc<dyn WalFlush>,
     /// Condition variables for BM_IO_IN_PROGRESS and BM_PIN_COUNT_WAITER waits.
     /// The mutex guards nothing but the wait itself (see `wait_io`).
-    io_waits: Box<[(Mutex<()>, Condvar)]>,
+    io_waits: Box<[WaitStripe]>,
     /// Relation extension locks, one mutex per (relation, fork), created on demand.
     /// Each partition's mutex protects its map only.
     ext_locks: Box<[Mutex<ExtLockMap>]>,
@@ -249,7 +250,7 @@ impl BufferPool {
             clock: Clock::new(n),
             smgr,
             wal,
-            io_waits: (0..IO_STRIPES).map(|_| (Mutex::new(()), Condvar::new())).collect(),
+            io_waits: (0..IO_STRIPES).map(|_| WaitStripe::new()).collect(),
             ext_locks: (0..EXT_LOCK_PARTITIONS).map(|_| Mutex::new(HashMap::new())).collect(),
             stats: (0..STAT_SLOTS).map(|_| StatSlot::default()).collect(),
             bgwriter_delay_ms: settings.bgwriter_delay_ms.max(1),
@@ -339,24 +340,19 @@ impl BufferPool {
         }
     }
 
+    /// Wakes whoever waits on buffer `id`'s stripe (no system call when nobody does).
+    #[inline]
     fn wake(&self, id: usize) {
-        let (m, cv) = &self.io_waits[id % IO_STRIPES];
-        let _g = m.lock().unwrap_or_else(|e| e.into_inner());
-        cv.notify_all();
+        self.io_waits[id % IO_STRIPES].wake();
     }
 
     /// Waits until BM_IO_IN_PROGRESS is clear (someone else's read or write).
     #[cold]
     fn wait_io(&self, id: usize) {
-        let (m, cv) = &self.io_waits[id % IO_STRIPES];
         report_wait_start(WaitEvent::LwLock(Tranche::BufferIo));
-        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-        // The I/O owner clears the flag, then takes `m` and notifies: checking the
-        // flag under `m` cannot miss that wake-up.
-        while self.desc(id).state.load() & BM_IO_IN_PROGRESS != 0 {
-            g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-        drop(g);
+        // The I/O owner clears the flag, then wakes the stripe (io_wait.rs: the
+        // waiter count and the flag cannot both be missed).
+        self.io_waits[id % IO_STRIPES].wait_while(|| self.desc(id).state.load() & BM_IO_IN_PROGRESS != 0);
         report_wait_end();
     }
 
@@ -1038,15 +1034,10 @@ impl<'a> PinnedBuffer<'a> {
             }
             d.state.unlock_with(0, |f| f | BM_PIN_COUNT_WAITER);
             drop(guard);
-            let (m, cv) = &self.pool.io_waits[self.id % IO_STRIPES];
             report_wait_start(WaitEvent::Ipc("BufferPin"));
-            let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-            // The unpinner that leaves refcount 1 takes `m` and notifies after its
-            // decrement: checking under `m` cannot miss it.
-            while refcount(d.state.load()) > 1 {
-                g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
-            }
-            drop(g);
+            // The unpinner that leaves refcount 1 wakes the stripe after its
+            // decrement (io_wait.rs: it cannot be missed).
+            self.pool.io_waits[self.id % IO_STRIPES].wait_while(|| refcount(d.state.load()) > 1);
             report_wait_end();
             d.state.lock();
             d.state.unlock_with(0, |f| f & !BM_PIN_COUNT_WAITER);
