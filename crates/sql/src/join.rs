@@ -28,7 +28,7 @@ use crate::errors::Result;
 use crate::exec::{eval_pure, Ctx, RowIter, Ticker};
 use crate::grouping::Key;
 use crate::plan::{CmpOp, Expr, Source};
-use crate::subquery::{columns_read, has_subplan, shift_columns};
+use crate::subquery::{columns_read, has_subplan, map_columns, shift_columns};
 use crate::types::Value;
 use std::collections::BTreeMap;
 
@@ -221,11 +221,11 @@ struct SemiJoin {
 
 impl SemiJoin {
     fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
-        let right = input_rows(&j.right, &j.right_filter, ctx)?;
         let mut tick = Ticker::default();
-        let index = match &j.hash {
-            Some((lk, rk)) => Some((lk.clone(), index_rows(rk, &right, &mut tick, ctx)?)),
-            None => None,
+        let (right, rk, cond) = Self::right_side(j, &mut tick, ctx)?;
+        let index = match (&j.hash, rk) {
+            (Some((lk, _)), Some(rk)) => Some((lk.clone(), index_rows(&rk, &right, &mut tick, ctx)?)),
+            _ => None,
         };
         let left = match &j.left {
             Source::Table(t) => crate::exec::table_rows(t, j.left_filter.as_ref(), ctx)?,
@@ -239,10 +239,61 @@ impl SemiJoin {
             left_key,
             right,
             index,
-            cond: j.cond.clone(),
+            cond,
             anti: j.kind == JoinKind::Anti,
             tick,
         }))
+    }
+
+    /// The right input's rows that pass its filter, each cut down to the
+    /// columns the hash keys and the condition read (TPC-H Q21 keeps two of
+    /// lineitem's 16 columns); with the keys and the condition renumbered
+    /// to read the kept columns.
+    #[allow(clippy::type_complexity)]
+    fn right_side(j: &Join, tick: &mut Ticker, ctx: &mut Ctx) -> Result<(Vec<Vec<Value>>, Option<Vec<Expr>>, Option<Expr>)> {
+        let lw = j.lw;
+        let mut used: Vec<usize> = Vec::new();
+        if let Some((_, rk)) = &j.hash {
+            used.extend(rk.iter().flat_map(columns_read));
+        }
+        if let Some(c) = &j.cond {
+            used.extend(columns_read(c).into_iter().filter(|&i| i >= lw).map(|i| i - lw));
+        }
+        used.sort_unstable();
+        used.dedup();
+        let pos = |i: usize| used.binary_search(&i).unwrap_or(0);
+        let rk = j.hash.as_ref().map(|(_, rk)| {
+            rk.iter()
+                .map(|e| {
+                    let mut e = e.clone();
+                    map_columns(&mut e, &pos);
+                    e
+                })
+                .collect::<Vec<_>>()
+        });
+        let cond = j.cond.as_ref().map(|c| {
+            let mut c = c.clone();
+            map_columns(&mut c, &|i| if i >= lw { lw + pos(i - lw) } else { i });
+            c
+        });
+        let key = crate::explain::key(&j.right);
+        let input = match &j.right {
+            Source::Table(t) => crate::exec::table_rows(t, j.right_filter.as_ref(), ctx)?,
+            other => crate::exec::source_rows(other, ctx)?,
+        };
+        let mut input = crate::explain::wrap(input, key, crate::explain::Stage::Scan);
+        let mut rows = Vec::new();
+        while let Some(r) = input.next(ctx)? {
+            tick.tick(&*ctx.env)?;
+            if j.right_filter.is_some() {
+                if !passes(&j.right_filter, &r, ctx)? {
+                    continue;
+                }
+                crate::explain::count_row(key, crate::explain::Stage::Filter);
+            }
+            rows.push(used.iter().map(|&i| r.get(i).cloned().unwrap_or(Value::Null)).collect());
+        }
+        Ok((rows, rk, cond))
     }
 
     /// Whether some right row matches `l`.
