@@ -517,6 +517,12 @@ impl<'a> Analyzer<'a> {
         // The width of the level's row, for the sublink pull-up below.
         let width = scope.ns.as_ref().map(|ns| ns.cols.len()).or(table.as_ref().map(|(t, _)| t.columns.len())).unwrap_or(0);
         let mut source = from_source;
+        let mut filter = filter;
+        if let Some(src) = source.as_mut() {
+            if s.locking_clause.is_empty() {
+                crate::prep::reorder_inner_joins(src, &mut filter);
+            }
+        }
         let filter = match source.as_mut() {
             Some(src) => crate::join::place_conditions(src, filter),
             None => filter,

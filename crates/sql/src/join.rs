@@ -143,6 +143,26 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         return Ok(Box::new(crate::exec::rows_iter(out)));
     }
     let right = input_rows(&j.right, &j.right_filter, ctx)?;
+    // An inner hash join keys the smaller input (PostgreSQL hashes the
+    // smaller side too): with the left one smaller, its rows are indexed and
+    // the right rows probe them, in right-row order.
+    if let (JoinKind::Inner, Some((lk, rk))) = (j.kind, &j.hash) {
+        if left.len() < right.len() {
+            let index = index_rows(lk, &left, &mut t, ctx)?;
+            for r in &right {
+                t.tick(&*ctx.env)?;
+                let Some(k) = keys_of(rk, r, ctx)? else { continue };
+                for &i in index.get(&k).map_or(&[][..], |v| v.as_slice()) {
+                    t.tick(&*ctx.env)?;
+                    let row = concat(&left[i], r);
+                    if passes(&j.cond, &row, ctx)? {
+                        out.push(row);
+                    }
+                }
+            }
+            return Ok(Box::new(crate::exec::rows_iter(out)));
+        }
+    }
     let mut right_matched = vec![false; right.len()];
     let index = match &j.hash {
         Some((_, rk)) => Some(index_rows(rk, &right, &mut t, ctx)?),
