@@ -120,6 +120,12 @@ fn explain_names_the_semi_anti_and_decorrelating_joins() {
     assert!(p.contains("Hash Left Join") && !p.contains("SubPlan"), "{p}");
     let p = plan(&mut c, "select o.id from o, i where (o.k = i.k and i.w > 10) or (o.k = i.k and o.id = 2)");
     assert!(p.contains("Hash Join") && p.contains("Hash Cond: (o.k = i.k)"), "{p}");
+    // With an index on the inner key, EXISTS stays a per-row index probe.
+    ok(&c.q("CREATE INDEX i_k ON i (k)"));
+    let p = plan(&mut c, "select id from o where exists (select 1 from i where i.k = o.k)");
+    assert!(!p.contains("Semi Join") && p.contains("SubPlan"), "{p}");
+    assert_eq!(rows(&mut c, "select id from o where exists (select 1 from i where i.k = o.k) order by id"), ["1", "2", "5"]);
+    assert_eq!(rows(&mut c, "select id from o where not exists (select 1 from i where i.k = o.k) order by id"), ["3", "4"]);
 }
 
 /// Sizes at which a per-row subplan (one scan of the inner table per outer

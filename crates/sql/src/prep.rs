@@ -283,7 +283,7 @@ fn pullable_exists(sp: &SubPlan, kind: JoinKind, lw: usize) -> Option<PulledUp> 
     }
     let rw = source_width(&q.source)?;
     let (correlated, local) = split_correlated(q)?;
-    if !correlated.iter().any(|c| correlation_key(c).is_some()) {
+    if !correlated.iter().any(|c| correlation_key(c).is_some()) || indexed_probe(&q.source, &correlated) {
         return None;
     }
     // The inner side runs once for all outer rows: nothing else in it may
@@ -295,6 +295,20 @@ fn pullable_exists(sp: &SubPlan, kind: JoinKind, lw: usize) -> Option<PulledUp> 
     let mut cond = and_of(correlated)?;
     rebase(&mut cond, &|i, ty| Expr::Column(lw + i, ty), &|i, ty| Expr::Column(i, ty));
     Some((kind, probe.source, cond, probe.filter, rw))
+}
+
+/// Whether a correlation equality reads the leading column of an index of
+/// the subquery's table: then the per-row subplan is an index probe per
+/// outer row (`l_orderkey = o_orderkey` on lineitem's primary key, TPC-H Q4
+/// and Q21), cheaper than hashing the whole table for a few outer rows. It
+/// stays a subplan until the optimizer costs a nested loop with a
+/// parameterized index scan against the hash semi-join.
+fn indexed_probe(source: &Source, correlated: &[Expr]) -> bool {
+    let Source::Table(t) = source else { return false };
+    correlated
+        .iter()
+        .filter_map(correlation_key)
+        .any(|(inner, _)| matches!(inner, Expr::Column(c, _) if t.indexes.iter().any(|ix| ix.columns.first() == Some(c))))
 }
 
 /// `x IN (SELECT y FROM ...)` (`x = ANY`), the subquery uncorrelated: the
