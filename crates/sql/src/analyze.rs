@@ -514,7 +514,15 @@ impl<'a> Analyzer<'a> {
         if from_source.is_some() && !s.locking_clause.is_empty() {
             return Err(SqlError::not_supported("FOR UPDATE/SHARE over joins, subqueries or CTEs"));
         }
+        // The width of the level's row, for the sublink pull-up below.
+        let width = scope.ns.as_ref().map(|ns| ns.cols.len()).or(table.as_ref().map(|(t, _)| t.columns.len())).unwrap_or(0);
         let mut source = from_source;
+        let mut filter = filter;
+        if let Some(src) = source.as_mut() {
+            if s.locking_clause.is_empty() {
+                crate::prep::reorder_inner_joins(src, &mut filter);
+            }
+        }
         let filter = match source.as_mut() {
             Some(src) => crate::join::place_conditions(src, filter),
             None => filter,
@@ -536,6 +544,10 @@ impl<'a> Analyzer<'a> {
             grouping: grouping.map(Box::new),
             distinct,
         };
+        let mut query = query;
+        if s.locking_clause.is_empty() && !matches!(query.source, Source::OneRow | Source::Virtual(_)) {
+            crate::prep::pull_up_sublinks(&mut query, width);
+        }
         self.window_query(query, windows)
     }
 

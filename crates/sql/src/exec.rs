@@ -667,6 +667,16 @@ pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     })
 }
 
+/// The rows of `t` that may pass `filter`, streamed: a sequential scan page
+/// by page, or the rows of the index scan [`crate::index::open_table_scan`]
+/// chooses for `filter`. The caller still applies `filter`.
+pub fn table_rows(t: &crate::catalog::Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    Ok(match crate::index::open_table_scan(t, filter, ctx)? {
+        crate::index::TableScan::Seq(scan) => Box::new(SeqScan(scan)),
+        crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
+    })
+}
+
 /// Runs a query to a row iterator of its output columns.
 pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     // Uncorrelated subqueries are run once, now (InitPlans).

@@ -855,6 +855,8 @@ impl Builder<'_> {
                     crate::join::JoinKind::Left => " Left",
                     crate::join::JoinKind::Right => " Right",
                     crate::join::JoinKind::Full => " Full",
+                    crate::join::JoinKind::Semi => " Semi",
+                    crate::join::JoinKind::Anti => " Anti",
                 };
                 let mut n = Node { width: l.width + r.width, ..Default::default() };
                 match &j.hash {
@@ -898,12 +900,11 @@ impl Builder<'_> {
                         }
                     }
                 }
+                // The hash keys are not part of `cond` (`join::place_conditions`
+                // takes them out): what is left is the Join Filter.
                 if let Some(c) = &j.cond {
                     let text = deparse(c, &scope, self.qualify, &[]);
-                    let is_hash_only = j.hash.as_ref().is_some_and(|(lk, _)| conjuncts(c) == lk.len());
-                    if !is_hash_only {
-                        n.details.push(format!("Join Filter: {text}"));
-                    }
+                    n.details.push(format!("Join Filter: {text}"));
                 }
                 if self.counters.is_some() {
                     let c = self.counter(sk, Stage::Scan);
@@ -912,6 +913,14 @@ impl Builder<'_> {
                         self.actual(&mut l, Some(Counter::default()));
                     }
                 }
+                // A semi- or anti-join returns the left row alone, at most once.
+                let scope = if j.kind.left_only() {
+                    n.width = l.width;
+                    n.rows = n.rows.min(l.rows).max(1.0);
+                    scope[..j.lw.min(scope.len())].to_vec()
+                } else {
+                    scope
+                };
                 n.children.push(l);
                 n.children.push(r);
                 (n, scope)
@@ -1140,13 +1149,6 @@ fn set_col(q: &Query, i: usize) -> String {
 
 fn row_width(cols: &[crate::catalog::Column]) -> i32 {
     cols.iter().map(|c| type_width(c.ty)).sum()
-}
-
-fn conjuncts(e: &Expr) -> usize {
-    match e {
-        Expr::And(v) => v.len(),
-        _ => 1,
-    }
 }
 
 /// `a AND b` conjuncts as PostgreSQL prints a qual list: one is bare, several

@@ -39,6 +39,7 @@ pub mod pgcatalog;
 pub mod plan_cache;
 pub mod pgregex;
 pub mod plan;
+pub mod prep;
 pub mod project_set;
 pub mod reloptions;
 pub mod rowio;

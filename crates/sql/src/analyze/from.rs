@@ -422,7 +422,8 @@ impl<'a> Analyzer<'a> {
                 conds.push(eq);
                 let ty = cl.ty();
                 let expr = match kind {
-                    JoinKind::Inner | JoinKind::Left => cl,
+                    // USING/NATURAL joins are written as inner or outer joins only.
+                    JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti => cl,
                     JoinKind::Right => cr,
                     JoinKind::Full => Expr::Coalesce(vec![cl, cr], ty),
                 };
