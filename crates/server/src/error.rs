@@ -50,6 +50,9 @@ pub struct PgError {
     pub position: Option<u32>,
     /// The `W` field (psql's CONTEXT line): where the error happened.
     pub context: Option<String>,
+    /// The schema, table, column, data type and constraint fields (`s` `t` `c`
+    /// `d` `n`), in that order, as the SQL layer gives them.
+    pub objects: Vec<(u8, String)>,
 }
 
 /// `s` as a protocol string (NUL-terminated on the wire): up to its first NUL.
@@ -62,7 +65,7 @@ pub fn wire_str(s: &str) -> String {
 
 impl PgError {
     pub fn new(severity: Severity, code: &[u8; 5], message: impl Into<String>) -> PgError {
-        PgError { severity, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None }
+        PgError { severity, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None, objects: Vec::new() }
     }
     pub fn error(code: &[u8; 5], message: impl Into<String>) -> PgError {
         PgError::new(Severity::Error, code, message)
@@ -110,6 +113,7 @@ impl PgError {
         if let Some(w) = &self.context {
             f.push((b'W', wire_str(w)));
         }
+        f.extend(self.objects.iter().map(|(c, v)| (*c, wire_str(v))));
         f
     }
 
