@@ -52,7 +52,7 @@ fn to_pg(e: SqlError) -> PgError {
         ferrogres_sql::Severity::Warning => Severity::Warning,
         ferrogres_sql::Severity::Notice => Severity::Notice,
     };
-    let objects = e.objects.map(|o| o.wire_fields()).unwrap_or_default();
+    let objects = e.objects.map(|o| Box::new(ferrogres_server::error::ObjectFields(o.wire_fields())));
     PgError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context, objects }
 }
 
