@@ -23,7 +23,7 @@
 //! listener's queue may be non-empty (read without the mutex by the idle loop
 //! of the wire server, so polling costs one atomic load).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::{Arc, Mutex, MutexGuard};
 
@@ -38,7 +38,8 @@ pub struct Notification {
 
 struct Listener {
     database: u32,
-    channels: BTreeSet<String>,
+    /// In the order LISTEN added them (pg_listening_channels' order).
+    channels: Vec<String>,
     pending: VecDeque<Notification>,
     bytes: usize,
     flag: Arc<AtomicBool>,
@@ -81,7 +82,7 @@ impl NotifyQueue {
     /// At the commit of LISTEN / UNLISTEN: `backend` (connected to `database`)
     /// listens on exactly `channels` from now on (none: it is no listener).
     /// Returns the flag that says notifications may be pending for it.
-    pub fn set_channels(&self, backend: u32, database: u32, channels: &BTreeSet<String>) -> Option<Arc<AtomicBool>> {
+    pub fn set_channels(&self, backend: u32, database: u32, channels: &[String]) -> Option<Arc<AtomicBool>> {
         let mut g = self.lock();
         if channels.is_empty() {
             if let Some(l) = g.listeners.get(&backend) {
@@ -97,13 +98,13 @@ impl NotifyQueue {
         }
         let l = g.listeners.entry(backend).or_insert_with(|| Listener {
             database,
-            channels: BTreeSet::new(),
+            channels: Vec::new(),
             pending: VecDeque::new(),
             bytes: 0,
             flag: Arc::new(AtomicBool::new(false)),
         });
         l.database = database;
-        l.channels = channels.clone();
+        l.channels = channels.to_vec();
         Some(l.flag.clone())
     }
 
@@ -163,6 +164,11 @@ impl NotifyQueue {
         out
     }
 
+    /// The channels `backend` listens on (committed LISTENs), in LISTEN order.
+    pub fn channels(&self, backend: u32) -> Vec<String> {
+        self.lock().listeners.get(&backend).map(|l| l.channels.clone()).unwrap_or_default()
+    }
+
     /// The end of a session: it listens no more and its pending notifications go.
     pub fn remove(&self, backend: u32) {
         let mut g = self.lock();
@@ -183,7 +189,7 @@ mod tests {
     #[test]
     fn delivered_to_listeners_of_the_channel_in_the_same_database_only() {
         let q = NotifyQueue::default();
-        let chans: BTreeSet<String> = ["a".to_string()].into();
+        let chans = ["a".to_string()];
         let flag = q.set_channels(1, 5, &chans).expect("listener");
         q.set_channels(2, 6, &chans);
         q.send(5, &[note("a", "x"), note("b", "y")]);
@@ -198,8 +204,8 @@ mod tests {
 
     #[test]
     fn a_full_queue_refuses_the_commit() {
-        let q = NotifyQueue::new(100);
-        let chans: BTreeSet<String> = ["a".to_string()].into();
+        let q = NotifyQueue::new(150); // one 80-byte notification costs 113
+        let chans = ["a".to_string()];
         q.set_channels(1, 5, &chans);
         let big = note("a", &"x".repeat(80));
         q.check_room(5, std::slice::from_ref(&big)).expect("room");

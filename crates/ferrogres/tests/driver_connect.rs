@@ -398,7 +398,17 @@ fn listen_notify_between_two_sessions() {
     let srv = Server::start(dir.path());
     let mut a = Conn::connect(srv.port);
     let mut b = Conn::connect(srv.port);
+    assert!(a.q("SELECT pg_listening_channels()").ok().rows.is_empty());
     assert_eq!(a.q("LISTEN ch").ok().tags, ["LISTEN"]);
+    a.q("BEGIN; LISTEN other2; LISTEN \"Quoted,\"\"x\"; COMMIT").ok();
+    let ans = a.q("SELECT pg_listening_channels()").ok();
+    assert_eq!(ans.columns, ["pg_listening_channels"]);
+    assert_eq!(ans.rows, [[Some("ch".to_string())], [Some("other2".to_string())], [Some("Quoted,\"x".to_string())]]);
+    a.q("UNLISTEN other2").ok();
+    a.q("UNLISTEN \"Quoted,\"\"x\"").ok();
+    let ans = a.q("SELECT * FROM pg_listening_channels()").ok();
+    assert_eq!(ans.columns, ["pg_listening_channels"]);
+    assert_eq!(ans.rows, [[Some("ch".to_string())]]);
     // An idle listener gets it promptly, without sending anything.
     assert_eq!(b.q("NOTIFY ch, 'hello'").ok().tags, ["NOTIFY"]);
     let got = a.unsolicited(Duration::from_secs(5));
@@ -430,6 +440,7 @@ fn listen_notify_between_two_sessions() {
     // UNLISTEN, and LISTEN in a rolled-back block, stop nothing / start nothing.
     a.q("UNLISTEN *").ok();
     a.q("BEGIN; LISTEN ch; ROLLBACK").ok();
+    assert!(a.q("SELECT pg_listening_channels()").ok().rows.is_empty());
     b.q("UNLISTEN ch").ok();
     b.q("NOTIFY ch, 'nobody'").ok();
     assert!(a.unsolicited(Duration::from_millis(300)).is_empty());

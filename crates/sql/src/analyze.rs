@@ -224,6 +224,45 @@ fn set_value(args: &[pb::Node]) -> Result<String> {
     Ok(parts.join(", "))
 }
 
+impl Analyzer<'_> {
+    /// pg_listening_channels(): the channels this session listens on
+    /// (committed LISTENs, from the engine's queue), read now, as the rows of
+    /// `jsonb_array_elements_text` over a constant (the select list has no
+    /// array unnest); a LISTEN or UNLISTEN commit makes the session's plans
+    /// stale (`crate::notify`).
+    fn listening_channels(&mut self, scope: &mut Scope) -> Result<Expr> {
+        let chans = self.backend.engine().notify.channels(self.backend.id().0);
+        let json_str = |c: &str| {
+            let mut out = String::from("\"");
+            for ch in c.chars() {
+                match ch {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        };
+        let items: Vec<String> = chans.iter().map(String::as_str).map(json_str).collect();
+        let lit = format!("[{}]", items.join(",")).replace('\'', "''");
+        let parsed = crate::parser::parse(&format!("SELECT pg_catalog.jsonb_array_elements_text('{lit}'::pg_catalog.jsonb)"))?;
+        let call = parsed.first().and_then(|p| match &p.node {
+            NodeEnum::SelectStmt(s) => s.target_list.first().and_then(|t| match t.node.as_ref() {
+                Some(NodeEnum::ResTarget(rt)) => match node(&rt.val) {
+                    Some(NodeEnum::FuncCall(f)) => Some((**f).clone()),
+                    _ => None,
+                },
+                _ => None,
+            }),
+            _ => None,
+        });
+        let call = call.ok_or_else(|| SqlError::internal("pg_listening_channels: no unnest call"))?;
+        self.func_call(&call, scope)
+    }
+}
+
 /// PostgreSQL's 42601 for a column reference of more than four names.
 pub(crate) fn improper_qualified_name(names: &[&str]) -> SqlError {
     SqlError::new(b"42601", format!("improper qualified name (too many dotted names): {}", names.join(".")))
@@ -1247,6 +1286,9 @@ impl<'a> Analyzer<'a> {
 
     fn func_call(&mut self, f: &pb::FuncCall, scope: &mut Scope) -> Result<Expr> {
         let name = func_name(f).unwrap_or_default();
+        if name == "pg_listening_channels" && f.args.is_empty() {
+            return self.listening_channels(scope);
+        }
         if let Some(e) = crate::sequence::analyze_call(self, &name, f)? {
             return Ok(e);
         }

@@ -22,7 +22,6 @@ use crate::utility::SessionCmd;
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::notify::Notification;
 use pg_query::protobuf as pb;
-use std::collections::BTreeSet;
 
 /// PostgreSQL's NOTIFY_PAYLOAD_MAX_LENGTH (BLCKSZ - NAMEDATALEN - 128) - 1.
 const MAX_PAYLOAD: usize = 7999;
@@ -39,8 +38,8 @@ pub enum ListenAction {
 /// The session's LISTEN/NOTIFY state.
 #[derive(Default)]
 pub struct NotifyState {
-    /// The channels the session listens on (committed).
-    pub listening: BTreeSet<String>,
+    /// The channels the session listens on (committed), in LISTEN order.
+    pub listening: Vec<String>,
     /// This transaction's LISTEN / UNLISTEN, in order.
     pub actions: Vec<ListenAction>,
     /// This transaction's notifications (channel, payload), deduplicated, in order.
@@ -95,18 +94,21 @@ impl NotifyState {
         self.pending.iter().map(|(c, p)| Notification { pid, channel: c.clone(), payload: p.clone() }).collect()
     }
 
-    /// After the commit: LISTEN / UNLISTEN take effect, then the notifications are sent.
-    pub fn at_commit(&mut self, backend: &Backend) {
+    /// After the commit: LISTEN / UNLISTEN take effect, then the notifications
+    /// are sent. True when the channel set was recomputed (plans that read
+    /// pg_listening_channels() are stale).
+    pub fn at_commit(&mut self, backend: &Backend) -> bool {
         let db = crate::database::current();
-        if !self.actions.is_empty() {
+        let listen_changed = !self.actions.is_empty();
+        if listen_changed {
             for a in std::mem::take(&mut self.actions) {
                 match a {
                     ListenAction::Listen(c) => {
-                        self.listening.insert(c);
+                        if !self.listening.contains(&c) {
+                            self.listening.push(c);
+                        }
                     }
-                    ListenAction::Unlisten(c) => {
-                        self.listening.remove(&c);
-                    }
+                    ListenAction::Unlisten(c) => self.listening.retain(|x| *x != c),
                     ListenAction::UnlistenAll => self.listening.clear(),
                 }
             }
@@ -117,6 +119,7 @@ impl NotifyState {
             self.pending.clear();
             backend.engine().notify.send(db, &notes);
         }
+        listen_changed
     }
 
     /// After a rollback: nothing of the transaction's takes effect.

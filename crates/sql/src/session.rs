@@ -700,7 +700,9 @@ impl Session {
             crate::catcache::end_transaction(&self.backend, r.is_ok());
             if let Some(l) = self.env.locks.as_mut() {
                 if r.is_ok() {
-                    l.notify.at_commit(&self.backend);
+                    if l.notify.at_commit(&self.backend) {
+                        self.ddl_count += 1;
+                    }
                 } else {
                     l.notify.at_abort();
                 }
