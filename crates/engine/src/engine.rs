@@ -99,6 +99,8 @@ pub struct Engine {
     shut_down: AtomicBool,
     /// The database each backend is connected to (dbcommands).
     databases: dbcommands::DatabaseRegistry,
+    /// LISTEN / NOTIFY's listeners and pending notifications (crate::notify).
+    pub notify: crate::notify::NotifyQueue,
 }
 
 #[derive(Default)]
@@ -294,6 +296,7 @@ impl Engine {
             aux_ids: Mutex::new(Vec::new()),
             shut_down: AtomicBool::new(false),
             databases: Default::default(),
+            notify: Default::default(),
             settings,
         });
 

@@ -52,7 +52,8 @@ fn to_pg(e: SqlError) -> PgError {
         ferrogres_sql::Severity::Warning => Severity::Warning,
         ferrogres_sql::Severity::Notice => Severity::Notice,
     };
-    PgError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context }
+    let objects = e.objects.map(|o| Box::new(ferrogres_server::error::ObjectFields(o.wire_fields())));
+    PgError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context, objects }
 }
 
 fn to_sql(e: PgError) -> SqlError {
@@ -60,7 +61,7 @@ fn to_sql(e: PgError) -> SqlError {
         Severity::Fatal | Severity::Panic => ferrogres_sql::Severity::Fatal,
         _ => ferrogres_sql::Severity::Error,
     };
-    SqlError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context }
+    SqlError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context, objects: None }
 }
 
 impl Backend for SqlBackend {
@@ -427,5 +428,13 @@ impl Session for SqlSession {
 
     fn flush_stats(&mut self) {
         self.s.pgstat_flush();
+    }
+
+    fn take_notifications(&mut self) -> Vec<(i32, String, String)> {
+        self.s.take_notifications().into_iter().map(|n| (n.pid, n.channel, n.payload)).collect()
+    }
+
+    fn notify_flag(&self) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+        self.s.notify_flag()
     }
 }

@@ -829,7 +829,8 @@ pub(crate) fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Re
                 b"23502",
                 format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),
             )
-            .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+            .with_detail(format!("Failing row contains ({}).", shown.join(", ")))
+            .with_objects(crate::errors::ErrorObjects::of_table(table, None, Some(&c.name))));
         }
     }
     Ok(())

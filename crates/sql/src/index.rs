@@ -720,7 +720,14 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
     let shown = shown.join(", ");
     let fmt = move |_: &[Option<Datum>]| (cols.clone(), shown.clone());
     let uc = UniqueCheck { backend: backend.id(), heap: &heap, index_name: &ix.name, format_key: &fmt };
-    tree.insert(backend.engine(), &datums, tid, ix.unique.then_some(&uc))?;
+    tree.insert(backend.engine(), &datums, tid, ix.unique.then_some(&uc)).map_err(|e| {
+        let e = SqlError::from(e);
+        if &e.code == b"23505" {
+            e.with_objects(crate::errors::ErrorObjects::of_table(table, Some(&ix.name), None))
+        } else {
+            e
+        }
+    })?;
     Ok(())
 }
 

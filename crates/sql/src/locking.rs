@@ -250,6 +250,8 @@ pub struct LockCtx {
     /// pg_stat_reset_single_table_counters(oid) ran for these relations: the
     /// session resets them after the statement (it has the catalog snapshot).
     pub pgstat_reset_rels: Vec<u32>,
+    /// LISTEN / NOTIFY of the session and its transaction (`crate::notify`).
+    pub notify: crate::notify::NotifyState,
 }
 
 impl LockCtx {
@@ -262,6 +264,7 @@ impl LockCtx {
             seqs: crate::sequence::SeqSession::new(backend.engine().clone()),
             pgstat_force_flush: false,
             pgstat_reset_rels: Vec::new(),
+            notify: Default::default(),
         }
     }
 }
@@ -393,6 +396,8 @@ pub enum LockFunc {
     CancelBackend,
     /// pg_terminate_backend(int4 [, int8 timeout ms]) -> bool.
     TerminateBackend,
+    /// pg_notify(text, text) -> void ([`crate::notify`]).
+    Notify,
 }
 
 /// The signature of lock function `name` called with `nargs` arguments:
@@ -438,6 +443,7 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [crat
         ("pg_cancel_backend", 1) => Some((LockFunc::CancelBackend, &[Type::Int4], Type::Bool)),
         ("pg_terminate_backend", 1) => Some((LockFunc::TerminateBackend, &[Type::Int4], Type::Bool)),
         ("pg_terminate_backend", 2) => Some((LockFunc::TerminateBackend, &[Type::Int4, Type::Int8], Type::Bool)),
+        ("pg_notify", 2) => Some((LockFunc::Notify, &[Type::Text, Type::Text], Type::Void)),
         _ => None,
     }
 }
@@ -461,6 +467,16 @@ fn void() -> crate::types::Value {
 /// Evaluates a lock function (strict: a NULL argument gives NULL).
 pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec::Env) -> Result<crate::types::Value> {
     use crate::types::Value;
+    if let LockFunc::Notify = f {
+        // Not strict: a NULL channel is an empty one, a NULL payload empty.
+        let text = |v: &Value| match v {
+            Value::Text(s) => s.clone(),
+            _ => String::new(),
+        };
+        let ctx = env.lock_ctx().ok_or_else(|| SqlError::not_supported("pg_notify outside a session"))?;
+        ctx.notify.queue(&text(&vals[0]), &text(&vals[1]))?;
+        return Ok(void());
+    }
     if vals.iter().any(|v| matches!(v, Value::Null)) {
         return Ok(Value::Null);
     }
@@ -503,7 +519,7 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
             let pids = m.blocking_pids(*pid).into_iter().map(Value::Int4).collect();
             Value::Array(Box::new(crate::array::Array::new(crate::types::Type::Int4, pids)))
         }
-        LockFunc::CancelBackend | LockFunc::TerminateBackend => unreachable!("handled above"),
+        LockFunc::CancelBackend | LockFunc::TerminateBackend | LockFunc::Notify => unreachable!("handled above"),
     })
 }
 

@@ -292,6 +292,7 @@ pub static GUCS: &[Guc] = &[
     guc!("search_path", User, Kind::String, "\"$user\", public"),
     guc!("default_transaction_isolation", User, en(&["serializable", "repeatable read", "read committed", "read uncommitted"]), "read committed"),
     guc!("default_transaction_read_only", User, Kind::Bool, "off", report),
+    guc!("default_transaction_deferrable", User, Kind::Bool, "off"),
     guc!("standard_conforming_strings", User, Kind::Bool, "on", report),
     guc!("client_min_messages", User, Kind::Enum { values: &["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"], hidden: &["debug", "info"] }, "notice"),
     guc!("row_security", User, Kind::Bool, "on"),
@@ -305,6 +306,11 @@ pub static GUCS: &[Guc] = &[
     guc!("in_hot_standby", Internal, Kind::Bool, "off", report),
     guc!("is_superuser", Internal, Kind::Bool, "on", report),
     guc!("block_size", Internal, int(8192, 8192, Unit::None), "8192"),
+    // Compiled-in limits drivers read (pgjdbc's DatabaseMetaData reads
+    // max_index_keys); PostgreSQL's values.
+    guc!("max_index_keys", Internal, int(32, 32, Unit::None), "32"),
+    guc!("max_identifier_length", Internal, int(63, 63, Unit::None), "63"),
+    guc!("max_function_args", Internal, int(100, 100, Unit::None), "100"),
 ];
 
 /// The table row of `name` (ignoring case), if any.
