@@ -262,7 +262,7 @@ pub static GUCS: &[Guc] = &[
     // ---- statistics (pg_stat_activity)
     guc!("track_activities", Superuser, Kind::Bool, "on"),
     // The built-in wait-event sampler (pgstat::sampler): ms between samples, 0 off.
-    guc!("pg_wait_sampling.period", Sighup, int(0, 3_600_000, Unit::Ms), "10"),
+    guc!("pg_wait_sampling.period", Sighup, int(0, 3_600_000, Unit::Ms), "10ms"),
     guc!("track_activity_query_size", Postmaster, int(100, 1_048_576, Unit::Bytes), "1kB", not_yet),
     // ---- vacuum
     guc!("vacuum_freeze_min_age", User, int(0, 1_000_000_000, Unit::None), "50000000"),

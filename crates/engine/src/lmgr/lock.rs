@@ -693,12 +693,23 @@ struct Proc {
     deadlock_timeout_ms: AtomicU64,
     /// The backend's own lock_timeout in ms (0 = none); `NO_OVERRIDE`: the manager's.
     lock_timeout_ms: AtomicU64,
-    /// Lock statistics (owner-written).
-    stats: ProcLockStats,
+    /// Lock statistics (owner-written), allocated at the slot's first lock:
+    /// a slot never used costs a pointer, not 320 bytes (max_connections may
+    /// be 262143; see settings_startup's memory test).
+    stats: std::sync::OnceLock<Box<ProcLockStats>>,
     /// When the backend's running statement passes its statement_timeout, in ms
     /// since `LockManager::epoch` (`NO_OVERRIDE`: none armed). Written and read
     /// only by the owner: a lock wait ends with 57014 at that moment.
     stmt_deadline_ms: AtomicU64,
+}
+
+impl Proc {
+    /// The slot's lock statistics, allocated at first use (only the owner
+    /// calls this, so the initialization never races with another writer).
+    #[inline]
+    fn lock_stats(&self) -> &ProcLockStats {
+        self.stats.get_or_init(|| Box::new(ProcLockStats::new()))
+    }
 }
 
 /// A per-backend timeout that is not set (the manager's setting applies).
@@ -885,7 +896,7 @@ impl LockManager {
                 deadlock_timeout_ms: AtomicU64::new(NO_OVERRIDE),
                 lock_timeout_ms: AtomicU64::new(NO_OVERRIDE),
                 stmt_deadline_ms: AtomicU64::new(NO_OVERRIDE),
-                stats: ProcLockStats::new(),
+                stats: std::sync::OnceLock::new(),
             })
             .collect();
         LockManager {
@@ -911,7 +922,7 @@ impl LockManager {
     pub fn lock_type_stats(&self) -> (Vec<LockTypeStats>, u64) {
         let mut out: Vec<LockTypeStats> = LOCK_TYPES.iter().map(|t| LockTypeStats { locktype: t, ..Default::default() }).collect();
         for p in self.procs.iter() {
-            let s = &p.stats;
+            let Some(s) = p.stats.get() else { continue };
             for (i, o) in out.iter_mut().enumerate() {
                 // Relaxed: statistics.
                 o.fast_path += s.fast_path[i].load(Ordering::Relaxed);
@@ -1054,7 +1065,7 @@ impl LockManager {
                     && fp.try_grant(key, mode.fp_bit())
                 {
                     drop(fp);
-                    ProcLockStats::add(&proc.stats.fast_path[tag.type_index()], 1);
+                    ProcLockStats::add(&proc.lock_stats().fast_path[tag.type_index()], 1);
                     entry.fast_path = true;
                     local.insert((tag, mode), entry);
                     return Ok(LockAcquireResult::Acquired);
@@ -1075,7 +1086,7 @@ impl LockManager {
         let result = self.acquire_main(backend, proc, tag, hash, mode, &opts);
         match result {
             Ok(LockAcquireResult::Acquired) => {
-                ProcLockStats::add(&proc.stats.main[tag.type_index()], 1);
+                ProcLockStats::add(&proc.lock_stats().main[tag.type_index()], 1);
                 local.insert((tag, mode), entry);
                 Ok(LockAcquireResult::Acquired)
             }
@@ -1280,11 +1291,12 @@ impl LockManager {
         report_wait_end();
         let waited = start.elapsed();
         let t = tag.type_index();
-        ProcLockStats::add(&proc.stats.waits[t], 1);
-        ProcLockStats::add(&proc.stats.wait_us[t], waited.as_micros() as u64);
-        if waited.as_micros() as u64 > proc.stats.max_wait_us[t].load(Ordering::Relaxed) {
+        let st = proc.lock_stats();
+        ProcLockStats::add(&st.waits[t], 1);
+        ProcLockStats::add(&st.wait_us[t], waited.as_micros() as u64);
+        if waited.as_micros() as u64 > st.max_wait_us[t].load(Ordering::Relaxed) {
             // Relaxed: owner-written statistic.
-            proc.stats.max_wait_us[t].store(waited.as_micros() as u64, Ordering::Relaxed);
+            st.max_wait_us[t].store(waited.as_micros() as u64, Ordering::Relaxed);
         }
         if self.log_lock_waits && deadlock_checked && matches!(result, Ok(LockAcquireResult::Acquired)) {
             self.log_lock_wait(proc, tag, hash, mode, "acquired", waited);

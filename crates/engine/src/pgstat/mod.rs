@@ -2,7 +2,9 @@
 
 pub mod activity;
 pub mod lwlock_stats;
+#[cfg(not(loom))]
 pub mod sampler;
+#[cfg(not(loom))]
 pub mod tabstat;
 pub mod wait_event;
 
