@@ -105,6 +105,7 @@ impl Default for Settings {
     }
 }
 
+pub mod conffile;
 pub mod guc;
 
 impl Settings {

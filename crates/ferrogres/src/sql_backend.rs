@@ -21,8 +21,10 @@ use std::sync::Arc;
 
 pub struct SqlBackend {
     engine: Arc<Engine>,
-    /// Settings given at start (`-c`), canonical: the sessions' defaults.
-    overrides: Vec<(String, String)>,
+    /// Settings given at start (`-c`, the configuration files), canonical: the
+    /// sessions' defaults. A reload replaces the list; sessions that started
+    /// before keep theirs.
+    overrides: std::sync::RwLock<Arc<Vec<(String, String)>>>,
 }
 
 impl SqlBackend {
@@ -41,7 +43,12 @@ impl SqlBackend {
             ferrogres_sql::catalog::remove_orphan_files(&engine).map(|_| ())
         })
         .map_err(|e| format!("could not remove orphan relation files: {}", e.message))?;
-        Ok(SqlBackend { engine, overrides })
+        Ok(SqlBackend { engine, overrides: std::sync::RwLock::new(Arc::new(overrides)) })
+    }
+
+    /// The session defaults after a reload of the configuration files.
+    pub fn set_overrides(&self, overrides: Vec<(String, String)>) {
+        *self.overrides.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(overrides);
     }
 }
 
@@ -107,7 +114,8 @@ impl Backend for SqlBackend {
         put("server_version_num", SERVER_VERSION_NUM);
         // This thread's: the default, or less on a smaller stack (stack_depth).
         put("max_stack_depth", &ferrogres_sql::stack_depth::default_setting());
-        for (k, v) in &self.overrides {
+        let overrides = self.overrides.read().unwrap_or_else(|p| p.into_inner()).clone();
+        for (k, v) in overrides.iter() {
             put(k, v);
         }
         if !startup.application_name.is_empty() {

@@ -215,7 +215,7 @@ fn read_startup_packet(io: &mut Io, deadline: Instant) -> Result<Option<Vec<u8>>
 /// BackendKeyData ReadyForQuery.
 fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<Connection> {
     // authentication_timeout bounds the whole handshake, not each read.
-    let deadline = Instant::now() + shared.authentication_timeout;
+    let deadline = Instant::now() + shared.runtime.authentication_timeout();
     // Each encryption request may come once (in either order), as in
     // PostgreSQL; a second one is read as a StartupMessage of protocol
     // 1234.5679 or 1234.5680 and refused.

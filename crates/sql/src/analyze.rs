@@ -271,6 +271,13 @@ impl<'a> Analyzer<'a> {
             NodeEnum::TruncateStmt(s) => self.truncate(s),
             NodeEnum::VacuumStmt(s) => self.vacuum(s),
             NodeEnum::CheckPointStmt(_) => Ok(Statement::Checkpoint),
+            NodeEnum::AlterSystemStmt(s) => Ok(Statement::AlterSystem(crate::alter_system::analyze(s, |v| {
+                if v.name.eq_ignore_ascii_case("search_path") {
+                    crate::namespace::set_value(&v.args)
+                } else {
+                    set_value(&v.args)
+                }
+            })?)),
             NodeEnum::ExplainStmt(s) => crate::explain::analyze(self, s),
             NodeEnum::LockStmt(s) => crate::locking::analyze_lock(s),
             NodeEnum::TransactionStmt(t) => {
