@@ -110,7 +110,12 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
     )
     .map_err(|e| Fatal { message: e.message, detail: None, hint: e.hint, usage: false })?;
 
+    // pg_hba.conf: written at initialization (below) when missing, so a data
+    // directory without one gets PostgreSQL's initdb default.
+    let hba_path = datadir.join(ferrogres_engine::config::conffile::HBA_FILE);
+    let hba = if hba_path.exists() { load_hba(&hba_path).ok_or_else(|| fatal("could not load pg_hba.conf"))? } else { Default::default() };
     let config = ServerConfig {
+        hba: Arc::new(hba),
         listen_addresses: opts.listen.clone(),
         port: opts.port,
         socket_dirs,
@@ -171,6 +176,10 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
         let datadir = datadir.clone();
         let mut current = opts;
         server.on_reload(Box::new(move |runtime| {
+            match load_hba(&datadir.join(ferrogres_engine::config::conffile::HBA_FILE)) {
+                Some(h) => runtime.set_hba(h),
+                None => eprintln!("LOG:  pg_hba.conf was not reloaded"),
+            }
             if let Some(new) = reload(&args, &datadir, &current) {
                 runtime.set_authentication_timeout(new.authentication_timeout);
                 let mut overrides = new.overrides.clone();
@@ -240,4 +249,17 @@ fn reload(args: &[String], datadir: &std::path::Path, old: &options::Options) ->
         }
     }
     Some(new)
+}
+
+/// pg_hba.conf's rules, or `None` after logging each error as PostgreSQL does.
+fn load_hba(path: &std::path::Path) -> Option<ferrogres_server::hba::Hba> {
+    match ferrogres_server::hba::load(path) {
+        Ok(h) => Some(h),
+        Err(errors) => {
+            for e in errors {
+                eprintln!("LOG:  {e}");
+            }
+            None
+        }
+    }
 }

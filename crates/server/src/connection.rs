@@ -328,16 +328,33 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         return None;
     }
     let client_addr = io.reader.get_ref().peer_description();
-    // Trust authentication, for local clients only (Unix socket or loopback TCP).
-    if !io.reader.get_ref().is_local() {
-        fatal_and_close(
-            &mut io,
-            PgError::fatal(
-                b"28000",
-                format!("no pg_hba.conf entry for host \"{client_addr}\", user \"{user}\", database \"{database}\", no encryption"),
-            ),
-        );
-        return None;
+    // pg_hba.conf: the first rule matching the connection decides.
+    let peer_ip = io.reader.get_ref().peer_ip();
+    let host = peer_ip.map_or_else(|| "[local]".to_string(), |ip| ip.to_string());
+    let hba = shared.runtime.hba();
+    let client = crate::hba::Client { ip: peer_ip, ssl: false, database: &database, user: &user, replication: false };
+    match hba.find(&client).map(|r| r.method) {
+        Some(crate::hba::Method::Trust) => {}
+        Some(crate::hba::Method::Reject) => {
+            fatal_and_close(
+                &mut io,
+                PgError::fatal(
+                    b"28000",
+                    format!("pg_hba.conf rejects connection for host \"{host}\", user \"{user}\", database \"{database}\", no encryption"),
+                ),
+            );
+            return None;
+        }
+        None => {
+            fatal_and_close(
+                &mut io,
+                PgError::fatal(
+                    b"28000",
+                    format!("no pg_hba.conf entry for host \"{host}\", user \"{user}\", database \"{database}\", no encryption"),
+                ),
+            );
+            return None;
+        }
     }
     if shared.terminating() {
         fatal_and_close(&mut io, PgError::fatal(b"57P03", "the database system is shutting down"));

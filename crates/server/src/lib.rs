@@ -2,6 +2,7 @@
 
 pub mod error;
 pub mod handler;
+pub mod hba;
 pub mod lockfile;
 pub mod minimal;
 pub mod protocol;

@@ -36,6 +36,8 @@ pub struct ServerConfig {
     pub authentication_timeout: Duration,
     /// The data directory, as line 2 of the socket lock file names it.
     pub data_directory: String,
+    /// The client authentication rules (pg_hba.conf).
+    pub hba: Arc<crate::hba::Hba>,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +50,7 @@ impl Default for ServerConfig {
             max_connections: 100,
             authentication_timeout: Duration::from_secs(60),
             data_directory: String::new(),
+            hba: Arc::new(crate::hba::Hba::default()),
         }
     }
 }
@@ -57,11 +60,21 @@ impl Default for ServerConfig {
 pub struct RuntimeSettings {
     /// authentication_timeout in milliseconds; read at each connection's start.
     authentication_timeout_ms: AtomicU64,
+    /// pg_hba.conf's rules; a connection takes the current set at its start.
+    hba: Mutex<Arc<crate::hba::Hba>>,
 }
 
 impl RuntimeSettings {
     pub fn authentication_timeout(&self) -> Duration {
         Duration::from_millis(self.authentication_timeout_ms.load(Ordering::Relaxed)) // a lone value, no ordering with other data
+    }
+
+    pub fn hba(&self) -> Arc<crate::hba::Hba> {
+        self.hba.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set_hba(&self, hba: crate::hba::Hba) {
+        *self.hba.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(hba);
     }
 
     pub fn set_authentication_timeout(&self, d: Duration) {
@@ -263,6 +276,7 @@ impl Listeners {
             max_connections: self.config.max_connections,
             runtime: Arc::new(RuntimeSettings {
                 authentication_timeout_ms: AtomicU64::new(self.config.authentication_timeout.as_millis() as u64),
+                hba: Mutex::new(self.config.hba.clone()),
             }),
             next_pid: AtomicI32::new((std::process::id() as i32).max(1000)),
             shutdown: Arc::new(AtomicBool::new(false)),

@@ -45,13 +45,14 @@ impl Stream {
             Stream::Unix(s) => s.as_raw_fd(),
         }
     }
-    /// True for Unix sockets and loopback TCP peers: the clients trust auth admits.
-    pub fn is_local(&self) -> bool {
+    /// The TCP peer's address; `None` for a Unix socket.
+    pub fn peer_ip(&self) -> Option<std::net::IpAddr> {
         match self {
-            Stream::Tcp(s) => s.peer_addr().map(|a| a.ip().is_loopback()).unwrap_or(false),
-            Stream::Unix(_) => true,
+            Stream::Tcp(s) => s.peer_addr().ok().map(|a| a.ip()),
+            Stream::Unix(_) => None,
         }
     }
+
 }
 
 impl Read for Stream {
