@@ -86,6 +86,13 @@ impl Backend for SqlBackend {
             p.severity = Severity::Fatal;
             p
         })?;
+        // The role must exist and may log in (28000), checked before the
+        // database, as PostgreSQL's InitPostgres does.
+        ferrogres_sql::pgcatalog::check_login(&startup.user).map_err(|e| {
+            let mut p = to_pg(e);
+            p.severity = Severity::Fatal;
+            p
+        })?;
         // The database must exist and accept connections (3D000, 55000: FATAL).
         ferrogres_sql::database::connect(&mut backend, &startup.database).map_err(|e| {
             let mut p = to_pg(e);

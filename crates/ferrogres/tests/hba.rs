@@ -108,3 +108,21 @@ fn a_bad_file_stops_the_start() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_startup_role_must_exist_and_may_log_in() {
+    let srv = Server::start_temp(&[]);
+    // Checked after authentication (trust here), before the database.
+    for (user, db, msg) in [
+        ("nosuch", "postgres", "FATAL:  role \"nosuch\" does not exist"),
+        ("nosuch", "nosuchdb", "FATAL:  role \"nosuch\" does not exist"),
+        ("pg_monitor", "postgres", "FATAL:  role \"pg_monitor\" is not permitted to log in"),
+        ("pg_monitor", "nosuchdb", "FATAL:  role \"pg_monitor\" is not permitted to log in"),
+        ("postgres", "nosuchdb", "FATAL:  database \"nosuchdb\" does not exist"),
+    ] {
+        let (out, err) = tcp(&srv, user, db);
+        assert_eq!(out, "", "{user}/{db}");
+        assert!(err.contains(msg), "{user}/{db}: {err}");
+    }
+    assert_eq!(tcp(&srv, "postgres", "postgres").0, "in\n");
+}
