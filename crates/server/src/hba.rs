@@ -199,7 +199,7 @@ pub fn parse(text: &str, file: &str) -> Result<Hba, Vec<String>> {
     }
 }
 
-fn single<'a>(f: &'a [(String, bool)]) -> &'a str {
+fn single(f: &[(String, bool)]) -> &str {
     f.first().map_or("", |(s, _)| s.as_str())
 }
 

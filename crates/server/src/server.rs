@@ -149,6 +149,9 @@ impl Shared {
     }
 }
 
+/// What the accept loop calls on SIGHUP ([`Server::on_reload`]).
+pub type ReloadHook = Box<dyn FnMut(&RuntimeSettings) + Send>;
+
 /// A bound server, ready to [`Server::run`].
 pub struct Server {
     tcp: Vec<TcpListener>,
@@ -156,7 +159,7 @@ pub struct Server {
     shared: Arc<Shared>,
     next_conn: AtomicU64,
     /// Called by the accept loop when SIGHUP arrived: re-read the configuration.
-    reload: Option<Box<dyn FnMut(&RuntimeSettings) + Send>>,
+    reload: Option<ReloadHook>,
 }
 
 /// The Unix socket, its path and its lock file (`.s.PGSQL.PORT.lock`).
@@ -309,7 +312,7 @@ impl Server {
 
     /// What the accept loop does on SIGHUP (after [`install_signal_handlers`]):
     /// PostgreSQL's postmaster re-reads its configuration files there.
-    pub fn on_reload(&mut self, f: Box<dyn FnMut(&RuntimeSettings) + Send>) {
+    pub fn on_reload(&mut self, f: ReloadHook) {
         self.reload = Some(f);
     }
 
