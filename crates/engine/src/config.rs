@@ -106,6 +106,7 @@ impl Default for Settings {
 }
 
 pub mod conffile;
+pub mod hba;
 pub mod guc;
 
 impl Settings {

@@ -126,3 +126,27 @@ fn the_startup_role_must_exist_and_may_log_in() {
     }
     assert_eq!(tcp(&srv, "postgres", "postgres").0, "in\n");
 }
+
+#[test]
+fn pg_hba_file_rules_shows_the_file_on_disk() {
+    let srv = Server::start_temp(&[]);
+    // The initdb default, as PostgreSQL 15 shows it.
+    let rows = srv.sql_ok("SELECT type, database, user_name, address, netmask, auth_method, options, error FROM pg_hba_file_rules ORDER BY line_number;");
+    assert_eq!(
+        rows,
+        "local|{all}|{all}|||trust||\n\
+         host|{all}|{all}|127.0.0.1|255.255.255.255|trust||\n\
+         host|{all}|{all}|::1|ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff|trust||\n\
+         local|{replication}|{all}|||trust||\n\
+         host|{replication}|{all}|127.0.0.1|255.255.255.255|trust||\n\
+         host|{replication}|{all}|::1|ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff|trust||\n"
+    );
+    // Edited, not reloaded: the view reads the file, errors included.
+    write(&srv.dir.join("data").join("pg_hba.conf"), "local all all trust\n\nhost db1,db2 +admins 10.0.0.0/8 reject\nhost all all 10.0.0.0/40 trust\n");
+    assert_eq!(
+        srv.sql_ok("SELECT line_number, type, database, user_name, address, netmask, auth_method, error FROM pg_hba_file_rules;"),
+        "1|local|{all}|{all}|||trust|\n\
+         3|host|{db1,db2}|{+admins}|10.0.0.0|255.0.0.0|reject|\n\
+         4|||||||invalid CIDR mask in address \"10.0.0.0/40\"\n"
+    );
+}

@@ -2,7 +2,7 @@
 
 pub mod error;
 pub mod handler;
-pub mod hba;
+
 pub mod lockfile;
 pub mod minimal;
 pub mod protocol;
@@ -12,5 +12,6 @@ mod connection;
 mod stream;
 
 pub use error::{PgError, Severity};
+pub use ferrogres_engine::config::hba;
 pub use handler::{Backend, Session};
 pub use server::{install_signal_handlers, Listeners, Server, ServerConfig, ShutdownHandle};

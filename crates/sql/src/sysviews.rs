@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `pg_catalog.pg_locks` | the lock manager's `lock_status()` (one consistent snapshot) |
 //! | `pg_catalog.pg_stat_wal` | the WAL's counters ([`crate::walstat`]) |
+//! | `pg_catalog.pg_hba_file_rules` | the data directory's `pg_hba.conf` as it is on disk now, parsed by `ferrogres_engine::config::hba` (one row per rule, or per line with its error) |
 //! | `pg_catalog.pg_stat_activity` | the engine's per-backend activity slots (`pgstat::activity`), wait events (`pgstat::wait_event`) and ProcArray xid/xmin |
 
 use crate::catalog::{self, Column, Table};
@@ -19,6 +20,9 @@ use ferrogres_engine::storage::RelFileLocator;
 
 /// pg_locks' OID in PostgreSQL 15 (its AccessShareLock shows in pg_locks).
 pub const PG_LOCKS_OID: u32 = 12073;
+
+/// pg_hba_file_rules' OID in PostgreSQL 15.
+pub const PG_HBA_FILE_RULES_OID: u32 = 12114;
 
 /// pg_stat_activity's OID in PostgreSQL 15.
 pub const PG_STAT_ACTIVITY_OID: u32 = 12222;
@@ -79,6 +83,20 @@ const VIEWS: &[View] = &[View {
         ("backend_type", Type::Text),
     ],
 }, View {
+    name: "pg_hba_file_rules",
+    oid: PG_HBA_FILE_RULES_OID,
+    columns: &[
+        ("line_number", Type::Int4),
+        ("type", Type::Text),
+        ("database", Type::Array(&Type::Text)),
+        ("user_name", Type::Array(&Type::Text)),
+        ("address", Type::Text),
+        ("netmask", Type::Text),
+        ("auth_method", Type::Text),
+        ("options", Type::Array(&Type::Text)),
+        ("error", Type::Text),
+    ],
+}, View {
     name: "pg_stat_wal",
     oid: crate::walstat::PG_STAT_WAL_OID,
     columns: crate::walstat::PG_STAT_WAL_COLUMNS,
@@ -132,8 +150,48 @@ pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend) -> Result<Vec
         PG_LOCKS_OID => Ok(pg_locks(backend)),
         PG_STAT_ACTIVITY_OID => Ok(pg_stat_activity(backend)),
         crate::walstat::PG_STAT_WAL_OID => Ok(crate::walstat::pg_stat_wal(backend)),
+        PG_HBA_FILE_RULES_OID => pg_hba_file_rules(backend),
         _ => Err(crate::errors::SqlError::internal(format!("no system view with OID {oid}"))),
     }
+}
+
+/// pg_hba.conf as it is on disk (not necessarily what the server loaded: as in
+/// PostgreSQL, the view is for checking a file before reloading it).
+fn pg_hba_file_rules(backend: &ferrogres_engine::engine::Backend) -> Result<Vec<Vec<Value>>> {
+    use ferrogres_engine::config::{conffile, hba};
+    let path = backend.engine().datadir().join(conffile::HBA_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        crate::errors::SqlError::new(b"58P01", format!("could not open configuration file \"{}\": {e}", path.display()))
+    })?;
+    let arr = |v: Vec<String>| Value::Array(Box::new(crate::array::Array::new(Type::Text, v.into_iter().map(Value::Text).collect())));
+    Ok(hba::parse_lines(&text)
+        .into_iter()
+        .map(|(line, r)| match r {
+            Ok(rule) => {
+                let (address, netmask) = match rule.address() {
+                    None => (Value::Null, Value::Null),
+                    Some((a, m)) => (Value::Text(a), m.map_or(Value::Null, Value::Text)),
+                };
+                vec![
+                    Value::Int4(line as i32),
+                    Value::Text(rule.conn_type.as_str().into()),
+                    arr(rule.databases()),
+                    arr(rule.users()),
+                    address,
+                    netmask,
+                    Value::Text(rule.method.as_str().into()),
+                    Value::Null,
+                    Value::Null,
+                ]
+            }
+            Err(e) => {
+                let mut row = vec![Value::Null; 9];
+                row[0] = Value::Int4(line as i32);
+                row[8] = Value::Text(e);
+                row
+            }
+        })
+        .collect())
 }
 
 fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {

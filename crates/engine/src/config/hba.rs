@@ -1,6 +1,11 @@
 //! Client authentication rules: PostgreSQL's `pg_hba.conf` (host-based
 //! authentication), read from the data directory at start and on reload.
 //!
+//! The parser lives in the engine's configuration module so that both the wire
+//! server (which matches connections against the rules) and the SQL layer
+//! (whose `pg_hba_file_rules` view shows the file as it is on disk now, one row
+//! per rule or error) read the file the same way.
+//!
 //! Each non-comment line is a rule `TYPE DATABASE USER [ADDRESS [MASK]] METHOD`.
 //! The first rule whose connection type, database, user and client address
 //! match a connection decides its method; no matching rule is FATAL 28000 `no
@@ -175,6 +180,64 @@ fn parse_cidr(text: &str, mask: Option<&str>) -> Result<Addr, String> {
     Ok(Addr::Cidr(ip, bits))
 }
 
+/// Every rule line of a file in order, parsed or with its error (without the
+/// CONTEXT line): what `pg_hba_file_rules` shows.
+pub fn parse_lines(text: &str) -> Vec<(u32, Result<Rule, String>)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(n, line)| {
+            let f = fields(line);
+            (!f.is_empty()).then(|| (n as u32 + 1, parse_rule(&f, n as u32 + 1)))
+        })
+        .collect()
+}
+
+impl ConnType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnType::Local => "local",
+            ConnType::Host => "host",
+            ConnType::HostSsl => "hostssl",
+            ConnType::HostNoSsl => "hostnossl",
+        }
+    }
+}
+
+/// `a.b.c.d` of a prefix length (`netmask` of pg_hba_file_rules).
+fn mask_of(ip: IpAddr, bits: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => {
+            let m = if bits == 0 { 0 } else { u32::MAX << (32 - bits as u32) };
+            IpAddr::V4(std::net::Ipv4Addr::from(m))
+        }
+        IpAddr::V6(_) => {
+            let m = if bits == 0 { 0 } else { u128::MAX << (128 - bits as u32) };
+            IpAddr::V6(std::net::Ipv6Addr::from(m))
+        }
+    }
+}
+
+impl Rule {
+    /// The database field's items, quotes' markers removed.
+    pub fn databases(&self) -> Vec<String> {
+        self.databases.iter().map(|d| d.trim_start_matches('"').to_string()).collect()
+    }
+
+    pub fn users(&self) -> Vec<String> {
+        self.users.iter().map(|u| u.trim_start_matches('"').to_string()).collect()
+    }
+
+    /// (address, netmask) as pg_hba_file_rules shows them: `None` for local,
+    /// `("all", None)`, or the network address and its mask.
+    pub fn address(&self) -> Option<(String, Option<String>)> {
+        match &self.addr {
+            None => None,
+            Some(Addr::All) => Some(("all".into(), None)),
+            Some(Addr::Cidr(ip, bits)) => Some((ip.to_string(), Some(mask_of(*ip, *bits).to_string()))),
+        }
+    }
+}
+
 /// Parse pg_hba.conf. Errors are PostgreSQL's messages, each with its CONTEXT
 /// line (`line N of configuration file "F"`); the caller refuses the whole file
 /// when there is any, as PostgreSQL does.
@@ -340,6 +403,18 @@ mod tests {
         assert_eq!(line(client(Some("192.168.2.7"), "db1", "ann")), None);
         assert_eq!(line(client(Some("::1"), "d", "ann")), Some(7));
         assert_eq!(hba.rules[3].method, Method::Reject);
+    }
+
+    #[test]
+    fn lines_for_the_view() {
+        let l = parse_lines("local all all trust\nhost db1,db2 all 10.0.0.0/8 reject\nhost all all ::1/128 trust\nbad\n");
+        assert_eq!(l.len(), 4);
+        let r = l[1].1.as_ref().unwrap();
+        assert_eq!((r.conn_type.as_str(), r.databases(), r.users()), ("host", vec!["db1".to_string(), "db2".into()], vec!["all".to_string()]));
+        assert_eq!(r.address(), Some(("10.0.0.0".into(), Some("255.0.0.0".into()))));
+        assert_eq!(l[2].1.as_ref().unwrap().address(), Some(("::1".into(), Some("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff".into()))));
+        assert_eq!(l[0].1.as_ref().unwrap().address(), None);
+        assert_eq!(l[3].1.as_ref().unwrap_err(), "invalid connection type \"bad\"");
     }
 
     #[test]
