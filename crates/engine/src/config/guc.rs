@@ -650,4 +650,19 @@ mod tests {
         assert_eq!(fmt_g(100.0), "100");
         assert_eq!(fmt_g(1e-5), "1e-05");
     }
+
+    #[test]
+    fn integers_take_octal_and_hex_as_strtol_does() {
+        let g = find("unix_socket_permissions").unwrap();
+        assert_eq!(g.parse("unix_socket_permissions", "0700").unwrap(), Value::Int(0o700));
+        assert_eq!(g.canonical("unix_socket_permissions", "0700").unwrap(), "0700");
+        assert_eq!(g.canonical("unix_socket_permissions", "511").unwrap(), "0777");
+        assert_eq!(
+            g.parse("unix_socket_permissions", "01777").unwrap_err().to_string(),
+            "1023 is outside the valid range for parameter \"unix_socket_permissions\" (0 .. 511)"
+        );
+        assert_eq!(find("max_connections").unwrap().parse("max_connections", "0x10").unwrap(), Value::Int(16));
+        assert_eq!(find("max_connections").unwrap().parse("max_connections", "010").unwrap(), Value::Int(8));
+        assert!(find("max_connections").unwrap().parse("max_connections", "09").is_err());
+    }
 }
