@@ -114,7 +114,19 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
     // directory without one gets PostgreSQL's initdb default.
     let hba_path = datadir.join(ferrogres_engine::config::conffile::HBA_FILE);
     let hba = if hba_path.exists() { load_hba(&hba_path).ok_or_else(|| fatal("could not load pg_hba.conf"))? } else { Default::default() };
+    // ssl = on: the certificate and key now, or no start (PostgreSQL's FATAL).
+    let tls = if opts.ssl {
+        Some(ferrogres_server::tls::load(&opts.ssl_cert_file, &opts.ssl_key_file).map_err(|(message, detail)| Fatal {
+            message,
+            detail,
+            hint: None,
+            usage: false,
+        })?)
+    } else {
+        None
+    };
     let config = ServerConfig {
+        tls,
         hba: Arc::new(hba),
         listen_addresses: opts.listen.clone(),
         port: opts.port,

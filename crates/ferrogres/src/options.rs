@@ -92,6 +92,10 @@ pub struct Options {
     pub socket_dirs: Vec<PathBuf>,
     pub socket_permissions: u32,
     pub authentication_timeout: Duration,
+    /// ssl, ssl_cert_file, ssl_key_file (files relative to the data directory).
+    pub ssl: bool,
+    pub ssl_cert_file: PathBuf,
+    pub ssl_key_file: PathBuf,
     pub settings: Settings,
     /// Every setting given, as (table name, value in SHOW's canonical form): the
     /// defaults of the SQL sessions (SHOW shared_buffers, work_mem...).
@@ -111,6 +115,9 @@ impl Options {
             socket_dirs: vec![PathBuf::from("/tmp")],
             socket_permissions: 0o777,
             authentication_timeout: Duration::from_secs(60),
+            ssl: false,
+            ssl_cert_file: PathBuf::from("server.crt"),
+            ssl_key_file: PathBuf::from("server.key"),
             settings: Settings::default(),
             overrides: Vec::new(),
             help: false,
@@ -264,6 +271,9 @@ impl Options {
             "unix_socket_permissions" => self.socket_permissions = v.as_int() as u32, // 0 .. 0777 by the table
             "data_directory" => self.datadir = PathBuf::from(value),
             "authentication_timeout" => self.authentication_timeout = Duration::from_secs(v.as_int() as u64),
+            "ssl" => self.ssl = v.as_bool(),
+            "ssl_cert_file" => self.ssl_cert_file = PathBuf::from(value),
+            "ssl_key_file" => self.ssl_key_file = PathBuf::from(value),
             _ => self.settings.set(name, value)?,
         }
         self.overrides.retain(|(n, _)| n != g.name);

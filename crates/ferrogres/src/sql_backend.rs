@@ -156,6 +156,7 @@ impl Backend for SqlBackend {
                 application_name: startup.application_name.clone(),
                 client_addr,
                 client_port,
+                ssl: startup.ssl.as_ref().map(|t| (t.version.clone(), t.cipher.clone(), t.bits)),
             };
             let activity = &self.engine.activity;
             activity.start(backend.id(), info, BackendState::Idle);

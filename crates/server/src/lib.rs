@@ -7,6 +7,7 @@ pub mod lockfile;
 pub mod minimal;
 pub mod protocol;
 pub mod server;
+pub mod tls;
 
 mod connection;
 mod stream;

@@ -38,6 +38,9 @@ pub struct ServerConfig {
     pub data_directory: String,
     /// The client authentication rules (pg_hba.conf).
     pub hba: Arc<crate::hba::Hba>,
+    /// `ssl = on`: the certificate and key SSLRequests are answered with
+    /// ([`crate::tls::load`]); `None`: every SSLRequest gets 'N'.
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 impl Default for ServerConfig {
@@ -51,6 +54,7 @@ impl Default for ServerConfig {
             authentication_timeout: Duration::from_secs(60),
             data_directory: String::new(),
             hba: Arc::new(crate::hba::Hba::default()),
+            tls: None,
         }
     }
 }
@@ -99,6 +103,8 @@ pub(crate) struct Shared {
     conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
     max_connections: usize,
     pub(crate) runtime: Arc<RuntimeSettings>,
+    /// TLS for SSLRequests on TCP (`ssl = on`), read at start.
+    pub(crate) tls: Option<crate::tls::TlsConfig>,
     /// The next pid to try; pids are unique among live sessions.
     next_pid: AtomicI32,
     shutdown: Arc<AtomicBool>,
@@ -281,6 +287,7 @@ impl Listeners {
                 authentication_timeout_ms: AtomicU64::new(self.config.authentication_timeout.as_millis() as u64),
                 hba: Mutex::new(self.config.hba.clone()),
             }),
+            tls: self.config.tls.clone(),
             next_pid: AtomicI32::new((std::process::id() as i32).max(1000)),
             shutdown: Arc::new(AtomicBool::new(false)),
         });

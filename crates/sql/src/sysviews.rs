@@ -9,6 +9,7 @@
 //! | `pg_catalog.pg_locks` | the lock manager's `lock_status()` (one consistent snapshot) |
 //! | `pg_catalog.pg_stat_wal` | the WAL's counters ([`crate::walstat`]) |
 //! | `pg_catalog.pg_hba_file_rules` | the data directory's `pg_hba.conf` as it is on disk now, parsed by `ferrogres_engine::config::hba` (one row per rule, or per line with its error) |
+//! | `pg_catalog.pg_stat_ssl` | the same activity slots: each client backend's TLS (version, cipher, bits) as the wire server negotiated it; no client certificates, so client_dn, client_serial and issuer_dn are NULL |
 //! | `pg_catalog.pg_stat_activity` | the engine's per-backend activity slots (`pgstat::activity`), wait events (`pgstat::wait_event`) and ProcArray xid/xmin |
 
 use crate::catalog::{self, Column, Table};
@@ -23,6 +24,9 @@ pub const PG_LOCKS_OID: u32 = 12073;
 
 /// pg_hba_file_rules' OID in PostgreSQL 15.
 pub const PG_HBA_FILE_RULES_OID: u32 = 12114;
+
+/// pg_stat_ssl's OID in PostgreSQL 15.
+pub const PG_STAT_SSL_OID: u32 = 12249;
 
 /// pg_stat_activity's OID in PostgreSQL 15.
 pub const PG_STAT_ACTIVITY_OID: u32 = 12222;
@@ -81,6 +85,20 @@ const VIEWS: &[View] = &[View {
         ("query_id", Type::Int8),
         ("query", Type::Text),
         ("backend_type", Type::Text),
+    ],
+}, View {
+    name: "pg_stat_ssl",
+    oid: PG_STAT_SSL_OID,
+    // PostgreSQL 15's columns and order.
+    columns: &[
+        ("pid", Type::Int4),
+        ("ssl", Type::Bool),
+        ("version", Type::Text),
+        ("cipher", Type::Text),
+        ("bits", Type::Int4),
+        ("client_dn", Type::Text),
+        ("client_serial", Type::Numeric),
+        ("issuer_dn", Type::Text),
     ],
 }, View {
     name: "pg_hba_file_rules",
@@ -149,6 +167,7 @@ pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend) -> Result<Vec
     match oid {
         PG_LOCKS_OID => Ok(pg_locks(backend)),
         PG_STAT_ACTIVITY_OID => Ok(pg_stat_activity(backend)),
+        PG_STAT_SSL_OID => Ok(pg_stat_ssl(backend)),
         crate::walstat::PG_STAT_WAL_OID => Ok(crate::walstat::pg_stat_wal(backend)),
         PG_HBA_FILE_RULES_OID => pg_hba_file_rules(backend),
         _ => Err(crate::errors::SqlError::internal(format!("no system view with OID {oid}"))),
@@ -192,6 +211,33 @@ fn pg_hba_file_rules(backend: &ferrogres_engine::engine::Backend) -> Result<Vec<
             }
         })
         .collect())
+}
+
+/// One row per client backend (PostgreSQL's view keeps those with a client_port).
+fn pg_stat_ssl(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+    backend
+        .engine()
+        .activity
+        .rows()
+        .into_iter()
+        .filter(|r| r.info.client_port.is_some())
+        .map(|r| {
+            let pid = Value::Int4(r.info.pid);
+            match r.info.ssl {
+                Some((version, cipher, bits)) => vec![
+                    pid,
+                    Value::Bool(true),
+                    Value::Text(version),
+                    Value::Text(cipher),
+                    Value::Int4(bits),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                ],
+                None => vec![pid, Value::Bool(false), Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, Value::Null],
+            }
+        })
+        .collect()
 }
 
 fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {

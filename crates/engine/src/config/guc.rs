@@ -225,6 +225,10 @@ pub static GUCS: &[Guc] = &[
     guc!("data_directory", Postmaster, Kind::String, ""),
     guc!("max_connections", Postmaster, int(1, 262_143, Unit::None), "100"),
     guc!("authentication_timeout", Sighup, int(1, 600, Unit::S), "1min"),
+    // TLS (ferrogres_server::tls): read at start; a reload logs the change for the next restart.
+    guc!("ssl", Sighup, Kind::Bool, "off"),
+    guc!("ssl_cert_file", Sighup, Kind::String, "server.crt"),
+    guc!("ssl_key_file", Sighup, Kind::String, "server.key"),
     // ---- resources
     guc!("shared_buffers", Postmaster, int(16, INT_MAX / 2, Unit::Blocks), "128MB"),
     guc!("buffer_mapping_partitions", Postmaster, int(1, 4096, Unit::None), "128"),
