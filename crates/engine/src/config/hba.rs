@@ -12,8 +12,8 @@
 //! pg_hba.conf entry for host "H", user "U", database "D", no encryption`.
 //!
 //! What is supported (the rest is refused when the file is read, never ignored):
-//! - types `local`, `host`, `hostssl`, `hostnossl` (no TLS yet, so `hostssl`
-//!   never matches and `hostnossl` matches every TCP client);
+//! - types `local`, `host`, `hostssl`, `hostnossl` (`Client::ssl`: the wire
+//!   server's real TLS state);
 //! - databases `all`, `sameuser`, `replication` (matches only replication
 //!   connections, which ferrogres refuses), names, comma lists, double quotes;
 //! - users `all`, names, `+group`, comma lists. Role memberships do not exist
