@@ -124,7 +124,6 @@ def parse_args(argv):
                          "points; callgrind in an extra pass per workload (server restarted under valgrind, "
                          "fixed transaction count); auto = perf where the CPU counter works, else callgrind "
                          "if valgrind is installed (default auto)")
-    ap.add_argument("--cg-clients", type=int, default=1, help="pgbench clients in the callgrind pass (default 1)")
     ap.add_argument("--cg-transactions", type=int,
                     help="transactions per client in the callgrind pass (default: the profile's)")
     ap.add_argument("--no-plots", action="store_true")
@@ -360,41 +359,111 @@ class Runner:
         return wr
 
     def callgrind_point(self, srv: servers.Server, w: W.Workload, wargs: list[str]) -> dict:
-        """Server instructions per transaction with the server under callgrind (see callgrind.py)."""
-        c = self.args.cg_clients
-        rec: dict = {"system": srv.system, "x": c, "status": "failed", "method": "callgrind",
-                     "transactions_per_client": self.cg_transactions}
+        """Server instructions per transaction with the server under callgrind (see
+        callgrind.py): the connection's, start-up excluded (a short and a long one-client
+        run, their difference), and the background threads/processes' apart."""
+        t2 = self.cg_transactions
+        t1 = max(10, t2 // 5)
+        rec: dict = {"system": srv.system, "x": 1, "status": "failed", "method": "callgrind",
+                     "transactions_per_client": t2, "short_transactions": t1}
         cgdir = os.path.join(srv.dir, "callgrind")
         os.makedirs(cgdir, exist_ok=True)
         procs.chown_to_server_user(cgdir)
         try:
-            srv.relaunch(callgrind.wrapper(cgdir), ready_timeout=300)
+            srv.relaunch(callgrind.wrapper(cgdir, srv.system), ready_timeout=300)
         except servers.ServerError as e:
             rec["error"] = f"could not start under valgrind: {e}"
             return rec
         base = set(srv.pids())
-        warm = pgbench.run(srv, workload_args=wargs, clients=c, jobs=1, transactions=max(5, self.cg_transactions // 10),
+        life_started = time.monotonic()
+        warm = pgbench.run(srv, workload_args=wargs, clients=1, jobs=1, transactions=max(5, t2 // 10),
                            logdir=self.logdir, tag=f"cg-warm-{srv.system}")
         if not warm.ok:
             rec["error"] = f"warm-up under valgrind: {warm.error}"
             return rec
         procs.wait_until(lambda: set(srv.pids()) <= base, 60.0)  # the warm-up's backends are gone
-        win = callgrind.Window(cgdir, srv.pids(), as_server=srv.system == "ferrogres")
-        win.start()
-        res = pgbench.run(srv, workload_args=wargs, clients=c, jobs=1, transactions=self.cg_transactions,
-                          logdir=self.logdir, tag=f"cg-{srv.system}")
-        procs.wait_until(lambda: set(srv.pids()) <= set(win.pids), 60.0)
-        total, why = win.stop(srv.pids())
-        rec.update(txns=res.txns, instructions=total, command=" ".join(res.command))
-        if not res.ok:
-            rec["error"] = res.error
-        elif total is None:
-            rec["error"] = why
+        files = callgrind.Files(cgdir)
+        files.settle(10.0)
+        # background: ferrogres, its one process (all threads), zeroed now and dumped
+        # after the runs; PostgreSQL, every process but the postmaster, from the files
+        # they write at exit (callgrind.py, point 4)
+        fg = srv.system == "ferrogres"
+        bg_pids = [p for p in srv.pids() if fg or p != srv.root_pid]
+        notes = []
+        if fg:
+            err = callgrind._control("--zero", bg_pids)
+            if err:
+                notes.append(err)
+        started = time.monotonic()
+        runs = []
+        for n in (t1, t2):
+            mark = files.snapshot()
+            res = pgbench.run(srv, workload_args=wargs, clients=1, jobs=1, transactions=n,
+                              logdir=self.logdir, tag=f"cg-{srv.system}-{n}")
+            if not res.ok:
+                rec["error"] = res.error
+                return rec
+            procs.wait_until(lambda: set(srv.pids()) <= base, 60.0)
+            conn = callgrind.connection_files(srv.system, files.new_since(mark, files.settle()), set(bg_pids))
+            # pgbench opens a setup connection (it looks up the scale) and closes it
+            # before its client connects: two per run, the client's file written last
+            # (the setup's can be the larger: it fills catalog caches for its queries)
+            if len(conn) not in (1, 2):
+                rec["error"] = (f"expected pgbench's two connections' callgrind files after pgbench -t {n}, found "
+                                f"{len(conn)}: {[os.path.basename(p) for p, _ in conn]}")
+                return rec
+            conn.sort(key=lambda ph: (os.stat(ph[0]).st_mtime_ns, int(ph[1].get("part", "0") or 0)))
+            runs.append({"transactions": res.txns, "instructions": conn[-1][1]["ir"],
+                         "file": os.path.basename(conn[-1][0]), "command": " ".join(res.command),
+                         "setup_connection_instructions": conn[0][1]["ir"] if len(conn) == 2 else None})
+        background = []
+        mark = files.snapshot()
+        if fg:
+            err = callgrind._control("--dump", [p for p in bg_pids if procs.pid_alive(p)])
+            if err:
+                notes.append(err)
+            elapsed = time.monotonic() - started
+            for p in files.new_since(mark, files.settle()):
+                h = callgrind.read_header(p)
+                if "ir" not in h or "--dump-after" in h.get("trigger", "") or "termination" in h.get("trigger", "").lower():
+                    continue
+                background.append({"name": callgrind.fg_thread_name(h), "instructions": h["ir"]})
+            bg_txns = runs[0]["transactions"] + runs[1]["transactions"]
         else:
-            rec["status"] = "ok"
-            rec["instr_per_txn"] = total / res.txns
-            if why:
-                rec["notes"] = [why]
+            procs.stop(srv.proc, srv.stop_signal, timeout=120)
+            srv.proc = None
+            elapsed = time.monotonic() - life_started
+            for p in files.new_since(mark, files.settle()):
+                h = callgrind.read_header(p)
+                try:
+                    pid = int(h.get("pid", "0"))
+                except ValueError:
+                    continue
+                if pid == srv.root_pid or pid not in bg_pids:
+                    continue
+                aux = callgrind.pg_aux(p)
+                if aux is not None:
+                    background.append({"name": f"{aux[0]} (pid {pid})", "instructions": aux[1]})
+            bg_txns = warm.txns + runs[0]["transactions"] + runs[1]["transactions"]
+            notes.append("background over the server's life under valgrind (start, warm-up, both runs, "
+                         "shutdown checkpoint): vgdb must not reach PostgreSQL's processes")
+        background.sort(key=lambda b: -b["instructions"])
+        (a, b) = runs
+        txns = a["transactions"] + b["transactions"]
+        rec.update(runs=runs, txns=txns, background=background, window_s=round(elapsed, 1),
+                   background_txns=bg_txns)
+        if b["transactions"] <= a["transactions"]:
+            rec["error"] = f"the long run did no more transactions than the short one: {runs}"
+            return rec
+        rec["status"] = "ok"
+        rec["instr_per_txn"] = (b["instructions"] - a["instructions"]) / (b["transactions"] - a["transactions"])
+        rec["instr_per_txn_with_startup"] = b["instructions"] / b["transactions"]
+        bg_total = sum(x["instructions"] for x in background)
+        rec["background_instructions"] = bg_total
+        rec["background_per_txn"] = bg_total / bg_txns
+        rec["background_per_s"] = bg_total / elapsed if elapsed > 0 else None
+        if notes:
+            rec["notes"] = notes
         return rec
 
     def parallel_point(self, srv, w, query: str, workers: int, scriptdir: str) -> dict:
@@ -433,8 +502,11 @@ class Runner:
                 "instructions": ("perf stat -e EVENT -p <server process tree>, inherited by new backends, "
                                  "divided by pgbench's transactions" if self.instr_method == "perf" else
                                  "callgrind pass after the timed points: server restarted under valgrind "
-                                 "--tool=callgrind, counters zeroed after a warm-up, Ir of every server process "
-                                 "over a fixed pgbench -t run divided by its transactions"
+                                 "--tool=callgrind --separate-threads=yes; the connection's Ir per transaction "
+                                 "as the difference of a short and a long one-client pgbench -t run (start-up "
+                                 "excluded; PostgreSQL's children zeroed at InitPostmasterChild, ferrogres's "
+                                 "connection thread dumped after connection::serve); background threads and "
+                                 "processes zeroed and dumped around both runs, reported apart"
                                  if self.instr_method == "callgrind" else "not measured"),
                 "instructions_method": self.instr_method,
                 "ratio": "ferrogres tps / PostgreSQL tps",

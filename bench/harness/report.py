@@ -266,7 +266,8 @@ def workload_text(wr: dict, systems: list[str], event: str = "instructions") -> 
 
 
 def callgrind_text(recs: list[dict], systems: list[str]) -> str:
-    """The callgrind pass: server instructions per transaction of each system, and their ratio."""
+    """The callgrind pass: each system's connection instructions per transaction
+    (start-up excluded), their ratio, and the background threads/processes apart."""
     by = {r["system"]: r for r in recs}
     parts = []
     for s in systems:
@@ -277,14 +278,28 @@ def callgrind_text(recs: list[dict], systems: list[str]) -> str:
             parts.append(f"{LABEL[s]} {r['instr_per_txn']:,.0f}")
         else:
             parts.append(f"{LABEL[s]} failed ({r.get('error', '')[:120]})")
-    line = "  server instructions/txn (callgrind"
+    line = "  server instructions/txn, connection (callgrind, 1 client"
     if recs:
-        line += f", {recs[0]['x']} client, {recs[0]['transactions_per_client']} txns"
+        line += f", {recs[0].get('short_transactions', '?')} and {recs[0]['transactions_per_client']} txns, start-up excluded"
     line += "): " + "; ".join(parts)
     a, b = by.get("pg"), by.get("ferrogres")
     if a and b and a["status"] == "ok" and b["status"] == "ok" and a["instr_per_txn"]:
         line += f"; ratio f/pg {b['instr_per_txn'] / a['instr_per_txn']:.2f}"
-    return line
+    out = [line]
+    for s in systems:
+        r = by.get(s)
+        if r is None or r["status"] != "ok":
+            continue
+        per_s = r.get("background_per_s")
+        bg = (f"    {LABEL[s]} background: {r['background_per_txn']:,.0f}/txn"
+              + (f", {per_s:,.0f}/s" if per_s is not None else "") + f" over {r['window_s']} s")
+        tops = [f"{x['name']} {x['instructions']:,}" for x in r.get("background", []) if x["instructions"]]
+        if tops:
+            bg += " (" + "; ".join(tops[:8]) + ")"
+        out.append(bg)
+        for n in r.get("notes", []):
+            out.append(f"    {LABEL[s]} note: {n[:200]}")
+    return "\n".join(out)
 
 
 def print_workload(wr: dict, systems: list[str], event: str = "instructions") -> None:

@@ -55,6 +55,11 @@ pub struct Settings {
     pub max_locks_per_transaction: usize,
     /// Milliseconds a lock wait lasts before the deadlock check runs.
     pub deadlock_timeout_ms: u64,
+    /// log_lock_waits: log a lock wait that outlasts deadlock_timeout.
+    pub log_lock_waits: bool,
+    /// pg_wait_sampling.period: ms between two samples of the wait-event
+    /// sampler (pgstat::sampler); 0 turns it off.
+    pub wait_sampling_period_ms: u64,
     /// Milliseconds a lock wait may last before failing with 55P03; 0 = forever.
     pub lock_timeout_ms: u64,
     /// Age (in transactions) an xmin must reach before VACUUM freezes it.
@@ -93,6 +98,8 @@ impl Default for Settings {
             bgwriter_lru_maxpages: 100,
             max_locks_per_transaction: 64,
             deadlock_timeout_ms: 1000,
+            log_lock_waits: false,
+            wait_sampling_period_ms: 10,
             lock_timeout_ms: 0,
             vacuum_freeze_min_age: 50_000_000,
             autovacuum: true,
@@ -154,6 +161,8 @@ impl Settings {
             "bgwriter_lru_maxpages" => self.bgwriter_lru_maxpages = n as usize,
             "max_locks_per_transaction" => self.max_locks_per_transaction = n as usize,
             "deadlock_timeout" => self.deadlock_timeout_ms = n as u64,
+            "log_lock_waits" => self.log_lock_waits = v.as_bool(),
+            "pg_wait_sampling.period" => self.wait_sampling_period_ms = n as u64,
             "lock_timeout" => self.lock_timeout_ms = n as u64,
             "vacuum_freeze_min_age" => self.vacuum_freeze_min_age = n as u32,
             "autovacuum" => self.autovacuum = v.as_bool(),

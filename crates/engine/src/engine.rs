@@ -74,6 +74,8 @@ pub struct Engine {
     pub locks: Arc<LockManager>,
     /// Every backend's pg_stat_activity slot (pgstat::activity), by BackendId.
     pub activity: crate::pgstat::activity::ActivityTable,
+    /// The wait-event sampler (pgstat::sampler): history and profile.
+    pub sampler: Arc<crate::pgstat::sampler::WaitSampler>,
     /// Shared relation-extension state of the heap (batches of extra pages).
     pub(crate) heap_space: heapam::SpaceMap,
     /// The metapage caches and insert counters of hash indexes (hash::metacache).
@@ -100,6 +102,8 @@ pub struct Engine {
     shut_down: AtomicBool,
     /// The database each backend is connected to (dbcommands).
     databases: dbcommands::DatabaseRegistry,
+    /// LISTEN / NOTIFY's listeners and pending notifications (crate::notify).
+    pub notify: crate::notify::NotifyQueue,
 }
 
 #[derive(Default)]
@@ -118,6 +122,8 @@ pub struct StartupReport {
     pub redo_start: Lsn,
     pub redo_end: Lsn,
     pub end_reason: String,
+    /// Stray temporary files (`base/pgsql_tmp/pgsql_tmp*`) removed at start.
+    pub temp_files_removed: usize,
 }
 
 /// The buffer pool's view of the WAL (*WAL before data*). During redo every record
@@ -248,6 +254,9 @@ impl Engine {
             }
         }
 
+        // Temporary files left by a crash (PostgreSQL's RemovePgTempFiles): no
+        // query runs yet, so every one is stray.
+        report.temp_files_removed = crate::storage::buffile::remove_stray(&datadir)?;
         let max_backends = settings.max_connections + AUX_BACKENDS;
         // Before any LWLock is made: they take the process-wide fairness default.
         crate::lmgr::lwlock::set_default_fairness(settings.lwlock_fair);
@@ -278,6 +287,7 @@ impl Engine {
             txn,
             locks,
             activity: crate::pgstat::activity::ActivityTable::new(max_backends, crate::pgstat::activity::QUERY_SIZE),
+            sampler: Arc::new(crate::pgstat::sampler::WaitSampler::new(settings.wait_sampling_period_ms)),
             heap_space: heapam::SpaceMap::default(),
             hash_caches: crate::hash::CacheRegistry::default(),
             pgstat_tables: Default::default(),
@@ -290,6 +300,7 @@ impl Engine {
             aux_ids: Mutex::new(Vec::new()),
             shut_down: AtomicBool::new(false),
             databases: Default::default(),
+            notify: Default::default(),
             settings,
         });
 
@@ -418,6 +429,7 @@ impl Engine {
 
     fn start_workers(self: &Arc<Self>) {
         let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        self.sampler.start(Arc::downgrade(self));
         w.bgwriter = Some(self.buffers.start_bgwriter_with(self.aux_start("background writer")));
         w.wal_writer = Some(wal::start_wal_writer_with(self.wal.clone(), self.aux_start("walwriter"), |e| {
             eprintln!("ERROR:  WAL writer: {e}");
@@ -439,6 +451,7 @@ impl Engine {
     /// WAL writer (joining their threads).
     fn stop_workers(&self) {
         self.pgstat_tables.stop_launcher();
+        self.sampler.stop();
         let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(mut c) = w.checkpointer.take() {
             c.stop();
@@ -620,6 +633,7 @@ impl Engine {
             let _ = self.locks.unregister_backend(id);
             return Err(release(e));
         }
+        txn.pgstat.set_database(POSTGRES_DATABASE_OID);
         Ok(Backend {
             engine: self.clone(),
             id,
@@ -692,7 +706,24 @@ impl Backend {
     /// for `Engine::backends_in_database` (CREATE/DROP DATABASE's 55006).
     pub fn set_database(&mut self, db: Oid) {
         self.db_oid = db;
+        self.txn.pgstat.set_database(db);
         self.engine.databases.set(self.id.0, db, self.pid);
+    }
+}
+
+impl Backend {
+    /// Flushes this backend's pending statistics into the shared counters if a
+    /// flush is due (`pgstat::tabstat::MIN_FLUSH_INTERVAL` since the last one) or
+    /// `force` (PostgreSQL's pgstat_report_stat). Returns how long until the
+    /// counts still pending may be flushed (None: nothing pending), so that an
+    /// idle session can come back for them.
+    pub fn pgstat_report(&self, force: bool) -> Option<std::time::Duration> {
+        if let Some(f) = self.txn.pgstat.take_if_due(force) {
+            let stats = &self.engine.pgstat_tables;
+            let db = stats.db(f.db);
+            crate::pgstat::tabstat::apply_flush(f, |r| stats.rel(r), &db);
+        }
+        self.txn.pgstat.flush_due_in()
     }
 }
 
@@ -701,6 +732,7 @@ impl Drop for Backend {
         if self.txn.in_transaction() {
             let _ = self.txn.abort();
         }
+        self.pgstat_report(true);
         // SAFETY: `txn` is not used after this; dropping it leaves the ProcArray,
         // which must happen before the backend number can be handed out again.
         unsafe { std::mem::ManuallyDrop::drop(&mut self.txn) };

@@ -35,6 +35,7 @@ pub mod lmgr;
 pub mod memacct;
 #[cfg(not(loom))]
 pub mod nbtree;
+pub mod notify;
 pub mod pgstat;
 pub mod sinval;
 pub mod storage;

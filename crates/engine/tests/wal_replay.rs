@@ -395,6 +395,31 @@ fn async_commit_is_flushed_by_the_wal_writer() {
 }
 
 #[test]
+fn idle_wal_writer_hibernates_and_an_async_commit_wakes_it() {
+    // 2 ms rounds: 50 idle rounds (100 ms) and it hibernates for 25 rounds at a time.
+    let o = WalOptions { synchronous_commit: false, wal_writer_delay: Duration::from_millis(2), ..opts() };
+    let (_dir, wal) = fresh(&o);
+    let wal = Arc::new(wal);
+    let mut writer = start_wal_writer(wal.clone(), |e| panic!("wal writer: {e}"));
+    let t0 = Instant::now();
+    while !wal.walwriter_hibernating() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "WAL writer never hibernated");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // An asynchronous commit wakes it (hibernation would otherwise last 50 ms) and
+    // it flushes the commit.
+    let end = wal.insert(RecordBuilder::new(RmgrId::Xact, 0).append_main_data(b"commit")).unwrap();
+    wal.commit(end, false).unwrap();
+    assert!(!wal.walwriter_hibernating(), "the commit cleared the flag");
+    let t1 = Instant::now();
+    while wal.flushed_upto() < end {
+        assert!(t1.elapsed() < Duration::from_secs(5), "WAL writer did not flush");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    writer.stop();
+}
+
+#[test]
 fn checkpoint_trigger_by_wal_volume_and_time() {
     let o = WalOptions { max_wal_size: 200_000, checkpoint_timeout: Duration::from_secs(3600), ..opts() };
     let (_dir, wal) = fresh(&o);

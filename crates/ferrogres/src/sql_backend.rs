@@ -59,7 +59,8 @@ fn to_pg(e: SqlError) -> PgError {
         ferrogres_sql::Severity::Warning => Severity::Warning,
         ferrogres_sql::Severity::Notice => Severity::Notice,
     };
-    PgError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context }
+    let objects = e.objects.map(|o| Box::new(ferrogres_server::error::ObjectFields(o.wire_fields())));
+    PgError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context, objects }
 }
 
 fn to_sql(e: PgError) -> SqlError {
@@ -67,7 +68,7 @@ fn to_sql(e: PgError) -> SqlError {
         Severity::Fatal | Severity::Panic => ferrogres_sql::Severity::Fatal,
         _ => ferrogres_sql::Severity::Error,
     };
-    SqlError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context }
+    SqlError { severity, code: e.code, message: e.message, detail: e.detail, hint: e.hint, position: e.position, context: e.context, objects: None }
 }
 
 impl Backend for SqlBackend {
@@ -435,5 +436,21 @@ impl Session for SqlSession {
     fn idle_timeouts(&self) -> IdleTimeouts {
         let (session, in_transaction) = self.s.idle_timeouts();
         IdleTimeouts { session, in_transaction }
+    }
+
+    fn stats_flush_due(&self) -> Option<std::time::Duration> {
+        self.s.pgstat_flush_due()
+    }
+
+    fn flush_stats(&mut self) {
+        self.s.pgstat_flush();
+    }
+
+    fn take_notifications(&mut self) -> Vec<(i32, String, String)> {
+        self.s.take_notifications().into_iter().map(|n| (n.pid, n.channel, n.payload)).collect()
+    }
+
+    fn notify_flag(&self) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+        self.s.notify_flag()
     }
 }

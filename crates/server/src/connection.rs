@@ -12,7 +12,9 @@ use bytes::{BufMut, BytesMut};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyInResponse, CopyOutResponse};
 use pgwire::messages::data::{DataRow, FieldDescription, NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{BindComplete, CloseComplete, ParseComplete, PortalSuspended};
-use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ErrorResponse, NoticeResponse, ReadyForQuery};
+use pgwire::messages::response::{
+    CommandComplete, EmptyQueryResponse, ErrorResponse, NoticeResponse, NotificationResponse, ReadyForQuery,
+};
 use pgwire::messages::startup::{Authentication, BackendKeyData, NegotiateProtocolVersion, ParameterStatus, SecretKey};
 use pgwire::messages::{Message, PgWireFrontendMessage};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -453,9 +455,50 @@ impl Connection {
             self.io.send(&ParameterStatus::new(wire_str(&k), wire_str(&v)))?;
         }
         let status = self.session.transaction_status();
+        if matches!(status, TransactionStatus::Idle) {
+            self.send_notifications()?;
+        }
         self.io.send(&ReadyForQuery::new(status))?;
         self.at_ready = true;
         self.io.flush()
+    }
+
+    /// NotificationResponse for each notification waiting for the session
+    /// (called only outside a transaction block, as PostgreSQL delivers them).
+    fn send_notifications(&mut self) -> Result<bool, PgError> {
+        let notes = self.session.take_notifications();
+        for (pid, channel, payload) in &notes {
+            self.io.send(&NotificationResponse::new(*pid, wire_str(channel), wire_str(payload)))?;
+        }
+        Ok(!notes.is_empty())
+    }
+
+    /// The wait for the client's next message while the session is idle
+    /// outside a transaction block and listens: notifications committed by
+    /// other sessions meanwhile are sent as they come (the flag is checked every
+    /// `NOTIFY_POLL`). `Ok(true)`: a message (or EOF) is there; `Ok(false)`:
+    /// `timeout` passed first.
+    fn wait_listening(&mut self, flag: &std::sync::atomic::AtomicBool, timeout: Option<std::time::Duration>) -> Result<bool, PgError> {
+        const NOTIFY_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if flag.load(std::sync::atomic::Ordering::Acquire) && self.send_notifications()? {
+                self.io.flush()?;
+            }
+            let step = match deadline {
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Ok(false);
+                    }
+                    left.min(NOTIFY_POLL)
+                }
+                None => NOTIFY_POLL,
+            };
+            if self.io.wait_readable(step) {
+                return Ok(true);
+            }
+        }
     }
 
     /// Report `e` to the client; `Err` if the connection must end now.
@@ -498,12 +541,39 @@ impl Connection {
             // one; either one ends the connection with its FATAL.
             // Only after ReadyForQuery, as PostgreSQL arms these timers.
             let idle = if self.at_ready { self.session.idle_timeouts() } else { Default::default() };
-            let (timeout, err) = match self.session.transaction_status() {
+            let (mut timeout, err) = match self.session.transaction_status() {
                 TransactionStatus::Idle => (idle.session, PgError::idle_session_timeout()),
                 _ => (idle.in_transaction, PgError::idle_in_transaction_timeout()),
             };
-            if let Some(t) = timeout {
-                if !self.io.wait_readable(t) {
+            let listening = if self.at_ready && matches!(self.session.transaction_status(), TransactionStatus::Idle) {
+                self.session.notify_flag()
+            } else {
+                None
+            };
+            // Statistics still pending (flushed at most once a second): come
+            // back for them after that much idleness, unless a message or an
+            // idle timeout comes first; the idle timeout keeps its length. A
+            // listening session polls for notifications as it waits, so it
+            // flushes before its wait instead.
+            if let Some(d) = if self.at_ready { self.session.stats_flush_due() } else { None } {
+                if listening.is_some() {
+                    self.session.flush_stats();
+                } else if timeout.is_none_or(|t| d < t) && !self.io.wait_readable(d) {
+                    self.session.flush_stats();
+                    timeout = timeout.map(|t| t.saturating_sub(d));
+                }
+            }
+            if let Some(flag) = listening {
+                match self.wait_listening(&flag, timeout) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        fatal_and_close(&mut self.io, err);
+                        return End::Closed;
+                    }
+                    Err(_) => return End::Closed,
+                }
+            } else if let Some(t) = timeout {
+                if t.is_zero() || !self.io.wait_readable(t) {
                     fatal_and_close(&mut self.io, err);
                     return End::Closed;
                 }

@@ -50,7 +50,15 @@ pub struct PgError {
     pub position: Option<u32>,
     /// The `W` field (psql's CONTEXT line): where the error happened.
     pub context: Option<String>,
+    /// The schema, table, column, data type and constraint fields (`s` `t` `c`
+    /// `d` `n`), in that order, as the SQL layer gives them; boxed, as most
+    /// errors have none (and `Result<_, PgError>` stays small).
+    pub objects: Option<Box<ObjectFields>>,
 }
+
+/// [`PgError::objects`]: (field code, value) pairs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectFields(pub Vec<(u8, String)>);
 
 /// `s` as a protocol string (NUL-terminated on the wire): up to its first NUL.
 pub fn wire_str(s: &str) -> String {
@@ -62,7 +70,7 @@ pub fn wire_str(s: &str) -> String {
 
 impl PgError {
     pub fn new(severity: Severity, code: &[u8; 5], message: impl Into<String>) -> PgError {
-        PgError { severity, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None }
+        PgError { severity, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None, objects: None }
     }
     pub fn error(code: &[u8; 5], message: impl Into<String>) -> PgError {
         PgError::new(Severity::Error, code, message)
@@ -109,6 +117,9 @@ impl PgError {
         }
         if let Some(w) = &self.context {
             f.push((b'W', wire_str(w)));
+        }
+        if let Some(o) = &self.objects {
+            f.extend(o.0.iter().map(|(c, v)| (*c, wire_str(v))));
         }
         f
     }

@@ -370,6 +370,28 @@ pub trait Session: Send {
     fn idle_timeouts(&self) -> IdleTimeouts {
         IdleTimeouts::default()
     }
+    /// How long until the session's pending statistics may be flushed, asked
+    /// before each idle wait (None: nothing pending): after that much
+    /// idleness the connection calls [`Session::flush_stats`].
+    fn stats_flush_due(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// Flushes the session's pending statistics (it has been idle long enough).
+    fn flush_stats(&mut self) {}
+
+    /// LISTEN/NOTIFY: the notifications to deliver now, oldest first, as
+    /// (sender pid, channel, payload). Asked only when the session is idle
+    /// outside a transaction block. None by default.
+    fn take_notifications(&mut self) -> Vec<(i32, String, String)> {
+        Vec::new()
+    }
+
+    /// LISTEN/NOTIFY: set when notifications may be waiting; while the
+    /// session listens the connection checks it as it waits for the client,
+    /// so an idle session gets them promptly. None: it does not listen.
+    fn notify_flag(&self) -> Option<std::sync::Arc<AtomicBool>> {
+        None
+    }
 }
 
 /// The idle timeouts a session's settings ask for (`None`: off).

@@ -180,29 +180,29 @@ fn isolation_from(s: &str) -> Result<IsolationLevel> {
     })
 }
 
-fn txn_options(opts: &[pb::Node]) -> Result<Option<IsolationLevel>> {
+fn txn_options(opts: &[pb::Node]) -> Result<(Option<IsolationLevel>, crate::plan::TxnModes)> {
     let mut iso = None;
+    let mut modes = crate::plan::TxnModes::default();
     for o in opts {
         if let Some(NodeEnum::DefElem(d)) = &o.node {
+            let flag = || match node(&d.arg) {
+                Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), .. })) => Some(i.ival != 0),
+                Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Boolval(b)), .. })) => Some(b.boolval),
+                _ => None,
+            };
             match d.defname.as_str() {
                 "transaction_isolation" => {
                     if let Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Sval(s)), .. })) = node(&d.arg) {
                         iso = Some(isolation_from(&s.sval)?);
                     }
                 }
-                "transaction_read_only" => {
-                    if let Some(NodeEnum::AConst(pb::AConst { val: Some(Val::Ival(i)), .. })) = node(&d.arg) {
-                        if i.ival != 0 {
-                            return Err(SqlError::not_supported("READ ONLY transactions"));
-                        }
-                    }
-                }
-                "transaction_deferrable" => {}
+                "transaction_read_only" => modes.read_only = flag(),
+                "transaction_deferrable" => modes.deferrable = flag(),
                 other => return Err(SqlError::not_supported(format!("transaction option {other}"))),
             }
         }
     }
-    Ok(iso)
+    Ok((iso, modes))
 }
 
 /// A setting's value as SET writes it: words, numbers and strings joined by ", ".
@@ -224,9 +224,75 @@ fn set_value(args: &[pb::Node]) -> Result<String> {
     Ok(parts.join(", "))
 }
 
+impl Analyzer<'_> {
+    /// pg_listening_channels(): the channels this session listens on
+    /// (committed LISTENs, from the engine's queue), read now, as the rows of
+    /// `jsonb_array_elements_text` over a constant (the select list has no
+    /// array unnest); a LISTEN or UNLISTEN commit makes the session's plans
+    /// stale (`crate::notify`).
+    fn listening_channels(&mut self, scope: &mut Scope) -> Result<Expr> {
+        let chans = self.backend.engine().notify.channels(self.backend.id().0);
+        let json_str = |c: &str| {
+            let mut out = String::from("\"");
+            for ch in c.chars() {
+                match ch {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        };
+        let items: Vec<String> = chans.iter().map(String::as_str).map(json_str).collect();
+        let lit = format!("[{}]", items.join(",")).replace('\'', "''");
+        let parsed = crate::parser::parse(&format!("SELECT pg_catalog.jsonb_array_elements_text('{lit}'::pg_catalog.jsonb)"))?;
+        let call = parsed.first().and_then(|p| match &p.node {
+            NodeEnum::SelectStmt(s) => s.target_list.first().and_then(|t| match t.node.as_ref() {
+                Some(NodeEnum::ResTarget(rt)) => match node(&rt.val) {
+                    Some(NodeEnum::FuncCall(f)) => Some((**f).clone()),
+                    _ => None,
+                },
+                _ => None,
+            }),
+            _ => None,
+        });
+        let call = call.ok_or_else(|| SqlError::internal("pg_listening_channels: no unnest call"))?;
+        self.func_call(&call, scope)
+    }
+}
+
+/// PostgreSQL's 42601 for a column reference of more than four names.
+pub(crate) fn improper_qualified_name(names: &[&str]) -> SqlError {
+    SqlError::new(b"42601", format!("improper qualified name (too many dotted names): {}", names.join(".")))
+}
+
 impl<'a> Analyzer<'a> {
     pub(crate) fn err_at(&self, e: SqlError, loc: i32) -> SqlError {
         e.at(self.sql, loc)
+    }
+
+    /// `schema.table.column` and `database.schema.table.column` as PostgreSQL
+    /// reads them: the column of the FROM item named `table` (a database other
+    /// than the current one is 0A000 "cross-database references are not
+    /// implemented"). The schema is not compared with the FROM item's: a FROM
+    /// item is found by its name (PostgreSQL also requires its schema to match).
+    pub(crate) fn strip_column_qualifiers<'n>(&self, names: Vec<&'n str>, loc: i32) -> Result<Vec<&'n str>> {
+        match names.len() {
+            3 => Ok(names[1..].to_vec()),
+            4 => {
+                let db = crate::database::current_name(self.backend, self.snap)?;
+                if names[0] != db {
+                    return Err(self.err_at(
+                        SqlError::new(b"0A000", format!("cross-database references are not implemented: {}", names.join("."))),
+                        loc,
+                    ));
+                }
+                Ok(names[2..].to_vec())
+            }
+            _ => Ok(names),
+        }
     }
 
     pub fn statement(&mut self, stmt: &NodeEnum) -> Result<Statement> {
@@ -278,12 +344,20 @@ impl<'a> Analyzer<'a> {
                     set_value(&v.args)
                 }
             })?)),
+            NodeEnum::DiscardStmt(d) => crate::utility::analyze_discard(d),
+            NodeEnum::ClosePortalStmt(c) => Ok(crate::utility::analyze_close(c)),
+            NodeEnum::ListenStmt(s) => Ok(crate::notify::analyze_listen(s)),
+            NodeEnum::UnlistenStmt(s) => Ok(crate::notify::analyze_unlisten(s)),
+            NodeEnum::NotifyStmt(s) => Ok(crate::notify::analyze_notify(s)),
             NodeEnum::ExplainStmt(s) => crate::explain::analyze(self, s),
             NodeEnum::LockStmt(s) => crate::locking::analyze_lock(s),
             NodeEnum::TransactionStmt(t) => {
                 use pb::TransactionStmtKind as K;
                 let cmd = match K::try_from(t.kind).unwrap_or(K::Undefined) {
-                    K::TransStmtBegin | K::TransStmtStart => TxnCmd::Begin { isolation: txn_options(&t.options)? },
+                    k @ (K::TransStmtBegin | K::TransStmtStart) => {
+                        let (isolation, modes) = txn_options(&t.options)?;
+                        TxnCmd::Begin { isolation, modes, start: k == K::TransStmtStart }
+                    }
                     K::TransStmtCommit if !t.chain => TxnCmd::Commit,
                     K::TransStmtRollback if !t.chain => TxnCmd::Rollback,
                     K::TransStmtSavepoint => TxnCmd::Savepoint(t.savepoint_name.clone()),
@@ -303,12 +377,14 @@ impl<'a> Analyzer<'a> {
                     K::VarSetValue => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: Some(set_value(&v.args)?), local: v.is_local }),
                     K::VarSetDefault | K::VarReset => Ok(Statement::Set { name: v.name.to_ascii_lowercase(), value: None, local: v.is_local }),
                     K::VarSetMulti if v.name == "TRANSACTION" || v.name == "SESSION CHARACTERISTICS" => {
-                        let iso = txn_options(&v.args)?;
+                        let (iso, modes) = txn_options(&v.args)?;
                         match (v.name.as_str(), iso) {
-                            ("TRANSACTION", Some(i)) => Ok(Statement::Transaction(TxnCmd::SetIsolation(i))),
+                            ("TRANSACTION", Some(i)) if modes == Default::default() => Ok(Statement::Transaction(TxnCmd::SetIsolation(i))),
+                            ("TRANSACTION", iso) => Ok(Statement::Transaction(TxnCmd::SetModes(iso, modes))),
                             _ => Err(SqlError::not_supported("SET SESSION CHARACTERISTICS")),
                         }
                     }
+                    K::VarResetAll => Ok(Statement::Utility(crate::utility::SessionCmd::ResetAll)),
                     _ => Err(SqlError::not_supported("this form of SET")),
                 }
             }
@@ -521,7 +597,15 @@ impl<'a> Analyzer<'a> {
         if from_source.is_some() && !s.locking_clause.is_empty() {
             return Err(SqlError::not_supported("FOR UPDATE/SHARE over joins, subqueries or CTEs"));
         }
+        // The width of the level's row, for the sublink pull-up below.
+        let width = scope.ns.as_ref().map(|ns| ns.cols.len()).or(table.as_ref().map(|(t, _)| t.columns.len())).unwrap_or(0);
         let mut source = from_source;
+        let mut filter = filter;
+        if let Some(src) = source.as_mut() {
+            if s.locking_clause.is_empty() {
+                crate::prep::reorder_inner_joins(src, &mut filter);
+            }
+        }
         let filter = match source.as_mut() {
             Some(src) => crate::join::place_conditions(src, filter),
             None => filter,
@@ -543,6 +627,10 @@ impl<'a> Analyzer<'a> {
             grouping: grouping.map(Box::new),
             distinct,
         };
+        let mut query = query;
+        if s.locking_clause.is_empty() && !matches!(query.source, Source::OneRow | Source::Virtual(_)) {
+            crate::prep::pull_up_sublinks(&mut query, width);
+        }
         self.window_query(query, windows)
     }
 
@@ -743,10 +831,11 @@ impl<'a> Analyzer<'a> {
         if names.len() != c.fields.len() {
             return Err(self.err_at(SqlError::not_supported("this column reference"), c.location));
         }
+        let names = self.strip_column_qualifiers(names, c.location)?;
         let (qual, col) = match names.as_slice() {
             [col] => (None, *col),
             [t, col] => (Some(*t), *col),
-            _ => return Err(self.err_at(SqlError::not_supported("qualified names with schema"), c.location)),
+            _ => return Err(self.err_at(improper_qualified_name(&names), c.location)),
         };
         let Some((table, refname)) = scope.table.clone() else {
             return Err(match qual {
@@ -1216,6 +1305,9 @@ impl<'a> Analyzer<'a> {
 
     fn func_call(&mut self, f: &pb::FuncCall, scope: &mut Scope) -> Result<Expr> {
         let name = func_name(f).unwrap_or_default();
+        if name == "pg_listening_channels" && f.args.is_empty() {
+            return self.listening_channels(scope);
+        }
         if let Some(e) = crate::sequence::analyze_call(self, &name, f)? {
             return Ok(e);
         }
@@ -1449,7 +1541,10 @@ impl<'a> Analyzer<'a> {
                 Some((lf, sig, ret)) => (Func::Lock(lf), sig, ret),
                 None => match crate::walstat::lookup_func(&name, args.len()) {
                     Some((wf, sig, ret)) => (Func::Wal(wf), sig, ret),
-                    None => return Err(self.unknown_function(&name, &types, f.location)),
+                    None => match crate::statviews::lookup_func(&name, args.len()) {
+                        Some((sf, sig, ret)) => (Func::Stat(sf), sig, ret),
+                        None => return Err(self.unknown_function(&name, &types, f.location)),
+                    },
                 },
             },
         };

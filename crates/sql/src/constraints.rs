@@ -228,7 +228,8 @@ pub fn check_constraints(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<
             let shown: Vec<String> =
                 row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
             return Err(SqlError::new(b"23514", format!("new row for relation \"{}\" violates check constraint \"{}\"", table.name, c.name))
-                .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+                .with_detail(format!("Failing row contains ({}).", shown.join(", ")))
+                .with_objects(crate::errors::ErrorObjects::of_table(table, Some(&c.name), None)));
         }
     }
     Ok(())

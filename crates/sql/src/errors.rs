@@ -29,11 +29,53 @@ pub struct SqlError {
     /// Where the error happened (the ErrorResponse `W` field, psql's CONTEXT line),
     /// e.g. `COPY t, line 3, column b: "x"`.
     pub context: Option<String>,
+    /// The objects the error is about (constraint violations): the
+    /// ErrorResponse's `s` `t` `c` `d` `n` fields.
+    pub objects: Option<Box<ErrorObjects>>,
+}
+
+/// PostgreSQL's schema, table, column, data type and constraint fields of an
+/// error (`err_generic_string(PG_DIAG_SCHEMA_NAME, ...)`): drivers expose them
+/// (psycopg's `Diagnostics`, asyncpg's `schema_name`, ...), ORMs map
+/// constraint names to exceptions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErrorObjects {
+    pub schema: Option<String>,
+    pub table: Option<String>,
+    pub column: Option<String>,
+    pub datatype: Option<String>,
+    pub constraint: Option<String>,
+    /// The OID of the schema, when the code that raised the error had no
+    /// catalog snapshot at hand: the session fills `schema` from it before
+    /// the error leaves ([`ErrorObjects::of_table`]). Not sent.
+    pub namespace: Option<u32>,
+}
+
+impl ErrorObjects {
+    /// PostgreSQL's `errtable` / `errtableconstraint` / `errtablecol`: the
+    /// table's schema (by OID) and name, plus a constraint or a column.
+    pub fn of_table(table: &crate::catalog::Table, constraint: Option<&str>, column: Option<&str>) -> ErrorObjects {
+        ErrorObjects {
+            table: Some(table.name.clone()),
+            namespace: Some(table.namespace),
+            constraint: constraint.map(str::to_string),
+            column: column.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    /// The wire fields in PostgreSQL's order (`s t c d n`).
+    pub fn wire_fields(&self) -> Vec<(u8, String)> {
+        [(b's', &self.schema), (b't', &self.table), (b'c', &self.column), (b'd', &self.datatype), (b'n', &self.constraint)]
+            .into_iter()
+            .filter_map(|(c, v)| v.clone().map(|v| (c, v)))
+            .collect()
+    }
 }
 
 impl SqlError {
     pub fn new(code: &[u8; 5], message: impl Into<String>) -> SqlError {
-        SqlError { severity: Severity::Error, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None }
+        SqlError { severity: Severity::Error, code: *code, message: message.into(), detail: None, hint: None, position: None, context: None, objects: None }
     }
     pub fn notice(code: &[u8; 5], message: impl Into<String>) -> SqlError {
         SqlError { severity: Severity::Notice, ..SqlError::new(code, message) }
@@ -47,6 +89,11 @@ impl SqlError {
     }
     pub fn with_hint(mut self, h: impl Into<String>) -> SqlError {
         self.hint = Some(h.into());
+        self
+    }
+    /// The schema and table of a constraint violation, its constraint or column.
+    pub fn with_objects(mut self, o: ErrorObjects) -> SqlError {
+        self.objects = Some(Box::new(o));
         self
     }
     pub fn with_context(mut self, c: impl Into<String>) -> SqlError {

@@ -3,8 +3,10 @@
 //! plus INSERT and DELETE.
 //!
 //! Rows are pulled one at a time through [`RowIter`]s. The sequential scan of a
-//! query's table streams page by page (`rowio::RowScan`); an index scan's rows,
-//! the inputs of joins and of DML, and Sort's input are still collected.
+//! query's table streams page by page (`rowio::RowScan`); Sort, DISTINCT and
+//! GROUP BY hold at most `work_mem` of rows and spill beyond it (`crate::sort`,
+//! `crate::grouping`); an index scan's rows and the inputs of joins and of DML
+//! are still collected.
 
 use crate::errors::{Result, SqlError};
 use crate::plan::*;
@@ -428,6 +430,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
     Ok(match func {
         Func::Lock(lf) => crate::locking::call(lf, &vals, env)?,
         Func::Wal(f) => crate::walstat::call(f, &vals, env)?,
+        Func::Stat(f) => crate::statviews::call(f, &vals, env)?,
         Func::Array(af) => crate::array::call(af, &vals, ty)?,
         Func::Catalog(cf) => crate::pgcatalog::call(cf, &vals, env)?,
         Func::Seq(f) => crate::sequence::call(f, &vals, env)?,
@@ -664,6 +667,16 @@ pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     })
 }
 
+/// The rows of `t` that may pass `filter`, streamed: a sequential scan page
+/// by page, or the rows of the index scan [`crate::index::open_table_scan`]
+/// chooses for `filter`. The caller still applies `filter`.
+pub fn table_rows(t: &crate::catalog::Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    Ok(match crate::index::open_table_scan(t, filter, ctx)? {
+        crate::index::TableScan::Seq(scan) => Box::new(SeqScan(scan)),
+        crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
+    })
+}
+
 /// Runs a query to a row iterator of its output columns.
 pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     // Uncorrelated subqueries are run once, now (InitPlans).
@@ -677,6 +690,7 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     Ok(match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
         Source::Virtual(oid) if crate::pgcatalog::is_view(*oid) => Box::new(VecIter(crate::pgcatalog::rows(*oid, ctx.backend, &ctx.snap, &*ctx.env)?.into_iter())),
+        Source::Virtual(oid) if crate::statviews::is_view(*oid) => Box::new(VecIter(crate::statviews::rows(*oid, ctx.backend, &ctx.snap)?.into_iter())),
         Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend)?.into_iter())),
         Source::Table(t) => match crate::index::ordered_scan(t, q, ctx)? {
             Some(rows) => Box::new(VecIter(rows.into_iter())),
@@ -715,7 +729,7 @@ fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let mut rows: Box<dyn RowIter> = if srfs && q.grouping.is_none() && q.aggregates.is_empty() {
         Box::new(crate::project_set::ProjectSet::new(input, exprs))
     } else if let Some(g) = &q.grouping {
-        Box::new(VecIter(crate::grouping::run(g, &q.aggregates, &mut input, &exprs, ctx)?.into_iter()))
+        crate::grouping::run(g, &q.aggregates, input, &exprs, ctx)?
     } else if q.aggregates.is_empty() {
         Box::new(Project { input, exprs, n: 0 })
     } else {
@@ -725,16 +739,17 @@ fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Box::new(VecIter(vec![row].into_iter()))
     };
     rows = wrap(rows, key(q), Stage::Agg);
-    if let Some(keys) = &q.distinct {
-        let all = drain(&mut rows, ctx)?;
-        rows = wrap(Box::new(VecIter(crate::grouping::distinct(all, &q.order, keys, &*ctx.env)?.into_iter())), key(q), Stage::Sort);
-    } else if !q.order.is_empty() {
-        let mut all = drain(&mut rows, ctx)?;
-        sort_checked(&mut all, &*ctx.env, |a, b| compare_rows(a, b, &q.order))?;
-        rows = wrap(Box::new(VecIter(all.into_iter())), key(q), Stage::Sort);
-    }
+    // LIMIT and OFFSET are known before the first row is asked for (as
+    // PostgreSQL's ExecLimit computes them): the sort below may keep only the
+    // rows they let through.
     let offset = limit_value(&q.offset, ctx, "OFFSET", b"2201X")?.unwrap_or(0);
     let limit = limit_value(&q.limit, ctx, "LIMIT", b"2201W")?;
+    if let Some(keys) = &q.distinct {
+        rows = wrap(crate::grouping::distinct(rows, &q.order, keys, key(q), ctx)?, key(q), Stage::Sort);
+    } else if !q.order.is_empty() {
+        let bound = limit.and_then(|l| usize::try_from(l.checked_add(offset)?).ok());
+        rows = wrap(crate::sort::sort_rows(rows, q.order.clone(), bound, key(q), ctx)?, key(q), Stage::Sort);
+    }
     let width = q.targets.len();
     Ok(wrap(Box::new(Limit { input: rows, skip: offset, left: limit, width }), key(q), Stage::Top))
 }
@@ -814,7 +829,8 @@ pub(crate) fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Re
                 b"23502",
                 format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),
             )
-            .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+            .with_detail(format!("Failing row contains ({}).", shown.join(", ")))
+            .with_objects(crate::errors::ErrorObjects::of_table(table, None, Some(&c.name))));
         }
     }
     Ok(())

@@ -127,6 +127,8 @@ pub struct Counter {
     pub loops: u64,
     pub first_ms: f64,
     pub total_ms: f64,
+    /// A Sort step: how its last run sorted (`Sort Method: ...`).
+    pub sort: Option<crate::sort::SortStats>,
 }
 
 /// Which output of a plan structure a counter counts.
@@ -218,6 +220,17 @@ fn count_slow(p: usize, stage: Stage, rows: u64, new_loop: bool) {
             c.loops += 1;
         }
     });
+}
+
+/// Records how a Sort step sorted (EXPLAIN ANALYZE's `Sort Method:` line). No-op
+/// unless instrumenting.
+#[inline]
+pub fn record_sort(p: usize, stats: crate::sort::SortStats) {
+    if !instrumenting() {
+        return;
+    }
+    let p = resolve(p);
+    INSTR.with(|i| i.borrow_mut().counters.entry((p, Stage::Sort)).or_default().sort = Some(stats));
 }
 
 /// Wraps an operator's output in a counter when instrumenting.
@@ -526,6 +539,9 @@ impl Builder<'_> {
     /// Sets a node's actual figures from a counter.
     fn actual(&self, n: &mut Node, c: Option<Counter>) {
         if let Some(c) = c {
+            if let Some(s) = c.sort {
+                n.details.push(s.line());
+            }
             n.executed = c.loops > 0;
             n.actual = Some(c);
         }
@@ -680,8 +696,9 @@ impl Builder<'_> {
             let mut sort = self.sort_node(&node, &sort_keys, keys, &exprs, &scope, q);
             self.actual(&mut sort, self.counter(qk, Stage::Sort));
             let mut n = Node { name: "Unique".into(), startup: sort.startup, total: sort.total + sort.rows * self.cost.cpu_operator_cost, rows: sort.rows, width, ..Default::default() };
-            // The executor emits DISTINCT's rows once sorted: one counter for both.
-            self.actual(&mut n, self.counter(qk, Stage::Sort));
+            // The executor emits DISTINCT's rows once sorted: one counter for both
+            // (the Sort Method line is the Sort's).
+            self.actual(&mut n, self.counter(qk, Stage::Sort).map(|c| Counter { sort: None, ..c }));
             sort.children.push(node);
             n.children.push(sort);
             node = n;
@@ -838,6 +855,8 @@ impl Builder<'_> {
                     crate::join::JoinKind::Left => " Left",
                     crate::join::JoinKind::Right => " Right",
                     crate::join::JoinKind::Full => " Full",
+                    crate::join::JoinKind::Semi => " Semi",
+                    crate::join::JoinKind::Anti => " Anti",
                 };
                 let mut n = Node { width: l.width + r.width, ..Default::default() };
                 match &j.hash {
@@ -881,12 +900,11 @@ impl Builder<'_> {
                         }
                     }
                 }
+                // The hash keys are not part of `cond` (`join::place_conditions`
+                // takes them out): what is left is the Join Filter.
                 if let Some(c) = &j.cond {
                     let text = deparse(c, &scope, self.qualify, &[]);
-                    let is_hash_only = j.hash.as_ref().is_some_and(|(lk, _)| conjuncts(c) == lk.len());
-                    if !is_hash_only {
-                        n.details.push(format!("Join Filter: {text}"));
-                    }
+                    n.details.push(format!("Join Filter: {text}"));
                 }
                 if self.counters.is_some() {
                     let c = self.counter(sk, Stage::Scan);
@@ -895,6 +913,14 @@ impl Builder<'_> {
                         self.actual(&mut l, Some(Counter::default()));
                     }
                 }
+                // A semi- or anti-join returns the left row alone, at most once.
+                let scope = if j.kind.left_only() {
+                    n.width = l.width;
+                    n.rows = n.rows.min(l.rows).max(1.0);
+                    scope[..j.lw.min(scope.len())].to_vec()
+                } else {
+                    scope
+                };
                 n.children.push(l);
                 n.children.push(r);
                 (n, scope)
@@ -1123,13 +1149,6 @@ fn set_col(q: &Query, i: usize) -> String {
 
 fn row_width(cols: &[crate::catalog::Column]) -> i32 {
     cols.iter().map(|c| type_width(c.ty)).sum()
-}
-
-fn conjuncts(e: &Expr) -> usize {
-    match e {
-        Expr::And(v) => v.len(),
-        _ => 1,
-    }
 }
 
 /// `a AND b` conjuncts as PostgreSQL prints a qual list: one is bare, several

@@ -126,7 +126,8 @@ pub fn validate_existing(child: &Table, fk: &ForeignKey, ctx: &mut Ctx) -> Resul
             }
             if !found {
                 return Err(SqlError::new(b"23503", format!("insert or update on table \"{}\" violates foreign key constraint \"{}\"", child.name, fk.name))
-                    .with_detail(format!("Key {} is not present in table \"{}\".", key_text(child, &fk.cols, &key), parent.name)));
+                    .with_detail(format!("Key {} is not present in table \"{}\".", key_text(child, &fk.cols, &key), parent.name))
+                    .with_objects(crate::errors::ErrorObjects::of_table(child, Some(&fk.name), None)));
             }
         }
     }
@@ -225,7 +226,8 @@ pub fn check_child(table: &Table, row: &[Value], old: Option<&[Value]>, ctx: &mu
         })?;
         if !found {
             return Err(SqlError::new(b"23503", format!("insert or update on table \"{}\" violates foreign key constraint \"{}\"", table.name, fk.name))
-                .with_detail(format!("Key {} is not present in table \"{}\".", key_text(table, &fk.cols, &key), parent.name)));
+                .with_detail(format!("Key {} is not present in table \"{}\".", key_text(table, &fk.cols, &key), parent.name))
+                .with_objects(crate::errors::ErrorObjects::of_table(table, Some(&fk.name), None)));
         }
     }
     Ok(())
@@ -280,7 +282,8 @@ fn on_parent_change(table: &Table, old: &[Value], new: Option<&[Value]>, ctx: &m
                                 "Key {} is still referenced from table \"{}\".",
                                 key_text(table, &fk.parent_cols, &key),
                                 child.name
-                            )));
+                            ))
+                            .with_objects(crate::errors::ErrorObjects::of_table(&child, Some(&fk.name), None)));
                         }
                     }
                 }

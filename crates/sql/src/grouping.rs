@@ -10,6 +10,9 @@
 //! reference outside an aggregate that is not inside a GROUP BY expression, so
 //! every column such an expression reads has one value in the group.
 //!
+//! Groups are kept in memory up to `work_mem`; the rows of groups beyond it are
+//! spilled to an external sort and aggregated from it ([`run`]).
+//!
 //! DISTINCT sorts the projected rows by the ORDER BY keys and then by the
 //! remaining DISTINCT columns (ties in ORDER BY may come out in any order) and
 //! keeps the first row of each run of equal DISTINCT values: for DISTINCT ON,
@@ -223,13 +226,29 @@ impl AggState {
 }
 
 /// Runs the grouping: one output row (the projected `exprs`) per group that
-/// passes HAVING, in the order the groups were first seen.
-pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs: &[Expr], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
+/// passes HAVING.
+///
+/// Groups live in an ordered map while their memory (key, first row, states:
+/// [`group_mem`]) stays within `work_mem`. Past it, no new group is made in
+/// memory: a row of a group already there still advances it, and a row of any
+/// other group is spilled, with its key in front, into an external sort on that
+/// key ([`crate::sort::Sorter`]; PostgreSQL 13 spills such rows too, by hash
+/// partitions; sorting them needs no hash function consistent with every
+/// type's equality). The output is the groups in memory, in the order they
+/// were first seen, then the spilled groups in key order, each aggregated over
+/// its run of equal keys as the sorted rows stream by.
+pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs: &[Expr], ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     if let Some(gs) = &g.sets {
-        return crate::grouping_sets::run(g, gs, aggs, input, exprs, ctx);
+        let rows = crate::grouping_sets::run(g, gs, aggs, &mut input, exprs, ctx)?;
+        return Ok(Box::new(crate::exec::rows_iter(rows)));
     }
+    let mem = crate::sort::sort_mem(ctx)?;
+    let work_mem = mem.work_mem;
+    let nkeys = g.keys.len();
     let mut index: BTreeMap<Key, usize> = BTreeMap::new();
     let mut groups: Vec<(Vec<Value>, Vec<AggState>)> = Vec::new();
+    let mut used = 0usize;
+    let mut spill: Option<crate::sort::Sorter> = None;
     if g.keys.is_empty() {
         groups.push((vec![], aggs.iter().map(AggState::new).collect()));
     }
@@ -246,10 +265,19 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs
             let key = Key(g.keys.iter().map(|k| eval_pure(k, &row, params, &[], ctx)).collect::<Result<_>>()?);
             match index.get(&key) {
                 Some(i) => *i,
-                None => {
+                None if spill.is_none() && used <= work_mem => {
+                    used += group_mem(&key.0, &row, aggs.len());
                     index.insert(key, groups.len());
                     groups.push((row.clone(), aggs.iter().map(AggState::new).collect()));
                     groups.len() - 1
+                }
+                None => {
+                    let keys = (0..nkeys).map(|column| SortKey { column, desc: false, nulls_first: false }).collect();
+                    let sorter = spill.get_or_insert_with(|| crate::sort::Sorter::new(keys, None, mem.clone()));
+                    let mut spilled = key.0;
+                    spilled.extend(row);
+                    sorter.put(spilled, &*ctx.env)?;
+                    continue;
                 }
             }
         };
@@ -258,43 +286,143 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], input: &mut Box<dyn RowIter>, exprs
             st.advance(a, &row, ctx)?;
         }
     }
-    let mut out = Vec::new();
-    for (row, states) in groups {
-        let results: Vec<Value> = aggs.iter().zip(states).map(|(a, s)| s.finish(a)).collect::<Result<_>>()?;
-        if let Some(h) = &g.having {
-            let params = ctx.params;
-            if eval_pure(h, &row, params, &results, ctx)? != Value::Bool(true) {
-                continue;
-            }
-        }
-        let params = ctx.params;
-        out.push(exprs.iter().map(|e| eval_pure(e, &row, params, &results, ctx)).collect::<Result<_>>()?);
-    }
-    Ok(out)
+    drop(input);
+    drop(index);
+    let spilled = match spill {
+        Some(s) => Some(s.finish(&*ctx.env)?.0),
+        None => None,
+    };
+    Ok(Box::new(GroupOutput {
+        aggs: aggs.to_vec(),
+        exprs: exprs.to_vec(),
+        having: g.having.clone(),
+        in_memory: groups.into_iter(),
+        spilled,
+        nkeys,
+        pending: None,
+        tick: crate::exec::Ticker::default(),
+    }))
 }
 
-/// SELECT DISTINCT [ON]: sorts `rows` by `order`, then by the DISTINCT columns
-/// `keys`, and keeps the first row of each run of equal `keys` values.
-pub fn distinct(mut rows: Vec<Vec<Value>>, order: &[SortKey], keys: &[usize], env: &dyn crate::exec::Env) -> Result<Vec<Vec<Value>>> {
-    let by_order = |a: &Vec<Value>, b: &Vec<Value>| crate::exec::compare_rows(a, b, order);
-    let by_keys = |a: &Vec<Value>, b: &Vec<Value>| -> Ordering {
-        for &k in keys {
-            let o = cmp_nulls_last(&a[k], &b[k]);
-            if o != Ordering::Equal {
-                return o;
+/// The memory a new group holds: its key, its first row, its aggregate states
+/// and its map entry (aggregates that collect values, array_agg or DISTINCT,
+/// grow past this: not counted).
+fn group_mem(key: &[Value], row: &[Value], naggs: usize) -> usize {
+    crate::sort::row_mem(key) + crate::sort::row_mem(row) + naggs * std::mem::size_of::<AggState>() + 64
+}
+
+/// The grouped rows as they are asked for (see [`run`]).
+struct GroupOutput {
+    aggs: Vec<Aggregate>,
+    exprs: Vec<Expr>,
+    having: Option<Expr>,
+    in_memory: std::vec::IntoIter<(Vec<Value>, Vec<AggState>)>,
+    /// The spilled rows, `[key..., row...]`, sorted on the key.
+    spilled: Option<crate::sort::Sorted>,
+    nkeys: usize,
+    /// The first spilled row of the next group.
+    pending: Option<Vec<Value>>,
+    tick: crate::exec::Ticker,
+}
+
+impl GroupOutput {
+    /// The output row of a finished group, or `None` if HAVING rejects it.
+    fn emit(&self, row: &[Value], states: Vec<AggState>, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        let results: Vec<Value> = self.aggs.iter().zip(states).map(|(a, s)| s.finish(a)).collect::<Result<_>>()?;
+        let params = ctx.params;
+        if let Some(h) = &self.having {
+            if eval_pure(h, row, params, &results, ctx)? != Value::Bool(true) {
+                return Ok(None);
             }
         }
-        Ordering::Equal
-    };
-    crate::exec::sort_checked(&mut rows, env, |a, b| by_order(a, b).then_with(|| by_keys(a, b)))?;
-    let mut out: Vec<Vec<Value>> = Vec::new();
-    for r in rows {
-        if out.last().is_some_and(|last| by_keys(last, &r) == Ordering::Equal) {
-            continue;
-        }
-        out.push(r);
+        Ok(Some(self.exprs.iter().map(|e| eval_pure(e, row, params, &results, ctx)).collect::<Result<_>>()?))
     }
-    Ok(out)
+
+    /// The next spilled group, aggregated over its run of equal keys.
+    fn next_spilled(&mut self, ctx: &mut Ctx) -> Result<Option<(Vec<Value>, Vec<AggState>)>> {
+        let Some(sorted) = &mut self.spilled else { return Ok(None) };
+        let first = match self.pending.take() {
+            Some(r) => r,
+            None => match sorted.next_row(&*ctx.env)? {
+                Some(r) => r,
+                None => return Ok(None),
+            },
+        };
+        let nk = self.nkeys;
+        let key = Key(first[..nk].to_vec());
+        let row = first[nk..].to_vec();
+        let mut states: Vec<AggState> = self.aggs.iter().map(AggState::new).collect();
+        for (a, st) in self.aggs.iter().zip(states.iter_mut()) {
+            st.advance(a, &row, ctx)?;
+        }
+        while let Some(next) = sorted.next_row(&*ctx.env)? {
+            if Key(next[..nk].to_vec()) != key {
+                self.pending = Some(next);
+                break;
+            }
+            for (a, st) in self.aggs.iter().zip(states.iter_mut()) {
+                st.advance(a, &next[nk..], ctx)?;
+            }
+        }
+        Ok(Some((row, states)))
+    }
+}
+
+impl RowIter for GroupOutput {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        loop {
+            self.tick.tick(&*ctx.env)?;
+            let (row, states) = match self.in_memory.next() {
+                Some(g) => g,
+                None => match self.next_spilled(ctx)? {
+                    Some(g) => g,
+                    None => return Ok(None),
+                },
+            };
+            if let Some(out) = self.emit(&row, states, ctx)? {
+                return Ok(Some(out));
+            }
+        }
+    }
+}
+
+/// SELECT DISTINCT [ON]: sorts the rows by `order`, then by the DISTINCT
+/// columns `keys` ([`crate::sort`], within `work_mem`), and passes the first
+/// row of each run of equal `keys` values.
+pub fn distinct(mut input: Box<dyn RowIter>, order: &[SortKey], keys: &[usize], plan_key: usize, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    let mut sort_keys = order.to_vec();
+    sort_keys.extend(keys.iter().map(|&column| SortKey { column, desc: false, nulls_first: false }));
+    let mut sorter = crate::sort::Sorter::new(sort_keys, None, crate::sort::sort_mem(ctx)?);
+    while let Some(r) = input.next(ctx)? {
+        sorter.put(r, &*ctx.env)?;
+    }
+    drop(input);
+    let (sorted, stats) = sorter.finish(&*ctx.env)?;
+    crate::explain::record_sort(plan_key, stats);
+    Ok(Box::new(Unique { input: sorted, keys: keys.to_vec(), last: None }))
+}
+
+/// Passes the first row of each run of rows equal in `keys`.
+struct Unique {
+    input: crate::sort::Sorted,
+    keys: Vec<usize>,
+    /// The `keys` values of the last row passed.
+    last: Option<Vec<Value>>,
+}
+
+impl RowIter for Unique {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        while let Some(r) = self.input.next_row(&*ctx.env)? {
+            let same = self.last.as_ref().is_some_and(|last| {
+                self.keys.iter().zip(last).all(|(&k, v)| cmp_nulls_last(v, &r[k]) == Ordering::Equal)
+            });
+            if !same {
+                self.last = Some(self.keys.iter().map(|&k| r[k].clone()).collect());
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// The direct subexpressions of `e`.

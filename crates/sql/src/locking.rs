@@ -244,6 +244,14 @@ pub struct LockCtx {
     pub timeouts_dirty: bool,
     /// currval/lastval of the session (`crate::sequence`).
     pub seqs: crate::sequence::SeqSession,
+    /// pg_stat_force_next_flush() ran: the session flushes its statistics when
+    /// the statement's transaction ends (`crate::statviews`).
+    pub pgstat_force_flush: bool,
+    /// pg_stat_reset_single_table_counters(oid) ran for these relations: the
+    /// session resets them after the statement (it has the catalog snapshot).
+    pub pgstat_reset_rels: Vec<u32>,
+    /// LISTEN / NOTIFY of the session and its transaction (`crate::notify`).
+    pub notify: crate::notify::NotifyState,
 }
 
 impl LockCtx {
@@ -254,6 +262,9 @@ impl LockCtx {
             notices: Vec::new(),
             timeouts_dirty: true,
             seqs: crate::sequence::SeqSession::new(backend.engine().clone()),
+            pgstat_force_flush: false,
+            pgstat_reset_rels: Vec::new(),
+            notify: Default::default(),
         }
     }
 }
@@ -388,6 +399,8 @@ pub enum LockFunc {
     /// pg_reload_conf() -> bool: SIGHUP to the server (its accept loop re-reads
     /// the configuration files), as PostgreSQL signals its postmaster.
     ReloadConf,
+    /// pg_notify(text, text) -> void ([`crate::notify`]).
+    Notify,
 }
 
 /// The signature of lock function `name` called with `nargs` arguments:
@@ -434,6 +447,7 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [crat
         ("pg_terminate_backend", 1) => Some((LockFunc::TerminateBackend, &[Type::Int4], Type::Bool)),
         ("pg_terminate_backend", 2) => Some((LockFunc::TerminateBackend, &[Type::Int4, Type::Int8], Type::Bool)),
         ("pg_reload_conf", 0) => Some((LockFunc::ReloadConf, &[], Type::Bool)),
+        ("pg_notify", 2) => Some((LockFunc::Notify, &[Type::Text, Type::Text], Type::Void)),
         _ => None,
     }
 }
@@ -457,6 +471,16 @@ fn void() -> crate::types::Value {
 /// Evaluates a lock function (strict: a NULL argument gives NULL).
 pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec::Env) -> Result<crate::types::Value> {
     use crate::types::Value;
+    if let LockFunc::Notify = f {
+        // Not strict: a NULL channel is an empty one, a NULL payload empty.
+        let text = |v: &Value| match v {
+            Value::Text(s) => s.clone(),
+            _ => String::new(),
+        };
+        let ctx = env.lock_ctx().ok_or_else(|| SqlError::not_supported("pg_notify outside a session"))?;
+        ctx.notify.queue(&text(&vals[0]), &text(&vals[1]))?;
+        return Ok(void());
+    }
     if vals.iter().any(|v| matches!(v, Value::Null)) {
         return Ok(Value::Null);
     }
@@ -510,7 +534,7 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
             let pids = m.blocking_pids(*pid).into_iter().map(Value::Int4).collect();
             Value::Array(Box::new(crate::array::Array::new(crate::types::Type::Int4, pids)))
         }
-        LockFunc::CancelBackend | LockFunc::TerminateBackend | LockFunc::ReloadConf => unreachable!("handled above"),
+        LockFunc::CancelBackend | LockFunc::TerminateBackend | LockFunc::ReloadConf | LockFunc::Notify => unreachable!("handled above"),
     })
 }
 

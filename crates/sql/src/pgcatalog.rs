@@ -22,7 +22,7 @@
 //! | pg_tablespace | pg_default 1663, pg_global 1664 |
 //! | pg_collation | default 100, C 950, POSIX 951 |
 //! | pg_settings | the session's settings (name, setting, source, boot_val, reset_val; context, vartype, unit, min_val, max_val, enumvals from the table of known settings) |
-//! | pg_proc, pg_description, pg_shdescription, pg_inherits, pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
+//! | pg_proc, pg_description, pg_shdescription, pg_inherits, pg_range (no range types yet), pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
 //!
 //! | information_schema.tables, information_schema.columns | the tables (relkind 'r') and their columns |
 //!
@@ -72,6 +72,8 @@ static VIEWS: &[View] = &[
     View { name: "pg_description", oid: 2609, columns: &[("objoid", Type::Oid), ("classoid", Type::Oid), ("objsubid", Type::Int4), ("description", Type::Text)] },
     View { name: "pg_foreign_table", oid: 3118, columns: &[("ftrelid", Type::Oid), ("ftserver", Type::Oid), ("ftoptions", TEXT_ARRAY)] },
     View { name: "pg_index", oid: 2610, columns: &[("indexrelid", Type::Oid), ("indrelid", Type::Oid), ("indnatts", Type::Int2), ("indnkeyatts", Type::Int2), ("indisunique", Type::Bool), ("indnullsnotdistinct", Type::Bool), ("indisprimary", Type::Bool), ("indisexclusion", Type::Bool), ("indimmediate", Type::Bool), ("indisclustered", Type::Bool), ("indisvalid", Type::Bool), ("indcheckxmin", Type::Bool), ("indisready", Type::Bool), ("indislive", Type::Bool), ("indisreplident", Type::Bool), ("indkey", Type::Text), ("indcollation", Type::Text), ("indclass", Type::Text), ("indoption", Type::Text), ("indexprs", Type::Text), ("indpred", Type::Text)] },
+    // Empty until range types exist; regproc columns as text (see above).
+    View { name: "pg_range", oid: 3541, columns: &[("rngtypid", Type::Oid), ("rngsubtype", Type::Oid), ("rngmultitypid", Type::Oid), ("rngcollation", Type::Oid), ("rngsubopc", Type::Oid), ("rngcanonical", Type::Text), ("rngsubdiff", Type::Text)] },
     View { name: "pg_inherits", oid: 2611, columns: &[("inhrelid", Type::Oid), ("inhparent", Type::Oid), ("inhseqno", Type::Int4), ("inhdetachpending", Type::Bool)] },
     View { name: "pg_namespace", oid: 2615, columns: &[("oid", Type::Oid), ("nspname", Type::Name), ("nspowner", Type::Oid), ("nspacl", TEXT_ARRAY)] },
     View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Text), ("partclass", Type::Text), ("partcollation", Type::Text), ("partexprs", Type::Text)] },
@@ -854,6 +856,168 @@ pub enum CatFunc {
     /// pg_relation_size & co.: the size from the table built at analysis
     /// ("oid:bytes"); NULL for an unknown relation.
     Size,
+    /// to_regtype / to_regclass / to_regnamespace / to_regproc(text) (NULL
+    /// for a name that names nothing), and a text value cast to one of those
+    /// types (`error`: PostgreSQL's error for such a name). The second argument
+    /// is a table built at analysis, "name:oid" (regclass, regnamespace) or
+    /// "name:" (regproc); types are built in and looked up directly.
+    ToReg { kind: RegLookup, error: bool },
+}
+
+/// The object kind of [`CatFunc::ToReg`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegLookup {
+    Class,
+    Type,
+    Namespace,
+    Proc,
+}
+
+/// Splits a possibly qualified, possibly quoted name as PostgreSQL's
+/// stringToQualifiedNameList does: unquoted parts folded to lower case.
+pub fn split_qualified_name(s: &str) -> Option<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut chars = s.trim().chars().peekable();
+    loop {
+        let mut part = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        part.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => part.push(c),
+                    None => return None,
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == '.' {
+                    break;
+                }
+                part.push(c.to_ascii_lowercase());
+                chars.next();
+            }
+            part = part.trim().to_string();
+        }
+        if part.is_empty() {
+            return None;
+        }
+        parts.push(part);
+        match chars.next() {
+            Some('.') => continue,
+            None => return Some(parts),
+            Some(_) => return None,
+        }
+    }
+}
+
+/// A type name as regtype input reads it (`integer`, `pg_catalog.int4`,
+/// `character varying(10)`, `text[]`, `"char"`): the built-in type, if any.
+pub fn parse_type_name(s: &str) -> Option<Type> {
+    let s = s.trim();
+    let (base, array) = match s.strip_suffix("[]") {
+        Some(b) => (b.trim_end(), true),
+        None => (s, false),
+    };
+    // A type modifier does not change the type.
+    let base = match base.find('(') {
+        Some(i) if base.ends_with(')') => base[..i].trim_end(),
+        _ => base,
+    };
+    let t = if base == "\"char\"" || base == "pg_catalog.\"char\"" {
+        Type::Char
+    } else {
+        let lower = base.to_ascii_lowercase();
+        let lower = lower.strip_prefix("pg_catalog.").unwrap_or(&lower);
+        let words: Vec<&str> = lower.split_whitespace().collect();
+        let name = words.join(" ");
+        match name.as_str() {
+            // SQL's `char` is character(1); `"char"` (above) is the one-byte type.
+            "char" => Type::Bpchar,
+            n => Type::from_sql_name(n).or_else(|| crate::array::from_typname(n))?,
+        }
+    };
+    if array {
+        crate::array::array_of(t)
+    } else {
+        Some(t)
+    }
+}
+
+/// The names regproc input accepts: the built-in functions and the types' I/O
+/// functions (pg_type.typinput & co., which pgjdbc compares with
+/// `'pg_catalog.array_in'::regproc`).
+pub fn regproc_names() -> Vec<String> {
+    let mut all: Vec<Type> = types::TYPES.to_vec();
+    all.extend([Type::Name, Type::Char, Type::Xid]);
+    all.extend(crate::array::all_array_types());
+    let mut names: Vec<String> = all
+        .into_iter()
+        .flat_map(|t| {
+            let stem = io_stem(t);
+            ["in", "out", "recv", "send"].map(|s| format!("{stem}{s}"))
+        })
+        .collect();
+    names.extend(crate::functions::BUILTINS.iter().map(|b| b.name.to_string()));
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// [`CatFunc::ToReg`]: `vals` are the name and the analysis-time table.
+pub fn to_reg(kind: RegLookup, error: bool, vals: &[Value]) -> Result<Value> {
+    let Value::Text(s) = &vals[0] else { return Ok(Value::Null) };
+    let missing = |code: &[u8; 5], what: &str| -> Result<Value> {
+        if error {
+            Err(SqlError::new(code, format!("{what} \"{s}\" does not exist")))
+        } else {
+            Ok(Value::Null)
+        }
+    };
+    let table: &[Value] = match vals.get(1) {
+        Some(Value::Array(a)) => &a.items[..],
+        _ => &[],
+    };
+    let find = |key: &str| {
+        table.iter().find_map(|e| match e {
+            Value::Text(x) => x.rsplit_once(':').filter(|(n, _)| *n == key).map(|(_, o)| o.to_string()),
+            _ => None,
+        })
+    };
+    match kind {
+        RegLookup::Type => match parse_type_name(s) {
+            Some(t) => Ok(Value::Oid(t.oid())),
+            None => missing(b"42704", "type"),
+        },
+        RegLookup::Class | RegLookup::Namespace => {
+            let Some(parts) = split_qualified_name(s) else {
+                return Err(SqlError::new(b"42602", "invalid name syntax"));
+            };
+            match find(&parts.join(".")).and_then(|o| o.parse::<u32>().ok()) {
+                Some(o) => Ok(Value::Oid(o)),
+                None if kind == RegLookup::Class => missing(b"42P01", "relation"),
+                None => missing(b"42704", "schema"),
+            }
+        }
+        RegLookup::Proc => {
+            let Some(parts) = split_qualified_name(s) else {
+                return Err(SqlError::new(b"42602", "invalid name syntax"));
+            };
+            let name = match parts.as_slice() {
+                [n] => n,
+                [schema, n] if schema == "pg_catalog" => n,
+                _ => return missing(b"42883", "function"),
+            };
+            match find(name) {
+                Some(_) => Ok(Value::Text(name.clone())),
+                None => missing(b"42883", "function"),
+            }
+        }
+    }
 }
 
 /// Evaluates a catalog function.
@@ -948,6 +1112,7 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
                 })
                 .unwrap_or(Value::Null)
         }
+        CatFunc::ToReg { kind, error } => to_reg(kind, error, vals)?,
         CatFunc::SizePretty => match vals[0].as_i64() {
             Some(n) => Value::Text(size_pretty(n)),
             None => Value::Null,

@@ -68,6 +68,8 @@ pub enum Func {
     Window(usize),
     /// WAL positions and statistics functions ([`crate::walstat`]).
     Wal(crate::walstat::WalFunc),
+    /// Cumulative statistics functions ([`crate::statviews`]).
+    Stat(crate::statviews::StatFunc),
     /// GROUPING(args) number `n` of the query level being analyzed; never in a
     /// finished plan: analysis replaces it by a slot of the grouped row
     /// ([`crate::grouping_sets`]).
@@ -278,13 +280,25 @@ impl Query {
 
 #[derive(Clone, Debug)]
 pub enum TxnCmd {
-    Begin { isolation: Option<ferrogres_engine::txn::IsolationLevel> },
+    /// BEGIN, or START TRANSACTION (`start`: its tag).
+    Begin { isolation: Option<ferrogres_engine::txn::IsolationLevel>, modes: TxnModes, start: bool },
     Commit,
     Rollback,
     Savepoint(String),
     Release(String),
     RollbackTo(String),
     SetIsolation(ferrogres_engine::txn::IsolationLevel),
+    /// `SET TRANSACTION [ISOLATION LEVEL ...] READ ONLY | READ WRITE | [NOT] DEFERRABLE`
+    /// (the isolation level, if given, goes through `SetIsolation` first).
+    SetModes(Option<ferrogres_engine::txn::IsolationLevel>, TxnModes),
+}
+
+/// A transaction's access mode and deferrability as BEGIN / SET TRANSACTION give
+/// them (`None`: not given).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxnModes {
+    pub read_only: Option<bool>,
+    pub deferrable: Option<bool>,
 }
 
 #[derive(Clone, Debug)]
@@ -336,6 +350,8 @@ pub enum Statement {
     Merge(Box<crate::merge::Merge>),
     /// CREATE / DROP / ALTER DATABASE ([`crate::database`]).
     Database(crate::database::DbCmd),
+    /// DISCARD, RESET ALL, CLOSE ([`crate::utility`]).
+    Utility(crate::utility::SessionCmd),
 }
 
 impl Statement {

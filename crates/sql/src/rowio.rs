@@ -34,7 +34,11 @@ impl RelStorage {
 /// The datums of `row` in `st`'s column types; `fixed` holds the images of the
 /// fixed-length by-reference values (`types::fixed_bytes`), which the datums borrow.
 fn datums_of<'a>(st: &RelStorage, row: &'a [Value], fixed: &'a [Option<Vec<u8>>]) -> Result<Vec<Option<Datum<'a>>>> {
-    st.types
+    datums_typed(&st.types, row, fixed)
+}
+
+fn datums_typed<'a>(types: &[Type], row: &'a [Value], fixed: &'a [Option<Vec<u8>>]) -> Result<Vec<Option<Datum<'a>>>> {
+    types
         .iter()
         .zip(row)
         .zip(fixed)
@@ -88,6 +92,8 @@ pub struct RowScan {
 impl RowScan {
     pub fn new(backend: &Backend, st: &RelStorage) -> Result<RowScan> {
         crate::catcache::note_scan(backend, st.rel);
+        // Statistics: a sequential scan (seq_scan; its rows are seq_tup_read).
+        backend.txn.pgstat.count_scan(st.rel);
         Ok(RowScan {
             scan: heapam::HeapScan::new(backend, st.rel)?,
             st: st.clone(),
@@ -122,6 +128,7 @@ impl RowScan {
         }
         let (tid, range) = self.items[self.at].clone();
         self.at += 1;
+        backend.txn.pgstat.count_returned(self.st.rel, 1);
         Ok(Some((tid, deform_row(backend, &self.st, &self.descs, &self.page[range], snapshot)?)))
     }
 }
@@ -222,4 +229,38 @@ pub fn form_row_toasted(backend: &mut Backend, st: &RelStorage, row: &[Value]) -
     }
     let finished = plan.finish(&datums, toast_rel.rel_number, &oids)?;
     Ok(form_tuple(&descs, &finished)?)
+}
+
+/// The heap tuple of `row` read as columns of `types` (no TOAST: a temporary
+/// file's row, `crate::sort`).
+pub fn form_values(types: &[Type], row: &[Value]) -> Result<Vec<u8>> {
+    let descs = types
+        .iter()
+        .map(|t| t.attr_desc().ok_or_else(|| SqlError::internal(format!("value of type {} spilled", t.typname()))))
+        .collect::<Result<Vec<_>>>()?;
+    let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
+    let datums = datums_typed(types, row, &fixed)?;
+    Ok(ferrogres_engine::heap::tuple::form_tuple(&descs, &datums)?)
+}
+
+/// The values of a tuple made by [`form_values`] with the same `types`.
+pub fn deform_values(types: &[Type], t: &[u8]) -> Result<Vec<Value>> {
+    let descs = types
+        .iter()
+        .map(|t| t.attr_desc().ok_or_else(|| SqlError::internal(format!("value of type {} spilled", t.typname()))))
+        .collect::<Result<Vec<_>>>()?;
+    let datums = deform_tuple(&descs, t)?;
+    let mut row = Vec::with_capacity(types.len());
+    for (ty, d) in types.iter().zip(datums) {
+        row.push(match d {
+            None => Value::Null,
+            Some(Datum::ByVal(raw)) => types::from_byval(*ty, raw)?,
+            Some(Datum::Varlena(b)) => types::from_varlena_typed(*ty, b)?,
+            Some(Datum::Fixed(b)) => types::from_fixed(*ty, b)?,
+            Some(Datum::Compressed { .. } | Datum::External(_)) => {
+                return Err(SqlError::internal("a temporary file's row holds a toasted value"))
+            }
+        });
+    }
+    Ok(row)
 }

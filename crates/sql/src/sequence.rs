@@ -254,6 +254,12 @@ impl SeqSession {
         SeqSession { engine, currvals: HashMap::new(), last: None }
     }
 
+    /// DISCARD SEQUENCES: currval and lastval are undefined again.
+    pub fn discard(&mut self) {
+        self.currvals.clear();
+        self.last = None;
+    }
+
     /// The engine of the session (for functions that read engine state: `crate::walstat`).
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine

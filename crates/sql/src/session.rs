@@ -192,13 +192,7 @@ impl SessionEnv {
             None => value,
         };
         let value = match lname.as_str() {
-            "client_encoding" => {
-                if !matches!(value.to_ascii_uppercase().as_str(), "UTF8" | "UTF-8" | "UNICODE") {
-                    return Err(SqlError::new(b"22023", format!("invalid value for parameter \"client_encoding\": \"{value}\""))
-                        .with_detail("ferrogres serves UTF8 only."));
-                }
-                "UTF8".to_string()
-            }
+            "client_encoding" => crate::encoding::check_client_encoding(&value)?,
             "datestyle" => crate::datestyle::check_datestyle(&value, &self.settings[idx].value)?,
             "bytea_output" => {
                 let v = value.to_ascii_lowercase();
@@ -392,6 +386,15 @@ pub struct Session {
     xact_reported: bool,
     /// A statement timer is armed by an outer `run` (nested runs leave it).
     timer_armed: bool,
+    /// Set by a simple-query statement about to run a query whose columns the
+    /// client is told: `run_in_txn` sends RowDescription and then each row as
+    /// the executor yields it, holding none (taken by the first query run).
+    stream_rows: Option<Vec<ColumnDesc>>,
+    /// The current transaction is READ ONLY / DEFERRABLE (from
+    /// default_transaction_read_only / _deferrable when it began, or BEGIN /
+    /// SET TRANSACTION).
+    xact_read_only: bool,
+    xact_deferrable: bool,
 }
 
 /// One setting changed inside a transaction ([`Session::guc_undo`]).
@@ -451,6 +454,9 @@ impl Session {
             statement_timeout: (u64::MAX, 0, true),
             xact_reported: false,
             timer_armed: false,
+            stream_rows: None,
+            xact_read_only: false,
+            xact_deferrable: false,
         }
     }
 
@@ -494,10 +500,41 @@ impl Session {
         slot.report(Report { state: Some(BackendState::Active), query: Some(sql), xact_start: xact });
     }
 
+    /// What the statistics functions asked of the session
+    /// (`crate::statviews`): a forced flush, per-table resets.
+    fn apply_pgstat_requests(&mut self) {
+        let Some(l) = self.env.locks.as_mut() else { return };
+        if std::mem::take(&mut l.pgstat_force_flush) {
+            self.backend.txn.pgstat.force_next_flush();
+        }
+        let rels = std::mem::take(&mut l.pgstat_reset_rels);
+        if !rels.is_empty() {
+            if let Ok(snap) = self.backend.txn.statement_snapshot() {
+                for r in rels {
+                    let _ = crate::statviews::reset_rel(&self.backend, &snap, r);
+                }
+            }
+        }
+    }
+
+    /// How long until this session's pending statistics may be flushed (None:
+    /// nothing pending): the wire layer comes back after that much idleness
+    /// and calls [`Session::pgstat_flush`] (PostgreSQL's idle stats timeout).
+    pub fn pgstat_flush_due(&self) -> Option<std::time::Duration> {
+        self.backend.txn.pgstat.flush_due_in()
+    }
+
+    /// Flushes the pending statistics if due.
+    pub fn pgstat_flush(&mut self) {
+        self.backend.pgstat_report(false);
+    }
+
     /// pg_stat_activity: the command ended; the state says whether a
-    /// transaction block is open.
+    /// transaction block is open. The statistics of ended transactions are
+    /// flushed here when due.
     fn report_idle(&mut self) {
         use ferrogres_engine::pgstat::activity::{BackendState, Report};
+        self.backend.pgstat_report(false);
         if !self.statement_timeout.2 {
             return;
         }
@@ -622,6 +659,32 @@ impl Session {
             self.implicit = true;
             self.stmts_in_txn = 0;
             self.did_ddl = false;
+            self.default_modes();
+        }
+        Ok(())
+    }
+
+    /// A new transaction's access mode and deferrability from the session's defaults.
+    fn default_modes(&mut self) {
+        self.xact_read_only = self.env.get("default_transaction_read_only").is_ok_and(|v| v == "on");
+        self.xact_deferrable = self.env.get("default_transaction_deferrable").is_ok_and(|v| v == "on");
+    }
+
+    /// BEGIN's / SET TRANSACTION's READ ONLY | READ WRITE | [NOT] DEFERRABLE, with
+    /// PostgreSQL's checks (check_transaction_read_only, check_transaction_deferrable).
+    fn apply_modes(&mut self, modes: crate::plan::TxnModes) -> Result<()> {
+        let started = self.stmts_in_txn > 0 || self.backend.txn.top_xid().is_some();
+        if let Some(ro) = modes.read_only {
+            if self.xact_read_only && !ro && started {
+                return Err(SqlError::new(b"25001", "transaction read-write mode must be set before any query"));
+            }
+            self.xact_read_only = ro;
+        }
+        if let Some(d) = modes.deferrable {
+            if d != self.xact_deferrable && started {
+                return Err(SqlError::new(b"25001", "SET TRANSACTION [NOT] DEFERRABLE must be called before any query"));
+            }
+            self.xact_deferrable = d;
         }
         Ok(())
     }
@@ -643,9 +706,22 @@ impl Session {
         if !self.backend.txn.in_transaction() {
             // Transactions of their own (VACUUM, database commands) ended.
             crate::catcache::end_transaction(&self.backend, true);
+            if let Some(l) = self.env.locks.as_mut() {
+                l.notify.at_abort();
+            }
             return Ok(());
         }
         if commit {
+            if let Some(l) = self.env.locks.as_ref() {
+                if let Err(e) = l.notify.pre_commit(&self.backend) {
+                    let _ = self.backend.txn.abort();
+                    crate::catcache::end_transaction(&self.backend, false);
+                    if let Some(l) = self.env.locks.as_mut() {
+                        l.notify.at_abort();
+                    }
+                    return Err(e);
+                }
+            }
             let was_ddl = match crate::namespace::temp_tables::pre_commit(&mut self.backend) {
                 Ok(changed) => was_ddl || changed,
                 Err(e) => {
@@ -658,13 +734,41 @@ impl Session {
             // registered, before it releases its locks (`crate::catcache`).
             let r = self.backend.txn.commit().map_err(txn_error);
             crate::catcache::end_transaction(&self.backend, r.is_ok());
+            if let Some(l) = self.env.locks.as_mut() {
+                if r.is_ok() {
+                    if l.notify.at_commit(&self.backend) {
+                        self.ddl_count += 1;
+                    }
+                } else {
+                    l.notify.at_abort();
+                }
+            }
             r?;
         } else {
             let r = self.backend.txn.abort().map_err(txn_error);
             crate::catcache::end_transaction(&self.backend, false);
+            if let Some(l) = self.env.locks.as_mut() {
+                l.notify.at_abort();
+            }
             r?;
         }
         Ok(())
+    }
+
+    /// LISTEN/NOTIFY: the notifications waiting for this session, oldest
+    /// first (the wire layer sends them when the session is idle, outside a
+    /// transaction block).
+    pub fn take_notifications(&mut self) -> Vec<ferrogres_engine::notify::Notification> {
+        match self.env.locks.as_ref().and_then(|l| l.notify.flag.as_ref()) {
+            Some(f) if f.load(std::sync::atomic::Ordering::Acquire) => self.backend.engine().notify.take(self.backend.id().0),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether this session listens (or has notifications still queued): the
+    /// wire layer then watches for notifications while it waits for the client.
+    pub fn notify_flag(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+        self.env.locks.as_ref().and_then(|l| l.notify.flag.clone())
     }
 
     /// After an error: a block fails; an implicit transaction is rolled back.
@@ -713,13 +817,15 @@ impl Session {
             Ok(())
         };
         Ok(match cmd {
-            TxnCmd::Begin { isolation } => {
+            TxnCmd::Begin { isolation, modes, start } => {
+                let tag = if *start { "START TRANSACTION" } else { "BEGIN" };
                 if self.status != TxnStatus::Idle {
                     warn(out, &self.env, b"25001", "there is already a transaction in progress")?;
                     if let Some(i) = isolation {
                         self.set_isolation(*i)?;
                     }
-                    return Ok("BEGIN".into());
+                    self.apply_modes(*modes)?;
+                    return Ok(tag.into());
                 }
                 if self.backend.txn.in_transaction() {
                     // BEGIN inside an implicit transaction turns it into a block.
@@ -737,10 +843,12 @@ impl Session {
                     crate::datetime::set_xact_start();
                     self.stmts_in_txn = 0;
                     self.did_ddl = false;
+                    self.default_modes();
                 }
+                self.apply_modes(*modes)?;
                 self.implicit = false;
                 self.status = TxnStatus::InBlock;
-                "BEGIN".into()
+                tag.into()
             }
             TxnCmd::Commit => match self.status {
                 TxnStatus::Idle => {
@@ -802,7 +910,115 @@ impl Session {
                 }
                 "SET".into()
             }
+            TxnCmd::SetModes(iso, modes) => {
+                if self.status == TxnStatus::Idle {
+                    warn(out, &self.env, b"25P01", "SET TRANSACTION can only be used in transaction blocks")?;
+                } else {
+                    if let Some(i) = iso {
+                        self.set_isolation(*i)?;
+                    }
+                    self.apply_modes(*modes)?;
+                }
+                "SET".into()
+            }
         })
+    }
+
+    /// DISCARD, RESET ALL, CLOSE ([`crate::utility`]); returns the tag.
+    fn utility(&mut self, cmd: &crate::utility::SessionCmd, out: &mut dyn Output) -> Result<String> {
+        use crate::utility::{DiscardKind, SessionCmd};
+        match cmd {
+            SessionCmd::Close(Some(name)) => return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist"))),
+            SessionCmd::Close(None) => {}
+            SessionCmd::Listen(_) | SessionCmd::Unlisten(_) | SessionCmd::Notify { .. } => {
+                // They take effect at commit: inside the current transaction.
+                self.ensure_txn()?;
+                let n = &mut self.env.locks.as_mut().ok_or_else(|| SqlError::internal("session without lock context"))?.notify;
+                match cmd {
+                    SessionCmd::Listen(c) => n.actions.push(crate::notify::ListenAction::Listen(c.clone())),
+                    SessionCmd::Unlisten(Some(c)) => n.actions.push(crate::notify::ListenAction::Unlisten(c.clone())),
+                    SessionCmd::Unlisten(None) => n.actions.push(crate::notify::ListenAction::UnlistenAll),
+                    SessionCmd::Notify { channel, payload } => n.queue(channel, payload)?,
+                    _ => {}
+                }
+            }
+            SessionCmd::ResetAll => self.reset_all(out)?,
+            SessionCmd::Discard(DiscardKind::Plans) => self.discard_plans(),
+            SessionCmd::Discard(DiscardKind::Sequences) => self.discard_sequences(),
+            SessionCmd::Discard(DiscardKind::Temp) => self.discard_temp()?,
+            SessionCmd::Discard(DiscardKind::All) => {
+                if self.status != TxnStatus::Idle || self.multi_statement {
+                    return Err(SqlError::new(b"25001", "DISCARD ALL cannot run inside a transaction block"));
+                }
+                // PostgreSQL's order: CLOSE ALL, SET SESSION AUTHORIZATION
+                // DEFAULT, RESET ALL, DEALLOCATE ALL, UNLISTEN *,
+                // pg_advisory_unlock_all(), DISCARD PLANS, DISCARD TEMP,
+                // DISCARD SEQUENCES.
+                self.reset_all(out)?;
+                self.prepared.clear();
+                self.ensure_txn()?;
+                if let Some(l) = self.env.locks.as_mut() {
+                    l.notify.actions.push(crate::notify::ListenAction::UnlistenAll);
+                }
+                self.backend.engine().locks.advisory_unlock_all(self.backend.id())?;
+                self.discard_plans();
+                self.discard_temp()?;
+                self.discard_sequences();
+            }
+        }
+        Ok(cmd.tag().to_string())
+    }
+
+    /// RESET ALL: each setting a session may change goes back to its default,
+    /// as a SET would (undone if the transaction rolls back).
+    fn reset_all(&mut self, out: &mut dyn Output) -> Result<()> {
+        let changed: Vec<String> = self
+            .env
+            .settings
+            .iter()
+            .filter(|s| s.value != s.default && !crate::utility::reset_all_skips(&s.name))
+            .filter(|s| {
+                ferrogres_engine::config::guc::find(&s.name.to_ascii_lowercase())
+                    .is_none_or(|g| ferrogres_engine::config::guc::change_forbidden(g, false).is_none())
+            })
+            .map(|s| s.name.clone())
+            .collect();
+        for name in changed {
+            self.set_setting(&name, None, false, out)?;
+            if name.eq_ignore_ascii_case("search_path") {
+                self.ddl_count += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// DISCARD PLANS: cached simple-query plans go, prepared statements are
+    /// analyzed again at their next use.
+    fn discard_plans(&mut self) {
+        self.plan_cache = Default::default();
+        self.ddl_count += 1;
+    }
+
+    fn discard_sequences(&mut self) {
+        if let Some(l) = self.env.locks.as_mut() {
+            l.seqs.discard();
+        }
+    }
+
+    /// DISCARD TEMP: the session's temporary relations are dropped in the
+    /// current transaction (the schema comes back with the next temporary table).
+    fn discard_temp(&mut self) -> Result<()> {
+        self.ensure_txn()?;
+        let snap = self.backend.txn.statement_snapshot()?;
+        let name = format!("pg_temp_{}", self.backend.id().0);
+        let ns = crate::namespace::namespaces(&self.backend, &snap)?.into_iter().find(|(_, n)| *n == name).map(|x| x.0);
+        if let Some(ns) = ns {
+            crate::namespace::drop_namespace_contents(&mut self.backend, ns)?;
+            crate::namespace::temp_tables::forget_session(self.backend.id().0);
+            self.did_ddl = true;
+            self.ddl_count += 1;
+        }
+        Ok(())
     }
 
     fn set_isolation(&mut self, i: IsolationLevel) -> Result<()> {
@@ -884,6 +1100,9 @@ impl Session {
             self.arm_statement_timer(Some(std::time::Duration::from_millis(timeout)));
         }
         let mut r = self.run_statement(plan, params, out);
+        if let Err(e) = &mut r {
+            self.resolve_error_schema(e);
+        }
         if r.is_ok() && !matches!(plan, Statement::Transaction(_)) {
             // (Not after COMMIT: it is done, an error would misreport it.)
             // A cancel or timeout that came in while the statement ran (one it
@@ -898,6 +1117,19 @@ impl Session {
         }
         crate::memory::end_statement();
         r
+    }
+
+    /// An error about a table names its schema ([`crate::errors::ErrorObjects`]):
+    /// read now, while the failed statement's transaction is still open.
+    fn resolve_error_schema(&mut self, e: &mut SqlError) {
+        let Some(o) = e.objects.as_mut() else { return };
+        let Some(ns) = o.namespace.filter(|_| o.schema.is_none()) else { return };
+        if !self.backend.txn.in_transaction() {
+            return;
+        }
+        if let Ok(snap) = self.backend.txn.statement_snapshot() {
+            o.schema = crate::namespace::namespace_name(&self.backend, &snap, ns).ok().flatten();
+        }
     }
 
     /// Arms or disarms the statement timer: the interrupt check's (which fails
@@ -930,6 +1162,20 @@ impl Session {
                     };
                     return Ok((None, self.transaction_command(&TxnCmd::SetIsolation(iso), out)?));
                 }
+                if name == "transaction_read_only" || name == "transaction_deferrable" {
+                    let on = match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                        None => false,
+                        Some(v) => crate::types::parse_bool(v).ok_or_else(|| {
+                            SqlError::new(b"22023", format!("parameter \"{name}\" requires a Boolean value"))
+                        })?,
+                    };
+                    let modes = if name == "transaction_read_only" {
+                        crate::plan::TxnModes { read_only: Some(on), deferrable: None }
+                    } else {
+                        crate::plan::TxnModes { read_only: None, deferrable: Some(on) }
+                    };
+                    return Ok((None, self.transaction_command(&TxnCmd::SetModes(None, modes), out)?));
+                }
                 self.set_setting(name, value.as_deref(), *local, out)?;
                 if name == "search_path" {
                     // Prepared statements resolved names with the old path: re-analyze them.
@@ -947,6 +1193,16 @@ impl Session {
                             _ => "serializable".to_string(),
                         }
                     }
+                    "transaction_read_only" | "transaction_deferrable" => {
+                        let in_txn = self.backend.txn.in_transaction();
+                        let on = match (name.as_str(), in_txn) {
+                            ("transaction_read_only", true) => self.xact_read_only,
+                            ("transaction_deferrable", true) => self.xact_deferrable,
+                            ("transaction_read_only", false) => self.env.get("default_transaction_read_only").is_ok_and(|v| v == "on"),
+                            _ => self.env.get("default_transaction_deferrable").is_ok_and(|v| v == "on"),
+                        };
+                        if on { "on" } else { "off" }.to_string()
+                    }
                     "all" => return Err(SqlError::not_supported("SHOW ALL")),
                     n => self.env.get(n)?,
                 };
@@ -961,6 +1217,7 @@ impl Session {
                 crate::alter_system::execute(self.backend.engine(), &datadir, cmd)?;
                 return Ok((None, "ALTER SYSTEM".into()));
             }
+            Statement::Utility(cmd) => return Ok((None, self.utility(cmd, out)?)),
             Statement::Checkpoint => {
                 // Allowed inside a transaction block, as in PostgreSQL; it takes
                 // no snapshot and no relation lock.
@@ -997,6 +1254,20 @@ impl Session {
             _ => {}
         }
         self.ensure_txn()?;
+        if self.xact_read_only {
+            if let Some((cmd, ns)) = crate::utility::read_only_violation(plan) {
+                let temp = match ns {
+                    Some(ns) => {
+                        let snap = self.backend.txn.statement_snapshot()?;
+                        crate::namespace::is_temp_namespace(&self.backend, &snap, ns)?
+                    }
+                    None => false,
+                };
+                if !temp {
+                    return Err(crate::utility::read_only_error(cmd));
+                }
+            }
+        }
         self.stmts_in_txn += 1;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
         if locked_at_bind != Some((plan as *const Statement as usize, self.backend.txn.nesting_level())) {
@@ -1004,6 +1275,7 @@ impl Session {
         }
         let snap = self.backend.txn.statement_snapshot()?;
         let result = self.run_in_txn(plan, params, snap, out);
+        self.apply_pgstat_requests();
         crate::locking::flush_notices(&mut self.env, out)?;
         // The next statement sees this one's changes.
         self.backend.txn.command_counter_increment()?;
@@ -1025,8 +1297,18 @@ impl Session {
         let returning = |rows: Vec<Vec<Value>>, r: &[Target]| if r.is_empty() { None } else { Some(rows) };
         match plan {
             Statement::Query(q) => {
+                let stream = self.stream_rows.take();
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 let mut it = exec::run_query(q, &mut ctx)?;
+                if let Some(cols) = stream {
+                    out.row_description(&cols)?;
+                    let mut n: u64 = 0;
+                    while let Some(r) = it.next(&mut ctx)? {
+                        out.row(&r)?;
+                        n += 1;
+                    }
+                    return Ok((None, format!("SELECT {n}")));
+                }
                 let mut rows = Vec::new();
                 while let Some(r) = it.next(&mut ctx)? {
                     rows.push(r);
@@ -1298,8 +1580,15 @@ impl Session {
         let plan = self.simple_plan(st, index)?;
         self.check_not_failed(Some(&*plan))?;
         let cols = self.describe_plan(&plan);
-        let (rows, tag) = self.run(&plan, &[], out)?;
-        if let Some(cols) = cols {
+        // A query's rows go to the client as they are made.
+        let streamed = matches!(*plan, Statement::Query(_)) && cols.is_some();
+        if streamed {
+            self.stream_rows = cols.clone();
+        }
+        let r = self.run(&plan, &[], out);
+        let sent = streamed && self.stream_rows.take().is_none();
+        let (rows, tag) = r?;
+        if let (Some(cols), false) = (cols, sent) {
             out.row_description(&cols)?;
             for r in rows.unwrap_or_default() {
                 out.row(&r)?;
@@ -1731,6 +2020,7 @@ impl Session {
     /// The connection ends: roll back.
     pub fn terminate(&mut self) {
         let _ = self.end_txn(false);
+        self.backend.engine().notify.remove(self.backend.id().0);
         self.prepared.clear();
         crate::namespace::drop_temp_schema(&mut self.backend);
     }

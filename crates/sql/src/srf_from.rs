@@ -196,6 +196,21 @@ pub(crate) fn range_function(
                 scan.calls.push(Call::Series { ty, start: base, stop: base + 1, step: (n == 3).then_some(base + 2) });
                 cols.push(("generate_series".into(), ty, false));
             }
+            // information_schema._pg_expandarray(anyarray): (x, n), each
+            // element with its position from 1 (the array's subscripts from
+            // its lower bound, which is 1 for every array here).
+            "information_schema._pg_expandarray" if args.len() == 1 => {
+                let e = args.pop().expect("one argument");
+                let Type::Array(elem) = e.ty() else {
+                    return Err(not_exist(a, &name, &[e], f.location));
+                };
+                scan.args.push(e);
+                scan.args.push(Expr::Const(Value::Int4(1), Type::Int4));
+                scan.calls.push(Call::Unnest(base));
+                scan.calls.push(Call::Subscripts { arr: base, dim: base + 1, reverse: None });
+                cols.push(("x".into(), *elem, true));
+                cols.push(("n".into(), Type::Int4, true));
+            }
             "generate_subscripts" if args.len() == 2 || args.len() == 3 => {
                 if !matches!(args[0].ty(), Type::Array(_)) || !(args[1].ty().is_integer() || args[1].ty() == Type::Unknown) {
                     return Err(not_exist(a, &name, &args, f.location));

@@ -266,6 +266,7 @@ fn column_stats(ty: Type, vals: &[Value], total: f64) -> ColStats {
 pub fn gather(backend: &mut Backend, snap: &Snapshot, table: &Table) -> Result<f64> {
     let mut rng = rand::rngs::SmallRng::from_entropy();
     let (rows, total) = sample_rows(backend, &table.storage, snap, SAMPLE_ROWS, &mut rng)?;
+    ferrogres_engine::heap::autovacuum::pgstat_report_analyze(backend.engine(), table.storage.rel, false, Some(total as u64), None);
     let sample: Vec<&Vec<Value>> = rows.iter().collect();
     let mut cols = Vec::new();
     for (i, c) in table.columns.iter().enumerate() {

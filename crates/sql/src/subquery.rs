@@ -276,6 +276,16 @@ pub fn shift_columns(e: &mut Expr, delta: isize) {
     });
 }
 
+/// Renumbers the columns of the current level read by `e` (also from inside
+/// its subqueries): column `i` becomes `f(i)`.
+pub fn map_columns(e: &mut Expr, f: &dyn Fn(usize) -> usize) {
+    walk_expr(e, 0, true, &mut |e, d| match e {
+        Expr::Column(i, _) if d == 0 => *i = f(*i),
+        Expr::OuterColumn { levels_up, index, .. } if d > 0 && *levels_up == d => *index = f(*index),
+        _ => {}
+    });
+}
+
 /// The columns of the current level that `e` reads (also from inside its subqueries).
 pub fn columns_read(e: &Expr) -> Vec<usize> {
     let mut out = Vec::new();

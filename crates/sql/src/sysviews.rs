@@ -10,6 +10,10 @@
 //! | `pg_catalog.pg_stat_wal` | the WAL's counters ([`crate::walstat`]) |
 //! | `pg_catalog.pg_hba_file_rules` | the data directory's `pg_hba.conf` as it is on disk now, parsed by `ferrogres_engine::config::hba` (one row per rule, or per line with its error) |
 //! | `pg_catalog.pg_stat_ssl` | the same activity slots: each client backend's TLS (version, cipher, bits) as the wire server negotiated it; no client certificates, so client_dn, client_serial and issuer_dn are NULL |
+//! | the cumulative statistics views (pg_stat_database, pg_stat_*_tables, ...) | [`crate::statviews`] |
+//! | `ferrogres_stat_lwlocks` | per LWLock tranche: acquisitions that queued (shared, exclusive), total and max wait in ms (`pgstat::lwlock_stats`); a `SpinDelay` row counts spinlock back-off sleeps |
+//! | `ferrogres_stat_locks` | per heavyweight lock type: fast-path and main-table acquisitions, fast-path locks moved by strong lockers (on the `relation` row), waits, total and max wait in ms (`LockManager::lock_type_stats`) |
+//! | `pg_wait_sampling_history`, `pg_wait_sampling_profile` | the wait-event sampler (`pgstat::sampler`) |
 //! | `pg_catalog.pg_stat_activity` | the engine's per-backend activity slots (`pgstat::activity`), wait events (`pgstat::wait_event`) and ProcArray xid/xmin |
 
 use crate::catalog::{self, Column, Table};
@@ -30,6 +34,13 @@ pub const PG_STAT_SSL_OID: u32 = 12249;
 
 /// pg_stat_activity's OID in PostgreSQL 15.
 pub const PG_STAT_ACTIVITY_OID: u32 = 12222;
+
+/// ferrogres' own views (OIDs in a range PostgreSQL 15 leaves unused).
+pub const FERROGRES_STAT_LWLOCKS_OID: u32 = 9870;
+pub const FERROGRES_STAT_LOCKS_OID: u32 = 9871;
+/// pg_wait_sampling's views, built in.
+pub const PG_WAIT_SAMPLING_HISTORY_OID: u32 = 9872;
+pub const PG_WAIT_SAMPLING_PROFILE_OID: u32 = 9873;
 
 struct View {
     name: &'static str,
@@ -115,6 +126,48 @@ const VIEWS: &[View] = &[View {
         ("error", Type::Text),
     ],
 }, View {
+    name: "ferrogres_stat_lwlocks",
+    oid: FERROGRES_STAT_LWLOCKS_OID,
+    columns: &[
+        ("tranche", Type::Text),
+        ("blocked_shared", Type::Int8),
+        ("blocked_exclusive", Type::Int8),
+        ("wait_time", Type::Float8),
+        ("max_wait", Type::Float8),
+    ],
+}, View {
+    name: "ferrogres_stat_locks",
+    oid: FERROGRES_STAT_LOCKS_OID,
+    columns: &[
+        ("locktype", Type::Text),
+        ("fastpath_acquired", Type::Int8),
+        ("main_acquired", Type::Int8),
+        ("fastpath_transfers", Type::Int8),
+        ("waits", Type::Int8),
+        ("wait_time", Type::Float8),
+        ("max_wait", Type::Float8),
+    ],
+}, View {
+    name: "pg_wait_sampling_history",
+    oid: PG_WAIT_SAMPLING_HISTORY_OID,
+    columns: &[
+        ("pid", Type::Int4),
+        ("ts", Type::Timestamptz),
+        ("event_type", Type::Text),
+        ("event", Type::Text),
+        ("queryid", Type::Int8),
+    ],
+}, View {
+    name: "pg_wait_sampling_profile",
+    oid: PG_WAIT_SAMPLING_PROFILE_OID,
+    columns: &[
+        ("pid", Type::Int4),
+        ("event_type", Type::Text),
+        ("event", Type::Text),
+        ("queryid", Type::Int8),
+        ("count", Type::Int8),
+    ],
+}, View {
     name: "pg_stat_wal",
     oid: crate::walstat::PG_STAT_WAL_OID,
     columns: crate::walstat::PG_STAT_WAL_COLUMNS,
@@ -126,7 +179,8 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
     if schema.is_some_and(|s| s != "pg_catalog") {
         return None;
     }
-    let v = VIEWS.iter().find(|v| v.name == name)?;
+    let v = VIEWS.iter().find(|v| v.name == name).map(|v| (v.name, v.oid, v.columns)).or_else(|| crate::statviews::VIEWS.iter().find(|v| v.0 == name).copied())?;
+    let v = View { name: v.0, oid: v.1, columns: v.2 };
     let columns: Vec<Column> = v
         .columns
         .iter()
@@ -150,7 +204,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
 
 /// Is `oid` one of these views?
 pub fn is_view(oid: u32) -> bool {
-    VIEWS.iter().any(|v| v.oid == oid) || crate::pgcatalog::is_view(oid)
+    VIEWS.iter().any(|v| v.oid == oid) || crate::pgcatalog::is_view(oid) || crate::statviews::is_view(oid)
 }
 
 /// The query source for a resolved FROM table.
@@ -170,6 +224,10 @@ pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend) -> Result<Vec
         PG_STAT_SSL_OID => Ok(pg_stat_ssl(backend)),
         crate::walstat::PG_STAT_WAL_OID => Ok(crate::walstat::pg_stat_wal(backend)),
         PG_HBA_FILE_RULES_OID => pg_hba_file_rules(backend),
+        FERROGRES_STAT_LWLOCKS_OID => Ok(stat_lwlocks()),
+        FERROGRES_STAT_LOCKS_OID => Ok(stat_locks(backend)),
+        PG_WAIT_SAMPLING_HISTORY_OID => Ok(wait_sampling_history(backend)),
+        PG_WAIT_SAMPLING_PROFILE_OID => Ok(wait_sampling_profile(backend)),
         _ => Err(crate::errors::SqlError::internal(format!("no system view with OID {oid}"))),
     }
 }
@@ -236,6 +294,87 @@ fn pg_stat_ssl(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
                 ],
                 None => vec![pid, Value::Bool(false), Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, Value::Null],
             }
+        })
+        .collect()
+}
+
+fn ms(d: std::time::Duration) -> Value {
+    Value::Float8(d.as_secs_f64() * 1000.0)
+}
+
+/// ferrogres_stat_lwlocks: one row per LWLock tranche (the engine's
+/// always-on per-tranche counters, `pgstat::lwlock_stats`): acquisitions that
+/// had to queue, by mode, and their total and longest wait in ms; plus a row
+/// `SpinDelay` whose blocked_exclusive counts spinlock back-off sleeps.
+fn stat_lwlocks() -> Vec<Vec<Value>> {
+    use ferrogres_engine::pgstat::lwlock_stats::{lwlock_stats_snapshot, spin_delays};
+    let mut out: Vec<Vec<Value>> = lwlock_stats_snapshot()
+        .into_iter()
+        .map(|t| {
+            vec![
+                Value::Text(t.tranche.name().to_string()),
+                Value::Int8(t.blocked_shared as i64),
+                Value::Int8(t.blocked_exclusive as i64),
+                ms(t.wait_time),
+                ms(t.max_wait),
+            ]
+        })
+        .collect();
+    out.push(vec![Value::Text("SpinDelay".into()), Value::Int8(0), Value::Int8(spin_delays() as i64), Value::Null, Value::Null]);
+    out
+}
+
+/// ferrogres_stat_locks: one row per heavyweight lock type (`LockManager::lock_type_stats`).
+fn stat_locks(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+    let (types, transfers) = backend.engine().locks.lock_type_stats();
+    types
+        .into_iter()
+        .map(|t| {
+            vec![
+                Value::Text(t.locktype.to_string()),
+                Value::Int8(t.fast_path as i64),
+                Value::Int8(t.main as i64),
+                if t.locktype == "relation" { Value::Int8(transfers as i64) } else { Value::Int8(0) },
+                Value::Int8(t.waits as i64),
+                ms(t.wait_time),
+                ms(t.max_wait),
+            ]
+        })
+        .collect()
+}
+
+fn event_cols(ev: Option<ferrogres_engine::pgstat::wait_event::WaitEvent>) -> (Value, Value) {
+    match ev {
+        Some(e) => (Value::Text(e.type_name().to_string()), Value::Text(e.name().to_string())),
+        None => (Value::Null, Value::Null),
+    }
+}
+
+/// pg_wait_sampling_history: the sampler's ring, oldest first.
+fn wait_sampling_history(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+    backend
+        .engine()
+        .sampler
+        .history()
+        .into_iter()
+        .map(|s| {
+            let (t, e) = event_cols(s.event);
+            let ts = crate::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(s.ts as u64));
+            vec![Value::Int4(s.pid), Value::Timestamptz(ts), t, e, Value::Int8(s.queryid)]
+        })
+        .collect()
+}
+
+/// pg_wait_sampling_profile: samples per (pid, wait event, query id).
+fn wait_sampling_profile(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+    backend
+        .engine()
+        .sampler
+        .profile()
+        .into_iter()
+        .map(|r| {
+            let (t, e) = event_cols(r.event);
+            vec![Value::Int4(r.pid), t, e, Value::Int8(r.queryid), Value::Int8(r.count as i64)]
         })
         .collect()
 }

@@ -422,7 +422,7 @@ fn parse_int(ty: Type, s: &str, min: i64, max: i64) -> Result<i64> {
     Ok(v as i64)
 }
 
-fn parse_bool(s: &str) -> Option<bool> {
+pub(crate) fn parse_bool(s: &str) -> Option<bool> {
     let t = s.trim_matches(|c: char| c.is_ascii_whitespace()).to_ascii_lowercase();
     if t.is_empty() {
         return None;

@@ -1,18 +1,29 @@
 //! The background writer (PostgreSQL's bgwriter.c): a thread that, every
-//! `bgwriter_delay`, writes up to `bgwriter_lru_maxpages` dirty buffers that the
-//! clock sweep is about to reach, so backends looking for a victim find clean ones.
+//! `bgwriter_delay`, writes dirty buffers that the clock sweep is about to reach,
+//! looking ahead of the hand only as far as recent allocations ask
+//! (`BufferPool::bgwriter_sync`), so backends looking for a victim find clean ones.
+//! With no allocations and the pool ahead of the hand already looked at, it
+//! hibernates: it sleeps `HIBERNATE_FACTOR` times longer, and the next allocation
+//! wakes it (the latch protocol is on `freelist::BgWriterLatch`).
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::buffer::bufmgr::BgSyncState;
 use crate::buffer::BufferPool;
 use crate::pgstat::wait_event::{report_wait_end, report_wait_start, WaitEvent};
+
+/// A hibernating writer sleeps this many `bgwriter_delay`s (PostgreSQL: 50) unless
+/// an allocation wakes it first.
+const HIBERNATE_FACTOR: u32 = 50;
 
 /// The running background writer. `stop()` (or dropping it) ends the thread and
 /// joins it.
 pub struct BgWriter {
-    stop: Arc<(Mutex<bool>, Condvar)>,
+    pool: Arc<BufferPool>,
+    rounds: Arc<AtomicU64>,
     thread: Option<JoinHandle<BgWriterTotals>>,
 }
 
@@ -24,6 +35,10 @@ pub struct BgWriterTotals {
     pub buffers_clean: u64,
     /// Rounds that ended with an I/O error (the round is retried next time).
     pub errors: u64,
+    /// Buffer descriptors looked at.
+    pub scanned: u64,
+    /// Times it went into hibernation.
+    pub hibernations: u64,
 }
 
 impl BufferPool {
@@ -34,38 +49,78 @@ impl BufferPool {
 
     /// [`BufferPool::start_bgwriter`], running `on_start` first on the new thread.
     pub fn start_bgwriter_with(self: &Arc<Self>, on_start: crate::wal::OnStart) -> BgWriter {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        *self.bgwriter_latch().mu.lock().unwrap_or_else(|e| e.into_inner()) = false;
         let pool = Arc::clone(self);
-        let stop2 = Arc::clone(&stop);
+        let rounds = Arc::new(AtomicU64::new(0));
+        let rounds2 = Arc::clone(&rounds);
         let thread = std::thread::Builder::new()
             .name("bgwriter".into())
             .spawn(move || {
                 on_start();
                 let mut totals = BgWriterTotals::default();
+                let mut state = BgSyncState::default();
                 let delay = Duration::from_millis(pool.bgwriter_delay_ms);
+                let mut hibernate = false;
                 loop {
-                    {
-                        let (m, cv) = &*stop2;
-                        report_wait_start(WaitEvent::Activity("BgWriterMain"));
-                        let g = m.lock().unwrap_or_else(|e| e.into_inner());
-                        let (g, _) = cv
-                            .wait_timeout_while(g, delay, |stopped| !*stopped)
-                            .unwrap_or_else(|e| e.into_inner());
-                        report_wait_end();
-                        if *g {
-                            return totals;
-                        }
+                    if sleep(&pool, delay, hibernate) {
+                        return totals;
                     }
                     totals.rounds += 1;
-                    match pool.bgwriter_round(pool.bgwriter_lru_maxpages) {
-                        Ok(n) => totals.buffers_clean += n as u64,
-                        Err(_) => totals.errors += 1,
+                    // Relaxed: a counter for tests and diagnostics.
+                    rounds2.fetch_add(1, Ordering::Relaxed);
+                    match pool.bgwriter_sync(&mut state, pool.bgwriter_lru_maxpages) {
+                        Ok(r) => {
+                            totals.buffers_clean += r.written as u64;
+                            totals.scanned += r.scanned as u64;
+                            hibernate = r.can_hibernate;
+                            totals.hibernations += r.can_hibernate as u64;
+                        }
+                        Err(_) => {
+                            totals.errors += 1;
+                            hibernate = false;
+                        }
                     }
                 }
             })
             .expect("spawn bgwriter");
-        BgWriter { stop, thread: Some(thread) }
+        BgWriter { pool: Arc::clone(self), rounds, thread: Some(thread) }
     }
+
+    /// Whether the background writer is hibernating now (for tests and diagnostics).
+    pub fn bgwriter_hibernating(&self) -> bool {
+        self.bgwriter_latch().asleep.load(Ordering::SeqCst)
+    }
+}
+
+/// Sleeps one `delay`, or up to `HIBERNATE_FACTOR` delays when `hibernate` (woken
+/// early by the next allocation). Returns true when asked to stop.
+fn sleep(pool: &BufferPool, delay: Duration, hibernate: bool) -> bool {
+    let latch = pool.bgwriter_latch();
+    report_wait_start(WaitEvent::Activity(if hibernate { "BgWriterHibernate" } else { "BgWriterMain" }));
+    let mut stop = latch.mu.lock().unwrap_or_else(|e| e.into_inner());
+    let deadline = Instant::now() + if hibernate { delay * HIBERNATE_FACTOR } else { delay };
+    if hibernate {
+        // Under `mu`: an allocation that clears the flag notifies only after we wait.
+        latch.asleep.store(true, Ordering::SeqCst);
+    }
+    loop {
+        if *stop {
+            break;
+        }
+        if hibernate && !latch.asleep.load(Ordering::SeqCst) {
+            break; // woken by an allocation
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        stop = latch.cv.wait_timeout(stop, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+    }
+    latch.asleep.store(false, Ordering::SeqCst);
+    let stopped = *stop;
+    drop(stop);
+    report_wait_end();
+    stopped
 }
 
 impl BgWriter {
@@ -74,10 +129,16 @@ impl BgWriter {
         self.shutdown()
     }
 
+    /// Rounds done so far.
+    pub fn rounds(&self) -> u64 {
+        // Relaxed: a counter.
+        self.rounds.load(Ordering::Relaxed)
+    }
+
     fn shutdown(&mut self) -> BgWriterTotals {
-        let (m, cv) = &*self.stop;
-        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_all();
+        let latch = self.pool.bgwriter_latch();
+        *latch.mu.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        latch.cv.notify_all();
         match self.thread.take() {
             Some(t) => t.join().unwrap_or_default(),
             None => BgWriterTotals::default(),

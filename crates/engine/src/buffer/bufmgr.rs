@@ -7,11 +7,12 @@ use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
 use crate::buffer::buf_state::*;
 use crate::buffer::buf_table::{BufTable, TagKey};
 use crate::buffer::freelist::{Clock, Strategy};
+use crate::buffer::io_wait::WaitStripe;
 use crate::config::{Settings, BLCKSZ};
 use crate::error::{Error, Result};
 use crate::lmgr::lwlock::{LwLock, LwLockGuard, Tranche};
@@ -146,13 +147,51 @@ pub struct BufferPool {
     wal: Arc<dyn WalFlush>,
     /// Condition variables for BM_IO_IN_PROGRESS and BM_PIN_COUNT_WAITER waits.
     /// The mutex guards nothing but the wait itself (see `wait_io`).
-    io_waits: Box<[(Mutex<()>, Condvar)]>,
+    io_waits: Box<[WaitStripe]>,
     /// Relation extension locks, one mutex per (relation, fork), created on demand.
     /// Each partition's mutex protects its map only.
     ext_locks: Box<[Mutex<ExtLockMap>]>,
     stats: Box<[StatSlot]>,
     pub(crate) bgwriter_delay_ms: u64,
     pub(crate) bgwriter_lru_maxpages: usize,
+}
+
+/// Allocations expected next round per allocation of the last rounds (PostgreSQL's
+/// `bgwriter_lru_multiplier` default; not a setting here yet).
+const LRU_MULTIPLIER: f64 = 2.0;
+/// Rounds over which the allocation rate and the density are smoothed.
+const SMOOTHING_SAMPLES: f64 = 16.0;
+/// An idle pool is scanned once in this many milliseconds (PostgreSQL: 120 s).
+const LAP_MS: u64 = 120_000;
+
+/// What the background writer carries from round to round (PostgreSQL keeps the
+/// same in BgBufferSync's static variables).
+#[derive(Debug)]
+pub(crate) struct BgSyncState {
+    /// The next buffer to look at, in the clock hand's units (ticks since start).
+    next_to_clean: u64,
+    /// `Clock::allocs` at the last round.
+    prev_allocs: u64,
+    /// Allocations per round, smoothed.
+    smoothed_alloc: f64,
+    /// Buffers scanned per reusable buffer found, smoothed (>= 1).
+    smoothed_density: f64,
+}
+
+impl Default for BgSyncState {
+    fn default() -> Self {
+        BgSyncState { next_to_clean: 0, prev_allocs: 0, smoothed_alloc: 0.0, smoothed_density: 10.0 }
+    }
+}
+
+/// What one background-writer round did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BgRound {
+    pub(crate) written: usize,
+    pub(crate) scanned: usize,
+    /// No allocations since the last round and the whole pool ahead of the hand
+    /// already looked at: nothing to do until the next allocation.
+    pub(crate) can_hibernate: bool,
 }
 
 /// A pin on a buffer (RAII: unpinned on drop). While it lives, the buffer holds
@@ -211,7 +250,7 @@ impl BufferPool {
             clock: Clock::new(n),
             smgr,
             wal,
-            io_waits: (0..IO_STRIPES).map(|_| (Mutex::new(()), Condvar::new())).collect(),
+            io_waits: (0..IO_STRIPES).map(|_| WaitStripe::new()).collect(),
             ext_locks: (0..EXT_LOCK_PARTITIONS).map(|_| Mutex::new(HashMap::new())).collect(),
             stats: (0..STAT_SLOTS).map(|_| StatSlot::default()).collect(),
             bgwriter_delay_ms: settings.bgwriter_delay_ms.max(1),
@@ -221,6 +260,11 @@ impl BufferPool {
 
     pub fn nbuffers(&self) -> usize {
         self.descs.len()
+    }
+
+    /// The background writer's latch (in the clock, which wakes it).
+    pub(crate) fn bgwriter_latch(&self) -> &crate::buffer::freelist::BgWriterLatch {
+        &self.clock.bgwriter_latch
     }
 
     pub fn npartitions(&self) -> usize {
@@ -296,24 +340,19 @@ impl BufferPool {
         }
     }
 
+    /// Wakes whoever waits on buffer `id`'s stripe (no system call when nobody does).
+    #[inline]
     fn wake(&self, id: usize) {
-        let (m, cv) = &self.io_waits[id % IO_STRIPES];
-        let _g = m.lock().unwrap_or_else(|e| e.into_inner());
-        cv.notify_all();
+        self.io_waits[id % IO_STRIPES].wake();
     }
 
     /// Waits until BM_IO_IN_PROGRESS is clear (someone else's read or write).
     #[cold]
     fn wait_io(&self, id: usize) {
-        let (m, cv) = &self.io_waits[id % IO_STRIPES];
         report_wait_start(WaitEvent::LwLock(Tranche::BufferIo));
-        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-        // The I/O owner clears the flag, then takes `m` and notifies: checking the
-        // flag under `m` cannot miss that wake-up.
-        while self.desc(id).state.load() & BM_IO_IN_PROGRESS != 0 {
-            g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-        drop(g);
+        // The I/O owner clears the flag, then wakes the stripe (io_wait.rs: the
+        // waiter count and the flag cannot both be missed).
+        self.io_waits[id % IO_STRIPES].wait_while(|| self.desc(id).state.load() & BM_IO_IN_PROGRESS != 0);
         report_wait_end();
     }
 
@@ -513,15 +552,22 @@ impl BufferPool {
     /// same missing page share one read. A page that fails verification is an
     /// `Error::Corrupt` naming the block and relation.
     pub fn read_buffer(&self, tag: BufferTag, strategy: Option<&Strategy>) -> Result<PinnedBuffer<'_>> {
+        self.read_buffer_hit(tag, strategy).map(|(pin, _)| pin)
+    }
+
+    /// [`BufferPool::read_buffer`], also saying whether the page was found in the
+    /// pool (`true`) or read from disk: the caller's statistics (blks_hit,
+    /// blks_read) count it in its own backend-local counters.
+    pub fn read_buffer_hit(&self, tag: BufferTag, strategy: Option<&Strategy>) -> Result<(PinnedBuffer<'_>, bool)> {
         let (pin, found) = self.buffer_alloc(tag, strategy)?;
         if found {
             if pin.state() & BM_VALID != 0 {
                 self.count(|s| &s.hits, 1);
-                return Ok(pin);
+                return Ok((pin, true));
             }
             if !self.start_io(pin.id, true) {
                 self.count(|s| &s.hits, 1);
-                return Ok(pin);
+                return Ok((pin, true));
             }
         }
         // We own the input I/O of a buffer that is not valid.
@@ -546,7 +592,7 @@ impl BufferPool {
         }
         self.count(|s| &s.reads, 1);
         self.terminate_io(id, false, BM_VALID);
-        Ok(pin)
+        Ok((pin, false))
     }
 
     /// Returns the page `tag` pinned and exclusive-locked, with its contents zeroed
@@ -692,24 +738,65 @@ impl BufferPool {
         Ok(true)
     }
 
-    /// One background-writer round: writes up to `max_pages` dirty, unpinned
-    /// buffers with usage count 0 found ahead of the clock hand (the buffers the
-    /// sweep will want next), so backends rarely write victims themselves.
-    pub fn bgwriter_round(&self, max_pages: usize) -> Result<usize> {
-        let n = self.nbuffers();
-        let start = self.clock.position();
-        let mut written = 0;
-        for i in 0..n {
-            if written >= max_pages {
-                break;
-            }
-            let id = (start + i) % n;
-            let s = self.desc(id).state.load();
-            if s & BM_DIRTY != 0 && refcount(s) == 0 && usage_count(s) == 0 && self.sync_one_buffer(id, true, false)? {
-                written += 1;
-            }
+    /// One background-writer round (the idea of PostgreSQL's BgBufferSync): looks
+    /// ahead of the clock hand only as far as recent demand asks, writing the dirty,
+    /// unpinned buffers with usage count 0 it finds there (the sweep's next victims)
+    /// so that backends rarely write victims themselves.
+    ///
+    /// Demand is the allocations since the last round, smoothed (a rise is followed
+    /// at once, a fall over about 16 rounds) and doubled (`LRU_MULTIPLIER`). The
+    /// writer keeps its position in the hand's units (`BgSyncState::next_to_clean`)
+    /// and never scans more than one lap ahead, so `0 <= next_to_clean - hand <=
+    /// nbuffers` after every round. The reusable buffers already known to lie
+    /// between the hand and that position are estimated with the smoothed density
+    /// (buffers scanned per reusable one found) and not looked at again. At least
+    /// `nbuffers * bgwriter_delay / 2 min` buffers are scanned per round, so an idle
+    /// pool is laid clean ahead of the hand within two minutes; then, with no
+    /// allocations and nothing left to lap, the round says the writer may hibernate.
+    pub(crate) fn bgwriter_sync(&self, st: &mut BgSyncState, max_pages: usize) -> Result<BgRound> {
+        let n = self.nbuffers() as u64;
+        let hand = self.clock.ticks();
+        let allocs = self.clock.allocs();
+        let recent = allocs.wrapping_sub(st.prev_allocs);
+        st.prev_allocs = allocs;
+        if max_pages == 0 {
+            // bgwriter_lru_maxpages = 0 turns the LRU scan off (as in PostgreSQL).
+            return Ok(BgRound { written: 0, scanned: 0, can_hibernate: true });
         }
-        Ok(written)
+        if st.next_to_clean < hand {
+            // Lapped by the hand (or the first round): restart at the hand.
+            st.next_to_clean = hand;
+        }
+        let ahead = (st.next_to_clean - hand).min(n);
+        let to_lap = n - ahead;
+        let r = recent as f64;
+        if r > st.smoothed_alloc {
+            st.smoothed_alloc = r;
+        } else {
+            st.smoothed_alloc += (r - st.smoothed_alloc) / SMOOTHING_SAMPLES;
+        }
+        let upcoming = (st.smoothed_alloc * LRU_MULTIPLIER).ceil() as u64;
+        let reusable_ahead = (ahead as f64 / st.smoothed_density) as u64;
+        let want = upcoming.saturating_sub(reusable_ahead);
+        let min_scan = (n * self.bgwriter_delay_ms / LAP_MS).max(1);
+        let (mut scanned, mut reusable, mut written) = (0u64, 0u64, 0usize);
+        while scanned < to_lap && (reusable < want || scanned < min_scan) && written < max_pages {
+            let id = (st.next_to_clean % n) as usize;
+            let s = self.desc(id).state.load();
+            if refcount(s) == 0 && usage_count(s) == 0 {
+                reusable += 1;
+                if s & BM_DIRTY != 0 && self.sync_one_buffer(id, true, false)? {
+                    written += 1;
+                }
+            }
+            st.next_to_clean += 1;
+            scanned += 1;
+        }
+        if scanned > 0 {
+            let sample = scanned as f64 / reusable.max(1) as f64;
+            st.smoothed_density += (sample - st.smoothed_density) / SMOOTHING_SAMPLES;
+        }
+        Ok(BgRound { written, scanned: scanned as usize, can_hibernate: recent == 0 && scanned == to_lap })
     }
 
     /// Writes every buffer that is dirty now, in tag order (sequential I/O per
@@ -954,15 +1041,10 @@ impl<'a> PinnedBuffer<'a> {
             }
             d.state.unlock_with(0, |f| f | BM_PIN_COUNT_WAITER);
             drop(guard);
-            let (m, cv) = &self.pool.io_waits[self.id % IO_STRIPES];
             report_wait_start(WaitEvent::Ipc("BufferPin"));
-            let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-            // The unpinner that leaves refcount 1 takes `m` and notifies after its
-            // decrement: checking under `m` cannot miss it.
-            while refcount(d.state.load()) > 1 {
-                g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
-            }
-            drop(g);
+            // The unpinner that leaves refcount 1 wakes the stripe after its
+            // decrement (io_wait.rs: it cannot be missed).
+            self.pool.io_waits[self.id % IO_STRIPES].wait_while(|| refcount(d.state.load()) > 1);
             report_wait_end();
             d.state.lock();
             d.state.unlock_with(0, |f| f & !BM_PIN_COUNT_WAITER);

@@ -3,7 +3,8 @@
 //! bulk scan inside a small set of buffers of its own.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
 
 use crate::buffer::buf_state::{refcount, usage_count, BufState, BM_LOCKED};
 use crate::config::BLCKSZ;
@@ -16,17 +17,70 @@ pub(crate) struct Clock {
     hand: AtomicU64,
     /// Number of buffers the hand goes around.
     nbuffers: u64,
+    /// Buffers handed out by the sweep since start (PostgreSQL's numBufferAllocs;
+    /// ring hits are not counted): the background writer's measure of demand.
+    allocs: AtomicU64,
+    /// Where a hibernating background writer sleeps; the next allocation wakes it.
+    pub(crate) bgwriter_latch: BgWriterLatch,
+}
+
+/// The background writer's latch (PostgreSQL: its procLatch, set through
+/// StrategyNotifyBgWriter). Protocol, so that no allocation pays a system call
+/// unless the writer really sleeps:
+/// 1. the writer sets `asleep` while holding `mu`, then waits on `cv` (which
+///    releases `mu` atomically), re-checking `asleep` and `stop` on each wake-up;
+/// 2. an allocation that sees `asleep` clears it with a swap, and only the one that
+///    cleared it takes `mu` and notifies. Taking `mu` orders the notify after the
+///    writer's wait began (it held `mu` from setting the flag until waiting), so
+///    the wake-up is not lost; a writer that has not waited yet finds the flag
+///    clear and does not sleep.
+pub(crate) struct BgWriterLatch {
+    /// Set by a hibernating writer, cleared by the allocation that wakes it.
+    pub(crate) asleep: AtomicBool,
+    /// `stop`: the writer should end. Guards the sleep itself.
+    pub(crate) mu: Mutex<bool>,
+    pub(crate) cv: Condvar,
 }
 
 impl Clock {
     pub(crate) fn new(nbuffers: usize) -> Clock {
-        Clock { hand: AtomicU64::new(0), nbuffers: nbuffers as u64 }
+        Clock {
+            hand: AtomicU64::new(0),
+            nbuffers: nbuffers as u64,
+            allocs: AtomicU64::new(0),
+            bgwriter_latch: BgWriterLatch { asleep: AtomicBool::new(false), mu: Mutex::new(false), cv: Condvar::new() },
+        }
     }
 
-    /// The buffer the hand points at now (the background writer works ahead of it).
-    pub(crate) fn position(&self) -> usize {
-        // Relaxed: an estimate; no data is published through the hand.
-        (self.hand.load(Ordering::Relaxed) % self.nbuffers) as usize
+    /// The hand as a count of ticks since start (`ticks() % nbuffers` is the
+    /// buffer; `ticks() / nbuffers` the complete passes). The background writer
+    /// keeps its own position in the same units, so "ahead of the hand" is a
+    /// plain difference.
+    pub(crate) fn ticks(&self) -> u64 {
+        // Relaxed: an estimate for the background writer; buffer state is read
+        // with its own ordering.
+        self.hand.load(Ordering::Relaxed)
+    }
+
+    /// Buffers allocated by the sweep since start.
+    pub(crate) fn allocs(&self) -> u64 {
+        // Relaxed: a statistic for the background writer.
+        self.allocs.load(Ordering::Relaxed)
+    }
+
+    /// Counts one allocation and wakes a hibernating background writer.
+    #[inline]
+    fn note_alloc(&self) {
+        // Relaxed: a statistic; nothing is published through it.
+        self.allocs.fetch_add(1, Ordering::Relaxed);
+        // Relaxed load first: the common case (writer awake) costs no write to a
+        // shared line. Missing a flag set just now only delays the wake-up to the
+        // next allocation or the writer's own timeout.
+        let l = &self.bgwriter_latch;
+        if l.asleep.load(Ordering::Relaxed) && l.asleep.swap(false, Ordering::SeqCst) {
+            let _g = l.mu.lock().unwrap_or_else(|e| e.into_inner());
+            l.cv.notify_one();
+        }
     }
 
     /// Advances the hand by one and returns the buffer it passed.
@@ -59,6 +113,7 @@ impl Clock {
                 if st.try_lock_if(|s| refcount(s) == 0 && usage_count(s) == 0).is_some() {
                     // Header locked with refcount 0: pin it and release the lock.
                     st.unlock_with(1, |f| f);
+                    self.note_alloc();
                     return Ok(id);
                 }
             }

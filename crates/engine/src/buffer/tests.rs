@@ -393,3 +393,40 @@ fn buffer_bgwriter_cleans_ahead_of_the_clock() {
     assert_eq!(totals.errors, 0);
     pool.check_invariants().unwrap();
 }
+
+#[test]
+fn buffer_bgwriter_hibernates_when_idle_and_an_allocation_wakes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let smgr = Arc::new(Smgr::with_segment_blocks(dir.path(), false, 16).unwrap());
+    // 64 buffers, 10 ms rounds: an idle lap takes 64 rounds at the minimum scan.
+    let s = Settings { bgwriter_delay_ms: 10, bgwriter_lru_maxpages: 100, ..settings(64, 4) };
+    let pool = BufferPool::new(&s, smgr, Arc::new(NoWal));
+    make_rel(&pool, 15, 8, |_| 3);
+    let bg = pool.start_bgwriter();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !pool.bgwriter_hibernating() {
+        assert!(std::time::Instant::now() < deadline, "never hibernated after {} rounds", bg.rounds());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Hibernating: no rounds for a while (a hibernation lasts 50 rounds' delay).
+    let r0 = bg.rounds();
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(bg.rounds() <= r0 + 1, "rounds while hibernating: {} -> {}", r0, bg.rounds());
+    assert!(pool.bgwriter_hibernating());
+    // An allocation (a page not in the pool) wakes it at once.
+    let r1 = bg.rounds();
+    pool.flush_all_dirty().unwrap();
+    pool.drop_relation_buffers(tag(15, 0).rel);
+    drop(pool.read_buffer(tag(15, 0), None).unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_millis(400);
+    while bg.rounds() == r1 {
+        assert!(std::time::Instant::now() < deadline, "an allocation did not wake the hibernating writer");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let totals = bg.stop();
+    assert!(totals.hibernations >= 1, "{totals:?}");
+    // It looked at the pool a lap at a time, not every buffer every round.
+    assert!(totals.scanned < totals.rounds * 64, "{totals:?}");
+    assert_eq!(totals.errors, 0);
+    pool.check_invariants().unwrap();
+}

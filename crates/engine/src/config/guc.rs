@@ -237,6 +237,9 @@ pub static GUCS: &[Guc] = &[
     guc!("work_mem", User, int(64, INT_MAX, Unit::Kb), "4MB"),
     // ferrogres's own (ferrogres_sql::memory): what one statement may allocate, -1 none.
     guc!("statement_memory_limit", User, int(-1, INT_MAX, Unit::Kb), "4GB"),
+    // ferrogres_sql::sort: bytes one sort or hash aggregate may write to temporary files.
+    guc!("temp_file_limit", Superuser, int(-1, INT_MAX, Unit::Kb), "-1"),
+    guc!("log_temp_files", Superuser, int(-1, INT_MAX, Unit::Kb), "-1", not_yet),
     // The session layer (ferrogres_sql::stack_depth) checks it against the thread's stack.
     guc!("max_stack_depth", Superuser, int(100, INT_MAX, Unit::Kb), "64MB"),
     guc!("max_worker_processes", Postmaster, int(0, 262_143, Unit::None), "8", not_yet),
@@ -257,12 +260,15 @@ pub static GUCS: &[Guc] = &[
     guc!("max_wal_senders", Postmaster, int(0, 262_143, Unit::None), "10", not_yet),
     // ---- locks
     guc!("deadlock_timeout", Superuser, int(1, INT_MAX, Unit::Ms), "1s"),
+    guc!("log_lock_waits", Superuser, Kind::Bool, "off"),
     guc!("lock_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     guc!("statement_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     guc!("idle_in_transaction_session_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     guc!("idle_session_timeout", User, int(0, INT_MAX, Unit::Ms), "0"),
     // ---- statistics (pg_stat_activity)
     guc!("track_activities", Superuser, Kind::Bool, "on"),
+    // The built-in wait-event sampler (pgstat::sampler): ms between samples, 0 off.
+    guc!("pg_wait_sampling.period", Sighup, int(0, 3_600_000, Unit::Ms), "10"),
     guc!("track_activity_query_size", Postmaster, int(100, 1_048_576, Unit::Bytes), "1kB", not_yet),
     // ---- vacuum
     guc!("vacuum_freeze_min_age", User, int(0, 1_000_000_000, Unit::None), "50000000"),
@@ -292,6 +298,7 @@ pub static GUCS: &[Guc] = &[
     guc!("search_path", User, Kind::String, "\"$user\", public"),
     guc!("default_transaction_isolation", User, en(&["serializable", "repeatable read", "read committed", "read uncommitted"]), "read committed"),
     guc!("default_transaction_read_only", User, Kind::Bool, "off", report),
+    guc!("default_transaction_deferrable", User, Kind::Bool, "off"),
     guc!("standard_conforming_strings", User, Kind::Bool, "on", report),
     guc!("client_min_messages", User, Kind::Enum { values: &["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"], hidden: &["debug", "info"] }, "notice"),
     guc!("row_security", User, Kind::Bool, "on"),
@@ -305,6 +312,11 @@ pub static GUCS: &[Guc] = &[
     guc!("in_hot_standby", Internal, Kind::Bool, "off", report),
     guc!("is_superuser", Internal, Kind::Bool, "on", report),
     guc!("block_size", Internal, int(8192, 8192, Unit::None), "8192"),
+    // Compiled-in limits drivers read (pgjdbc's DatabaseMetaData reads
+    // max_index_keys); PostgreSQL's values.
+    guc!("max_index_keys", Internal, int(32, 32, Unit::None), "32"),
+    guc!("max_identifier_length", Internal, int(63, 63, Unit::None), "63"),
+    guc!("max_function_args", Internal, int(100, 100, Unit::None), "100"),
 ];
 
 /// The table row of `name` (ignoring case), if any.

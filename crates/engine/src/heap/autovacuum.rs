@@ -51,8 +51,65 @@ pub struct RelCounters {
     pub reltuples: AtomicU64,
     /// VACUUMs run by autovacuum.
     pub autovacuum_count: AtomicU64,
-    /// VACUUMs run by anyone.
+    /// VACUUMs run by a VACUUM command (autovacuum's are `autovacuum_count`).
     pub vacuum_count: AtomicU64,
+    // What pg_stat_all_tables / pg_stat_all_indexes / pg_statio_all_tables show
+    // besides the above (pgstat::tabstat adds to them when a backend flushes).
+    /// Scans started (sequential scans of a table, index scans of an index).
+    pub numscans: AtomicU64,
+    /// Tuples returned by sequential scans (table) / index entries returned (index).
+    pub tuples_returned: AtomicU64,
+    /// Live tuples fetched through an index (index) or by TID (table).
+    pub tuples_fetched: AtomicU64,
+    pub hot_updated: AtomicU64,
+    /// Live and dead tuples (n_live_tup, n_dead_tup): moved by transactions that
+    /// ended, set by VACUUM and ANALYZE.
+    pub live: std::sync::atomic::AtomicI64,
+    pub dead: std::sync::atomic::AtomicI64,
+    /// Tuples changed since the last ANALYZE (n_mod_since_analyze).
+    pub changed_since_analyze: AtomicU64,
+    /// Buffer reads of the relation, and hits among them.
+    pub blocks_fetched: AtomicU64,
+    pub blocks_hit: AtomicU64,
+    /// Last (auto)vacuum and (auto)analyze, µs since the Unix epoch (0: never).
+    pub last_vacuum: std::sync::atomic::AtomicI64,
+    pub last_autovacuum: std::sync::atomic::AtomicI64,
+    pub last_analyze: std::sync::atomic::AtomicI64,
+    pub last_autoanalyze: std::sync::atomic::AtomicI64,
+    pub analyze_count: AtomicU64,
+    pub autoanalyze_count: AtomicU64,
+}
+
+impl RelCounters {
+    /// Zeroes every counter (pg_stat_reset, pg_stat_reset_single_table_counters).
+    /// The counts since the last VACUUM go too (PostgreSQL's autovacuum reads
+    /// them from the statistics); reltuples is kept, as PostgreSQL keeps it in
+    /// pg_class.
+    pub fn reset(&self) {
+        for c in [
+            &self.dead_since_vacuum,
+            &self.inserted_since_vacuum,
+            &self.inserted,
+            &self.updated,
+            &self.deleted,
+            &self.autovacuum_count,
+            &self.vacuum_count,
+            &self.numscans,
+            &self.tuples_returned,
+            &self.tuples_fetched,
+            &self.hot_updated,
+            &self.changed_since_analyze,
+            &self.blocks_fetched,
+            &self.blocks_hit,
+            &self.analyze_count,
+            &self.autoanalyze_count,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        for c in [&self.live, &self.dead, &self.last_vacuum, &self.last_autovacuum, &self.last_analyze, &self.last_autoanalyze] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The engine's table counters and the autovacuum launcher's handle.
@@ -61,6 +118,8 @@ pub struct TableStats {
     /// Relation -> counters. Read-locked on the hot path (existing relation);
     /// write-locked once per relation to add it.
     rels: RwLock<HashMap<RelFileLocator, Arc<RelCounters>>>,
+    /// Database -> counters (pg_stat_database), created on first flush.
+    dbs: RwLock<HashMap<crate::storage::Oid, Arc<crate::pgstat::tabstat::DbCounters>>>,
     /// Registered index cleanups (relations with indexes).
     cleanups: Mutex<HashMap<RelFileLocator, IndexCleanup>>,
     launcher: Mutex<Option<Launcher>>,
@@ -75,6 +134,24 @@ impl TableStats {
         self.rels.write().unwrap_or_else(|e| e.into_inner()).entry(rel).or_default().clone()
     }
 
+    /// The counters of database `db`, created on first use.
+    pub fn db(&self, db: crate::storage::Oid) -> Arc<crate::pgstat::tabstat::DbCounters> {
+        if let Some(c) = self.dbs.read().unwrap_or_else(|e| e.into_inner()).get(&db) {
+            return c.clone();
+        }
+        self.dbs.write().unwrap_or_else(|e| e.into_inner()).entry(db).or_default().clone()
+    }
+
+    /// The counters of every relation of database `db` (a copy of the map's Arcs).
+    pub fn rels_of(&self, db: crate::storage::Oid) -> Vec<(RelFileLocator, Arc<RelCounters>)> {
+        self.rels.read().unwrap_or_else(|e| e.into_inner()).iter().filter(|(r, _)| r.db_oid == db).map(|(r, c)| (*r, c.clone())).collect()
+    }
+
+    /// The counters of `rel` if any were kept.
+    pub fn get(&self, rel: RelFileLocator) -> Option<Arc<RelCounters>> {
+        self.rels.read().unwrap_or_else(|e| e.into_inner()).get(&rel).cloned()
+    }
+
     fn all(&self) -> Vec<(RelFileLocator, Arc<RelCounters>)> {
         self.rels.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(r, c)| (*r, c.clone())).collect()
     }
@@ -82,6 +159,7 @@ impl TableStats {
     /// Forgets the relations of a dropped database.
     pub(crate) fn forget_database(&self, db: crate::storage::Oid) {
         self.rels.write().unwrap_or_else(|e| e.into_inner()).retain(|r, _| r.db_oid != db);
+        self.dbs.write().unwrap_or_else(|e| e.into_inner()).remove(&db);
         self.cleanups.lock().unwrap_or_else(|e| e.into_inner()).retain(|r, _| r.db_oid != db);
     }
 
@@ -94,22 +172,23 @@ impl TableStats {
     }
 }
 
-/// Counts an inserted tuple of `rel` (heap_insert, after the WAL record).
+/// Counts an inserted tuple of `rel` straight into the shared counters (tests
+/// and tools; the heap counts into the backend's pending statistics instead,
+/// `pgstat::tabstat`).
 pub fn pgstat_count_heap_insert(engine: &Engine, rel: RelFileLocator) {
     let c = engine.pgstat_tables.rel(rel);
     c.inserted.fetch_add(1, Ordering::Relaxed);
     c.inserted_since_vacuum.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Counts an updated tuple of `rel` (heap_update: the old version becomes dead once
-/// the updater commits; like PostgreSQL we count at the update, not at commit).
+/// Counts an updated tuple of `rel` straight into the shared counters (tests).
 pub fn pgstat_count_heap_update(engine: &Engine, rel: RelFileLocator) {
     let c = engine.pgstat_tables.rel(rel);
     c.updated.fetch_add(1, Ordering::Relaxed);
     c.dead_since_vacuum.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Counts a deleted tuple of `rel` (heap_delete).
+/// Counts a deleted tuple of `rel` straight into the shared counters (tests).
 pub fn pgstat_count_heap_delete(engine: &Engine, rel: RelFileLocator) {
     let c = engine.pgstat_tables.rel(rel);
     c.deleted.fetch_add(1, Ordering::Relaxed);
@@ -125,6 +204,35 @@ pub fn pgstat_report_vacuum(engine: &Engine, rel: RelFileLocator, live: u64, rec
     c.dead_since_vacuum.store(recently_dead, Ordering::Relaxed);
     c.inserted_since_vacuum.store(0, Ordering::Relaxed);
     c.vacuum_count.fetch_add(1, Ordering::Relaxed);
+    c.live.store(live as i64, Ordering::Relaxed);
+    c.dead.store(recently_dead as i64, Ordering::Relaxed);
+    c.last_vacuum.store(crate::pgstat::activity::now_micros(), Ordering::Relaxed);
+}
+
+/// ANALYZE finished on `rel` (`auto`: run by autovacuum), with its estimate of
+/// the live and dead tuples: n_mod_since_analyze restarts from 0.
+pub fn pgstat_report_analyze(engine: &Engine, rel: RelFileLocator, auto: bool, live: Option<u64>, dead: Option<u64>) {
+    let c = engine.pgstat_tables.rel(rel);
+    c.changed_since_analyze.store(0, Ordering::Relaxed);
+    if let Some(l) = live {
+        c.live.store(l as i64, Ordering::Relaxed);
+    }
+    if let Some(d) = dead {
+        c.dead.store(d as i64, Ordering::Relaxed);
+    }
+    let now = crate::pgstat::activity::now_micros();
+    if auto {
+        c.last_autoanalyze.store(now, Ordering::Relaxed);
+        c.autoanalyze_count.fetch_add(1, Ordering::Relaxed);
+    } else {
+        c.last_analyze.store(now, Ordering::Relaxed);
+        c.analyze_count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The engine's shared table counters (pg_stat_all_tables and friends read them).
+pub fn table_stats(engine: &Engine) -> &TableStats {
+    &engine.pgstat_tables
 }
 
 /// The counters of `rel` (for pg_stat_user_tables and tests).
@@ -181,6 +289,10 @@ pub fn autovacuum_round(engine: &Arc<Engine>) -> Result<Vec<(RelFileLocator, Vac
         let stats = vacuum_rel(engine, None, rel, opts, &mut cb)?;
         if !stats.skipped {
             c.autovacuum_count.fetch_add(1, Ordering::Relaxed);
+            // vacuum_rel stamped last_vacuum: this one was autovacuum's.
+            let t = c.last_vacuum.swap(0, Ordering::Relaxed);
+            c.vacuum_count.fetch_sub(1, Ordering::Relaxed);
+            c.last_autovacuum.store(t, Ordering::Relaxed);
             done.push((rel, stats));
         }
     }

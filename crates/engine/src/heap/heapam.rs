@@ -27,7 +27,7 @@ use super::page::{
 };
 use super::pruneheap::{heap_page_prune_opt, prune_is_due, scan_page_set_hints, set_hint_bits_from_visibility, visibility_info};
 use super::toast::MAX_HEAP_TUPLE_SIZE;
-use super::{autovacuum, freespace};
+use super::freespace;
 use super::tuple::{
     Tid, TransactionId, TupleHeader, HEAP_COMBOCID, HEAP_KEYS_UPDATED, HEAP_LOCK_MASK, HEAP_XMAX_BITS, HEAP_XMAX_IS_MULTI,
     HEAP_XMAX_LOCK_ONLY,
@@ -122,10 +122,12 @@ pub fn heap_insert(backend: &mut Backend, rel: RelFileLocator, tuple: &[u8]) -> 
     loop {
         let block = choose_insert_page(backend, &engine, rel, tuple.len(), None, &mut choice)?;
         let tag = BufferTag::new(rel, ForkNumber::Main, block);
-        let mut page = engine.buffers.read_buffer(tag, None)?.into_locked();
+        let (pin, hit) = engine.buffers.read_buffer_hit(tag, None)?;
+        backend.txn.pgstat.count_buffer(rel, hit);
+        let mut page = pin.into_locked();
         if let Some(tid) = try_insert_on_page(&engine, tag, &mut page, tuple, xid, cid)? {
             backend.target_blocks.insert(rel, block);
-            autovacuum::pgstat_count_heap_insert(&engine, rel);
+            backend.txn.pgstat.count_insert(rel);
             return Ok(tid);
         }
         // Full: forget it as the target; the next choice moves on.
@@ -340,7 +342,8 @@ impl HeapScan {
         let block = self.next;
         self.next += 1;
         let engine = backend.engine();
-        let pin = engine.buffers.read_buffer(BufferTag::new(self.rel, ForkNumber::Main, block), self.strategy.as_ref())?;
+        let (pin, hit) = engine.buffers.read_buffer_hit(BufferTag::new(self.rel, ForkNumber::Main, block), self.strategy.as_ref())?;
+        backend.txn.pgstat.count_buffer(self.rel, hit);
         let mut page = pin.lock_shared();
         if prune_is_due(&page[..]).is_some() {
             drop(page);
@@ -386,7 +389,8 @@ pub fn heap_nblocks(backend: &Backend, rel: RelFileLocator) -> Result<BlockNumbe
 /// cleans the index) is a tuple nobody sees, not corruption.
 pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
     let engine = backend.engine();
-    let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, tid.block), None)?;
+    let (pin, hit) = engine.buffers.read_buffer_hit(BufferTag::new(rel, ForkNumber::Main, tid.block), None)?;
+    backend.txn.pgstat.count_buffer(rel, hit);
     let mut page = pin.lock_shared();
     if prune_is_due(&page[..]).is_some() {
         drop(page);
@@ -421,7 +425,8 @@ fn heap_hot_walk<T>(
     f: &mut dyn FnMut(&crate::buffer::BufferReadGuard<'_>, Tid, &TupleHeader, &[u8]) -> Result<Option<T>>,
 ) -> Result<Option<T>> {
     let engine = backend.engine();
-    let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, root.block), None)?;
+    let (pin, hit) = engine.buffers.read_buffer_hit(BufferTag::new(rel, ForkNumber::Main, root.block), None)?;
+    backend.txn.pgstat.count_buffer(rel, hit);
     let mut page = pin.lock_shared();
     if prune_is_due(&page[..]).is_some() {
         drop(page);
@@ -1109,6 +1114,7 @@ pub fn heap_update(
             carry_lockers(engine, &mut op.new, &mut opage[..], &keep);
             let new_tid = Tid::new(otid.block, op.new.offset);
             log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, None);
+            backend.txn.pgstat.count_update(rel, hot);
             return Ok(Some(UpdateOutcome::Ok { new_tid, hot }));
         }
         // The page is full (a hint for later updates; not WAL-logged).
@@ -1159,6 +1165,7 @@ pub fn heap_update(
         let new_tid = Tid::new(nblock, op.new.offset);
         log_update(engine, xid, &HeapOp::Update(op), otag, &mut opage, Some((ntag, &mut npage)));
         backend.target_blocks.insert(rel, nblock);
+        backend.txn.pgstat.count_update(rel, false);
         Ok(Some(UpdateOutcome::Ok { new_tid, hot: false }))
     };
     with_row(backend, rel, otid, RowRequest { change, policy: opts.wait_policy, relname: opts.relname }, &mut act, &finish)
@@ -1194,7 +1201,6 @@ fn log_update(
         set_page_lsn(&mut npage[..], end);
         npage.mark_dirty();
     }
-    autovacuum::pgstat_count_heap_update(engine, otag.rel);
 }
 
 /// DELETE of the row version at `tid`, waiting for a concurrent writer per
@@ -1244,7 +1250,7 @@ fn delete_locked(
     fix_cmax(backend, &info, &mut op, &mut page[..]);
     make_multi_xmax(engine, &mut op, &mut page[..], keep, xid, Change::Delete);
     log_page_change(engine, tag, xid, &HeapOp::Xmax(op), page);
-    autovacuum::pgstat_count_heap_delete(engine, tag.rel);
+    backend.txn.pgstat.count_delete(tag.rel);
     Ok(())
 }
 

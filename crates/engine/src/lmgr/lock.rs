@@ -77,7 +77,26 @@ pub enum LockTag {
     },
 }
 
+/// The lock types, in the order of [`LockTag::type_index`] (per-type statistics,
+/// `LockManager::lock_type_stats`).
+pub const LOCK_TYPES: [&str; 8] = ["relation", "extend", "page", "tuple", "transactionid", "virtualxid", "object", "advisory"];
+
 impl LockTag {
+    /// The tag's position in [`LOCK_TYPES`].
+    #[inline]
+    pub fn type_index(&self) -> usize {
+        match self {
+            LockTag::Relation { .. } => 0,
+            LockTag::RelationExtend { .. } => 1,
+            LockTag::Page { .. } => 2,
+            LockTag::Tuple { .. } => 3,
+            LockTag::TransactionId { .. } => 4,
+            LockTag::VirtualXid { .. } => 5,
+            LockTag::Object { .. } => 6,
+            LockTag::Advisory { .. } => 7,
+        }
+    }
+
     /// pg_locks.locktype; also the wait event name (`Lock:<locktype>`).
     pub fn locktype(&self) -> &'static str {
         match self {
@@ -605,6 +624,48 @@ struct LocalLock {
     level: u32,
 }
 
+/// One backend's heavyweight-lock counters by lock type ([`LOCK_TYPES`]
+/// order). Written only by the owning backend (single writer: a Relaxed load
+/// and store, no read-modify-write), read by anyone as a sample. They outlive
+/// the backend: the next backend on the slot goes on adding to them, so the
+/// sums over all slots are cumulative for the server's life.
+struct ProcLockStats {
+    /// Locks granted through the backend's fast-path slots.
+    fast_path: [AtomicU64; 8],
+    /// Locks granted by the shared lock table (at once or after a wait).
+    main: [AtomicU64; 8],
+    /// Waits (a request that had to queue), however they ended.
+    waits: [AtomicU64; 8],
+    /// Total and longest wait, in microseconds.
+    wait_us: [AtomicU64; 8],
+    max_wait_us: [AtomicU64; 8],
+}
+
+impl ProcLockStats {
+    fn new() -> ProcLockStats {
+        let z = || std::array::from_fn(|_| AtomicU64::new(0));
+        ProcLockStats { fast_path: z(), main: z(), waits: z(), wait_us: z(), max_wait_us: z() }
+    }
+
+    /// Adds `n` to the owner's counter `c` (single writer: no RMW needed).
+    #[inline]
+    fn add(c: &AtomicU64, n: u64) {
+        // Relaxed: only the owner writes; readers take a sample.
+        c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+}
+
+/// Heavyweight-lock statistics of one lock type (`LockManager::lock_type_stats`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockTypeStats {
+    pub locktype: &'static str,
+    pub fast_path: u64,
+    pub main: u64,
+    pub waits: u64,
+    pub wait_time: Duration,
+    pub max_wait: Duration,
+}
+
 /// The shared per-backend state (PostgreSQL's PGPROC, lock part).
 struct Proc {
     /// pid-like number shown in pg_locks.pid and deadlock reports; 0 = unregistered.
@@ -632,6 +693,8 @@ struct Proc {
     deadlock_timeout_ms: AtomicU64,
     /// The backend's own lock_timeout in ms (0 = none); `NO_OVERRIDE`: the manager's.
     lock_timeout_ms: AtomicU64,
+    /// Lock statistics (owner-written).
+    stats: ProcLockStats,
     /// When the backend's running statement passes its statement_timeout, in ms
     /// since `LockManager::epoch` (`NO_OVERRIDE`: none armed). Written and read
     /// only by the owner: a lock wait ends with 57014 at that moment.
@@ -774,6 +837,12 @@ pub struct LockManager {
     procs: Box<[Proc]>,
     /// Origin of `Proc::stmt_deadline_ms`.
     epoch: Instant,
+    /// Fast-path locks moved into the shared table by strong lockers (Relaxed:
+    /// a statistic, added under the fast-path LWLock of the backend moved from).
+    fast_path_transfers: AtomicU64,
+    /// log_lock_waits: a LOG line when a wait passes deadlock_timeout, and when
+    /// it ends after that.
+    log_lock_waits: bool,
 }
 
 #[inline]
@@ -816,6 +885,7 @@ impl LockManager {
                 deadlock_timeout_ms: AtomicU64::new(NO_OVERRIDE),
                 lock_timeout_ms: AtomicU64::new(NO_OVERRIDE),
                 stmt_deadline_ms: AtomicU64::new(NO_OVERRIDE),
+                stats: ProcLockStats::new(),
             })
             .collect();
         LockManager {
@@ -830,7 +900,28 @@ impl LockManager {
                 .collect(),
             procs,
             epoch: Instant::now(),
+            fast_path_transfers: AtomicU64::new(0),
+            log_lock_waits: settings.log_lock_waits,
         }
+    }
+
+    /// Heavyweight-lock statistics by lock type, summed over every backend slot
+    /// (a sample: each counter is read once, Relaxed), and the number of
+    /// fast-path locks strong lockers moved to the shared table.
+    pub fn lock_type_stats(&self) -> (Vec<LockTypeStats>, u64) {
+        let mut out: Vec<LockTypeStats> = LOCK_TYPES.iter().map(|t| LockTypeStats { locktype: t, ..Default::default() }).collect();
+        for p in self.procs.iter() {
+            let s = &p.stats;
+            for (i, o) in out.iter_mut().enumerate() {
+                // Relaxed: statistics.
+                o.fast_path += s.fast_path[i].load(Ordering::Relaxed);
+                o.main += s.main[i].load(Ordering::Relaxed);
+                o.waits += s.waits[i].load(Ordering::Relaxed);
+                o.wait_time += Duration::from_micros(s.wait_us[i].load(Ordering::Relaxed));
+                o.max_wait = o.max_wait.max(Duration::from_micros(s.max_wait_us[i].load(Ordering::Relaxed)));
+            }
+        }
+        (out, self.fast_path_transfers.load(Ordering::Relaxed))
     }
 
     /// Fast-path slots per backend.
@@ -963,6 +1054,7 @@ impl LockManager {
                     && fp.try_grant(key, mode.fp_bit())
                 {
                     drop(fp);
+                    ProcLockStats::add(&proc.stats.fast_path[tag.type_index()], 1);
                     entry.fast_path = true;
                     local.insert((tag, mode), entry);
                     return Ok(LockAcquireResult::Acquired);
@@ -983,6 +1075,7 @@ impl LockManager {
         let result = self.acquire_main(backend, proc, tag, hash, mode, &opts);
         match result {
             Ok(LockAcquireResult::Acquired) => {
+                ProcLockStats::add(&proc.stats.main[tag.type_index()], 1);
                 local.insert((tag, mode), entry);
                 Ok(LockAcquireResult::Acquired)
             }
@@ -1007,6 +1100,8 @@ impl LockManager {
             if bits == 0 {
                 continue;
             }
+            // Relaxed: a statistic.
+            self.fast_path_transfers.fetch_add(u64::from(bits.count_ones()), Ordering::Relaxed);
             // Lock order: a fast-path LWLock, then a partition LWLock (README rule 3).
             let mut table = part.write();
             let lock = table.locks.entry(tag).or_default();
@@ -1168,6 +1263,9 @@ impl LockManager {
                 if let Some(r) = self.check_deadlock(backend, proc, tag, hash, mode) {
                     break r;
                 }
+                if self.log_lock_waits {
+                    self.log_lock_wait(proc, tag, hash, mode, "still waiting for", start.elapsed());
+                }
                 continue;
             }
             let mut wake = timeout_at.unwrap_or(now + Duration::from_secs(3600));
@@ -1180,9 +1278,42 @@ impl LockManager {
             proc.sema.wait_until(wake);
         };
         report_wait_end();
+        let waited = start.elapsed();
+        let t = tag.type_index();
+        ProcLockStats::add(&proc.stats.waits[t], 1);
+        ProcLockStats::add(&proc.stats.wait_us[t], waited.as_micros() as u64);
+        if waited.as_micros() as u64 > proc.stats.max_wait_us[t].load(Ordering::Relaxed) {
+            // Relaxed: owner-written statistic.
+            proc.stats.max_wait_us[t].store(waited.as_micros() as u64, Ordering::Relaxed);
+        }
+        if self.log_lock_waits && deadlock_checked && matches!(result, Ok(LockAcquireResult::Acquired)) {
+            self.log_lock_wait(proc, tag, hash, mode, "acquired", waited);
+        }
         // Relaxed: no wait in progress; the next wait sets it under a partition lock.
         proc.wait_status.store(WAIT_NONE, Ordering::Relaxed);
         result
+    }
+
+    /// log_lock_waits' LOG line, as PostgreSQL's ProcSleep words it: "process N
+    /// still waiting for ShareLock on transaction M after 1000.123 ms" with the
+    /// holders and the wait queue in DETAIL (while still waiting), or "process
+    /// N acquired ..." when the wait ends.
+    fn log_lock_wait(&self, proc: &Proc, tag: LockTag, hash: u64, mode: LockMode, what: &str, waited: Duration) {
+        // Relaxed: the owner's pid, set at registration.
+        let pid = proc.pid.load(Ordering::Relaxed);
+        let ms = waited.as_secs_f64() * 1000.0;
+        let mut line = format!("LOG:  process {pid} {what} {} on {tag} after {ms:.3} ms", mode.name());
+        if what != "acquired" {
+            let pid_of = |b: BackendId| self.procs.get(b.0 as usize).map_or(0, |p| p.pid.load(Ordering::Relaxed));
+            let table = self.partitions[partition_of(hash)].read();
+            if let Some(lock) = table.locks.get(&tag) {
+                let holders: Vec<String> = lock.holders.iter().map(|h| pid_of(h.backend).to_string()).collect();
+                let queue: Vec<String> = lock.waiters.iter().map(|w| pid_of(w.backend).to_string()).collect();
+                let noun = if holders.len() == 1 { "Process holding the lock" } else { "Processes holding the lock" };
+                line.push_str(&format!("\nDETAIL:  {noun}: {}. Wait queue: {}.", holders.join(", "), queue.join(", ")));
+            }
+        }
+        eprintln!("{line}");
     }
 
     /// Leaves the wait queue with `err`, unless the lock was granted meanwhile

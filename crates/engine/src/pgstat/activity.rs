@@ -345,6 +345,22 @@ impl ActivityTable {
         self.slots.iter().enumerate().filter_map(|(i, s)| s.read(BackendId(i as u32))).collect()
     }
 
+    /// Every slot in use as (index, pid, state): two Relaxed loads per slot and
+    /// no lock (the wait-event sampler's tick; a sample, slot by slot).
+    pub fn sample_states(&self) -> impl Iterator<Item = (usize, i32, BackendState)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(i, s)| {
+            // Relaxed: a sample.
+            let pid = s.pid.load(Ordering::Relaxed);
+            (pid != 0).then(|| (i, pid, BackendState::from_u8(s.state.load(Ordering::Relaxed))))
+        })
+    }
+
+    /// The backend type of slot `id` (takes the slot's info mutex).
+    pub fn backend_type(&self, id: BackendId) -> Option<&'static str> {
+        let s = self.slot(id)?;
+        Some(s.info.lock().unwrap_or_else(|e| e.into_inner()).backend_type)
+    }
+
     /// The backend whose pid is `pid`, if any.
     pub fn backend_of_pid(&self, pid: i32) -> Option<BackendId> {
         if pid == 0 {

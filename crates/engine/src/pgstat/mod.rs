@@ -2,6 +2,8 @@
 
 pub mod activity;
 pub mod lwlock_stats;
+pub mod sampler;
+pub mod tabstat;
 pub mod wait_event;
 
 /// A backend's number: its slot in every per-backend array (wait events, ProcArray,

@@ -3,6 +3,8 @@
 use std::fmt;
 
 #[cfg(not(loom))]
+pub mod buffile;
+#[cfg(not(loom))]
 pub mod page;
 #[cfg(not(loom))]
 pub mod smgr;

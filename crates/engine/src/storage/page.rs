@@ -223,19 +223,32 @@ fn put_u16(page: &mut [u8], at: usize, v: u16) {
     page[at..at + 2].copy_from_slice(&v.to_le_bytes());
 }
 
+#[inline]
 fn check_len(page: &[u8]) -> Result<()> {
     if page.len() != BLCKSZ {
-        return Err(Error::internal(format!("page buffer of {} bytes, not {BLCKSZ}", page.len())));
+        return Err(bad_len(page.len()));
     }
     Ok(())
 }
 
+// The error paths of the item accessors are out of line and cold: the accessors run
+// for every tuple a scan or a B-tree search steps over, and inlined they are a few
+// compares and loads (the checks stay; only their messages move away).
+#[cold]
+#[inline(never)]
+fn bad_len(len: usize) -> Error {
+    Error::internal(format!("page buffer of {len} bytes, not {BLCKSZ}"))
+}
+
+#[inline]
 pub fn page_lower(page: &[u8]) -> usize {
     get_u16(page, PD_LOWER) as usize
 }
+#[inline]
 pub fn page_upper(page: &[u8]) -> usize {
     get_u16(page, PD_UPPER) as usize
 }
+#[inline]
 pub fn page_special_offset(page: &[u8]) -> usize {
     get_u16(page, PD_SPECIAL) as usize
 }
@@ -349,6 +362,7 @@ pub fn page_validate(page: &[u8]) -> Result<()> {
 }
 
 /// Number of line pointers (the largest offset number in use or not).
+#[inline]
 pub fn page_max_offset_number(page: &[u8]) -> OffsetNumber {
     let lower = page_lower(page);
     if lower <= PAGE_HEADER_SIZE {
@@ -372,15 +386,19 @@ fn read_item_id(page: &[u8], off: OffsetNumber) -> ItemId {
 }
 
 /// The line pointer at `off`; `Error::corrupt` if `off` is outside the array.
+#[inline]
 pub fn page_get_item_id(page: &[u8], off: OffsetNumber) -> Result<ItemId> {
     check_len(page)?;
     if off == 0 || off > page_max_offset_number(page) {
-        return Err(Error::corrupt(format!(
-            "offset number {off} out of range 1..={}",
-            page_max_offset_number(page)
-        )));
+        return Err(bad_offset(page, off));
     }
     Ok(read_item_id(page, off))
+}
+
+#[cold]
+#[inline(never)]
+fn bad_offset(page: &[u8], off: OffsetNumber) -> Error {
+    Error::corrupt(format!("offset number {off} out of range 1..={}", page_max_offset_number(page)))
 }
 
 /// Overwrites the line pointer at `off` (which must exist).
@@ -391,24 +409,38 @@ pub fn page_set_item_id(page: &mut [u8], off: OffsetNumber, id: ItemId) -> Resul
     Ok(())
 }
 
+#[inline]
 fn item_range(page: &[u8], off: OffsetNumber) -> Result<std::ops::Range<usize>> {
     let id = page_get_item_id(page, off)?;
     if id.flags != LpFlags::Normal && !(id.flags == LpFlags::Dead && id.len != 0) {
-        return Err(Error::corrupt(format!("line pointer {off} has no item: {id:?}")));
+        return Err(no_item(off, id));
     }
     let (s, e) = (id.off as usize, id.off as usize + id.len as usize);
     if id.len == 0 || s < page_upper(page) || e > page_special_offset(page).min(BLCKSZ) {
-        return Err(Error::corrupt(format!(
-            "line pointer {off} points outside the item area [{}, {}): {id:?}",
-            page_upper(page),
-            page_special_offset(page)
-        )));
+        return Err(item_outside(page, off, id));
     }
     Ok(s..e)
 }
 
+#[cold]
+#[inline(never)]
+fn no_item(off: OffsetNumber, id: ItemId) -> Error {
+    Error::corrupt(format!("line pointer {off} has no item: {id:?}"))
+}
+
+#[cold]
+#[inline(never)]
+fn item_outside(page: &[u8], off: OffsetNumber, id: ItemId) -> Error {
+    Error::corrupt(format!(
+        "line pointer {off} points outside the item area [{}, {}): {id:?}",
+        page_upper(page),
+        page_special_offset(page)
+    ))
+}
+
 /// The bytes of the item at `off` (a normal line pointer, or a dead one that kept its
 /// storage). Bad offsets or lengths are `Error::corrupt`.
+#[inline]
 pub fn page_get_item(page: &[u8], off: OffsetNumber) -> Result<&[u8]> {
     let r = item_range(page, off)?;
     Ok(&page[r])

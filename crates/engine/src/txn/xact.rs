@@ -158,6 +158,7 @@ impl TxnShared {
             combo: ComboCids::default(),
             latest_xid: None,
             pending_deletes: Default::default(),
+            pgstat: Default::default(),
             pending_invals: Vec::new(),
         })
     }
@@ -305,6 +306,10 @@ pub struct TransactionManager {
     /// transaction, like `pending_deletes`: a ROLLBACK TO keeps them (an extra
     /// invalidation only costs a cache miss).
     pending_invals: Vec<crate::sinval::InvalMessage>,
+    /// The backend's pending cumulative statistics (`pgstat::tabstat`): counted
+    /// by the heap and the scans, folded here at commit and abort, flushed by
+    /// `Backend::pgstat_report`.
+    pub pgstat: crate::pgstat::tabstat::BackendStats,
 }
 
 fn no_xact() -> Error {
@@ -559,6 +564,7 @@ impl TransactionManager {
         if !self.in_transaction() {
             return Err(no_xact());
         }
+        self.pgstat.at_eoxact(true);
         let sh = self.shared.clone();
         let Some(top) = self.stack[0].xid else {
             self.finish();
@@ -594,6 +600,7 @@ impl TransactionManager {
         if !self.in_transaction() {
             return Err(no_xact());
         }
+        self.pgstat.at_eoxact(false);
         let sh = self.shared.clone();
         let Some(top) = self.stack[0].xid else {
             self.finish();

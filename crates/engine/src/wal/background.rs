@@ -1,5 +1,6 @@
 //! Background threads of the WAL: the WAL writer, and a generic checkpointer loop.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -12,56 +13,123 @@ use crate::pgstat::wait_event::{report_wait_end, report_wait_start, WaitEvent};
 /// backend there: wait events, pg_stat_activity).
 pub type OnStart = Box<dyn FnOnce() + Send>;
 
+/// A background thread's latch: its stop flag, and a hibernation flag through which
+/// the code that makes work for it wakes it early. The protocol (the same as the
+/// background writer's, `buffer::freelist::BgWriterLatch`) costs a waker no system
+/// call unless the thread really sleeps:
+/// 1. the thread sets `asleep` while holding `stop`'s mutex, then waits on `cv`
+///    (releasing the mutex atomically), re-checking `asleep` and `stop` on wake-up;
+/// 2. a waker that sees `asleep` clears it with a swap, and only the one that
+///    cleared it takes the mutex and notifies: the mutex orders the notify after the
+///    wait began, so it is not lost; a thread not yet waiting finds the flag clear.
+pub struct WorkerLatch {
+    /// Set: the thread should end.
+    stop: Mutex<bool>,
+    cv: Condvar,
+    /// Set by a hibernating thread, cleared by the waker.
+    asleep: AtomicBool,
+}
+
+impl WorkerLatch {
+    pub fn new() -> Arc<WorkerLatch> {
+        Arc::new(WorkerLatch { stop: Mutex::new(false), cv: Condvar::new(), asleep: AtomicBool::new(false) })
+    }
+
+    /// Wakes the thread if it hibernates; otherwise costs one relaxed load.
+    #[inline]
+    pub fn wake(&self) {
+        // Relaxed first load: the common case (awake) writes nothing shared; a flag
+        // set just now is seen by the next wake or ends with the sleep's timeout.
+        if self.asleep.load(Ordering::Relaxed) && self.asleep.swap(false, Ordering::SeqCst) {
+            let _g = self.stop.lock().unwrap_or_else(|e| e.into_inner());
+            self.cv.notify_one();
+        }
+    }
+
+    /// Whether the thread hibernates now (tests, diagnostics).
+    pub fn hibernating(&self) -> bool {
+        self.asleep.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps `timeout` (hibernating: until woken or `timeout`). True if asked to stop.
+    fn sleep(&self, timeout: Duration, hibernate: bool) -> bool {
+        let mut g = self.stop.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = Instant::now() + timeout;
+        if hibernate {
+            self.asleep.store(true, Ordering::SeqCst);
+        }
+        while !*g {
+            if hibernate && !self.asleep.load(Ordering::SeqCst) {
+                break;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            g = self.cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        self.asleep.store(false, Ordering::SeqCst);
+        *g
+    }
+
+    fn request_stop(&self) {
+        *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Idle rounds in a row after which a background thread hibernates (PostgreSQL's
+/// walwriter: LOOPS_UNTIL_HIBERNATE).
+const IDLE_ROUNDS_BEFORE_HIBERNATE: u32 = 50;
+
 /// A background thread that stops (and is joined) on `stop()` or drop.
 pub struct BackgroundWorker {
-    stop: Arc<(Mutex<bool>, Condvar)>,
+    latch: Arc<WorkerLatch>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl BackgroundWorker {
+    /// Runs `round` every `period`. A round returns whether it found work; after
+    /// `IDLE_ROUNDS_BEFORE_HIBERNATE` idle rounds in a row the thread sleeps
+    /// `hibernate_factor` periods at a time until `latch.wake()` or work shows up.
     fn spawn(
         name: &str,
         period: Duration,
         event: &'static str,
         on_start: OnStart,
-        mut round: impl FnMut() + Send + 'static,
+        latch: Arc<WorkerLatch>,
+        hibernate_factor: u32,
+        mut round: impl FnMut() -> bool + Send + 'static,
     ) -> Self {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let st = stop.clone();
+        *latch.stop.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        let l = latch.clone();
         let handle = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
                 on_start();
+                let mut idle_rounds = 0u32;
                 loop {
-                {
-                    let (m, cv) = &*st;
-                    let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-                    let deadline = Instant::now() + period;
+                    let hibernate = hibernate_factor > 1 && idle_rounds >= IDLE_ROUNDS_BEFORE_HIBERNATE;
                     report_wait_start(WaitEvent::Activity(event));
-                    while !*g {
-                        let now = Instant::now();
-                        if now >= deadline {
-                            break;
-                        }
-                        g = cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
-                    }
+                    let stopped = l.sleep(if hibernate { period * hibernate_factor } else { period }, hibernate);
                     report_wait_end();
-                    if *g {
+                    if stopped {
                         return;
                     }
-                }
-                round();
+                    if round() {
+                        idle_rounds = 0;
+                    } else {
+                        idle_rounds = idle_rounds.saturating_add(1);
+                    }
                 }
             })
             .expect("could not start background thread");
-        BackgroundWorker { stop, handle: Some(handle) }
+        BackgroundWorker { latch, handle: Some(handle) }
     }
 
     /// Asks the thread to stop and waits for it.
     pub fn stop(&mut self) {
-        let (m, cv) = &*self.stop;
-        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_all();
+        self.latch.request_stop();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -84,9 +152,16 @@ pub fn start_wal_writer(wal: Arc<Wal>, on_error: impl Fn(crate::Error) + Send + 
 /// [`start_wal_writer`], running `on_start` first on the new thread.
 pub fn start_wal_writer_with(wal: Arc<Wal>, on_start: OnStart, on_error: impl Fn(crate::Error) + Send + 'static) -> BackgroundWorker {
     let delay = wal.options().wal_writer_delay;
-    BackgroundWorker::spawn("wal writer", delay, "WalWriterMain", on_start, move || {
-        if let Err(e) = wal.background_flush() {
-            on_error(e);
+    let latch = wal.walwriter_latch.clone();
+    // Hibernating (after 50 idle rounds), it sleeps 25 delays (PostgreSQL's
+    // HIBERNATE_FACTOR); an asynchronous commit wakes it (`Wal::commit`).
+    BackgroundWorker::spawn("wal writer", delay, "WalWriterMain", on_start, latch, 25, move || {
+        match wal.background_flush() {
+            Ok(flushed) => flushed,
+            Err(e) => {
+                on_error(e);
+                true
+            }
         }
     })
 }
@@ -111,11 +186,22 @@ pub fn start_checkpointer_with(
     mut checkpoint: impl FnMut(&Wal) -> Result<()> + Send + 'static,
     on_error: impl Fn(crate::Error) + Send + 'static,
 ) -> BackgroundWorker {
-    BackgroundWorker::spawn("checkpointer", poll, "CheckpointerMain", on_start, move || {
+    let latch = wal.checkpointer_latch.clone();
+    let mut last_pos = wal.insert_position();
+    // Idle (no WAL inserted for 50 polls), it polls 50 times less often: a time
+    // trigger is then up to 50 polls late (5 s at the engine's 100 ms, against a
+    // checkpoint_timeout of minutes); the WAL-volume trigger wakes it at once, since
+    // opening a new WAL segment for writing wakes it (`Wal::pwrite`).
+    BackgroundWorker::spawn("checkpointer", poll, "CheckpointerMain", on_start, latch, 50, move || {
+        let pos = wal.insert_position();
+        let busy = pos != last_pos;
+        last_pos = pos;
         if wal.checkpoint_needed(Instant::now()) {
             if let Err(e) = checkpoint(&wal) {
                 on_error(e);
             }
+            return true;
         }
+        busy
     })
 }

@@ -15,6 +15,7 @@ use super::control::{fsync_dir, now_secs, ControlFile, DbState};
 use super::layout::*;
 use super::reader::WalReader;
 use super::record::*;
+use super::background::WorkerLatch;
 use super::reserve::InsertPosition;
 use crate::config::{Settings, BLCKSZ, WAL_SEGMENT_SIZE};
 use crate::error::{Error, Result, SqlState};
@@ -397,6 +398,10 @@ pub struct Wal {
     flushed: AtomicU64,
     /// Highest end LSN of an asynchronous commit (the WAL writer's target).
     async_request: AtomicU64,
+    /// Wakes a hibernating WAL writer (an asynchronous commit).
+    pub(crate) walwriter_latch: Arc<WorkerLatch>,
+    /// Wakes a hibernating checkpointer (a new WAL segment opened for writing).
+    pub(crate) checkpointer_latch: Arc<WorkerLatch>,
     state: AtomicU8,
     /// An insertion failed after reserving space: the WAL has a hole; refuse to go on.
     poisoned: AtomicBool,
@@ -485,6 +490,8 @@ impl Wal {
             written: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
             async_request: AtomicU64::new(0),
+            walwriter_latch: WorkerLatch::new(),
+            checkpointer_latch: WorkerLatch::new(),
             state: AtomicU8::new(RunState::Recovery as u8),
             poisoned: AtomicBool::new(false),
             control: Mutex::new(control),
@@ -1038,6 +1045,9 @@ impl Wal {
                 Err(e) => wal_panic(format!("could not open file \"pg_wal/{name}\": {}", strerror(&e))),
             };
             v.insert(f);
+            // A new segment: the WAL may have grown past max_wal_size's trigger
+            // (PostgreSQL's XLogWrite checks at each segment's end).
+            self.checkpointer_latch.wake();
         }
         let f = &st.files[&seg];
         report_wait_start(WaitEvent::Io("WALWrite"));
@@ -1175,6 +1185,7 @@ impl Wal {
             self.flush(end)
         } else {
             self.async_request.fetch_max(end.0, Ordering::AcqRel);
+            self.walwriter_latch.wake();
             Ok(())
         }
     }
@@ -1192,6 +1203,11 @@ impl Wal {
         }
         self.flush(Lsn(target))?;
         Ok(true)
+    }
+
+    /// Whether the WAL writer hibernates now (tests, diagnostics).
+    pub fn walwriter_hibernating(&self) -> bool {
+        self.walwriter_latch.hibernating()
     }
 
     /// The settings this WAL runs with.

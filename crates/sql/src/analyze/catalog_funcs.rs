@@ -19,6 +19,20 @@ impl<'a> Analyzer<'a> {
         let (f, sig, ret): (CatFunc, &[Type], Type) = match (name, n) {
             ("format_type", 2) => (CatFunc::FormatType, &[Type::Oid, Type::Int4], Type::Text),
             ("pg_get_userbyid", 1) => (CatFunc::GetUserById, &[Type::Oid], Type::Name),
+            ("to_regtype" | "to_regclass" | "to_regnamespace" | "to_regproc" | "to_regprocedure", 1) => {
+                let kind = match name {
+                    "to_regtype" => RegKind::Type,
+                    "to_regclass" => RegKind::Class,
+                    "to_regnamespace" => RegKind::Namespace,
+                    _ => RegKind::Proc,
+                };
+                let arg = std::mem::take(args).into_iter().next().expect("one argument");
+                if !matches!(arg.ty(), Type::Unknown | Type::Text | Type::Varchar | Type::Bpchar | Type::Name) {
+                    return Ok(None);
+                }
+                let arg = self.coerce(arg, Type::Text, CastContext::Implicit, locs[0])?;
+                return Ok(Some(self.reg_lookup(kind, arg, false)?));
+            }
             ("pg_encoding_to_char", 1) => (CatFunc::EncodingToChar, &[Type::Int4], Type::Name),
             ("pg_table_is_visible", 1) => {
                 let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");
@@ -234,11 +248,23 @@ impl<'a> Analyzer<'a> {
                     }
                     _ => return Err(self.err_at(SqlError::new(b"42704", format!("schema \"{s}\" does not exist")), loc)),
                 },
-                RegKind::Proc => return Err(self.err_at(SqlError::not_supported("regproc input"), loc)),
+                RegKind::Proc => {
+                    // regproc is shown as its name (text) here, as pg_type's
+                    // typinput & co. are: the name, checked to exist.
+                    let names: Vec<Value> = pgcatalog::regproc_names().into_iter().map(|n| Value::Text(format!("{n}:"))).collect();
+                    let table = Value::Array(Box::new(crate::array::Array::new(Type::Text, names)));
+                    let v = pgcatalog::to_reg(pgcatalog::RegLookup::Proc, true, &[Value::Text(s.clone()), table]).map_err(|e| self.err_at(e, loc))?;
+                    return Ok(Some(Expr::Const(v, Type::Text)));
+                }
             };
             return Ok(Some(Expr::Const(Value::Oid(oid), Type::Oid)));
         }
         let t = arg.ty();
+        if matches!(t, Type::Text | Type::Varchar | Type::Bpchar | Type::Name) {
+            // A string value read as the type's input at run time
+            // (`$1::text::regtype`): its OID (regproc: its name).
+            return Ok(Some(self.reg_lookup(kind, arg, true)?));
+        }
         if !(t == Type::Oid || t.is_integer()) {
             return Err(self.err_at(crate::types::cannot_cast(t, Type::Oid), loc));
         }
@@ -264,6 +290,47 @@ impl<'a> Analyzer<'a> {
             args: vec![arg, table],
             ty: Type::Name,
         }))
+    }
+
+    /// [`CatFunc::ToReg`] of a text expression, with its analysis-time table.
+    fn reg_lookup(&mut self, kind: RegKind, arg: Expr, error: bool) -> Result<Expr> {
+        let (lookup, table, ty) = match kind {
+            RegKind::Type => (pgcatalog::RegLookup::Type, Vec::new(), Type::Oid),
+            RegKind::Class => (pgcatalog::RegLookup::Class, self.relation_keys()?, Type::Oid),
+            RegKind::Namespace => {
+                let names = crate::namespace::namespaces(self.backend, self.snap)?
+                    .into_iter()
+                    .chain([(pgcatalog::PG_TOAST_NAMESPACE, "pg_toast".to_string()), (pgcatalog::INFORMATION_SCHEMA_NAMESPACE, "information_schema".to_string())]);
+                (pgcatalog::RegLookup::Namespace, names.map(|(o, n)| format!("{n}:{o}")).collect(), Type::Oid)
+            }
+            RegKind::Proc => (pgcatalog::RegLookup::Proc, pgcatalog::regproc_names().into_iter().map(|n| format!("{n}:")).collect(), Type::Text),
+        };
+        let table = crate::array::Array::new(Type::Text, table.into_iter().map(Value::Text).collect());
+        let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+        Ok(Expr::Func { func: Func::Catalog(CatFunc::ToReg { kind: lookup, error }), args: vec![arg, table], ty })
+    }
+
+    /// `name:oid` of every relation as regclass input finds it: `schema.name`,
+    /// and `name` alone when visible in the search path.
+    fn relation_keys(&self) -> Result<Vec<String>> {
+        let hidden: std::collections::HashSet<u32> = crate::namespace::invisible_relations(self.backend, self.snap)?.into_iter().collect();
+        let schemas: std::collections::HashMap<u32, String> = crate::namespace::namespaces(self.backend, self.snap)?.into_iter().collect();
+        let mut out = Vec::new();
+        for (_, r) in crate::rowio::scan_rows(self.backend, &crate::catalog::class_rel(), self.snap)? {
+            if let (Value::Oid(o), Value::Text(n), Value::Oid(ns)) = (&r[0], &r[1], &r[2]) {
+                if let Some(s) = schemas.get(ns) {
+                    out.push(format!("{s}.{n}:{o}"));
+                }
+                if !hidden.contains(o) {
+                    out.push(format!("{n}:{o}"));
+                }
+            }
+        }
+        for (o, n) in pgcatalog::view_names() {
+            out.push(format!("pg_catalog.{n}:{o}"));
+            out.push(format!("{n}:{o}"));
+        }
+        Ok(out)
     }
 
     /// `oid:name` of every relation (tables, indexes, the catalog views).

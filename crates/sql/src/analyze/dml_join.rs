@@ -23,6 +23,9 @@ pub(crate) fn table_rel(table: &Table, refname: &str, at: usize) -> (String, Vec
         .columns
         .iter()
         .enumerate()
+        // A dropped column keeps its place in the row but has no name (it is
+        // neither in `*` nor referable), as in FROM.
+        .filter(|(_, c)| !c.is_dropped())
         .map(|(i, c)| NsCol {
             name: c.name.clone(),
             expr: Expr::Column(at + i, c.ty),

@@ -422,7 +422,8 @@ impl<'a> Analyzer<'a> {
                 conds.push(eq);
                 let ty = cl.ty();
                 let expr = match kind {
-                    JoinKind::Inner | JoinKind::Left => cl,
+                    // USING/NATURAL joins are written as inner or outer joins only.
+                    JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti => cl,
                     JoinKind::Right => cr,
                     JoinKind::Full => Expr::Coalesce(vec![cl, cr], ty),
                 };
@@ -464,10 +465,11 @@ impl<'a> Analyzer<'a> {
         if names.len() != c.fields.len() {
             return Err(self.err_at(SqlError::not_supported("this column reference"), c.location));
         }
+        let names = self.strip_column_qualifiers(names, c.location)?;
         let (qual, col) = match names.as_slice() {
             [col] => (None, *col),
             [t, col] => (Some(*t), *col),
-            _ => return Err(self.err_at(SqlError::not_supported("qualified names with schema"), c.location)),
+            _ => return Err(self.err_at(super::improper_qualified_name(&names), c.location)),
         };
         let cur = self.level_ns(scope);
         let levels: Vec<Rc<Namespace>> = std::iter::once(cur).chain(scope.outer.iter().rev().cloned()).collect();

@@ -1,0 +1,118 @@
+//! Lock statistics, log_lock_waits and the built-in wait-event sampler
+//! (issue 13 parts 5 and 6) against a real server, with raw-protocol
+//! sessions: one session blocked on another's row lock shows up in
+//! ferrogres_stat_locks, in the server log (as PostgreSQL 15 words it) and in
+//! pg_wait_sampling_history / _profile as Lock / transactionid.
+
+mod common;
+
+use common::server::Server;
+use common::session_client::{ok, wait_blocked, Client};
+use std::time::{Duration, Instant};
+
+fn num(c: &mut Client, sql: &str) -> f64 {
+    let r = c.q(sql);
+    ok(&r);
+    r.rows[0][0].as_deref().unwrap_or("0").parse().unwrap()
+}
+
+/// a holds a row lock; b waits for it for `hold`, then a commits.
+fn block_for(srv: &Server, hold: Duration) -> (i32, i32, String) {
+    let mut ctl = Client::connect(srv.port);
+    let mut a = Client::connect(srv.port);
+    let mut b = Client::connect(srv.port);
+    ok(&ctl.q("CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)"));
+    ok(&a.q("BEGIN"));
+    ok(&a.q("UPDATE t SET v = 1 WHERE id = 1"));
+    let xid = ctl
+        .q(&format!("SELECT transactionid FROM pg_locks WHERE locktype = 'transactionid' AND pid = {} AND granted", a.pid))
+        .one();
+    b.send("UPDATE t SET v = 2 WHERE id = 1");
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    std::thread::sleep(hold);
+    ok(&a.q("COMMIT"));
+    ok(&b.reply());
+    (a.pid, b.pid, xid)
+}
+
+#[test]
+fn lock_statistics_and_log_lock_waits() {
+    let srv = Server::start_temp(&["-c", "log_lock_waits=on", "-c", "deadlock_timeout=100ms"]);
+    let mut ctl = Client::connect(srv.port);
+    let before = num(&mut ctl, "SELECT waits FROM ferrogres_stat_locks WHERE locktype = 'transactionid'");
+    let (a, b, xid) = block_for(&srv, Duration::from_millis(400));
+    // One more wait on a transaction lock, of at least the time it was held.
+    let r = ctl.q("SELECT waits, wait_time, max_wait FROM ferrogres_stat_locks WHERE locktype = 'transactionid'");
+    ok(&r);
+    let row: Vec<f64> = r.rows[0].iter().map(|v| v.as_deref().unwrap().parse().unwrap()).collect();
+    assert_eq!(row[0] - before, 1.0, "{row:?}");
+    assert!(row[1] >= 350.0 && row[2] >= 350.0, "wait time in ms: {row:?}");
+    // Relation locks go through the fast path (weak modes, no strong locker).
+    assert!(num(&mut ctl, "SELECT fastpath_acquired FROM ferrogres_stat_locks WHERE locktype = 'relation'") > 0.0);
+    let r = ctl.q("SELECT count(*) FROM ferrogres_stat_locks");
+    assert_eq!(r.one(), "8");
+
+    // The LOG lines PostgreSQL 15 writes for the same wait.
+    let start = Instant::now();
+    let log = loop {
+        let log = srv.log();
+        if log.contains(&format!("process {b} acquired ShareLock on transaction {xid} after")) || start.elapsed() > Duration::from_secs(5) {
+            break log;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let still = format!("LOG:  process {b} still waiting for ShareLock on transaction {xid} after 1");
+    let at = log.find(&still).unwrap_or_else(|| panic!("no {still:?} in the log:\n{log}"));
+    let rest = &log[at + still.len() - 1..];
+    // "after 100.123 ms" (deadlock_timeout, with three decimals).
+    let ms: f64 = rest.split(" ms").next().unwrap().parse().unwrap();
+    assert!((100.0..1000.0).contains(&ms), "{rest}");
+    assert!(rest.contains(&format!("\nDETAIL:  Process holding the lock: {a}. Wait queue: {b}.\n")), "{rest}");
+    assert!(log.contains(&format!("LOG:  process {b} acquired ShareLock on transaction {xid} after ")), "{log}");
+}
+
+#[test]
+fn lwlock_statistics_view() {
+    let srv = Server::start_temp(&[]);
+    let mut c = Client::connect(srv.port);
+    let r = c.q("SELECT tranche, blocked_shared + blocked_exclusive >= 0, wait_time >= 0 FROM ferrogres_stat_lwlocks WHERE tranche = 'BufferMapping'");
+    ok(&r);
+    assert_eq!(r.rows, vec![vec![Some("BufferMapping".into()), Some("t".into()), Some("t".into())]]);
+    let r = c.q("SELECT count(*) > 5, count(DISTINCT tranche) = count(*) FROM ferrogres_stat_lwlocks");
+    assert_eq!(r.rows, vec![vec![Some("t".into()), Some("t".into())]]);
+}
+
+#[test]
+fn sampler_sees_a_row_lock_wait() {
+    let srv = Server::start_temp(&["-c", "pg_wait_sampling.period=10"]);
+    let mut ctl = Client::connect(srv.port);
+    ok(&ctl.q("SELECT pg_wait_sampling_reset_profile()"));
+    let (_, b, _) = block_for(&srv, Duration::from_millis(500));
+    // About 50 samples at 10 ms; a loaded machine may take fewer.
+    let hist = num(
+        &mut ctl,
+        &format!("SELECT count(*) FROM pg_wait_sampling_history WHERE pid = {b} AND event_type = 'Lock' AND event = 'transactionid'"),
+    );
+    assert!(hist >= 5.0, "history samples: {hist}");
+    let prof = num(
+        &mut ctl,
+        &format!("SELECT sum(count) FROM pg_wait_sampling_profile WHERE pid = {b} AND event_type = 'Lock' AND event = 'transactionid'"),
+    );
+    assert!(prof >= hist.min(5000.0), "profile {prof} < history {hist}");
+    // The timestamps are within the wait.
+    let r = ctl.q(&format!(
+        "SELECT max(ts) - min(ts) < interval '5 seconds', max(ts) <= now() FROM pg_wait_sampling_history WHERE pid = {b} AND event = 'transactionid'"
+    ));
+    assert_eq!(r.rows, vec![vec![Some("t".into()), Some("t".into())]]);
+    // Folded stacks, as flamegraph.pl and inferno read them.
+    let folded = ctl.q("SELECT ferrogres_wait_sampling_folded()").one();
+    let line = folded.lines().find(|l| l.starts_with("client backend;Lock;transactionid;0 ")).unwrap_or_else(|| panic!("{folded}"));
+    let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(n as f64 >= prof, "{line} vs {prof}");
+    assert!(folded.lines().all(|l| l.split(';').count() == 4 && l.rsplit(' ').next().unwrap().parse::<u64>().is_ok()), "{folded}");
+    // Reset: the lock wait is gone from the profile, not from the history.
+    ok(&ctl.q("SELECT pg_wait_sampling_reset_profile()"));
+    let after = num(&mut ctl, &format!("SELECT count(*) FROM pg_wait_sampling_profile WHERE pid = {b} AND event = 'transactionid'"));
+    assert_eq!(after, 0.0);
+    assert!(num(&mut ctl, &format!("SELECT count(*) FROM pg_wait_sampling_history WHERE pid = {b} AND event = 'transactionid'")) >= hist);
+}

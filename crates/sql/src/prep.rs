@@ -1,0 +1,635 @@
+//! The optimizer's preprocessing of one query level, after analysis and
+//! before execution (PostgreSQL's `optimizer/prep`: `pull_up_sublinks` and
+//! `canonicalize_qual`, plus one step PostgreSQL 15 does not take, the
+//! decorrelation of scalar subqueries over aggregates). It rewrites the
+//! query's source and WHERE; the result is an ordinary [`Query`] whose joins
+//! [`crate::join`] runs.
+//!
+//! Three rewrites, in this order, over the top-level AND of WHERE:
+//!
+//! 1. **Decorrelation of scalar aggregate subqueries.** A correlated
+//!    `(SELECT f(aggs) FROM s WHERE s.a = outer.x AND ... AND local)`,
+//!    whose correlation is only equalities between an expression of the
+//!    subquery's row and one of the outer row, becomes a LEFT hash join of
+//!    the outer source with `SELECT f(aggs), s.a, ... FROM s WHERE local
+//!    GROUP BY s.a, ...`, computed once. The subquery is replaced by
+//!    `CASE WHEN <key column> IS NOT NULL THEN <f column> ELSE f(empty) END`:
+//!    an outer row with no group (or a NULL key, which `=` never matches)
+//!    gets the value over no rows, where count is 0 and every other aggregate
+//!    NULL (so `count(*) + 1` gives 1, `0.2 * avg(x)` NULL). A matched group
+//!    has non-null keys, so the key column tells the two cases apart. The
+//!    left join keeps each outer row exactly once, because the groups' keys
+//!    are distinct under the same comparison the join uses.
+//! 2. **Sublink pull-up.** `EXISTS (correlated subquery)` becomes a semi-join
+//!    and `NOT EXISTS` an anti-join of the outer source with the subquery's
+//!    source: the subquery's conjuncts that read the outer row become the
+//!    join condition (its equalities the hash keys), the others filter the
+//!    inner side. `x IN (uncorrelated subquery)` becomes a semi-join with
+//!    the subquery as the inner side and `x = column` as the condition.
+//!    `NOT IN` is left alone (its NULL semantics are not an anti-join's:
+//!    `1 NOT IN (SELECT NULL)` is NULL, and PostgreSQL converts it only when
+//!    both sides are provably non-null, which we do not prove yet).
+//! 3. **OR factoring** ([`conjuncts_factored`], also used by
+//!    [`crate::join::place_conditions`] for ON conditions): a conjunct common
+//!    to every branch of an OR is pulled out of it, `(A AND B) OR (A AND C)`
+//!    = `A AND (B OR C)` (true in SQL's three-valued logic as well), so an
+//!    equality repeated in each branch becomes a join's hash key.
+//!
+//! A subquery is pulled up only when it has the plain shape the join needs
+//! (below, `pullable_*`); otherwise it stays an [`Expr::SubPlan`] run per
+//! outer row ([`crate::subquery`]), which is always correct. Notably: the
+//! correlation must have at least one equality (else a per-row subplan is
+//! no worse than a nested loop), the correlated conjuncts must hold no
+//! subqueries and read no level above the parent, and the subquery's
+//! source must not read the parent (a LATERAL-like dependency).
+//!
+//! A semi- or anti-join keeps the width of its left row, so the columns the
+//! rest of the query reads do not move; a decorrelating left join appends
+//! its columns after the source row, which only the replacing CASE reads.
+//!
+//! The level is rewritten only for plain SELECTs (not FOR UPDATE/SHARE,
+//! whose rows must come from one table).
+
+use crate::catalog::Table;
+use crate::grouping::Grouping;
+use crate::join::{and_of, conjuncts, place_conditions, Join, JoinKind};
+use crate::plan::{AggKind, CmpOp, Expr, Query, Source, Target};
+use crate::subquery::{children_mut, has_subplan, is_correlated, visit_expr, SubKind, SubPlan};
+use crate::types::Value;
+
+/// Rewrites query level `q`, whose source row is `width` columns wide:
+/// decorrelates scalar aggregate subqueries of its WHERE and pulls its
+/// EXISTS / NOT EXISTS / IN conjuncts up into semi- and anti-joins.
+pub fn pull_up_sublinks(q: &mut Query, width: usize) {
+    let Some(filter) = q.filter.take() else { return };
+    let mut quals = Vec::new();
+    conjuncts_factored(filter, &mut quals);
+    if !quals.iter().any(has_subplan) {
+        q.filter = and_of(quals);
+        return;
+    }
+    let mut width = width;
+    let mut changed = false;
+    for qual in quals.iter_mut() {
+        changed |= decorrelate_scalars(qual, &mut q.source, &mut width);
+    }
+    let mut rest = Vec::new();
+    for qual in quals {
+        match pull_up_one(qual, width) {
+            Ok((kind, right, cond, right_filter, rw)) => {
+                let left = std::mem::replace(&mut q.source, Source::OneRow);
+                q.source = Source::Join(Box::new(Join {
+                    kind,
+                    left,
+                    right,
+                    left_filter: None,
+                    right_filter,
+                    cond: Some(cond),
+                    hash: None,
+                    lw: width,
+                    rw,
+                    lateral: false,
+                }));
+                changed = true;
+            }
+            Err(qual) => rest.push(qual),
+        }
+    }
+    q.filter = if changed { place_conditions(&mut q.source, and_of(rest)) } else { and_of(rest) };
+}
+
+/// Splits `e` into its AND-ed conjuncts, factoring each OR among them: the
+/// conjuncts found in every branch of the OR are returned on their own, and
+/// the OR of what remains of the branches after them (nothing, if a branch
+/// had only common conjuncts: the OR is then implied). Conjuncts are compared
+/// by their debug form, as GROUP BY expressions are
+/// ([`crate::grouping::ungrouped_column`]); those holding a subquery are
+/// never factored.
+pub fn conjuncts_factored(e: Expr, out: &mut Vec<Expr>) {
+    let mut flat = Vec::new();
+    conjuncts(e, &mut flat);
+    for c in flat {
+        match c {
+            Expr::Or(branches) if branches.len() > 1 => factor_or(branches, out),
+            c => out.push(c),
+        }
+    }
+}
+
+fn factor_or(branches: Vec<Expr>, out: &mut Vec<Expr>) {
+    let lists: Vec<Vec<Expr>> = branches
+        .into_iter()
+        .map(|b| {
+            let mut v = Vec::new();
+            conjuncts(b, &mut v);
+            v
+        })
+        .collect();
+    let forms: Vec<Vec<String>> = lists.iter().map(|l| l.iter().map(|c| format!("{c:?}")).collect()).collect();
+    let mut common: Vec<usize> = Vec::new();
+    for (i, f) in forms[0].iter().enumerate() {
+        if has_subplan(&lists[0][i]) || common.iter().any(|&j| forms[0][j] == *f) {
+            continue;
+        }
+        if forms[1..].iter().all(|o| o.contains(f)) {
+            common.push(i);
+        }
+    }
+    if common.is_empty() {
+        out.push(Expr::Or(lists.into_iter().map(|l| and_of(l).expect("a branch has a conjunct")).collect()));
+        return;
+    }
+    let common_forms: Vec<String> = common.iter().map(|&i| forms[0][i].clone()).collect();
+    for &i in &common {
+        out.push(lists[0][i].clone());
+    }
+    let mut rest = Vec::new();
+    for (l, f) in lists.into_iter().zip(forms) {
+        let kept: Vec<Expr> = l.into_iter().zip(f).filter(|(_, f)| !common_forms.contains(f)).map(|(c, _)| c).collect();
+        match and_of(kept) {
+            // This branch is the common part alone: the OR adds nothing.
+            None => return,
+            Some(b) => rest.push(b),
+        }
+    }
+    out.push(Expr::Or(rest));
+}
+
+/// The width of a source's row, where it is known without running it.
+fn source_width(s: &Source) -> Option<usize> {
+    match s {
+        Source::Table(t) => Some(table_width(t)),
+        Source::Join(j) => Some(if j.kind.left_only() { j.lw } else { j.lw + j.rw }),
+        Source::Subquery(q) => Some(q.targets.len()),
+        _ => None,
+    }
+}
+
+fn table_width(t: &Table) -> usize {
+    t.columns.len()
+}
+
+/// Which levels an expression of a subquery (at depth 0) reads.
+#[derive(Default)]
+struct Reads {
+    /// A column of the subquery's own row.
+    own: bool,
+    /// A column of the parent's row (`levels_up` 1, at depth 0).
+    parent: bool,
+    /// Anything else above the subquery: a deeper reference to the parent,
+    /// a level above the parent, or an aggregate of an upper level.
+    other: bool,
+}
+
+fn reads(e: &Expr) -> Reads {
+    let mut r = Reads::default();
+    visit_expr(e, 0, true, &mut |e, d| match e {
+        Expr::Column(..) if d == 0 => r.own = true,
+        Expr::OuterColumn { levels_up: 1, .. } if d == 0 => r.parent = true,
+        Expr::OuterColumn { levels_up, .. } | Expr::OuterAggRef { levels_up, .. } if *levels_up > d => r.other = true,
+        _ => {}
+    });
+    r
+}
+
+/// Rewrites the column references of `e` (at depth 0; `e` holds no
+/// subquery): `Column(i)` by `own(i)`, the parent's `OuterColumn` by
+/// `parent(index)`. A replacement is not visited again.
+fn rebase(e: &mut Expr, own: &dyn Fn(usize, crate::types::Type) -> Expr, parent: &dyn Fn(usize, crate::types::Type) -> Expr) {
+    match e {
+        Expr::Column(i, ty) => *e = own(*i, *ty),
+        Expr::OuterColumn { levels_up: 1, index, ty } => *e = parent(*index, *ty),
+        _ => {
+            for c in children_mut(e) {
+                rebase(c, own, parent);
+            }
+        }
+    }
+}
+
+/// One correlated conjunct of a subquery: its conjuncts split into those
+/// that read the parent (`correlated`) and those that do not (`local`).
+/// `None` when a correlated one holds a subquery or reads another level.
+fn split_correlated(q: &Query) -> Option<(Vec<Expr>, Vec<Expr>)> {
+    let mut quals = Vec::new();
+    if let Some(f) = &q.filter {
+        conjuncts(f.clone(), &mut quals);
+    }
+    let (mut correlated, mut local) = (Vec::new(), Vec::new());
+    for c in quals {
+        let r = reads(&c);
+        if r.other || (r.parent && has_subplan(&c)) {
+            return None;
+        }
+        if r.parent {
+            correlated.push(c);
+        } else {
+            local.push(c);
+        }
+    }
+    Some((correlated, local))
+}
+
+/// `inner = outer` (either way round) where one side reads only the
+/// subquery's row and the other only the parent's: (inner, outer).
+fn correlation_key(c: &Expr) -> Option<(&Expr, &Expr)> {
+    let Expr::Compare { op: CmpOp::Eq, l, r } = c else { return None };
+    let (rl, rr) = (reads(l), reads(r));
+    if rl.own && !rl.parent && rr.parent && !rr.own {
+        Some((l, r))
+    } else if rr.own && !rr.parent && rl.parent && !rl.own {
+        Some((r, l))
+    } else {
+        None
+    }
+}
+
+/// The shape every pulled-up subquery needs: no aggregation (unless the
+/// caller handles it), no LIMIT/OFFSET, no window functions, no
+/// set-returning functions in its targets (they change its row count).
+fn plain_rows(q: &Query) -> bool {
+    q.limit.is_none()
+        && q.offset.is_none()
+        && !matches!(q.source, Source::WindowAgg(_))
+        && !q.targets.iter().any(|t| crate::project_set::contains_srf(&t.expr))
+        && !q.hidden.iter().any(crate::project_set::contains_srf)
+}
+
+type PulledUp = (JoinKind, Source, Expr, Option<Expr>, usize);
+
+/// A WHERE conjunct as a semi- or anti-join with an outer row of `lw`
+/// columns: (kind, inner source, condition over [outer row, inner row],
+/// inner filter, inner width); or the conjunct back.
+fn pull_up_one(qual: Expr, lw: usize) -> Result<PulledUp, Expr> {
+    let pulled = match &qual {
+        Expr::SubPlan(sp) if sp.kind == SubKind::Exists => pullable_exists(sp, JoinKind::Semi, lw),
+        Expr::Not(inner) => match &**inner {
+            Expr::SubPlan(sp) if sp.kind == SubKind::Exists => pullable_exists(sp, JoinKind::Anti, lw),
+            _ => None,
+        },
+        Expr::SubPlan(sp) if sp.kind == SubKind::Any => pullable_in(sp, lw),
+        _ => None,
+    };
+    pulled.ok_or(qual)
+}
+
+/// `EXISTS (SELECT ... FROM s WHERE corr AND local)` with `corr` reading the
+/// parent: the join with `s` on `corr`, `s` filtered by `local`.
+fn pullable_exists(sp: &SubPlan, kind: JoinKind, lw: usize) -> Option<PulledUp> {
+    let q = &sp.query;
+    // An uncorrelated EXISTS runs once already (an InitPlan).
+    if !sp.correlated || !q.aggregates.is_empty() || q.grouping.is_some() || !plain_rows(q) {
+        return None;
+    }
+    let rw = source_width(&q.source)?;
+    let (correlated, local) = split_correlated(q)?;
+    if !correlated.iter().any(|c| correlation_key(c).is_some()) || indexed_probe(&q.source, &correlated) {
+        return None;
+    }
+    // The inner side runs once for all outer rows: nothing else in it may
+    // read the parent.
+    let probe = Query { filter: and_of(local.clone()), ..Query::project(q.source.clone(), vec![]) };
+    if is_correlated(&probe) {
+        return None;
+    }
+    let mut cond = and_of(correlated)?;
+    rebase(&mut cond, &|i, ty| Expr::Column(lw + i, ty), &|i, ty| Expr::Column(i, ty));
+    Some((kind, probe.source, cond, probe.filter, rw))
+}
+
+/// Whether a correlation equality reads the leading column of an index of
+/// the subquery's table: then the per-row subplan is an index probe per
+/// outer row (`l_orderkey = o_orderkey` on lineitem's primary key, TPC-H Q4
+/// and Q21), cheaper than hashing the whole table for a few outer rows. It
+/// stays a subplan until the optimizer costs a nested loop with a
+/// parameterized index scan against the hash semi-join.
+fn indexed_probe(source: &Source, correlated: &[Expr]) -> bool {
+    let Source::Table(t) = source else { return false };
+    correlated
+        .iter()
+        .filter_map(correlation_key)
+        .any(|(inner, _)| matches!(inner, Expr::Column(c, _) if t.indexes.iter().any(|ix| ix.columns.first() == Some(c))))
+}
+
+/// `x IN (SELECT y FROM ...)` (`x = ANY`), the subquery uncorrelated: the
+/// semi-join with the subquery's rows on `x = y`.
+fn pullable_in(sp: &SubPlan, lw: usize) -> Option<PulledUp> {
+    let q = &sp.query;
+    let lhs = sp.lhs.as_ref()?;
+    let cmp = sp.cmp.as_ref()?;
+    if sp.correlated || !sp.row_lhs.is_empty() || q.targets.len() != 1 || has_subplan(lhs) || !plain_rows(q) {
+        return None;
+    }
+    if !matches!(cmp, Expr::Compare { op: CmpOp::Eq, .. }) {
+        return None;
+    }
+    // `cmp` reads [lhs, subquery column]; the joined row is [outer row, subquery row].
+    let mut cond = cmp.clone();
+    rebase(&mut cond, &|i, ty| if i == 0 { lhs.clone() } else { Expr::Column(lw + i - 1, ty) }, &|i, ty| {
+        Expr::OuterColumn { levels_up: 1, index: i, ty }
+    });
+    Some((JoinKind::Semi, Source::Subquery(Box::new(q.clone())), cond, None, 1))
+}
+
+/// Replaces the correlated scalar aggregate subqueries of `e` that can be
+/// decorrelated (not under CASE, COALESCE, NULLIF, AND or OR, which may not
+/// evaluate them for every row) by a read of a left join added over
+/// `source` (`width` grows by its columns). Whether anything changed.
+fn decorrelate_scalars(e: &mut Expr, source: &mut Source, width: &mut usize) -> bool {
+    match e {
+        Expr::SubPlan(sp) if sp.kind == SubKind::Expr && sp.correlated => {
+            if let Some(replacement) = decorrelate(sp, source, width) {
+                *e = replacement;
+                return true;
+            }
+        }
+        Expr::Case { .. } | Expr::Coalesce(..) | Expr::NullIf { .. } | Expr::And(_) | Expr::Or(_) => return false,
+        _ => {}
+    }
+    let mut changed = false;
+    for c in children_mut(e) {
+        changed |= decorrelate_scalars(c, source, width);
+    }
+    changed
+}
+
+/// See the module documentation, rewrite 1.
+fn decorrelate(sp: &SubPlan, source: &mut Source, width: &mut usize) -> Option<Expr> {
+    let q = &sp.query;
+    let plain_agg = match &q.grouping {
+        None => true,
+        Some(g) => g.keys.is_empty() && g.having.is_none() && g.sets.is_none(),
+    };
+    if q.aggregates.is_empty() || !plain_agg || q.targets.len() != 1 || !q.order.is_empty() || !q.hidden.is_empty() || q.distinct.is_some() {
+        return None;
+    }
+    if !plain_rows(q) {
+        return None;
+    }
+    let target = &q.targets[0].expr;
+    let tr = reads(target);
+    if tr.own || tr.parent || tr.other || has_subplan(target) {
+        return None;
+    }
+    let (correlated, local) = split_correlated(q)?;
+    let mut inner_keys = Vec::new();
+    let mut outer_keys = Vec::new();
+    for c in &correlated {
+        let (i, o) = correlation_key(c)?;
+        inner_keys.push(i.clone());
+        let mut o = o.clone();
+        rebase(&mut o, &|i, ty| Expr::Column(i, ty), &|i, ty| Expr::Column(i, ty));
+        outer_keys.push(o);
+    }
+    if inner_keys.is_empty() {
+        return None;
+    }
+    let k = inner_keys.len();
+    let mut targets = vec![Target { name: "agg".into(), expr: target.clone(), typmod: -1, origin: None }];
+    targets.extend(inner_keys.iter().map(|e| Target { name: "key".into(), expr: e.clone(), typmod: -1, origin: None }));
+    let grouped = Query {
+        source: q.source.clone(),
+        filter: and_of(local),
+        aggregates: q.aggregates.clone(),
+        targets,
+        hidden: vec![],
+        order: vec![],
+        limit: None,
+        offset: None,
+        grouping: Some(Box::new(Grouping { keys: inner_keys.clone(), having: None, sets: None })),
+        distinct: None,
+    };
+    if is_correlated(&grouped) {
+        return None;
+    }
+    let w = *width;
+    let rk: Vec<Expr> = inner_keys.iter().enumerate().map(|(i, e)| Expr::Column(1 + i, e.ty())).collect();
+    let left = std::mem::replace(source, Source::OneRow);
+    *source = Source::Join(Box::new(Join {
+        kind: JoinKind::Left,
+        left,
+        right: Source::Subquery(Box::new(grouped)),
+        left_filter: None,
+        right_filter: None,
+        cond: None,
+        hash: Some((outer_keys, rk)),
+        lw: w,
+        rw: 1 + k,
+        lateral: false,
+    }));
+    *width = w + 1 + k;
+    let ty = sp.ty;
+    Some(Expr::Case {
+        whens: vec![(Expr::IsNull { arg: Box::new(Expr::Column(w + 1, inner_keys[0].ty())), negated: true }, Expr::Column(w, ty))],
+        default: Box::new(over_no_rows(target, &q.aggregates)),
+        ty,
+    })
+}
+
+/// `target` (an expression of aggregate results and constants) over no
+/// rows: count is 0, every other aggregate NULL.
+fn over_no_rows(target: &Expr, aggs: &[crate::plan::Aggregate]) -> Expr {
+    let mut e = target.clone();
+    fn walk(e: &mut Expr, aggs: &[crate::plan::Aggregate]) {
+        if let Expr::AggRef(i, ty) = e {
+            let empty = match aggs.get(*i).map(|a| a.kind) {
+                Some(AggKind::CountStar | AggKind::Count) => Value::Int8(0),
+                _ => Value::Null,
+            };
+            *e = Expr::Const(empty, *ty);
+            return;
+        }
+        for c in children_mut(e) {
+            walk(c, aggs);
+        }
+    }
+    walk(&mut e, aggs);
+    e
+}
+
+/// One FROM item of a tree of inner joins: its source, and where its
+/// columns start in the tree's row.
+struct Leaf {
+    source: Source,
+    offset: usize,
+    types: Vec<crate::types::Type>,
+    /// Column names (what EXPLAIN prints for the projected columns).
+    names: Vec<String>,
+}
+
+/// Join order, its first step (before PostgreSQL's join search, which this
+/// does not replace): a tree of plain inner joins of tables and subqueries
+/// (a FROM list, `JOIN ... ON`; no LATERAL, no outer join) is rebuilt
+/// left-deep in a greedy order: the first item stays first, then each step
+/// takes the first remaining item (in FROM order) that an equality of WHERE
+/// or ON connects to the items already joined, and only when none is
+/// connected the next one (a cross product). So `FROM part, supplier,
+/// lineitem` with `p_partkey = l_partkey AND s_suppkey = l_suppkey` joins
+/// part with lineitem first instead of building part x supplier (TPC-H Q9).
+///
+/// The level keeps its column numbers: the reordered tree is wrapped in a
+/// subquery that projects its columns back into FROM order. The conjuncts
+/// that read only the tree's columns (no subquery, no enclosing level) move
+/// inside it (their columns renumbered); the others stay in `filter`. When
+/// the greedy order is FROM order, nothing changes.
+pub fn reorder_inner_joins(source: &mut Source, filter: &mut Option<Expr>) {
+    let Source::Join(j) = source else { return };
+    if j.kind != JoinKind::Inner {
+        return;
+    }
+    // Planning-time copies, put back when the order does not change.
+    let (backup, backup_filter) = (source.clone(), filter.clone());
+    let mut leaves = Vec::new();
+    let mut on = Vec::new();
+    if !flatten(source, &mut leaves, &mut on) {
+        return;
+    }
+    if leaves.len() < 3 {
+        *source = backup;
+        return;
+    }
+    let mut quals = Vec::new();
+    if let Some(f) = filter.take() {
+        conjuncts_factored(f, &mut quals);
+    }
+    quals.extend(on.iter().cloned());
+    let width: usize = leaves.iter().map(|l| l.types.len()).sum();
+    let leaf_of = |c: usize| leaves.iter().rposition(|l| l.offset <= c).unwrap_or(0);
+    let movable = |q: &Expr| {
+        let r = reads(q);
+        !has_subplan(q) && !r.parent && !r.other && crate::subquery::columns_read(q).iter().all(|&c| c < width)
+    };
+    // The pairs of items each movable equality connects.
+    let mut edges: Vec<(usize, usize)> = Vec::new();
+    for q in quals.iter().filter(|q| movable(q)) {
+        if let Expr::Compare { op: CmpOp::Eq, l, r } = q {
+            let ls: Vec<usize> = crate::subquery::columns_read(l).into_iter().map(leaf_of).collect();
+            let rs: Vec<usize> = crate::subquery::columns_read(r).into_iter().map(leaf_of).collect();
+            if let (Some(&a), Some(&b)) = (ls.first(), rs.first()) {
+                if a != b && ls.iter().all(|&x| x == a) && rs.iter().all(|&x| x == b) {
+                    edges.push((a, b));
+                }
+            }
+        }
+    }
+    let n = leaves.len();
+    let mut order = vec![0];
+    while order.len() < n {
+        let connected = (0..n).find(|i| !order.contains(i) && edges.iter().any(|&(a, b)| (a == *i && order.contains(&b)) || (b == *i && order.contains(&a))));
+        let next = connected.unwrap_or_else(|| (0..n).find(|i| !order.contains(i)).expect("an item is left"));
+        order.push(next);
+    }
+    if order.iter().enumerate().all(|(i, &o)| i == o) {
+        *source = backup;
+        *filter = backup_filter;
+        return;
+    }
+    // New position of each of the old tree's columns.
+    let mut new_offset = vec![0; n];
+    let mut at = 0;
+    for &i in &order {
+        new_offset[i] = at;
+        at += leaves[i].types.len();
+    }
+    let pos: Vec<usize> = (0..width).map(|c| {
+        let i = leaf_of(c);
+        new_offset[i] + (c - leaves[i].offset)
+    }).collect();
+    let types: Vec<crate::types::Type> = leaves.iter().flat_map(|l| l.types.iter().copied()).collect();
+    let names: Vec<String> = leaves.iter().flat_map(|l| l.names.iter().cloned()).collect();
+    let (mut inside, mut outside) = (Vec::new(), Vec::new());
+    for q in quals {
+        if movable(&q) {
+            let mut q = q;
+            crate::subquery::map_columns(&mut q, &|c| pos[c]);
+            inside.push(q);
+        } else {
+            outside.push(q);
+        }
+    }
+    let mut tree = restore_in(leaves, &order);
+    let inner_filter = place_conditions(&mut tree, and_of(inside));
+    let targets = (0..width)
+        .map(|c| Target { name: names[c].clone(), expr: Expr::Column(pos[c], types[c]), typmod: -1, origin: None })
+        .collect();
+    let wrapped = Query { filter: inner_filter, ..Query::project(tree, targets) };
+    *source = Source::Subquery(Box::new(wrapped));
+    *filter = and_of(outside);
+}
+
+/// Collects the items of a tree of plain inner joins (left to right) and
+/// its ON conjuncts; false (and nothing taken) when the tree has another
+/// kind of node or an item whose column types are not known here.
+fn flatten(s: &mut Source, leaves: &mut Vec<Leaf>, on: &mut Vec<Expr>) -> bool {
+    fn check(s: &Source) -> bool {
+        match s {
+            Source::Join(j) => {
+                j.kind == JoinKind::Inner
+                    && !j.lateral
+                    && j.left_filter.is_none()
+                    && j.right_filter.is_none()
+                    && j.hash.is_none()
+                    && check(&j.left)
+                    && check(&j.right)
+            }
+            Source::Table(_) => true,
+            Source::Subquery(q) => !is_correlated(q),
+            _ => false,
+        }
+    }
+    fn take(s: Source, leaves: &mut Vec<Leaf>, on: &mut Vec<Expr>) {
+        match s {
+            Source::Join(j) => {
+                let j = *j;
+                if let Some(c) = j.cond {
+                    conjuncts(c, on);
+                }
+                take(j.left, leaves, on);
+                take(j.right, leaves, on);
+            }
+            other => {
+                let offset = leaves.last().map_or(0, |l: &Leaf| l.offset + l.types.len());
+                let (types, names) = match &other {
+                    Source::Table(t) => (t.columns.iter().map(|c| c.ty).collect(), t.columns.iter().map(|c| c.name.clone()).collect()),
+                    Source::Subquery(q) => (q.targets.iter().map(|t| t.expr.ty()).collect(), q.targets.iter().map(|t| t.name.clone()).collect()),
+                    _ => unreachable!("checked"),
+                };
+                leaves.push(Leaf { source: other, offset, types, names });
+            }
+        }
+    }
+    if !check(s) {
+        return false;
+    }
+    take(std::mem::replace(s, Source::OneRow), leaves, on);
+    true
+}
+
+/// The left-deep inner-join tree of `leaves` in `order` (no conditions yet).
+fn restore_in(leaves: Vec<Leaf>, order: &[usize]) -> Source {
+    let mut slots: Vec<Option<Leaf>> = leaves.into_iter().map(Some).collect();
+    let mut acc: Option<(Source, usize)> = None;
+    for &i in order {
+        let leaf = slots[i].take().expect("each item once");
+        let w = leaf.types.len();
+        acc = Some(match acc {
+            None => (leaf.source, w),
+            Some((left, lw)) => (
+                Source::Join(Box::new(Join {
+                    kind: JoinKind::Inner,
+                    left,
+                    right: leaf.source,
+                    left_filter: None,
+                    right_filter: None,
+                    cond: None,
+                    hash: None,
+                    lw,
+                    rw: w,
+                    lateral: false,
+                })),
+                lw + w,
+            ),
+        });
+    }
+    acc.expect("at least one item").0
+}
