@@ -7,7 +7,7 @@
 #   scripts/deps.sh test    the above, plus what the tests use: PostgreSQL 15 (the
 #                           reference server; psql, pgbench, pg_regress and
 #                           pg_isolation_regress from its client package), valgrind and
-#                           perf (the benchmark harness), the harness's python packages,
+#                           perf (the benchmark harness), openssl (the TLS tests' certificates), the harness's python packages,
 #                           tpchgen-cli (prebuilt, from PyPI) into bench/.cache
 #
 # Runs apt-get as root, or through sudo when not root. Called by scripts/run.sh and
@@ -37,6 +37,8 @@ if [ "$what" = test ]; then
     || need+=(postgresql-client-15)
   command -v perf >/dev/null || need+=(linux-perf)
   command -v valgrind >/dev/null || need+=(valgrind)
+  # tests/tls.rs makes its test CA and server certificate with openssl.
+  command -v openssl >/dev/null || need+=(openssl)
   command -v fallocate >/dev/null || need+=(util-linux)
   if ! command -v python3 >/dev/null; then
     need+=(python3 python3-numpy python3-matplotlib)

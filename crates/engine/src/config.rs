@@ -112,6 +112,8 @@ impl Default for Settings {
     }
 }
 
+pub mod conffile;
+pub mod hba;
 pub mod guc;
 
 impl Settings {

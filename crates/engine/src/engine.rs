@@ -93,6 +93,9 @@ pub struct Engine {
     free_backends: Mutex<Vec<u32>>,
     /// Serializes checkpoints (the checkpointer thread, CHECKPOINT, shutdown).
     checkpoint_lock: Mutex<()>,
+    /// Serializes `ALTER SYSTEM`'s read-modify-write of postgresql.auto.conf
+    /// (PostgreSQL's AutoFileLock).
+    pub auto_conf_lock: Mutex<()>,
     workers: Mutex<Workers>,
     /// Backend slots taken by auxiliary threads (`aux_start`), freed when they stop.
     aux_ids: Mutex<Vec<u32>>,
@@ -292,6 +295,7 @@ impl Engine {
             oid_logged_until: Mutex::new(0),
             free_backends: Mutex::new((0..max_backends as u32).rev().collect()),
             checkpoint_lock: Mutex::new(()),
+            auto_conf_lock: Mutex::new(()),
             workers: Mutex::new(Workers::default()),
             aux_ids: Mutex::new(Vec::new()),
             shut_down: AtomicBool::new(false),

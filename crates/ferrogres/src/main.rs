@@ -2,7 +2,9 @@
 //!
 //! Flags follow PostgreSQL's `postgres`: `-D DATADIR`, `-p PORT`, `-k SOCKETDIR`,
 //! `-c name=value` (also `--name=value`), each checked at start against the table of
-//! known settings. An empty or missing data directory is initialized by the engine;
+//! known settings; then the data directory's `postgresql.conf` and
+//! `postgresql.auto.conf` (written at initialization when missing, with
+//! `pg_hba.conf`), under the command line. SIGHUP re-reads them. An empty or missing data directory is initialized by the engine;
 //! an existing one is recovered if it was not shut down cleanly, and gets a shutdown
 //! checkpoint on SIGTERM/SIGINT. `postmaster.pid` keeps a second server off the
 //! data directory, `.s.PGSQL.PORT.lock` off the socket; started as root, the server
@@ -46,7 +48,7 @@ fn main() -> ExitCode {
         print!("{}", options::USAGE);
         return ExitCode::SUCCESS;
     }
-    match run(opts) {
+    match run(opts, args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             f.print();
@@ -63,7 +65,7 @@ fn fatal(message: impl Into<String>) -> Fatal {
 /// account to run as (root only), chdir into the data directory, `postmaster.pid`,
 /// sockets and their lock files, dropping root, then the engine (recovery), then
 /// serving. Shutdown: stop serving, shutdown checkpoint, remove the lock files.
-fn run(opts: options::Options) -> Result<(), Fatal> {
+fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
     let datadir: PathBuf = std::path::absolute(&opts.datadir)
         .map_err(|e| fatal(format!("could not access directory \"{}\": {e}", opts.datadir.display())))?;
     if !datadir.exists() {
@@ -81,8 +83,10 @@ fn run(opts: options::Options) -> Result<(), Fatal> {
     std::env::set_current_dir(&datadir)
         .map_err(|e| fatal(format!("could not change directory to \"{}\": {e}", datadir.display())))?;
     let datadir = std::fs::canonicalize(".").unwrap_or(datadir);
-    let socket_dir = std::path::absolute(&opts.socket_dir).unwrap_or_else(|_| opts.socket_dir.clone());
-    let socket_dir = (!opts.socket_dir.as_os_str().is_empty()).then_some(socket_dir);
+    // postgresql.conf and postgresql.auto.conf, under the command line.
+    opts.load_config_files(&datadir)?;
+    let socket_dirs: Vec<PathBuf> =
+        opts.socket_dirs.iter().map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())).collect();
 
     // The data directory lock, before anything in the directory is read.
     let start_time = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -92,7 +96,7 @@ fn run(opts: options::Options) -> Result<(), Fatal> {
         datadir.display().to_string(),
         start_time.to_string(),
         opts.port.to_string(),
-        socket_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
+        socket_dirs.first().map(|d| d.display().to_string()).unwrap_or_default(),
         first_listen.to_string(),
         format!("{:9} {:9}", 0, 0), // no System V shared memory
         lockfile::STATUS_STARTING.to_string(),
@@ -106,10 +110,28 @@ fn run(opts: options::Options) -> Result<(), Fatal> {
     )
     .map_err(|e| Fatal { message: e.message, detail: None, hint: e.hint, usage: false })?;
 
+    // pg_hba.conf: written at initialization (below) when missing, so a data
+    // directory without one gets PostgreSQL's initdb default.
+    let hba_path = datadir.join(ferrogres_engine::config::conffile::HBA_FILE);
+    let hba = if hba_path.exists() { load_hba(&hba_path).ok_or_else(|| fatal("could not load pg_hba.conf"))? } else { Default::default() };
+    // ssl = on: the certificate and key now, or no start (PostgreSQL's FATAL).
+    let tls = if opts.ssl {
+        Some(ferrogres_server::tls::load(&opts.ssl_cert_file, &opts.ssl_key_file).map_err(|(message, detail)| Fatal {
+            message,
+            detail,
+            hint: None,
+            usage: false,
+        })?)
+    } else {
+        None
+    };
     let config = ServerConfig {
+        tls,
+        hba: Arc::new(hba),
         listen_addresses: opts.listen.clone(),
         port: opts.port,
-        socket_dir,
+        socket_dirs,
+        socket_permissions: opts.socket_permissions,
         max_connections: opts.settings.max_connections,
         authentication_timeout: opts.authentication_timeout,
         data_directory: datadir.display().to_string(),
@@ -133,6 +155,12 @@ fn run(opts: options::Options) -> Result<(), Fatal> {
         );
     }
 
+    // A new (or older) data directory gets the default configuration files
+    // that are missing: postgresql.conf, postgresql.auto.conf, pg_hba.conf
+    // (written by the account the server runs as).
+    ferrogres_engine::config::conffile::write_defaults(&datadir)
+        .map_err(|e| fatal(format!("could not write the default configuration files in \"{}\": {e}", datadir.display())))?;
+
     // The engine initializes an empty directory (initdb) or opens an existing one,
     // running crash recovery if it was not shut down cleanly.
     let (engine, report) = ferrogres_engine::engine::Engine::open(".", opts.settings.clone())?;
@@ -151,10 +179,28 @@ fn run(opts: options::Options) -> Result<(), Fatal> {
     // start with the settings given at start as their defaults.
     let mut overrides = opts.overrides.clone();
     overrides.push(("data_directory".into(), datadir.display().to_string()));
-    let backend: Arc<dyn ferrogres_server::Backend> =
-        Arc::new(sql_backend::SqlBackend::new(engine.clone(), overrides).map_err(fatal)?);
+    let sql = Arc::new(sql_backend::SqlBackend::new(engine.clone(), overrides).map_err(fatal)?);
+    let backend: Arc<dyn ferrogres_server::Backend> = sql.clone();
     ferrogres_server::install_signal_handlers().map_err(|e| fatal(format!("could not install signal handlers: {e}")))?;
-    let server = listeners.into_server(backend);
+    let mut server = listeners.into_server(backend);
+    {
+        // SIGHUP (or pg_reload_conf()): the configuration files again.
+        let datadir = datadir.clone();
+        let mut current = opts;
+        server.on_reload(Box::new(move |runtime| {
+            match load_hba(&datadir.join(ferrogres_engine::config::conffile::HBA_FILE)) {
+                Some(h) => runtime.set_hba(h),
+                None => eprintln!("LOG:  pg_hba.conf was not reloaded"),
+            }
+            if let Some(new) = reload(&args, &datadir, &current) {
+                runtime.set_authentication_timeout(new.authentication_timeout);
+                let mut overrides = new.overrides.clone();
+                overrides.push(("data_directory".into(), datadir.display().to_string()));
+                sql.set_overrides(overrides);
+                current = new;
+            }
+        }));
+    }
     let _ = pid_file.set_line(8, lockfile::STATUS_READY);
     eprintln!("LOG:  database system is ready to accept connections");
     let served = server.run().map_err(|e| fatal(e.to_string()));
@@ -164,4 +210,68 @@ fn run(opts: options::Options) -> Result<(), Fatal> {
     eprintln!("LOG:  database system is shut down");
     drop(pid_file); // removes postmaster.pid: a clean shutdown
     served
+}
+
+/// The configuration after a reload: the command line and the files read again.
+/// `None` (the old configuration stays) when a file has an error, as PostgreSQL
+/// applies nothing from a file with errors. A changed setting that only a
+/// restart applies keeps its old value, with PostgreSQL's LOG line; session
+/// defaults (settings of context user and superuser) apply to new sessions.
+fn reload(args: &[String], datadir: &std::path::Path, old: &options::Options) -> Option<options::Options> {
+    let mut new = options::Options::parse(args).ok()?;
+    if let Err(f) = new.load_config_files(datadir) {
+        eprintln!("LOG:  {}; no changes were applied", f.message);
+        return None;
+    }
+    let old_value = |n: &str| old.overrides.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    let mut kept = Vec::new();
+    for (name, value) in &new.overrides {
+        if old_value(name).as_deref() == Some(value.as_str()) {
+            continue;
+        }
+        let Some(g) = ferrogres_engine::config::guc::find(name) else { continue };
+        match g.context {
+            ferrogres_engine::config::guc::Context::Postmaster | ferrogres_engine::config::guc::Context::Internal => {
+                eprintln!("LOG:  parameter \"{name}\" cannot be changed without restarting the server");
+                kept.push(name.clone());
+            }
+            ferrogres_engine::config::guc::Context::Sighup if name != "authentication_timeout" => {
+                // The engine reads these at start only (for now).
+                eprintln!("LOG:  parameter \"{name}\" changed to \"{value}\", effective at the next restart (ferrogres does not reload it yet)");
+                kept.push(name.clone());
+            }
+            _ => eprintln!("LOG:  parameter \"{name}\" changed to \"{value}\""),
+        }
+    }
+    // A restart-only setting taken out of the files keeps its running value too.
+    for (name, _) in &old.overrides {
+        let restart_only = ferrogres_engine::config::guc::find(name).is_some_and(|g| {
+            matches!(g.context, ferrogres_engine::config::guc::Context::Postmaster)
+                || (g.context == ferrogres_engine::config::guc::Context::Sighup && name != "authentication_timeout")
+        });
+        if restart_only && !new.overrides.iter().any(|(k, _)| k == name) {
+            kept.push(name.clone());
+        }
+    }
+    // What a restart would apply keeps its running value (SHOW tells the truth).
+    for name in kept {
+        new.overrides.retain(|(k, _)| *k != name);
+        if let Some(v) = old_value(&name) {
+            new.overrides.push((name, v));
+        }
+    }
+    Some(new)
+}
+
+/// pg_hba.conf's rules, or `None` after logging each error as PostgreSQL does.
+fn load_hba(path: &std::path::Path) -> Option<ferrogres_server::hba::Hba> {
+    match ferrogres_server::hba::load(path) {
+        Ok(h) => Some(h),
+        Err(errors) => {
+            for e in errors {
+                eprintln!("LOG:  {e}");
+            }
+            None
+        }
+    }
 }

@@ -5,8 +5,15 @@
 //! against the table of known settings (`ferrogres_engine::config::guc`): its name,
 //! type, unit and range. A bad one is a [`Fatal`] with PostgreSQL's text, and the
 //! server exits with status 1 before it touches the data directory.
+//!
+//! Then the data directory's `postgresql.conf` and `postgresql.auto.conf` are
+//! read ([`Options::load_config_files`]): their settings apply unless the
+//! command line gave the same one (PostgreSQL's source priority: command line
+//! over files, the auto file over postgresql.conf). Errors in the files are LOG
+//! lines followed by FATAL `configuration file "F" contains errors`.
 
-use ferrogres_engine::config::{guc, Settings};
+use ferrogres_engine::config::{conffile, guc, Settings};
+use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -19,7 +26,7 @@ Usage:
 Options:
   -D DATADIR         database directory (default: ./data, or $PGDATA)
   -p PORT            port number to listen on (default: 5433)
-  -h HOSTNAME        host name or IP address to listen on (default: 127.0.0.1)
+  -h HOSTNAME        host name or IP address to listen on (default: localhost)
   -k DIRECTORY       Unix-domain socket location (default: /tmp)
   -c NAME=VALUE      set run-time parameter
   --NAME=VALUE       set run-time parameter
@@ -81,13 +88,22 @@ pub struct Options {
     pub datadir: PathBuf,
     pub port: u16,
     pub listen: String,
-    pub socket_dir: PathBuf,
+    /// unix_socket_directories, in order; empty: no Unix socket.
+    pub socket_dirs: Vec<PathBuf>,
+    pub socket_permissions: u32,
     pub authentication_timeout: Duration,
+    /// ssl, ssl_cert_file, ssl_key_file (files relative to the data directory).
+    pub ssl: bool,
+    pub ssl_cert_file: PathBuf,
+    pub ssl_key_file: PathBuf,
     pub settings: Settings,
     /// Every setting given, as (table name, value in SHOW's canonical form): the
     /// defaults of the SQL sessions (SHOW shared_buffers, work_mem...).
     pub overrides: Vec<(String, String)>,
     pub help: bool,
+    /// The settings the command line gave (table spelling, or lower case for a
+    /// custom one): a configuration file does not change them.
+    pub from_command_line: Vec<String>,
 }
 
 impl Options {
@@ -95,12 +111,17 @@ impl Options {
         let mut o = Options {
             datadir: std::env::var_os("PGDATA").map(PathBuf::from).unwrap_or_else(|| "data".into()),
             port: 5433,
-            listen: "127.0.0.1".into(),
-            socket_dir: PathBuf::from("/tmp"),
+            listen: "localhost".into(),
+            socket_dirs: vec![PathBuf::from("/tmp")],
+            socket_permissions: 0o777,
             authentication_timeout: Duration::from_secs(60),
+            ssl: false,
+            ssl_cert_file: PathBuf::from("server.crt"),
+            ssl_key_file: PathBuf::from("server.key"),
             settings: Settings::default(),
             overrides: Vec::new(),
             help: false,
+            from_command_line: Vec::new(),
         };
         let mut i = 0;
         while i < args.len() {
@@ -141,7 +162,62 @@ impl Options {
             }
             i += 1;
         }
+        o.from_command_line = o.overrides.iter().map(|(n, _)| n.clone()).collect();
         Ok(o)
+    }
+
+    /// Read `postgresql.conf`, then `postgresql.auto.conf`, from `datadir` (a
+    /// missing file has no settings) and apply their settings, except those the
+    /// command line gave. Every error is printed as PostgreSQL logs it; if there
+    /// was any, the result is FATAL `configuration file "F" contains errors`
+    /// naming the first file with an error.
+    pub fn load_config_files(&mut self, datadir: &Path) -> Result<(), Fatal> {
+        let mut failed: Option<String> = None;
+        for name in [conffile::CONFIG_FILE, conffile::AUTO_CONFIG_FILE] {
+            let path = datadir.join(name);
+            let shown = path.display().to_string();
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Fatal::new(format!("could not open configuration file \"{shown}\": {e}"))),
+            };
+            let mut errors = Vec::new();
+            match conffile::parse(&text) {
+                Ok(items) => {
+                    for it in items {
+                        if let Err(f) = self.set_from_file(&it, &shown) {
+                            errors.push(f.message);
+                        }
+                    }
+                }
+                Err(e) => errors.push(e.message(&shown)),
+            }
+            for e in &errors {
+                eprintln!("LOG:  {e}");
+            }
+            if !errors.is_empty() && failed.is_none() {
+                failed = Some(shown);
+            }
+        }
+        match failed {
+            Some(f) => Err(Fatal::new(format!("configuration file \"{f}\" contains errors"))),
+            None => Ok(()),
+        }
+    }
+
+    /// One setting of a configuration file, unless the command line set it.
+    fn set_from_file(&mut self, it: &conffile::Item, file: &str) -> Result<(), Fatal> {
+        let key = guc::find(&it.name).map_or_else(|| it.name.to_ascii_lowercase(), |g| g.name.to_string());
+        if self.from_command_line.contains(&key) {
+            return Ok(());
+        }
+        if guc::find(&it.name).is_none() && !guc::is_custom(&it.name) {
+            return Err(Fatal::new(format!(
+                "unrecognized configuration parameter \"{}\" in file \"{file}\" line {}",
+                it.name, it.line
+            )));
+        }
+        self.set(&it.name, &it.value)
     }
 
     /// `name=value` of `-c` or `--`; PostgreSQL turns dashes in the name into
@@ -183,11 +259,21 @@ impl Options {
             "port" => self.port = v.as_int() as u16, // 1 .. 65535 by the table
             "listen_addresses" => self.listen = value.to_string(),
             "unix_socket_directories" => {
-                // PostgreSQL takes a list; the first directory gets the socket.
-                self.socket_dir = PathBuf::from(value.split(',').next().unwrap_or("").trim())
+                // A comma-separated list, each directory gets a socket; PostgreSQL
+                // allows double quotes around a directory.
+                self.socket_dirs = value
+                    .split(',')
+                    .map(|d| d.trim().trim_matches('"'))
+                    .filter(|d| !d.is_empty())
+                    .map(PathBuf::from)
+                    .collect()
             }
+            "unix_socket_permissions" => self.socket_permissions = v.as_int() as u32, // 0 .. 0777 by the table
             "data_directory" => self.datadir = PathBuf::from(value),
             "authentication_timeout" => self.authentication_timeout = Duration::from_secs(v.as_int() as u64),
+            "ssl" => self.ssl = v.as_bool(),
+            "ssl_cert_file" => self.ssl_cert_file = PathBuf::from(value),
+            "ssl_key_file" => self.ssl_key_file = PathBuf::from(value),
             _ => self.settings.set(name, value)?,
         }
         self.overrides.retain(|(n, _)| n != g.name);
@@ -214,7 +300,7 @@ mod tests {
             .unwrap();
         assert_eq!(o.datadir, PathBuf::from("/tmp/x"));
         assert_eq!(o.port, 5555);
-        assert_eq!(o.socket_dir, PathBuf::from("/run"));
+        assert_eq!(o.socket_dirs, vec![PathBuf::from("/run")]);
         assert_eq!(o.settings.shared_buffers, 128);
         assert!(!o.settings.fsync);
         assert!(o.overrides.contains(&("work_mem".into(), "8MB".into())));
@@ -238,5 +324,27 @@ mod tests {
         assert_eq!(fatal(&["-c", "TimeZone=Mars/Olympus"]), "invalid value for parameter \"TimeZone\": \"Mars/Olympus\"");
         let o = parse(&["-c", "datestyle=sql,dmy"]).unwrap();
         assert!(o.overrides.contains(&("DateStyle".into(), "SQL, DMY".into())), "{:?}", o.overrides);
+    }
+
+    #[test]
+    fn configuration_files_apply_under_the_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("postgresql.conf"), "work_mem = 8MB\nport = 6000\nunix_socket_directories = '/a, \"/b\"'\nunix_socket_permissions = 0770\n").unwrap();
+        std::fs::write(dir.path().join("postgresql.auto.conf"), "work_mem = '16MB'\n").unwrap();
+        let mut o = parse(&["-p", "5555"]).unwrap();
+        o.load_config_files(dir.path()).unwrap();
+        assert_eq!(o.port, 5555, "the command line wins");
+        assert!(o.overrides.contains(&("work_mem".into(), "16MB".into())), "the auto file wins: {:?}", o.overrides);
+        assert_eq!(o.socket_dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert_eq!(o.socket_permissions, 0o770);
+        assert!(o.overrides.contains(&("unix_socket_permissions".into(), "0770".into())));
+
+        std::fs::write(dir.path().join("postgresql.conf"), "foo_bar = 1\n").unwrap();
+        let shown = dir.path().join("postgresql.conf").display().to_string();
+        let e = parse(&[]).unwrap().load_config_files(dir.path()).unwrap_err();
+        assert_eq!(e.message, format!("configuration file \"{shown}\" contains errors"));
+        let mut o = parse(&[]).unwrap();
+        let it = conffile::Item { name: "foo_bar".into(), value: "1".into(), line: 3 };
+        assert_eq!(o.set_from_file(&it, "F").unwrap_err().message, "unrecognized configuration parameter \"foo_bar\" in file \"F\" line 3");
     }
 }

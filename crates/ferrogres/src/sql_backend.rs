@@ -21,8 +21,10 @@ use std::sync::Arc;
 
 pub struct SqlBackend {
     engine: Arc<Engine>,
-    /// Settings given at start (`-c`), canonical: the sessions' defaults.
-    overrides: Vec<(String, String)>,
+    /// Settings given at start (`-c`, the configuration files), canonical: the
+    /// sessions' defaults. A reload replaces the list; sessions that started
+    /// before keep theirs.
+    overrides: std::sync::RwLock<Arc<Vec<(String, String)>>>,
 }
 
 impl SqlBackend {
@@ -41,7 +43,12 @@ impl SqlBackend {
             ferrogres_sql::catalog::remove_orphan_files(&engine).map(|_| ())
         })
         .map_err(|e| format!("could not remove orphan relation files: {}", e.message))?;
-        Ok(SqlBackend { engine, overrides })
+        Ok(SqlBackend { engine, overrides: std::sync::RwLock::new(Arc::new(overrides)) })
+    }
+
+    /// The session defaults after a reload of the configuration files.
+    pub fn set_overrides(&self, overrides: Vec<(String, String)>) {
+        *self.overrides.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(overrides);
     }
 }
 
@@ -80,6 +87,13 @@ impl Backend for SqlBackend {
             p.severity = Severity::Fatal;
             p
         })?;
+        // The role must exist and may log in (28000), checked before the
+        // database, as PostgreSQL's InitPostgres does.
+        ferrogres_sql::pgcatalog::check_login(&startup.user).map_err(|e| {
+            let mut p = to_pg(e);
+            p.severity = Severity::Fatal;
+            p
+        })?;
         // The database must exist and accept connections (3D000, 55000: FATAL).
         ferrogres_sql::database::connect(&mut backend, &startup.database).map_err(|e| {
             let mut p = to_pg(e);
@@ -108,7 +122,8 @@ impl Backend for SqlBackend {
         put("server_version_num", SERVER_VERSION_NUM);
         // This thread's: the default, or less on a smaller stack (stack_depth).
         put("max_stack_depth", &ferrogres_sql::stack_depth::default_setting());
-        for (k, v) in &self.overrides {
+        let overrides = self.overrides.read().unwrap_or_else(|p| p.into_inner()).clone();
+        for (k, v) in overrides.iter() {
             put(k, v);
         }
         if !startup.application_name.is_empty() {
@@ -142,6 +157,7 @@ impl Backend for SqlBackend {
                 application_name: startup.application_name.clone(),
                 client_addr,
                 client_port,
+                ssl: startup.ssl.as_ref().map(|t| (t.version.clone(), t.cipher.clone(), t.bits)),
             };
             let activity = &self.engine.activity;
             activity.start(backend.id(), info, BackendState::Idle);

@@ -84,7 +84,7 @@ fn the_pid_file_has_postgresql_layout_and_goes_at_clean_shutdown() {
     assert!(l[2].parse::<u64>().unwrap() > 1_600_000_000, "start time in seconds since the epoch: {}", l[2]);
     assert_eq!(l[3], srv.port.to_string());
     assert_eq!(l[4], dir.path().display().to_string());
-    assert_eq!(l[5], "127.0.0.1");
+    assert_eq!(l[5], "localhost"); // listen_addresses as given, as PostgreSQL writes it
     assert_eq!(l[7], "ready   ");
     // The socket's lock file: pid, data directory, start time, port, socket directory.
     let socklock = dir.path().join(format!(".s.PGSQL.{}.lock", srv.port));

@@ -188,7 +188,7 @@ fn startup_reports_postgres_15_parameters_and_key() {
         r.s.read_exact(&mut n).unwrap();
         assert_eq!(&n, b"N");
     }
-    r.send(&Raw::startup_packet(196608, &[("user", "alice"), ("database", "postgres"), ("application_name", "rawtest")]));
+    r.send(&Raw::startup_packet(196608, &[("user", "postgres"), ("database", "postgres"), ("application_name", "rawtest")]));
     r.finish_startup();
     let p = &r.params;
     for (k, v) in [
@@ -200,7 +200,7 @@ fn startup_reports_postgres_15_parameters_and_key() {
         ("integer_datetimes", "on"),
         ("standard_conforming_strings", "on"),
         ("is_superuser", "on"),
-        ("session_authorization", "alice"),
+        ("session_authorization", "postgres"),
         ("application_name", "rawtest"),
         ("default_transaction_read_only", "off"),
         ("in_hot_standby", "off"),

@@ -211,13 +211,46 @@ fn read_startup_packet(io: &mut Io, deadline: Instant) -> Result<Option<Vec<u8>>
     Ok(Some(body))
 }
 
+/// The TLS handshake after an 'S', under the startup deadline: the connection's
+/// I/O over TLS, or `None` (logged as PostgreSQL does) when it fails.
+fn tls_handshake(io: Io, config: crate::tls::TlsConfig, deadline: Instant) -> Option<Io> {
+    let Io { reader, writer, .. } = io;
+    drop(writer);
+    let Stream::Tcp(mut sock) = reader.into_inner() else { return None };
+    let mut conn = match rustls::ServerConnection::new(config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("LOG:  could not initialize SSL connection: {e}");
+            return None;
+        }
+    };
+    while conn.is_handshaking() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || sock.set_read_timeout(Some(left)).is_err() {
+            return None;
+        }
+        match conn.complete_io(&mut sock) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return None,
+            Err(e) => {
+                // The client may have been told already (a TLS alert); the log says why.
+                eprintln!("LOG:  could not accept SSL connection: {e}");
+                return None;
+            }
+        }
+    }
+    let stream = Stream::Tls(Arc::new(std::sync::Mutex::new(rustls::StreamOwned::new(conn, sock))));
+    Io::new(stream).ok()
+}
+
 /// The startup state machine:
 /// (SSLRequest|GSSENCRequest -> 'N')* then CancelRequest (-> close) or
 /// StartupMessage -> [NegotiateProtocolVersion] AuthenticationOk ParameterStatus*
 /// BackendKeyData ReadyForQuery.
 fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<Connection> {
     // authentication_timeout bounds the whole handshake, not each read.
-    let deadline = Instant::now() + shared.authentication_timeout;
+    let deadline = Instant::now() + shared.runtime.authentication_timeout();
     // Each encryption request may come once (in either order), as in
     // PostgreSQL; a second one is read as a StartupMessage of protocol
     // 1234.5679 or 1234.5680 and refused.
@@ -235,8 +268,11 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         let ssl = code == protocol::SSL_REQUEST_CODE;
         match code {
             protocol::SSL_REQUEST_CODE | protocol::GSSENC_REQUEST_CODE if !(if ssl { ssl_done } else { gss_done }) => {
-                // No TLS, no GSSAPI encryption: refuse, the client goes on in clear.
-                if io.writer.write_all(b"N").is_err() {
+                // TLS when ssl = on and the client came over TCP (PostgreSQL
+                // refuses SSL on a Unix socket); no GSSAPI encryption: 'N', the
+                // client goes on in clear.
+                let tls = if ssl && matches!(io.reader.get_ref(), Stream::Tcp(_)) { shared.tls.clone() } else { None };
+                if io.writer.write_all(if tls.is_some() { b"S" } else { b"N" }).is_err() {
                     return None;
                 }
                 if ssl {
@@ -255,6 +291,9 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
                         ),
                     );
                     return None;
+                }
+                if let Some(config) = tls {
+                    io = tls_handshake(io, config, deadline)?;
                 }
                 continue;
             }
@@ -330,16 +369,35 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         return None;
     }
     let client_addr = io.reader.get_ref().peer_description();
-    // Trust authentication, for local clients only (Unix socket or loopback TCP).
-    if !io.reader.get_ref().is_local() {
-        fatal_and_close(
-            &mut io,
-            PgError::fatal(
-                b"28000",
-                format!("no pg_hba.conf entry for host \"{client_addr}\", user \"{user}\", database \"{database}\", no encryption"),
-            ),
-        );
-        return None;
+    // pg_hba.conf: the first rule matching the connection decides.
+    let peer_ip = io.reader.get_ref().peer_ip();
+    let host = peer_ip.map_or_else(|| "[local]".to_string(), |ip| ip.to_string());
+    let hba = shared.runtime.hba();
+    let ssl_info = io.reader.get_ref().ssl_info();
+    let encryption = if ssl_info.is_some() { "SSL encryption" } else { "no encryption" };
+    let client = crate::hba::Client { ip: peer_ip, ssl: ssl_info.is_some(), database: &database, user: &user, replication: false };
+    match hba.find(&client).map(|r| r.method) {
+        Some(crate::hba::Method::Trust) => {}
+        Some(crate::hba::Method::Reject) => {
+            fatal_and_close(
+                &mut io,
+                PgError::fatal(
+                    b"28000",
+                    format!("pg_hba.conf rejects connection for host \"{host}\", user \"{user}\", database \"{database}\", {encryption}"),
+                ),
+            );
+            return None;
+        }
+        None => {
+            fatal_and_close(
+                &mut io,
+                PgError::fatal(
+                    b"28000",
+                    format!("no pg_hba.conf entry for host \"{host}\", user \"{user}\", database \"{database}\", {encryption}"),
+                ),
+            );
+            return None;
+        }
     }
     if shared.terminating() {
         fatal_and_close(&mut io, PgError::fatal(b"57P03", "the database system is shutting down"));
@@ -356,6 +414,7 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         parameters: params,
         backend_pid: pid,
         client_addr,
+        ssl: ssl_info,
     };
     let interrupts = entry.interrupts.clone();
     // Authenticated (trust): AuthenticationOk comes before the session is made,

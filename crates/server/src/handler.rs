@@ -30,6 +30,8 @@ pub struct StartupInfo {
     pub backend_pid: i32,
     /// `127.0.0.1:54321` for TCP, `[local]` for the Unix socket.
     pub client_addr: String,
+    /// The session's TLS (pg_stat_ssl), `None` in clear.
+    pub ssl: Option<crate::tls::SslInfo>,
 }
 
 /// Flags another thread sets to interrupt a session: a CancelRequest or shutdown.
@@ -521,6 +523,7 @@ mod tests {
             parameters: vec![],
             backend_pid: 1,
             client_addr: "[local]".into(),
+            ssl: None,
         };
         let p = pg15_reported_parameters(&s);
         assert_eq!(p.len(), 13);

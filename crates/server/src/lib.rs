@@ -2,14 +2,17 @@
 
 pub mod error;
 pub mod handler;
+
 pub mod lockfile;
 pub mod minimal;
 pub mod protocol;
 pub mod server;
+pub mod tls;
 
 mod connection;
 mod stream;
 
 pub use error::{PgError, Severity};
+pub use ferrogres_engine::config::hba;
 pub use handler::{Backend, Session};
 pub use server::{install_signal_handlers, Listeners, Server, ServerConfig, ShutdownHandle};

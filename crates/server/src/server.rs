@@ -20,11 +20,15 @@ use std::time::{Duration, Instant};
 /// Where and how to listen.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    /// PostgreSQL's listen_addresses: comma-separated IPs, "localhost", "*", or "" (no TCP).
+    /// PostgreSQL's listen_addresses: comma-separated host names or IP addresses,
+    /// `*` for every IPv4 and IPv6 address, or "" (no TCP).
     pub listen_addresses: String,
     pub port: u16,
-    /// Directory of the Unix socket `.s.PGSQL.<port>`; `None`: no Unix socket.
-    pub socket_dir: Option<PathBuf>,
+    /// PostgreSQL's unix_socket_directories: a Unix socket `.s.PGSQL.<port>` in
+    /// each directory; empty: no Unix socket.
+    pub socket_dirs: Vec<PathBuf>,
+    /// PostgreSQL's unix_socket_permissions: the mode of each socket file.
+    pub socket_permissions: u32,
     /// Most sessions at once; one more gets FATAL 53300.
     pub max_connections: usize,
     /// PostgreSQL's authentication_timeout: the whole startup handshake (every
@@ -32,18 +36,53 @@ pub struct ServerConfig {
     pub authentication_timeout: Duration,
     /// The data directory, as line 2 of the socket lock file names it.
     pub data_directory: String,
+    /// The client authentication rules (pg_hba.conf).
+    pub hba: Arc<crate::hba::Hba>,
+    /// `ssl = on`: the certificate and key SSLRequests are answered with
+    /// ([`crate::tls::load`]); `None`: every SSLRequest gets 'N'.
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
-            listen_addresses: "127.0.0.1".into(),
+            listen_addresses: "localhost".into(),
             port: 5433,
-            socket_dir: Some("/tmp".into()),
+            socket_dirs: vec!["/tmp".into()],
+            socket_permissions: 0o777,
             max_connections: 100,
             authentication_timeout: Duration::from_secs(60),
             data_directory: String::new(),
+            hba: Arc::new(crate::hba::Hba::default()),
+            tls: None,
         }
+    }
+}
+
+/// The server's settings that a reload (SIGHUP, `pg_reload_conf()`) may change
+/// while it runs (PostgreSQL's sighup-context settings the listener reads).
+pub struct RuntimeSettings {
+    /// authentication_timeout in milliseconds; read at each connection's start.
+    authentication_timeout_ms: AtomicU64,
+    /// pg_hba.conf's rules; a connection takes the current set at its start.
+    hba: Mutex<Arc<crate::hba::Hba>>,
+}
+
+impl RuntimeSettings {
+    pub fn authentication_timeout(&self) -> Duration {
+        Duration::from_millis(self.authentication_timeout_ms.load(Ordering::Relaxed)) // a lone value, no ordering with other data
+    }
+
+    pub fn hba(&self) -> Arc<crate::hba::Hba> {
+        self.hba.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set_hba(&self, hba: crate::hba::Hba) {
+        *self.hba.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(hba);
+    }
+
+    pub fn set_authentication_timeout(&self, d: Duration) {
+        self.authentication_timeout_ms.store(d.as_millis() as u64, Ordering::Relaxed); // as above
     }
 }
 
@@ -63,7 +102,9 @@ pub(crate) struct Shared {
     /// still in startup). Lock order: `conns` before any `ConnEntry::key`.
     conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
     max_connections: usize,
-    pub(crate) authentication_timeout: Duration,
+    pub(crate) runtime: Arc<RuntimeSettings>,
+    /// TLS for SSLRequests on TCP (`ssl = on`), read at start.
+    pub(crate) tls: Option<crate::tls::TlsConfig>,
     /// The next pid to try; pids are unique among live sessions.
     next_pid: AtomicI32,
     shutdown: Arc<AtomicBool>,
@@ -114,12 +155,17 @@ impl Shared {
     }
 }
 
+/// What the accept loop calls on SIGHUP ([`Server::on_reload`]).
+pub type ReloadHook = Box<dyn FnMut(&RuntimeSettings) + Send>;
+
 /// A bound server, ready to [`Server::run`].
 pub struct Server {
     tcp: Vec<TcpListener>,
-    unix: Option<UnixSocket>,
+    unix: Vec<UnixSocket>,
     shared: Arc<Shared>,
     next_conn: AtomicU64,
+    /// Called by the accept loop when SIGHUP arrived: re-read the configuration.
+    reload: Option<ReloadHook>,
 }
 
 /// The Unix socket, its path and its lock file (`.s.PGSQL.PORT.lock`).
@@ -134,44 +180,89 @@ struct UnixSocket {
 /// [`Server`] with [`Listeners::into_server`].
 pub struct Listeners {
     tcp: Vec<TcpListener>,
-    unix: Option<UnixSocket>,
+    unix: Vec<UnixSocket>,
     config: ServerConfig,
 }
 
 impl Listeners {
     /// Bind every listening socket (logging each as PostgreSQL does): TCP first,
-    /// then the Unix socket under its lock file.
+    /// then the Unix sockets under their lock files.
+    ///
+    /// As PostgreSQL's postmaster: each entry of listen_addresses is a host name
+    /// or address (`localhost` is every address it resolves to, 127.0.0.1 and
+    /// ::1), `*` is 0.0.0.0 and ::; an address that cannot be bound, or a name
+    /// that does not resolve, is a WARNING, and the start fails only when
+    /// listen_addresses names something and no TCP socket could be made.
     pub fn bind(config: &ServerConfig) -> io::Result<Listeners> {
         let mut tcp = Vec::new();
-        for a in config.listen_addresses.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-            let ip: IpAddr = match a {
-                "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
-                "*" => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-                _ => a.parse().map_err(|_| {
-                    io::Error::new(io::ErrorKind::InvalidInput, format!("invalid listen address \"{a}\""))
-                })?,
+        let entries: Vec<&str> = config.listen_addresses.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
+        for a in &entries {
+            let addrs: Vec<SocketAddr> = if *a == "*" {
+                vec![
+                    SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), config.port),
+                    SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), config.port),
+                ]
+            } else {
+                use std::net::ToSocketAddrs;
+                match (*a, config.port).to_socket_addrs() {
+                    Ok(it) => {
+                        let mut v: Vec<SocketAddr> = Vec::new();
+                        for x in it {
+                            if !v.contains(&x) {
+                                v.push(x);
+                            }
+                        }
+                        v
+                    }
+                    Err(e) => {
+                        eprintln!(
+                            "WARNING:  could not translate host name \"{a}\", service \"{}\" to address: {e}",
+                            config.port
+                        );
+                        Vec::new()
+                    }
+                }
             };
-            let l = TcpListener::bind(SocketAddr::new(ip, config.port)).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("could not bind {} address \"{ip}\": {e}\nHINT:  Is another postmaster already running on port {}?", if ip.is_ipv4() { "IPv4" } else { "IPv6" }, config.port),
-                )
-            })?;
-            l.set_nonblocking(true)?;
-            eprintln!("LOG:  listening on {} address \"{ip}\", port {}", if ip.is_ipv4() { "IPv4" } else { "IPv6" }, config.port);
-            tcp.push(l);
-        }
-        let unix = match &config.socket_dir {
-            None => None,
-            Some(dir) => {
-                let path = dir.join(format!(".s.PGSQL.{}", config.port));
-                let lock = socket_lock(&path, dir, config)?;
-                let listener = bind_unix(&path)?;
-                listener.set_nonblocking(true)?;
-                eprintln!("LOG:  listening on Unix socket \"{}\"", path.display());
-                Some(UnixSocket { listener, path, lock })
+            let before = tcp.len();
+            for addr in addrs {
+                let family = if addr.is_ipv4() { "IPv4" } else { "IPv6" };
+                match bind_tcp(addr) {
+                    Ok(l) => {
+                        eprintln!("LOG:  listening on {family} address \"{}\", port {}", addr.ip(), config.port);
+                        tcp.push(l);
+                    }
+                    Err(e) => {
+                        if e.kind() == io::ErrorKind::AddrInUse {
+                            // Another server on this port: as PostgreSQL, a LOG
+                            // with the hint, and the start fails below if no
+                            // socket could be made at all.
+                            eprintln!("LOG:  could not bind {family} address \"{}\": {e}", addr.ip());
+                            eprintln!("HINT:  Is another postmaster already running on port {}? If not, wait a few seconds and retry.", config.port);
+                        } else {
+                            eprintln!("LOG:  could not bind {family} address \"{}\": {e}", addr.ip());
+                        }
+                    }
+                }
             }
-        };
+            if tcp.len() == before {
+                eprintln!("WARNING:  could not create listen socket for \"{a}\"");
+            }
+        }
+        if tcp.is_empty() && !entries.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::AddrNotAvailable, "could not create any TCP/IP sockets"));
+        }
+        let mut unix = Vec::new();
+        for dir in &config.socket_dirs {
+            let path = dir.join(format!(".s.PGSQL.{}", config.port));
+            let lock = socket_lock(&path, dir, config)?;
+            let listener = bind_unix(&path, config.socket_permissions)?;
+            listener.set_nonblocking(true)?;
+            eprintln!("LOG:  listening on Unix socket \"{}\"", path.display());
+            unix.push(UnixSocket { listener, path, lock });
+        }
+        if tcp.is_empty() && unix.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no socket created for listening"));
+        }
         Ok(Listeners { tcp, unix, config: config.clone() })
     }
 
@@ -192,11 +283,15 @@ impl Listeners {
             backend,
             conns: Mutex::new(HashMap::new()),
             max_connections: self.config.max_connections,
-            authentication_timeout: self.config.authentication_timeout,
+            runtime: Arc::new(RuntimeSettings {
+                authentication_timeout_ms: AtomicU64::new(self.config.authentication_timeout.as_millis() as u64),
+                hba: Mutex::new(self.config.hba.clone()),
+            }),
+            tls: self.config.tls.clone(),
             next_pid: AtomicI32::new((std::process::id() as i32).max(1000)),
             shutdown: Arc::new(AtomicBool::new(false)),
         });
-        Server { tcp: self.tcp, unix: self.unix, shared, next_conn: AtomicU64::new(1) }
+        Server { tcp: self.tcp, unix: self.unix, shared, next_conn: AtomicU64::new(1), reload: None }
     }
 }
 
@@ -222,6 +317,17 @@ impl Server {
         self.tcp.first().and_then(|l| l.local_addr().ok()).map(|a| a.port())
     }
 
+    /// What the accept loop does on SIGHUP (after [`install_signal_handlers`]):
+    /// PostgreSQL's postmaster re-reads its configuration files there.
+    pub fn on_reload(&mut self, f: ReloadHook) {
+        self.reload = Some(f);
+    }
+
+    /// The settings a reload changes.
+    pub fn runtime_settings(&self) -> Arc<RuntimeSettings> {
+        self.shared.runtime.clone()
+    }
+
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle(self.shared.shutdown.clone())
     }
@@ -229,11 +335,17 @@ impl Server {
     /// Accept connections until shut down (by a [`ShutdownHandle`] or, when
     /// [`install_signal_handlers`] was called, SIGTERM/SIGINT). Then every
     /// connection gets FATAL 57P01 and is closed, and the socket file removed.
-    pub fn run(self) -> io::Result<()> {
+    pub fn run(mut self) -> io::Result<()> {
         let wake = wake_pipe_read_fd();
         loop {
             if self.shared.terminating() || signal_received() {
                 break;
+            }
+            if RELOAD.swap(false, Ordering::SeqCst) {
+                eprintln!("LOG:  received SIGHUP, reloading configuration files");
+                if let Some(f) = self.reload.as_mut() {
+                    f(&self.shared.runtime);
+                }
             }
             let mut fds: Vec<libc::pollfd> = self
                 .tcp
@@ -264,7 +376,7 @@ impl Server {
                     }
                 }
             }
-            if let Some(u) = &self.unix {
+            for u in &self.unix {
                 loop {
                     match u.listener.accept() {
                         Ok((s, _)) => {
@@ -301,7 +413,7 @@ impl Server {
         while self.shared.live() > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        if let Some(u) = self.unix {
+        for u in self.unix {
             drop(u.listener);
             let _ = std::fs::remove_file(&u.path);
             drop(u.lock); // removes .s.PGSQL.PORT.lock
@@ -365,6 +477,65 @@ fn fatal_bytes(e: &PgError) -> Vec<u8> {
     b.to_vec()
 }
 
+/// A listening TCP socket on `addr`, non-blocking. An IPv6 socket is IPv6 only
+/// (as PostgreSQL sets IPV6_V6ONLY), so `*` can bind 0.0.0.0 and :: on one port.
+fn bind_tcp(addr: SocketAddr) -> io::Result<TcpListener> {
+    use std::os::fd::FromRawFd;
+    let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // SAFETY: socket(2) makes a new descriptor, owned by the TcpListener below
+    // (which closes it) from the moment it exists.
+    let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh socket we own.
+    let listener = unsafe { TcpListener::from_raw_fd(fd) };
+    let one: libc::c_int = 1;
+    let set = |level, opt| {
+        // SAFETY: setsockopt on our socket with a valid int option value.
+        unsafe { libc::setsockopt(fd, level, opt, (&one as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) }
+    };
+    // SO_REUSEADDR, as PostgreSQL: a restart does not wait for TIME_WAIT sockets.
+    if set(libc::SOL_SOCKET, libc::SO_REUSEADDR) != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if addr.is_ipv6() && set(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let r = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: bind with a valid sockaddr_in of the right length.
+            unsafe { libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) }
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: bind with a valid sockaddr_in6 of the right length.
+            unsafe { libc::bind(fd, (&sin6 as *const libc::sockaddr_in6).cast(), std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t) }
+        }
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: listen(2) on our bound socket.
+    if unsafe { libc::listen(fd, 1024) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
 /// Take the socket's lock file `PATH.lock` (PostgreSQL's CreateSocketLockFile):
 /// pid, data directory, start time, port, socket directory.
 fn socket_lock(path: &std::path::Path, dir: &std::path::Path, config: &ServerConfig) -> io::Result<LockFile> {
@@ -384,7 +555,7 @@ fn socket_lock(path: &std::path::Path, dir: &std::path::Path, config: &ServerCon
 
 /// Bind the Unix socket. The caller holds its lock file, so a file at `path` is a
 /// leftover of a server that died: it is removed first, as PostgreSQL does.
-fn bind_unix(path: &std::path::Path) -> io::Result<UnixListener> {
+fn bind_unix(path: &std::path::Path, mode: u32) -> io::Result<UnixListener> {
     match std::fs::remove_file(path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -394,10 +565,10 @@ fn bind_unix(path: &std::path::Path) -> io::Result<UnixListener> {
     }
     let l = UnixListener::bind(path)
         .map_err(|e| io::Error::new(e.kind(), format!("could not bind Unix address \"{}\": {e}", path.display())))?;
-    // Anyone may connect (PostgreSQL's unix_socket_permissions default 0777);
-    // authentication decides who gets in.
+    // unix_socket_permissions (default 0777: anyone may connect, authentication
+    // decides who gets in).
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).map_err(|e| {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
         io::Error::new(e.kind(), format!("could not set permissions of file \"{}\": {e}", path.display()))
     })?;
     Ok(l)
@@ -409,6 +580,13 @@ fn bind_unix(path: &std::path::Path) -> io::Result<UnixListener> {
 // polls the pipe, so shutdown starts at once. Both are async-signal-safe.
 
 static SIGNALED: AtomicBool = AtomicBool::new(false);
+/// SIGHUP arrived and the accept loop has not reloaded yet.
+static RELOAD: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_reload_signal(_sig: libc::c_int) {
+    RELOAD.store(true, Ordering::SeqCst);
+    wake_accept_loop();
+}
 static WAKE_READ: AtomicI32 = AtomicI32::new(-1);
 static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
 
@@ -444,7 +622,7 @@ pub fn signal_received() -> bool {
 }
 
 /// Make SIGTERM and SIGINT stop [`Server::run`] (PostgreSQL's "fast" shutdown),
-/// and ignore SIGPIPE so a vanished client is an I/O error, not a dead server.
+/// SIGHUP run its reload hook ([`Server::on_reload`]), and ignore SIGPIPE so a vanished client is an I/O error, not a dead server.
 pub fn install_signal_handlers() -> io::Result<()> {
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 fills two fds; sigaction gets a zeroed struct with a valid handler.
@@ -462,6 +640,10 @@ pub fn install_signal_handlers() -> io::Result<()> {
             if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
                 return Err(io::Error::last_os_error());
             }
+        }
+        sa.sa_sigaction = on_reload_signal as *const () as usize;
+        if libc::sigaction(libc::SIGHUP, &sa, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
         }
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }

@@ -112,7 +112,7 @@ impl Session for TestSession {
 }
 
 fn start() -> (u16, ferrogres_server::ShutdownHandle, std::thread::JoinHandle<()>) {
-    let config = ServerConfig { listen_addresses: "127.0.0.1".into(), port: 0, socket_dir: None, max_connections: 10, ..Default::default() };
+    let config = ServerConfig { listen_addresses: "127.0.0.1".into(), port: 0, socket_dirs: vec![], max_connections: 10, ..Default::default() };
     let server = Server::bind(&config, Arc::new(TestBackend)).unwrap();
     let port = server.local_port().unwrap();
     let h = server.shutdown_handle();

@@ -337,6 +337,13 @@ impl<'a> Analyzer<'a> {
             NodeEnum::TruncateStmt(s) => self.truncate(s),
             NodeEnum::VacuumStmt(s) => self.vacuum(s),
             NodeEnum::CheckPointStmt(_) => Ok(Statement::Checkpoint),
+            NodeEnum::AlterSystemStmt(s) => Ok(Statement::AlterSystem(crate::alter_system::analyze(s, |v| {
+                if v.name.eq_ignore_ascii_case("search_path") {
+                    crate::namespace::set_value(&v.args)
+                } else {
+                    set_value(&v.args)
+                }
+            })?)),
             NodeEnum::DiscardStmt(d) => crate::utility::analyze_discard(d),
             NodeEnum::ClosePortalStmt(c) => Ok(crate::utility::analyze_close(c)),
             NodeEnum::ListenStmt(s) => Ok(crate::notify::analyze_listen(s)),

@@ -2,6 +2,7 @@
 
 pub mod agg_order;
 pub mod alter;
+pub mod alter_system;
 pub mod analyze;
 pub mod statviews;
 pub mod array;

@@ -396,6 +396,9 @@ pub enum LockFunc {
     CancelBackend,
     /// pg_terminate_backend(int4 [, int8 timeout ms]) -> bool.
     TerminateBackend,
+    /// pg_reload_conf() -> bool: SIGHUP to the server (its accept loop re-reads
+    /// the configuration files), as PostgreSQL signals its postmaster.
+    ReloadConf,
     /// pg_notify(text, text) -> void ([`crate::notify`]).
     Notify,
 }
@@ -443,6 +446,7 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [crat
         ("pg_cancel_backend", 1) => Some((LockFunc::CancelBackend, &[Type::Int4], Type::Bool)),
         ("pg_terminate_backend", 1) => Some((LockFunc::TerminateBackend, &[Type::Int4], Type::Bool)),
         ("pg_terminate_backend", 2) => Some((LockFunc::TerminateBackend, &[Type::Int4, Type::Int8], Type::Bool)),
+        ("pg_reload_conf", 0) => Some((LockFunc::ReloadConf, &[], Type::Bool)),
         ("pg_notify", 2) => Some((LockFunc::Notify, &[Type::Text, Type::Text], Type::Void)),
         _ => None,
     }
@@ -479,6 +483,17 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
     }
     if vals.iter().any(|v| matches!(v, Value::Null)) {
         return Ok(Value::Null);
+    }
+    if f == LockFunc::ReloadConf {
+        // SAFETY: kill(2) of our own process with SIGHUP, which the server
+        // handles (its signal handler only sets a flag and wakes the accept loop).
+        let ok = unsafe { libc::kill(libc::getpid(), libc::SIGHUP) } == 0;
+        if !ok {
+            if let Some(ctx) = env.lock_ctx() {
+                ctx.notices.push(SqlError::warning(b"01000", "failed to send signal to postmaster: could not signal the server"));
+            }
+        }
+        return Ok(Value::Bool(ok));
     }
     let ctx = env.lock_ctx().ok_or_else(|| SqlError::not_supported("lock functions outside a session"))?;
     let (m, b) = (ctx.manager.clone(), ctx.backend);
@@ -519,7 +534,7 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
             let pids = m.blocking_pids(*pid).into_iter().map(Value::Int4).collect();
             Value::Array(Box::new(crate::array::Array::new(crate::types::Type::Int4, pids)))
         }
-        LockFunc::CancelBackend | LockFunc::TerminateBackend | LockFunc::Notify => unreachable!("handled above"),
+        LockFunc::CancelBackend | LockFunc::TerminateBackend | LockFunc::ReloadConf | LockFunc::Notify => unreachable!("handled above"),
     })
 }
 

@@ -328,6 +328,8 @@ pub enum Statement {
     Empty,
     /// CHECKPOINT: the engine's checkpoint, run at once.
     Checkpoint,
+    /// ALTER SYSTEM (crate::alter_system): postgresql.auto.conf rewritten.
+    AlterSystem(crate::alter_system::AlterSystem),
     /// INSERT ... SELECT (crate::insert_select).
     InsertSelect(Box<crate::insert_select::InsertSelect>),
     /// COPY FROM / TO (crate::copy).

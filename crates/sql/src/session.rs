@@ -1209,6 +1209,14 @@ impl Session {
                 return Ok((Some(vec![vec![Value::Text(v)]]), "SHOW".into()));
             }
             Statement::Empty => return Ok((None, String::new())),
+            Statement::AlterSystem(cmd) => {
+                if self.status != TxnStatus::Idle || self.multi_statement {
+                    return Err(SqlError::new(b"25001", "ALTER SYSTEM cannot run inside a transaction block"));
+                }
+                let datadir = std::path::PathBuf::from(self.env.get("data_directory")?);
+                crate::alter_system::execute(self.backend.engine(), &datadir, cmd)?;
+                return Ok((None, "ALTER SYSTEM".into()));
+            }
             Statement::Utility(cmd) => return Ok((None, self.utility(cmd, out)?)),
             Statement::Checkpoint => {
                 // Allowed inside a transaction block, as in PostgreSQL; it takes

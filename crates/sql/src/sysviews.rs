@@ -8,6 +8,8 @@
 //! |---|---|
 //! | `pg_catalog.pg_locks` | the lock manager's `lock_status()` (one consistent snapshot) |
 //! | `pg_catalog.pg_stat_wal` | the WAL's counters ([`crate::walstat`]) |
+//! | `pg_catalog.pg_hba_file_rules` | the data directory's `pg_hba.conf` as it is on disk now, parsed by `ferrogres_engine::config::hba` (one row per rule, or per line with its error) |
+//! | `pg_catalog.pg_stat_ssl` | the same activity slots: each client backend's TLS (version, cipher, bits) as the wire server negotiated it; no client certificates, so client_dn, client_serial and issuer_dn are NULL |
 //! | the cumulative statistics views (pg_stat_database, pg_stat_*_tables, ...) | [`crate::statviews`] |
 //! | `ferrogres_stat_lwlocks` | per LWLock tranche: acquisitions that queued (shared, exclusive), total and max wait in ms (`pgstat::lwlock_stats`); a `SpinDelay` row counts spinlock back-off sleeps |
 //! | `ferrogres_stat_locks` | per heavyweight lock type: fast-path and main-table acquisitions, fast-path locks moved by strong lockers (on the `relation` row), waits, total and max wait in ms (`LockManager::lock_type_stats`) |
@@ -23,6 +25,12 @@ use ferrogres_engine::storage::RelFileLocator;
 
 /// pg_locks' OID in PostgreSQL 15 (its AccessShareLock shows in pg_locks).
 pub const PG_LOCKS_OID: u32 = 12073;
+
+/// pg_hba_file_rules' OID in PostgreSQL 15.
+pub const PG_HBA_FILE_RULES_OID: u32 = 12114;
+
+/// pg_stat_ssl's OID in PostgreSQL 15.
+pub const PG_STAT_SSL_OID: u32 = 12249;
 
 /// pg_stat_activity's OID in PostgreSQL 15.
 pub const PG_STAT_ACTIVITY_OID: u32 = 12222;
@@ -88,6 +96,34 @@ const VIEWS: &[View] = &[View {
         ("query_id", Type::Int8),
         ("query", Type::Text),
         ("backend_type", Type::Text),
+    ],
+}, View {
+    name: "pg_stat_ssl",
+    oid: PG_STAT_SSL_OID,
+    // PostgreSQL 15's columns and order.
+    columns: &[
+        ("pid", Type::Int4),
+        ("ssl", Type::Bool),
+        ("version", Type::Text),
+        ("cipher", Type::Text),
+        ("bits", Type::Int4),
+        ("client_dn", Type::Text),
+        ("client_serial", Type::Numeric),
+        ("issuer_dn", Type::Text),
+    ],
+}, View {
+    name: "pg_hba_file_rules",
+    oid: PG_HBA_FILE_RULES_OID,
+    columns: &[
+        ("line_number", Type::Int4),
+        ("type", Type::Text),
+        ("database", Type::Array(&Type::Text)),
+        ("user_name", Type::Array(&Type::Text)),
+        ("address", Type::Text),
+        ("netmask", Type::Text),
+        ("auth_method", Type::Text),
+        ("options", Type::Array(&Type::Text)),
+        ("error", Type::Text),
     ],
 }, View {
     name: "ferrogres_stat_lwlocks",
@@ -185,13 +221,81 @@ pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend) -> Result<Vec
     match oid {
         PG_LOCKS_OID => Ok(pg_locks(backend)),
         PG_STAT_ACTIVITY_OID => Ok(pg_stat_activity(backend)),
+        PG_STAT_SSL_OID => Ok(pg_stat_ssl(backend)),
         crate::walstat::PG_STAT_WAL_OID => Ok(crate::walstat::pg_stat_wal(backend)),
+        PG_HBA_FILE_RULES_OID => pg_hba_file_rules(backend),
         FERROGRES_STAT_LWLOCKS_OID => Ok(stat_lwlocks()),
         FERROGRES_STAT_LOCKS_OID => Ok(stat_locks(backend)),
         PG_WAIT_SAMPLING_HISTORY_OID => Ok(wait_sampling_history(backend)),
         PG_WAIT_SAMPLING_PROFILE_OID => Ok(wait_sampling_profile(backend)),
         _ => Err(crate::errors::SqlError::internal(format!("no system view with OID {oid}"))),
     }
+}
+
+/// pg_hba.conf as it is on disk (not necessarily what the server loaded: as in
+/// PostgreSQL, the view is for checking a file before reloading it).
+fn pg_hba_file_rules(backend: &ferrogres_engine::engine::Backend) -> Result<Vec<Vec<Value>>> {
+    use ferrogres_engine::config::{conffile, hba};
+    let path = backend.engine().datadir().join(conffile::HBA_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        crate::errors::SqlError::new(b"58P01", format!("could not open configuration file \"{}\": {e}", path.display()))
+    })?;
+    let arr = |v: Vec<String>| Value::Array(Box::new(crate::array::Array::new(Type::Text, v.into_iter().map(Value::Text).collect())));
+    Ok(hba::parse_lines(&text)
+        .into_iter()
+        .map(|(line, r)| match r {
+            Ok(rule) => {
+                let (address, netmask) = match rule.address() {
+                    None => (Value::Null, Value::Null),
+                    Some((a, m)) => (Value::Text(a), m.map_or(Value::Null, Value::Text)),
+                };
+                vec![
+                    Value::Int4(line as i32),
+                    Value::Text(rule.conn_type.as_str().into()),
+                    arr(rule.databases()),
+                    arr(rule.users()),
+                    address,
+                    netmask,
+                    Value::Text(rule.method.as_str().into()),
+                    Value::Null,
+                    Value::Null,
+                ]
+            }
+            Err(e) => {
+                let mut row = vec![Value::Null; 9];
+                row[0] = Value::Int4(line as i32);
+                row[8] = Value::Text(e);
+                row
+            }
+        })
+        .collect())
+}
+
+/// One row per client backend (PostgreSQL's view keeps those with a client_port).
+fn pg_stat_ssl(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+    backend
+        .engine()
+        .activity
+        .rows()
+        .into_iter()
+        .filter(|r| r.info.client_port.is_some())
+        .map(|r| {
+            let pid = Value::Int4(r.info.pid);
+            match r.info.ssl {
+                Some((version, cipher, bits)) => vec![
+                    pid,
+                    Value::Bool(true),
+                    Value::Text(version),
+                    Value::Text(cipher),
+                    Value::Int4(bits),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                ],
+                None => vec![pid, Value::Bool(false), Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, Value::Null],
+            }
+        })
+        .collect()
 }
 
 fn ms(d: std::time::Duration) -> Value {

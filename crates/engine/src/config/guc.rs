@@ -214,15 +214,21 @@ const fn en(values: &'static [&'static str]) -> Kind {
 
 /// Every setting ferrogres knows, in PostgreSQL's definitions (PostgreSQL 15's
 /// contexts, ranges and units; boot values are ferrogres' defaults where they differ:
-/// `port` 5433, `listen_addresses` 127.0.0.1, `wal_buffers` 16MB).
+/// `port` 5433, `wal_buffers` 16MB).
 pub static GUCS: &[Guc] = &[
     // ---- connections (postmaster) and authentication
     guc!("port", Postmaster, int(1, 65535, Unit::None), "5433"),
-    guc!("listen_addresses", Postmaster, Kind::String, "127.0.0.1"),
+    guc!("listen_addresses", Postmaster, Kind::String, "localhost"),
     guc!("unix_socket_directories", Postmaster, Kind::String, "/tmp"),
+    // An octal mode; SHOW prints it as PostgreSQL does (`0777`).
+    guc!("unix_socket_permissions", Postmaster, int(0, 0o777, Unit::None), "0777"),
     guc!("data_directory", Postmaster, Kind::String, ""),
     guc!("max_connections", Postmaster, int(1, 262_143, Unit::None), "100"),
     guc!("authentication_timeout", Sighup, int(1, 600, Unit::S), "1min"),
+    // TLS (ferrogres_server::tls): read at start; a reload logs the change for the next restart.
+    guc!("ssl", Sighup, Kind::Bool, "off"),
+    guc!("ssl_cert_file", Sighup, Kind::String, "server.crt"),
+    guc!("ssl_key_file", Sighup, Kind::String, "server.key"),
     // ---- resources
     guc!("shared_buffers", Postmaster, int(16, INT_MAX / 2, Unit::Blocks), "128MB"),
     guc!("buffer_mapping_partitions", Postmaster, int(1, 4096, Unit::None), "128"),
@@ -403,6 +409,8 @@ impl Guc {
     pub fn show(&self, v: &Value) -> String {
         match (self.kind, v) {
             (_, Value::Bool(b)) => if *b { "on" } else { "off" }.to_string(),
+            // PostgreSQL's show hook for file modes: octal, four digits.
+            (Kind::Int { .. }, Value::Int(n)) if self.name == "unix_socket_permissions" => format!("{n:04o}"),
             (Kind::Int { unit, .. }, Value::Int(n)) => show_int(*n, unit),
             (_, Value::Int(n)) => n.to_string(),
             (_, Value::Real(r)) => fmt_g(*r),
@@ -444,6 +452,26 @@ pub fn parse_bool(value: &str) -> Option<bool> {
 /// optional unit when the setting has one; the result is in the setting's base unit.
 fn parse_int(given: &str, value: &str, unit: Unit) -> Result<i64> {
     let v = value.trim();
+    // strtol with base 0, as PostgreSQL: `0x1F` is hexadecimal, `0777` octal.
+    let (sign, digits) = match v.strip_prefix('-') {
+        Some(d) => (-1, d),
+        None => (1, v.strip_prefix('+').unwrap_or(v)),
+    };
+    let radix_digits = if let Some(h) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some((16, h))
+    } else if digits.len() > 1 && digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit()) {
+        Some((8, &digits[1..]))
+    } else {
+        None
+    };
+    if let Some((radix, d)) = radix_digits {
+        let n = i64::from_str_radix(d, radix).map_err(|_| invalid_value(given, value))?;
+        let n = sign * n;
+        if n < i32::MIN as i64 || n > i32::MAX as i64 {
+            return Err(invalid_value(given, value).with_hint("Value exceeds integer range."));
+        }
+        return Ok(n);
+    }
     let end = v
         .char_indices()
         .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || ((c == '-' || c == '+') && i == 0)))
@@ -637,5 +665,20 @@ mod tests {
         assert_eq!(fmt_g(200.0), "200");
         assert_eq!(fmt_g(100.0), "100");
         assert_eq!(fmt_g(1e-5), "1e-05");
+    }
+
+    #[test]
+    fn integers_take_octal_and_hex_as_strtol_does() {
+        let g = find("unix_socket_permissions").unwrap();
+        assert_eq!(g.parse("unix_socket_permissions", "0700").unwrap(), Value::Int(0o700));
+        assert_eq!(g.canonical("unix_socket_permissions", "0700").unwrap(), "0700");
+        assert_eq!(g.canonical("unix_socket_permissions", "511").unwrap(), "0777");
+        assert_eq!(
+            g.parse("unix_socket_permissions", "01777").unwrap_err().to_string(),
+            "1023 is outside the valid range for parameter \"unix_socket_permissions\" (0 .. 511)"
+        );
+        assert_eq!(find("max_connections").unwrap().parse("max_connections", "0x10").unwrap(), Value::Int(16));
+        assert_eq!(find("max_connections").unwrap().parse("max_connections", "010").unwrap(), Value::Int(8));
+        assert!(find("max_connections").unwrap().parse("max_connections", "09").is_err());
     }
 }

@@ -82,6 +82,8 @@ pub struct BackendInfo {
     pub client_addr: Option<String>,
     /// The client's port; -1 for a Unix socket, None for an auxiliary process.
     pub client_port: Option<i32>,
+    /// The session's TLS (pg_stat_ssl): (version, cipher, bits); None in clear.
+    pub ssl: Option<(String, String, i32)>,
 }
 
 /// One backend's row, read from its slot.
