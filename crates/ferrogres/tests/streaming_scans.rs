@@ -57,3 +57,43 @@ fn limit_reads_a_few_pages_and_count_keeps_memory_flat() {
     // ... and holds a page at a time, not the table.
     assert!(hwm_growth < table_bytes / 4, "count(*) over {table_bytes} bytes grew the peak RSS by {hwm_growth} bytes");
 }
+
+/// Joins stream their outer input and their result, and UPDATE and DELETE
+/// stream the rows they visit: over a table about three times shared_buffers,
+/// none of them grows the server's peak RSS by more than a quarter of the
+/// table, plus shared_buffers for the writes (each held the whole table
+/// before).
+#[test]
+fn joins_updates_and_deletes_keep_memory_flat() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["-c", "shared_buffers=16MB"];
+    let mut srv = Server::start_with(dir.path(), &args);
+    ok(&srv, "CREATE TABLE big (a int, b text); INSERT INTO big SELECT g, repeat(md5(g::text), 12) FROM generate_series(1, 100000) g");
+    ok(&srv, "CREATE TABLE small (k int, v text); INSERT INTO small SELECT g, 'v' || g FROM generate_series(0, 99) g");
+    ok(&srv, "ANALYZE big; ANALYZE small");
+    let table_bytes: u64 = ok(&srv, "SELECT pg_relation_size('big')").trim().parse().unwrap();
+    srv.signal(libc::SIGTERM);
+    let srv = Server::start_with(dir.path(), &args);
+    let pid = srv.pid();
+    ok(&srv, "EXPLAIN SELECT * FROM big JOIN small ON big.a = small.k");
+    let cases = [
+        ("SELECT count(*), sum(length(b)) FROM big JOIN small ON big.a % 100 = small.k", "100000|38400000\n"),
+        ("SELECT count(*), sum(length(b)) FROM small JOIN big ON small.k = big.a % 100", "100000|38400000\n"),
+        ("SELECT count(*), count(v), sum(length(b)) FROM big LEFT JOIN small ON big.a = small.k", "100000|99|38400000\n"),
+        ("SELECT count(*), sum(length(b)) FROM big JOIN small ON big.a > small.k * 1000 AND small.k < 2", "199000|76416000\n"),
+        ("UPDATE big SET b = b || 'x' WHERE a % 2 = 0", "UPDATE 50000\n"),
+        ("DELETE FROM big WHERE a % 2 = 1", "DELETE 50000\n"),
+    ];
+    for (sql, want) in cases {
+        let hwm_before = proc_field(pid, "status", "VmHWM:") * 1024;
+        let out = ok(&srv, sql);
+        let hwm_growth = (proc_field(pid, "status", "VmHWM:") * 1024).saturating_sub(hwm_before);
+        eprintln!("{sql}: peak RSS grew by {hwm_growth} bytes (table {table_bytes} bytes)");
+        assert_eq!(out, want, "{sql}");
+        // Writes put new pages in shared buffers, whose memory the process
+        // touches for the first time then: 16 MB at most.
+        let bound = if sql.starts_with("SELECT") { table_bytes / 4 } else { table_bytes / 4 + (16 << 20) };
+        assert!(hwm_growth < bound, "{sql}: over a {table_bytes}-byte table the peak RSS grew by {hwm_growth} bytes");
+    }
+    assert_eq!(ok(&srv, "SELECT count(*), min(a), sum(length(b)) FROM big"), "50000|2|19250000\n");
+}

@@ -849,12 +849,11 @@ pub fn update(
     ctx: &mut Ctx,
 ) -> Result<(u64, Vec<Vec<Value>>)> {
     use ferrogres_engine::heap::heapam::{heap_update, UpdateOptions, UpdateOutcome, WaitPolicy};
-    let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
-    crate::explain::count(crate::explain::key(filter), crate::explain::Stage::Scan, rows.len() as u64);
+    let mut rows = DmlRows::open(table, filter.as_ref(), ctx)?;
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
-    for (tid, row) in rows {
+    while let Some((tid, row)) = rows.next(ctx)? {
         // Every row, qualifying or not: the WHERE may be costly.
         ctx.env.check_interrupts()?;
         if !qualifies(&row, ctx)? {
@@ -897,7 +896,45 @@ pub fn update(
             break;
         }
     }
+    rows.finish(filter);
     Ok((n, out))
+}
+
+/// The rows UPDATE and DELETE visit: a sequential scan streams them page by
+/// page (the statement's own new versions are invisible to its snapshot, so it
+/// never meets them); an index scan's matches come as a list.
+enum DmlRows {
+    Seq(crate::rowio::RowScan, u64),
+    Rows(std::vec::IntoIter<(ferrogres_engine::heap::tuple::Tid, Vec<Value>)>, u64),
+}
+
+impl DmlRows {
+    fn open(table: &crate::catalog::Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<DmlRows> {
+        Ok(match crate::index::open_table_scan(table, filter, ctx)? {
+            crate::index::TableScan::Seq(scan) => DmlRows::Seq(scan, 0),
+            crate::index::TableScan::Rows(rows) => DmlRows::Rows(rows.into_iter(), 0),
+        })
+    }
+
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<(ferrogres_engine::heap::tuple::Tid, Vec<Value>)>> {
+        let (r, n) = match self {
+            DmlRows::Seq(scan, n) => {
+                if scan.at_page_boundary() {
+                    ctx.env.check_interrupts()?;
+                }
+                (scan.next(ctx.backend, &ctx.snap)?, n)
+            }
+            DmlRows::Rows(rows, n) => (rows.next(), n),
+        };
+        *n += r.is_some() as u64;
+        Ok(r)
+    }
+
+    /// EXPLAIN ANALYZE's count of the rows the scan returned.
+    fn finish(&self, filter: &Option<Expr>) {
+        let (DmlRows::Seq(_, n) | DmlRows::Rows(_, n)) = self;
+        crate::explain::count(crate::explain::key(filter), crate::explain::Stage::Scan, *n);
+    }
 }
 
 /// Whether `row` passes a WHERE (true when there is none; NULL does not pass).
@@ -974,12 +1011,11 @@ pub fn delete(
     ctx: &mut Ctx,
 ) -> Result<(u64, Vec<Vec<Value>>)> {
     use ferrogres_engine::heap::heapam::{heap_delete_ext, DeleteOptions, DeleteOutcome, WaitPolicy};
-    let rows = crate::index::scan_table(table, filter.as_ref(), ctx)?;
-    crate::explain::count(crate::explain::key(filter), crate::explain::Stage::Scan, rows.len() as u64);
+    let mut rows = DmlRows::open(table, filter.as_ref(), ctx)?;
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
-    for (tid, row) in rows {
+    while let Some((tid, row)) = rows.next(ctx)? {
         // Every row, qualifying or not: the WHERE may be costly.
         ctx.env.check_interrupts()?;
         if !qualifies(&row, ctx)? {
@@ -1009,6 +1045,7 @@ pub fn delete(
             break;
         }
     }
+    rows.finish(filter);
     Ok((n, out))
 }
 

@@ -3,19 +3,24 @@
 //!
 //! A join's row is its left input's row followed by its right input's row
 //! (`lw + rw` values); a NULL-extended row has NULLs for the missing side.
-//! The right (inner) input is materialized once; then
+//! The smaller input (the build side, found by reading both inputs in turn
+//! until one ends: [`StreamJoin`]) is held in memory; the other (the probe
+//! side) and the result stream. Then
 //!
 //! - with equality conditions between an expression of the left row and one
-//!   of the right row (`hash` keys), a hash join: the right rows indexed by
+//!   of the right row (`hash` keys), a hash join: the build rows indexed by
 //!   their key values (an ordered map compared as [`crate::exec::compare`]
-//!   compares; a NULL key matches nothing), probed with each left row;
-//! - otherwise a nested loop over the materialized right rows;
+//!   compares; a NULL key matches nothing), probed with each probe row;
+//! - otherwise a nested loop over the build rows;
 //! - a LATERAL right input (it reads the left row) is run again for each left
 //!   row, with the left row bound into it ([`crate::subquery::bind_outer`]).
 //!
-//! In both, `cond` (the rest of the ON condition) decides whether a pair
+//! In all, `cond` (the rest of the ON condition) decides whether a pair
 //! matches; LEFT/FULL emit an unmatched left row NULL-extended, RIGHT/FULL
-//! the unmatched right rows at the end.
+//! an unmatched right row (at once from the probe side, at the end from the
+//! build side). Semi- and anti-joins always build on the right ([`SemiJoin`]).
+//! The build side is not yet spilled past `work_mem`: the statement's memory
+//! accounting bounds it (53200).
 //!
 //! Planning ([`place_conditions`]): WHERE conjuncts of an inner join or a
 //! cross join that read one input only move into that input's filter (so a
@@ -108,19 +113,19 @@ fn keys_of(exprs: &[Expr], row: &[Value], ctx: &mut Ctx) -> Result<Option<Key>> 
     Ok(Some(Key(k)))
 }
 
-/// Runs a join to its rows (materialized, but for semi- and anti-joins,
-/// which stream their left input: [`SemiJoin`]).
+/// Runs a join to its rows: streaming its left input and its result (but for a
+/// LATERAL join, run per left row over the materialized left input).
 pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     if j.kind.left_only() && !j.lateral {
         return SemiJoin::start(j, ctx);
     }
-    let left = input_rows(&j.left, &j.left_filter, ctx)?;
-    let mut out = Vec::new();
-    let null_right = vec![Value::Null; j.rw];
-    // One tick per pair of rows considered: a nested loop polls as often as
-    // it works, whatever the sizes of its inputs.
-    let mut t = Ticker::default();
     if j.lateral {
+        let left = input_rows(&j.left, &j.left_filter, ctx)?;
+        let mut out = Vec::new();
+        let null_right = vec![Value::Null; j.rw];
+        // One tick per pair of rows considered: a nested loop polls as often
+        // as it works, whatever the sizes of its inputs.
+        let mut t = Ticker::default();
         for l in left {
             t.tick(&*ctx.env)?;
             let Source::Subquery(q) = &j.right else { return Err(crate::errors::SqlError::internal("LATERAL input is not a subquery")) };
@@ -142,65 +147,212 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         }
         return Ok(Box::new(crate::exec::rows_iter(out)));
     }
-    let right = input_rows(&j.right, &j.right_filter, ctx)?;
-    // An inner hash join keys the smaller input (PostgreSQL hashes the
-    // smaller side too): with the left one smaller, its rows are indexed and
-    // the right rows probe them, in right-row order.
-    if let (JoinKind::Inner, Some((lk, rk))) = (j.kind, &j.hash) {
-        if left.len() < right.len() {
-            let index = index_rows(lk, &left, &mut t, ctx)?;
-            for r in &right {
-                t.tick(&*ctx.env)?;
-                let Some(k) = keys_of(rk, r, ctx)? else { continue };
-                for &i in index.get(&k).map_or(&[][..], |v| v.as_slice()) {
-                    t.tick(&*ctx.env)?;
-                    let row = concat(&left[i], r);
-                    if passes(&j.cond, &row, ctx)? {
-                        out.push(row);
+    StreamJoin::start(j, ctx)
+}
+
+/// One input of a [`StreamJoin`] as it streams: its rows that pass its filter.
+struct Input {
+    rows: Box<dyn RowIter>,
+    filter: Option<Expr>,
+    /// EXPLAIN's key of the input.
+    key: usize,
+    done: bool,
+}
+
+impl Input {
+    fn open(s: &Source, filter: &Option<Expr>, ctx: &mut Ctx) -> Result<Input> {
+        let rows = match s {
+            Source::Table(t) => crate::exec::table_rows(t, filter.as_ref(), ctx)?,
+            other => crate::exec::source_rows(other, ctx)?,
+        };
+        let key = crate::explain::key(s);
+        let rows = crate::explain::wrap(rows, key, crate::explain::Stage::Scan);
+        Ok(Input { rows, filter: filter.clone(), key, done: false })
+    }
+
+    fn next(&mut self, tick: &mut Ticker, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        if self.done {
+            return Ok(None);
+        }
+        while let Some(r) = self.rows.next(ctx)? {
+            tick.tick(&*ctx.env)?;
+            if self.filter.is_some() {
+                if !passes(&self.filter, &r, ctx)? {
+                    continue;
+                }
+                crate::explain::count_row(self.key, crate::explain::Stage::Filter);
+            }
+            return Ok(Some(r));
+        }
+        self.done = true;
+        Ok(None)
+    }
+}
+
+/// A probe row and the build rows it is being paired with: their positions,
+/// and how far through them it is.
+struct Probe {
+    row: Vec<Value>,
+    /// `None`: every build row is a candidate (a nested loop).
+    cands: Option<Vec<usize>>,
+    pos: usize,
+    matched: bool,
+}
+
+/// An inner or outer join that is not LATERAL. One input, the build side, is
+/// held in memory (keyed by its hash keys when there are some); the other, the
+/// probe side, streams through it, and the joined rows stream out. Neither the
+/// probe input nor the result is ever held.
+///
+/// The build side is the smaller input, found by reading both inputs a row at
+/// a time in turn until one ends (PostgreSQL hashes the smaller side too, by
+/// its estimates): the one that ended is the build side, and the rows already
+/// read of the other are probed first. Memory is then at most twice the
+/// smaller input, whatever the larger one's size. A probe row that nothing
+/// matched is NULL-extended at once when its side is the preserved side of an
+/// outer join; the build rows nothing matched are NULL-extended after the last
+/// probe row. A joined row is always the left row followed by the right row.
+struct StreamJoin {
+    cond: Option<Expr>,
+    lw: usize,
+    rw: usize,
+    /// Which input the build rows come from.
+    build_is_left: bool,
+    build: Vec<Vec<Value>>,
+    /// The probe side's hash keys and the build rows keyed by theirs.
+    index: Option<(Vec<Expr>, KeyIndex)>,
+    /// Whether each build row matched (only when the build side is preserved).
+    build_matched: Vec<bool>,
+    /// An unmatched probe row is NULL-extended (its side is preserved).
+    probe_preserved: bool,
+    probe_input: Input,
+    /// Probe rows read while choosing the build side, probed first.
+    pending: std::collections::VecDeque<Vec<Value>>,
+    probe: Option<Probe>,
+    /// The next build row to check for a match once the probe side is done.
+    unmatched_at: usize,
+    tick: Ticker,
+}
+
+impl StreamJoin {
+    fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+        let mut tick = Ticker::default();
+        let mut left = Input::open(&j.left, &j.left_filter, ctx)?;
+        let mut right = Input::open(&j.right, &j.right_filter, ctx)?;
+        let (mut lrows, mut rrows) = (Vec::new(), Vec::new());
+        while !left.done && !right.done {
+            if let Some(r) = left.next(&mut tick, ctx)? {
+                lrows.push(r);
+            }
+            if let Some(r) = right.next(&mut tick, ctx)? {
+                rrows.push(r);
+            }
+        }
+        // Both ended together: the smaller one (the right one on a tie).
+        let build_is_left = if left.done && right.done { lrows.len() < rrows.len() } else { left.done };
+        let (build, pending, probe_input) = if build_is_left { (lrows, rrows, right) } else { (rrows, lrows, left) };
+        let index = match &j.hash {
+            Some((lk, rk)) => {
+                let (bk, pk) = if build_is_left { (lk, rk) } else { (rk, lk) };
+                Some((pk.clone(), index_rows(bk, &build, &mut tick, ctx)?))
+            }
+            None => None,
+        };
+        let left_preserved = matches!(j.kind, JoinKind::Left | JoinKind::Full);
+        let right_preserved = matches!(j.kind, JoinKind::Right | JoinKind::Full);
+        let (build_preserved, probe_preserved) =
+            if build_is_left { (left_preserved, right_preserved) } else { (right_preserved, left_preserved) };
+        Ok(Box::new(StreamJoin {
+            cond: j.cond.clone(),
+            lw: j.lw,
+            rw: j.rw,
+            build_is_left,
+            build_matched: if build_preserved { vec![false; build.len()] } else { Vec::new() },
+            build,
+            index,
+            probe_preserved,
+            probe_input,
+            pending: pending.into(),
+            probe: None,
+            unmatched_at: 0,
+            tick,
+        }))
+    }
+
+    /// The joined row of a probe row and a build row.
+    fn pair(&self, probe: &[Value], build: &[Value]) -> Vec<Value> {
+        if self.build_is_left {
+            concat(build, probe)
+        } else {
+            concat(probe, build)
+        }
+    }
+
+    fn start_probe(&self, row: Vec<Value>, ctx: &mut Ctx) -> Result<Probe> {
+        let cands = match &self.index {
+            Some((pk, map)) => Some(match keys_of(pk, &row, ctx)? {
+                Some(k) => map.get(&k).cloned().unwrap_or_default(),
+                None => Vec::new(),
+            }),
+            None => None,
+        };
+        Ok(Probe { row, cands, pos: 0, matched: false })
+    }
+}
+
+impl RowIter for StreamJoin {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        loop {
+            if let Some(mut p) = self.probe.take() {
+                let n = p.cands.as_ref().map_or(self.build.len(), |c| c.len());
+                while p.pos < n {
+                    self.tick.tick(&*ctx.env)?;
+                    let i = p.cands.as_ref().map_or(p.pos, |c| c[p.pos]);
+                    p.pos += 1;
+                    let row = self.pair(&p.row, &self.build[i]);
+                    if passes(&self.cond, &row, ctx)? {
+                        p.matched = true;
+                        if let Some(m) = self.build_matched.get_mut(i) {
+                            *m = true;
+                        }
+                        self.probe = Some(p);
+                        return Ok(Some(row));
                     }
                 }
+                if !p.matched && self.probe_preserved {
+                    let row = if self.build_is_left {
+                        concat(&vec![Value::Null; self.lw], &p.row)
+                    } else {
+                        concat(&p.row, &vec![Value::Null; self.rw])
+                    };
+                    return Ok(Some(row));
+                }
             }
-            return Ok(Box::new(crate::exec::rows_iter(out)));
-        }
-    }
-    let mut right_matched = vec![false; right.len()];
-    let index = match &j.hash {
-        Some((_, rk)) => Some(index_rows(rk, &right, &mut t, ctx)?),
-        None => None,
-    };
-    let all: Vec<usize> = (0..right.len()).collect();
-    for l in left.iter() {
-        t.tick(&*ctx.env)?;
-        let cands: &[usize] = match (&index, &j.hash) {
-            (Some(map), Some((lk, _))) => match keys_of(lk, l, ctx)? {
-                Some(k) => map.get(&k).map_or(&[][..], |v| v.as_slice()),
-                None => &[],
-            },
-            _ => &all,
-        };
-        let mut matched = false;
-        for &i in cands {
-            t.tick(&*ctx.env)?;
-            let row = concat(l, &right[i]);
-            if passes(&j.cond, &row, ctx)? {
-                matched = true;
-                right_matched[i] = true;
-                out.push(row);
+            let row = match self.pending.pop_front() {
+                Some(r) => Some(r),
+                None => self.probe_input.next(&mut self.tick, ctx)?,
+            };
+            match row {
+                Some(r) => self.probe = Some(self.start_probe(r, ctx)?),
+                None => break,
             }
         }
-        if !matched && matches!(j.kind, JoinKind::Left | JoinKind::Full) {
-            out.push(concat(l, &null_right));
-        }
-    }
-    if matches!(j.kind, JoinKind::Right | JoinKind::Full) {
-        let null_left = vec![Value::Null; j.lw];
-        for (i, r) in right.iter().enumerate() {
-            if !right_matched[i] {
-                out.push(concat(&null_left, r));
+        // The build rows nothing matched, when their side is preserved.
+        while self.unmatched_at < self.build_matched.len() {
+            let i = self.unmatched_at;
+            self.unmatched_at += 1;
+            if !self.build_matched[i] {
+                let b = &self.build[i];
+                let row = if self.build_is_left {
+                    concat(b, &vec![Value::Null; self.rw])
+                } else {
+                    concat(&vec![Value::Null; self.lw], b)
+                };
+                return Ok(Some(row));
             }
         }
+        Ok(None)
     }
-    Ok(Box::new(crate::exec::rows_iter(out)))
 }
 
 /// The right rows of a join indexed by their hash-key values (a NULL key
