@@ -718,12 +718,13 @@ impl Backend {
     /// counts still pending may be flushed (None: nothing pending), so that an
     /// idle session can come back for them.
     pub fn pgstat_report(&self, force: bool) -> Option<std::time::Duration> {
-        if let Some(f) = self.txn.pgstat.take_if_due(force) {
+        let (flush, due_in) = self.txn.pgstat.take_if_due(force);
+        if let Some(f) = flush {
             let stats = &self.engine.pgstat_tables;
             let db = stats.db(f.db);
             crate::pgstat::tabstat::apply_flush(f, |r| stats.rel(r), &db);
         }
-        self.txn.pgstat.flush_due_in()
+        due_in
     }
 }
 

@@ -1054,15 +1054,15 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> R
     let mut out = Vec::new();
     // Statistics (pg_stat_all_indexes): one index scan, the entries it
     // returned, the live heap tuples fetched through them.
-    let pgstat = &ctx.backend.txn.pgstat;
-    pgstat.count_scan(ix.rel);
-    pgstat.count_returned(ix.rel, roots.len() as u64);
+    let stat = ctx.backend.txn.pgstat.handle(ix.rel);
+    ctx.backend.txn.pgstat.count_scan_h(&stat);
+    ctx.backend.txn.pgstat.count_returned_h(&stat, roots.len() as u64);
     for (n, root) in roots.into_iter().enumerate() {
         if n % 1024 == 1023 {
             ctx.env.check_interrupts()?;
         }
         if let Some((tid, bytes)) = heapam::heap_hot_fetch(ctx.backend, table.storage.rel, root, &ctx.snap)? {
-            ctx.backend.txn.pgstat.count_fetched(ix.rel, 1);
+            ctx.backend.txn.pgstat.count_fetched_h(&stat, 1);
             if seen.insert(tid) {
                 out.push((tid, deform_row(ctx.backend, &table.storage, &descs, &bytes, &ctx.snap)?));
             }
@@ -1103,19 +1103,20 @@ pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Res
     let engine = ctx.backend.engine().clone();
     let descs = table.storage.descs()?;
     let mut scan = if key.desc { tree.scan_backward(&engine, ScanBounds::all()) } else { tree.scan(&engine, ScanBounds::all()) };
-    ctx.backend.txn.pgstat.count_scan(ix.rel);
+    let stat = ctx.backend.txn.pgstat.handle(ix.rel);
+    ctx.backend.txn.pgstat.count_scan_h(&stat);
     let mut seen: HashSet<Tid> = HashSet::new();
     let mut out = Vec::new();
     let mut n = 0u64;
     while out.len() < want {
         let Some(root) = scan.next().transpose()? else { break };
-        ctx.backend.txn.pgstat.count_returned(ix.rel, 1);
+        ctx.backend.txn.pgstat.count_returned_h(&stat, 1);
         n += 1;
         if n.is_multiple_of(1024) {
             ctx.env.check_interrupts()?;
         }
         let Some((tid, bytes)) = heapam::heap_hot_fetch(ctx.backend, table.storage.rel, root, &ctx.snap)? else { continue };
-        ctx.backend.txn.pgstat.count_fetched(ix.rel, 1);
+        ctx.backend.txn.pgstat.count_fetched_h(&stat, 1);
         if !seen.insert(tid) {
             continue;
         }
