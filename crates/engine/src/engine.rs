@@ -279,6 +279,8 @@ impl Engine {
             Arc::new(XactWalAdapter(wal.clone())),
             Some(Arc::new(XactLocksAdapter(locks.clone()))),
         )?;
+        let activity = crate::pgstat::activity::ActivityTable::new(max_backends, crate::pgstat::activity::QUERY_SIZE);
+        let sampler = Arc::new(crate::pgstat::sampler::WaitSampler::new(settings.wait_sampling_period_ms, activity.latch().clone()));
         let engine = Arc::new(Engine {
             datadir: datadir.clone(),
             smgr,
@@ -286,8 +288,8 @@ impl Engine {
             buffers,
             txn,
             locks,
-            activity: crate::pgstat::activity::ActivityTable::new(max_backends, crate::pgstat::activity::QUERY_SIZE),
-            sampler: Arc::new(crate::pgstat::sampler::WaitSampler::new(settings.wait_sampling_period_ms)),
+            activity,
+            sampler,
             heap_space: heapam::SpaceMap::default(),
             hash_caches: crate::hash::CacheRegistry::default(),
             pgstat_tables: Default::default(),
