@@ -40,7 +40,7 @@ use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::lmgr::lock::LockMode;
 use ferrogres_engine::heap::tuple::{AttrDesc, Datum, Tid};
-use ferrogres_engine::nbtree::{BTree, HeapVisibility, KeyComparator, ScanBounds, UniqueCheck};
+use ferrogres_engine::nbtree::{BTree, HeapVisibility, IntKey, KeyComparator, ScanBounds, UniqueCheck};
 use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::{DirtyResult, TmResult};
@@ -155,6 +155,16 @@ impl KeyComparator for SqlComparator {
         } else {
             o
         }
+    }
+
+    fn int_key(&self, col: usize) -> Option<IntKey> {
+        let width = match self.types.get(col)? {
+            Type::Int2 => 2,
+            Type::Int4 => 4,
+            Type::Int8 => 8,
+            _ => return None,
+        };
+        Some(IntKey { width, desc: self.desc.get(col).copied().unwrap_or(false) })
     }
 }
 
