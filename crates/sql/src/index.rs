@@ -960,14 +960,15 @@ pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result
 /// How [`open_table_scan`] reads a table: a sequential scan that streams page by
 /// page, or the rows an index scan found.
 pub enum TableScan {
-    Seq(crate::rowio::RowScan),
+    /// Boxed: the scan's state is far larger than the other variant.
+    Seq(Box<crate::rowio::RowScan>),
     Rows(Vec<(Tid, Vec<Value>)>),
 }
 
 /// The rows of `table` that may match `filter`, as [`scan_table`] chooses them,
 /// without collecting a sequential scan.
 pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<TableScan> {
-    let seq = |ctx: &mut Ctx| -> Result<TableScan> { Ok(TableScan::Seq(crate::rowio::RowScan::new(ctx.backend, &table.storage)?)) };
+    let seq = |ctx: &mut Ctx| -> Result<TableScan> { Ok(TableScan::Seq(Box::new(crate::rowio::RowScan::new(ctx.backend, &table.storage)?))) };
     let Some(path) = crate::stats::choose_scan_loaded(ctx.backend, &ctx.snap, table, filter, ctx.params) else {
         return seq(ctx);
     };
