@@ -279,6 +279,8 @@ impl Engine {
             Arc::new(XactWalAdapter(wal.clone())),
             Some(Arc::new(XactLocksAdapter(locks.clone()))),
         )?;
+        let activity = crate::pgstat::activity::ActivityTable::new(max_backends, crate::pgstat::activity::QUERY_SIZE);
+        let sampler = Arc::new(crate::pgstat::sampler::WaitSampler::new(settings.wait_sampling_period_ms, activity.latch().clone()));
         let engine = Arc::new(Engine {
             datadir: datadir.clone(),
             smgr,
@@ -286,8 +288,8 @@ impl Engine {
             buffers,
             txn,
             locks,
-            activity: crate::pgstat::activity::ActivityTable::new(max_backends, crate::pgstat::activity::QUERY_SIZE),
-            sampler: Arc::new(crate::pgstat::sampler::WaitSampler::new(settings.wait_sampling_period_ms)),
+            activity,
+            sampler,
             heap_space: heapam::SpaceMap::default(),
             hash_caches: crate::hash::CacheRegistry::default(),
             pgstat_tables: Default::default(),
@@ -718,12 +720,13 @@ impl Backend {
     /// counts still pending may be flushed (None: nothing pending), so that an
     /// idle session can come back for them.
     pub fn pgstat_report(&self, force: bool) -> Option<std::time::Duration> {
-        if let Some(f) = self.txn.pgstat.take_if_due(force) {
+        let (flush, due_in) = self.txn.pgstat.take_if_due(force);
+        if let Some(f) = flush {
             let stats = &self.engine.pgstat_tables;
             let db = stats.db(f.db);
             crate::pgstat::tabstat::apply_flush(f, |r| stats.rel(r), &db);
         }
-        self.txn.pgstat.flush_due_in()
+        due_in
     }
 }
 

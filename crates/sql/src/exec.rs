@@ -672,7 +672,7 @@ pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
 /// chooses for `filter`. The caller still applies `filter`.
 pub fn table_rows(t: &crate::catalog::Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     Ok(match crate::index::open_table_scan(t, filter, ctx)? {
-        crate::index::TableScan::Seq(scan) => Box::new(SeqScan(scan)),
+        crate::index::TableScan::Seq(scan) => Box::new(SeqScan(*scan)),
         crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
     })
 }
@@ -695,7 +695,7 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Source::Table(t) => match crate::index::ordered_scan(t, q, ctx)? {
             Some(rows) => Box::new(VecIter(rows.into_iter())),
             None => match crate::index::open_table_scan(t, q.filter.as_ref(), ctx)? {
-                crate::index::TableScan::Seq(scan) => Box::new(SeqScan(scan)),
+                crate::index::TableScan::Seq(scan) => Box::new(SeqScan(*scan)),
                 crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
             },
         },

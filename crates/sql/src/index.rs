@@ -40,7 +40,7 @@ use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::lmgr::lock::LockMode;
 use ferrogres_engine::heap::tuple::{AttrDesc, Datum, Tid};
-use ferrogres_engine::nbtree::{BTree, HeapVisibility, KeyComparator, ScanBounds, UniqueCheck};
+use ferrogres_engine::nbtree::{BTree, HeapVisibility, IntKey, KeyComparator, ScanBounds, UniqueCheck};
 use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::{DirtyResult, TmResult};
@@ -155,6 +155,16 @@ impl KeyComparator for SqlComparator {
         } else {
             o
         }
+    }
+
+    fn int_key(&self, col: usize) -> Option<IntKey> {
+        let width = match self.types.get(col)? {
+            Type::Int2 => 2,
+            Type::Int4 => 4,
+            Type::Int8 => 8,
+            _ => return None,
+        };
+        Some(IntKey { width, desc: self.desc.get(col).copied().unwrap_or(false) })
     }
 }
 
@@ -950,14 +960,15 @@ pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result
 /// How [`open_table_scan`] reads a table: a sequential scan that streams page by
 /// page, or the rows an index scan found.
 pub enum TableScan {
-    Seq(crate::rowio::RowScan),
+    /// Boxed: the scan's state is far larger than the other variant.
+    Seq(Box<crate::rowio::RowScan>),
     Rows(Vec<(Tid, Vec<Value>)>),
 }
 
 /// The rows of `table` that may match `filter`, as [`scan_table`] chooses them,
 /// without collecting a sequential scan.
 pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<TableScan> {
-    let seq = |ctx: &mut Ctx| -> Result<TableScan> { Ok(TableScan::Seq(crate::rowio::RowScan::new(ctx.backend, &table.storage)?)) };
+    let seq = |ctx: &mut Ctx| -> Result<TableScan> { Ok(TableScan::Seq(Box::new(crate::rowio::RowScan::new(ctx.backend, &table.storage)?))) };
     let Some(path) = crate::stats::choose_scan_loaded(ctx.backend, &ctx.snap, table, filter, ctx.params) else {
         return seq(ctx);
     };
@@ -1054,15 +1065,15 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> R
     let mut out = Vec::new();
     // Statistics (pg_stat_all_indexes): one index scan, the entries it
     // returned, the live heap tuples fetched through them.
-    let pgstat = &ctx.backend.txn.pgstat;
-    pgstat.count_scan(ix.rel);
-    pgstat.count_returned(ix.rel, roots.len() as u64);
+    let stat = ctx.backend.txn.pgstat.handle(ix.rel);
+    ctx.backend.txn.pgstat.count_scan_h(&stat);
+    ctx.backend.txn.pgstat.count_returned_h(&stat, roots.len() as u64);
     for (n, root) in roots.into_iter().enumerate() {
         if n % 1024 == 1023 {
             ctx.env.check_interrupts()?;
         }
         if let Some((tid, bytes)) = heapam::heap_hot_fetch(ctx.backend, table.storage.rel, root, &ctx.snap)? {
-            ctx.backend.txn.pgstat.count_fetched(ix.rel, 1);
+            ctx.backend.txn.pgstat.count_fetched_h(&stat, 1);
             if seen.insert(tid) {
                 out.push((tid, deform_row(ctx.backend, &table.storage, &descs, &bytes, &ctx.snap)?));
             }
@@ -1103,19 +1114,20 @@ pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Res
     let engine = ctx.backend.engine().clone();
     let descs = table.storage.descs()?;
     let mut scan = if key.desc { tree.scan_backward(&engine, ScanBounds::all()) } else { tree.scan(&engine, ScanBounds::all()) };
-    ctx.backend.txn.pgstat.count_scan(ix.rel);
+    let stat = ctx.backend.txn.pgstat.handle(ix.rel);
+    ctx.backend.txn.pgstat.count_scan_h(&stat);
     let mut seen: HashSet<Tid> = HashSet::new();
     let mut out = Vec::new();
     let mut n = 0u64;
     while out.len() < want {
         let Some(root) = scan.next().transpose()? else { break };
-        ctx.backend.txn.pgstat.count_returned(ix.rel, 1);
+        ctx.backend.txn.pgstat.count_returned_h(&stat, 1);
         n += 1;
         if n.is_multiple_of(1024) {
             ctx.env.check_interrupts()?;
         }
         let Some((tid, bytes)) = heapam::heap_hot_fetch(ctx.backend, table.storage.rel, root, &ctx.snap)? else { continue };
-        ctx.backend.txn.pgstat.count_fetched(ix.rel, 1);
+        ctx.backend.txn.pgstat.count_fetched_h(&stat, 1);
         if !seen.insert(tid) {
             continue;
         }

@@ -87,13 +87,16 @@ pub struct RowScan {
     items: Vec<(Tid, std::ops::Range<usize>)>,
     /// The next item of `items` to return.
     at: usize,
+    /// The relation's pending statistics (seq_tup_read counted row by row).
+    stat: ferrogres_engine::pgstat::tabstat::TabHandle,
 }
 
 impl RowScan {
     pub fn new(backend: &Backend, st: &RelStorage) -> Result<RowScan> {
         crate::catcache::note_scan(backend, st.rel);
         // Statistics: a sequential scan (seq_scan; its rows are seq_tup_read).
-        backend.txn.pgstat.count_scan(st.rel);
+        let stat = backend.txn.pgstat.handle(st.rel);
+        backend.txn.pgstat.count_scan_h(&stat);
         Ok(RowScan {
             scan: heapam::HeapScan::new(backend, st.rel)?,
             st: st.clone(),
@@ -101,6 +104,7 @@ impl RowScan {
             page: Vec::new(),
             items: Vec::new(),
             at: 0,
+            stat,
         })
     }
 
@@ -128,7 +132,7 @@ impl RowScan {
         }
         let (tid, range) = self.items[self.at].clone();
         self.at += 1;
-        backend.txn.pgstat.count_returned(self.st.rel, 1);
+        backend.txn.pgstat.count_returned_h(&self.stat, 1);
         Ok(Some((tid, deform_row(backend, &self.st, &self.descs, &self.page[range], snapshot)?)))
     }
 }

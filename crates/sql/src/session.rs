@@ -342,6 +342,23 @@ struct Portal {
     state: PortalState,
 }
 
+/// What [`Session::cached_settings`] keeps parsed (see `Session::hot_settings`).
+#[derive(Clone, Copy, Debug, Default)]
+struct HotSettings {
+    /// The settings' epoch these were read at (`u64::MAX`: never).
+    epoch: u64,
+    /// statement_timeout in ms (0: off).
+    statement_timeout_ms: u64,
+    track_activities: bool,
+    default_read_only: bool,
+    default_deferrable: bool,
+    /// idle_session_timeout, idle_in_transaction_session_timeout (None: off).
+    idle_session: Option<std::time::Duration>,
+    idle_in_transaction: Option<std::time::Duration>,
+    /// A statement's memory limit in bytes (`crate::memory::SETTING`; None: none).
+    memory_limit: Option<u64>,
+}
+
 pub struct Session {
     backend: Backend,
     pub env: SessionEnv,
@@ -378,10 +395,10 @@ pub struct Session {
     /// The simple-query string being run has several statements: an implicit
     /// transaction block (SET LOCAL applies to it without a warning).
     multi_statement: bool,
-    /// statement_timeout in ms (0: off) and track_activities, read from the
-    /// settings when their epoch ([`crate::plan_cache::settings_epoch`])
-    /// moves: (epoch, ms, track_activities).
-    statement_timeout: (u64, u64, bool),
+    /// The settings every statement or every wait for the client reads,
+    /// parsed again only when the settings' epoch (`SessionEnv::settings_gen`)
+    /// moves: looking a setting up by name is a scan of every setting.
+    hot_settings: std::cell::Cell<HotSettings>,
     /// pg_stat_activity.xact_start is set (a transaction is open).
     xact_reported: bool,
     /// A statement timer is armed by an outer `run` (nested runs leave it).
@@ -451,7 +468,7 @@ impl Session {
             plan_locked: None,
             guc_undo: Vec::new(),
             multi_statement: false,
-            statement_timeout: (u64::MAX, 0, true),
+            hot_settings: std::cell::Cell::new(HotSettings { epoch: u64::MAX, ..Default::default() }),
             xact_reported: false,
             timer_armed: false,
             stream_rows: None,
@@ -463,32 +480,43 @@ impl Session {
     /// The idle timeouts of this session's settings (idle_session_timeout,
     /// idle_in_transaction_session_timeout), for the wire layer; None: off.
     pub fn idle_timeouts(&self) -> (Option<std::time::Duration>, Option<std::time::Duration>) {
-        let ms = |name: &str| {
-            self.env.get(name).ok().and_then(|v| crate::locking::parse_ms(&v)).filter(|ms| *ms > 0).map(std::time::Duration::from_millis)
-        };
-        (ms("idle_session_timeout"), ms("idle_in_transaction_session_timeout"))
+        let h = self.cached_settings();
+        (h.idle_session, h.idle_in_transaction)
     }
 
     /// statement_timeout in ms (0: off), re-read only when some setting changed.
     fn statement_timeout_ms(&mut self) -> u64 {
-        self.cached_settings();
-        self.statement_timeout.1
+        self.cached_settings().statement_timeout_ms
     }
 
-    fn cached_settings(&mut self) {
+    /// The hot settings, parsed again if some setting changed since.
+    fn cached_settings(&self) -> HotSettings {
         let epoch = self.env.settings_gen;
-        if self.statement_timeout.0 != epoch {
-            let ms = self.env.get("statement_timeout").ok().and_then(|v| crate::locking::parse_ms(&v)).unwrap_or(0);
-            let track = self.env.get("track_activities").map_or(true, |v| v == "on");
-            self.statement_timeout = (epoch, ms, track);
+        let h = self.hot_settings.get();
+        if h.epoch == epoch {
+            return h;
         }
+        let ms = |name: &str| self.env.get(name).ok().and_then(|v| crate::locking::parse_ms(&v));
+        let on = |name: &str| self.env.get(name).is_ok_and(|v| v == "on");
+        let timeout = |name: &str| ms(name).filter(|ms| *ms > 0).map(std::time::Duration::from_millis);
+        let h = HotSettings {
+            epoch,
+            statement_timeout_ms: ms("statement_timeout").unwrap_or(0),
+            track_activities: self.env.get("track_activities").map_or(true, |v| v == "on"),
+            default_read_only: on("default_transaction_read_only"),
+            default_deferrable: on("default_transaction_deferrable"),
+            idle_session: timeout("idle_session_timeout"),
+            idle_in_transaction: timeout("idle_in_transaction_session_timeout"),
+            memory_limit: self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten(),
+        };
+        self.hot_settings.set(h);
+        h
     }
 
     /// pg_stat_activity: a command (`sql`) starts.
     fn report_active(&mut self, sql: &str) {
         use ferrogres_engine::pgstat::activity::{now_micros, BackendState, Report};
-        self.cached_settings();
-        let track = self.statement_timeout.2;
+        let track = self.cached_settings().track_activities;
         // An implicit transaction starts with the command; an open one goes on.
         let xact = (track && !self.xact_reported).then(|| Some(now_micros()));
         self.xact_reported |= track;
@@ -535,7 +563,7 @@ impl Session {
     fn report_idle(&mut self) {
         use ferrogres_engine::pgstat::activity::{BackendState, Report};
         self.backend.pgstat_report(false);
-        if !self.statement_timeout.2 {
+        if !self.cached_settings().track_activities {
             return;
         }
         let state = match self.status {
@@ -666,8 +694,9 @@ impl Session {
 
     /// A new transaction's access mode and deferrability from the session's defaults.
     fn default_modes(&mut self) {
-        self.xact_read_only = self.env.get("default_transaction_read_only").is_ok_and(|v| v == "on");
-        self.xact_deferrable = self.env.get("default_transaction_deferrable").is_ok_and(|v| v == "on");
+        let h = self.cached_settings();
+        self.xact_read_only = h.default_read_only;
+        self.xact_deferrable = h.default_deferrable;
     }
 
     /// BEGIN's / SET TRANSACTION's READ ONLY | READ WRITE | [NOT] DEFERRABLE, with
@@ -1091,7 +1120,7 @@ impl Session {
     fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         // The statement's memory is bounded from here (crate::memory); the
         // executor's interrupt checks enforce it.
-        let limit = self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten();
+        let limit = self.cached_settings().memory_limit;
         crate::memory::start_statement(limit);
         // statement_timeout, armed by the outermost statement only (the value
         // in force when it starts, as PostgreSQL's start_xact_command).

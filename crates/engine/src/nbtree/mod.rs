@@ -8,7 +8,7 @@ pub mod vacuum;
 pub mod xlog;
 
 pub use check::TreeReport;
-pub use page::{BuiltinComparator, KeyComparator, KeyKind};
+pub use page::{BuiltinComparator, IntKey, KeyComparator, KeyKind};
 pub use scan::{BTreeScan, IndexEntry, ScanBounds};
 pub use tree::{testing, BTree, HeapVisibility, KeyFormatter, UniqueCheck};
 pub use vacuum::BulkDeleteStats;

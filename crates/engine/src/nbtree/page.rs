@@ -226,6 +226,47 @@ pub fn max_offset(page: &[u8]) -> OffsetNumber {
 /// Never called with a NULL: NULLs are ordered by the tree (last, as ASC NULLS LAST).
 pub trait KeyComparator: Send + Sync {
     fn compare(&self, col: usize, a: &Datum, b: &Datum) -> Ordering;
+
+    /// `Some` when column `col` is ordered as a signed integer stored by
+    /// value (int2, int4, int8): [`compare`](KeyComparator::compare) on two
+    /// by-value datums of the column must then equal [`IntKey::order`] of
+    /// them. The B-tree search compares such a first column in place, with
+    /// no call through the trait.
+    fn int_key(&self, col: usize) -> Option<IntKey> {
+        let _ = col;
+        None
+    }
+}
+
+/// A key column ordered as a signed integer of `width` bytes (2, 4 or 8)
+/// stored by value, descending if `desc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntKey {
+    pub width: u8,
+    pub desc: bool,
+}
+
+impl IntKey {
+    /// The value of a by-value datum of the column (sign-extended).
+    #[inline]
+    pub fn value(self, raw: u64) -> i64 {
+        match self.width {
+            2 => raw as u16 as i16 as i64,
+            4 => raw as u32 as i32 as i64,
+            _ => raw as i64,
+        }
+    }
+
+    /// The order of two by-value datums of the column.
+    #[inline]
+    pub fn order(self, a: u64, b: u64) -> Ordering {
+        let o = self.value(a).cmp(&self.value(b));
+        if self.desc {
+            o.reverse()
+        } else {
+            o
+        }
+    }
 }
 
 /// Built-in column kinds for tests and internal indexes.
@@ -258,6 +299,14 @@ impl KeyComparator for BuiltinComparator {
             _ => datum_bytes(a).cmp(datum_bytes(b)),
         }
     }
+
+    fn int_key(&self, col: usize) -> Option<IntKey> {
+        match self.0.get(col)? {
+            KeyKind::Int8 => Some(IntKey { width: 8, desc: false }),
+            KeyKind::Int4 => Some(IntKey { width: 4, desc: false }),
+            KeyKind::Text => None,
+        }
+    }
 }
 
 /// How a scan key's heap TID compares with equal keys.
@@ -285,6 +334,36 @@ const INLINE_KEYS: usize = 8;
 pub struct KeyCtx<'a> {
     pub desc: &'a [AttrDesc],
     pub cmp: &'a Arc<dyn KeyComparator>,
+    /// The first column's integer order, when it has one and is stored by
+    /// value with the comparator's width (see [`KeyComparator::int_key`]).
+    pub int0: Option<IntKey>,
+}
+
+/// The first key column of an index tuple read in place, for a search whose
+/// first column is an integer ([`KeyCtx::int_probe`]).
+enum InPlace {
+    /// A minus-infinity pivot (below every key).
+    MinusInf,
+    /// The first column's raw by-value datum.
+    Value(u64),
+}
+
+/// Reads `item`'s first key column in place without parsing the tuple: `None`
+/// for anything but a plain by-value first column of a tuple without nulls
+/// (the general path handles it, and reports corruption).
+#[inline]
+fn first_key_in_place(a: &AttrDesc, item: &[u8]) -> Option<InPlace> {
+    if item.len() < ITUP_HEADER {
+        return None;
+    }
+    let flags = u16::from_le_bytes([item[10], item[11]]);
+    if flags == ITUP_MINUS_INF {
+        return Some(InPlace::MinusInf);
+    }
+    if flags != 0 {
+        return None;
+    }
+    first_attr_byval(a, &item[ITUP_HEADER..]).map(InPlace::Value)
 }
 
 impl KeyCtx<'_> {
@@ -302,6 +381,41 @@ impl KeyCtx<'_> {
             }
         }
         Ordering::Equal
+    }
+
+    /// The scan key's first column when the search can compare it in place
+    /// as an integer ([`KeyCtx::compare_probe`]): read once per search.
+    #[inline]
+    pub fn int_probe(&self, sk: &ScanKey) -> Option<(IntKey, u64)> {
+        match (self.int0, sk.values.first()) {
+            (Some(k), Some(Some(Datum::ByVal(x)))) => Some((k, *x)),
+            _ => None,
+        }
+    }
+
+    /// `sk` compared with `item`, as [`KeyCtx::compare`], through `probe`
+    /// (from [`KeyCtx::int_probe`]) when it has one: the item's first column
+    /// is read in place and compared as an integer, and only an equal first
+    /// column of a multi-column key (or an unusual tuple) takes the general
+    /// path.
+    #[inline]
+    pub fn compare_probe(&self, sk: &ScanKey, probe: Option<(IntKey, u64)>, item: &[u8]) -> Result<Ordering> {
+        if let Some((k, x)) = probe {
+            match first_key_in_place(&self.desc[0], item) {
+                Some(InPlace::MinusInf) => return Ok(Ordering::Greater),
+                Some(InPlace::Value(v)) => {
+                    let o = k.order(x, v);
+                    if o != Ordering::Equal {
+                        return Ok(o);
+                    }
+                    if sk.values.len().min(self.desc.len()) == 1 {
+                        return Ok(Self::tid_order(sk, &ITup::parse(item)?));
+                    }
+                }
+                None => {}
+            }
+        }
+        self.compare(sk, item)
     }
 
     /// `sk` compared with the index tuple `item` (a minus-infinity item is below
@@ -364,5 +478,65 @@ impl KeyCtx<'_> {
         }
         let va = deform_tuple(self.desc, ia.key)?;
         self.compare(&ScanKey { values: va, tid: TidBound::Exact(ia.heap_tid) }, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heap::tuple::form_tuple;
+
+    /// A comparator that orders its first column as an integer but never says
+    /// so (`int_key` is `None`): the general path, to check the in-place one.
+    struct Plain(BuiltinComparator);
+    impl KeyComparator for Plain {
+        fn compare(&self, col: usize, a: &Datum, b: &Datum) -> Ordering {
+            self.0.compare(col, a, b)
+        }
+    }
+
+    #[test]
+    fn in_place_integer_compare_agrees_with_the_general_path() {
+        for (kinds, width) in [(vec![KeyKind::Int4, KeyKind::Int8], 4i16), (vec![KeyKind::Int8, KeyKind::Int4], 8)] {
+            let desc = vec![AttrDesc::fixed(width), AttrDesc::fixed(12 - width)];
+            let fast: Arc<dyn KeyComparator> = Arc::new(BuiltinComparator(kinds.clone()));
+            let slow: Arc<dyn KeyComparator> = Arc::new(Plain(BuiltinComparator(kinds)));
+            let k = fast.int_key(0);
+            assert_eq!(k, Some(IntKey { width: width as u8, desc: false }));
+            let fctx = KeyCtx { desc: &desc, cmp: &fast, int0: k };
+            let sctx = KeyCtx { desc: &desc, cmp: &slow, int0: None };
+            let vals: [i64; 7] = [i32::MIN as i64, -5, -1, 0, 1, 7, i32::MAX as i64];
+            let raw = |v: i64| if width == 4 { v as i32 as u32 as u64 } else { v as u64 };
+            let mut items = vec![make_itup(3, Tid::INVALID, ITUP_MINUS_INF, &[])];
+            for (n, &a) in vals.iter().enumerate() {
+                for b in [0i64, 2] {
+                    let key = form_tuple(&desc, &[Some(Datum::ByVal(raw(a))), Some(Datum::ByVal(raw(b)))]).unwrap();
+                    items.push(make_itup(0, Tid::new(n as u32, 1 + b as u16), 0, &key));
+                }
+                // A NULL second column: the general path reads it.
+                let key = form_tuple(&desc, &[Some(Datum::ByVal(raw(a))), None]).unwrap();
+                items.push(make_itup(0, Tid::new(n as u32, 9), 0, &key));
+            }
+            for &a in &vals {
+                for second in [None, Some(None), Some(Some(1i64))] {
+                    for tid in [TidBound::MinusInf, TidBound::PlusInf, TidBound::Exact(Tid::new(3, 1))] {
+                        let mut values = vec![Some(Datum::ByVal(raw(a)))];
+                        if let Some(s) = second {
+                            values.push(s.map(|s| Datum::ByVal(raw(s))));
+                        }
+                        let sk = ScanKey { values, tid };
+                        let probe = fctx.int_probe(&sk);
+                        assert!(probe.is_some());
+                        for it in &items {
+                            assert_eq!(
+                                fctx.compare_probe(&sk, probe, it).unwrap(),
+                                sctx.compare(&sk, it).unwrap(),
+                                "width {width}, key {a}, second {second:?}, {tid:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -15,7 +15,7 @@ use crate::buffer::PinnedBuffer;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::heap::tuple::{Datum, Tid};
-use crate::storage::page::page_get_item;
+use crate::storage::page::{page_get_item, PageItems};
 use crate::storage::BlockNumber;
 use std::cmp::Ordering;
 use std::collections::VecDeque;
@@ -142,6 +142,8 @@ impl<'a> BTreeScan<'a> {
     fn read_page(&mut self, mut pin: PinnedBuffer<'a>, first: bool) -> Result<()> {
         let tree = self.tree;
         let ctx = tree.ctx();
+        // The upper bound's integer first column, if any, read once.
+        let uprobe = self.upper.as_ref().and_then(|u| ctx.int_probe(u));
         loop {
             let moved = {
                 let g = pin.lock_shared();
@@ -151,10 +153,11 @@ impl<'a> BTreeScan<'a> {
                 } else {
                     let max = max_offset(&g);
                     let start = if first { tree.first_greater(&g, &self.lower, o.first_data_key(), max)? } else { o.first_data_key() };
+                    let items = PageItems::new(&g)?;
                     for off in start..=max {
-                        let item = page_get_item(&g, off)?;
+                        let item = items.get(off)?;
                         if let Some(u) = &self.upper {
-                            if ctx.compare(u, item)? == Ordering::Less {
+                            if ctx.compare_probe(u, uprobe, item)? == Ordering::Less {
                                 self.done = true;
                                 break;
                             }
@@ -166,7 +169,7 @@ impl<'a> BTreeScan<'a> {
                         self.done = true;
                     } else {
                         if let Some(u) = &self.upper {
-                            if ctx.compare(u, page_get_item(&g, P_HIKEY)?)? == Ordering::Less {
+                            if ctx.compare_probe(u, uprobe, page_get_item(&g, P_HIKEY)?)? == Ordering::Less {
                                 self.done = true;
                             }
                         }

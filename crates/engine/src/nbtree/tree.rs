@@ -11,7 +11,7 @@ use crate::error::{Error, Result, SqlState};
 use crate::heap::tuple::{deform_tuple, form_tuple, AttrDesc, Datum, Tid};
 use crate::lmgr::lock::LockOptions;
 use crate::pgstat::BackendId;
-use crate::storage::page::{maxalign, page_add_item, page_free_space, page_get_item, page_validate_header, OffsetNumber};
+use crate::storage::page::{maxalign, page_add_item, page_free_space, page_get_item, page_validate_header, OffsetNumber, PageItems};
 use crate::storage::{BlockNumber, BufferTag, ForkNumber, RelFileLocator, INVALID_BLOCK};
 use crate::txn::visibility::DirtyResult;
 use std::cmp::Ordering;
@@ -54,6 +54,8 @@ pub struct BTree {
     /// A stale value would still be correct (move right works from any page of a
     /// level), just slower.
     root_cache: AtomicU64,
+    /// The first column's integer order (`KeyCtx::int0`), fixed at creation.
+    int0: Option<IntKey>,
 }
 
 const NO_ROOT: u64 = u64::MAX;
@@ -67,7 +69,12 @@ enum UniqueOutcome {
 impl BTree {
     pub fn new(rel: RelFileLocator, desc: Vec<AttrDesc>, cmp: Arc<dyn KeyComparator>, unique: bool) -> BTree {
         let nkey = desc.len();
-        BTree { rel, desc, cmp, unique, nkey, root_cache: AtomicU64::new(NO_ROOT) }
+        // The in-place integer compare reads the first column as `width`
+        // bytes by value: only when the descriptor stores it so.
+        let int0 = cmp.int_key(0).filter(|k| {
+            desc.first().is_some_and(|a| a.by_val && !a.is_varlena() && a.len as usize == k.width as usize && matches!(k.width, 2 | 4 | 8))
+        });
+        BTree { rel, desc, cmp, unique, nkey, root_cache: AtomicU64::new(NO_ROOT), int0 }
     }
 
     /// Only the first `nkey` columns take part in unique checks (an index with
@@ -78,7 +85,7 @@ impl BTree {
     }
 
     pub(crate) fn ctx(&self) -> KeyCtx<'_> {
-        KeyCtx { desc: &self.desc, cmp: &self.cmp }
+        KeyCtx { desc: &self.desc, cmp: &self.cmp, int0: self.int0 }
     }
 
     pub(crate) fn tag(&self, block: BlockNumber) -> BufferTag {
@@ -135,9 +142,14 @@ impl BTree {
     pub(crate) fn first_greater(&self, page: &[u8], sk: &ScanKey, lo: OffsetNumber, hi: OffsetNumber) -> Result<OffsetNumber> {
         let (mut l, mut h) = (lo, hi + 1);
         let ctx = self.ctx();
+        // In place: each probe reads its line pointer and, for an integer
+        // first column, the value straight from the page (no parsing, no
+        // allocation, no call through the comparator).
+        let probe = ctx.int_probe(sk);
+        let items = PageItems::new(page)?;
         while l < h {
             let mid = l + (h - l) / 2;
-            if ctx.compare(sk, page_get_item(page, mid)?)? == Ordering::Less {
+            if ctx.compare_probe(sk, probe, items.get(mid)?)? == Ordering::Less {
                 h = mid;
             } else {
                 l = mid + 1;
@@ -148,7 +160,11 @@ impl BTree {
 
     /// Whether `sk` belongs to the right of this page (>= its high key).
     pub(crate) fn beyond_high_key(&self, page: &[u8], o: &BtOpaque, sk: &ScanKey) -> Result<bool> {
-        Ok(!o.is_rightmost() && self.ctx().compare(sk, page_get_item(page, P_HIKEY)?)? != Ordering::Less)
+        if o.is_rightmost() {
+            return Ok(false);
+        }
+        let ctx = self.ctx();
+        Ok(ctx.compare_probe(sk, ctx.int_probe(sk), page_get_item(page, P_HIKEY)?)? != Ordering::Less)
     }
 
     /// The downlink to follow on an internal page.

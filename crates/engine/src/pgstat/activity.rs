@@ -21,8 +21,8 @@
 //! 8 * words.len()`.
 
 use crate::pgstat::BackendId;
-use std::sync::atomic::{fence, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Bytes of query text kept per backend: PostgreSQL's default
@@ -44,6 +44,13 @@ pub enum BackendState {
 }
 
 impl BackendState {
+    /// Whether a backend in this state runs a statement (or may: with
+    /// track_activities off it reports "disabled" whatever it does), so that
+    /// the wait-event sampler has something to sample.
+    pub fn is_busy(self) -> bool {
+        matches!(self, BackendState::Active | BackendState::Disabled)
+    }
+
     fn from_u8(v: u8) -> BackendState {
         match v {
             1 => BackendState::Idle,
@@ -126,6 +133,9 @@ pub struct ActivitySlot {
     /// How to interrupt the backend (pg_cancel_backend, pg_terminate_backend);
     /// set at start, cleared at end.
     signal: Mutex<Option<SignalHook>>,
+    /// The table's sampler latch, woken when this slot becomes busy while the
+    /// sampler hibernates.
+    latch: Arc<SamplerLatch>,
 }
 
 /// What pg_cancel_backend / pg_terminate_backend ask of a backend.
@@ -152,7 +162,7 @@ pub struct Report<'a> {
 }
 
 impl ActivitySlot {
-    fn new(query_size: usize) -> ActivitySlot {
+    fn new(query_size: usize, latch: Arc<SamplerLatch>) -> ActivitySlot {
         ActivitySlot {
             pid: AtomicI32::new(0),
             changecount: AtomicU32::new(0),
@@ -166,6 +176,7 @@ impl ActivitySlot {
             max_query: query_size.saturating_sub(1),
             info: Mutex::new(BackendInfo::default()),
             signal: Mutex::new(None),
+            latch,
         }
     }
 
@@ -177,10 +188,17 @@ impl ActivitySlot {
         let c = self.changecount.load(Ordering::Relaxed);
         self.changecount.store(c.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
+        let mut became_busy = false;
         if let Some(s) = r.state {
-            // Relaxed: published by the counter's Release store below.
-            if self.state.swap(s as u8, Ordering::Relaxed) != s as u8 {
+            // SeqCst: published by the counter's Release store below, and
+            // ordered before the load of the sampler's `hibernating` flag in
+            // `note_busy` (the sampler stores that flag, then loads the
+            // states: one of the two sides sees the other). On x86 a swap is
+            // a locked exchange whatever the ordering.
+            let old = self.state.swap(s as u8, Ordering::SeqCst);
+            if old != s as u8 {
                 self.state_change.store(now, Ordering::Relaxed);
+                became_busy = s.is_busy() && !BackendState::from_u8(old).is_busy();
             }
         }
         if let Some(q) = r.query {
@@ -193,6 +211,9 @@ impl ActivitySlot {
         }
         // Release: a reader that sees the even value sees every store above.
         self.changecount.store(c.wrapping_add(2), Ordering::Release);
+        if became_busy {
+            self.latch.note_busy();
+        }
     }
 
     fn store_query(&self, q: &str) {
@@ -275,16 +296,120 @@ impl ActivitySlot {
     }
 }
 
+/// How the wait-event sampler sleeps while no backend is busy
+/// (hibernation, as PostgreSQL's background writer does when it has nothing
+/// to do) and is woken when one becomes busy.
+///
+/// The sampler, with `state` locked, sets `hibernating` (SeqCst), then looks
+/// at every slot's state (SeqCst loads, [`ActivityTable::any_busy`]); if
+/// none is busy it waits on `cv` until `woken` or `stop`. A backend whose
+/// slot goes from not busy to busy swaps its state (SeqCst), then loads
+/// `hibernating` (SeqCst, [`SamplerLatch::note_busy`]): in the single order of
+/// SeqCst operations either the sampler's load of the state comes after the
+/// backend's swap (it sees the busy slot and does not sleep), or the
+/// backend's load of the flag comes after the sampler's store (it wakes the
+/// sampler: it clears the flag, takes `state`, which the sampler holds until
+/// it waits, sets `woken` and notifies). So a busy backend is never left
+/// unsampled, and a backend pays one load of a flag that stays in its cache
+/// per idle-to-busy transition while the sampler is awake.
+///
+/// Invariants: `hibernating` is true only while the sampler holds `state` or
+/// waits on `cv` for a busy backend; `woken` is set only by a backend that
+/// cleared `hibernating`.
+#[derive(Default, Debug)]
+pub struct SamplerLatch {
+    hibernating: AtomicBool,
+    state: Mutex<LatchState>,
+    cv: Condvar,
+}
+
+/// What the sampler's waits wake up for (under [`SamplerLatch`]'s mutex).
+#[derive(Default, Debug)]
+pub struct LatchState {
+    /// The sampler is asked to end.
+    pub stop: bool,
+    /// A backend became busy while the sampler hibernated.
+    pub woken: bool,
+}
+
+impl SamplerLatch {
+    /// A slot became busy: wakes the sampler if it hibernates.
+    #[inline]
+    pub fn note_busy(&self) {
+        // SeqCst: see the type's doc (ordered after the state's swap).
+        if self.hibernating.load(Ordering::SeqCst) {
+            self.wake();
+        }
+    }
+
+    #[cold]
+    fn wake(&self) {
+        // Only the backend that clears the flag takes the mutex.
+        if self.hibernating.swap(false, Ordering::SeqCst) {
+            let mut g = self.lock();
+            g.woken = true;
+            self.cv.notify_all();
+        }
+    }
+
+    /// The latch's state, locked.
+    pub fn lock(&self) -> MutexGuard<'_, LatchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wakes every waiter (after a change of the state, or of a setting).
+    pub fn notify(&self) {
+        self.cv.notify_all();
+    }
+
+    /// Waits on the latch at most `timeout` (None: until notified).
+    pub fn wait<'a>(&self, g: MutexGuard<'a, LatchState>, timeout: Option<std::time::Duration>) -> MutexGuard<'a, LatchState> {
+        match timeout {
+            Some(t) => self.cv.wait_timeout(g, t).unwrap_or_else(|e| e.into_inner()).0,
+            None => self.cv.wait(g).unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+
+    /// The sampler, holding `g`, is about to hibernate: sets the flag; the
+    /// caller then checks [`ActivityTable::any_busy`] before it waits.
+    pub fn set_hibernating(&self, _g: &MutexGuard<'_, LatchState>, on: bool) {
+        // SeqCst: see the type's doc (ordered before the loads of the states).
+        self.hibernating.store(on, Ordering::SeqCst);
+    }
+
+    /// Whether the sampler hibernates (tests, diagnostics).
+    pub fn is_hibernating(&self) -> bool {
+        self.hibernating.load(Ordering::Relaxed)
+    }
+}
+
 /// Every backend's slot (the engine's; see the module doc).
 pub struct ActivityTable {
     slots: Box<[ActivitySlot]>,
+    /// The wait-event sampler's hibernation latch (shared by every slot).
+    latch: Arc<SamplerLatch>,
 }
 
 impl ActivityTable {
     /// `max_backends` slots of `query_size` bytes of query text
     /// (track_activity_query_size).
     pub fn new(max_backends: usize, query_size: usize) -> ActivityTable {
-        ActivityTable { slots: (0..max_backends).map(|_| ActivitySlot::new(query_size.max(100))).collect() }
+        let latch = Arc::new(SamplerLatch::default());
+        let slots = (0..max_backends).map(|_| ActivitySlot::new(query_size.max(100), latch.clone())).collect();
+        ActivityTable { slots, latch }
+    }
+
+    /// The latch the wait-event sampler hibernates on.
+    pub fn latch(&self) -> &Arc<SamplerLatch> {
+        &self.latch
+    }
+
+    /// Whether some slot is busy ([`BackendState::is_busy`]): SeqCst loads of
+    /// the states alone, for the sampler's check before it hibernates
+    /// ([`SamplerLatch`]; a slot's pid is stored after its state, so it is
+    /// not looked at; a free slot's state is Undefined).
+    pub fn any_busy(&self) -> bool {
+        self.slots.iter().any(|s| BackendState::from_u8(s.state.load(Ordering::SeqCst)).is_busy())
     }
 
     /// Backend `id`'s slot (None beyond the table).
@@ -303,10 +428,14 @@ impl ActivityTable {
         s.xact_start.store(0, Ordering::Relaxed);
         s.query_start.store(0, Ordering::Relaxed);
         s.state_change.store(if state == BackendState::Undefined { 0 } else { now }, Ordering::Relaxed);
-        s.state.store(state as u8, Ordering::Relaxed);
+        // SeqCst: before the load of the sampler's flag (SamplerLatch).
+        s.state.store(state as u8, Ordering::SeqCst);
         s.query_len.store(0, Ordering::Relaxed);
         // Release: readers that see the pid see the fields above.
         s.pid.store(pid, Ordering::Release);
+        if state.is_busy() {
+            s.latch.note_busy();
+        }
     }
 
     /// Sets how backend `id` is interrupted ([`ActivityTable::signal`]).
@@ -337,6 +466,9 @@ impl ActivityTable {
             s.signal.lock().unwrap_or_else(|e| e.into_inner()).take();
             // Relaxed: readers check it first and skip a free slot.
             s.pid.store(0, Ordering::Relaxed);
+            // Relaxed: a free slot is not busy (SamplerLatch); only the owner
+            // writes the state, and the next owner's start sets it again.
+            s.state.store(BackendState::Undefined as u8, Ordering::Relaxed);
         }
     }
 

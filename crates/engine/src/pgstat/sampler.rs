@@ -8,6 +8,10 @@
 //!   (pid, time, wait event, query id), oldest overwritten first;
 //! - into the **profile**, a count per (pid, backend type, wait event, query id).
 //!
+//! While no backend is busy for [`HIBERNATE_AFTER`] the thread hibernates on
+//! the activity table's `SamplerLatch`, woken by the first backend that
+//! becomes busy (see `activity::SamplerLatch` for the protocol).
+//!
 //! Idle backends (waiting for their client) are not sampled. The sampler reads
 //! the slots with Relaxed loads (a sample may be a moment stale, as any
 //! sample) and takes its own two mutexes once per tick; backends never take
@@ -16,12 +20,12 @@
 //!
 //! The query id is 0 until query ids exist (pg_stat_statements is not built yet).
 
-use super::activity::BackendState;
+use super::activity::{BackendState, SamplerLatch};
 use super::wait_event::{current_wait_event, WaitEvent};
 use super::BackendId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -68,19 +72,34 @@ pub struct WaitSampler {
     profile: Mutex<HashMap<ProfileKey, u64>>,
     /// Ticks taken (for tests and the cost measurement).
     ticks: AtomicU64,
-    stop: Arc<(Mutex<bool>, Condvar)>,
+    /// Times the sampler went to sleep because no backend was busy.
+    hibernations: AtomicU64,
+    /// Where the thread waits between ticks and while it hibernates; stop and
+    /// period changes notify it too (the engine's `ActivityTable::latch`).
+    latch: Arc<SamplerLatch>,
     thread: Mutex<Option<JoinHandle<()>>>,
     running: AtomicBool,
 }
 
+/// How long the sampler goes on ticking with no busy backend before it
+/// hibernates.
+pub const HIBERNATE_AFTER: Duration = Duration::from_secs(1);
+
+/// The longest hibernation without a wake-up: the thread then checks that
+/// its engine still exists (it holds it weakly), and sleeps again.
+const HIBERNATE_MAX: Duration = Duration::from_secs(60);
+
 impl WaitSampler {
-    pub fn new(period_ms: u64) -> WaitSampler {
+    /// A sampler waking every `period_ms` (0: off) on `latch` (the engine's
+    /// `ActivityTable::latch`, which backends set when they become busy).
+    pub fn new(period_ms: u64, latch: Arc<SamplerLatch>) -> WaitSampler {
         WaitSampler {
             period_ms: AtomicU64::new(period_ms),
             history: Mutex::new(History::default()),
             profile: Mutex::new(HashMap::new()),
             ticks: AtomicU64::new(0),
-            stop: Arc::new((Mutex::new(false), Condvar::new())),
+            hibernations: AtomicU64::new(0),
+            latch,
             thread: Mutex::new(None),
             running: AtomicBool::new(false),
         }
@@ -95,8 +114,8 @@ impl WaitSampler {
     /// Changes the period (0 turns sampling off).
     pub fn set_period_ms(&self, ms: u64) {
         self.period_ms.store(ms, Ordering::Relaxed);
-        let (_, cv) = &*self.stop;
-        cv.notify_all();
+        let _g = self.latch.lock();
+        self.latch.notify();
     }
 
     /// Ticks taken so far.
@@ -104,11 +123,19 @@ impl WaitSampler {
         self.ticks.load(Ordering::Relaxed)
     }
 
-    /// Takes one sample of every backend in `activity` now.
-    pub fn tick(&self, activity: &super::activity::ActivityTable, types: &mut HashMap<i32, &'static str>) {
+    /// Times the sampler hibernated so far.
+    pub fn hibernations(&self) -> u64 {
+        self.hibernations.load(Ordering::Relaxed)
+    }
+
+    /// Takes one sample of every backend in `activity` now; returns whether
+    /// some backend was busy (`BackendState::is_busy`).
+    pub fn tick(&self, activity: &super::activity::ActivityTable, types: &mut HashMap<i32, &'static str>) -> bool {
         let now = super::activity::now_micros();
         let mut got: Vec<(Sample, &'static str)> = Vec::new();
+        let mut busy = false;
         for (i, pid, state) in activity.sample_states() {
+            busy |= state.is_busy();
             let ev = current_wait_event(BackendId(i as u32));
             if ev.is_none() && state != BackendState::Active {
                 continue;
@@ -118,7 +145,7 @@ impl WaitSampler {
         }
         self.ticks.fetch_add(1, Ordering::Relaxed);
         if got.is_empty() {
-            return;
+            return busy;
         }
         {
             let mut h = self.history.lock().unwrap_or_else(|e| e.into_inner());
@@ -136,6 +163,7 @@ impl WaitSampler {
         for (s, bt) in got {
             *p.entry((s.pid, bt, s.event.map_or(0, |e| e.to_raw()), s.queryid)).or_insert(0) += 1;
         }
+        busy
     }
 
     /// The history, oldest first.
@@ -192,21 +220,21 @@ impl WaitSampler {
             return;
         }
         let me = Arc::downgrade(self);
-        let stop = self.stop.clone();
+        let latch = self.latch.clone();
         let t = std::thread::Builder::new().name("wait sampler".into()).spawn(move || {
             let mut types: HashMap<i32, &'static str> = HashMap::new();
+            // When a backend was last seen busy (or the sampler woke).
+            let mut last_busy = std::time::Instant::now();
             loop {
                 let Some(s) = me.upgrade() else { return };
                 let period = s.period_ms();
                 {
-                    let (m, cv) = &*stop;
-                    let g = m.lock().unwrap_or_else(|e| e.into_inner());
-                    if *g {
+                    let g = latch.lock();
+                    if g.stop {
                         return;
                     }
                     let wait = if period == 0 { Duration::from_secs(1) } else { Duration::from_millis(period) };
-                    let g = cv.wait_timeout(g, wait).unwrap_or_else(|e| e.into_inner()).0;
-                    if *g {
+                    if latch.wait(g, Some(wait)).stop {
                         return;
                     }
                 }
@@ -217,7 +245,35 @@ impl WaitSampler {
                 if types.len() > 4096 {
                     types.clear();
                 }
-                s.tick(&e.activity, &mut types);
+                if s.tick(&e.activity, &mut types) {
+                    last_busy = std::time::Instant::now();
+                    continue;
+                }
+                if last_busy.elapsed() < HIBERNATE_AFTER {
+                    continue;
+                }
+                // Nothing busy for a while: sleep until a backend becomes
+                // busy (SamplerLatch's protocol), holding neither the engine
+                // nor the sampler strongly.
+                let mut g = latch.lock();
+                latch.set_hibernating(&g, true);
+                if !e.activity.any_busy() && !g.stop {
+                    s.hibernations.fetch_add(1, Ordering::Relaxed);
+                    drop((e, s));
+                    g.woken = false;
+                    while !g.woken && !g.stop {
+                        let before = std::time::Instant::now();
+                        g = latch.wait(g, Some(HIBERNATE_MAX));
+                        if before.elapsed() >= HIBERNATE_MAX && (me.strong_count() == 0 || engine.strong_count() == 0) {
+                            return;
+                        }
+                    }
+                }
+                latch.set_hibernating(&g, false);
+                if g.stop {
+                    return;
+                }
+                last_busy = std::time::Instant::now();
             }
         });
         if let Ok(t) = t {
@@ -228,9 +284,9 @@ impl WaitSampler {
     /// Stops the thread and waits for it (unless called from it).
     pub fn stop(&self) {
         {
-            let (m, cv) = &*self.stop;
-            *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
-            cv.notify_all();
+            let mut g = self.latch.lock();
+            g.stop = true;
+            self.latch.notify();
         }
         if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             if t.thread().id() != std::thread::current().id() {
@@ -250,10 +306,10 @@ mod tests {
         let t = ActivityTable::new(4, 100);
         t.start(BackendId(1), BackendInfo { pid: 7, backend_type: "client backend", ..Default::default() }, BackendState::Active);
         t.start(BackendId(2), BackendInfo { pid: 8, backend_type: "client backend", ..Default::default() }, BackendState::Idle);
-        let s = WaitSampler::new(10);
+        let s = WaitSampler::new(10, t.latch().clone());
         let mut types = HashMap::new();
         for _ in 0..3 {
-            s.tick(&t, &mut types);
+            assert!(s.tick(&t, &mut types), "a backend is busy");
         }
         // The idle backend is not sampled; the active one is, on CPU.
         assert_eq!(s.history().len(), 3);

@@ -26,7 +26,7 @@
 //! crash safe (PostgreSQL discards its statistics after a crash too).
 
 use crate::storage::{Oid, RelFileLocator};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -60,31 +60,137 @@ pub struct TabCounts {
 }
 
 /// Counts of one relation in the running transaction (folded at its end).
-#[derive(Default, Debug, Clone, Copy)]
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
 struct XactCounts {
     inserted: u64,
     updated: u64,
     deleted: u64,
 }
 
+/// One relation's pending counts: an element of [`Pending::entries`], found
+/// by locator through [`Pending::index`] or directly by a [`TabHandle`].
+#[derive(Debug)]
+struct Entry {
+    rel: RelFileLocator,
+    t: TabCounts,
+    x: XactCounts,
+    /// Listed in [`Pending::xact_rels`] (has counts of the running transaction).
+    in_xact: bool,
+}
+
+/// Entries kept across flushes up to this many; past it, a flush with no
+/// transaction counts pending drops them all (a new generation), so a session
+/// that touched many relations does not keep one entry per relation forever.
+const KEEP_ENTRIES: usize = 256;
+
 #[derive(Default, Debug)]
 struct Pending {
     /// The database the backend is connected to (its counts go there).
     db: Oid,
-    tables: HashMap<RelFileLocator, TabCounts>,
-    xact: HashMap<RelFileLocator, XactCounts>,
+    /// One entry per relation counted since the last drop (see
+    /// [`KEEP_ENTRIES`]); a flush zeroes the counts and keeps the entries, so
+    /// a handle's position stays valid within a generation.
+    entries: Vec<Entry>,
+    /// Relation -> position in `entries`.
+    index: HashMap<RelFileLocator, u32>,
+    /// Bumped when `entries` is emptied: handles of an older generation look
+    /// their relation up again.
+    generation: u32,
+    /// The two relations looked up by locator last (most recent first) and
+    /// their positions: the heap counts row by row on one relation, an index
+    /// scan alternates between the index and its table.
+    recent: [Option<(RelFileLocator, u32)>; 2],
+    /// Positions of the entries with counts of the running transaction.
+    xact_rels: Vec<u32>,
+    /// Some entry has counts in `t` not flushed yet.
+    dirty: bool,
     xact_commit: u64,
     xact_rollback: u64,
     deadlocks: u64,
     /// When the last flush happened (None: never).
     last_flush: Option<Instant>,
+    /// The clock as [`BackendStats::take_if_due`] last read it (the end of
+    /// the backend's last statement): what [`BackendStats::flush_due_in`]
+    /// measures from, so that asking before an idle wait reads no clock.
+    last_report: Option<Instant>,
     /// Flush at the next report whatever the interval (pg_stat_force_next_flush).
     force: bool,
 }
 
 impl Pending {
     fn is_empty(&self) -> bool {
-        self.tables.is_empty() && self.xact_commit == 0 && self.xact_rollback == 0 && self.deadlocks == 0
+        !self.dirty && self.xact_commit == 0 && self.xact_rollback == 0 && self.deadlocks == 0
+    }
+
+    /// The position of `rel`'s entry (made if missing): the two most recent
+    /// relations without hashing, else the index.
+    #[inline]
+    fn slot(&mut self, rel: RelFileLocator) -> usize {
+        if let Some((r, i)) = self.recent[0] {
+            if r == rel {
+                return i as usize;
+            }
+        }
+        if let Some((r, i)) = self.recent[1] {
+            if r == rel {
+                self.recent.swap(0, 1);
+                return i as usize;
+            }
+        }
+        let i = self.slot_slow(rel);
+        self.recent[1] = self.recent[0];
+        self.recent[0] = Some((rel, i as u32));
+        i
+    }
+
+    #[cold]
+    fn slot_slow(&mut self, rel: RelFileLocator) -> usize {
+        if let Some(&i) = self.index.get(&rel) {
+            return i as usize;
+        }
+        let i = self.entries.len();
+        self.entries.push(Entry { rel, t: TabCounts::default(), x: XactCounts::default(), in_xact: false });
+        self.index.insert(rel, i as u32);
+        i
+    }
+
+    /// `rel`'s counts that do not depend on the transaction's outcome.
+    #[inline]
+    fn table(&mut self, rel: RelFileLocator) -> &mut TabCounts {
+        let i = self.slot(rel);
+        self.dirty = true;
+        &mut self.entries[i].t
+    }
+
+    /// `rel`'s counts in the running transaction.
+    #[inline]
+    fn xact(&mut self, rel: RelFileLocator) -> &mut XactCounts {
+        let i = self.slot(rel);
+        let e = &mut self.entries[i];
+        if !e.in_xact {
+            e.in_xact = true;
+            self.xact_rels.push(i as u32);
+        }
+        &mut self.entries[i].x
+    }
+}
+
+/// A relation's pending counts resolved once (by a scan when it starts), so
+/// that counting a row is a `RefCell` borrow and an increment: no hashing.
+/// Valid as long as the backend's entries are not dropped (see
+/// [`KEEP_ENTRIES`]); after that it finds its relation again by locator on its
+/// next use. Belongs to the backend whose [`BackendStats`] made it.
+#[derive(Debug, Clone)]
+pub struct TabHandle {
+    rel: RelFileLocator,
+    slot: Cell<u32>,
+    generation: Cell<u32>,
+}
+
+impl TabHandle {
+    /// The relation counted.
+    pub fn rel(&self) -> RelFileLocator {
+        self.rel
     }
 }
 
@@ -98,14 +204,35 @@ pub struct BackendStats {
 impl BackendStats {
     #[inline]
     fn table(&self, rel: RelFileLocator, f: impl FnOnce(&mut TabCounts)) {
-        let mut p = self.p.borrow_mut();
-        f(p.tables.entry(rel).or_default());
+        f(self.p.borrow_mut().table(rel));
     }
 
     #[inline]
     fn xact(&self, rel: RelFileLocator, f: impl FnOnce(&mut XactCounts)) {
+        f(self.p.borrow_mut().xact(rel));
+    }
+
+    /// The counts of `h`'s relation, through its resolved position.
+    #[inline]
+    fn at(&self, h: &TabHandle, f: impl FnOnce(&mut TabCounts)) {
         let mut p = self.p.borrow_mut();
-        f(p.xact.entry(rel).or_default());
+        let i = if h.generation.get() == p.generation {
+            h.slot.get() as usize
+        } else {
+            let i = p.slot(h.rel);
+            h.slot.set(i as u32);
+            h.generation.set(p.generation);
+            i
+        };
+        p.dirty = true;
+        f(&mut p.entries[i].t);
+    }
+
+    /// A handle on `rel`'s counts, for a scan that counts row by row.
+    pub fn handle(&self, rel: RelFileLocator) -> TabHandle {
+        let mut p = self.p.borrow_mut();
+        let i = p.slot(rel);
+        TabHandle { rel, slot: Cell::new(i as u32), generation: Cell::new(p.generation) }
     }
 
     /// The database the counts of transactions go to (set at connect).
@@ -136,14 +263,31 @@ impl BackendStats {
         self.table(rel, |t| t.numscans += 1);
     }
 
+    /// A scan of `h`'s relation started.
+    pub fn count_scan_h(&self, h: &TabHandle) {
+        self.at(h, |t| t.numscans += 1);
+    }
+
     /// `n` tuples returned by a scan of `rel`.
     pub fn count_returned(&self, rel: RelFileLocator, n: u64) {
         self.table(rel, |t| t.tuples_returned += n);
     }
 
+    /// `n` tuples returned by a scan of `h`'s relation.
+    #[inline]
+    pub fn count_returned_h(&self, h: &TabHandle, n: u64) {
+        self.at(h, |t| t.tuples_returned += n);
+    }
+
     /// `n` live tuples fetched through `rel` (an index) or from it by TID.
     pub fn count_fetched(&self, rel: RelFileLocator, n: u64) {
         self.table(rel, |t| t.tuples_fetched += n);
+    }
+
+    /// `n` live tuples fetched through `h`'s relation (an index) or from it by TID.
+    #[inline]
+    pub fn count_fetched_h(&self, h: &TabHandle, n: u64) {
+        self.at(h, |t| t.tuples_fetched += n);
     }
 
     /// A buffer of `rel` read (`hit`: found in the pool).
@@ -168,7 +312,10 @@ impl BackendStats {
     /// before the reset must not reach the shared counters afterwards).
     pub fn discard(&self) {
         let mut p = self.p.borrow_mut();
-        p.tables.clear();
+        for e in &mut p.entries {
+            e.t = TabCounts::default();
+        }
+        p.dirty = false;
         p.xact_commit = 0;
         p.xact_rollback = 0;
         p.deadlocks = 0;
@@ -178,14 +325,20 @@ impl BackendStats {
     /// the pending counts with PostgreSQL's rules (AtEOXact_PgStat).
     pub fn at_eoxact(&self, commit: bool) {
         let mut p = self.p.borrow_mut();
+        let p = &mut *p;
         if commit {
             p.xact_commit += 1;
         } else {
             p.xact_rollback += 1;
         }
-        let xact = std::mem::take(&mut p.xact);
-        for (rel, x) in xact {
-            let t = p.tables.entry(rel).or_default();
+        if !p.xact_rels.is_empty() {
+            p.dirty = true;
+        }
+        for i in p.xact_rels.drain(..) {
+            let e = &mut p.entries[i as usize];
+            let x = std::mem::take(&mut e.x);
+            e.in_xact = false;
+            let t = &mut e.t;
             t.tuples_inserted += x.inserted;
             t.tuples_updated += x.updated;
             t.tuples_deleted += x.deleted;
@@ -206,46 +359,83 @@ impl BackendStats {
         !self.p.borrow().is_empty()
     }
 
-    /// How long until a flush is allowed (zero: now; None: nothing pending).
+    /// How long until a flush is allowed (zero: now; None: nothing pending),
+    /// measured from the clock reading of the last
+    /// [`crate::engine::Backend::pgstat_report`] (the end of the last
+    /// statement; the clock is read only if there was none): asked right after
+    /// a statement, before the session waits for its client, it is exact to
+    /// within the time since, and it costs no clock reading per statement.
     pub fn flush_due_in(&self) -> Option<Duration> {
         let p = self.p.borrow();
-        if p.is_empty() {
-            return None;
-        }
-        Some(match p.last_flush {
-            Some(t) if !p.force => MIN_FLUSH_INTERVAL.saturating_sub(t.elapsed()),
-            _ => Duration::ZERO,
-        })
+        p.due_in(p.last_report)
     }
 
     /// Takes the pending counts if a flush is due (or `force`): PostgreSQL's
     /// pgstat_report_stat. The caller adds them to the shared counters.
-    pub(crate) fn take_if_due(&self, force: bool) -> Option<Flush> {
+    /// Also returns how long until the next flush is allowed (as
+    /// [`BackendStats::flush_due_in`], with one reading of the clock for both).
+    pub(crate) fn take_if_due(&self, force: bool) -> (Option<Flush>, Option<Duration>) {
         let mut p = self.p.borrow_mut();
         if p.is_empty() {
-            return None;
+            return (None, None);
         }
-        let due = force || p.force || p.last_flush.is_none_or(|t| t.elapsed() >= MIN_FLUSH_INTERVAL);
+        let now = Instant::now();
+        p.last_report = Some(now);
+        let due = force || p.force || p.last_flush.is_none_or(|t| now.saturating_duration_since(t) >= MIN_FLUSH_INTERVAL);
         if !due {
-            return None;
+            let left = p.due_in(Some(now));
+            return (None, left);
         }
         p.force = false;
-        p.last_flush = Some(Instant::now());
+        p.last_flush = Some(now);
+        let p = &mut *p;
+        let mut tables = Vec::new();
+        if p.dirty {
+            for e in &mut p.entries {
+                if e.t != TabCounts::default() {
+                    tables.push((e.rel, std::mem::take(&mut e.t)));
+                }
+            }
+            p.dirty = false;
+        }
+        if p.entries.len() > KEEP_ENTRIES && p.xact_rels.is_empty() {
+            p.entries = Vec::new();
+            p.index = HashMap::new();
+            p.recent = [None, None];
+            p.generation = p.generation.wrapping_add(1);
+        }
         let f = Flush {
             db: p.db,
-            tables: std::mem::take(&mut p.tables),
+            tables,
             xact_commit: std::mem::take(&mut p.xact_commit),
             xact_rollback: std::mem::take(&mut p.xact_rollback),
             deadlocks: std::mem::take(&mut p.deadlocks),
         };
-        Some(f)
+        // Nothing is pending right after a flush (transaction counts of an
+        // open transaction wait for its end, which makes them pending).
+        (Some(f), None)
+    }
+}
+
+impl Pending {
+    /// How long until a flush is allowed, `now` read if not given.
+    fn due_in(&self, now: Option<Instant>) -> Option<Duration> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(match self.last_flush {
+            Some(t) if !self.force => {
+                MIN_FLUSH_INTERVAL.saturating_sub(now.unwrap_or_else(Instant::now).saturating_duration_since(t))
+            }
+            _ => Duration::ZERO,
+        })
     }
 }
 
 /// Pending counts taken for a flush.
 pub(crate) struct Flush {
     pub db: Oid,
-    pub tables: HashMap<RelFileLocator, TabCounts>,
+    pub tables: Vec<(RelFileLocator, TabCounts)>,
     pub xact_commit: u64,
     pub xact_rollback: u64,
     pub deadlocks: u64,
@@ -375,18 +565,55 @@ mod tests {
         s.count_update(rel(1), false);
         s.count_delete(rel(1));
         s.at_eoxact(false);
-        let f = s.take_if_due(false).expect("first flush is due");
-        let t = f.tables[&rel(1)];
+        let f = s.take_if_due(false).0.expect("first flush is due");
+        let t = f.tables.iter().find(|(r, _)| *r == rel(1)).expect("rel 1 counted").1;
         assert_eq!((t.tuples_inserted, t.tuples_updated, t.tuples_deleted, t.tuples_hot_updated), (3, 2, 2, 1));
         // commit: live += 2 - 1, dead += 1 + 1, changed += 4; abort: dead += 1 + 1.
         assert_eq!((t.delta_live, t.delta_dead, t.changed), (1, 4, 4));
         assert_eq!((f.xact_commit, f.xact_rollback), (1, 1));
         // Within the interval nothing is taken unless forced.
         s.count_scan(rel(2));
-        assert!(s.take_if_due(false).is_none());
+        assert!(s.take_if_due(false).0.is_none());
         assert!(s.flush_due_in().is_some_and(|d| d > Duration::ZERO));
         s.force_next_flush();
-        assert_eq!(s.take_if_due(false).expect("forced").tables[&rel(2)].numscans, 1);
+        let f = s.take_if_due(false).0.expect("forced");
+        assert_eq!(f.tables, vec![(rel(2), TabCounts { numscans: 1, ..Default::default() })], "rel 1's flushed counts are not sent again");
+        assert!(!s.has_pending());
+    }
+
+    #[test]
+    fn handles_count_exactly_across_flushes_and_dropped_entries() {
+        let s = BackendStats::default();
+        let h = s.handle(rel(1));
+        s.count_scan_h(&h);
+        s.count_returned_h(&h, 2);
+        // Interleaved lookups by locator (the two-entry cache and the index).
+        for n in 2..5 {
+            s.count_buffer(rel(n), n % 2 == 0);
+            s.count_fetched_h(&h, 1);
+        }
+        let f = s.take_if_due(true).0.expect("forced");
+        let got = |f: &Flush, r| f.tables.iter().find(|(x, _)| *x == r).map(|e| e.1);
+        let t = got(&f, rel(1)).expect("rel 1");
+        assert_eq!((t.numscans, t.tuples_returned, t.tuples_fetched), (1, 2, 3));
+        assert_eq!(got(&f, rel(2)).map(|t| (t.blocks_fetched, t.blocks_hit)), Some((1, 1)));
+        assert_eq!(got(&f, rel(3)).map(|t| (t.blocks_fetched, t.blocks_hit)), Some((1, 0)));
+        // More relations than are kept: the next flush drops the entries and
+        // the old handle finds its relation again.
+        for n in 10..(10 + KEEP_ENTRIES as u32 + 5) {
+            s.count_scan(rel(n));
+        }
+        s.count_insert(rel(1));
+        assert_eq!(s.take_if_due(true).0.expect("forced").tables.len(), KEEP_ENTRIES + 5);
+        // A transaction count was pending: the entries stay.
+        assert_eq!(s.p.borrow().generation, 0);
+        s.at_eoxact(true);
+        assert_eq!(s.take_if_due(true).0.expect("forced").tables.len(), 1);
+        assert_eq!(s.p.borrow().generation, 1, "dropped");
+        s.count_returned_h(&h, 7);
+        s.count_returned(rel(1), 1);
+        let f = s.take_if_due(true).0.expect("forced");
+        assert_eq!(f.tables, vec![(rel(1), TabCounts { tuples_returned: 8, ..Default::default() })]);
         assert!(!s.has_pending());
     }
 }
