@@ -904,7 +904,7 @@ pub fn update(
 /// page (the statement's own new versions are invisible to its snapshot, so it
 /// never meets them); an index scan's matches come as a list.
 enum DmlRows {
-    Seq(crate::rowio::RowScan, u64),
+    Seq(Box<crate::rowio::RowScan>, u64),
     Rows(std::vec::IntoIter<(ferrogres_engine::heap::tuple::Tid, Vec<Value>)>, u64),
 }
 
