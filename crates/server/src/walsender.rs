@@ -437,7 +437,6 @@ impl WalSender {
                 sink.command_complete("READ_REPLICATION_SLOT")?;
             }
             Command::StartReplication { slot, start, timeline } => {
-                drop(sink);
                 self.start_replication(io, slot, start, timeline, session, interrupts)?;
             }
             Command::BaseBackup => {
