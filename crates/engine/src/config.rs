@@ -76,6 +76,16 @@ pub struct Settings {
     pub autovacuum_vacuum_insert_threshold: u64,
     /// Fraction of reltuples added to `autovacuum_vacuum_insert_threshold`.
     pub autovacuum_vacuum_insert_scale_factor: f64,
+    /// Most replication slots (pg_replslot) the server keeps.
+    pub max_replication_slots: usize,
+    /// Most concurrent walsender connections (replication=true/database).
+    pub max_wal_senders: usize,
+    /// Milliseconds a walsender waits for its client's reply before ending the
+    /// connection; 0 = never.
+    pub wal_sender_timeout_ms: u64,
+    /// wal_keep_size in bytes: WAL kept before the insert position at
+    /// checkpoints, slot or not (PostgreSQL 13+); 0 = none.
+    pub wal_keep_size: u64,
 }
 
 impl Default for Settings {
@@ -108,6 +118,10 @@ impl Default for Settings {
             autovacuum_vacuum_scale_factor: 0.2,
             autovacuum_vacuum_insert_threshold: 1000,
             autovacuum_vacuum_insert_scale_factor: 0.2,
+            max_replication_slots: 10,
+            max_wal_senders: 10,
+            wal_sender_timeout_ms: 60_000,
+            wal_keep_size: 0,
         }
     }
 }
@@ -175,6 +189,10 @@ impl Settings {
                 self.autovacuum_vacuum_insert_threshold = if n < 0 { u64::MAX } else { n as u64 }
             }
             "autovacuum_vacuum_insert_scale_factor" => self.autovacuum_vacuum_insert_scale_factor = v.as_real(),
+            "max_replication_slots" => self.max_replication_slots = n as usize,
+            "max_wal_senders" => self.max_wal_senders = n as usize,
+            "wal_sender_timeout" => self.wal_sender_timeout_ms = n as u64,
+            "wal_keep_size" => self.wal_keep_size = n as u64 * 1024 * 1024,
             _ => {}
         }
         Ok(())

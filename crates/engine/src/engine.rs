@@ -104,6 +104,10 @@ pub struct Engine {
     databases: dbcommands::DatabaseRegistry,
     /// LISTEN / NOTIFY's listeners and pending notifications (crate::notify).
     pub notify: crate::notify::NotifyQueue,
+    /// Physical replication slots (pg_replslot), which hold WAL back from removal.
+    pub slots: Arc<crate::replication::SlotManager>,
+    /// The streaming walsenders (pg_stat_replication).
+    pub walsenders: Arc<crate::replication::walsnd::WalSenders>,
 }
 
 #[derive(Default)]
@@ -281,7 +285,15 @@ impl Engine {
         )?;
         let activity = crate::pgstat::activity::ActivityTable::new(max_backends, crate::pgstat::activity::QUERY_SIZE);
         let sampler = Arc::new(crate::pgstat::sampler::WaitSampler::new(settings.wait_sampling_period_ms, activity.latch().clone()));
+        let slots = Arc::new(crate::replication::SlotManager::open(
+            &datadir,
+            settings.max_replication_slots,
+            settings.fsync,
+            wal.clone(),
+        )?);
         let engine = Arc::new(Engine {
+            slots,
+            walsenders: Default::default(),
             datadir: datadir.clone(),
             smgr,
             wal,
@@ -509,6 +521,7 @@ impl Engine {
         self.buffers.flush_all_dirty()?;
         self.txn.checkpoint()?;
         self.smgr.sync_all()?;
+        self.slots.checkpoint()?;
         self.wal.finish_checkpoint(redo, info)
     }
 
@@ -523,6 +536,7 @@ impl Engine {
         self.buffers.flush_all_dirty()?;
         self.txn.checkpoint()?;
         self.smgr.sync_all()?;
+        self.slots.checkpoint()?;
         self.wal.shutdown(self.checkpoint_info())?;
         Ok(())
     }

@@ -37,6 +37,7 @@ pub mod memacct;
 pub mod nbtree;
 pub mod notify;
 pub mod pgstat;
+pub mod replication;
 pub mod sinval;
 pub mod storage;
 pub mod sync;

@@ -133,6 +133,7 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
         socket_dirs,
         socket_permissions: opts.socket_permissions,
         max_connections: opts.settings.max_connections,
+        max_wal_senders: opts.settings.max_wal_senders,
         authentication_timeout: opts.authentication_timeout,
         data_directory: datadir.display().to_string(),
     };

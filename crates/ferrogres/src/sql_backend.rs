@@ -76,6 +76,10 @@ impl Backend for SqlBackend {
         ferrogres_sql::stack_depth::connection_stack_size()
     }
 
+    fn engine(&self) -> Option<Arc<Engine>> {
+        Some(self.engine.clone())
+    }
+
     fn pid_in_use(&self, pid: i32) -> bool {
         // Auxiliary threads are listed by their thread ids.
         self.engine.activity.backend_of_pid(pid).is_some()
@@ -95,7 +99,14 @@ impl Backend for SqlBackend {
             p
         })?;
         // The database must exist and accept connections (3D000, 55000: FATAL).
-        ferrogres_sql::database::connect(&mut backend, &startup.database).map_err(|e| {
+        // A physical walsender belongs to no database (PostgreSQL's); its SHOW
+        // runs in a session of "postgres".
+        let database = if startup.replication == ferrogres_server::handler::Replication::Physical {
+            "postgres"
+        } else {
+            startup.database.as_str()
+        };
+        ferrogres_sql::database::connect(&mut backend, database).map_err(|e| {
             let mut p = to_pg(e);
             p.severity = Severity::Fatal;
             p
@@ -149,7 +160,11 @@ impl Backend for SqlBackend {
             };
             let info = BackendInfo {
                 pid: startup.backend_pid,
-                backend_type: "client backend",
+                backend_type: if startup.replication == ferrogres_server::handler::Replication::No {
+                    "client backend"
+                } else {
+                    "walsender"
+                },
                 datid: Some(backend.database()),
                 datname: Some(startup.database.clone()),
                 usesysid: Some(10),

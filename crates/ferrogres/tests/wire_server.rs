@@ -224,10 +224,12 @@ fn startup_reports_postgres_15_parameters_and_key() {
     let r2 = Raw::connect(srv.port);
     assert_ne!(r.pid, r2.pid);
 
-    // A walsender connection is refused, not served as a normal session.
+    // A replication value that is neither a boolean nor `database` is refused
+    // (walsender connections themselves: tests/replication.rs).
     let mut r = Raw::tcp(srv.port);
-    r.send(&Raw::startup_packet(196608, &[("user", "postgres"), ("replication", "database")]));
-    r.expect_fatal_then_eof("0A000");
+    r.send(&Raw::startup_packet(196608, &[("user", "postgres"), ("replication", "maybe")]));
+    let m = r.expect_fatal_then_eof("22023");
+    assert_eq!(m, "invalid value for parameter \"replication\": \"maybe\"");
 
     // Protocol 4.0 is refused with PostgreSQL's message.
     let mut r = Raw::tcp(srv.port);

@@ -3,7 +3,7 @@
 
 use crate::error::{wire_str, PgError};
 use crate::handler::{
-    CopyInEvent, ExecuteOutcome, FieldInfo, Interrupts, ResultSink, Session, StartupInfo, TransactionStatus,
+    CopyInEvent, ExecuteOutcome, FieldInfo, Interrupts, Replication, ResultSink, Session, StartupInfo, TransactionStatus,
 };
 use crate::protocol::{self, Frontend};
 use crate::server::{ConnEntry, Shared};
@@ -47,6 +47,18 @@ impl Io {
         Ok(Io { reader: BufReader::with_capacity(16 * 1024, stream), writer, out: BytesMut::with_capacity(8192), sync_lost: false })
     }
 
+    /// A message of type `t` with body `body`, framed by hand (CopyBothResponse,
+    /// CopyData of the replication stream).
+    pub(crate) fn send_raw(&mut self, t: u8, body: &[u8]) -> Result<(), PgError> {
+        self.out.put_u8(t);
+        self.out.put_i32(body.len() as i32 + 4);
+        self.out.put_slice(body);
+        if self.out.len() >= FLUSH_THRESHOLD {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
     fn send<M: Message>(&mut self, m: &M) -> Result<(), PgError> {
         m.encode(&mut self.out).map_err(|e| PgError::internal(format!("could not encode message: {e}")))?;
         if self.out.len() >= FLUSH_THRESHOLD {
@@ -55,7 +67,7 @@ impl Io {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<(), PgError> {
+    pub(crate) fn flush(&mut self) -> Result<(), PgError> {
         if self.out.is_empty() {
             return Ok(());
         }
@@ -71,7 +83,7 @@ impl Io {
     /// Waits up to `timeout` for the first byte of the next message while the
     /// session is idle: `true` when something arrived (or EOF/an error, which the
     /// next read reports), `false` when the timeout passed with nothing read.
-    fn wait_readable(&mut self, timeout: std::time::Duration) -> bool {
+    pub(crate) fn wait_readable(&mut self, timeout: std::time::Duration) -> bool {
         if !self.reader.buffer().is_empty() {
             return true;
         }
@@ -91,7 +103,7 @@ impl Io {
 
     /// Read one message after startup: `Ok(None)` on EOF. A bad frame (length out
     /// of range, unknown type) is a FATAL 08P01: message boundaries are lost.
-    fn read_message(&mut self) -> Result<Option<(u8, Vec<u8>)>, PgError> {
+    pub(crate) fn read_message(&mut self) -> Result<Option<(u8, Vec<u8>)>, PgError> {
         let Some(t) = self.read_type() else { return Ok(None) };
         if !protocol::is_known_type(t) {
             return Err(PgError::protocol_fatal(format!("invalid frontend message type {t}")));
@@ -147,6 +159,8 @@ pub(crate) struct Connection {
     /// The last message sent was ReadyForQuery: the session is idle, and the
     /// idle timeouts apply to the wait for the next message.
     at_ready: bool,
+    /// The walsender of a replication connection (`replication=true/database`).
+    walsender: Option<crate::walsender::WalSender>,
 }
 
 /// Entry point of a connection thread.
@@ -364,8 +378,22 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         return None;
     };
     let database = get("database").filter(|d| !d.is_empty()).unwrap_or_else(|| user.clone());
-    if get("replication").is_some_and(|r| !matches!(r.to_ascii_lowercase().as_str(), "false" | "off" | "no" | "0")) {
-        fatal_and_close(&mut io, PgError::fatal(b"0A000", "ferrogres does not support the replication protocol yet"));
+    // replication=true/database: a walsender (PostgreSQL's am_walsender).
+    let replication = match get("replication") {
+        None => Replication::No,
+        Some(v) => match Replication::parse(&v) {
+            Some(r) => r,
+            None => {
+                let mut e = PgError::fatal(b"22023", format!("invalid value for parameter \"replication\": \"{v}\""));
+                e.hint = Some("Valid values are: \"false\", 0, \"true\", 1, \"database\".".into());
+                fatal_and_close(&mut io, e);
+                return None;
+            }
+        },
+    };
+    let engine = if replication == Replication::No { None } else { shared.backend.engine() };
+    if replication != Replication::No && engine.is_none() {
+        fatal_and_close(&mut io, PgError::fatal(b"0A000", "this server does not support the replication protocol"));
         return None;
     }
     let client_addr = io.reader.get_ref().peer_description();
@@ -375,7 +403,7 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
     let hba = shared.runtime.hba();
     let ssl_info = io.reader.get_ref().ssl_info();
     let encryption = if ssl_info.is_some() { "SSL encryption" } else { "no encryption" };
-    let client = crate::hba::Client { ip: peer_ip, ssl: ssl_info.is_some(), database: &database, user: &user, replication: false };
+    let client = crate::hba::Client { ip: peer_ip, ssl: ssl_info.is_some(), database: &database, user: &user, replication: replication == Replication::Physical };
     match hba.find(&client).map(|r| r.method) {
         Some(crate::hba::Method::Trust) => {}
         Some(crate::hba::Method::Reject) => {
@@ -383,7 +411,11 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
                 &mut io,
                 PgError::fatal(
                     b"28000",
-                    format!("pg_hba.conf rejects connection for host \"{host}\", user \"{user}\", database \"{database}\", {encryption}"),
+                    if replication == Replication::Physical {
+                        format!("pg_hba.conf rejects replication connection for host \"{host}\", user \"{user}\", {encryption}")
+                    } else {
+                        format!("pg_hba.conf rejects connection for host \"{host}\", user \"{user}\", database \"{database}\", {encryption}")
+                    },
                 ),
             );
             return None;
@@ -393,7 +425,11 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
                 &mut io,
                 PgError::fatal(
                     b"28000",
-                    format!("no pg_hba.conf entry for host \"{host}\", user \"{user}\", database \"{database}\", {encryption}"),
+                    if replication == Replication::Physical {
+                        format!("no pg_hba.conf entry for replication connection from host \"{host}\", user \"{user}\", {encryption}")
+                    } else {
+                        format!("no pg_hba.conf entry for host \"{host}\", user \"{user}\", database \"{database}\", {encryption}")
+                    },
                 ),
             );
             return None;
@@ -403,9 +439,12 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         fatal_and_close(&mut io, PgError::fatal(b"57P03", "the database system is shutting down"));
         return None;
     }
-    let Some((pid, secret)) = shared.admit(entry) else {
-        fatal_and_close(&mut io, PgError::fatal(b"53300", "sorry, too many clients already"));
-        return None;
+    let (pid, secret) = match shared.admit(entry, replication != Replication::No) {
+        Ok(k) => k,
+        Err(e) => {
+            fatal_and_close(&mut io, e);
+            return None;
+        }
     };
     let info = StartupInfo {
         user,
@@ -415,6 +454,7 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         backend_pid: pid,
         client_addr,
         ssl: ssl_info,
+        replication,
     };
     let interrupts = entry.interrupts.clone();
     // Authenticated (trust): AuthenticationOk comes before the session is made,
@@ -439,7 +479,8 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         ok &= io.send(&ParameterStatus::new(wire_str(&k), wire_str(&v))).is_ok();
     }
     ok &= io.send(&BackendKeyData::new(pid, SecretKey::I32(secret))).is_ok();
-    let mut conn = Connection { io, session, interrupts, ignore_till_sync: false, at_ready: true };
+    let walsender = engine.map(|e| crate::walsender::WalSender::new(e, &info));
+    let mut conn = Connection { io, session, interrupts, ignore_till_sync: false, at_ready: true, walsender };
     ok &= conn.ready_for_query().is_ok();
     if !ok {
         conn.session.terminate();
@@ -640,6 +681,34 @@ impl Connection {
                 return self.ready_for_query().map_err(|_| End::Closed);
             }
         };
+        if let Some(ws) = self.walsender.as_mut() {
+            match &msg {
+                PgWireFrontendMessage::Query(q) => {
+                    match ws.exec(&q.query, &mut self.io, &mut *self.session, &self.interrupts) {
+                        Ok(true) => return self.ready_for_query().map_err(|_| End::Closed),
+                        Ok(false) => {}
+                        Err(e) => {
+                            self.session.error_reported();
+                            self.report(e)?;
+                            return self.ready_for_query().map_err(|_| End::Closed);
+                        }
+                    }
+                }
+                PgWireFrontendMessage::Terminate(_) | PgWireFrontendMessage::Flush(_) => {}
+                _ => {
+                    // PostgreSQL 15's forbidden_in_wal_sender: an ERROR, then
+                    // skipping to Sync; a Sync itself fails and is answered.
+                    self.session.error_reported();
+                    let e = PgError::error(b"08P01", "extended query protocol not supported in a replication connection");
+                    if t == b'S' {
+                        self.ignore_till_sync = false;
+                        self.report(e)?;
+                        return self.ready_for_query().map_err(|_| End::Closed);
+                    }
+                    return self.report_extended(e);
+                }
+            }
+        }
         match msg {
             PgWireFrontendMessage::Query(q) => {
                 let mut sink = WireSink { io: &mut self.io, in_execute: false };
@@ -748,10 +817,10 @@ fn row_description(fields: &[FieldInfo]) -> RowDescription {
 }
 
 /// The wire layer's [`ResultSink`]: encodes straight into the output buffer.
-struct WireSink<'a> {
-    io: &'a mut Io,
+pub(crate) struct WireSink<'a> {
+    pub(crate) io: &'a mut Io,
     /// During Execute, RowDescription is not sent (Describe did that).
-    in_execute: bool,
+    pub(crate) in_execute: bool,
 }
 
 impl ResultSink for WireSink<'_> {

@@ -32,6 +32,41 @@ pub struct StartupInfo {
     pub client_addr: String,
     /// The session's TLS (pg_stat_ssl), `None` in clear.
     pub ssl: Option<crate::tls::SslInfo>,
+    /// The `replication` startup parameter: a walsender connection or not.
+    pub replication: Replication,
+}
+
+/// What the `replication` startup parameter asked for (PostgreSQL's am_walsender
+/// and am_db_walsender).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replication {
+    /// An ordinary session (`false`, `off`, `no`, `0`, or no parameter).
+    #[default]
+    No,
+    /// A physical walsender (`true`, `on`, `yes`, `1`): replication commands
+    /// only, connected to no database (pg_hba.conf's `replication` keyword).
+    Physical,
+    /// `database`: replication commands and SQL, connected to the database.
+    Database,
+}
+
+impl Replication {
+    /// Parses the parameter's value as PostgreSQL does (booleans by their
+    /// unambiguous prefixes, case-insensitive); `None` for anything else.
+    pub fn parse(value: &str) -> Option<Replication> {
+        let v = value.to_ascii_lowercase();
+        if v == "database" {
+            return Some(Replication::Database);
+        }
+        let prefix_of = |word: &str| !v.is_empty() && word.starts_with(v.as_str());
+        if v == "1" || prefix_of("true") || prefix_of("yes") || v == "on" {
+            Some(Replication::Physical)
+        } else if v == "0" || prefix_of("false") || prefix_of("no") || (v.len() >= 2 && "off".starts_with(v.as_str())) {
+            Some(Replication::No)
+        } else {
+            None
+        }
+    }
 }
 
 /// Flags another thread sets to interrupt a session: a CancelRequest or shutdown.
@@ -306,6 +341,13 @@ pub trait Backend: Send + Sync {
     fn pid_in_use(&self, _pid: i32) -> bool {
         false
     }
+
+    /// The engine behind the sessions, for the walsender (replication
+    /// connections: IDENTIFY_SYSTEM, slots, WAL streaming). `None`: replication
+    /// connections are refused (FATAL 0A000).
+    fn engine(&self) -> Option<std::sync::Arc<ferrogres_engine::engine::Engine>> {
+        None
+    }
 }
 
 /// [`Backend::connection_stack_size`] unless the backend says otherwise: 8 MB,
@@ -524,6 +566,7 @@ mod tests {
             backend_pid: 1,
             client_addr: "[local]".into(),
             ssl: None,
+            replication: Replication::No,
         };
         let p = pg15_reported_parameters(&s);
         assert_eq!(p.len(), 13);

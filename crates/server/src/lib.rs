@@ -11,6 +11,7 @@ pub mod tls;
 
 mod connection;
 mod stream;
+mod walsender;
 
 pub use error::{PgError, Severity};
 pub use ferrogres_engine::config::hba;

@@ -31,6 +31,9 @@ pub struct ServerConfig {
     pub socket_permissions: u32,
     /// Most sessions at once; one more gets FATAL 53300.
     pub max_connections: usize,
+    /// Most walsenders (replication connections) at once, besides
+    /// max_connections; one more gets FATAL 53300 (PostgreSQL's max_wal_senders).
+    pub max_wal_senders: usize,
     /// PostgreSQL's authentication_timeout: the whole startup handshake (every
     /// packet before ReadyForQuery) must finish within it.
     pub authentication_timeout: Duration,
@@ -51,6 +54,7 @@ impl Default for ServerConfig {
             socket_dirs: vec!["/tmp".into()],
             socket_permissions: 0o777,
             max_connections: 100,
+            max_wal_senders: 10,
             authentication_timeout: Duration::from_secs(60),
             data_directory: String::new(),
             hba: Arc::new(crate::hba::Hba::default()),
@@ -93,6 +97,9 @@ pub(crate) struct ConnEntry {
     pub(crate) interrupts: Arc<Interrupts>,
     /// (pid, secret key) once the connection became a session; protected by `Shared::conns`.
     key: Mutex<Option<(i32, i32)>>,
+    /// Whether the session is a walsender (counted against max_wal_senders, not
+    /// max_connections); set with `key`, under `Shared::conns`.
+    walsender: AtomicBool,
 }
 
 /// State shared by the listener and every connection thread.
@@ -102,6 +109,7 @@ pub(crate) struct Shared {
     /// still in startup). Lock order: `conns` before any `ConnEntry::key`.
     conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
     max_connections: usize,
+    max_wal_senders: usize,
     pub(crate) runtime: Arc<RuntimeSettings>,
     /// TLS for SSLRequests on TCP (`ssl = on`), read at start.
     pub(crate) tls: Option<crate::tls::TlsConfig>,
@@ -115,12 +123,25 @@ impl Shared {
         self.shutdown.load(Ordering::SeqCst)
     }
 
-    /// Admit `entry` as a session if fewer than max_connections are: its (pid, secret).
-    pub(crate) fn admit(&self, entry: &Arc<ConnEntry>) -> Option<(i32, i32)> {
+    /// Admit `entry` as a session if fewer than max_connections are (a walsender:
+    /// fewer than max_wal_senders walsenders): its (pid, secret), else the FATAL.
+    pub(crate) fn admit(&self, entry: &Arc<ConnEntry>, walsender: bool) -> Result<(i32, i32), PgError> {
         let conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
         let keys: Vec<(i32, i32)> = conns.values().filter_map(|c| *c.key.lock().unwrap_or_else(|p| p.into_inner())).collect();
-        if keys.len() >= self.max_connections {
-            return None;
+        // Relaxed: written and read under `conns`.
+        let senders = conns
+            .values()
+            .filter(|c| c.walsender.load(Ordering::Relaxed) && c.key.lock().unwrap_or_else(|p| p.into_inner()).is_some())
+            .count();
+        if walsender {
+            if senders >= self.max_wal_senders {
+                return Err(PgError::fatal(
+                    b"53300",
+                    format!("number of requested standby connections exceeds max_wal_senders (currently {})", self.max_wal_senders),
+                ));
+            }
+        } else if keys.len() - senders >= self.max_connections {
+            return Err(PgError::fatal(b"53300", "sorry, too many clients already"));
         }
         let pid = loop {
             let mut p = self.next_pid.fetch_add(1, Ordering::Relaxed); // uniqueness is checked below
@@ -133,8 +154,9 @@ impl Shared {
             }
         };
         let secret = rand::random::<i32>();
+        entry.walsender.store(walsender, Ordering::Relaxed);
         *entry.key.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid, secret));
-        Some((pid, secret))
+        Ok((pid, secret))
     }
 
     /// CancelRequest: flag the session whose pid and secret both match; else nothing
@@ -283,6 +305,7 @@ impl Listeners {
             backend,
             conns: Mutex::new(HashMap::new()),
             max_connections: self.config.max_connections,
+            max_wal_senders: self.config.max_wal_senders,
             runtime: Arc::new(RuntimeSettings {
                 authentication_timeout_ms: AtomicU64::new(self.config.authentication_timeout.as_millis() as u64),
                 hba: Mutex::new(self.config.hba.clone()),
@@ -424,14 +447,14 @@ impl Server {
     fn spawn(&self, stream: Stream) {
         let shared = self.shared.clone();
         // Threads in startup are bounded too, like PostgreSQL's 2 * MaxBackends children.
-        if shared.live() >= 2 * shared.max_connections + 10 {
+        if shared.live() >= 2 * (shared.max_connections + shared.max_wal_senders) + 10 {
             let mut s = stream;
             let _ = s.write_all(&fatal_bytes(&PgError::fatal(b"53300", "sorry, too many clients already")));
             return;
         }
         let Ok(handle) = stream.try_clone() else { return };
         let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
-        let entry = Arc::new(ConnEntry { stream: handle, interrupts: Arc::new(Interrupts::new()), key: Mutex::new(None) });
+        let entry = Arc::new(ConnEntry { stream: handle, interrupts: Arc::new(Interrupts::new()), key: Mutex::new(None), walsender: AtomicBool::new(false) });
         {
             // pg_terminate_backend wakes a session idle in a read. Weak: the
             // entry owns the interrupts, which must not keep the socket open.

@@ -10,6 +10,8 @@
 //! | `pg_catalog.pg_stat_wal` | the WAL's counters ([`crate::walstat`]) |
 //! | `pg_catalog.pg_hba_file_rules` | the data directory's `pg_hba.conf` as it is on disk now, parsed by `ferrogres_engine::config::hba` (one row per rule, or per line with its error) |
 //! | `pg_catalog.pg_stat_ssl` | the same activity slots: each client backend's TLS (version, cipher, bits) as the wire server negotiated it; no client certificates, so client_dn, client_serial and issuer_dn are NULL |
+//! | `pg_catalog.pg_replication_slots` | the engine's replication slots (`replication::SlotManager::list`): physical only, `wal_status` `reserved` when the slot holds WAL (no max_slot_wal_keep_size) |
+//! | `pg_catalog.pg_stat_replication` | the streaming walsenders (`replication::walsnd`), joined by pid with their activity slots; lags NULL, every standby `async` |
 //! | the cumulative statistics views (pg_stat_database, pg_stat_*_tables, ...) | [`crate::statviews`] |
 //! | `ferrogres_stat_lwlocks` | per LWLock tranche: acquisitions that queued (shared, exclusive), total and max wait in ms (`pgstat::lwlock_stats`); a `SpinDelay` row counts spinlock back-off sleeps |
 //! | `ferrogres_stat_locks` | per heavyweight lock type: fast-path and main-table acquisitions, fast-path locks moved by strong lockers (on the `relation` row), waits, total and max wait in ms (`LockManager::lock_type_stats`) |
@@ -31,6 +33,10 @@ pub const PG_HBA_FILE_RULES_OID: u32 = 12114;
 
 /// pg_stat_ssl's OID in PostgreSQL 15.
 pub const PG_STAT_SSL_OID: u32 = 12249;
+
+/// pg_replication_slots' and pg_stat_replication's OIDs in PostgreSQL 15.
+pub const PG_REPLICATION_SLOTS_OID: u32 = 12257;
+pub const PG_STAT_REPLICATION_OID: u32 = 12227;
 
 /// pg_stat_activity's OID in PostgreSQL 15.
 pub const PG_STAT_ACTIVITY_OID: u32 = 12222;
@@ -96,6 +102,53 @@ const VIEWS: &[View] = &[View {
         ("query_id", Type::Int8),
         ("query", Type::Text),
         ("backend_type", Type::Text),
+    ],
+}, View {
+    name: "pg_replication_slots",
+    oid: PG_REPLICATION_SLOTS_OID,
+    // PostgreSQL 15's columns and order.
+    columns: &[
+        ("slot_name", Type::Name),
+        ("plugin", Type::Name),
+        ("slot_type", Type::Text),
+        ("datoid", Type::Oid),
+        ("database", Type::Name),
+        ("temporary", Type::Bool),
+        ("active", Type::Bool),
+        ("active_pid", Type::Int4),
+        ("xmin", Type::Xid),
+        ("catalog_xmin", Type::Xid),
+        ("restart_lsn", Type::PgLsn),
+        ("confirmed_flush_lsn", Type::PgLsn),
+        ("wal_status", Type::Text),
+        ("safe_wal_size", Type::Int8),
+        ("two_phase", Type::Bool),
+    ],
+}, View {
+    name: "pg_stat_replication",
+    oid: PG_STAT_REPLICATION_OID,
+    // PostgreSQL 15's columns and order; client_addr is text (no inet type yet).
+    columns: &[
+        ("pid", Type::Int4),
+        ("usesysid", Type::Oid),
+        ("usename", Type::Name),
+        ("application_name", Type::Text),
+        ("client_addr", Type::Text),
+        ("client_hostname", Type::Text),
+        ("client_port", Type::Int4),
+        ("backend_start", Type::Timestamptz),
+        ("backend_xmin", Type::Xid),
+        ("state", Type::Text),
+        ("sent_lsn", Type::PgLsn),
+        ("write_lsn", Type::PgLsn),
+        ("flush_lsn", Type::PgLsn),
+        ("replay_lsn", Type::PgLsn),
+        ("write_lag", Type::Interval),
+        ("flush_lag", Type::Interval),
+        ("replay_lag", Type::Interval),
+        ("sync_priority", Type::Int4),
+        ("sync_state", Type::Text),
+        ("reply_time", Type::Timestamptz),
     ],
 }, View {
     name: "pg_stat_ssl",
@@ -222,6 +275,8 @@ pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend) -> Result<Vec
         PG_LOCKS_OID => Ok(pg_locks(backend)),
         PG_STAT_ACTIVITY_OID => Ok(pg_stat_activity(backend)),
         PG_STAT_SSL_OID => Ok(pg_stat_ssl(backend)),
+        PG_REPLICATION_SLOTS_OID => Ok(pg_replication_slots(backend)),
+        PG_STAT_REPLICATION_OID => Ok(pg_stat_replication(backend)),
         crate::walstat::PG_STAT_WAL_OID => Ok(crate::walstat::pg_stat_wal(backend)),
         PG_HBA_FILE_RULES_OID => pg_hba_file_rules(backend),
         FERROGRES_STAT_LWLOCKS_OID => Ok(stat_lwlocks()),
@@ -269,6 +324,87 @@ fn pg_hba_file_rules(backend: &ferrogres_engine::engine::Backend) -> Result<Vec<
             }
         })
         .collect())
+}
+
+/// One row per replication slot (physical only: no plugin, database or xmins).
+fn pg_replication_slots(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+    backend
+        .engine()
+        .slots
+        .list()
+        .into_iter()
+        .map(|s| {
+            let reserved = s.restart_lsn.0 > 0;
+            vec![
+                Value::Text(s.name),
+                Value::Null,
+                Value::Text("physical".into()),
+                Value::Null,
+                Value::Null,
+                Value::Bool(false),
+                Value::Bool(s.active_pid.is_some()),
+                s.active_pid.map_or(Value::Null, Value::Int4),
+                Value::Null,
+                Value::Null,
+                if reserved { Value::PgLsn(s.restart_lsn.0) } else { Value::Null },
+                Value::Null,
+                // max_slot_wal_keep_size is unlimited: WAL a slot needs is
+                // always kept ("reserved"), and safe_wal_size is NULL.
+                if reserved { Value::Text("reserved".into()) } else { Value::Null },
+                Value::Null,
+                Value::Bool(false),
+            ]
+        })
+        .collect()
+}
+
+/// One row per streaming walsender, with its connection's details from
+/// pg_stat_activity's slots. Lags are not measured yet (NULL); every standby is
+/// asynchronous (sync_priority 0, "async").
+fn pg_stat_replication(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+    let engine = backend.engine();
+    let activity = engine.activity.rows();
+    let lsn = |l: ferrogres_engine::storage::Lsn| if l.0 == 0 { Value::Null } else { Value::PgLsn(l.0) };
+    engine
+        .walsenders
+        .list()
+        .into_iter()
+        .map(|w| {
+            let a = activity.iter().find(|r| r.info.pid == w.pid);
+            let text = |v: Option<String>| v.map_or(Value::Null, Value::Text);
+            let reply = if w.reply_time_us == 0 {
+                Value::Null
+            } else {
+                // Microseconds since 2000-01-01.
+                let unix_us = w.reply_time_us + 946_684_800_000_000;
+                Value::Timestamptz(crate::datetime::system_time_to_timestamptz(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_micros(unix_us.max(0) as u64),
+                ))
+            };
+            vec![
+                Value::Int4(w.pid),
+                a.and_then(|r| r.info.usesysid).map_or(Value::Null, Value::Oid),
+                text(a.and_then(|r| r.info.usename.clone())),
+                Value::Text(a.map(|r| r.info.application_name.clone()).unwrap_or_default()),
+                text(a.and_then(|r| r.info.client_addr.clone())),
+                Value::Null,
+                a.and_then(|r| r.info.client_port).map_or(Value::Null, Value::Int4),
+                Value::Timestamptz(crate::datetime::system_time_to_timestamptz(w.started)),
+                Value::Null,
+                Value::Text(w.state.into()),
+                lsn(w.sent),
+                lsn(w.write),
+                lsn(w.flush),
+                lsn(w.replay),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Int4(0),
+                Value::Text("async".into()),
+                reply,
+            ]
+        })
+        .collect()
 }
 
 /// One row per client backend (PostgreSQL's view keeps those with a client_port).

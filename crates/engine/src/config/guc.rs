@@ -223,6 +223,9 @@ pub static GUCS: &[Guc] = &[
     // An octal mode; SHOW prints it as PostgreSQL does (`0777`).
     guc!("unix_socket_permissions", Postmaster, int(0, 0o777, Unit::None), "0777"),
     guc!("data_directory", Postmaster, Kind::String, ""),
+    // The data directory's permissions (PostgreSQL reports 0700 or 0750);
+    // pg_basebackup and pg_receivewal read it.
+    guc!("data_directory_mode", Internal, int(0, 0o777, Unit::None), "0700"),
     guc!("max_connections", Postmaster, int(1, 262_143, Unit::None), "100"),
     guc!("authentication_timeout", Sighup, int(1, 600, Unit::S), "1min"),
     // TLS (ferrogres_server::tls): read at start; a reload logs the change for the next restart.
@@ -257,7 +260,13 @@ pub static GUCS: &[Guc] = &[
     guc!("checkpoint_timeout", Sighup, int(30, 86_400, Unit::S), "5min"),
     guc!("max_wal_size", Sighup, int(2, INT_MAX, Unit::Mb), "1GB"),
     guc!("wal_level", Postmaster, Kind::Enum { values: &["minimal", "replica", "logical"], hidden: &["archive", "hot_standby"] }, "replica", not_yet),
-    guc!("max_wal_senders", Postmaster, int(0, 262_143, Unit::None), "10", not_yet),
+    // Replication (crate::replication; the walsender is ferrogres_server::walsender).
+    guc!("max_wal_senders", Postmaster, int(0, 262_143, Unit::None), "10"),
+    guc!("max_replication_slots", Postmaster, int(0, 262_143, Unit::None), "10"),
+    guc!("wal_sender_timeout", User, int(0, INT_MAX, Unit::Ms), "1min"),
+    // Read at start (a reload says it needs a restart, as other engine sighup settings).
+    guc!("wal_keep_size", Sighup, int(0, INT_MAX, Unit::Mb), "0"),
+    guc!("wal_segment_size", Internal, int(1 << 20, 1 << 30, Unit::Bytes), "16MB"),
     // ---- locks
     guc!("deadlock_timeout", Superuser, int(1, INT_MAX, Unit::Ms), "1s"),
     guc!("log_lock_waits", Superuser, Kind::Bool, "off"),
@@ -410,7 +419,7 @@ impl Guc {
         match (self.kind, v) {
             (_, Value::Bool(b)) => if *b { "on" } else { "off" }.to_string(),
             // PostgreSQL's show hook for file modes: octal, four digits.
-            (Kind::Int { .. }, Value::Int(n)) if self.name == "unix_socket_permissions" => format!("{n:04o}"),
+            (Kind::Int { .. }, Value::Int(n)) if matches!(self.name, "unix_socket_permissions" | "data_directory_mode") => format!("{n:04o}"),
             (Kind::Int { unit, .. }, Value::Int(n)) => show_int(*n, unit),
             (_, Value::Int(n)) => n.to_string(),
             (_, Value::Real(r)) => fmt_g(*r),

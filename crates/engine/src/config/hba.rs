@@ -78,9 +78,14 @@ pub struct Hba {
 
 impl Default for Hba {
     /// PostgreSQL's initdb default without `-A`: trust on the Unix socket and
-    /// loopback TCP, nothing else.
+    /// loopback TCP, for databases and for replication, nothing else (the
+    /// rules of the file initialization writes, `conffile`).
     fn default() -> Hba {
-        parse("local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n", "default")
+        parse(
+            "local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n\
+             local replication all trust\nhost replication all 127.0.0.1/32 trust\nhost replication all ::1/128 trust\n",
+            "default",
+        )
             .unwrap_or(Hba { rules: Vec::new() })
     }
 }

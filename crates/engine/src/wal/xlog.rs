@@ -38,6 +38,9 @@ pub struct WalOptions {
     pub commit_siblings: usize,
     pub checkpoint_timeout: Duration,
     pub max_wal_size: u64,
+    /// wal_keep_size in bytes: checkpoints keep at least this much WAL before
+    /// the insert position (for consumers without a slot); 0 = none.
+    pub wal_keep_size: u64,
     /// How often the WAL writer flushes asynchronously committed WAL.
     pub wal_writer_delay: Duration,
     /// Segment file size for a new cluster (an existing one keeps the size recorded in
@@ -65,6 +68,7 @@ impl WalOptions {
             commit_siblings: s.commit_siblings,
             checkpoint_timeout: Duration::from_secs(s.checkpoint_timeout_s),
             max_wal_size: s.max_wal_size,
+            wal_keep_size: s.wal_keep_size,
             wal_writer_delay: Duration::from_millis(200),
             segment_size: WAL_SEGMENT_SIZE,
             insert_slots: 8,
@@ -406,8 +410,13 @@ pub struct Wal {
     /// An insertion failed after reserving space: the WAL has a hole; refuse to go on.
     poisoned: AtomicBool,
     control: Mutex<ControlFile>,
-    /// Serializes checkpoints (finish_checkpoint / shutdown).
+    /// Serializes checkpoints (finish_checkpoint / shutdown) and segment removal
+    /// with a replication slot's reservation (`reserve_wal`).
     ckpt_lock: Mutex<()>,
+    /// Oldest LSN a replication slot still needs (0: none): segment removal keeps
+    /// its segment and every later one. Written by the slot manager only (under its
+    /// own mutex, or under `ckpt_lock` through `reserve_wal`); read at removal.
+    pub(crate) keep_floor: AtomicU64,
     ckpt: Mutex<CheckpointTrack>,
     siblings: RwLock<Option<Arc<dyn Fn() -> usize + Send + Sync>>>,
     /// Number of threads taking all insertion slots (checkpoint start). While > 0,
@@ -496,6 +505,7 @@ impl Wal {
             poisoned: AtomicBool::new(false),
             control: Mutex::new(control),
             ckpt_lock: Mutex::new(()),
+            keep_floor: AtomicU64::new(0),
             ckpt: Mutex::new(CheckpointTrack {
                 last_time: Instant::now(),
                 last_redo: control.redo,
@@ -1389,9 +1399,78 @@ impl Wal {
         self.remove_old_segments(segno(redo.0, self.seg_size))
     }
 
+    /// The oldest LSN replication slots need (0: none): segments from its segment
+    /// on are kept by checkpoints. Set by the slot manager whenever the minimum of
+    /// its slots' restart_lsn changes.
+    pub fn set_keep_floor(&self, lsn: Lsn) {
+        // SeqCst: a removal that starts after this store must see it (a checkpoint
+        // reads it under ckpt_lock; `reserve_wal` stores under the same lock).
+        self.keep_floor.store(lsn.0, Ordering::SeqCst);
+    }
+
+    /// Reserves WAL for a new replication slot: calls `f` with the redo pointer of
+    /// the last checkpoint (every segment from its segment on still exists) while
+    /// no segment can be removed, so that `f` can lower the keep floor to it before
+    /// the next checkpoint's removal (PostgreSQL's ReplicationSlotReserveWal, which
+    /// retries instead).
+    pub fn reserve_wal<R>(&self, f: impl FnOnce(Lsn) -> R) -> R {
+        let _ck = lock(&self.ckpt_lock);
+        let redo = lock(&self.control).redo;
+        f(redo)
+    }
+
+    /// The oldest segment number still in pg_wal: the redo pointer's, or the keep
+    /// floor's when it is older (what `remove_old_segments` keeps).
+    pub fn oldest_kept_segno(&self) -> u64 {
+        let redo = lock(&self.control).redo;
+        let floor = self.keep_floor.load(Ordering::SeqCst);
+        let s = segno(redo.0, self.seg_size);
+        if floor > 0 {
+            s.min(segno(floor, self.seg_size))
+        } else {
+            s
+        }
+    }
+
+    /// Reads WAL bytes at `start` into `buf`, never past the flushed position:
+    /// returns how many bytes were read (0 when `start` is at or past it). Reads
+    /// at most up to the end of `start`'s segment. The bytes are the segment
+    /// file's, as a walsender streams them. A segment already removed is 58P01
+    /// `requested WAL segment NAME has already been removed`.
+    pub fn read_flushed(&self, start: Lsn, buf: &mut [u8]) -> Result<usize> {
+        let flushed = self.flushed.load(Ordering::Acquire);
+        if start.0 >= flushed || buf.is_empty() {
+            return Ok(0);
+        }
+        let seg = segno(start.0, self.seg_size);
+        let seg_end = (seg + 1) * self.seg_size;
+        let n = (flushed.min(seg_end) - start.0).min(buf.len() as u64) as usize;
+        let name = segment_file_name(TIMELINE, seg, self.seg_size);
+        let path = self.wal_dir.join(&name);
+        let f = match fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::user(
+                    SqlState::UNDEFINED_FILE,
+                    format!("requested WAL segment {name} has already been removed"),
+                ))
+            }
+            Err(e) => return Err(Error::io(path.display(), e)),
+        };
+        f.read_exact_at(&mut buf[..n], start.0 % self.seg_size).map_err(io_err(path.display()))?;
+        Ok(n)
+    }
+
     /// Removes segment files before segment `keep_from` (they hold only WAL before the
-    /// redo pointer, which no recovery needs).
+    /// redo pointer, which no recovery needs), and before the keep floor of the
+    /// replication slots.
     fn remove_old_segments(&self, keep_from: u64) -> Result<()> {
+        let floor = self.keep_floor.load(Ordering::SeqCst);
+        let mut keep_from = if floor > 0 { keep_from.min(segno(floor, self.seg_size)) } else { keep_from };
+        if self.opts.wal_keep_size > 0 {
+            let pos = self.insert_position().0;
+            keep_from = keep_from.min(segno(pos.saturating_sub(self.opts.wal_keep_size), self.seg_size));
+        }
         let rd = fs::read_dir(&self.wal_dir).map_err(io_err(self.wal_dir.display()))?;
         let mut removed = false;
         for ent in rd {

@@ -1,0 +1,13 @@
+#![doc = include_str!("README.md")]
+//!
+//! Files: [`slot`] (physical replication slots: creation, drop, persistence,
+//! the WAL they hold back), [`walsnd`] (what each streaming walsender reports,
+//! for pg_stat_replication).
+
+#[cfg(not(loom))]
+pub mod slot;
+#[cfg(not(loom))]
+pub mod walsnd;
+
+#[cfg(not(loom))]
+pub use slot::{SlotInfo, SlotManager};
