@@ -728,6 +728,9 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
             e
         }
     })?;
+    // SERIALIZABLE: an entry went into an index others may have read (after the
+    // insert: README of lmgr, "Predicate locks and SSI").
+    heapam::ssi_conflict_in(backend, ix.rel, None)?;
     Ok(())
 }
 
@@ -1036,6 +1039,9 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> R
         bound(hi_at, upper.as_ref().is_none_or(|b| b.1)),
     );
     let engine = ctx.backend.engine().clone();
+    // SERIALIZABLE: the index is read-locked as a whole (page locks on the
+    // leaves visited are not done yet), before any entry is read.
+    heapam::predicate_lock_relation(ctx.backend, ix.rel);
     let roots: Vec<Tid> = match ix.am {
         IndexAm::Btree => {
             let mut roots = Vec::new();
@@ -1102,6 +1108,7 @@ pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Res
     let tree = ix.btree()?;
     let engine = ctx.backend.engine().clone();
     let descs = table.storage.descs()?;
+    heapam::predicate_lock_relation(ctx.backend, ix.rel);
     let mut scan = if key.desc { tree.scan_backward(&engine, ScanBounds::all()) } else { tree.scan(&engine, ScanBounds::all()) };
     ctx.backend.txn.pgstat.count_scan(ix.rel);
     let mut seen: HashSet<Tid> = HashSet::new();

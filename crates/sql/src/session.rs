@@ -668,6 +668,7 @@ impl Session {
     fn default_modes(&mut self) {
         self.xact_read_only = self.env.get("default_transaction_read_only").is_ok_and(|v| v == "on");
         self.xact_deferrable = self.env.get("default_transaction_deferrable").is_ok_and(|v| v == "on");
+        self.backend.txn.set_access_mode(self.xact_read_only, self.xact_deferrable);
     }
 
     /// BEGIN's / SET TRANSACTION's READ ONLY | READ WRITE | [NOT] DEFERRABLE, with
@@ -686,6 +687,7 @@ impl Session {
             }
             self.xact_deferrable = d;
         }
+        self.backend.txn.set_access_mode(self.xact_read_only, self.xact_deferrable);
         Ok(())
     }
 
@@ -836,6 +838,7 @@ impl Session {
                             }
                             self.backend.txn.abort()?;
                             self.backend.txn.begin(*i)?;
+                            self.backend.txn.set_access_mode(self.xact_read_only, self.xact_deferrable);
                         }
                     }
                 } else {
@@ -1030,6 +1033,7 @@ impl Session {
         }
         self.backend.txn.abort()?;
         self.backend.txn.begin(i)?;
+        self.backend.txn.set_access_mode(self.xact_read_only, self.xact_deferrable);
         Ok(())
     }
 
