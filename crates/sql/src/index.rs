@@ -723,6 +723,13 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
     tree.insert(backend.engine(), &datums, tid, ix.unique.then_some(&uc)).map_err(|e| {
         let e = SqlError::from(e);
         if &e.code == b"23505" {
+            // SERIALIZABLE: a duplicate this transaction's snapshot may not
+            // see is first checked as a write into the index, so that a
+            // serialization failure is reported rather than masked by the
+            // unique violation (PostgreSQL's _bt_check_unique does the same).
+            if let Err(ssi) = heapam::ssi_conflict_in(backend, ix.rel, None) {
+                return SqlError::from(ssi);
+            }
             e.with_objects(crate::errors::ErrorObjects::of_table(table, Some(&ix.name), None))
         } else {
             e

@@ -136,6 +136,9 @@ struct SxactState {
     in_conflicts: Vec<SxactId>,
     /// Transactions this one has an rw-edge to (it read what they wrote).
     out_conflicts: Vec<SxactId>,
+    /// READ ONLY DEFERRABLE waiting for a safe snapshot: the read-write
+    /// transactions it waits for (pg_safe_snapshot_blocking_pids).
+    safe_wait: Vec<SxactId>,
 }
 
 impl SxactState {
@@ -276,6 +279,7 @@ impl PredicateLockManager {
             earliest_out_conflict_commit: u64::MAX,
             in_conflicts: Vec::new(),
             out_conflicts: Vec::new(),
+            safe_wait: Vec::new(),
         };
         g.xacts.insert(id, st);
         xact
@@ -571,8 +575,31 @@ impl PredicateLockManager {
     /// after `me`'s snapshot (a superset of PostgreSQL's possibleUnsafeConflicts
     /// of a read-only transaction).
     pub fn running_writers(&self, me: &SerializableXact) -> Vec<SxactId> {
+        let mut g = lock(&self.graph);
+        let w: Vec<SxactId> =
+            g.xacts.iter().filter(|(&i, s)| i != me.id && !s.committed() && !s.read_only).map(|(&i, _)| i).collect();
+        if let Some(my) = g.xacts.get_mut(&me.id) {
+            my.safe_wait = w.clone();
+        }
+        w
+    }
+
+    /// The pids of the transactions a backend waiting for a safe snapshot
+    /// waits for (PostgreSQL's GetSafeSnapshotBlockingPids); empty if it
+    /// does not wait.
+    pub fn safe_snapshot_blocking_pids(&self, pid: i32) -> Vec<i32> {
         let g = lock(&self.graph);
-        g.xacts.iter().filter(|(&i, s)| i != me.id && !s.committed() && !s.read_only).map(|(&i, _)| i).collect()
+        let mut out = Vec::new();
+        for s in g.xacts.values().filter(|s| s.pid == pid && !s.safe_wait.is_empty()) {
+            for w in &s.safe_wait {
+                if let Some(ws) = g.xacts.get(w) {
+                    if !ws.committed() && !out.contains(&ws.pid) {
+                        out.push(ws.pid);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Is the read-only `me`'s snapshot safe (no dangerous structure can
