@@ -74,7 +74,7 @@ fn partitions_under_concurrent_lock_check_commit_and_abort() {
         .map(|t| {
             let (m, failures, commits) = (m.clone(), failures.clone(), commits.clone());
             std::thread::spawn(move || {
-                let mut r = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1) * 0x1234_5678);
+                let mut r = Rng(0x9E37_79B9_7F4A_7C15 ^ ((t as u64 + 1) * 0x1234_5678));
                 for round in 0..ROUNDS {
                     let vxid = format!("{t}/{round}");
                     let x = m.register(t as i32 + 1, vxid.clone(), false);

@@ -42,7 +42,7 @@ fn run_session(port: u16, seed: u64) -> (Vec<Txn>, usize) {
     for _ in 0..TXNS_PER_SESSION {
         let cust = (rng.next() % CUSTOMERS as u64) as i64;
         let (a, b) = (cust * 2, cust * 2 + 1);
-        let from = if rng.next() % 2 == 0 { a } else { b };
+        let from = if rng.next().is_multiple_of(2) { a } else { b };
         let amount = 1 + (rng.next() % 60) as i64;
         let mut t = Txn::default();
         let r = c.query("BEGIN ISOLATION LEVEL SERIALIZABLE");

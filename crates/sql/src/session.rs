@@ -654,7 +654,8 @@ impl Session {
 
     fn ensure_txn(&mut self) -> Result<()> {
         if !self.backend.txn.in_transaction() {
-            self.backend.txn.begin(self.default_isolation)?;
+            let iso = self.default_isolation();
+            self.backend.txn.begin(iso)?;
             crate::datetime::set_xact_start();
             self.implicit = true;
             self.stmts_in_txn = 0;
@@ -664,7 +665,18 @@ impl Session {
         Ok(())
     }
 
-    /// A new transaction's access mode and deferrability from the session's defaults.
+    /// A new transaction's isolation level: default_transaction_isolation
+    /// (SET, PGOPTIONS, postgresql.conf), READ UNCOMMITTED being READ
+    /// COMMITTED as in PostgreSQL.
+    fn default_isolation(&self) -> IsolationLevel {
+        match self.env.get("default_transaction_isolation").as_deref() {
+            Ok("serializable") => IsolationLevel::Serializable,
+            Ok("repeatable read") => IsolationLevel::RepeatableRead,
+            _ => self.default_isolation,
+        }
+    }
+
+        /// A new transaction's access mode and deferrability from the session's defaults.
     fn default_modes(&mut self) {
         self.xact_read_only = self.env.get("default_transaction_read_only").is_ok_and(|v| v == "on");
         self.xact_deferrable = self.env.get("default_transaction_deferrable").is_ok_and(|v| v == "on");
@@ -842,7 +854,8 @@ impl Session {
                         }
                     }
                 } else {
-                    self.backend.txn.begin(isolation.unwrap_or(self.default_isolation))?;
+                    let iso = isolation.unwrap_or(self.default_isolation());
+                    self.backend.txn.begin(iso)?;
                     crate::datetime::set_xact_start();
                     self.stmts_in_txn = 0;
                     self.did_ddl = false;
@@ -1190,7 +1203,7 @@ impl Session {
             Statement::Show(name) => {
                 let v = match name.as_str() {
                     "transaction_isolation" | "transaction isolation level" => {
-                        let iso = if self.backend.txn.in_transaction() { self.backend.txn.isolation() } else { self.default_isolation };
+                        let iso = if self.backend.txn.in_transaction() { self.backend.txn.isolation() } else { self.default_isolation() };
                         match iso {
                             IsolationLevel::ReadCommitted => "read committed".to_string(),
                             IsolationLevel::RepeatableRead => "repeatable read".to_string(),

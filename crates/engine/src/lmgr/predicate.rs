@@ -209,10 +209,13 @@ pub fn serialization_failure(detail: impl Into<String>) -> Error {
     }
 }
 
+/// One partition of the target table: target -> the transactions holding it.
+type Partition = HashMap<PredTarget, Vec<SxactId>>;
+
 /// The predicate-lock manager (PostgreSQL's predicate.c shared state).
 pub struct PredicateLockManager {
     /// target -> holders, in 16 partitions by target hash.
-    partitions: Box<[Mutex<HashMap<PredTarget, Vec<SxactId>>>]>,
+    partitions: Box<[Mutex<Partition>]>,
     /// The rw-conflict graph (SerializableXactHashLock).
     graph: Mutex<Graph>,
     per_transaction: i64,
@@ -417,7 +420,7 @@ impl PredicateLockManager {
                 g.xacts.get(&h).map(|st| PredLockRow { target: t, pid: st.pid, virtualtransaction: st.vxid.clone() })
             })
             .collect();
-        rows.sort_by(|a, b| (a.pid, a.target).cmp(&(b.pid, b.target)));
+        rows.sort_by_key(|a| (a.pid, a.target));
         rows
     }
 
