@@ -53,6 +53,11 @@ pub struct Settings {
     /// Lock slots per transaction (heavyweight lock table sizing; PG 18 also sizes
     /// fast-path slots from it).
     pub max_locks_per_transaction: usize,
+    /// Predicate-lock promotion thresholds (max_pred_locks_per_transaction,
+    /// _per_relation, _per_page): `lmgr::predicate`.
+    pub max_pred_locks_per_transaction: i64,
+    pub max_pred_locks_per_relation: i64,
+    pub max_pred_locks_per_page: i64,
     /// Milliseconds a lock wait lasts before the deadlock check runs.
     pub deadlock_timeout_ms: u64,
     /// log_lock_waits: log a lock wait that outlasts deadlock_timeout.
@@ -107,6 +112,9 @@ impl Default for Settings {
             bgwriter_delay_ms: 200,
             bgwriter_lru_maxpages: 100,
             max_locks_per_transaction: 64,
+            max_pred_locks_per_transaction: 64,
+            max_pred_locks_per_relation: -2,
+            max_pred_locks_per_page: 2,
             deadlock_timeout_ms: 1000,
             log_lock_waits: false,
             wait_sampling_period_ms: 10,
@@ -174,6 +182,9 @@ impl Settings {
             "bgwriter_delay" => self.bgwriter_delay_ms = n as u64,
             "bgwriter_lru_maxpages" => self.bgwriter_lru_maxpages = n as usize,
             "max_locks_per_transaction" => self.max_locks_per_transaction = n as usize,
+            "max_pred_locks_per_transaction" => self.max_pred_locks_per_transaction = n,
+            "max_pred_locks_per_relation" => self.max_pred_locks_per_relation = n,
+            "max_pred_locks_per_page" => self.max_pred_locks_per_page = n,
             "deadlock_timeout" => self.deadlock_timeout_ms = n as u64,
             "log_lock_waits" => self.log_lock_waits = v.as_bool(),
             "pg_wait_sampling.period" => self.wait_sampling_period_ms = n as u64,

@@ -207,6 +207,14 @@ impl XactLocks for XactLocksAdapter {
         let _ = self.0.subxact_abort(BackendId(backend), level);
     }
 
+    fn take_cancel(&self, backend: u32) -> bool {
+        self.0.take_cancel(BackendId(backend)).unwrap_or(false)
+    }
+
+    fn vxid(&self, backend: u32) -> (i32, String) {
+        self.0.proc_vxid(BackendId(backend))
+    }
+
     fn xact_ended(&self, backend: u32, _top_xid: u32, _committed: bool) {
         let _ = self.0.virtual_xact_end(BackendId(backend));
         let _ = self.0.release_all(BackendId(backend), true);
@@ -277,6 +285,11 @@ impl Engine {
         let ck = start.checkpoint_record.info;
         let mut cfg = TxnConfig::new(datadir.join("pg_xact"), max_backends);
         cfg.synchronous_commit = settings.synchronous_commit;
+        cfg.pred = crate::lmgr::predicate::PredConfig {
+            per_transaction: settings.max_pred_locks_per_transaction,
+            per_relation: settings.max_pred_locks_per_relation,
+            per_page: settings.max_pred_locks_per_page,
+        };
         let txn = TxnShared::open(
             &cfg,
             FullTransactionId(ck.next_xid.max(FullTransactionId::FIRST_NORMAL.0)),

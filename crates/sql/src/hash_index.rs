@@ -157,6 +157,7 @@ pub fn insert(backend: &Backend, ix: &IndexInfo, row: &[Value], tid: Tid) -> Res
     let Some(h) = hash_value(ix.types[0], v) else { return Err(unhashable(ix.types[0])) };
     let engine = backend.engine();
     handle(engine, ix).insert(engine, h, tid)?;
+    ferrogres_engine::heap::heapam::ssi_conflict_in(backend, ix.rel, None)?;
     Ok(())
 }
 

@@ -733,11 +733,21 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
     tree.insert(backend.engine(), &datums, tid, ix.unique.then_some(&uc)).map_err(|e| {
         let e = SqlError::from(e);
         if &e.code == b"23505" {
+            // SERIALIZABLE: a duplicate this transaction's snapshot may not
+            // see is first checked as a write into the index, so that a
+            // serialization failure is reported rather than masked by the
+            // unique violation (PostgreSQL's _bt_check_unique does the same).
+            if let Err(ssi) = heapam::ssi_conflict_in(backend, ix.rel, None) {
+                return SqlError::from(ssi);
+            }
             e.with_objects(crate::errors::ErrorObjects::of_table(table, Some(&ix.name), None))
         } else {
             e
         }
     })?;
+    // SERIALIZABLE: an entry went into an index others may have read (after the
+    // insert: README of lmgr, "Predicate locks and SSI").
+    heapam::ssi_conflict_in(backend, ix.rel, None)?;
     Ok(())
 }
 
@@ -1047,6 +1057,9 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> R
         bound(hi_at, upper.as_ref().is_none_or(|b| b.1)),
     );
     let engine = ctx.backend.engine().clone();
+    // SERIALIZABLE: the index is read-locked as a whole (page locks on the
+    // leaves visited are not done yet), before any entry is read.
+    heapam::predicate_lock_relation(ctx.backend, ix.rel);
     let roots: Vec<Tid> = match ix.am {
         IndexAm::Btree => {
             let mut roots = Vec::new();
@@ -1113,6 +1126,7 @@ pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Res
     let tree = ix.btree()?;
     let engine = ctx.backend.engine().clone();
     let descs = table.storage.descs()?;
+    heapam::predicate_lock_relation(ctx.backend, ix.rel);
     let mut scan = if key.desc { tree.scan_backward(&engine, ScanBounds::all()) } else { tree.scan(&engine, ScanBounds::all()) };
     let stat = ctx.backend.txn.pgstat.handle(ix.rel);
     ctx.backend.txn.pgstat.count_scan_h(&stat);

@@ -236,6 +236,8 @@ pub fn check_time_setting(name: &str, value: &str) -> Result<String> {
 /// session: the lock manager, this backend, and notices to send.
 pub struct LockCtx {
     pub manager: Arc<LockManager>,
+    /// The transaction layer (its predicate-lock manager: safe-snapshot waits).
+    pub txn: Arc<ferrogres_engine::txn::TxnShared>,
     pub backend: BackendId,
     /// WARNINGs raised by functions, sent by the session after the statement.
     pub notices: Vec<SqlError>,
@@ -258,6 +260,7 @@ impl LockCtx {
     pub fn new(backend: &Backend) -> LockCtx {
         LockCtx {
             manager: backend.engine().locks.clone(),
+            txn: backend.engine().txn.clone(),
             backend: backend.id(),
             notices: Vec::new(),
             timeouts_dirty: true,
@@ -392,6 +395,8 @@ pub enum LockFunc {
     IsolationTestSessionIsBlocked,
     /// pg_blocking_pids(int4) -> int4[].
     BlockingPids,
+    /// pg_safe_snapshot_blocking_pids(int4) -> int4[].
+    SafeSnapshotBlockingPids,
     /// pg_cancel_backend(int4) -> bool.
     CancelBackend,
     /// pg_terminate_backend(int4 [, int8 timeout ms]) -> bool.
@@ -443,6 +448,7 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [crat
             Some((LockFunc::IsolationTestSessionIsBlocked, SIG, Type::Bool))
         }
         ("pg_blocking_pids", 1) => Some((LockFunc::BlockingPids, &[Type::Int4], Type::Array(&Type::Int4))),
+        ("pg_safe_snapshot_blocking_pids", 1) => Some((LockFunc::SafeSnapshotBlockingPids, &[Type::Int4], Type::Array(&Type::Int4))),
         ("pg_cancel_backend", 1) => Some((LockFunc::CancelBackend, &[Type::Int4], Type::Bool)),
         ("pg_terminate_backend", 1) => Some((LockFunc::TerminateBackend, &[Type::Int4], Type::Bool)),
         ("pg_terminate_backend", 2) => Some((LockFunc::TerminateBackend, &[Type::Int4, Type::Int8], Type::Bool)),
@@ -496,7 +502,7 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
         return Ok(Value::Bool(ok));
     }
     let ctx = env.lock_ctx().ok_or_else(|| SqlError::not_supported("lock functions outside a session"))?;
-    let (m, b) = (ctx.manager.clone(), ctx.backend);
+    let (m, b, txn) = (ctx.manager.clone(), ctx.backend, ctx.txn.clone());
     if let LockFunc::CancelBackend | LockFunc::TerminateBackend = f {
         return signal_backend(f, vals, env);
     }
@@ -527,7 +533,17 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
                 return Err(SqlError::internal("bad arguments"));
             };
             let blockers = m.blocking_pids(*pid);
-            Value::Bool(list.items.iter().any(|p| matches!(p, Value::Int4(p) if blockers.contains(p))))
+            // Waiting for a safe snapshot (READ ONLY DEFERRABLE) is blocked too,
+            // whoever it waits for (PostgreSQL's definition).
+            Value::Bool(
+                list.items.iter().any(|p| matches!(p, Value::Int4(p) if blockers.contains(p)))
+                    || !txn.predicate.safe_snapshot_blocking_pids(*pid).is_empty(),
+            )
+        }
+        LockFunc::SafeSnapshotBlockingPids => {
+            let Value::Int4(pid) = &vals[0] else { return Err(SqlError::internal("bad arguments")) };
+            let pids = txn.predicate.safe_snapshot_blocking_pids(*pid).into_iter().map(Value::Int4).collect();
+            Value::Array(Box::new(crate::array::Array::new(crate::types::Type::Int4, pids)))
         }
         LockFunc::BlockingPids => {
             let Value::Int4(pid) = &vals[0] else { return Err(SqlError::internal("bad arguments")) };

@@ -160,7 +160,11 @@ impl<'s> PageRows<'s> {
     pub fn next_page(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<Vec<TidRow>>> {
         let nblocks = match self.nblocks {
             Some(n) => n,
-            None => *self.nblocks.insert(heapam::heap_nblocks(backend, self.st.rel)?),
+            None => {
+                // SERIALIZABLE: the relation's SIREAD lock before its length is read.
+                heapam::predicate_lock_relation(backend, self.st.rel);
+                *self.nblocks.insert(heapam::heap_nblocks(backend, self.st.rel)?)
+            }
         };
         if self.next >= nblocks {
             return Ok(None);

@@ -352,6 +352,8 @@ struct HotSettings {
     track_activities: bool,
     default_read_only: bool,
     default_deferrable: bool,
+    /// default_transaction_isolation (None: the session's built-in default).
+    default_isolation: Option<IsolationLevel>,
     /// idle_session_timeout, idle_in_transaction_session_timeout (None: off).
     idle_session: Option<std::time::Duration>,
     idle_in_transaction: Option<std::time::Duration>,
@@ -505,6 +507,11 @@ impl Session {
             track_activities: self.env.get("track_activities").map_or(true, |v| v == "on"),
             default_read_only: on("default_transaction_read_only"),
             default_deferrable: on("default_transaction_deferrable"),
+            default_isolation: match self.env.get("default_transaction_isolation").as_deref() {
+                Ok("serializable") => Some(IsolationLevel::Serializable),
+                Ok("repeatable read") => Some(IsolationLevel::RepeatableRead),
+                _ => None,
+            },
             idle_session: timeout("idle_session_timeout"),
             idle_in_transaction: timeout("idle_in_transaction_session_timeout"),
             memory_limit: self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten(),
@@ -682,7 +689,8 @@ impl Session {
 
     fn ensure_txn(&mut self) -> Result<()> {
         if !self.backend.txn.in_transaction() {
-            self.backend.txn.begin(self.default_isolation)?;
+            let iso = self.default_isolation();
+            self.backend.txn.begin(iso)?;
             crate::datetime::set_xact_start();
             self.implicit = true;
             self.stmts_in_txn = 0;
@@ -692,11 +700,19 @@ impl Session {
         Ok(())
     }
 
+    /// A new transaction's isolation level: default_transaction_isolation
+    /// (SET, PGOPTIONS, postgresql.conf), READ UNCOMMITTED being READ
+    /// COMMITTED as in PostgreSQL.
+    fn default_isolation(&self) -> IsolationLevel {
+        self.cached_settings().default_isolation.unwrap_or(self.default_isolation)
+    }
+
     /// A new transaction's access mode and deferrability from the session's defaults.
     fn default_modes(&mut self) {
         let h = self.cached_settings();
         self.xact_read_only = h.default_read_only;
         self.xact_deferrable = h.default_deferrable;
+        self.backend.txn.set_access_mode(self.xact_read_only, self.xact_deferrable);
     }
 
     /// BEGIN's / SET TRANSACTION's READ ONLY | READ WRITE | [NOT] DEFERRABLE, with
@@ -715,6 +731,7 @@ impl Session {
             }
             self.xact_deferrable = d;
         }
+        self.backend.txn.set_access_mode(self.xact_read_only, self.xact_deferrable);
         Ok(())
     }
 
@@ -865,10 +882,12 @@ impl Session {
                             }
                             self.backend.txn.abort()?;
                             self.backend.txn.begin(*i)?;
+                            self.backend.txn.set_access_mode(self.xact_read_only, self.xact_deferrable);
                         }
                     }
                 } else {
-                    self.backend.txn.begin(isolation.unwrap_or(self.default_isolation))?;
+                    let iso = isolation.unwrap_or(self.default_isolation());
+                    self.backend.txn.begin(iso)?;
                     crate::datetime::set_xact_start();
                     self.stmts_in_txn = 0;
                     self.did_ddl = false;
@@ -1059,6 +1078,7 @@ impl Session {
         }
         self.backend.txn.abort()?;
         self.backend.txn.begin(i)?;
+        self.backend.txn.set_access_mode(self.xact_read_only, self.xact_deferrable);
         Ok(())
     }
 
@@ -1215,7 +1235,7 @@ impl Session {
             Statement::Show(name) => {
                 let v = match name.as_str() {
                     "transaction_isolation" | "transaction isolation level" => {
-                        let iso = if self.backend.txn.in_transaction() { self.backend.txn.isolation() } else { self.default_isolation };
+                        let iso = if self.backend.txn.in_transaction() { self.backend.txn.isolation() } else { self.default_isolation() };
                         match iso {
                             IsolationLevel::ReadCommitted => "read committed".to_string(),
                             IsolationLevel::RepeatableRead => "repeatable read".to_string(),

@@ -589,5 +589,40 @@ fn pg_locks(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
                 r.waitstart.map_or(Value::Null, |t| Value::Timestamptz(crate::datetime::system_time_to_timestamptz(t))),
             ]
         })
+        .chain(siread_rows(backend))
         .collect()
+}
+
+/// pg_locks' SIReadLock rows: the SIREAD predicate locks of serializable
+/// transactions (running, or committed and kept while an overlapping one
+/// runs), as PostgreSQL's GetPredicateLockStatusData shows them. `relation`
+/// is the relation's file number, which is its OID until a rewrite.
+fn siread_rows(backend: &ferrogres_engine::engine::Backend) -> impl Iterator<Item = Vec<Value>> {
+    use ferrogres_engine::lmgr::predicate::PredTarget;
+    backend.engine().txn.predicate.lock_status().into_iter().map(|r| {
+        let rel = r.target.rel();
+        let (page, tuple) = match r.target {
+            PredTarget::Relation(_) => (Value::Null, Value::Null),
+            PredTarget::Page(_, b) => (Value::Int4(b as i32), Value::Null),
+            PredTarget::Tuple(_, b, o) => (Value::Int4(b as i32), Value::Int2(o as i16)),
+        };
+        vec![
+            Value::Text(r.target.locktype().to_string()),
+            Value::Oid(rel.db_oid),
+            Value::Oid(rel.rel_number),
+            page,
+            tuple,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Text(r.virtualtransaction),
+            Value::Int4(r.pid),
+            Value::Text("SIReadLock".into()),
+            Value::Bool(true),
+            Value::Bool(false),
+            Value::Null,
+        ]
+    })
 }

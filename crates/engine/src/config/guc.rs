@@ -237,6 +237,9 @@ pub static GUCS: &[Guc] = &[
     guc!("buffer_mapping_partitions", Postmaster, int(1, 4096, Unit::None), "128"),
     guc!("lwlock_fair", Postmaster, Kind::Bool, "on"),
     guc!("max_locks_per_transaction", Postmaster, int(10, INT_MAX, Unit::None), "64"),
+    guc!("max_pred_locks_per_transaction", Postmaster, int(10, INT_MAX, Unit::None), "64"),
+    guc!("max_pred_locks_per_relation", Sighup, int(i32::MIN as i64, INT_MAX, Unit::None), "-2"),
+    guc!("max_pred_locks_per_page", Sighup, int(0, INT_MAX, Unit::None), "2"),
     guc!("work_mem", User, int(64, INT_MAX, Unit::Kb), "4MB"),
     // ferrogres's own (ferrogres_sql::memory): what one statement may allocate, -1 none.
     guc!("statement_memory_limit", User, int(-1, INT_MAX, Unit::Kb), "4GB"),

@@ -25,7 +25,7 @@ use super::page::{
     heap_page_add_tuple, heap_page_delete, heap_page_get_tuple, heap_page_init, heap_page_lock_tuple,
     heap_page_update, HeapOp, HeapXmaxOp, RowLockMode, UpdateFlags,
 };
-use super::pruneheap::{heap_page_prune_opt, prune_is_due, scan_page_set_hints, set_hint_bits_from_visibility, visibility_info};
+use super::pruneheap::{heap_page_prune_opt, prune_is_due, scan_page_tracked, set_hint_bits_from_visibility, visibility_info};
 use super::toast::MAX_HEAP_TUPLE_SIZE;
 use super::freespace;
 use super::tuple::{
@@ -126,8 +126,10 @@ pub fn heap_insert(backend: &mut Backend, rel: RelFileLocator, tuple: &[u8]) -> 
         backend.txn.pgstat.count_buffer(rel, hit);
         let mut page = pin.into_locked();
         if let Some(tid) = try_insert_on_page(&engine, tag, &mut page, tuple, xid, cid)? {
+            drop(page);
             backend.target_blocks.insert(rel, block);
             backend.txn.pgstat.count_insert(rel);
+            ssi_conflict_in(backend, rel, None)?;
             return Ok(tid);
         }
         // Full: forget it as the target; the next choice moves on.
@@ -313,12 +315,15 @@ impl HeapScan {
         let nblocks = engine.buffers.nblocks(rel, ForkNumber::Main)?;
         let strategy = (nblocks as usize > engine.buffers.nbuffers() / 4)
             .then(|| engine.buffers.strategy(crate::buffer::StrategyKind::BulkRead));
+        // SERIALIZABLE: the relation's SIREAD lock, before any page is read.
+        predicate_lock_relation(backend, rel);
         Ok(HeapScan { rel, nblocks, next: 0, strategy })
     }
 
     /// A scan of `rel` through `strategy` (`None`: the pool's clock, no ring).
     pub fn with_strategy(backend: &Backend, rel: RelFileLocator, strategy: Option<crate::buffer::Strategy>) -> Result<HeapScan> {
         let nblocks = backend.engine().buffers.nblocks(rel, ForkNumber::Main)?;
+        predicate_lock_relation(backend, rel);
         Ok(HeapScan { rel, nblocks, next: 0, strategy })
     }
 
@@ -350,7 +355,7 @@ impl HeapScan {
             heap_page_prune_opt(backend, self.rel, &pin)?;
             page = pin.lock_shared();
         }
-        scan_page_set_hints(backend, &page, block, snapshot, f)?;
+        scan_page_tracked(backend, Some(self.rel), &page, block, snapshot, f)?;
         Ok(true)
     }
 }
@@ -367,6 +372,7 @@ pub fn heap_scan_block(
     snapshot: &Snapshot,
     f: &mut dyn FnMut(Tid, &[u8]) -> Result<()>,
 ) -> Result<()> {
+    predicate_lock_relation(backend, rel);
     let engine = backend.engine();
     let pin = engine.buffers.read_buffer(BufferTag::new(rel, ForkNumber::Main, block), None)?;
     let mut page = pin.lock_shared();
@@ -375,7 +381,7 @@ pub fn heap_scan_block(
         heap_page_prune_opt(backend, rel, &pin)?;
         page = pin.lock_shared();
     }
-    scan_page_set_hints(backend, &page, block, snapshot, f)?;
+    scan_page_tracked(backend, Some(rel), &page, block, snapshot, f)?;
     Ok(())
 }
 
@@ -406,6 +412,10 @@ pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &S
     let t = heap_page_get_tuple(&page[..], tid.offset)?;
     let h = TupleHeader::read(t)?;
     let v = satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?;
+    ssi_conflict_out(backend, rel, &h, v.visible, snapshot)?;
+    if v.visible {
+        predicate_lock_tuple(backend, rel, tid, h.xmin);
+    }
     let out = v.visible.then(|| t.to_vec());
     set_hint_bits_from_visibility(&page, tid.offset, v.hints)?;
     Ok(out)
@@ -473,6 +483,11 @@ pub fn heap_hot_fetch(backend: &Backend, rel: RelFileLocator, root: Tid, snapsho
     heap_hot_walk(backend, rel, root, &mut |page, tid, h, t| {
         let v = satisfies_mvcc(&visibility_info(h, tid), snapshot, &*backend.txn)?;
         set_hint_bits_from_visibility(page, tid.offset, v.hints)?;
+        ssi_conflict_out(backend, rel, h, v.visible, snapshot)?;
+        if v.visible {
+            // Under the page's content lock (README of lmgr, "Predicate locks and SSI").
+            predicate_lock_tuple(backend, rel, tid, h.xmin);
+        }
         Ok(v.visible.then(|| (tid, t.to_vec())))
     })
 }
@@ -567,6 +582,8 @@ pub fn heap_delete(backend: &mut Backend, rel: RelFileLocator, tid: Tid) -> Resu
         return Ok(result);
     }
     delete_locked(backend, &engine, tag, &mut page, tid, xid, &[])?;
+    drop(page);
+    ssi_conflict_in(backend, rel, Some(tid))?;
     Ok(TmResult::Ok)
 }
 
@@ -1168,7 +1185,11 @@ pub fn heap_update(
         backend.txn.pgstat.count_update(rel, false);
         Ok(Some(UpdateOutcome::Ok { new_tid, hot: false }))
     };
-    with_row(backend, rel, otid, RowRequest { change, policy: opts.wait_policy, relname: opts.relname }, &mut act, &finish)
+    let out = with_row(backend, rel, otid, RowRequest { change, policy: opts.wait_policy, relname: opts.relname }, &mut act, &finish)?;
+    if let UpdateOutcome::Ok { .. } = out {
+        ssi_conflict_in(backend, rel, Some(otid))?;
+    }
+    Ok(out)
 }
 
 /// Logs an update: block 0 = the old version's page, block 1 = the new version's
@@ -1233,7 +1254,11 @@ pub fn heap_delete_ext(
         Ok(Some(DeleteOutcome::Ok))
     };
     let req = RowRequest { change: Change::Delete, policy: opts.wait_policy, relname: opts.relname };
-    with_row(backend, rel, tid, req, &mut act, &finish)
+    let out = with_row(backend, rel, tid, req, &mut act, &finish)?;
+    if let DeleteOutcome::Ok = out {
+        ssi_conflict_in(backend, rel, Some(tid))?;
+    }
+    Ok(out)
 }
 
 fn delete_locked(
@@ -1572,4 +1597,108 @@ pub fn heap_detoast<'a>(
         chunks.sort_by_key(|c| c.0);
         Ok(chunks.into_iter().map(|c| c.1).collect::<Vec<_>>())
     })
+}
+
+// ---------------------------------------------------------------------------------
+// Serializable Snapshot Isolation hooks (lmgr/README.md "Predicate locks and SSI").
+// Each starts with one branch on `serializable_xact()`: READ COMMITTED and
+// REPEATABLE READ transactions never reach the predicate-lock manager.
+// Readers register a lock before they read the page (relations) or while they
+// hold its content lock (tuples); writers check after the change is on the page.
+// Either the reader's lock is there when the writer checks, or the reader read
+// the page after the change and sees the writer's xid (conflict out).
+// ---------------------------------------------------------------------------------
+
+/// Does SSI track reads and writes of `rel`? Not the catalogs (PostgreSQL's
+/// SerializationNeededForRead/Write skip system relations).
+#[inline]
+pub fn ssi_tracked(rel: RelFileLocator) -> bool {
+    rel.rel_number >= crate::engine::FIRST_NORMAL_OBJECT_ID
+}
+
+/// A serializable read of the whole relation `rel` (a sequential scan, or an
+/// index scan's index for now): SIREAD lock on it. Nothing outside SERIALIZABLE.
+#[inline]
+pub fn predicate_lock_relation(backend: &Backend, rel: RelFileLocator) {
+    if let Some(sx) = backend.txn.serializable_xact() {
+        if ssi_tracked(rel) {
+            backend.txn.shared().predicate.acquire(sx, crate::lmgr::predicate::PredTarget::Relation(rel));
+        }
+    }
+}
+
+/// A serializable read returned the tuple at `tid` (PredicateLockTID): a tuple
+/// SIREAD lock, unless this transaction wrote it.
+#[inline]
+fn predicate_lock_tuple(backend: &Backend, rel: RelFileLocator, tid: Tid, xmin: TransactionId) {
+    if let Some(sx) = backend.txn.serializable_xact() {
+        if ssi_tracked(rel) && !backend.txn.is_current_xid(xmin) {
+            backend.txn.shared().predicate.acquire(sx, crate::lmgr::predicate::PredTarget::Tuple(rel, tid.block, tid.offset));
+        }
+    }
+}
+
+/// A serializable read examined the version `h` (seen or not): if a concurrent
+/// transaction wrote it (inserted it unseen, or deleted/updated it seen), the
+/// reader has an rw-conflict out to it (HeapCheckForSerializableConflictOut).
+#[inline]
+pub(crate) fn ssi_conflict_out(backend: &Backend, rel: RelFileLocator, h: &TupleHeader, visible: bool, snapshot: &Snapshot) -> Result<()> {
+    match backend.txn.serializable_xact() {
+        Some(sx) if ssi_tracked(rel) => ssi_conflict_out_slow(backend, sx, h, visible, snapshot),
+        _ => Ok(()),
+    }
+}
+
+#[cold]
+fn ssi_conflict_out_slow(
+    backend: &Backend,
+    sx: &crate::lmgr::predicate::SerializableXact,
+    h: &TupleHeader,
+    visible: bool,
+    snapshot: &Snapshot,
+) -> Result<()> {
+    if sx.is_doomed() {
+        return Err(crate::lmgr::predicate::serialization_failure(
+            "Reason code: Canceled on identification as a pivot, during conflict out checking.",
+        ));
+    }
+    let xid = if visible {
+        if h.xmax_invalid() || h.xmax_is_lock_only() {
+            return Ok(());
+        }
+        update_xid(backend, h)
+    } else {
+        if h.xmin_invalid() {
+            return Ok(());
+        }
+        h.xmin
+    };
+    if !crate::txn::xid::xid_is_normal(xid) || backend.txn.is_current_xid(xid) {
+        return Ok(());
+    }
+    let sh = backend.txn.shared();
+    let top = sh.subtrans.top_parent(xid);
+    if backend.txn.is_current_xid(top) || !snapshot.xid_in_snapshot(top, &sh.subtrans) {
+        return Ok(());
+    }
+    if sh.xid_status(xid)? == XidStatus::Aborted {
+        return Ok(());
+    }
+    sh.predicate.check_conflict_out(sx, top)
+}
+
+/// A serializable write: the tuple `tid` (if any; an insert has none), its page
+/// and `rel` (CheckForSerializableConflictIn). Called after the change.
+pub fn ssi_conflict_in(backend: &Backend, rel: RelFileLocator, tid: Option<Tid>) -> Result<()> {
+    let Some(sx) = backend.txn.serializable_xact() else { return Ok(()) };
+    if !ssi_tracked(rel) {
+        return Ok(());
+    }
+    use crate::lmgr::predicate::PredTarget;
+    let r = PredTarget::Relation(rel);
+    let pm = &backend.txn.shared().predicate;
+    match tid {
+        Some(t) => pm.check_conflict_in(sx, &[PredTarget::Tuple(rel, t.block, t.offset), PredTarget::Page(rel, t.block), r]),
+        None => pm.check_conflict_in(sx, &[r]),
+    }
 }

@@ -196,6 +196,20 @@ pub fn scan_page_set_hints(
     snapshot: &Snapshot,
     f: &mut dyn FnMut(Tid, &[u8]) -> Result<()>,
 ) -> Result<usize> {
+    scan_page_tracked(backend, None, page, block, snapshot, f)
+}
+
+/// [`scan_page_set_hints`] of a page of `rel` (when given): a serializable
+/// transaction also checks every version it examines for an rw-conflict out
+/// (`heapam::ssi_conflict_out`).
+pub(crate) fn scan_page_tracked(
+    backend: &Backend,
+    rel: Option<RelFileLocator>,
+    page: &BufferReadGuard<'_>,
+    block: crate::storage::BlockNumber,
+    snapshot: &Snapshot,
+    f: &mut dyn FnMut(Tid, &[u8]) -> Result<()>,
+) -> Result<usize> {
     if page_is_new(&page[..]) {
         return Ok(0);
     }
@@ -208,6 +222,9 @@ pub fn scan_page_set_hints(
         let v = satisfies_mvcc(&visibility_info(&h, tid), snapshot, &*backend.txn)?;
         if v.hints & HEAP_XACT_HINT_MASK & !h.infomask != 0 {
             pending.push((off, v.hints));
+        }
+        if let Some(rel) = rel {
+            super::heapam::ssi_conflict_out(backend, rel, &h, v.visible, snapshot)?;
         }
         if v.visible {
             f(tid, t)?;

@@ -1795,6 +1795,14 @@ impl LockManager {
     /// conflicts with the awaited one, then those queued ahead of it for a
     /// conflicting mode (PostgreSQL's order). Empty if that backend is not
     /// waiting (or unknown). Takes all partition LWLocks shared, in order (rule 4).
+    /// The pid and current virtual transaction ("<backend>/<lxid>") of a backend.
+    pub fn proc_vxid(&self, backend: BackendId) -> (i32, String) {
+        match self.procs.get(backend.0 as usize) {
+            Some(p) => (p.pid.load(Ordering::Relaxed), format!("{}/{}", backend.0, p.lxid.load(Ordering::Relaxed))),
+            None => (0, format!("{}/0", backend.0)),
+        }
+    }
+
     pub fn blocking_pids(&self, pid: i32) -> Vec<i32> {
         let Some(b) = self
             .procs

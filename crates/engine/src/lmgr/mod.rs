@@ -6,4 +6,6 @@ pub mod fastpath;
 #[cfg(not(loom))]
 pub mod lock;
 pub mod lwlock;
+#[cfg(not(loom))]
+pub mod predicate;
 pub mod spin;

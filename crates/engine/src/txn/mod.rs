@@ -149,6 +149,16 @@ mod wal_hooks {
         /// release every lock it holds, waking xid-lock waiters. `top_xid` is 0
         /// (InvalidTransactionId) for a transaction that never got an xid.
         fn xact_ended(&self, _backend: u32, _top_xid: u32, _committed: bool) {}
+        /// The backend's pid and current virtual transaction
+        /// ("<backend>/<lxid>") for pg_locks' SIReadLock rows.
+        /// Takes a pending cancel request of `backend` (a wait outside the
+        /// lock manager, such as a deferrable transaction's safe snapshot).
+        fn take_cancel(&self, _backend: u32) -> bool {
+            false
+        }
+        fn vxid(&self, backend: u32) -> (i32, String) {
+            (0, format!("{backend}/0"))
+        }
     }
 
     /// No lock manager: for tests and benchmarks.

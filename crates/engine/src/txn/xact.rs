@@ -28,7 +28,8 @@ pub enum IsolationLevel {
     ReadCommitted,
     /// One snapshot for the whole transaction, taken at its first statement.
     RepeatableRead,
-    /// For now exactly RepeatableRead (no SSI predicate locks yet; README).
+    /// RepeatableRead's snapshot plus Serializable Snapshot Isolation:
+    /// SIREAD locks and rw-conflict checks (`lmgr::predicate`).
     Serializable,
 }
 
@@ -49,6 +50,8 @@ pub struct TxnConfig {
     pub procarray_group_clear: bool,
     /// Reuse a backend's last snapshot while no transaction has completed.
     pub snapshot_cache: bool,
+    /// Predicate-lock promotion thresholds (max_pred_locks_per_*).
+    pub pred: crate::lmgr::predicate::PredConfig,
 }
 
 impl TxnConfig {
@@ -61,6 +64,7 @@ impl TxnConfig {
             clog_group_update: true,
             procarray_group_clear: true,
             snapshot_cache: true,
+            pred: Default::default(),
         }
     }
 }
@@ -82,6 +86,8 @@ pub struct TxnShared {
     dropper: std::sync::OnceLock<super::pending_delete::FileDropper>,
     /// Catalog-cache invalidation messages of committed transactions (`sinval`).
     pub sinval: crate::sinval::InvalQueue,
+    /// SIREAD locks and the rw-conflict graph of serializable transactions.
+    pub predicate: crate::lmgr::predicate::PredicateLockManager,
 }
 
 /// Microseconds since 2000-01-01 UTC (PostgreSQL's TimestampTz).
@@ -127,6 +133,7 @@ impl TxnShared {
             snapshot_cache: AtomicBool::new(cfg.snapshot_cache),
             dropper: std::sync::OnceLock::new(),
             sinval: crate::sinval::InvalQueue::new(),
+            predicate: crate::lmgr::predicate::PredicateLockManager::new(cfg.pred),
         }))
     }
 
@@ -159,6 +166,9 @@ impl TxnShared {
             latest_xid: None,
             pending_deletes: Default::default(),
             pgstat: Default::default(),
+            sxact: None,
+            read_only: false,
+            deferrable: false,
             pending_invals: Vec::new(),
         })
     }
@@ -306,6 +316,14 @@ pub struct TransactionManager {
     /// transaction, like `pending_deletes`: a ROLLBACK TO keeps them (an extra
     /// invalidation only costs a cache miss).
     pending_invals: Vec<crate::sinval::InvalMessage>,
+    /// SERIALIZABLE: this transaction's record in the predicate-lock manager,
+    /// from its first snapshot to its end. `None` for other isolation levels.
+    sxact: Option<Arc<crate::lmgr::predicate::SerializableXact>>,
+    /// READ ONLY (transaction_read_only), told by the SQL layer before the
+    /// first snapshot.
+    read_only: bool,
+    /// DEFERRABLE (transaction_deferrable).
+    deferrable: bool,
     /// The backend's pending cumulative statistics (`pgstat::tabstat`): counted
     /// by the heap and the scans, folded here at commit and abort, flushed by
     /// `Backend::pgstat_report`.
@@ -344,6 +362,8 @@ impl TransactionManager {
             return Err(Error::user(SqlState(*b"25001"), "there is already a transaction in progress"));
         }
         self.isolation = isolation;
+        self.read_only = false;
+        self.deferrable = false;
         self.stack.push(TransactionState { name: None, xid: None, children: Vec::new() });
         self.curcid = FIRST_COMMAND_ID;
         self.xact_snapshot = None;
@@ -351,6 +371,56 @@ impl TransactionManager {
         self.combo.reset();
         self.shared.locks.xact_started(self.backend.0);
         Ok(())
+    }
+
+    /// The transaction's access mode (READ ONLY) and DEFERRABLE, before its
+    /// first snapshot.
+    pub fn set_access_mode(&mut self, read_only: bool, deferrable: bool) {
+        self.read_only = read_only;
+        self.deferrable = deferrable;
+    }
+
+    /// SERIALIZABLE READ ONLY DEFERRABLE: waits until a snapshot is safe (no
+    /// read-write serializable transaction that overlaps it commits with a
+    /// conflict out to one committed before it), then runs on it without
+    /// predicate locks or serialization failures (PostgreSQL's
+    /// GetSafeSnapshot). A cancel request ends the wait with 57014.
+    fn safe_snapshot(&mut self) -> Result<Snapshot> {
+        use crate::lmgr::predicate::SnapshotSafety;
+        let sh = self.shared.clone();
+        loop {
+            let (pid, vxid) = sh.locks.vxid(self.backend.0);
+            let sx = sh.predicate.register(pid, vxid, true);
+            let s = sh.procarray.get_snapshot(self.backend, self.curcid, None)?;
+            let writers = sh.predicate.running_writers(&sx);
+            let mut sleep_us = 100;
+            let safety = loop {
+                match sh.predicate.snapshot_safety(&sx, &writers) {
+                    SnapshotSafety::Pending => {}
+                    done => break done,
+                }
+                if sh.locks.take_cancel(self.backend.0) {
+                    sh.predicate.release(&sx, false);
+                    return Err(Error::user(SqlState::QUERY_CANCELED, "canceling statement due to user request"));
+                }
+                std::thread::sleep(std::time::Duration::from_micros(sleep_us));
+                sleep_us = (sleep_us * 2).min(10_000);
+            };
+            sh.predicate.release(&sx, false);
+            if safety == SnapshotSafety::Safe {
+                self.cached_snapshot = Some(s.clone());
+                self.xact_snapshot = Some(s.clone());
+                return Ok(s);
+            }
+        }
+    }
+
+    /// The serializable transaction's predicate-lock record, if this is a
+    /// SERIALIZABLE transaction that took its snapshot: the one branch every
+    /// SSI hook tests first.
+    #[inline]
+    pub fn serializable_xact(&self) -> Option<&Arc<crate::lmgr::predicate::SerializableXact>> {
+        self.sxact.as_ref()
     }
 
     /// The current command id (cmin of rows inserted now, cmax of rows deleted).
@@ -377,6 +447,19 @@ impl TransactionManager {
                 s.curcid = self.curcid;
                 return Ok(s);
             }
+        }
+        if self.isolation == IsolationLevel::Serializable && self.read_only && self.deferrable {
+            return self.safe_snapshot();
+        }
+        if self.isolation == IsolationLevel::Serializable && self.sxact.is_none() {
+            // Registered before the snapshot is taken (README of lmgr,
+            // "Predicate locks and SSI": commit numbers vs snapshots).
+            let (pid, vxid) = self.shared.locks.vxid(self.backend.0);
+            let sx = self.shared.predicate.register(pid, vxid, self.read_only);
+            if let Some(top) = self.top_xid() {
+                self.shared.predicate.set_top_xid(&sx, top);
+            }
+            self.sxact = Some(sx);
         }
         let cached = if self.shared.snapshot_cache.load(Ordering::Relaxed) {
             self.cached_snapshot.as_ref()
@@ -417,6 +500,11 @@ impl TransactionManager {
                 })?
             };
             sh.locks.xid_assigned(b.0, full.xid(), level as u32 + 1);
+            if level == 0 {
+                if let Some(sx) = &self.sxact {
+                    sh.predicate.set_top_xid(sx, full.xid());
+                }
+            }
             self.stack[level].xid = Some(full);
             self.latest_xid = Some(full);
         }
@@ -564,10 +652,21 @@ impl TransactionManager {
         if !self.in_transaction() {
             return Err(no_xact());
         }
+        if let Some(sx) = &self.sxact {
+            // Serializable: may fail the commit (40001); it then aborts.
+            if let Err(e) = self.shared.predicate.pre_commit(sx) {
+                self.abort()?;
+                return Err(e);
+            }
+        }
         self.pgstat.at_eoxact(true);
         let sh = self.shared.clone();
+        let sxact = self.sxact.take();
         let Some(top) = self.stack[0].xid else {
             self.finish();
+            if let Some(sx) = &sxact {
+                sh.predicate.release(sx, true);
+            }
             sh.procarray.end_transaction(self.backend, None)?;
             // Without an xid nothing reached the catalog: files it created are orphans.
             sh.drop_files(self.pending_deletes.take(false));
@@ -585,6 +684,9 @@ impl TransactionManager {
         };
         sh.clog.set_tree_status(self.backend.0 as usize, top.xid(), &subxids, XidStatus::Committed, clog_lsn)?;
         sh.procarray.end_transaction(self.backend, Some(self.latest_xid.unwrap_or(top)))?;
+        if let Some(sx) = &sxact {
+            sh.predicate.release(sx, true);
+        }
         // After the commit record, before the locks go (txn::pending_delete).
         sh.drop_files(self.pending_deletes.take(true));
         // Visible to everyone now, and still locked: whoever waits for these
@@ -602,6 +704,9 @@ impl TransactionManager {
         }
         self.pgstat.at_eoxact(false);
         let sh = self.shared.clone();
+        if let Some(sx) = self.sxact.take() {
+            sh.predicate.release(&sx, false);
+        }
         let Some(top) = self.stack[0].xid else {
             self.finish();
             sh.procarray.end_transaction(self.backend, None)?;
