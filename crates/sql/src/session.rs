@@ -326,12 +326,29 @@ struct Prepared {
 
 enum PortalState {
     NotStarted,
+    /// A query whose executor is open: each Execute pulls at most its row
+    /// limit from `it`, under the snapshot the query started with, and the
+    /// rest stay unread until the next Execute (PostgreSQL's PORTAL_ONE_SELECT).
+    Running(OpenQuery),
+    /// The query's executor ran out of rows: running the portal again returns none.
+    Exhausted,
+    /// The rows of a statement that had to run to completion (RETURNING, SHOW).
     Rows { rows: VecDeque<Vec<Value>>, tag: String },
     /// A statement without rows ran; its tag is reported by this Execute.
     Done(String),
     /// A statement without rows ran and was reported: running the portal again
     /// is PostgreSQL's 55000 `portal "p" cannot be run` (PORTAL_DONE).
     Finished,
+}
+
+/// A query's executor kept open between protocol messages (a suspended
+/// portal, a cursor): the row iterator owns its operators' state (no borrow of
+/// the plan or the session), and `snap` is the snapshot it started with; each
+/// pull builds a fresh [`Ctx`] around them with the session's backend and
+/// settings.
+pub(crate) struct OpenQuery {
+    it: Box<dyn exec::RowIter>,
+    snap: ferrogres_engine::txn::snapshot::Snapshot,
 }
 
 struct Portal {
@@ -390,6 +407,11 @@ pub struct Session {
     /// client is told: `run_in_txn` sends RowDescription and then each row as
     /// the executor yields it, holding none (taken by the first query run).
     stream_rows: Option<Vec<ColumnDesc>>,
+    /// Set by a portal about to start a query: `run_in_txn` opens its executor
+    /// and leaves it in `opened` instead of running it (taken by the first
+    /// query run).
+    open_query: bool,
+    opened: Option<OpenQuery>,
     /// The current transaction is READ ONLY / DEFERRABLE (from
     /// default_transaction_read_only / _deferrable when it began, or BEGIN /
     /// SET TRANSACTION).
@@ -455,6 +477,8 @@ impl Session {
             xact_reported: false,
             timer_armed: false,
             stream_rows: None,
+            open_query: false,
+            opened: None,
             xact_read_only: false,
             xact_deferrable: false,
         }
@@ -1298,6 +1322,12 @@ impl Session {
         match plan {
             Statement::Query(q) => {
                 let stream = self.stream_rows.take();
+                if std::mem::take(&mut self.open_query) {
+                    let mut ctx = Ctx { backend: &mut self.backend, snap: snap.clone(), params, env: &mut self.env };
+                    let it = exec::run_query(q, &mut ctx)?;
+                    self.opened = Some(OpenQuery { it, snap });
+                    return Ok((None, "SELECT 0".into()));
+                }
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 let mut it = exec::run_query(q, &mut ctx)?;
                 if let Some(cols) = stream {
@@ -1929,10 +1959,16 @@ impl Session {
             return Err(e);
         }
         if let PortalState::NotStarted = p.state {
-            let (rows, tag) = self.run(&p.plan, &p.params, out)?;
-            p.state = match rows {
-                Some(rows) => PortalState::Rows { rows: rows.into(), tag },
-                None => PortalState::Done(tag),
+            // A query's executor is opened and kept; other statements run to
+            // completion here and their rows (RETURNING, SHOW) wait in the portal.
+            self.open_query = matches!(*p.plan, Statement::Query(_));
+            let r = self.run(&p.plan, &p.params, out);
+            self.open_query = false;
+            let (rows, tag) = r?;
+            p.state = match (self.opened.take(), rows) {
+                (Some(q), _) => PortalState::Running(q),
+                (None, Some(rows)) => PortalState::Rows { rows: rows.into(), tag },
+                (None, None) => PortalState::Done(tag),
             };
         }
         let outcome = match &mut p.state {
@@ -1942,12 +1978,24 @@ impl Session {
                 p.state = PortalState::Finished;
                 ExecOutcome::Completed(tag)
             }
-            PortalState::Rows { rows, tag } => {
-                let mut n: u64 = 0;
-                loop {
+            PortalState::Exhausted => ExecOutcome::Completed("SELECT 0".into()),
+            PortalState::Running(q) => {
+                // An error while pulling drops the portal (its transaction fails).
+                let limit = if max_rows == 0 { None } else { Some(max_rows as u64) };
+                let (n, done) = self.pull(q, &p.params, limit, &mut |row| out.row(&row))?;
+                if !done {
                     // As PostgreSQL's executor, which stops after `max_rows`
                     // rows without looking for another: exactly `max_rows`
                     // rows is PortalSuspended, even when none are left.
+                    self.portals.insert(portal.to_string(), p);
+                    return Ok(ExecOutcome::Suspended);
+                }
+                p.state = PortalState::Exhausted;
+                ExecOutcome::Completed(format!("SELECT {n}"))
+            }
+            PortalState::Rows { rows, tag } => {
+                let mut n: u64 = 0;
+                loop {
                     if max_rows > 0 && n == max_rows as u64 {
                         self.portals.insert(portal.to_string(), p);
                         return Ok(ExecOutcome::Suspended);
@@ -1979,6 +2027,45 @@ impl Session {
             self.portals.insert(portal.to_string(), p);
         }
         Ok(outcome)
+    }
+
+    /// Pulls up to `limit` rows (`None`: all) from an open query into `each`,
+    /// as one statement: the memory bound, statement_timeout and interrupt
+    /// checks apply to the pull as to a query run at once. Returns how many
+    /// rows were pulled and whether the executor ran out of rows (`false`
+    /// when it stopped at `limit`, without looking for another).
+    pub(crate) fn pull(
+        &mut self,
+        q: &mut OpenQuery,
+        params: &[Value],
+        limit: Option<u64>,
+        each: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<(u64, bool)> {
+        let mem = self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten();
+        crate::memory::start_statement(mem);
+        let timeout = if self.timer_armed { 0 } else { self.statement_timeout_ms() };
+        if timeout > 0 {
+            self.arm_statement_timer(Some(std::time::Duration::from_millis(timeout)));
+        }
+        self.sync_datetime();
+        let r = (|| {
+            (self.env.interrupts)()?;
+            let mut ctx = Ctx { backend: &mut self.backend, snap: q.snap.clone(), params, env: &mut self.env };
+            let mut n: u64 = 0;
+            let mut tick = exec::Ticker::default();
+            while limit != Some(n) {
+                let Some(row) = q.it.next(&mut ctx)? else { return Ok((n, true)) };
+                tick.tick(&*ctx.env)?;
+                each(row)?;
+                n += 1;
+            }
+            Ok((n, false))
+        })();
+        if timeout > 0 {
+            self.arm_statement_timer(None);
+        }
+        crate::memory::end_statement();
+        r
     }
 
     pub fn close_statement(&mut self, name: &str) {
