@@ -189,3 +189,67 @@ fn a_million_row_portal_read_in_pieces_keeps_memory_flat() {
     assert_eq!((rows, last.as_str()), (1_000_000, "1000000"));
     assert!(grew < 40 * 1024, "server RSS grew by {grew} kB");
 }
+
+/// SQL cursors (forward-only): DECLARE, FETCH and MOVE in their forward
+/// forms, CLOSE and CLOSE ALL, with PostgreSQL 15's errors.
+#[test]
+fn sql_cursors_fetch_move_close() {
+    let srv = Server::start_temp(&[]);
+    let mut c = Client::connect(srv.port);
+    let e = |r: common::client::Reply| r.err();
+    let rows = |r: common::client::Reply| -> Vec<String> {
+        assert!(r.error.is_none(), "{:?}", r.error);
+        r.rows.into_iter().map(|r| r[0].clone().unwrap()).collect()
+    };
+    assert_eq!(
+        e(c.query("DECLARE c CURSOR FOR SELECT 1")),
+        ("25P01".into(), "DECLARE CURSOR can only be used in transaction blocks".into())
+    );
+    assert!(c.query("CREATE TABLE t (a int); INSERT INTO t SELECT g FROM generate_series(1, 10) g").error.is_none());
+    assert!(c.query("BEGIN").error.is_none());
+    assert!(c.query("DECLARE c NO SCROLL CURSOR FOR SELECT a FROM t ORDER BY a").error.is_none());
+    assert_eq!(e(c.query("DECLARE c CURSOR FOR SELECT 1")), ("42P03".into(), "cursor \"c\" already exists".into()));
+    assert!(c.query("ROLLBACK").error.is_none());
+    assert!(c.query("BEGIN").error.is_none());
+    assert!(c.query("DECLARE c CURSOR FOR SELECT a FROM t ORDER BY a").error.is_none());
+    // A cursor over an endless query answers at once.
+    assert!(c.query("DECLARE big CURSOR FOR SELECT g FROM generate_series(1, 1000000000) g").error.is_none());
+    assert_eq!(rows(c.query("FETCH 2 FROM big")), v(&["1", "2"]));
+    assert_eq!(rows(c.query("FETCH c")), v(&["1"]));
+    assert_eq!(rows(c.query("FETCH NEXT FROM c")), v(&["2"]));
+    assert_eq!(rows(c.query("FETCH FORWARD 3 FROM c")), v(&["3", "4", "5"]));
+    assert_eq!(rows(c.query("MOVE 1 IN c")), Vec::<String>::new());
+    assert_eq!(rows(c.query("FETCH ABSOLUTE 8 FROM c")), v(&["8"]));
+    assert_eq!(rows(c.query("FETCH RELATIVE 2 FROM c")), v(&["10"]));
+    let r = c.query("FETCH BACKWARD 1 FROM c");
+    assert_eq!(r.err(), ("55000".into(), "cursor can only scan forward".into()));
+    assert_eq!(r.error.unwrap()[&b'H'], "Declare it with SCROLL option to enable backward scan.");
+    assert!(c.query("ROLLBACK").error.is_none());
+    assert_eq!(e(c.query("FETCH c")), ("34000".into(), "cursor \"c\" does not exist".into()));
+    // CLOSE, CLOSE ALL; FETCH ALL; the tags.
+    assert!(c.query("BEGIN").error.is_none());
+    assert!(c.query("DECLARE c CURSOR FOR SELECT a FROM t ORDER BY a").error.is_none());
+    assert!(c.query("DECLARE d CURSOR FOR SELECT a FROM t ORDER BY a").error.is_none());
+    assert_eq!(rows(c.query("FETCH ALL FROM c")).len(), 10);
+    assert_eq!(rows(c.query("FETCH c")), Vec::<String>::new());
+    assert!(c.query("CLOSE c").error.is_none());
+    assert!(c.query("CLOSE ALL").error.is_none());
+    assert_eq!(e(c.query("FETCH d")), ("34000".into(), "cursor \"d\" does not exist".into()));
+    assert!(c.query("ROLLBACK").error.is_none());
+    assert_eq!(e(c.query("CLOSE c")), ("34000".into(), "cursor \"c\" does not exist".into()));
+    // Command tags, through psql.
+    let out = srv.sql_ok("BEGIN; DECLARE c CURSOR FOR SELECT a FROM t ORDER BY a; MOVE FORWARD 4 IN c; FETCH 2 FROM c; MOVE ALL IN c; FETCH c; COMMIT;");
+    assert_eq!(out, "BEGIN\nDECLARE CURSOR\nMOVE 4\n5\n6\nMOVE 4\nCOMMIT\n", "{out}");
+}
+
+/// psql's FETCH_COUNT reads a result through a cursor (DECLARE, FETCH
+/// FORWARD n, CLOSE) and prints every row.
+#[test]
+fn psql_fetch_count_reads_through_a_cursor() {
+    let srv = Server::start_temp(&[]);
+    let out = srv.psql_tcp(&["-A", "-t", "-v", "FETCH_COUNT=100", "-c", "SELECT g FROM generate_series(1, 1050) g"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let got: Vec<&str> = text.lines().collect();
+    assert_eq!((got.len(), got[0], got[1049]), (1050, "1", "1050"));
+}

@@ -357,6 +357,18 @@ struct Portal {
     plan: Arc<Statement>,
     params: Vec<Value>,
     state: PortalState,
+    /// Made by DECLARE (a SQL cursor): its position for FETCH and MOVE.
+    cursor: Option<CursorPos>,
+}
+
+/// Where a forward-only cursor stands (PostgreSQL's portalPos/atEnd).
+#[derive(Default)]
+struct CursorPos {
+    /// Rows fetched or moved over so far: the current row's number (0:
+    /// before the first).
+    pos: u64,
+    /// The executor ran out of rows: the cursor stands after the last.
+    at_end: bool,
 }
 
 pub struct Session {
@@ -952,8 +964,13 @@ impl Session {
     fn utility(&mut self, cmd: &crate::utility::SessionCmd, out: &mut dyn Output) -> Result<String> {
         use crate::utility::{DiscardKind, SessionCmd};
         match cmd {
-            SessionCmd::Close(Some(name)) => return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist"))),
-            SessionCmd::Close(None) => {}
+            SessionCmd::Close(Some(name)) => {
+                if self.portals.remove(name).is_none() {
+                    return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist")));
+                }
+            }
+            // CLOSE ALL closes every portal, as PostgreSQL's.
+            SessionCmd::Close(None) => self.portals.clear(),
             SessionCmd::Listen(_) | SessionCmd::Unlisten(_) | SessionCmd::Notify { .. } => {
                 // They take effect at commit: inside the current transaction.
                 self.ensure_txn()?;
@@ -1605,6 +1622,8 @@ impl Session {
             pg_query::NodeEnum::PrepareStmt(p) => return self.sql_prepare(st, p, out),
             pg_query::NodeEnum::ExecuteStmt(e) => return self.sql_execute(st, e, out),
             pg_query::NodeEnum::DeallocateStmt(d) => return self.sql_deallocate(d, out),
+            pg_query::NodeEnum::DeclareCursorStmt(d) => return self.sql_declare(st, d, out),
+            pg_query::NodeEnum::FetchStmt(f) => return self.sql_fetch(f, out),
             _ => {}
         }
         let plan = self.simple_plan(st, index)?;
@@ -1663,6 +1682,152 @@ impl Session {
             self.plan_cache.insert(key, plan.clone(), version, settings);
         }
         Ok(plan)
+    }
+
+    // ---- DECLARE / FETCH / MOVE ---------------------------------------------------
+    // A cursor is a portal made by SQL (the same namespace as the protocol's
+    // named portals, as in PostgreSQL): its executor stays open and FETCH pulls
+    // from it ([`Session::pull`]).
+
+    fn sql_declare(&mut self, st: &ParsedStmt, d: &pg_query::protobuf::DeclareCursorStmt, out: &mut dyn Output) -> Result<()> {
+        // parsenodes.h's CURSOR_OPT_* bits.
+        const BINARY: i32 = 0x1;
+        const SCROLL: i32 = 0x2;
+        const HOLD: i32 = 0x20;
+        if d.options & HOLD == 0 && self.status == TxnStatus::Idle && !self.multi_statement {
+            return Err(SqlError::new(b"25P01", "DECLARE CURSOR can only be used in transaction blocks"));
+        }
+        if d.options & HOLD != 0 {
+            return Err(SqlError::not_supported("DECLARE CURSOR WITH HOLD"));
+        }
+        if d.options & SCROLL != 0 {
+            return Err(SqlError::not_supported("SCROLL cursors"));
+        }
+        if d.options & BINARY != 0 {
+            return Err(SqlError::not_supported("BINARY cursors"));
+        }
+        if self.portals.contains_key(&d.portalname) {
+            return Err(SqlError::new(b"42P03", format!("cursor \"{}\" already exists", d.portalname)));
+        }
+        let Some(query) = d.query.as_ref().and_then(|q| q.node.clone()) else {
+            return Err(SqlError::syntax("DECLARE without a query"));
+        };
+        let inner = ParsedStmt { node: query, sql: st.sql.clone() };
+        let mut params = Vec::new();
+        let plan = Arc::new(self.analyze(&inner, &mut params, false)?);
+        if !params.is_empty() {
+            return Err(SqlError::new(b"42P02", "there is no parameter $1"));
+        }
+        if !matches!(*plan, Statement::Query(_)) {
+            return Err(SqlError::not_supported("DECLARE CURSOR for a statement other than SELECT or VALUES"));
+        }
+        self.open_query = true;
+        let r = self.run(&plan, &[], out);
+        self.open_query = false;
+        r?;
+        let q = self.opened.take().ok_or_else(|| SqlError::internal("DECLARE opened no executor"))?;
+        let portal = Portal { sql: Some(st.sql.clone()), plan, params: Vec::new(), state: PortalState::Running(q), cursor: Some(CursorPos::default()) };
+        self.portals.insert(d.portalname.clone(), portal);
+        out.command_complete("DECLARE CURSOR")
+    }
+
+    fn sql_fetch(&mut self, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<()> {
+        let name = &f.portalname;
+        let Some(mut p) = self.portals.remove(name) else {
+            return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist")));
+        };
+        let r = self.fetch_portal(&mut p, f, out);
+        // A cursor whose FETCH failed goes with its (failed) transaction.
+        if r.is_ok() {
+            self.portals.insert(name.clone(), p);
+        }
+        let n = r?;
+        out.command_complete(&format!("{} {n}", if f.ismove { "MOVE" } else { "FETCH" }))
+    }
+
+    /// Runs one FETCH or MOVE on a forward-only cursor; returns the row count of its tag.
+    fn fetch_portal(&mut self, p: &mut Portal, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<u64> {
+        use pg_query::protobuf::FetchDirection as D;
+        let backward = || {
+            SqlError::new(b"55000", "cursor can only scan forward").with_hint("Declare it with SCROLL option to enable backward scan.")
+        };
+        let cols = if f.ismove { None } else { self.describe_plan(&p.plan) };
+        let Some(cur) = p.cursor.as_mut() else {
+            // A protocol-level portal: FETCH reads it as a forward cursor.
+            p.cursor = Some(CursorPos::default());
+            return self.fetch_portal(p, f, out);
+        };
+        let (pos, at_end) = (cur.pos, cur.at_end);
+        // (rows to skip, rows to return), forward from the current position.
+        let n = f.how_many;
+        let (skip, take): (u64, Option<u64>) = match D::try_from(f.direction).unwrap_or(D::FetchForward) {
+            D::FetchForward | D::Undefined => {
+                if n == 0 {
+                    // FETCH FORWARD 0 re-reads the current row: backward, unless
+                    // the cursor stands on none.
+                    if pos > 0 && !at_end {
+                        return Err(backward());
+                    }
+                    (0, Some(0))
+                } else if n >= i64::MAX || n < 0 {
+                    (0, None)
+                } else {
+                    (0, Some(n as u64))
+                }
+            }
+            D::FetchBackward => return Err(backward()),
+            D::FetchAbsolute => {
+                if n > 0 && (n as u64) > pos && !at_end {
+                    (n as u64 - pos - 1, Some(1))
+                } else if n == 0 && pos == 0 {
+                    (0, Some(0))
+                } else {
+                    return Err(backward());
+                }
+            }
+            D::FetchRelative => {
+                if n > 0 {
+                    (n as u64 - 1, Some(1))
+                } else if n == 0 && (pos == 0 || at_end) {
+                    (0, Some(0))
+                } else {
+                    return Err(backward());
+                }
+            }
+        };
+        if let Some(cols) = &cols {
+            out.row_description(cols)?;
+        }
+        let PortalState::Running(q) = &mut p.state else {
+            // Ran out of rows before: nothing more to read.
+            if let Some(cur) = p.cursor.as_mut() {
+                cur.at_end = true;
+            }
+            return Ok(0);
+        };
+        let mut done = false;
+        let mut skipped = 0;
+        if skip > 0 {
+            let (k, d) = self.pull(q, &p.params, Some(skip), &mut |_| Ok(()))?;
+            skipped = k;
+            done = d;
+        }
+        let mut got = 0;
+        if !done && take != Some(0) {
+            let mut send = |row: Vec<Value>| if f.ismove { Ok(()) } else { out.row(&row) };
+            let (k, d) = self.pull(q, &p.params, take, &mut send)?;
+            got = k;
+            done = d;
+        }
+        if done {
+            p.state = PortalState::Exhausted;
+        }
+        let cur = p.cursor.as_mut().ok_or_else(|| SqlError::internal("cursor without position"))?;
+        cur.pos += skipped + got;
+        cur.at_end = done;
+        // FETCH and MOVE FORWARD n count the rows read (MOVE passes them);
+        // ABSOLUTE and RELATIVE the row they landed on.
+        Ok(got)
     }
 
     // ---- PREPARE / EXECUTE / DEALLOCATE -----------------------------------------
@@ -1924,7 +2089,7 @@ impl Session {
         if !matches!(*plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
             self.ensure_txn()?;
         }
-        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted });
+        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted, cursor: None });
         Ok(())
     }
 
