@@ -1769,7 +1769,10 @@ impl Session {
                         return Err(backward());
                     }
                     (0, Some(0))
-                } else if n >= i64::MAX || n < 0 {
+                } else if n < 0 {
+                    // FORWARD -n is BACKWARD n.
+                    return Err(backward());
+                } else if n == i64::MAX {
                     (0, None)
                 } else {
                     (0, Some(n as u64))
