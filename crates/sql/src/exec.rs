@@ -504,7 +504,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
 }
 
 /// A pull-based operator: `next()` yields rows until `None`.
-pub trait RowIter {
+pub trait RowIter: Send {
     fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>>;
 }
 

@@ -40,7 +40,7 @@ pub enum Volatility {
 }
 
 /// The rows a set-returning function produces for one call.
-pub type SetIter = Box<dyn Iterator<Item = Result<Value>>>;
+pub type SetIter = Box<dyn Iterator<Item = Result<Value>> + Send>;
 
 #[derive(Clone, Copy)]
 pub enum Imp {

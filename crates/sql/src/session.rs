@@ -326,6 +326,13 @@ struct Prepared {
 
 enum PortalState {
     NotStarted,
+    /// A query whose executor is open: each Execute pulls at most its row
+    /// limit from `it`, under the snapshot the query started with, and the
+    /// rest stay unread until the next Execute (PostgreSQL's PORTAL_ONE_SELECT).
+    Running(OpenQuery),
+    /// The query's executor ran out of rows: running the portal again returns none.
+    Exhausted,
+    /// The rows of a statement that had to run to completion (RETURNING, SHOW).
     Rows { rows: VecDeque<Vec<Value>>, tag: String },
     /// A statement without rows ran; its tag is reported by this Execute.
     Done(String),
@@ -334,12 +341,34 @@ enum PortalState {
     Finished,
 }
 
+/// A query's executor kept open between protocol messages (a suspended
+/// portal, a cursor): the row iterator owns its operators' state (no borrow of
+/// the plan or the session), and `snap` is the snapshot it started with; each
+/// pull builds a fresh [`Ctx`] around them with the session's backend and
+/// settings.
+pub(crate) struct OpenQuery {
+    it: Box<dyn exec::RowIter>,
+    snap: ferrogres_engine::txn::snapshot::Snapshot,
+}
+
 struct Portal {
     /// The statement's text (pg_stat_activity.query while it runs).
     sql: Option<Arc<str>>,
     plan: Arc<Statement>,
     params: Vec<Value>,
     state: PortalState,
+    /// Made by DECLARE (a SQL cursor): its position for FETCH and MOVE.
+    cursor: Option<CursorPos>,
+}
+
+/// Where a forward-only cursor stands (PostgreSQL's portalPos/atEnd).
+#[derive(Default)]
+struct CursorPos {
+    /// Rows fetched or moved over so far: the current row's number (0:
+    /// before the first).
+    pos: u64,
+    /// The executor ran out of rows: the cursor stands after the last.
+    at_end: bool,
 }
 
 /// What [`Session::cached_settings`] keeps parsed (see `Session::hot_settings`).
@@ -409,6 +438,11 @@ pub struct Session {
     /// client is told: `run_in_txn` sends RowDescription and then each row as
     /// the executor yields it, holding none (taken by the first query run).
     stream_rows: Option<Vec<ColumnDesc>>,
+    /// Set by a portal about to start a query: `run_in_txn` opens its executor
+    /// and leaves it in `opened` instead of running it (taken by the first
+    /// query run).
+    open_query: bool,
+    opened: Option<OpenQuery>,
     /// The current transaction is READ ONLY / DEFERRABLE (from
     /// default_transaction_read_only / _deferrable when it began, or BEGIN /
     /// SET TRANSACTION).
@@ -474,6 +508,8 @@ impl Session {
             xact_reported: false,
             timer_armed: false,
             stream_rows: None,
+            open_query: false,
+            opened: None,
             xact_read_only: false,
             xact_deferrable: false,
         }
@@ -976,8 +1012,13 @@ impl Session {
     fn utility(&mut self, cmd: &crate::utility::SessionCmd, out: &mut dyn Output) -> Result<String> {
         use crate::utility::{DiscardKind, SessionCmd};
         match cmd {
-            SessionCmd::Close(Some(name)) => return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist"))),
-            SessionCmd::Close(None) => {}
+            SessionCmd::Close(Some(name)) => {
+                if self.portals.remove(name).is_none() {
+                    return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist")));
+                }
+            }
+            // CLOSE ALL closes every portal, as PostgreSQL's.
+            SessionCmd::Close(None) => self.portals.clear(),
             SessionCmd::Listen(_) | SessionCmd::Unlisten(_) | SessionCmd::Notify { .. } => {
                 // They take effect at commit: inside the current transaction.
                 self.ensure_txn()?;
@@ -1347,6 +1388,12 @@ impl Session {
         match plan {
             Statement::Query(q) => {
                 let stream = self.stream_rows.take();
+                if std::mem::take(&mut self.open_query) {
+                    let mut ctx = Ctx { backend: &mut self.backend, snap: snap.clone(), params, env: &mut self.env };
+                    let it = exec::run_query(q, &mut ctx)?;
+                    self.opened = Some(OpenQuery { it, snap });
+                    return Ok((None, "SELECT 0".into()));
+                }
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 let mut it = exec::run_query(q, &mut ctx)?;
                 if let Some(cols) = stream {
@@ -1624,6 +1671,8 @@ impl Session {
             pg_query::NodeEnum::PrepareStmt(p) => return self.sql_prepare(st, p, out),
             pg_query::NodeEnum::ExecuteStmt(e) => return self.sql_execute(st, e, out),
             pg_query::NodeEnum::DeallocateStmt(d) => return self.sql_deallocate(d, out),
+            pg_query::NodeEnum::DeclareCursorStmt(d) => return self.sql_declare(st, d, out),
+            pg_query::NodeEnum::FetchStmt(f) => return self.sql_fetch(f, out),
             _ => {}
         }
         let plan = self.simple_plan(st, index)?;
@@ -1682,6 +1731,155 @@ impl Session {
             self.plan_cache.insert(key, plan.clone(), version, settings);
         }
         Ok(plan)
+    }
+
+    // ---- DECLARE / FETCH / MOVE ---------------------------------------------------
+    // A cursor is a portal made by SQL (the same namespace as the protocol's
+    // named portals, as in PostgreSQL): its executor stays open and FETCH pulls
+    // from it ([`Session::pull`]).
+
+    fn sql_declare(&mut self, st: &ParsedStmt, d: &pg_query::protobuf::DeclareCursorStmt, out: &mut dyn Output) -> Result<()> {
+        // parsenodes.h's CURSOR_OPT_* bits.
+        const BINARY: i32 = 0x1;
+        const SCROLL: i32 = 0x2;
+        const HOLD: i32 = 0x20;
+        if d.options & HOLD == 0 && self.status == TxnStatus::Idle && !self.multi_statement {
+            return Err(SqlError::new(b"25P01", "DECLARE CURSOR can only be used in transaction blocks"));
+        }
+        if d.options & HOLD != 0 {
+            return Err(SqlError::not_supported("DECLARE CURSOR WITH HOLD"));
+        }
+        if d.options & SCROLL != 0 {
+            return Err(SqlError::not_supported("SCROLL cursors"));
+        }
+        if d.options & BINARY != 0 {
+            return Err(SqlError::not_supported("BINARY cursors"));
+        }
+        if self.portals.contains_key(&d.portalname) {
+            return Err(SqlError::new(b"42P03", format!("cursor \"{}\" already exists", d.portalname)));
+        }
+        let Some(query) = d.query.as_ref().and_then(|q| q.node.clone()) else {
+            return Err(SqlError::syntax("DECLARE without a query"));
+        };
+        let inner = ParsedStmt { node: query, sql: st.sql.clone() };
+        let mut params = Vec::new();
+        let plan = Arc::new(self.analyze(&inner, &mut params, false)?);
+        if !params.is_empty() {
+            return Err(SqlError::new(b"42P02", "there is no parameter $1"));
+        }
+        if !matches!(*plan, Statement::Query(_)) {
+            return Err(SqlError::not_supported("DECLARE CURSOR for a statement other than SELECT or VALUES"));
+        }
+        self.open_query = true;
+        let r = self.run(&plan, &[], out);
+        self.open_query = false;
+        r?;
+        let q = self.opened.take().ok_or_else(|| SqlError::internal("DECLARE opened no executor"))?;
+        let portal = Portal { sql: Some(st.sql.clone()), plan, params: Vec::new(), state: PortalState::Running(q), cursor: Some(CursorPos::default()) };
+        self.portals.insert(d.portalname.clone(), portal);
+        out.command_complete("DECLARE CURSOR")
+    }
+
+    fn sql_fetch(&mut self, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<()> {
+        let name = &f.portalname;
+        let Some(mut p) = self.portals.remove(name) else {
+            return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist")));
+        };
+        let r = self.fetch_portal(&mut p, f, out);
+        // A cursor whose FETCH failed goes with its (failed) transaction.
+        if r.is_ok() {
+            self.portals.insert(name.clone(), p);
+        }
+        let n = r?;
+        out.command_complete(&format!("{} {n}", if f.ismove { "MOVE" } else { "FETCH" }))
+    }
+
+    /// Runs one FETCH or MOVE on a forward-only cursor; returns the row count of its tag.
+    fn fetch_portal(&mut self, p: &mut Portal, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<u64> {
+        use pg_query::protobuf::FetchDirection as D;
+        let backward = || {
+            SqlError::new(b"55000", "cursor can only scan forward").with_hint("Declare it with SCROLL option to enable backward scan.")
+        };
+        let cols = if f.ismove { None } else { self.describe_plan(&p.plan) };
+        let Some(cur) = p.cursor.as_mut() else {
+            // A protocol-level portal: FETCH reads it as a forward cursor.
+            p.cursor = Some(CursorPos::default());
+            return self.fetch_portal(p, f, out);
+        };
+        let (pos, at_end) = (cur.pos, cur.at_end);
+        // (rows to skip, rows to return), forward from the current position.
+        let n = f.how_many;
+        let (skip, take): (u64, Option<u64>) = match D::try_from(f.direction).unwrap_or(D::FetchForward) {
+            D::FetchForward | D::Undefined => {
+                if n == 0 {
+                    // FETCH FORWARD 0 re-reads the current row: backward, unless
+                    // the cursor stands on none.
+                    if pos > 0 && !at_end {
+                        return Err(backward());
+                    }
+                    (0, Some(0))
+                } else if n < 0 {
+                    // FORWARD -n is BACKWARD n.
+                    return Err(backward());
+                } else if n == i64::MAX {
+                    (0, None)
+                } else {
+                    (0, Some(n as u64))
+                }
+            }
+            D::FetchBackward => return Err(backward()),
+            D::FetchAbsolute => {
+                if n > 0 && (n as u64) > pos && !at_end {
+                    (n as u64 - pos - 1, Some(1))
+                } else if n == 0 && pos == 0 {
+                    (0, Some(0))
+                } else {
+                    return Err(backward());
+                }
+            }
+            D::FetchRelative => {
+                if n > 0 {
+                    (n as u64 - 1, Some(1))
+                } else if n == 0 && (pos == 0 || at_end) {
+                    (0, Some(0))
+                } else {
+                    return Err(backward());
+                }
+            }
+        };
+        if let Some(cols) = &cols {
+            out.row_description(cols)?;
+        }
+        let PortalState::Running(q) = &mut p.state else {
+            // Ran out of rows before: nothing more to read.
+            if let Some(cur) = p.cursor.as_mut() {
+                cur.at_end = true;
+            }
+            return Ok(0);
+        };
+        let mut done = false;
+        let mut skipped = 0;
+        if skip > 0 {
+            let (k, d) = self.pull(q, &p.params, Some(skip), &mut |_| Ok(()))?;
+            skipped = k;
+            done = d;
+        }
+        let mut got = 0;
+        if !done && take != Some(0) {
+            let mut send = |row: Vec<Value>| if f.ismove { Ok(()) } else { out.row(&row) };
+            let (k, d) = self.pull(q, &p.params, take, &mut send)?;
+            got = k;
+            done = d;
+        }
+        if done {
+            p.state = PortalState::Exhausted;
+        }
+        let cur = p.cursor.as_mut().ok_or_else(|| SqlError::internal("cursor without position"))?;
+        cur.pos += skipped + got;
+        cur.at_end = done;
+        // FETCH and MOVE FORWARD n count the rows read (MOVE passes them);
+        // ABSOLUTE and RELATIVE the row they landed on.
+        Ok(got)
     }
 
     // ---- PREPARE / EXECUTE / DEALLOCATE -----------------------------------------
@@ -1943,7 +2141,7 @@ impl Session {
         if !matches!(*plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
             self.ensure_txn()?;
         }
-        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted });
+        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted, cursor: None });
         Ok(())
     }
 
@@ -1978,10 +2176,16 @@ impl Session {
             return Err(e);
         }
         if let PortalState::NotStarted = p.state {
-            let (rows, tag) = self.run(&p.plan, &p.params, out)?;
-            p.state = match rows {
-                Some(rows) => PortalState::Rows { rows: rows.into(), tag },
-                None => PortalState::Done(tag),
+            // A query's executor is opened and kept; other statements run to
+            // completion here and their rows (RETURNING, SHOW) wait in the portal.
+            self.open_query = matches!(*p.plan, Statement::Query(_));
+            let r = self.run(&p.plan, &p.params, out);
+            self.open_query = false;
+            let (rows, tag) = r?;
+            p.state = match (self.opened.take(), rows) {
+                (Some(q), _) => PortalState::Running(q),
+                (None, Some(rows)) => PortalState::Rows { rows: rows.into(), tag },
+                (None, None) => PortalState::Done(tag),
             };
         }
         let outcome = match &mut p.state {
@@ -1991,12 +2195,24 @@ impl Session {
                 p.state = PortalState::Finished;
                 ExecOutcome::Completed(tag)
             }
-            PortalState::Rows { rows, tag } => {
-                let mut n: u64 = 0;
-                loop {
+            PortalState::Exhausted => ExecOutcome::Completed("SELECT 0".into()),
+            PortalState::Running(q) => {
+                // An error while pulling drops the portal (its transaction fails).
+                let limit = if max_rows == 0 { None } else { Some(max_rows as u64) };
+                let (n, done) = self.pull(q, &p.params, limit, &mut |row| out.row(&row))?;
+                if !done {
                     // As PostgreSQL's executor, which stops after `max_rows`
                     // rows without looking for another: exactly `max_rows`
                     // rows is PortalSuspended, even when none are left.
+                    self.portals.insert(portal.to_string(), p);
+                    return Ok(ExecOutcome::Suspended);
+                }
+                p.state = PortalState::Exhausted;
+                ExecOutcome::Completed(format!("SELECT {n}"))
+            }
+            PortalState::Rows { rows, tag } => {
+                let mut n: u64 = 0;
+                loop {
                     if max_rows > 0 && n == max_rows as u64 {
                         self.portals.insert(portal.to_string(), p);
                         return Ok(ExecOutcome::Suspended);
@@ -2028,6 +2244,45 @@ impl Session {
             self.portals.insert(portal.to_string(), p);
         }
         Ok(outcome)
+    }
+
+    /// Pulls up to `limit` rows (`None`: all) from an open query into `each`,
+    /// as one statement: the memory bound, statement_timeout and interrupt
+    /// checks apply to the pull as to a query run at once. Returns how many
+    /// rows were pulled and whether the executor ran out of rows (`false`
+    /// when it stopped at `limit`, without looking for another).
+    pub(crate) fn pull(
+        &mut self,
+        q: &mut OpenQuery,
+        params: &[Value],
+        limit: Option<u64>,
+        each: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<(u64, bool)> {
+        let mem = self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten();
+        crate::memory::start_statement(mem);
+        let timeout = if self.timer_armed { 0 } else { self.statement_timeout_ms() };
+        if timeout > 0 {
+            self.arm_statement_timer(Some(std::time::Duration::from_millis(timeout)));
+        }
+        self.sync_datetime();
+        let r = (|| {
+            (self.env.interrupts)()?;
+            let mut ctx = Ctx { backend: &mut self.backend, snap: q.snap.clone(), params, env: &mut self.env };
+            let mut n: u64 = 0;
+            let mut tick = exec::Ticker::default();
+            while limit != Some(n) {
+                let Some(row) = q.it.next(&mut ctx)? else { return Ok((n, true)) };
+                tick.tick(&*ctx.env)?;
+                each(row)?;
+                n += 1;
+            }
+            Ok((n, false))
+        })();
+        if timeout > 0 {
+            self.arm_statement_timer(None);
+        }
+        crate::memory::end_statement();
+        r
     }
 
     pub fn close_statement(&mut self, name: &str) {
