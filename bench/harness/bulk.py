@@ -15,8 +15,8 @@ minute of the machine hurts both):
 | analyze | `analyze bulk_t` |
 | insert_select | `insert into bulk_wide select g, 'aaaaa' from generate_series(1, N) g` into `bulk_wide(c1 int, c2 char(1000))` |
 
-A step is one psql process (`-X -v ON_ERROR_STOP=1 -f`); its time is the wall time of
-that process (connection and start-up included: a few ms against steps of seconds).
+A step is one psql process (`-X -v ON_ERROR_STOP=1 -f`); its time is psql's `\\timing`
+(from sending the statement to its answer; psql's start-up and connection excluded).
 A `checkpoint` (untimed) precedes each step on both systems so that neither starts
 with the other's dirty buffers. With `--bulk-reps R` > 1 the whole sequence runs R
 times on fresh tables and the median per step is reported.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -75,10 +76,13 @@ def statements(step: str, n: int, csv_path: str) -> str:
     }[step]
 
 
+TIME_RE = re.compile(r"^Time: ([0-9.]+) ms", re.M)
+
+
 def run_step(srv, sql: str, workdir: str, timeout: float) -> dict:
     path = os.path.join(workdir, f"step-{srv.system}.sql")
     with open(path, "w") as f:
-        f.write(sql + "\n")
+        f.write("\\timing on\n" + sql + "\n")
     cmd = [servers.client_tool("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"] + srv.conn_args() + \
           ["-d", "postgres", "-f", path]
     t0 = time.monotonic()
@@ -87,10 +91,13 @@ def run_step(srv, sql: str, workdir: str, timeout: float) -> dict:
                            env=dict(os.environ, PGCONNECT_TIMEOUT="10"))
     except subprocess.TimeoutExpired:
         return {"status": "timeout", "error": f"no answer within {timeout:g} s"}
-    secs = time.monotonic() - t0
+    wall = time.monotonic() - t0
     if r.returncode != 0:
         return {"status": "error", "error": (r.stderr.strip() or r.stdout.strip())[:400]}
-    return {"status": "ok", "time_s": round(secs, 3)}
+    times = TIME_RE.findall(r.stdout)
+    if not times:
+        return {"status": "error", "error": f"no timing in psql's output: {r.stdout[:200]}"}
+    return {"status": "ok", "time_s": round(float(times[-1]) / 1000, 3), "wall_s": round(wall, 3)}
 
 
 PREPARE = [
@@ -204,7 +211,7 @@ def summarize(points: list[dict], systems: list[str], n: int) -> list[dict]:
 def text(wr: dict, systems: list[str], label: dict) -> str:
     out = [f"== {wr['name']}  ({wr['seed']})",
            f"   {wr['description']}; {wr['data']}; {wr['reps']} run(s) per step and system"
-           f" ({'median' if wr['reps'] > 1 else 'one run'}); seconds, psql's wall time"]
+           f" ({'median' if wr['reps'] > 1 else 'one run'}); seconds, psql's \\timing"]
     head = ["operation"] + [f"{label[s]} s" for s in systems] + (["ratio f/pg"] if len(systems) == 2 else [])
     rows = [head]
     for r in wr.get("steps", []):
