@@ -235,6 +235,8 @@ pub static GUCS: &[Guc] = &[
     guc!("lwlock_fair", Postmaster, Kind::Bool, "on"),
     guc!("max_locks_per_transaction", Postmaster, int(10, INT_MAX, Unit::None), "64"),
     guc!("work_mem", User, int(64, INT_MAX, Unit::Kb), "4MB"),
+    // CREATE INDEX / REINDEX sort within it (ferrogres_sql::index_build).
+    guc!("maintenance_work_mem", User, int(1024, INT_MAX, Unit::Kb), "64MB"),
     // ferrogres's own (ferrogres_sql::memory): what one statement may allocate, -1 none.
     guc!("statement_memory_limit", User, int(-1, INT_MAX, Unit::Kb), "4GB"),
     // ferrogres_sql::sort: bytes one sort or hash aggregate may write to temporary files.
