@@ -15,7 +15,7 @@ import tempfile
 import time
 from typing import Optional
 
-from . import callgrind, pgbench, perfstat, procs, report, servers, tpch, workloads as W
+from . import bulk, callgrind, pgbench, perfstat, procs, report, servers, tpch, workloads as W
 
 BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(BENCH_DIR)
@@ -127,6 +127,8 @@ def parse_args(argv):
     ap.add_argument("--cg-transactions", type=int,
                     help="transactions per client in the callgrind pass (default: the profile's)")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--bulk-rows", type=int, help="rows of the bulk workload (default: quick 1M, full 10M)")
+    ap.add_argument("--bulk-reps", type=int, help="runs of the bulk workload's steps per system, median reported (default 1)")
     g = ap.add_argument_group("tpch workload")
     g.add_argument("--tpch-scale", type=float, help="TPC-H scale factor (default: smoke 0.01, quick 0.1, full 1)")
     g.add_argument("--tpch-reps", type=int, help="timed runs per query and system, median reported "
@@ -196,6 +198,9 @@ class Runner:
         est = []
         for n in names:
             w = W.REGISTRY[n]
+            if w.kind == "bulk":
+                est += bulk.estimate(self.p.bulk_rows, len(self.systems), self.args.bulk_reps or 1)
+                continue
             if w.kind == "tpch":
                 a = self.args
                 est += tpch.estimate(self.p.tpch_scale, self.p.tpch_reps, a.tpch_timeout, len(self.systems),
@@ -532,7 +537,12 @@ class Runner:
         try:
             for n in names:
                 w = W.REGISTRY[n]
-                wr = tpch.run(self, w, prog) if w.kind == "tpch" else self.run_workload(w, prog)
+                if w.kind == "tpch":
+                    wr = tpch.run(self, w, prog)
+                elif w.kind == "bulk":
+                    wr = bulk.run(self, w, prog)
+                else:
+                    wr = self.run_workload(w, prog)
                 self.results["workloads"].append(wr)
                 report.print_workload(wr, self.systems, self.args.perf_event)
                 report.save(self.results, self.outdir)  # partial results survive an interrupt
@@ -560,6 +570,8 @@ def main(argv: list[str]) -> int:
         over["tpch_scale"] = args.tpch_scale
     if args.tpch_reps is not None:
         over["tpch_reps"] = args.tpch_reps
+    if args.bulk_rows:
+        over["bulk_rows"] = args.bulk_rows
     if over.get("clients") and max(over["clients"]) + 10 > prof.max_connections:
         over["max_connections"] = max(over["clients"]) + 10
     prof = dataclasses.replace(prof, **over)
@@ -569,11 +581,13 @@ def main(argv: list[str]) -> int:
     os.makedirs(outdir, exist_ok=True)
     procs.install_signal_handlers()
     what = []
-    if any(W.REGISTRY[n].kind != "tpch" for n in names):
+    if any(W.REGISTRY[n].kind not in ("tpch", "bulk") for n in names):
         what.append(f"clients {prof.clients}; {prof.duration:g} s per point")
     if "tpch" in names:
         what.append(f"tpch: scale factor {prof.tpch_scale:g}, {prof.tpch_reps} run(s) per query, "
                     f"timeout {args.tpch_timeout:g} s, keys {args.tpch_keys}")
+    if "bulk" in names:
+        what.append(f"bulk: {prof.bulk_rows} rows")
     log(f"bench/run {args.profile}: systems {','.join(args.systems)}; workloads {', '.join(names)}; "
         f"{'; '.join(what)}; results in {outdir}")
     r = Runner(args, prof, outdir)

@@ -229,6 +229,9 @@ def tpch_text(wr: dict, systems: list[str]) -> str:
 def workload_text(wr: dict, systems: list[str], event: str = "instructions") -> str:
     if wr["kind"] == "tpch":
         return tpch_text(wr, systems)
+    if wr["kind"] == "bulk":
+        from . import bulk
+        return bulk.text(wr, systems, LABEL)
     out = []
     add = out.append
     add(f"== {wr['name']}  (seed {wr['seed']})")
@@ -334,8 +337,9 @@ def save(results: dict, outdir: str) -> None:
         wri = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         wri.writeheader()
         for wr in results["workloads"]:
-            if wr["kind"] == "tpch":
-                for row in tpch_csv_rows(wr):
+            if wr["kind"] in ("tpch", "bulk"):
+                from . import bulk
+                for row in (tpch_csv_rows(wr) if wr["kind"] == "tpch" else bulk.csv_rows(wr)):
                     wri.writerow(row)
                 continue
             by = {(p["system"], p.get("query"), p["x"]): p for p in wr["points"]}
@@ -443,6 +447,8 @@ def plot_all(results: dict, outdir: str) -> tuple[list[str], str]:
     made = []
     systems = results["systems"]
     for wr in results["workloads"]:
+        if wr["kind"] == "bulk":
+            continue  # a table of six numbers per system: no plot
         if wr["kind"] == "tpch":
             fig = _plot_tpch(plt, wr, systems)
             if fig is None:

@@ -27,6 +27,7 @@ class Profile:
     cg_transactions: int = 1000  # transactions per client in the callgrind pass (--instructions callgrind)
     tpch_scale: float = 0.1      # TPC-H scale factor of the tpch workload (--tpch-scale)
     tpch_reps: int = 1           # timed runs per TPC-H query and system; the median is reported (--tpch-reps)
+    bulk_rows: int = 1_000_000   # rows of the bulk workload (issue 20: quick 1M, full 10M)
 
 
 def _ncpu() -> int:
@@ -38,21 +39,22 @@ PROFILES = {
     "smoke": Profile("smoke", ["select-only", "tpcb-sync-off-in"], [1, 2, 4], 3, 32, 50,
                      scale_in=1, scale_out=8, hash_rows=10_000, par_test_rows=20_000, par_perf_rows=20_000,
                      par_workers=[0, 1, 2], par_reps=2, sampling_rate=1.0, max_wal_size="1GB",
-                     cg_transactions=300, tpch_scale=0.01, tpch_reps=1),
+                     cg_transactions=300, tpch_scale=0.01, tpch_reps=1, bulk_rows=20_000),
     # < 15 minutes for both systems: every workload, 1-64 clients, 4 s points
     "quick": Profile("quick", ["select-only", "tpcb-sync-on-in", "tpcb-sync-off-in", "tpcb-sync-on-out",
-                               "tpcb-sync-off-out", "hash-update", "parallel-scan"],
+                               "tpcb-sync-off-out", "hash-update", "parallel-scan", "bulk"],
                      [1, 2, 4, 8, 16, 32, 64], 4, 128, 100,
                      scale_in=4, scale_out=30, hash_rows=100_000, par_test_rows=300_000, par_perf_rows=100_000,
                      par_workers=list(range(0, max(2, _ncpu()) + 1)), par_reps=3, sampling_rate=1.0,
-                     max_wal_size="2GB", tpch_scale=0.1, tpch_reps=1),
+                     max_wal_size="2GB", tpch_scale=0.1, tpch_reps=1, bulk_rows=1_000_000),
     # as long as it needs: seed-sized where the machine allows, up to 256 clients, 30 s points
     "full": Profile("full", ["select-only", "tpcb-sync-on-in", "tpcb-sync-off-in", "tpcb-sync-on-out",
-                             "tpcb-sync-off-out", "hash-update", "parallel-scan", "tpch"],
+                             "tpcb-sync-off-out", "hash-update", "parallel-scan", "tpch", "bulk"],
                     [1, 2, 4, 8, 16, 32, 64, 128, 256], 30, 1024, 300,
                     scale_in=40, scale_out=300, hash_rows=1_000_000, par_test_rows=1_000_000,
                     par_perf_rows=3_000_000, par_workers=list(range(0, max(4, _ncpu()) + 1)), par_reps=5,
-                    sampling_rate=0.1, max_wal_size="8GB", cg_transactions=10000, tpch_scale=1, tpch_reps=3),
+                    sampling_rate=0.1, max_wal_size="8GB", cg_transactions=10000, tpch_scale=1, tpch_reps=3,
+                    bulk_rows=10_000_000),
 }
 
 
@@ -75,7 +77,7 @@ def base_settings(p: Profile) -> dict:
 class Workload:
     name: str
     seed: str
-    kind: str                                  # "pgbench", "parallel" or "tpch"
+    kind: str                                  # "pgbench", "parallel", "tpch" or "bulk"
     description: str
     settings: Callable[[Profile], dict]        # overrides of base_settings
     setup: Callable[[Profile], dict]           # {"pgbench_init": scale} and/or {"sql": [...]}
@@ -200,6 +202,14 @@ _register(Workload(
     settings=lambda p: {"max_parallel_workers_per_gather": "0"},
     setup=lambda p: {},
     scale_label=lambda p: f"scale factor {p.tpch_scale:g}",
+))
+
+_register(Workload(
+    name="bulk", seed="issue 20 (bulk paths)", kind="bulk",
+    description="COPY in, CREATE INDEX, DELETE half, VACUUM, ANALYZE, INSERT ... SELECT of char(1000) rows, one client",
+    settings=lambda p: {},  # maintenance_work_mem: both at their default, 64MB
+    setup=lambda p: {},
+    scale_label=lambda p: f"{p.bulk_rows} rows",
 ))
 
 

@@ -168,7 +168,7 @@ fn analyze_default(backend: &Backend, snap: &Snapshot, sql: &str, raw: &NodeEnum
 fn run_statement(stmt: &Statement, backend: &mut Backend, snap: &Snapshot, env: &mut dyn Env, notice: Notice) -> Result<()> {
     match stmt {
         Statement::Ddl(cmd) => constraints::execute(cmd, backend, snap, env, notice).map(|_| ()),
-        Statement::Index(cmd) => crate::index::execute(cmd, backend, snap, notice).map(|_| ()),
+        Statement::Index(cmd) => crate::index::execute(cmd, backend, snap, &*env, notice).map(|_| ()),
         _ => Err(SqlError::internal("unexpected ALTER TABLE subcommand statement")),
     }
 }

@@ -504,14 +504,14 @@ pub fn execute(
             };
             let namespace = &crate::namespace::materialize(backend, *namespace)?;
             if *if_not_exists && crate::index::find_relation(backend, snap, *namespace, name)?.is_some() {
-                return crate::index::execute(base, backend, snap, notice);
+                return crate::index::execute(base, backend, snap, &*env, notice);
             }
             for (_, seq, _) in &extras.sequences {
                 if crate::index::find_relation(backend, snap, *namespace, seq)?.is_some() {
                     return Err(SqlError::new(b"42P07", format!("relation \"{seq}\" already exists")));
                 }
             }
-            let tag = crate::index::execute(base, backend, snap, notice)?;
+            let tag = crate::index::execute(base, backend, snap, &*env, notice)?;
             backend.txn.command_counter_increment()?;
             let snap = backend.txn.statement_snapshot()?;
             let table = lookup_in(backend, &snap, *namespace, name)?;

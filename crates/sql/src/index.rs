@@ -32,7 +32,7 @@
 
 use crate::catalog::{self, cat, class_rel, locator, Table};
 use crate::errors::{Result, SqlError};
-use crate::exec::{self, eval_pure, Ctx};
+use crate::exec::{self, eval_pure, Ctx, Env};
 use crate::plan::{CmpOp, Expr, Func};
 use crate::rowio::{deform_row, insert_row, scan_rows, RelStorage};
 use crate::types::{self, Type, Value};
@@ -105,7 +105,8 @@ pub struct IndexInfo {
     pub name: String,
     pub rel: RelFileLocator,
     pub am: IndexAm,
-    /// The `fillfactor` storage parameter, if given (hash indexes).
+    /// The `fillfactor` storage parameter, if given (hash indexes; B-tree
+    /// indexes: the leaf fill of a build, default 90).
     pub fillfactor: Option<u16>,
     /// The columns: positions in the table's columns, key columns in key order,
     /// then INCLUDE columns (stored as trailing key columns: the engine's tree has
@@ -214,13 +215,6 @@ impl IndexInfo {
             })
             .collect();
         v.join(" ")
-    }
-
-    /// "(a, b)=(1, 2)" for DETAIL messages.
-    fn key_text(&self, table: &Table, vals: &[Value]) -> String {
-        let names: Vec<&str> = self.columns.iter().map(|c| table.columns[*c].name.as_str()).collect();
-        let shown: Vec<String> = vals.iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
-        format!("({})=({})", names.join(", "), shown.join(", "))
     }
 }
 
@@ -447,7 +441,7 @@ pub struct IndexSpec {
     pub constraint: bool,
     pub if_not_exists: bool,
     pub am: IndexAm,
-    /// `WITH (fillfactor = n)` (hash indexes).
+    /// `WITH (fillfactor = n)` (hash and B-tree indexes).
     pub fillfactor: Option<u16>,
 }
 
@@ -501,9 +495,10 @@ fn truncate_name(cand: &str, suffix: &str, n: u32, base: &str) -> String {
 }
 
 /// CREATE INDEX, or the index of a PRIMARY KEY / UNIQUE constraint: the catalog
-/// rows, the index file, and an entry for every row `snap` sees. Returns `None`
-/// when IF NOT EXISTS found the name taken (the caller sends the notice).
-pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, spec: &IndexSpec) -> Result<Option<IndexInfo>> {
+/// rows, the index file, and an entry for every row `snap` sees (filled by
+/// [`crate::index_build`]). Returns `None` when IF NOT EXISTS found the name
+/// taken (the caller sends the notice).
+pub fn create_index(backend: &mut Backend, env: &dyn Env, snap: &Snapshot, table: &mut Table, spec: &IndexSpec) -> Result<Option<IndexInfo>> {
     let name = match &spec.name {
         Some(n) => n.clone(),
         None => choose_name(backend, snap, table, spec)?,
@@ -517,18 +512,15 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
     if spec.primary && table.indexes.iter().any(|i| i.primary) {
         return Err(SqlError::new(b"42P16", format!("multiple primary keys for table \"{}\" are not allowed", table.name)));
     }
-    let rows = scan_rows(backend, &table.storage, snap)?;
+    // A PRIMARY KEY makes its columns NOT NULL; the build's scan checks the rows
+    // (23502 for a NULL: the transaction, these catalog changes with it, aborts).
+    let mut not_null = Vec::new();
     if spec.primary {
         for c in &spec.columns {
             if table.columns[*c].not_null {
                 continue;
             }
-            if rows.iter().any(|(_, r)| r[*c].is_null()) {
-                return Err(SqlError::new(
-                    b"23502",
-                    format!("column \"{}\" of relation \"{}\" contains null values", table.columns[*c].name, table.name),
-                ));
-            }
+            not_null.push(*c);
             set_not_null(backend, snap, table, *c)?;
             table.columns[*c].not_null = true;
         }
@@ -550,7 +542,10 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
         nulls_first: spec.nulls_first.clone(),
         constraint: spec.constraint.then_some(if spec.primary { 'p' } else { 'u' }),
     };
-    ix.create_file(&engine, rows.len() as f64)?;
+    if ix.am == IndexAm::Hash {
+        // (A B-tree's file is created by its bottom-up build.)
+        ix.create_file(&engine, crate::index_build::count_rows(backend, env, snap, table)? as f64)?;
+    }
     backend.txn.pending_deletes.at_abort(ix.rel);
     register(&engine, table.storage.rel, &ix);
     insert_row(
@@ -601,66 +596,31 @@ pub fn create_index(backend: &mut Backend, snap: &Snapshot, table: &mut Table, s
             ],
         )?;
     }
-    build(backend, table, &ix, &rows, snap_rows_error(&ix, table))?;
+    crate::index_build::build(backend, env, snap, table, &ix, &not_null)?;
     table.indexes.push(ix.clone());
     Ok(Some(ix))
 }
 
-/// How a unique violation found while building `ix` is reported.
-fn snap_rows_error<'t>(ix: &'t IndexInfo, table: &'t Table) -> impl Fn(SqlError, &[Value]) -> SqlError + 't {
-    move |e, row| {
-        if e.sqlstate() == "23505" {
-            SqlError::new(b"23505", format!("could not create unique index \"{}\"", ix.name))
-                .with_detail(format!("Key {} is duplicated.", ix.key_text(table, &key_values(ix, row))))
-        } else {
-            e
-        }
-    }
-}
-
-/// Fills a new index: an entry for every row of `rows` (the rows the building
-/// snapshot sees), pointing at the root of its HOT chain.
-fn build(backend: &Backend, table: &Table, ix: &IndexInfo, rows: &[(Tid, Vec<Value>)], on_error: impl Fn(SqlError, &[Value]) -> SqlError) -> Result<()> {
-    let tree = match ix.am {
-        IndexAm::Btree => Some(ix.btree()?),
-        IndexAm::Hash => None,
-    };
-    let mut roots: HashMap<u32, HashMap<u16, u16>> = HashMap::new();
-    for (tid, row) in rows {
-        let block_roots = match roots.get(&tid.block) {
-            Some(m) => m,
-            None => {
-                let m: HashMap<u16, u16> = heapam::heap_get_root_tuples(backend, table.storage.rel, tid.block)?.into_iter().collect();
-                roots.entry(tid.block).or_insert(m)
-            }
-        };
-        let root = Tid::new(tid.block, block_roots.get(&tid.offset).copied().unwrap_or(tid.offset));
-        let r = match &tree {
-            Some(tree) => insert_entry(backend, table, ix, tree, row, root),
-            None => crate::hash_index::insert(backend, ix, row, root),
-        };
-        r.map_err(|e| on_error(e, row))?;
-    }
-    Ok(())
-}
-
 /// REINDEX: each of `indexes` (of `table`) gets a new file built from the rows
 /// `snap` sees; the old file goes at commit, the new one at abort (as TRUNCATE).
-pub fn reindex(backend: &mut Backend, snap: &Snapshot, table: &Table, indexes: &[IndexInfo]) -> Result<()> {
+pub fn reindex(backend: &mut Backend, env: &dyn Env, snap: &Snapshot, table: &Table, indexes: &[IndexInfo]) -> Result<()> {
     let engine = backend.engine().clone();
-    let rows = scan_rows(backend, &table.storage, snap)?;
+    let has_hash = indexes.iter().any(|i| i.am == IndexAm::Hash);
+    let nrows = if has_hash { crate::index_build::count_rows(backend, env, snap, table)? } else { 0 };
     for ix in indexes {
         crate::locking::lock_relation(backend, ix.oid, LockMode::AccessExclusive, false, &ix.name)?;
         let n = engine.new_oid();
         let new = IndexInfo { rel: locator(n), ..ix.clone() };
-        new.create_file(&engine, rows.len() as f64)?;
+        if new.am == IndexAm::Hash {
+            new.create_file(&engine, nrows as f64)?;
+        }
         backend.txn.pending_deletes.at_abort(new.rel);
         backend.txn.pending_deletes.at_commit(ix.rel);
         register(&engine, table.storage.rel, &new);
         update_class_row(backend, snap, ix.oid, &|row| {
             row[3] = Value::Oid(n);
         })?;
-        build(backend, table, &new, &rows, snap_rows_error(&new, table))?;
+        crate::index_build::build(backend, env, snap, table, &new, &[])?;
     }
     // Cached descriptors and plans of the table hold the indexes' old files.
     crate::catcache::relation_changed(backend, table.oid);
@@ -1321,12 +1281,13 @@ pub fn execute(
     cmd: &IndexCmd,
     backend: &mut Backend,
     snap: &Snapshot,
+    env: &dyn Env,
     notice: &mut dyn FnMut(SqlError) -> Result<()>,
 ) -> Result<String> {
     match cmd {
         IndexCmd::CreateIndex { table, spec } => {
             let mut table = table.clone();
-            if create_index(backend, snap, &mut table, spec)?.is_none() {
+            if create_index(backend, env, snap, &mut table, spec)?.is_none() {
                 let name = spec.name.clone().unwrap_or_default();
                 notice(SqlError::notice(b"42P07", format!("relation \"{name}\" already exists, skipping")))?;
             }
@@ -1345,7 +1306,7 @@ pub fn execute(
             backend.txn.command_counter_increment()?;
             for spec in constraints {
                 let snap = backend.txn.statement_snapshot()?;
-                create_index(backend, &snap, &mut table, spec)?;
+                create_index(backend, env, &snap, &mut table, spec)?;
                 backend.txn.command_counter_increment()?;
             }
             Ok("CREATE TABLE".into())
@@ -1354,7 +1315,7 @@ pub fn execute(
             let mut table = table.clone();
             for spec in specs {
                 let snap = backend.txn.statement_snapshot()?;
-                create_index(backend, &snap, &mut table, spec)?;
+                create_index(backend, env, &snap, &mut table, spec)?;
                 backend.txn.command_counter_increment()?;
             }
             Ok("ALTER TABLE".into())
@@ -1406,7 +1367,7 @@ pub fn execute(
             Ok("TRUNCATE TABLE".into())
         }
         IndexCmd::Reindex { table: Some(table), .. } => {
-            reindex(backend, snap, table, &table.indexes)?;
+            reindex(backend, env, snap, table, &table.indexes)?;
             Ok("REINDEX".into())
         }
         IndexCmd::Reindex { index: Some((schema, name)), .. } => {
@@ -1425,7 +1386,7 @@ pub fn execute(
             // on the index, as PostgreSQL's REINDEX INDEX.
             crate::locking::lock_relation(backend, table.oid, LockMode::Share, false, &table.name)?;
             crate::locking::lock_relation(backend, ix.oid, LockMode::AccessExclusive, false, &ix.name)?;
-            reindex(backend, snap, &table, std::slice::from_ref(&ix))?;
+            reindex(backend, env, snap, &table, std::slice::from_ref(&ix))?;
             Ok("REINDEX".into())
         }
         IndexCmd::Reindex { .. } => Err(SqlError::internal("REINDEX without a target")),

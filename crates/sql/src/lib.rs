@@ -28,6 +28,7 @@ pub mod grouping_sets;
 pub mod hash_index;
 pub mod identity;
 pub mod index;
+pub(crate) mod index_build;
 pub mod insert_select;
 pub mod join;
 pub mod like;

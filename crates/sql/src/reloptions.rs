@@ -72,8 +72,8 @@ fn parse_fillfactor(value: &str) -> Result<u32> {
     Ok(n as u32)
 }
 
-/// Validates a hash index's WITH (...) list (PostgreSQL's hash indexes have one
-/// storage parameter, `fillfactor`); returns the fillfactor if given.
+/// Validates an index's WITH (...) list (`fillfactor`, 10..100: hash and B-tree
+/// indexes); returns the fillfactor if given.
 pub fn index_fillfactor(options: &[pb::Node]) -> Result<Option<u16>> {
     let mut fillfactor = None;
     for o in options {

@@ -135,6 +135,30 @@ impl RowScan {
         backend.txn.pgstat.count_returned_h(&self.stat, 1);
         Ok(Some((tid, deform_row(backend, &self.st, &self.descs, &self.page[range], snapshot)?)))
     }
+
+    /// [`RowScan::next`] with only the columns `cols` (in that order) made into
+    /// values: an index build needs its key columns, not the whole row.
+    pub fn next_columns(&mut self, backend: &Backend, snapshot: &Snapshot, cols: &[usize]) -> Result<Option<(Tid, Vec<Value>)>> {
+        while self.at >= self.items.len() {
+            self.page.clear();
+            self.items.clear();
+            self.at = 0;
+            let (page, items) = (&mut self.page, &mut self.items);
+            let more = self.scan.next_page(backend, snapshot, &mut |tid, t| {
+                let start = page.len();
+                page.extend_from_slice(t);
+                items.push((tid, start..page.len()));
+                Ok(())
+            })?;
+            if !more {
+                return Ok(None);
+            }
+        }
+        let (tid, range) = self.items[self.at].clone();
+        self.at += 1;
+        backend.txn.pgstat.count_returned(self.st.rel, 1);
+        Ok(Some((tid, deform_columns(backend, &self.st, &self.descs, &self.page[range], snapshot, cols)?)))
+    }
 }
 
 /// A row of a relation with its TID.
@@ -188,26 +212,39 @@ pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u
     let datums = deform_tuple(descs, t)?;
     let natts = if st.missing.is_empty() { usize::MAX } else { ferrogres_engine::heap::tuple::TupleHeader::read(t)?.natts() };
     let mut row = Vec::with_capacity(st.types.len());
-    for (i, ty) in st.types.iter().enumerate() {
-        // A column added after the row was written reads as its missing value, else NULL.
-        if i >= natts {
-            if let Some((_, v)) = st.missing.iter().find(|m| m.0 == i) {
-                row.push(v.clone());
-                continue;
-            }
-        }
-        let d = datums.get(i).copied().flatten();
-        row.push(match d {
-            None => Value::Null,
-            Some(Datum::ByVal(raw)) => types::from_byval(*ty, raw)?,
-            Some(Datum::Varlena(b)) => types::from_varlena_typed(*ty, b)?,
-            Some(d @ (Datum::Compressed { .. } | Datum::External(_))) => {
-                types::from_varlena_typed(*ty, &heapam::heap_detoast(backend, st.rel, &d, snapshot)?)?
-            }
-            Some(Datum::Fixed(b)) => types::from_fixed(*ty, b)?,
-        });
+    for i in 0..st.types.len() {
+        row.push(column_value(backend, st, &datums, natts, i, snapshot)?);
     }
     Ok(row)
+}
+
+/// The values of columns `cols` (in that order) of a stored tuple of `st`: the
+/// tuple is deformed only up to the last of them.
+pub fn deform_columns(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], snapshot: &Snapshot, cols: &[usize]) -> Result<Vec<Value>> {
+    let upto = cols.iter().max().map_or(0, |m| m + 1).min(descs.len());
+    let datums = deform_tuple(&descs[..upto], t)?;
+    let natts = if st.missing.is_empty() { usize::MAX } else { ferrogres_engine::heap::tuple::TupleHeader::read(t)?.natts() };
+    cols.iter().map(|&i| column_value(backend, st, &datums, natts, i, snapshot)).collect()
+}
+
+/// Column `i`'s value from the tuple's deformed `datums` (`natts` attributes stored).
+fn column_value(backend: &Backend, st: &RelStorage, datums: &[Option<Datum>], natts: usize, i: usize, snapshot: &Snapshot) -> Result<Value> {
+    let ty = st.types[i];
+    // A column added after the row was written reads as its missing value, else NULL.
+    if i >= natts {
+        if let Some((_, v)) = st.missing.iter().find(|m| m.0 == i) {
+            return Ok(v.clone());
+        }
+    }
+    Ok(match datums.get(i).copied().flatten() {
+        None => Value::Null,
+        Some(Datum::ByVal(raw)) => types::from_byval(ty, raw)?,
+        Some(Datum::Varlena(b)) => types::from_varlena_typed(ty, b)?,
+        Some(d @ (Datum::Compressed { .. } | Datum::External(_))) => {
+            types::from_varlena_typed(ty, &heapam::heap_detoast(backend, st.rel, &d, snapshot)?)?
+        }
+        Some(Datum::Fixed(b)) => types::from_fixed(ty, b)?,
+    })
 }
 
 /// Forms the tuple of a row as it will be stored: varlena values that make it too

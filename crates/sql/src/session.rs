@@ -1549,7 +1549,7 @@ impl Session {
                 }
                 let shows = self.env.shows(Severity::Notice);
                 let mut notice = |n: SqlError| if shows { out.notice(&n) } else { Ok(()) };
-                let tag = crate::index::execute(cmd, &mut self.backend, &snap, &mut notice)?;
+                let tag = crate::index::execute(cmd, &mut self.backend, &snap, &self.env, &mut notice)?;
                 Ok((None, tag))
             }
             Statement::Ddl(cmd) => {

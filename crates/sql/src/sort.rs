@@ -61,6 +61,12 @@ pub(crate) struct SortMem {
 impl SortMem {
     /// `work_mem` and `temp_file_limit` as they are now in the session.
     pub(crate) fn from_settings(env: &dyn Env, datadir: PathBuf) -> Result<SortMem> {
+        Self::from_setting(env, datadir, "work_mem")
+    }
+
+    /// The same with another memory setting in `work_mem`'s place (CREATE INDEX
+    /// sorts within `maintenance_work_mem`).
+    pub(crate) fn from_setting(env: &dyn Env, datadir: PathBuf, memory: &str) -> Result<SortMem> {
         let kb = |name: &str| -> Result<i64> {
             let g = ferrogres_engine::config::guc::find(name).ok_or_else(|| SqlError::internal(format!("no setting {name}")))?;
             // An environment without the session's settings (the SQL layer's
@@ -68,7 +74,7 @@ impl SortMem {
             let v = env.get_setting(name).unwrap_or_else(|_| g.boot.to_string());
             Ok(g.parse(name, &v)?.as_int())
         };
-        let work_mem = (kb("work_mem")?.max(64) as usize).saturating_mul(1024);
+        let work_mem = (kb(memory)?.max(64) as usize).saturating_mul(1024);
         let limit = kb("temp_file_limit")?;
         Ok(SortMem { work_mem, temp_file_limit: (limit >= 0).then(|| limit as u64 * 1024), datadir, pid: env.pid() })
     }

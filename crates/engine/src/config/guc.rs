@@ -241,6 +241,8 @@ pub static GUCS: &[Guc] = &[
     guc!("max_pred_locks_per_relation", Sighup, int(i32::MIN as i64, INT_MAX, Unit::None), "-2"),
     guc!("max_pred_locks_per_page", Sighup, int(0, INT_MAX, Unit::None), "2"),
     guc!("work_mem", User, int(64, INT_MAX, Unit::Kb), "4MB"),
+    // CREATE INDEX / REINDEX sort within it (ferrogres_sql::index_build).
+    guc!("maintenance_work_mem", User, int(1024, INT_MAX, Unit::Kb), "64MB"),
     // ferrogres's own (ferrogres_sql::memory): what one statement may allocate, -1 none.
     guc!("statement_memory_limit", User, int(-1, INT_MAX, Unit::Kb), "4GB"),
     // ferrogres_sql::sort: bytes one sort or hash aggregate may write to temporary files.

@@ -1,5 +1,6 @@
 #![doc = include_str!("README.md")]
 
+pub mod build;
 pub mod check;
 pub mod page;
 pub mod scan;
@@ -7,6 +8,7 @@ pub mod tree;
 pub mod vacuum;
 pub mod xlog;
 
+pub use build::{BTreeBuild, BuildStats, BTREE_DEFAULT_FILLFACTOR};
 pub use check::TreeReport;
 pub use page::{BuiltinComparator, IntKey, KeyComparator, KeyKind};
 pub use scan::{BTreeScan, IndexEntry, ScanBounds};

@@ -134,6 +134,11 @@ impl BTree {
         self.root_cache.store(NO_ROOT, AtomicOrdering::Relaxed);
     }
 
+    /// Drops the cached root (a build just wrote the metapage).
+    pub(crate) fn forget_root_cache(&self) {
+        self.forget_root();
+    }
+
     pub(crate) fn scan_key<'v>(&self, values: &[Option<Datum<'v>>], tid: TidBound) -> ScanKey<'v> {
         ScanKey { values: values.to_vec(), tid }
     }

@@ -22,6 +22,8 @@ pub const XLOG_BTREE_INSERT_UPPER: u8 = 0x20;
 pub const XLOG_BTREE_SPLIT: u8 = 0x30;
 pub const XLOG_BTREE_NEWROOT: u8 = 0x40;
 pub const XLOG_BTREE_VACUUM: u8 = 0x50;
+/// A page written whole by a bottom-up build (`build.rs`): an image.
+pub const XLOG_BTREE_BUILD: u8 = 0x60;
 
 const OP_INSERT: u8 = 1;
 const OP_SET_LEFT: u8 = 2;

@@ -149,14 +149,13 @@ impl Analyzer<'_> {
             other if OTHER_AMS.contains(&other) => return Err(SqlError::not_supported(format!("access method \"{other}\""))),
             _ => return Err(SqlError::new(b"42704", format!("access method \"{}\" does not exist", s.access_method))),
         };
-        if !s.table_space.is_empty() || s.nulls_not_distinct || (am == IndexAm::Btree && !s.options.is_empty()) {
+        if !s.table_space.is_empty() || s.nulls_not_distinct {
             return Err(SqlError::not_supported("index storage options, tablespaces and NULLS NOT DISTINCT"));
         }
         // PostgreSQL's order of checks (DefineIndex): what the access method
         // cannot do, then the storage parameters, then each column (operator
         // class, ordering options).
         let hash_refuses = |what: &str| SqlError::new(b"0A000", format!("access method \"hash\" does not support {what}"));
-        let mut fillfactor = None;
         if am == IndexAm::Hash {
             if s.unique {
                 return Err(hash_refuses("unique indexes"));
@@ -167,8 +166,19 @@ impl Analyzer<'_> {
             if !s.index_including_params.is_empty() {
                 return Err(hash_refuses("included columns"));
             }
-            fillfactor = crate::reloptions::index_fillfactor(&s.options)?;
+        } else {
+            // A B-tree's storage parameters: fillfactor (the leaf fill of the
+            // bottom-up build, crate::index_build); deduplicate_items is not
+            // implemented (the tree has no deduplication).
+            for o in &s.options {
+                if let Some(NodeEnum::DefElem(d)) = &o.node {
+                    if d.defnamespace.is_empty() && d.defname == "deduplicate_items" {
+                        return Err(SqlError::not_supported("storage parameter \"deduplicate_items\""));
+                    }
+                }
+            }
         }
+        let fillfactor = crate::reloptions::index_fillfactor(&s.options)?;
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("CREATE INDEX without relation"))?;
         // ShareLock: no writer is in progress while the index is built, and none
         // starts until it commits (each then sees and maintains the index).
