@@ -60,7 +60,7 @@ fn datums(r: &Row) -> Vec<Option<Datum<'_>>> {
 
 /// Sorts rows by the tree's own order: key columns (NULLS LAST), then heap TID.
 fn sort_like_tree(t: &BTree, rows: &mut [Row]) {
-    let ctx = KeyCtx { desc: &t.desc, cmp: &t.cmp };
+    let ctx = KeyCtx { desc: &t.desc, cmp: &t.cmp, int0: None };
     rows.sort_by(|x, y| ctx.compare_values(&datums(x), &datums(y)).then(x.3.cmp(&y.3)));
 }
 
