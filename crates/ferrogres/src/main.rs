@@ -133,6 +133,7 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
         socket_dirs,
         socket_permissions: opts.socket_permissions,
         max_connections: opts.settings.max_connections,
+        superuser_reserved_connections: opts.superuser_reserved_connections,
         authentication_timeout: opts.authentication_timeout,
         data_directory: datadir.display().to_string(),
     };

@@ -31,6 +31,9 @@ pub struct ServerConfig {
     pub socket_permissions: u32,
     /// Most sessions at once; one more gets FATAL 53300.
     pub max_connections: usize,
+    /// Of max_connections, the slots only superusers may take (53300
+    /// "remaining connection slots are reserved ..." for the others).
+    pub superuser_reserved_connections: usize,
     /// PostgreSQL's authentication_timeout: the whole startup handshake (every
     /// packet before ReadyForQuery) must finish within it.
     pub authentication_timeout: Duration,
@@ -51,6 +54,7 @@ impl Default for ServerConfig {
             socket_dirs: vec!["/tmp".into()],
             socket_permissions: 0o777,
             max_connections: 100,
+            superuser_reserved_connections: 3,
             authentication_timeout: Duration::from_secs(60),
             data_directory: String::new(),
             hba: Arc::new(crate::hba::Hba::default()),
@@ -102,6 +106,7 @@ pub(crate) struct Shared {
     /// still in startup). Lock order: `conns` before any `ConnEntry::key`.
     conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
     max_connections: usize,
+    pub(crate) superuser_reserved_connections: usize,
     pub(crate) runtime: Arc<RuntimeSettings>,
     /// TLS for SSLRequests on TCP (`ssl = on`), read at start.
     pub(crate) tls: Option<crate::tls::TlsConfig>,
@@ -115,8 +120,10 @@ impl Shared {
         self.shutdown.load(Ordering::SeqCst)
     }
 
-    /// Admit `entry` as a session if fewer than max_connections are: its (pid, secret).
-    pub(crate) fn admit(&self, entry: &Arc<ConnEntry>) -> Option<(i32, i32)> {
+    /// Admit `entry` as a session if fewer than max_connections are: its (pid,
+    /// secret) and whether it took one of the superuser_reserved_connections
+    /// slots (fewer than that many were free before it).
+    pub(crate) fn admit(&self, entry: &Arc<ConnEntry>) -> Option<(i32, i32, bool)> {
         let conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
         let keys: Vec<(i32, i32)> = conns.values().filter_map(|c| *c.key.lock().unwrap_or_else(|p| p.into_inner())).collect();
         if keys.len() >= self.max_connections {
@@ -134,7 +141,8 @@ impl Shared {
         };
         let secret = rand::random::<i32>();
         *entry.key.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid, secret));
-        Some((pid, secret))
+        let reserved = self.max_connections - keys.len() <= self.superuser_reserved_connections;
+        Some((pid, secret, reserved))
     }
 
     /// CancelRequest: flag the session whose pid and secret both match; else nothing
@@ -283,6 +291,7 @@ impl Listeners {
             backend,
             conns: Mutex::new(HashMap::new()),
             max_connections: self.config.max_connections,
+            superuser_reserved_connections: self.config.superuser_reserved_connections,
             runtime: Arc::new(RuntimeSettings {
                 authentication_timeout_ms: AtomicU64::new(self.config.authentication_timeout.as_millis() as u64),
                 hba: Mutex::new(self.config.hba.clone()),
