@@ -444,7 +444,8 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
     };
     // Authentication by the rule's method (crate::auth), after the slot is
     // taken, as PostgreSQL authenticates in the forked backend.
-    let role = shared.backend.role_auth(&user, pid);
+    // Looked up only when needed: trust with a free slot costs nothing more.
+    let role = if rule.method != crate::hba::Method::Trust || reserved_slot { shared.backend.role_auth(&user, pid) } else { None };
     if rule.method != crate::hba::Method::Trust {
         match crate::auth::authenticate(&mut io, &rule, &user, role.as_ref(), deadline) {
             Ok(()) => {}

@@ -838,25 +838,9 @@ fn pg_type(v: &View) -> Vec<Row<'_>> {
         .collect()
 }
 
-/// The OID of role `name`, if it exists.
-pub fn role_oid(name: &str) -> Option<u32> {
-    ROLES.iter().find(|r| r.1 == name).map(|r| r.0)
-}
-
-/// The check PostgreSQL's InitializeSessionUserId makes at connection, before
-/// the database is looked up: the startup packet's user must be a role (28000
-/// `role "x" does not exist`) that may log in (28000 `role "x" is not permitted
-/// to log in`). The roles are the bootstrap superuser `postgres`, the only one
-/// with LOGIN, and PostgreSQL 15's predefined roles (CREATE ROLE is not there yet).
-pub fn check_login(user: &str) -> Result<()> {
-    match role_oid(user) {
-        None => Err(SqlError::new(b"28000", format!("role \"{user}\" does not exist"))),
-        Some(10) => Ok(()),
-        Some(_) => Err(SqlError::new(b"28000", format!("role \"{user}\" is not permitted to log in"))),
-    }
-}
-
-/// The role name of `oid` (pg_get_userbyid).
+/// The role name of `oid` (pg_get_userbyid): the built-in roles only, since
+/// the executor's functions see no catalog (roles made by CREATE ROLE show as
+/// "unknown (OID=n)" here; [`crate::roles::name_of`] reads pg_authid).
 pub fn role_name(oid: u32) -> String {
     ROLES.iter().find(|r| r.0 == oid).map_or_else(|| format!("unknown (OID={oid})"), |r| r.1.to_string())
 }
