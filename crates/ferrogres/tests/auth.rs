@@ -114,7 +114,7 @@ fn password_methods_matrix() {
                 "local all postgres trust\nhost all postgres 127.0.0.1/32 trust\n\
                  local all +staff {method}\nhost all +staff 127.0.0.1/32 {method}\n\
                  local all scram_u,md5_u,plain_u,nopass_u,nologin_u,expired_u,copy_u,ghost {method}\n\
-                 host all scram_u,md5_u,plain_u,nopass_u,nologin_u,expired_u,copy_u 127.0.0.1/32 {method}\n"
+                 host all scram_u,md5_u,plain_u,nopass_u,nologin_u,expired_u,copy_u,ghost 127.0.0.1/32 {method}\n"
             ),
         );
         reloads += 1;
