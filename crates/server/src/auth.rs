@@ -90,7 +90,7 @@ pub(crate) fn authenticate(io: &mut dyn AuthIo, rule: &Rule, user: &str, role: O
         }
     };
     let send = |io: &mut dyn AuthIo, body: Vec<u8>| io.send_message(b'R', &body).map_err(|_| AuthFailure::Eof);
-    let use_md5 = rule.method == Method::Md5 && stored.map_or(true, |s| pw::password_type(s) == PasswordType::Md5);
+    let use_md5 = rule.method == Method::Md5 && !matches!(stored, Some(s) if pw::password_type(s) != PasswordType::Md5);
     match rule.method {
         Method::Trust => Ok(()),
         Method::Reject => Err(AuthFailure::Fatal(PgError::fatal(b"28000", "pg_hba.conf rejects connection"))),

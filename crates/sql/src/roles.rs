@@ -699,7 +699,7 @@ pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &RoleCmd, encryption
                 if !me.superuser {
                     return Err(SqlError::new(b"42501", "must be superuser to change bypassrls attribute"));
                 }
-            } else if !me.superuser && !me.createrole && !(only_password && row.oid == me.oid) {
+            } else if !(me.superuser || me.createrole || (only_password && row.oid == me.oid)) {
                 return Err(SqlError::new(b"42501", "permission denied"));
             }
             if row.oid == BOOTSTRAP_SUPERUSER && opts.superuser == Some(false) {
@@ -723,7 +723,7 @@ pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &RoleCmd, encryption
                             g.parse(n, v)?;
                         }
                     }
-                    row.config.retain(|c| c.split_once('=').map_or(true, |(k, _)| k != n));
+                    row.config.retain(|c| !matches!(c.split_once('='), Some((k, _)) if k == n));
                     if let Some(v) = value {
                         row.config.push(format!("{n}={v}"));
                     }
