@@ -136,6 +136,7 @@ impl Default for Settings {
 
 pub mod conffile;
 pub mod hba;
+pub mod password;
 pub mod guc;
 
 impl Settings {

@@ -670,6 +670,8 @@ impl Engine {
             txn: std::mem::ManuallyDrop::new(txn),
             target_blocks: Default::default(),
             db_oid: POSTGRES_DATABASE_OID,
+            session_user: 10,
+            current_user: 10,
             ext: std::cell::OnceCell::new(),
         })
     }
@@ -697,6 +699,14 @@ pub struct Backend {
     /// The database this backend works in (PostgreSQL's MyDatabaseId);
     /// `POSTGRES_DATABASE_OID` until `set_database`.
     db_oid: Oid,
+    /// The role the session authenticated as, or SET SESSION AUTHORIZATION
+    /// chose (PostgreSQL's session user); the bootstrap superuser (10) until
+    /// the SQL layer sets it at connection. Role OIDs are the SQL layer's
+    /// (pg_authid); kept here because every statement of the session needs
+    /// them, as the database is.
+    pub session_user: Oid,
+    /// The role privileges are checked as (SET ROLE; PostgreSQL's current user).
+    pub current_user: Oid,
     /// State a layer above keeps per backend (the SQL layer's catalog caches):
     /// owned by this backend and dropped with it, reached through `&Backend`
     /// by [`Backend::ext`]. Set once, on first use; one type per backend.

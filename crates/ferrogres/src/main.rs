@@ -134,6 +134,7 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
         socket_permissions: opts.socket_permissions,
         max_connections: opts.settings.max_connections,
         max_wal_senders: opts.settings.max_wal_senders,
+        superuser_reserved_connections: opts.superuser_reserved_connections,
         authentication_timeout: opts.authentication_timeout,
         data_directory: datadir.display().to_string(),
     };

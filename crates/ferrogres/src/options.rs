@@ -92,6 +92,8 @@ pub struct Options {
     pub socket_dirs: Vec<PathBuf>,
     pub socket_permissions: u32,
     pub authentication_timeout: Duration,
+    /// Connection slots only superusers may take (of max_connections).
+    pub superuser_reserved_connections: usize,
     /// ssl, ssl_cert_file, ssl_key_file (files relative to the data directory).
     pub ssl: bool,
     pub ssl_cert_file: PathBuf,
@@ -115,6 +117,7 @@ impl Options {
             socket_dirs: vec![PathBuf::from("/tmp")],
             socket_permissions: 0o777,
             authentication_timeout: Duration::from_secs(60),
+            superuser_reserved_connections: 3,
             ssl: false,
             ssl_cert_file: PathBuf::from("server.crt"),
             ssl_key_file: PathBuf::from("server.key"),
@@ -271,6 +274,7 @@ impl Options {
             "unix_socket_permissions" => self.socket_permissions = v.as_int() as u32, // 0 .. 0777 by the table
             "data_directory" => self.datadir = PathBuf::from(value),
             "authentication_timeout" => self.authentication_timeout = Duration::from_secs(v.as_int() as u64),
+            "superuser_reserved_connections" => self.superuser_reserved_connections = v.as_int() as usize,
             "ssl" => self.ssl = v.as_bool(),
             "ssl_cert_file" => self.ssl_cert_file = PathBuf::from(value),
             "ssl_key_file" => self.ssl_key_file = PathBuf::from(value),

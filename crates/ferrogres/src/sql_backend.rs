@@ -72,6 +72,18 @@ fn to_sql(e: PgError) -> SqlError {
 }
 
 impl Backend for SqlBackend {
+    fn role_auth(&self, user: &str, pid: i32) -> Option<ferrogres_server::handler::RoleAuth> {
+        let mut backend = self.engine.backend(pid).ok()?;
+        let row = ferrogres_sql::roles::login_role(&mut backend, user).ok()??;
+        Some(ferrogres_server::handler::RoleAuth { superuser: row.superuser, expired: row.expired(), password: row.password })
+    }
+
+    fn is_member(&self, user: &str, group: &str) -> bool {
+        // Before a slot is taken: a backend of the startup's own (pid 0 is never a session's).
+        let Ok(mut backend) = self.engine.backend(0) else { return false };
+        ferrogres_sql::roles::user_in_group(&mut backend, user, group).unwrap_or(false)
+    }
+
     fn connection_stack_size(&self) -> usize {
         ferrogres_sql::stack_depth::connection_stack_size()
     }
@@ -91,13 +103,20 @@ impl Backend for SqlBackend {
             p.severity = Severity::Fatal;
             p
         })?;
-        // The role must exist and may log in (28000), checked before the
-        // database, as PostgreSQL's InitPostgres does.
-        ferrogres_sql::pgcatalog::check_login(&startup.user).map_err(|e| {
+        // The role must exist and may log in (28000), within its connection
+        // limit (53300), checked before the database, as PostgreSQL's
+        // InitPostgres does; its ALTER ROLE ... SET settings apply below.
+        let engine = self.engine.clone();
+        let role = ferrogres_sql::roles::connect(&mut backend, &startup.user, |role| {
+            engine.activity.rows().iter().filter(|r| r.info.backend_type == "client backend" && r.info.usesysid == Some(role)).count()
+        })
+        .map_err(|e| {
             let mut p = to_pg(e);
             p.severity = Severity::Fatal;
             p
         })?;
+        let role_oid = role.oid;
+        let role_settings = role.settings();
         // The database must exist and accept connections (3D000, 55000: FATAL).
         // A physical walsender belongs to no database (PostgreSQL's); its SHOW
         // runs in a session of "postgres".
@@ -131,6 +150,7 @@ impl Backend for SqlBackend {
             put(k, v);
         }
         put("server_version_num", SERVER_VERSION_NUM);
+        put("is_superuser", if role.superuser { "on" } else { "off" });
         // This thread's: the default, or less on a smaller stack (stack_depth).
         put("max_stack_depth", &ferrogres_sql::stack_depth::default_setting());
         let overrides = self.overrides.read().unwrap_or_else(|p| p.into_inner()).clone();
@@ -167,7 +187,7 @@ impl Backend for SqlBackend {
                 },
                 datid: Some(backend.database()),
                 datname: Some(startup.database.clone()),
-                usesysid: Some(10),
+                usesysid: Some(role_oid),
                 usename: Some(startup.user.clone()),
                 application_name: startup.application_name.clone(),
                 client_addr,
@@ -207,6 +227,11 @@ impl Backend for SqlBackend {
             } else if !matches!(k.as_str(), "user" | "database" | "application_name" | "replication") && !k.starts_with("_pq_.") {
                 gucs.push((k.clone(), v.clone()));
             }
+        }
+        // The role's own settings come before the startup packet's (PostgreSQL:
+        // pg_db_role_setting is applied in InitPostgres, the packet's options after).
+        for (k, v) in role_settings.iter().rev() {
+            gucs.insert(0, (k.clone(), v.clone()));
         }
         for (k, v) in &gucs {
             s.env.set(k, Some(v)).map_err(|e| {

@@ -149,6 +149,38 @@ impl Io {
     }
 }
 
+impl crate::auth::AuthIo for Io {
+    fn send_message(&mut self, t: u8, body: &[u8]) -> Result<(), PgError> {
+        self.out.extend_from_slice(&[t]);
+        self.out.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+        self.out.extend_from_slice(body);
+        self.flush()
+    }
+
+    fn read_password_message(&mut self, deadline: Instant, expected: &str) -> Result<Option<Vec<u8>>, PgError> {
+        let mut t = [0u8; 1];
+        if !read_by(self, &mut t, deadline) {
+            return Ok(None);
+        }
+        if t[0] != b'p' {
+            return Err(PgError::protocol_fatal(format!("expected {expected} response, got message type {}", t[0])));
+        }
+        let mut len = [0u8; 4];
+        if !read_by(self, &mut len, deadline) {
+            return Ok(None);
+        }
+        let len = i32::from_be_bytes(len);
+        if len < 4 || len as usize - 4 > crate::auth::MAX_AUTH_TOKEN {
+            return Err(PgError::protocol_fatal("invalid message length"));
+        }
+        let mut body = vec![0u8; len as usize - 4];
+        if !read_by(self, &mut body, deadline) {
+            return Ok(None);
+        }
+        Ok(Some(body))
+    }
+}
+
 /// The connection after startup: its session and protocol state.
 pub(crate) struct Connection {
     io: Io,
@@ -403,10 +435,18 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
     let hba = shared.runtime.hba();
     let ssl_info = io.reader.get_ref().ssl_info();
     let encryption = if ssl_info.is_some() { "SSL encryption" } else { "no encryption" };
-    let client = crate::hba::Client { ip: peer_ip, ssl: ssl_info.is_some(), database: &database, user: &user, replication: replication == Replication::Physical };
-    match hba.find(&client).map(|r| r.method) {
-        Some(crate::hba::Method::Trust) => {}
-        Some(crate::hba::Method::Reject) => {
+    let backend = shared.backend.clone();
+    let is_member = |group: &str| backend.is_member(&user, group);
+    let client = crate::hba::Client {
+        ip: peer_ip,
+        ssl: ssl_info.is_some(),
+        database: &database,
+        user: &user,
+        replication: replication == Replication::Physical,
+        is_member: &is_member,
+    };
+    let rule = match hba.find(&client) {
+        Some(r) if r.method == crate::hba::Method::Reject => {
             fatal_and_close(
                 &mut io,
                 PgError::fatal(
@@ -420,6 +460,7 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
             );
             return None;
         }
+        Some(r) => r.clone(),
         None => {
             fatal_and_close(
                 &mut io,
@@ -434,18 +475,41 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
             );
             return None;
         }
-    }
+    };
     if shared.terminating() {
         fatal_and_close(&mut io, PgError::fatal(b"57P03", "the database system is shutting down"));
         return None;
     }
-    let (pid, secret) = match shared.admit(entry, replication != Replication::No) {
+    let (pid, secret, reserved_slot) = match shared.admit(entry, replication != Replication::No) {
         Ok(k) => k,
         Err(e) => {
             fatal_and_close(&mut io, e);
             return None;
         }
     };
+    // Authentication by the rule's method (crate::auth), after the slot is
+    // taken, as PostgreSQL authenticates in the forked backend.
+    // Looked up only when needed: trust with a free slot costs nothing more.
+    let role = if rule.method != crate::hba::Method::Trust || reserved_slot { shared.backend.role_auth(&user, pid) } else { None };
+    if rule.method != crate::hba::Method::Trust {
+        match crate::auth::authenticate(&mut io, &rule, &user, role.as_ref(), deadline) {
+            Ok(()) => {}
+            Err(crate::auth::AuthFailure::Eof) => {
+                let _ = io.flush();
+                return None;
+            }
+            Err(crate::auth::AuthFailure::Fatal(e)) => {
+                fatal_and_close(&mut io, e);
+                return None;
+            }
+        }
+    }
+    // The last superuser_reserved_connections slots are for superusers
+    // (PostgreSQL's InitPostgres check, after authentication).
+    if reserved_slot && !role.as_ref().is_some_and(|r| r.superuser) {
+        fatal_and_close(&mut io, PgError::fatal(b"53300", "remaining connection slots are reserved for non-replication superuser connections"));
+        return None;
+    }
     let info = StartupInfo {
         user,
         database,
@@ -457,7 +521,7 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
         replication,
     };
     let interrupts = entry.interrupts.clone();
-    // Authenticated (trust): AuthenticationOk comes before the session is made,
+    // Authenticated: AuthenticationOk comes before the session is made,
     // so an unknown database or a bad setting is a FATAL after it, as in
     // PostgreSQL (InitPostgres runs after authentication).
     if io.send(&Authentication::Ok).is_err() {

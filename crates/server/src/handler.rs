@@ -320,8 +320,30 @@ pub trait ResultSink {
     fn copy_done(&mut self) -> Result<(), PgError>;
 }
 
+/// A role as client authentication sees it (its pg_authid row).
+#[derive(Clone, Debug, Default)]
+pub struct RoleAuth {
+    pub superuser: bool,
+    /// rolpassword: a SCRAM or MD5 verifier, or none.
+    pub password: Option<String>,
+    /// rolvaliduntil is in the past.
+    pub expired: bool,
+}
+
 /// A database server behind the wire: makes sessions. Shared by all connection threads.
 pub trait Backend: Send + Sync {
+    /// The role `user` for authentication (`pid`: the session's, already
+    /// admitted); `None` when there is no such role.
+    fn role_auth(&self, _user: &str, _pid: i32) -> Option<RoleAuth> {
+        None
+    }
+
+    /// Whether `user` is a member of `group` (directly or through other
+    /// roles), for pg_hba.conf's `+group`.
+    fn is_member(&self, _user: &str, _group: &str) -> bool {
+        false
+    }
+
     /// Called once the startup packet is accepted, the client authenticated (trust)
     /// and admitted under max_connections, before AuthenticationOk is sent. An
     /// `Err` (e.g. 3D000 unknown database) is sent as FATAL and the connection closed.

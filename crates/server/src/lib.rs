@@ -9,6 +9,7 @@ pub mod protocol;
 pub mod server;
 pub mod tls;
 
+mod auth;
 mod connection;
 mod stream;
 mod walsender;

@@ -34,6 +34,9 @@ pub struct ServerConfig {
     /// Most walsenders (replication connections) at once, besides
     /// max_connections; one more gets FATAL 53300 (PostgreSQL's max_wal_senders).
     pub max_wal_senders: usize,
+    /// Of max_connections, the slots only superusers may take (53300
+    /// "remaining connection slots are reserved ..." for the others).
+    pub superuser_reserved_connections: usize,
     /// PostgreSQL's authentication_timeout: the whole startup handshake (every
     /// packet before ReadyForQuery) must finish within it.
     pub authentication_timeout: Duration,
@@ -55,6 +58,7 @@ impl Default for ServerConfig {
             socket_permissions: 0o777,
             max_connections: 100,
             max_wal_senders: 10,
+            superuser_reserved_connections: 3,
             authentication_timeout: Duration::from_secs(60),
             data_directory: String::new(),
             hba: Arc::new(crate::hba::Hba::default()),
@@ -110,6 +114,7 @@ pub(crate) struct Shared {
     conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
     max_connections: usize,
     max_wal_senders: usize,
+    pub(crate) superuser_reserved_connections: usize,
     pub(crate) runtime: Arc<RuntimeSettings>,
     /// TLS for SSLRequests on TCP (`ssl = on`), read at start.
     pub(crate) tls: Option<crate::tls::TlsConfig>,
@@ -124,8 +129,10 @@ impl Shared {
     }
 
     /// Admit `entry` as a session if fewer than max_connections are (a walsender:
-    /// fewer than max_wal_senders walsenders): its (pid, secret), else the FATAL.
-    pub(crate) fn admit(&self, entry: &Arc<ConnEntry>, walsender: bool) -> Result<(i32, i32), PgError> {
+    /// fewer than max_wal_senders walsenders): its (pid, secret) and whether it
+    /// took one of the superuser_reserved_connections slots (fewer than that
+    /// many were free before it; never for a walsender), else the FATAL.
+    pub(crate) fn admit(&self, entry: &Arc<ConnEntry>, walsender: bool) -> Result<(i32, i32, bool), PgError> {
         let conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
         let keys: Vec<(i32, i32)> = conns.values().filter_map(|c| *c.key.lock().unwrap_or_else(|p| p.into_inner())).collect();
         // Relaxed: written and read under `conns`.
@@ -156,7 +163,8 @@ impl Shared {
         let secret = rand::random::<i32>();
         entry.walsender.store(walsender, Ordering::Relaxed);
         *entry.key.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid, secret));
-        Ok((pid, secret))
+        let reserved = !walsender && self.max_connections - (keys.len() - senders) <= self.superuser_reserved_connections;
+        Ok((pid, secret, reserved))
     }
 
     /// CancelRequest: flag the session whose pid and secret both match; else nothing
@@ -306,6 +314,7 @@ impl Listeners {
             conns: Mutex::new(HashMap::new()),
             max_connections: self.config.max_connections,
             max_wal_senders: self.config.max_wal_senders,
+            superuser_reserved_connections: self.config.superuser_reserved_connections,
             runtime: Arc::new(RuntimeSettings {
                 authentication_timeout_ms: AtomicU64::new(self.config.authentication_timeout.as_millis() as u64),
                 hba: Mutex::new(self.config.hba.clone()),

@@ -206,6 +206,10 @@ fn txn_options(opts: &[pb::Node]) -> Result<(Option<IsolationLevel>, crate::plan
 }
 
 /// A setting's value as SET writes it: words, numbers and strings joined by ", ".
+pub(crate) fn set_value_text(args: &[pb::Node]) -> Result<String> {
+    set_value(args)
+}
+
 fn set_value(args: &[pb::Node]) -> Result<String> {
     let mut parts = Vec::new();
     for a in args {
@@ -323,10 +327,11 @@ impl<'a> Analyzer<'a> {
             NodeEnum::IndexStmt(s) => self.create_index(s),
             NodeEnum::ReindexStmt(s) => self.reindex(s),
             NodeEnum::AlterTableStmt(s) if ddl_alter_column::handles(s) => self.alter_columns(s),
-            // Schemas and databases have their own RENAME arms below.
+            // Schemas, databases and roles have their own RENAME arms below.
             NodeEnum::RenameStmt(s)
                 if s.rename_type != pb::ObjectType::ObjectSchema as i32
-                    && s.rename_type != pb::ObjectType::ObjectDatabase as i32 =>
+                    && s.rename_type != pb::ObjectType::ObjectDatabase as i32
+                    && s.rename_type != pb::ObjectType::ObjectRole as i32 =>
             {
                 self.rename(s)
             }
@@ -397,6 +402,14 @@ impl<'a> Analyzer<'a> {
             NodeEnum::CreateSeqStmt(s) => Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_create(self, s)?))),
             NodeEnum::AlterSeqStmt(s) => Ok(ddl(crate::constraints::DdlCmd::Seq(crate::sequence::analyze_alter(self, s)?))),
             NodeEnum::CreatedbStmt(s) => self.create_database(s),
+            NodeEnum::CreateRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_create(s, self.sql)?)),
+            NodeEnum::AlterRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_alter(s, self.sql)?)),
+            NodeEnum::AlterRoleSetStmt(s) => Ok(Statement::Role(crate::roles::analyze_set(s)?)),
+            NodeEnum::DropRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_drop(s)?)),
+            NodeEnum::GrantRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_grant(s)?)),
+            NodeEnum::RenameStmt(s) if s.rename_type() == pb::ObjectType::ObjectRole => {
+                Ok(Statement::Role(crate::roles::RoleCmd::Rename { name: s.subname.clone(), new_name: s.newname.clone() }))
+            }
             NodeEnum::DropdbStmt(s) => self.drop_database(s),
             NodeEnum::AlterDatabaseStmt(s) => self.alter_database(s),
             NodeEnum::RenameStmt(s) if s.rename_type() == pb::ObjectType::ObjectDatabase => self.rename_database(s),

@@ -114,7 +114,8 @@ pub struct Table {
 /// Makes sure pg_database and each database's catalogs exist and are filled
 /// (first start of a data directory; [`crate::database::bootstrap`]).
 pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
-    crate::database::bootstrap(engine, bootstrap_database)
+    crate::database::bootstrap(engine, bootstrap_database)?;
+    crate::roles::bootstrap(engine)
 }
 
 /// Makes sure the current database's catalogs exist and are filled.

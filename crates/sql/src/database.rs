@@ -183,6 +183,11 @@ pub fn list(backend: &Backend, snap: &Snapshot) -> Result<Vec<(Tid, DbRow)>> {
     Ok(out)
 }
 
+/// Every row of pg_database.
+pub fn list_rows(backend: &Backend, snap: &Snapshot) -> Result<Vec<DbRow>> {
+    Ok(list(backend, snap)?.into_iter().map(|x| x.1).collect())
+}
+
 fn find(backend: &Backend, snap: &Snapshot, name: &str) -> Result<Option<(Tid, DbRow)>> {
     Ok(list(backend, snap)?.into_iter().find(|(_, d)| d.name == name))
 }
@@ -434,7 +439,7 @@ impl crate::analyze::Analyzer<'_> {
             match d.defname.as_str() {
                 "owner" => {
                     let name = text.unwrap_or_default();
-                    row.dba = crate::pgcatalog::role_oid(&name)
+                    row.dba = crate::roles::oid_of(self.backend, self.snap, &name)?
                         .ok_or_else(|| SqlError::new(b"42704", format!("role \"{name}\" does not exist")))?;
                 }
                 "template" => template = text,

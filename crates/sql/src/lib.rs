@@ -46,6 +46,7 @@ pub mod plan;
 pub mod prep;
 pub mod project_set;
 pub mod reloptions;
+pub mod roles;
 pub mod rowio;
 pub mod sequence;
 pub mod session;

@@ -18,7 +18,7 @@
 //! | pg_type | the built-in types of [`crate::types`] and their array types |
 //! | pg_am | heap 2, btree 403, hash 405, gist 783, gin 2742, spgist 4000, brin 3580 |
 //! | pg_database | postgres (5) only: there are no template databases |
-//! | pg_authid, pg_roles, pg_user | postgres (10, superuser) and PostgreSQL's predefined roles |
+//! | pg_authid, pg_shadow (superuser only: 42501), pg_roles, pg_user, pg_auth_members | the stored shared catalogs of [`crate::roles`] |
 //! | pg_tablespace | pg_default 1663, pg_global 1664 |
 //! | pg_collation | default 100, C 950, POSIX 951 |
 //! | pg_settings | the session's settings (name, setting, source, boot_val, reset_val; context, vartype, unit, min_val, max_val, enumvals from the table of known settings) |
@@ -93,6 +93,8 @@ static VIEWS: &[View] = &[
     View { name: "pg_type", oid: 1247, columns: &[("oid", Type::Oid), ("typname", Type::Name), ("typnamespace", Type::Oid), ("typowner", Type::Oid), ("typlen", Type::Int2), ("typbyval", Type::Bool), ("typtype", Type::Char), ("typcategory", Type::Char), ("typispreferred", Type::Bool), ("typisdefined", Type::Bool), ("typdelim", Type::Char), ("typrelid", Type::Oid), ("typsubscript", Type::Text), ("typelem", Type::Oid), ("typarray", Type::Oid), ("typinput", Type::Text), ("typoutput", Type::Text), ("typreceive", Type::Text), ("typsend", Type::Text), ("typmodin", Type::Text), ("typmodout", Type::Text), ("typanalyze", Type::Text), ("typalign", Type::Char), ("typstorage", Type::Char), ("typnotnull", Type::Bool), ("typbasetype", Type::Oid), ("typtypmod", Type::Int4), ("typndims", Type::Int4), ("typcollation", Type::Oid), ("typdefaultbin", Type::Text), ("typdefault", Type::Text), ("typacl", TEXT_ARRAY)] },
     View { name: "pg_indexes", oid: 12043, columns: &[("schemaname", Type::Name), ("tablename", Type::Name), ("indexname", Type::Name), ("tablespace", Type::Name), ("indexdef", Type::Text)] },
     View { name: "pg_views", oid: 12028, columns: &[("schemaname", Type::Name), ("viewname", Type::Name), ("viewowner", Type::Name), ("definition", Type::Text)] },
+    View { name: "pg_shadow", oid: 12010, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
+    View { name: "pg_auth_members", oid: 1261, columns: &[("roleid", Type::Oid), ("member", Type::Oid), ("grantor", Type::Oid), ("admin_option", Type::Bool)] },
     View { name: "pg_user", oid: 12014, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
 ];
 
@@ -370,35 +372,72 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                     .set("datacl", acl)
             })
             .collect(),
-        "pg_authid" | "pg_roles" | "pg_user" => ROLES
-            .iter()
-            .filter(|(o, _)| v.name != "pg_user" || *o == BOOTSTRAP_SUPERUSER)
-            .map(|(o, n)| {
-                let su = *o == BOOTSTRAP_SUPERUSER;
-                let r = Row::new(v);
-                if v.name == "pg_user" {
-                    return r
-                        .t("usename", n)
-                        .oid("usesysid", *o)
-                        .b("usecreatedb", su)
-                        .b("usesuper", su)
-                        .b("userepl", su)
-                        .b("usebypassrls", su)
-                        .t("passwd", "********");
+        "pg_authid" | "pg_roles" | "pg_user" | "pg_shadow" => {
+            let roles = crate::roles::list(backend, snap)?;
+            if matches!(v.name, "pg_authid" | "pg_shadow") {
+                // Superuser only, as PostgreSQL's REVOKE ALL on them from PUBLIC makes it.
+                let me = roles.iter().find(|(_, r)| r.oid == backend.current_user);
+                if !me.is_some_and(|(_, r)| r.superuser) {
+                    let kind = if v.name == "pg_authid" { "table" } else { "view" };
+                    return Err(SqlError::new(b"42501", format!("permission denied for {kind} {}", v.name)));
                 }
-                let r = r
-                    .oid("oid", *o)
-                    .t("rolname", n)
-                    .b("rolsuper", su)
-                    .b("rolinherit", true)
-                    .b("rolcreaterole", su)
-                    .b("rolcreatedb", su)
-                    .b("rolcanlogin", su)
-                    .b("rolreplication", su)
-                    .b("rolbypassrls", su)
-                    .i4("rolconnlimit", -1);
-                if v.name == "pg_roles" { r.t("rolpassword", "********") } else { r }
-            })
+            }
+            let config = |r: &crate::roles::RoleRow| {
+                if r.config.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Array(Box::new(crate::array::Array::new(Type::Text, r.config.iter().cloned().map(Value::Text).collect())))
+                }
+            };
+            let until = |r: &crate::roles::RoleRow| r.valid_until.map_or(Value::Null, Value::Timestamptz);
+            roles
+                .iter()
+                .filter(|(_, r)| !matches!(v.name, "pg_user" | "pg_shadow") || r.canlogin)
+                .map(|(_, r)| {
+                    let row = Row::new(v);
+                    match v.name {
+                        "pg_user" | "pg_shadow" => {
+                            let pw = if v.name == "pg_user" {
+                                Value::Text("********".into())
+                            } else {
+                                r.password.clone().map_or(Value::Null, Value::Text)
+                            };
+                            row.t("usename", &r.name)
+                                .oid("usesysid", r.oid)
+                                .b("usecreatedb", r.createdb)
+                                .b("usesuper", r.superuser)
+                                .b("userepl", r.replication)
+                                .b("usebypassrls", r.bypassrls)
+                                .set("passwd", pw)
+                                .set("valuntil", until(r))
+                                .set("useconfig", config(r))
+                        }
+                        _ => {
+                            let row = row
+                                .oid("oid", r.oid)
+                                .t("rolname", &r.name)
+                                .b("rolsuper", r.superuser)
+                                .b("rolinherit", r.inherit)
+                                .b("rolcreaterole", r.createrole)
+                                .b("rolcreatedb", r.createdb)
+                                .b("rolcanlogin", r.canlogin)
+                                .b("rolreplication", r.replication)
+                                .b("rolbypassrls", r.bypassrls)
+                                .i4("rolconnlimit", r.connlimit)
+                                .set("rolvaliduntil", until(r));
+                            if v.name == "pg_roles" {
+                                row.t("rolpassword", "********").set("rolconfig", config(r))
+                            } else {
+                                row.set("rolpassword", r.password.clone().map_or(Value::Null, Value::Text))
+                            }
+                        }
+                    }
+                })
+                .collect()
+        }
+        "pg_auth_members" => crate::roles::memberships(backend, snap)?
+            .into_iter()
+            .map(|(_, m)| Row::new(v).oid("roleid", m.role).oid("member", m.member).oid("grantor", m.grantor).b("admin_option", m.admin))
             .collect(),
         "pg_tablespace" => [(1663, "pg_default"), (1664, "pg_global")]
             .iter()
@@ -799,25 +838,9 @@ fn pg_type(v: &View) -> Vec<Row<'_>> {
         .collect()
 }
 
-/// The OID of role `name`, if it exists.
-pub fn role_oid(name: &str) -> Option<u32> {
-    ROLES.iter().find(|r| r.1 == name).map(|r| r.0)
-}
-
-/// The check PostgreSQL's InitializeSessionUserId makes at connection, before
-/// the database is looked up: the startup packet's user must be a role (28000
-/// `role "x" does not exist`) that may log in (28000 `role "x" is not permitted
-/// to log in`). The roles are the bootstrap superuser `postgres`, the only one
-/// with LOGIN, and PostgreSQL 15's predefined roles (CREATE ROLE is not there yet).
-pub fn check_login(user: &str) -> Result<()> {
-    match role_oid(user) {
-        None => Err(SqlError::new(b"28000", format!("role \"{user}\" does not exist"))),
-        Some(10) => Ok(()),
-        Some(_) => Err(SqlError::new(b"28000", format!("role \"{user}\" is not permitted to log in"))),
-    }
-}
-
-/// The role name of `oid` (pg_get_userbyid).
+/// The role name of `oid` (pg_get_userbyid): the built-in roles only, since
+/// the executor's functions see no catalog (roles made by CREATE ROLE show as
+/// "unknown (OID=n)" here; [`crate::roles::name_of`] reads pg_authid).
 pub fn role_name(oid: u32) -> String {
     ROLES.iter().find(|r| r.0 == oid).map_or_else(|| format!("unknown (OID={oid})"), |r| r.1.to_string())
 }

@@ -350,6 +350,8 @@ pub enum Statement {
     Merge(Box<crate::merge::Merge>),
     /// CREATE / DROP / ALTER DATABASE ([`crate::database`]).
     Database(crate::database::DbCmd),
+    /// CREATE / ALTER / DROP ROLE, GRANT / REVOKE role ([`crate::roles`]).
+    Role(crate::roles::RoleCmd),
     /// DISCARD, RESET ALL, CLOSE ([`crate::utility`]).
     Utility(crate::utility::SessionCmd),
 }

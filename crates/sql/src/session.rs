@@ -392,6 +392,9 @@ struct HotSettings {
 
 pub struct Session {
     backend: Backend,
+    /// The role the connection authenticated as (SET SESSION AUTHORIZATION
+    /// needs it to have been a superuser).
+    authenticated_user: u32,
     pub env: SessionEnv,
     status: TxnStatus,
     /// The open engine transaction is implicit (no BEGIN).
@@ -487,6 +490,7 @@ impl Session {
         env.locks = Some(crate::locking::LockCtx::new(&backend));
         push_stack_limit(&env);
         Session {
+            authenticated_user: backend.session_user,
             backend,
             env,
             status: TxnStatus::Idle,
@@ -1266,6 +1270,24 @@ impl Session {
                     };
                     return Ok((None, self.transaction_command(&TxnCmd::SetModes(None, modes), out)?));
                 }
+                if name == "role" || name == "session_authorization" {
+                    // The identity lives in the backend (crate::roles); the
+                    // setting keeps its name for SHOW and moves the settings
+                    // epoch, so plans that folded current_user are remade.
+                    self.ensure_txn()?;
+                    let snap = self.backend.txn.statement_snapshot()?;
+                    let shown = if name == "role" {
+                        crate::roles::set_role(&mut self.backend, &snap, value.as_deref())?
+                    } else {
+                        let auth = self.authenticated_user;
+                        let v = crate::roles::set_session_authorization(&mut self.backend, &snap, auth, value.as_deref())?;
+                        self.set_setting("role", None, *local, out)?;
+                        v
+                    };
+                    self.set_setting(name, Some(&shown), *local, out)?;
+                    self.ddl_count += 1;
+                    return Ok((None, "SET".into()));
+                }
                 self.set_setting(name, value.as_deref(), *local, out)?;
                 if name == "search_path" {
                     // Prepared statements resolved names with the old path: re-analyze them.
@@ -1551,6 +1573,12 @@ impl Session {
                 let mut notice = |n: SqlError| if shows { out.notice(&n) } else { Ok(()) };
                 let tag = crate::index::execute(cmd, &mut self.backend, &snap, &self.env, &mut notice)?;
                 Ok((None, tag))
+            }
+            Statement::Role(cmd) => {
+                self.did_ddl = true;
+                self.ddl_count += 1;
+                let enc = self.env.get("password_encryption").unwrap_or_default();
+                Ok((None, crate::roles::execute(&mut self.backend, &snap, cmd, &enc, out)?))
             }
             Statement::Ddl(cmd) => {
                 self.did_ddl = true;

@@ -227,7 +227,9 @@ pub static GUCS: &[Guc] = &[
     // pg_basebackup and pg_receivewal read it.
     guc!("data_directory_mode", Internal, int(0, 0o777, Unit::None), "0700"),
     guc!("max_connections", Postmaster, int(1, 262_143, Unit::None), "100"),
+    guc!("superuser_reserved_connections", Postmaster, int(0, 262_143, Unit::None), "3"),
     guc!("authentication_timeout", Sighup, int(1, 600, Unit::S), "1min"),
+    guc!("password_encryption", User, en(&["md5", "scram-sha-256"]), "scram-sha-256"),
     // TLS (ferrogres_server::tls): read at start; a reload logs the change for the next restart.
     guc!("ssl", Sighup, Kind::Bool, "off"),
     guc!("ssl_cert_file", Sighup, Kind::String, "server.crt"),
@@ -318,6 +320,7 @@ pub static GUCS: &[Guc] = &[
     guc!("row_security", User, Kind::Bool, "on"),
     guc!("check_function_bodies", User, Kind::Bool, "on"),
     guc!("session_authorization", User, Kind::String, "", report),
+    guc!("role", User, Kind::String, "none"),
     // ---- fixed: reported, never set
     guc!("server_version", Internal, Kind::String, "", report),
     guc!("server_version_num", Internal, int(100_000, 1_000_000, Unit::None), ""),

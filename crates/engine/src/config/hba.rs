@@ -16,15 +16,14 @@
 //!   server's real TLS state);
 //! - databases `all`, `sameuser`, `replication` (matches only replication
 //!   connections, which ferrogres refuses), names, comma lists, double quotes;
-//! - users `all`, names, `+group`, comma lists. Role memberships do not exist
-//!   yet (no pg_authid), so `+group` matches the role `group` itself only (a
-//!   role is a member of itself, as in PostgreSQL), and `samerole` is `sameuser`;
+//! - users `all`, names, `+group` (the role `group` and its members, direct
+//!   or indirect: [`Client::is_member`], asked of pg_auth_members by the
+//!   server), comma lists; `samerole` is `sameuser`;
 //! - addresses `all`, `a.b.c.d/n` and IPv6 CIDR, or an address and a mask
 //!   field (`127.0.0.1 255.255.255.255`); not host names, `samehost`, `samenet`;
-//! - methods `trust` and `reject`. The password methods (`scram-sha-256`,
-//!   `md5`, `password`) need stored passwords, which come with roles: a file
-//!   naming one is refused with a clear message rather than accepted and
-//!   then failing every login.
+//! - methods `trust`, `reject`, `scram-sha-256`, `md5` (which uses SCRAM when
+//!   the role's stored verifier is SCRAM, as PostgreSQL does) and `password`;
+//!   the exchanges are the wire server's, the verifiers [`super::password`]'s.
 
 use std::net::IpAddr;
 
@@ -41,6 +40,12 @@ pub enum ConnType {
 pub enum Method {
     Trust,
     Reject,
+    /// SCRAM-SHA-256 (SASL).
+    ScramSha256,
+    /// MD5 challenge, or SCRAM when the role's stored verifier is SCRAM.
+    Md5,
+    /// The password in clear text.
+    Password,
 }
 
 impl Method {
@@ -48,6 +53,9 @@ impl Method {
         match self {
             Method::Trust => "trust",
             Method::Reject => "reject",
+            Method::ScramSha256 => "scram-sha-256",
+            Method::Md5 => "md5",
+            Method::Password => "password",
         }
     }
 }
@@ -68,6 +76,8 @@ pub struct Rule {
     users: Vec<String>,
     addr: Option<Addr>,
     pub method: Method,
+    /// The line as written (for the log's "Connection matched pg_hba.conf line N: ...").
+    pub raw: String,
 }
 
 /// The rules of one pg_hba.conf, in file order.
@@ -107,6 +117,9 @@ pub struct Client<'a> {
     pub database: &'a str,
     pub user: &'a str,
     pub replication: bool,
+    /// Whether the user is a member of a role (directly or through other
+    /// roles, as PostgreSQL's is_member: `+group`); a role is a member of itself.
+    pub is_member: &'a dyn Fn(&str) -> bool,
 }
 
 /// One field: its comma-separated items, each with whether it was quoted (a
@@ -256,7 +269,7 @@ pub fn parse(text: &str, file: &str) -> Result<Hba, Vec<String>> {
             continue;
         }
         match parse_rule(&f, line_no) {
-            Ok(r) => rules.push(r),
+            Ok(r) => rules.push(Rule { raw: line.trim().to_string(), ..r }),
             Err(e) => errors.push(format!("{e}\nCONTEXT:  line {line_no} of configuration file \"{file}\"")),
         }
     }
@@ -311,15 +324,15 @@ fn parse_rule(f: &[Vec<(String, bool)>], line: u32) -> Result<Rule, String> {
     let method = match single(f.get(i).ok_or("end-of-line before authentication method")?) {
         "trust" => Method::Trust,
         "reject" => Method::Reject,
-        m @ ("scram-sha-256" | "md5" | "password") => {
-            return Err(format!("authentication method \"{m}\" is not supported by ferrogres yet: there are no roles with passwords"))
-        }
+        "scram-sha-256" => Method::ScramSha256,
+        "md5" => Method::Md5,
+        "password" => Method::Password,
         m => return Err(format!("invalid authentication method \"{m}\"")),
     };
     if let Some(opt) = f.get(i + 1) {
         return Err(format!("authentication option \"{}\" is not supported by ferrogres", single(opt)));
     }
-    Ok(Rule { line, conn_type, databases, users, addr, method })
+    Ok(Rule { line, conn_type, databases, users, addr, method, raw: String::new() })
 }
 
 fn in_network(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
@@ -372,8 +385,7 @@ impl Hba {
             });
             let user_ok = r.users.iter().any(|u| match u.as_str() {
                 "all" => true,
-                // Memberships come with roles; a role is a member of itself.
-                group if group.starts_with('+') => &group[1..] == c.user,
+                group if group.starts_with('+') => &group[1..] == c.user || (c.is_member)(&group[1..]),
                 quoted if quoted.starts_with('"') => &quoted[1..] == c.user,
                 name => name == c.user,
             });
@@ -387,7 +399,7 @@ mod tests {
     use super::*;
 
     fn client<'a>(ip: Option<&str>, db: &'a str, user: &'a str) -> Client<'a> {
-        Client { ip: ip.map(|i| i.parse().unwrap()), ssl: false, database: db, user, replication: false }
+        Client { ip: ip.map(|i| i.parse().unwrap()), ssl: false, database: db, user, replication: false, is_member: if user == "carol" { &|g: &str| g == "admins" } else { &|_: &str| false } }
     }
 
     #[test]
@@ -404,6 +416,7 @@ mod tests {
         assert_eq!(line(client(Some("10.1.2.3"), "db", "ann")), None);
         assert_eq!(line(client(Some("192.168.1.7"), "all", "bob")), Some(4));
         assert_eq!(line(client(Some("192.168.1.7"), "db1", "admins")), Some(4));
+        assert_eq!(line(client(Some("192.168.1.7"), "db1", "carol")), Some(4), "a member of +admins");
         assert_eq!(line(client(Some("192.168.1.7"), "db2", "bob")), Some(5));
         assert_eq!(line(client(Some("192.168.2.7"), "db1", "ann")), None);
         assert_eq!(line(client(Some("::1"), "d", "ann")), Some(7));
@@ -424,11 +437,13 @@ mod tests {
 
     #[test]
     fn bad_lines_are_reported() {
-        let e = parse("hots all all trust\nlocal all\nhost all all 1.2.3.4/40 trust\nhost all all 1.2.3.4/32 ident\nhost all all 1.2.3.4/32 md5\n", "F").unwrap_err();
+        let e = parse("hots all all trust\nlocal all\nhost all all 1.2.3.4/40 trust\nhost all all 1.2.3.4/32 ident\nhost all all 1.2.3.4/32 md5 x=1\n", "F").unwrap_err();
         assert_eq!(e[0], "invalid connection type \"hots\"\nCONTEXT:  line 1 of configuration file \"F\"");
         assert_eq!(e[1], "end-of-line before role specification\nCONTEXT:  line 2 of configuration file \"F\"");
         assert_eq!(e[2], "invalid CIDR mask in address \"1.2.3.4/40\"\nCONTEXT:  line 3 of configuration file \"F\"");
         assert_eq!(e[3], "invalid authentication method \"ident\"\nCONTEXT:  line 4 of configuration file \"F\"");
-        assert!(e[4].starts_with("authentication method \"md5\" is not supported by ferrogres yet"));
+        assert!(e[4].starts_with("authentication option \"x=1\" is not supported by ferrogres"));
+        let ok = parse("local all all scram-sha-256\nhost all all 0.0.0.0/0 md5\nhost all all ::/0 password\n", "F").unwrap();
+        assert_eq!(ok.rules.iter().map(|r| r.method.as_str()).collect::<Vec<_>>(), ["scram-sha-256", "md5", "password"]);
     }
 }

@@ -183,7 +183,10 @@ impl<'a> Analyzer<'a> {
     pub(super) fn session_value_function(&self, op: pb::SqlValueFunctionOp) -> Option<Expr> {
         use pb::SqlValueFunctionOp as O;
         Some(match op {
-            O::SvfopCurrentUser | O::SvfopCurrentRole | O::SvfopSessionUser | O::SvfopUser => name_const("postgres"),
+            O::SvfopCurrentUser | O::SvfopCurrentRole | O::SvfopUser => {
+                name_const(&crate::roles::name_of(self.backend, self.snap, self.backend.current_user))
+            }
+            O::SvfopSessionUser => name_const(&crate::roles::name_of(self.backend, self.snap, self.backend.session_user)),
             O::SvfopCurrentCatalog => name_const(&crate::database::current_name(self.backend, self.snap).unwrap_or_else(|_| "postgres".into())),
             O::SvfopCurrentSchema => self.current_schema_const(),
             _ => return None,
