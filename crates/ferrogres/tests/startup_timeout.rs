@@ -64,8 +64,9 @@ fn a_trickling_client_is_dropped_when_the_whole_handshake_exceeds_the_timeout() 
 
 #[test]
 fn half_open_handshakes_free_their_slots() {
-    // max_connections=1 admits 2 * 1 + 10 = 12 connection threads in all.
-    let srv = Server::start_temp(&["-c", "authentication_timeout=2s", "-c", "max_connections=1"]);
+    // max_connections=1 and max_wal_senders=0 admit 2 * (1 + 0) + 10 = 12
+    // connection threads in all.
+    let srv = Server::start_temp(&["-c", "authentication_timeout=2s", "-c", "max_connections=1", "-c", "max_wal_senders=0"]);
     let held: Vec<TcpStream> = (0..12)
         .map(|_| {
             let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
