@@ -1462,52 +1462,16 @@ fn vacuum_one(backend: &mut Backend, t: &Table, freeze: bool, verbose: bool, ana
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::{ColumnDesc, Output, Session, SessionEnv, Setting};
+    use crate::session::Session;
     use ferrogres_engine::config::Settings;
     use ferrogres_engine::txn::IsolationLevel;
 
-    #[derive(Default)]
-    struct Rows(Vec<Vec<Option<String>>>);
-
-    impl Output for Rows {
-        fn row_description(&mut self, _: &[ColumnDesc]) -> Result<()> {
-            Ok(())
-        }
-        fn row(&mut self, row: &[Value]) -> Result<()> {
-            self.0.push(row.iter().map(types::output).collect());
-            Ok(())
-        }
-        fn command_complete(&mut self, _: &str) -> Result<()> {
-            Ok(())
-        }
-        fn empty_query(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn notice(&mut self, _: &SqlError) -> Result<()> {
-            Ok(())
-        }
-    }
-
     fn session(engine: &Arc<Engine>, pid: i32) -> Session {
-        let env = SessionEnv {
-            settings: vec![Setting { name: "client_min_messages".into(), value: "notice".into(), default: "notice".into(), reported: false }],
-            changed: vec![],
-            pid,
-            version: "v".into(),
-            interrupts: Box::new(|| Ok(())),
-            statement_timer: Box::new(|_| {}),
-            locks: None,
-            settings_gen: 0,
-        };
-        Session::new(engine.backend(pid).unwrap(), env)
+        crate::test_support::session(engine, pid, &[])
     }
 
     fn query(s: &mut Session, sql: &str) -> Vec<Vec<Option<String>>> {
-        let mut out = Rows::default();
-        s.execute_simple(sql, &mut out).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        let mut rows = out.0;
-        rows.sort();
-        rows
+        crate::test_support::query_sorted(s, sql)
     }
 
     fn check_trees(engine: &Arc<Engine>, table: &str) -> usize {
@@ -1609,7 +1573,7 @@ mod tests {
             let d2 = done.clone();
             let h = std::thread::spawn(move || {
                 let mut b = session(&e2, 2);
-                let r = b.execute_simple("INSERT INTO k VALUES (1, 'b')", &mut Rows::default());
+                let r = b.execute_simple("INSERT INTO k VALUES (1, 'b')", &mut crate::test_support::Collect::default());
                 d2.store(true, std::sync::atomic::Ordering::SeqCst);
                 r.err().map(|e| (e.sqlstate().to_string(), e.message, e.detail))
             });
@@ -1665,7 +1629,7 @@ mod tests {
         assert_ne!(t.storage.rel, before.storage.rel);
         assert_ne!(t.indexes[0].rel, before.indexes[0].rel);
         assert_eq!(size, RelSize { pages: 0, tuples: 0.0 });
-        let mut out = Rows::default();
+        let mut out = crate::test_support::Collect::default();
         let e = s.execute_simple("INSERT INTO t VALUES (1, 'again'); VACUUM t", &mut out).unwrap_err();
         assert_eq!((e.sqlstate(), e.message.as_str()), ("25001", "VACUUM cannot run inside a transaction block"));
         assert_eq!(query(&mut s, "SELECT count(*) FROM t"), vec![vec![Some("0".to_string())]]);

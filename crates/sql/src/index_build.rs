@@ -179,58 +179,19 @@ fn duplicated(ix: &IndexInfo, table: &Table, entry: &[Value]) -> SqlError {
 #[cfg(test)]
 mod tests {
     use crate::catalog;
-    use crate::errors::{Result, SqlError};
-    use crate::session::{ColumnDesc, Output, Session, SessionEnv, Setting};
-    use crate::types::{self, Value};
+    use crate::session::Session;
     use ferrogres_engine::config::Settings;
     use ferrogres_engine::engine::Engine;
     use ferrogres_engine::nbtree::ScanBounds;
     use ferrogres_engine::txn::IsolationLevel;
     use std::sync::Arc;
 
-    #[derive(Default)]
-    struct Rows(Vec<Vec<Option<String>>>);
-
-    impl Output for Rows {
-        fn row_description(&mut self, _: &[ColumnDesc]) -> Result<()> {
-            Ok(())
-        }
-        fn row(&mut self, row: &[Value]) -> Result<()> {
-            self.0.push(row.iter().map(types::output).collect());
-            Ok(())
-        }
-        fn command_complete(&mut self, _: &str) -> Result<()> {
-            Ok(())
-        }
-        fn empty_query(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn notice(&mut self, _: &SqlError) -> Result<()> {
-            Ok(())
-        }
-    }
-
     fn session(engine: &Arc<Engine>, pid: i32, maintenance_work_mem: &str) -> Session {
-        let set = |name: &str, value: &str| Setting { name: name.into(), value: value.into(), default: value.into(), reported: false };
-        let env = SessionEnv {
-            settings: vec![set("client_min_messages", "notice"), set("maintenance_work_mem", maintenance_work_mem)],
-            changed: vec![],
-            pid,
-            version: "v".into(),
-            interrupts: Box::new(|| Ok(())),
-            statement_timer: Box::new(|_| {}),
-            locks: None,
-            settings_gen: 0,
-        };
-        Session::new(engine.backend(pid).unwrap(), env)
+        crate::test_support::session(engine, pid, &[("maintenance_work_mem", maintenance_work_mem)])
     }
 
     fn query(s: &mut Session, sql: &str) -> Vec<Vec<Option<String>>> {
-        let mut out = Rows::default();
-        s.execute_simple(sql, &mut out).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        let mut rows = out.0;
-        rows.sort();
-        rows
+        crate::test_support::query_sorted(s, sql)
     }
 
     /// Every index of `table`: its name, the structure check's leaf count, and its
@@ -368,7 +329,7 @@ mod tests {
         let mut s = session(&engine, 1, "64MB");
         query(&mut s, "CREATE TABLE u (a int, b text); INSERT INTO u SELECT g, 'x' || g FROM generate_series(1, 5000) g");
         query(&mut s, "INSERT INTO u VALUES (NULL, 'n'), (NULL, 'n'), (2500, 'dup')");
-        let mut out = Rows::default();
+        let mut out = crate::test_support::Collect::default();
         let e = s.execute_simple("CREATE UNIQUE INDEX u_a ON u (a)", &mut out).unwrap_err();
         assert_eq!(e.sqlstate(), "23505");
         assert_eq!(e.message, "could not create unique index \"u_a\"");

@@ -72,3 +72,5 @@ pub mod stack_depth;
 pub use errors::{Result, Severity, SqlError};
 pub use session::{ColumnDesc, ExecOutcome, Output, ParamValue, Session, SessionEnv, Setting, TxnStatus};
 pub use types::{Type, Value};
+#[cfg(test)]
+mod test_support;

@@ -2372,49 +2372,10 @@ mod tests {
     use ferrogres_engine::config::Settings;
     use ferrogres_engine::engine::Engine;
 
-    #[derive(Default)]
-    struct Collect {
-        cols: Vec<String>,
-        rows: Vec<Vec<Option<String>>>,
-        tags: Vec<String>,
-        notices: Vec<String>,
-    }
-
-    impl Output for Collect {
-        fn row_description(&mut self, cols: &[ColumnDesc]) -> Result<()> {
-            self.cols = cols.iter().map(|c| c.name.clone()).collect();
-            Ok(())
-        }
-        fn row(&mut self, row: &[Value]) -> Result<()> {
-            self.rows.push(row.iter().map(types::output).collect());
-            Ok(())
-        }
-        fn command_complete(&mut self, tag: &str) -> Result<()> {
-            self.tags.push(tag.to_string());
-            Ok(())
-        }
-        fn empty_query(&mut self) -> Result<()> {
-            self.tags.push("EMPTY".into());
-            Ok(())
-        }
-        fn notice(&mut self, n: &SqlError) -> Result<()> {
-            self.notices.push(n.message.clone());
-            Ok(())
-        }
-    }
+    use crate::test_support::Collect;
 
     fn session(engine: &std::sync::Arc<Engine>) -> Session {
-        let env = SessionEnv {
-            settings: vec![Setting { name: "client_min_messages".into(), value: "notice".into(), default: "notice".into(), reported: false }],
-            changed: vec![],
-            pid: 42,
-            version: "v".into(),
-            interrupts: Box::new(|| Ok(())),
-            statement_timer: Box::new(|_| {}),
-            locks: None,
-            settings_gen: 0,
-        };
-        Session::new(engine.backend(42).unwrap(), env)
+        crate::test_support::session(engine, 42, &[])
     }
 
     #[test]
