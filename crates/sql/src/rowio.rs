@@ -113,8 +113,9 @@ impl RowScan {
         self.at >= self.items.len()
     }
 
-    /// The next visible row and its TID, or `None` after the last page.
-    pub fn next(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<(Tid, Vec<Value>)>> {
+    /// The next visible tuple: its TID and where it is in `page`, or `None`
+    /// after the last page. Counts it as returned (seq_tup_read).
+    fn next_tuple(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<(Tid, std::ops::Range<usize>)>> {
         while self.at >= self.items.len() {
             self.page.clear();
             self.items.clear();
@@ -130,33 +131,22 @@ impl RowScan {
                 return Ok(None);
             }
         }
-        let (tid, range) = self.items[self.at].clone();
+        let item = self.items[self.at].clone();
         self.at += 1;
         backend.txn.pgstat.count_returned_h(&self.stat, 1);
+        Ok(Some(item))
+    }
+
+    /// The next visible row and its TID, or `None` after the last page.
+    pub fn next(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<(Tid, Vec<Value>)>> {
+        let Some((tid, range)) = self.next_tuple(backend, snapshot)? else { return Ok(None) };
         Ok(Some((tid, deform_row(backend, &self.st, &self.descs, &self.page[range], snapshot)?)))
     }
 
     /// [`RowScan::next`] with only the columns `cols` (in that order) made into
     /// values: an index build needs its key columns, not the whole row.
     pub fn next_columns(&mut self, backend: &Backend, snapshot: &Snapshot, cols: &[usize]) -> Result<Option<(Tid, Vec<Value>)>> {
-        while self.at >= self.items.len() {
-            self.page.clear();
-            self.items.clear();
-            self.at = 0;
-            let (page, items) = (&mut self.page, &mut self.items);
-            let more = self.scan.next_page(backend, snapshot, &mut |tid, t| {
-                let start = page.len();
-                page.extend_from_slice(t);
-                items.push((tid, start..page.len()));
-                Ok(())
-            })?;
-            if !more {
-                return Ok(None);
-            }
-        }
-        let (tid, range) = self.items[self.at].clone();
-        self.at += 1;
-        backend.txn.pgstat.count_returned(self.st.rel, 1);
+        let Some((tid, range)) = self.next_tuple(backend, snapshot)? else { return Ok(None) };
         Ok(Some((tid, deform_columns(backend, &self.st, &self.descs, &self.page[range], snapshot, cols)?)))
     }
 }
