@@ -19,13 +19,70 @@
 //! Invariants: `0 <= bytes <= max_bytes` after every commit of NOTIFY; a
 //! commit that would pass `max_bytes` fails before it commits, with
 //! PostgreSQL's 54000 `too many notifications in the NOTIFY queue`
-//! ([`NotifyQueue::check_room`]). `pending_flag[backend]` is true when that
-//! listener's queue may be non-empty (read without the mutex by the idle loop
-//! of the wire server, so polling costs one atomic load).
+//! ([`NotifyQueue::check_room`]). A listener's [`NotifySignal`] is set when
+//! its queue may be non-empty and cleared when it is drained, both under the
+//! mutex. The idle loop of the wire server reads it without the mutex (one
+//! atomic load) and waits on its eventfd beside the client's socket, so a
+//! committed NOTIFY wakes an idle listener at once, as PostgreSQL's
+//! SIGUSR1 + latch do, instead of being found by a timer.
 
 use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::{Arc, Mutex, MutexGuard};
+
+/// A listener's wake-up: "notifications may be waiting". Set by a committing
+/// sender and cleared by the drain ([`NotifyQueue::take`]), both under the
+/// queue's mutex, so a set after a clear is never lost.
+pub struct NotifySignal {
+    pending: AtomicBool,
+    /// An eventfd (non-blocking) readable while the signal is set; `None` when
+    /// the kernel gave none (out of descriptors): the waiter then polls
+    /// [`NotifySignal::is_set`] on a timer.
+    wake: Option<OwnedFd>,
+}
+
+impl NotifySignal {
+    fn new() -> NotifySignal {
+        // SAFETY: eventfd takes no pointers; a non-negative result is a new
+        // descriptor that nothing else owns.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        let wake = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+        NotifySignal { pending: AtomicBool::new(false), wake }
+    }
+
+    /// Whether notifications may be waiting (one atomic load).
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// The descriptor to poll for readability beside the client's socket.
+    pub fn wake_fd(&self) -> Option<RawFd> {
+        self.wake.as_ref().map(|f| f.as_raw_fd())
+    }
+
+    fn set(&self) {
+        self.pending.store(true, Ordering::Release);
+        if let Some(fd) = &self.wake {
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: writes 8 bytes from a live buffer to our own eventfd. It
+            // cannot block (EFD_NONBLOCK); EAGAIN (counter full) still leaves
+            // the descriptor readable, which is all a waiter needs.
+            unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+        }
+    }
+
+    fn clear(&self) {
+        self.pending.store(false, Ordering::Relaxed);
+        if let Some(fd) = &self.wake {
+            let mut buf = [0u8; 8];
+            // SAFETY: reads at most 8 bytes into a live buffer; EAGAIN when the
+            // counter is already 0.
+            unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        }
+    }
+}
 
 /// One notification as the client receives it (NotificationResponse).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +99,7 @@ struct Listener {
     channels: Vec<String>,
     pending: VecDeque<Notification>,
     bytes: usize,
-    flag: Arc<AtomicBool>,
+    flag: Arc<NotifySignal>,
 }
 
 #[derive(Default)]
@@ -82,7 +139,7 @@ impl NotifyQueue {
     /// At the commit of LISTEN / UNLISTEN: `backend` (connected to `database`)
     /// listens on exactly `channels` from now on (none: it is no listener).
     /// Returns the flag that says notifications may be pending for it.
-    pub fn set_channels(&self, backend: u32, database: u32, channels: &[String]) -> Option<Arc<AtomicBool>> {
+    pub fn set_channels(&self, backend: u32, database: u32, channels: &[String]) -> Option<Arc<NotifySignal>> {
         let mut g = self.lock();
         if channels.is_empty() {
             if let Some(l) = g.listeners.get(&backend) {
@@ -101,7 +158,7 @@ impl NotifyQueue {
             channels: Vec::new(),
             pending: VecDeque::new(),
             bytes: 0,
-            flag: Arc::new(AtomicBool::new(false)),
+            flag: Arc::new(NotifySignal::new()),
         });
         l.database = database;
         l.channels = channels.to_vec();
@@ -143,7 +200,7 @@ impl NotifyQueue {
             }
             if any {
                 // Release: the idle loop that sees the flag then takes the mutex.
-                l.flag.store(true, Ordering::Release);
+                l.flag.set();
             }
         }
         g.bytes += added;
@@ -153,7 +210,7 @@ impl NotifyQueue {
     pub fn take(&self, backend: u32) -> Vec<Notification> {
         let mut g = self.lock();
         let Some(l) = g.listeners.get_mut(&backend) else { return Vec::new() };
-        l.flag.store(false, Ordering::Relaxed); // under the mutex: no send in between
+        l.flag.clear(); // under the mutex: no send in between
         let out: Vec<Notification> = l.pending.drain(..).collect();
         let freed = std::mem::take(&mut l.bytes);
         let gone = l.channels.is_empty();
@@ -182,6 +239,13 @@ impl NotifyQueue {
 mod tests {
     use super::*;
 
+    /// Whether the signal's eventfd polls readable right now.
+    fn readable(s: &NotifySignal) -> bool {
+        let mut p = libc::pollfd { fd: s.wake_fd().expect("eventfd"), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, no wait.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    }
+
     fn note(ch: &str, p: &str) -> Notification {
         Notification { pid: 7, channel: ch.into(), payload: p.into() }
     }
@@ -193,10 +257,12 @@ mod tests {
         let flag = q.set_channels(1, 5, &chans).expect("listener");
         q.set_channels(2, 6, &chans);
         q.send(5, &[note("a", "x"), note("b", "y")]);
-        assert!(flag.load(Ordering::Acquire));
+        assert!(flag.is_set());
+        assert!(readable(&flag));
         assert_eq!(q.take(1), vec![note("a", "x")]);
         assert!(q.take(2).is_empty());
-        assert!(!flag.load(Ordering::Acquire));
+        assert!(!flag.is_set());
+        assert!(!readable(&flag));
         q.remove(1);
         q.remove(2);
         assert_eq!(q.lock().bytes, 0);

@@ -490,7 +490,7 @@ impl Session for SqlSession {
         self.s.take_notifications().into_iter().map(|n| (n.pid, n.channel, n.payload)).collect()
     }
 
-    fn notify_flag(&self) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+    fn notify_flag(&self) -> Option<Arc<ferrogres_engine::notify::NotifySignal>> {
         self.s.notify_flag()
     }
 }

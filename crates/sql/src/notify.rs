@@ -45,7 +45,7 @@ pub struct NotifyState {
     /// This transaction's notifications (channel, payload), deduplicated, in order.
     pub pending: Vec<(String, String)>,
     /// Set by a sender when notifications wait for this session (engine queue).
-    pub flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub flag: Option<std::sync::Arc<ferrogres_engine::notify::NotifySignal>>,
 }
 
 pub fn analyze_listen(s: &pb::ListenStmt) -> Statement {

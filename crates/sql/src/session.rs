@@ -846,14 +846,14 @@ impl Session {
     /// transaction block).
     pub fn take_notifications(&mut self) -> Vec<ferrogres_engine::notify::Notification> {
         match self.env.locks.as_ref().and_then(|l| l.notify.flag.as_ref()) {
-            Some(f) if f.load(std::sync::atomic::Ordering::Acquire) => self.backend.engine().notify.take(self.backend.id().0),
+            Some(f) if f.is_set() => self.backend.engine().notify.take(self.backend.id().0),
             _ => Vec::new(),
         }
     }
 
     /// Whether this session listens (or has notifications still queued): the
     /// wire layer then watches for notifications while it waits for the client.
-    pub fn notify_flag(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    pub fn notify_flag(&self) -> Option<std::sync::Arc<ferrogres_engine::notify::NotifySignal>> {
         self.env.locks.as_ref().and_then(|l| l.notify.flag.clone())
     }
 
