@@ -454,6 +454,29 @@ fn listen_notify_between_two_sessions() {
 }
 
 #[test]
+fn savepoints_scope_notify_listen_and_unlisten() {
+    // The same script's output on PostgreSQL 15: what a rolled-back savepoint
+    // queued is dropped, what a released one queued commits with the block.
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut a = Conn::connect(srv.port);
+    a.q("LISTEN a").ok();
+    let ans = a.q("BEGIN; SAVEPOINT s; NOTIFY a, 'rolled back'; ROLLBACK TO s; NOTIFY a, 'kept'; \
+                   SAVEPOINT t; NOTIFY a, 'released'; RELEASE t; COMMIT").ok();
+    assert_eq!(ans.notifications, [(a.pid, "a".into(), "kept".into()), (a.pid, "a".into(), "released".into())]);
+    // A duplicate dropped at NOTIFY time stays sent when its savepoint rolls back.
+    let ans = a.q("BEGIN; NOTIFY a, 'dup'; SAVEPOINT s; NOTIFY a, 'dup'; ROLLBACK TO s; COMMIT").ok();
+    assert_eq!(ans.notifications, [(a.pid, "a".into(), "dup".into())]);
+    // ROLLBACK TO keeps the savepoint: a second rollback to it drops again.
+    let ans = a.q("BEGIN; SAVEPOINT s; NOTIFY a, 'x'; ROLLBACK TO s; NOTIFY a, 'y'; ROLLBACK TO s; COMMIT").ok();
+    assert!(ans.notifications.is_empty(), "{:?}", ans.notifications);
+    a.q("BEGIN; SAVEPOINT s; LISTEN b; ROLLBACK TO s; COMMIT").ok();
+    assert_eq!(a.q("SELECT pg_listening_channels()").ok().rows, [[Some("a".to_string())]]);
+    a.q("BEGIN; SAVEPOINT s; UNLISTEN a; ROLLBACK TO s; SAVEPOINT s2; LISTEN c; RELEASE s2; COMMIT").ok();
+    assert_eq!(a.q("SELECT pg_listening_channels()").ok().rows, [[Some("a".to_string())], [Some("c".to_string())]]);
+}
+
+#[test]
 fn catalog_gaps_pg_range_expandarray_max_index_keys() {
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start(dir.path());

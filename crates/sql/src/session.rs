@@ -964,6 +964,10 @@ impl Session {
                     return Err(SqlError::new(b"25P01", "SAVEPOINT can only be used in transaction blocks"));
                 }
                 self.backend.txn.savepoint(name)?;
+                let level = self.backend.txn.nesting_level();
+                if let Some(l) = self.env.locks.as_mut() {
+                    l.notify.at_savepoint(level);
+                }
                 "SAVEPOINT".into()
             }
             TxnCmd::Release(name) => {
@@ -971,6 +975,10 @@ impl Session {
                     return Err(SqlError::new(b"25P01", "RELEASE SAVEPOINT can only be used in transaction blocks"));
                 }
                 self.backend.txn.release(name)?;
+                let level = self.backend.txn.nesting_level();
+                if let Some(l) = self.env.locks.as_mut() {
+                    l.notify.at_release(level);
+                }
                 "RELEASE".into()
             }
             TxnCmd::RollbackTo(name) => {
@@ -982,6 +990,10 @@ impl Session {
                     return Err(SqlError::new(b"3B001", format!("savepoint \"{name}\" does not exist")));
                 }
                 self.backend.txn.rollback_to(name)?;
+                let level = self.backend.txn.nesting_level();
+                if let Some(l) = self.env.locks.as_mut() {
+                    l.notify.at_rollback_to(level);
+                }
                 crate::catcache::subtransaction_aborted(&self.backend);
                 if self.did_ddl {
                     // DDL after the savepoint may be undone: plans made since are stale.
