@@ -27,62 +27,12 @@
 //! SIGUSR1 + latch do, instead of being found by a timer.
 
 use std::collections::{HashMap, VecDeque};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::{Arc, Mutex, MutexGuard};
 
-/// A listener's wake-up: "notifications may be waiting". Set by a committing
-/// sender and cleared by the drain ([`NotifyQueue::take`]), both under the
-/// queue's mutex, so a set after a clear is never lost.
-pub struct NotifySignal {
-    pending: AtomicBool,
-    /// An eventfd (non-blocking) readable while the signal is set; `None` when
-    /// the kernel gave none (out of descriptors): the waiter then polls
-    /// [`NotifySignal::is_set`] on a timer.
-    wake: Option<OwnedFd>,
-}
-
-impl NotifySignal {
-    fn new() -> NotifySignal {
-        // SAFETY: eventfd takes no pointers; a non-negative result is a new
-        // descriptor that nothing else owns.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        let wake = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
-        NotifySignal { pending: AtomicBool::new(false), wake }
-    }
-
-    /// Whether notifications may be waiting (one atomic load).
-    #[inline]
-    pub fn is_set(&self) -> bool {
-        self.pending.load(Ordering::Acquire)
-    }
-
-    /// The descriptor to poll for readability beside the client's socket.
-    pub fn wake_fd(&self) -> Option<RawFd> {
-        self.wake.as_ref().map(|f| f.as_raw_fd())
-    }
-
-    fn set(&self) {
-        self.pending.store(true, Ordering::Release);
-        if let Some(fd) = &self.wake {
-            let one = 1u64.to_ne_bytes();
-            // SAFETY: writes 8 bytes from a live buffer to our own eventfd. It
-            // cannot block (EFD_NONBLOCK); EAGAIN (counter full) still leaves
-            // the descriptor readable, which is all a waiter needs.
-            unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
-        }
-    }
-
-    fn clear(&self) {
-        self.pending.store(false, Ordering::Relaxed);
-        if let Some(fd) = &self.wake {
-            let mut buf = [0u8; 8];
-            // SAFETY: reads at most 8 bytes into a live buffer; EAGAIN when the
-            // counter is already 0.
-            unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        }
-    }
-}
+/// A listener's wake-up ("notifications may be waiting"): set by a committing
+/// sender and reset by the drain ([`NotifyQueue::take`]), both under the
+/// queue's mutex, so a set after a reset is never lost.
+pub type NotifySignal = crate::latch::Latch;
 
 /// One notification as the client receives it (NotificationResponse).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -210,7 +160,7 @@ impl NotifyQueue {
     pub fn take(&self, backend: u32) -> Vec<Notification> {
         let mut g = self.lock();
         let Some(l) = g.listeners.get_mut(&backend) else { return Vec::new() };
-        l.flag.clear(); // under the mutex: no send in between
+        l.flag.reset(); // under the mutex: no send in between
         let out: Vec<Notification> = l.pending.drain(..).collect();
         let freed = std::mem::take(&mut l.bytes);
         let gone = l.channels.is_empty();
@@ -241,7 +191,7 @@ mod tests {
 
     /// Whether the signal's eventfd polls readable right now.
     fn readable(s: &NotifySignal) -> bool {
-        let mut p = libc::pollfd { fd: s.wake_fd().expect("eventfd"), events: libc::POLLIN, revents: 0 };
+        let mut p = libc::pollfd { fd: s.fd().expect("eventfd"), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd, no wait.
         unsafe { libc::poll(&mut p, 1, 0) == 1 }
     }

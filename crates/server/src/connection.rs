@@ -619,7 +619,7 @@ impl Connection {
     fn wait_listening(&mut self, signal: &NotifySignal, timeout: Option<std::time::Duration>) -> Result<bool, PgError> {
         const NOTIFY_POLL: std::time::Duration = std::time::Duration::from_millis(20);
         let deadline = timeout.map(|t| Instant::now() + t);
-        let wake = signal.wake_fd();
+        let wake = signal.fd();
         loop {
             if signal.is_set() && self.send_notifications()? {
                 self.io.flush()?;
