@@ -15,6 +15,7 @@
 //! | pg_attribute | stored rows (user columns only: no system columns with attnum < 0) |
 //! | pg_attrdef | stored defaults; `adbin` holds the expression as pg_get_expr shows it |
 //! | pg_index, pg_constraint | stored rows of [`crate::index`] |
+//! | pg_sequence | the sequences of pg_class (relkind 'S') with the options of their state files ([`crate::sequence`]) |
 //! | pg_type | the built-in types of [`crate::types`] and their array types |
 //! | pg_am | heap 2, btree 403, hash 405, gist 783, gin 2742, spgist 4000, brin 3580 |
 //! | pg_database | postgres (5) only: there are no template databases |
@@ -74,6 +75,7 @@ static VIEWS: &[View] = &[
     View { name: "pg_index", oid: 2610, columns: &[("indexrelid", Type::Oid), ("indrelid", Type::Oid), ("indnatts", Type::Int2), ("indnkeyatts", Type::Int2), ("indisunique", Type::Bool), ("indnullsnotdistinct", Type::Bool), ("indisprimary", Type::Bool), ("indisexclusion", Type::Bool), ("indimmediate", Type::Bool), ("indisclustered", Type::Bool), ("indisvalid", Type::Bool), ("indcheckxmin", Type::Bool), ("indisready", Type::Bool), ("indislive", Type::Bool), ("indisreplident", Type::Bool), ("indkey", Type::Text), ("indcollation", Type::Text), ("indclass", Type::Text), ("indoption", Type::Text), ("indexprs", Type::Text), ("indpred", Type::Text)] },
     // Empty until range types exist; regproc columns as text (see above).
     View { name: "pg_range", oid: 3541, columns: &[("rngtypid", Type::Oid), ("rngsubtype", Type::Oid), ("rngmultitypid", Type::Oid), ("rngcollation", Type::Oid), ("rngsubopc", Type::Oid), ("rngcanonical", Type::Text), ("rngsubdiff", Type::Text)] },
+    View { name: "pg_sequence", oid: 2224, columns: &[("seqrelid", Type::Oid), ("seqtypid", Type::Oid), ("seqstart", Type::Int8), ("seqincrement", Type::Int8), ("seqmax", Type::Int8), ("seqmin", Type::Int8), ("seqcache", Type::Int8), ("seqcycle", Type::Bool)] },
     View { name: "pg_inherits", oid: 2611, columns: &[("inhrelid", Type::Oid), ("inhparent", Type::Oid), ("inhseqno", Type::Int4), ("inhdetachpending", Type::Bool)] },
     View { name: "pg_namespace", oid: 2615, columns: &[("oid", Type::Oid), ("nspname", Type::Name), ("nspowner", Type::Oid), ("nspacl", TEXT_ARRAY)] },
     View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Text), ("partclass", Type::Text), ("partcollation", Type::Text), ("partexprs", Type::Text)] },
@@ -216,6 +218,28 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
             out
         }
         "pg_class" => pg_class(v, backend, snap)?,
+        "pg_sequence" => {
+            let mut out = Vec::new();
+            for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
+                let (Value::Oid(oid), Value::Text(kind)) = (&r[0], &r[5]) else { continue };
+                if kind != "S" {
+                    continue;
+                }
+                let Some(o) = crate::sequence::options_of(backend.engine(), *oid)? else { continue };
+                out.push(
+                    Row::new(v)
+                        .oid("seqrelid", *oid)
+                        .oid("seqtypid", o.ty.oid())
+                        .set("seqstart", Value::Int8(o.start))
+                        .set("seqincrement", Value::Int8(o.increment))
+                        .set("seqmax", Value::Int8(o.max))
+                        .set("seqmin", Value::Int8(o.min))
+                        .set("seqcache", Value::Int8(o.cache))
+                        .b("seqcycle", o.cycle),
+                );
+            }
+            out
+        }
         "pg_stats" => return crate::stats::pg_stats(backend, snap),
         "tables" => is_tables(v, backend, snap)?,
         "pg_settings" => {
@@ -272,8 +296,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
         "pg_attribute" => pg_attribute(v, backend, snap)?,
         "pg_attrdef" => {
             let mut out = Vec::new();
-            for (relid, num, ty, typmod, text) in defaults(backend, snap)? {
-                let expr = deparse_const(ty, typmod, &text);
+            for (relid, num, expr) in defaults(backend, snap)? {
                 out.push(Row::new(v).oid("oid", 0).oid("adrelid", relid).i2("adnum", num).t("adbin", &expr));
             }
             out
@@ -314,7 +337,17 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
         }
         "pg_constraint" => {
             let mut out = Vec::new();
+            let indexes = scan_rows(backend, &crate::index::index_rel(), snap)?;
             for (_, r) in scan_rows(backend, &crate::index::constraint_rel(), snap)? {
+                // A foreign key: the referenced table, its columns, the actions,
+                // and the referenced table's unique index on those columns
+                // (pgjdbc's getImportedKeys joins on conindid), as PostgreSQL has them.
+                let fk = match (&r[1], &r[3], &r[4], &r[6], &r[7]) {
+                    (Value::Text(name), Value::Text(kind), Value::Oid(rel), Value::Text(conkey), Value::Text(bin)) if kind == "f" => {
+                        crate::foreign_key::decode(name, *rel, conkey, bin)
+                    }
+                    _ => None,
+                };
                 let conkey = match &r[6] {
                     Value::Text(s) => types::input(INT2_ARRAY, s, -1).unwrap_or(Value::Null),
                     _ => Value::Null,
@@ -343,6 +376,24 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                         .b("connoinherit", true)
                         .set("conkey", conkey),
                 );
+                if let Some(fk) = fk {
+                    let keys: Vec<String> = fk.parent_cols.iter().map(|c| (c + 1).to_string()).collect();
+                    let index = indexes
+                        .iter()
+                        .find(|(_, i)| {
+                            i[1] == Value::Oid(fk.parent) && i[4] == Value::Bool(true) && matches!(&i[6], Value::Text(k) if k.split(' ').eq(keys.iter().map(String::as_str)))
+                        })
+                        .map_or(Value::Oid(0), |(_, i)| i[0].clone());
+                    let row = out.pop().expect("pushed above");
+                    out.push(
+                        row.set("conindid", index)
+                            .oid("confrelid", fk.parent)
+                            .t("confupdtype", &fk.on_update.to_string())
+                            .t("confdeltype", &fk.on_delete.to_string())
+                            .t("confmatchtype", "s")
+                            .set("confkey", types::input(INT2_ARRAY, &format!("{{{}}}", keys.join(",")), -1).unwrap_or(Value::Null)),
+                    );
+                }
             }
             out
         }
@@ -467,14 +518,23 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
 
 /// (relid, attnum, type, typmod, stored text) of every column default.
 #[allow(clippy::type_complexity)] // the row of each default, as documented above
-fn defaults(backend: &Backend, snap: &Snapshot) -> Result<Vec<(u32, i16, Type, i32, String)>> {
+/// The stored column defaults: (table OID, attnum, the expression as
+/// pg_get_expr shows it). A constant default keeps its constant's text in
+/// adbin (deparsed here); an expression default (`nextval(...)`, `now()`)
+/// keeps its SQL text in adsrc ([`crate::constraints`]).
+fn defaults(backend: &Backend, snap: &Snapshot) -> Result<Vec<(u32, i16, String)>> {
     let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;
     let mut out = Vec::new();
-    for (_, r) in scan_rows(backend, &catalog::cat(catalog::PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text]), snap)? {
-        let [Value::Oid(rel), Value::Int2(num), Value::Text(text)] = r.as_slice() else { continue };
+    for (_, r) in scan_rows(backend, &catalog::attrdef_rel(), snap)? {
+        let [Value::Oid(rel), Value::Int2(num), adbin, adsrc] = r.as_slice() else { continue };
         let Some(a) = attrs.iter().find(|(_, a)| a[0] == Value::Oid(*rel) && a[3] == Value::Int2(*num)) else { continue };
         let (Value::Oid(t), Value::Int4(tm)) = (&a.1[2], &a.1[4]) else { continue };
-        out.push((*rel, *num, Type::from_oid(*t).unwrap_or(Type::Text), *tm, text.clone()));
+        let expr = match (adbin, adsrc) {
+            (Value::Text(text), _) => deparse_const(Type::from_oid(*t).unwrap_or(Type::Text), *tm, text),
+            (_, Value::Text(sql)) => sql.clone(),
+            _ => continue,
+        };
+        out.push((*rel, *num, expr));
     }
     Ok(out)
 }
@@ -647,7 +707,7 @@ fn is_columns<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec
             .t("is_generated", "NEVER")
             .t("is_updatable", "YES");
         if let Some(d) = defs.iter().find(|d| d.0 == *rel && d.1 == *num) {
-            row = row.t("column_default", &deparse_const(d.2, d.3, &d.4));
+            row = row.t("column_default", &d.2);
         }
         let (prec, radix, scale) = match ty {
             Type::Int2 => (Some(16), Some(2), Some(0)),

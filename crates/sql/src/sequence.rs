@@ -191,6 +191,17 @@ fn with_state<T>(engine: &Arc<Engine>, oid: u32, name: &str, f: impl FnOnce(&mut
     }
 }
 
+/// The options of sequence `oid` (pg_sequence's row), `None` if it has no state
+/// file (dropped, or created by a transaction that has not written it yet).
+pub fn options_of(engine: &Arc<Engine>, oid: u32) -> Result<Option<SeqOptions>> {
+    let e = entry(engine, oid);
+    let mut g = e.state.lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_none() {
+        *g = read_file(engine, oid)?;
+    }
+    Ok(g.as_ref().map(|s| s.opts.clone()))
+}
+
 /// The value after `v`, or `None` at the end of a non-cycling sequence.
 fn step(o: &SeqOptions, v: i64) -> Option<i64> {
     let next = v.checked_add(o.increment);

@@ -1047,6 +1047,9 @@ impl Session {
                     _ => {}
                 }
             }
+            SessionCmd::Declare(_) | SessionCmd::Fetch(_) => {
+                return Err(SqlError::internal("DECLARE / FETCH reached the utility runner (run at Execute)"));
+            }
             SessionCmd::ResetAll => self.reset_all(out)?,
             SessionCmd::Discard(DiscardKind::Plans) => self.discard_plans(),
             SessionCmd::Discard(DiscardKind::Sequences) => self.discard_sequences(),
@@ -1634,6 +1637,10 @@ impl Session {
 
     /// Output columns of a plan.
     pub fn describe_plan(&self, plan: &Statement) -> Option<Vec<ColumnDesc>> {
+        if let Statement::Utility(crate::utility::SessionCmd::Fetch(f)) = plan {
+            // FETCH returns its cursor's columns (none once the cursor is gone).
+            return if f.ismove { None } else { self.portals.get(&f.portalname).and_then(|p| self.describe_plan(&p.plan)) };
+        }
         plan.targets().map(|ts| {
             ts.iter()
                 .map(|t| {
@@ -1779,6 +1786,38 @@ impl Session {
     // from it ([`Session::pull`]).
 
     fn sql_declare(&mut self, st: &ParsedStmt, d: &pg_query::protobuf::DeclareCursorStmt, out: &mut dyn Output) -> Result<()> {
+        let mut params = Vec::new();
+        let cmd = self.analyze_declare(st, d, &mut params, false)?;
+        if !params.is_empty() {
+            return Err(SqlError::new(b"42P02", "there is no parameter $1"));
+        }
+        self.open_cursor(&cmd, Vec::new(), Some(st.sql.clone()), out)?;
+        out.command_complete("DECLARE CURSOR")
+    }
+
+    /// DECLARE's query analyzed (`params`: the types of its `$n`, as Parse
+    /// collects them).
+    fn analyze_declare(
+        &mut self,
+        st: &ParsedStmt,
+        d: &pg_query::protobuf::DeclareCursorStmt,
+        params: &mut Vec<Option<Type>>,
+        params_allowed: bool,
+    ) -> Result<crate::utility::DeclareCmd> {
+        let Some(query) = d.query.as_ref().and_then(|q| q.node.clone()) else {
+            return Err(SqlError::syntax("DECLARE without a query"));
+        };
+        let inner = ParsedStmt { node: query, sql: st.sql.clone() };
+        let plan = Arc::new(self.analyze(&inner, params, params_allowed)?);
+        if !matches!(*plan, Statement::Query(_)) {
+            return Err(SqlError::not_supported("DECLARE CURSOR for a statement other than SELECT or VALUES"));
+        }
+        Ok(crate::utility::DeclareCmd { name: d.portalname.clone(), options: d.options, query: plan })
+    }
+
+    /// Opens cursor `d.name` on its query with `params`: its executor stays open
+    /// in a portal of that name.
+    fn open_cursor(&mut self, d: &crate::utility::DeclareCmd, params: Vec<Value>, sql: Option<Arc<str>>, out: &mut dyn Output) -> Result<()> {
         // parsenodes.h's CURSOR_OPT_* bits.
         const BINARY: i32 = 0x1;
         const SCROLL: i32 = 0x2;
@@ -1795,32 +1834,26 @@ impl Session {
         if d.options & BINARY != 0 {
             return Err(SqlError::not_supported("BINARY cursors"));
         }
-        if self.portals.contains_key(&d.portalname) {
-            return Err(SqlError::new(b"42P03", format!("cursor \"{}\" already exists", d.portalname)));
-        }
-        let Some(query) = d.query.as_ref().and_then(|q| q.node.clone()) else {
-            return Err(SqlError::syntax("DECLARE without a query"));
-        };
-        let inner = ParsedStmt { node: query, sql: st.sql.clone() };
-        let mut params = Vec::new();
-        let plan = Arc::new(self.analyze(&inner, &mut params, false)?);
-        if !params.is_empty() {
-            return Err(SqlError::new(b"42P02", "there is no parameter $1"));
-        }
-        if !matches!(*plan, Statement::Query(_)) {
-            return Err(SqlError::not_supported("DECLARE CURSOR for a statement other than SELECT or VALUES"));
+        if self.portals.contains_key(&d.name) {
+            return Err(SqlError::new(b"42P03", format!("cursor \"{}\" already exists", d.name)));
         }
         self.open_query = true;
-        let r = self.run(&plan, &[], out);
+        let r = self.run(&d.query, &params, out);
         self.open_query = false;
         r?;
         let q = self.opened.take().ok_or_else(|| SqlError::internal("DECLARE opened no executor"))?;
-        let portal = Portal { sql: Some(st.sql.clone()), plan, params: Vec::new(), state: PortalState::Running(q), cursor: Some(CursorPos::default()) };
-        self.portals.insert(d.portalname.clone(), portal);
-        out.command_complete("DECLARE CURSOR")
+        let portal = Portal { sql, plan: d.query.clone(), params, state: PortalState::Running(q), cursor: Some(CursorPos::default()) };
+        self.portals.insert(d.name.clone(), portal);
+        Ok(())
     }
 
     fn sql_fetch(&mut self, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<()> {
+        let tag = self.fetch_named(f, out)?;
+        out.command_complete(&tag)
+    }
+
+    /// FETCH / MOVE on cursor `f.portalname`; returns the command tag.
+    fn fetch_named(&mut self, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<String> {
         let name = &f.portalname;
         let Some(mut p) = self.portals.remove(name) else {
             return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist")));
@@ -1831,7 +1864,7 @@ impl Session {
             self.portals.insert(name.clone(), p);
         }
         let n = r?;
-        out.command_complete(&format!("{} {n}", if f.ismove { "MOVE" } else { "FETCH" }))
+        Ok(format!("{} {n}", if f.ismove { "MOVE" } else { "FETCH" }))
     }
 
     /// Runs one FETCH or MOVE on a forward-only cursor; returns the row count of its tag.
@@ -2032,7 +2065,7 @@ impl Session {
         let parsed = p.parsed.clone().expect("checked above");
         let mut types: Vec<Option<Type>> = p.param_types.iter().map(|t| Some(*t)).collect();
         let version = self.begin_version();
-        let plan = self.analyze(&parsed, &mut types, true)?;
+        let plan = self.analyze_extended(&parsed, &mut types)?;
         let version = self.end_version(version);
         let shape = |d: Option<Vec<ColumnDesc>>| d.map(|cols| cols.into_iter().map(|c| (c.name, c.ty, c.typmod)).collect::<Vec<_>>());
         if shape(self.describe_plan(&plan)) != shape(self.describe_plan(&self.prepared[name].plan)) {
@@ -2086,7 +2119,7 @@ impl Session {
                 if self.status == TxnStatus::Failed && !matches!(st.node, pg_query::NodeEnum::TransactionStmt(_)) {
                     self.check_not_failed(None)?;
                 }
-                let plan = self.analyze(&st, &mut types, true)?;
+                let plan = self.analyze_extended(&st, &mut types)?;
                 (Some(st), plan)
             }
         };
@@ -2095,6 +2128,17 @@ impl Session {
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
         self.prepared.insert(name.to_string(), Prepared { parsed, plan: Arc::new(plan), param_types, version });
         Ok(())
+    }
+
+    /// A statement of the extended protocol analyzed: DECLARE and FETCH become
+    /// commands run at Execute, with Bind's parameters.
+    fn analyze_extended(&mut self, st: &ParsedStmt, types: &mut Vec<Option<Type>>) -> Result<Statement> {
+        use crate::utility::{FetchCmd, SessionCmd};
+        Ok(match &st.node {
+            pg_query::NodeEnum::DeclareCursorStmt(d) => Statement::Utility(SessionCmd::Declare(Box::new(self.analyze_declare(st, d, types, true)?))),
+            pg_query::NodeEnum::FetchStmt(f) => Statement::Utility(SessionCmd::Fetch(FetchCmd::from_stmt(f))),
+            _ => self.analyze(st, types, true)?,
+        })
     }
 
     pub fn describe_statement(&mut self, name: &str) -> Result<(Vec<Type>, Option<Vec<ColumnDesc>>)> {
@@ -2214,6 +2258,25 @@ impl Session {
             let e = SqlError::new(b"55000", format!("portal \"{portal}\" cannot be run"));
             self.portals.insert(portal.to_string(), p);
             return Err(e);
+        }
+        if let (PortalState::NotStarted, Statement::Utility(cmd)) = (&p.state, &*p.plan) {
+            match cmd {
+                crate::utility::SessionCmd::Declare(d) => {
+                    let d = d.clone();
+                    self.open_cursor(&d, p.params.clone(), p.sql.clone(), out)?;
+                    p.state = PortalState::Done("DECLARE CURSOR".into());
+                }
+                crate::utility::SessionCmd::Fetch(f) => {
+                    if max_rows != 0 && !f.ismove {
+                        // PostgreSQL keeps the fetched rows for the next Execute;
+                        // these go to the client as they are read.
+                        return Err(SqlError::not_supported("FETCH through a portal with a row limit"));
+                    }
+                    let tag = self.fetch_named(&f.to_stmt(), out)?;
+                    p.state = PortalState::Done(tag);
+                }
+                _ => {}
+            }
         }
         if let PortalState::NotStarted = p.state {
             // A query's executor is opened and kept; other statements run to
