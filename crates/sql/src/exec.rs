@@ -853,6 +853,7 @@ pub fn update(
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
+    let toast_descs = table.storage.toast_descs()?;
     while let Some((tid, row)) = rows.next(ctx)? {
         // Every row, qualifying or not: the WHERE may be costly.
         ctx.env.check_interrupts()?;
@@ -871,7 +872,13 @@ pub fn update(
             crate::constraints::check_row(table, &new, ctx)?;
             let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
             let (hot_allowed, keys_updated) = crate::index::update_flags(table, &old, &new);
-            let opts = UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
+            let opts = UpdateOptions {
+                hot_allowed,
+                keys_updated,
+                wait_policy: WaitPolicy::Block,
+                relname: &table.name,
+                toast_desc: toast_descs.as_deref(),
+            };
             match heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)? {
                 UpdateOutcome::Ok { new_tid, hot } => {
                     if !hot {
@@ -1015,6 +1022,7 @@ pub fn delete(
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
+    let toast_descs = table.storage.toast_descs()?;
     while let Some((tid, row)) = rows.next(ctx)? {
         // Every row, qualifying or not: the WHERE may be costly.
         ctx.env.check_interrupts()?;
@@ -1024,7 +1032,7 @@ pub fn delete(
         crate::explain::count_row(crate::explain::key(filter), crate::explain::Stage::Filter);
         let (mut tid, mut row) = (tid, row);
         loop {
-            let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };
+            let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name, toast_desc: toast_descs.as_deref() };
             match heap_delete_ext(ctx.backend, table.storage.rel, tid, opts)? {
                 DeleteOutcome::Ok => {
                     crate::foreign_key::on_parent_delete(table, &row, ctx)?;

@@ -1239,7 +1239,13 @@ pub fn vacuum_table(
     let mut cleanup = |tids: &[Tid]| -> ferrogres_engine::error::Result<()> {
         bulk_delete_all(&engine, &indexes, tids).map_err(|e| ferrogres_engine::error::Error::internal(e.message))
     };
-    Ok(vacuum_rel(&engine, Some(backend), table.storage.rel, opts, &mut cleanup)?)
+    let stats = vacuum_rel(&engine, Some(backend), table.storage.rel, opts, &mut cleanup)?;
+    // Then the TOAST relation and its chunk index (PostgreSQL vacuums it as a
+    // relation of its own, right after the table, with the same options).
+    if let Some(toast) = table.storage.toast {
+        ferrogres_engine::heap::toastam::vacuum_toast(&engine, Some(backend), toast, opts)?;
+    }
+    Ok(stats)
 }
 
 /// Registers the index cleanup of a table loaded with indexes (for autovacuum).

@@ -150,7 +150,8 @@ fn matched(m: &Merge, tid: Tid, mut both: Vec<Value>, s: &[Value], changed: &mut
                 }
             }
             _ => {
-                let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };
+                let toast_descs = table.storage.toast_descs()?;
+                let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name, toast_desc: toast_descs.as_deref() };
                 match heapam::heap_delete_ext(ctx.backend, table.storage.rel, tid, opts)? {
                     DeleteOutcome::Ok => {
                         crate::foreign_key::on_parent_delete(table, &old, ctx)?;

@@ -1250,7 +1250,7 @@ pub fn size_pretty(size: i64) -> String {
 }
 
 /// `oid:bytes` of every relation for size function `func` (pg_relation_size:
-/// the main fork; pg_table_size: with the TOAST relation; pg_indexes_size: the
+/// the main fork; pg_table_size: with the TOAST relation and its chunk index; pg_indexes_size: the
 /// indexes; pg_total_relation_size: all of them), from the files' lengths now.
 pub fn relation_sizes(backend: &Backend, snap: &Snapshot, func: &str) -> Result<Vec<String>> {
     use ferrogres_engine::storage::ForkNumber;
@@ -1268,7 +1268,13 @@ pub fn relation_sizes(backend: &Backend, snap: &Snapshot, func: &str) -> Result<
     for (_, c) in &classes {
         let (Value::Oid(oid), Value::Oid(node), Value::Oid(toast)) = (&c[0], &c[3], &c[4]) else { continue };
         let main = bytes(*node)?;
-        let table = main + bytes(*toast)?;
+        // The TOAST relation with its chunk index (the engine keeps it in a fork).
+        let toast_index = if *toast == 0 {
+            0
+        } else {
+            smgr.nblocks(catalog::locator(*toast), ForkNumber::ToastIndex)? as i64 * ferrogres_engine::config::BLCKSZ as i64
+        };
+        let table = main + bytes(*toast)? + toast_index;
         let mut idx = 0;
         for (_, i) in indexes.iter().filter(|(_, i)| i[1] == c[0]) {
             idx += bytes(filenode(&i[0]).unwrap_or(0))?;

@@ -23,6 +23,12 @@ pub struct RelStorage {
 }
 
 impl RelStorage {
+    /// The column descriptors when the relation has a TOAST relation (what
+    /// UPDATE and DELETE pass the engine so that old values' chunks go too).
+    pub fn toast_descs(&self) -> Result<Option<Vec<AttrDesc>>> {
+        self.toast.map(|_| self.descs()).transpose()
+    }
+
     pub fn descs(&self) -> Result<Vec<AttrDesc>> {
         self.types
             .iter()
@@ -254,13 +260,8 @@ pub fn form_row_toasted(backend: &mut Backend, st: &RelStorage, row: &[Value]) -
         return Ok(form_tuple(&descs, &datums)?);
     };
     let mut oids = Vec::new();
-    let externals: Vec<Vec<u8>> = plan.externals().map(|(_, d)| d.to_vec()).collect();
-    for data in externals {
-        let oid = backend.engine().new_oid();
-        for chunk in toast::make_chunks(oid, &data)? {
-            heapam::heap_insert(backend, toast_rel, &chunk)?;
-        }
-        oids.push(oid);
+    for (_, data) in plan.externals() {
+        oids.push(ferrogres_engine::heap::toastam::toast_save_value(backend, toast_rel, data)?);
     }
     let finished = plan.finish(&datums, toast_rel.rel_number, &oids)?;
     Ok(form_tuple(&descs, &finished)?)

@@ -151,6 +151,9 @@ struct Rel {
     schema: String,
     kind: String,
     counters: Option<Arc<RelCounters>>,
+    /// The TOAST relation's counters: `None` without a TOAST relation, `Some(None)`
+    /// with one that nothing has counted yet.
+    toast_counters: Option<Option<Arc<RelCounters>>>,
 }
 
 fn is_system_schema(s: &str) -> bool {
@@ -179,7 +182,7 @@ fn relations(backend: &Backend, snap: &Snapshot) -> Result<(Vec<Rel>, IndexPairs
     let db = backend.database();
     let mut rels = Vec::new();
     for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
-        let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), _, Value::Text(kind), ..] = r.as_slice() else { continue };
+        let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), ..] = r.as_slice() else { continue };
         let schema = match *ns {
             crate::pgcatalog::PG_TOAST_NAMESPACE => "pg_toast".to_string(),
             n => namespaces.iter().find(|(o, _)| *o == n).map_or_else(|| "pg_catalog".to_string(), |x| x.1.clone()),
@@ -191,6 +194,7 @@ fn relations(backend: &Backend, snap: &Snapshot) -> Result<(Vec<Rel>, IndexPairs
             schema,
             kind: kind.clone(),
             counters: stats.get(loc),
+            toast_counters: (*toast != 0).then(|| stats.get(RelFileLocator { rel_number: *toast, ..loc })),
         });
     }
     let mut pairs = Vec::new();
@@ -253,6 +257,8 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Valu
                     let hit = l(&|c| c.blocks_hit.load(Relaxed));
                     let idx_fetched = sum(&|c| c.blocks_fetched.load(Relaxed));
                     let idx_hit = sum(&|c| c.blocks_hit.load(Relaxed));
+                    let toast_fetched = r.toast_counters.as_ref().map(|c| load(c, |c| c.blocks_fetched.load(Relaxed)));
+                    let toast_hit = r.toast_counters.as_ref().map(|c| load(c, |c| c.blocks_hit.load(Relaxed)));
                     out.push(vec![
                         Value::Oid(r.oid),
                         Value::Text(r.schema.clone()),
@@ -261,8 +267,10 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Valu
                         int(hit),
                         opt(idx_fetched.zip(idx_hit).map(|(f, h)| f - h.min(f))),
                         opt(idx_hit),
-                        Value::Null,
-                        Value::Null,
+                        // The TOAST relation's heap blocks; its chunk index's are
+                        // not counted (NULL).
+                        opt(toast_fetched.zip(toast_hit).map(|(f, h)| f - h.min(f))),
+                        opt(toast_hit),
                         Value::Null,
                         Value::Null,
                     ]);
