@@ -875,7 +875,8 @@ impl Builder<'_> {
                             let conds: Vec<String> = keys
                                 .used
                                 .iter()
-                                .map(|&i| format!("({} = {})", strip(deparse(&rk[i], &rscope, self.qualify, &[])), strip(deparse(&lk[i], &scope, self.qualify, &[]))))
+                                // The indexed column unqualified, as PostgreSQL prints it.
+                                .map(|&i| format!("({} = {})", strip(deparse(&rk[i], &rscope, false, &[])), strip(deparse(&lk[i], &scope, self.qualify, &[]))))
                                 .collect();
                             let loops = l.rows.max(1.0);
                             let per_loop = (j.plan.rows.unwrap_or(l.rows) / loops).max(1.0);

@@ -117,6 +117,7 @@ fn set_rows(rels: &[Rel], clauses: &[Clause], set: u32) -> f64 {
 
 /// The cheapest way to join `l` (outer) with `r` (inner), already planned,
 /// into a set of `rows` rows; `None` if no method applies.
+#[allow(clippy::too_many_arguments)]
 fn best_join(rels: &[Rel], clauses: &[Clause], p: &PlannerSettings, l: u32, le: &Entry, r: u32, re: &Entry, rows: f64) -> Option<(f64, Method)> {
     let mut best: Option<(f64, Method)> = None;
     let mut consider = |c: f64, m: Method| {

@@ -229,7 +229,7 @@ pub fn clause_selectivity(stats: Option<&TableStats>, e: &Expr, params: &[Value]
                     _ => None,
                 })
                 .collect();
-            if let Some(eqs) = eqs.filter(|e| e.windows(2).all(|w| w[0].0 == w[1].0)) {
+            if let Some(eqs) = eqs.filter(|e| !e.is_empty() && e.windows(2).all(|w| w[0].0 == w[1].0)) {
                 let s = col_stats(stats, eqs[0].0);
                 let sum: f64 = eqs.iter().map(|(_, v)| eq_sel(s, tuples, v.as_ref())).sum();
                 if sum <= 1.0 {
