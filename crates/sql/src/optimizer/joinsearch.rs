@@ -132,9 +132,12 @@ fn best_join(rels: &[Rel], clauses: &[Clause], p: &PlannerSettings, l: u32, le: 
             None => false,
         })
         .count();
-    // Hash join: the smaller side is the build (inner) side.
-    if keys > 0 && le.rows >= re.rows {
-        let c = le.cost + re.cost + cost::hash_join(p, le.rows, re.rows, re.width, le.width, keys, rows);
+    // Hash join: the executor builds on the input that ends first (the
+    // smaller one), so the build is charged to the smaller estimated side
+    // whichever side it is written on; on a tie the written order stays.
+    if keys > 0 {
+        let (outer, inner) = if le.rows >= re.rows { (le, re) } else { (re, le) };
+        let c = le.cost + re.cost + cost::hash_join(p, outer.rows, inner.rows, inner.width, outer.width, keys, rows);
         consider(c, Method::Hash);
     }
     // A plain nested loop (the inner side kept): the only way without keys.
