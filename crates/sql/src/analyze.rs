@@ -55,6 +55,8 @@ pub struct Analyzer<'a> {
     /// Aggregates and column references of enclosing query levels not yet
     /// claimed by their level ([`agg_level`]).
     pub(crate) upper: agg_level::Upper,
+    /// The planner's settings (the session's, when it analyses).
+    pub planner: crate::optimizer::PlannerSettings,
 }
 
 /// What column references can see.
@@ -616,7 +618,8 @@ impl<'a> Analyzer<'a> {
         let mut filter = filter;
         if let Some(src) = source.as_mut() {
             if s.locking_clause.is_empty() {
-                crate::prep::reorder_inner_joins(src, &mut filter);
+                let pc = crate::prep::PlanCtx { backend: self.backend, snap: self.snap, settings: &self.planner };
+                crate::prep::reorder_inner_joins(src, &mut filter, &pc);
             }
         }
         let filter = match source.as_mut() {

@@ -859,8 +859,60 @@ impl Builder<'_> {
                     crate::join::JoinKind::Anti => " Anti",
                 };
                 let mut n = Node { width: l.width + r.width, ..Default::default() };
-                match &j.hash {
-                    Some((lk, rk)) if !j.lateral => {
+                let param = match j.plan.method {
+                    crate::optimizer::JoinMethod::ParamIndex { index } => crate::nestloop::probe_keys(j, index).map(|k| (index, k)),
+                    _ => None,
+                };
+                match (&j.hash, param) {
+                    (Some((lk, rk)), Some((index, keys))) => {
+                        // A parameterized nested loop: the inner index scan
+                        // runs once per outer row with its key values.
+                        n.name = "Nested Loop".into();
+                        if let Source::Table(t) = &j.right {
+                            let rscope: Scope = scope[j.lw..].to_vec();
+                            let ix = &t.indexes[index];
+                            let rel = if self.o.verbose { format!("public.{}", t.name) } else { t.name.clone() };
+                            let conds: Vec<String> = keys
+                                .used
+                                .iter()
+                                // The indexed column unqualified, as PostgreSQL prints it.
+                                .map(|&i| format!("({} = {})", strip(deparse(&rk[i], &rscope, false, &[])), strip(deparse(&lk[i], &scope, self.qualify, &[]))))
+                                .collect();
+                            let loops = l.rows.max(1.0);
+                            let per_loop = (j.plan.rows.unwrap_or(l.rows) / loops).max(1.0);
+                            let inner_total = j.plan.cost.map_or(r.total, |c| ((c - l.total) / loops).max(0.0));
+                            let mut inner = Node {
+                                name: format!("Index Scan using {} on {rel}", ix.name),
+                                startup: 0.29_f64.min(inner_total),
+                                total: inner_total,
+                                rows: per_loop,
+                                width: r.width,
+                                ..Default::default()
+                            };
+                            inner.details.push(format!("Index Cond: {}", and_list(conds)));
+                            if let Some(f) = &j.right_filter {
+                                inner.details.push(format!("Filter: {}", deparse(f, &rscope, self.qualify, &[])));
+                            }
+                            let others: Vec<String> = (0..lk.len())
+                                .filter(|i| !keys.used.contains(i))
+                                .map(|i| format!("({} = {})", strip(deparse(&lk[i], &scope, self.qualify, &[])), strip(deparse(&rk[i], &rscope, self.qualify, &[]))))
+                                .collect();
+                            if !others.is_empty() {
+                                n.details.push(format!("Join Filter: {}", and_list(others)));
+                            }
+                            if self.counters.is_some() {
+                                let rk_key = key(&j.right);
+                                let raw = self.counter(rk_key, Stage::Scan);
+                                let passed = if j.right_filter.is_some() { self.counter(rk_key, Stage::Filter).map(|c| Counter { loops: raw.as_ref().map_or(0, |r| r.loops), ..c }) } else { raw };
+                                self.actual(&mut inner, passed);
+                            }
+                            r = inner;
+                        }
+                        n.rows = j.plan.rows.unwrap_or(l.rows);
+                        n.startup = l.startup;
+                        n.total = j.plan.cost.unwrap_or(l.total + l.rows * r.total);
+                    }
+                    (Some((lk, rk)), None) if !j.lateral => {
                         n.name = format!("Hash{kind} Join");
                         let rscope: Scope = scope[j.lw..].to_vec();
                         let conds: Vec<String> = lk
@@ -877,17 +929,17 @@ impl Builder<'_> {
                         }
                         h.children.push(r);
                         r = h;
-                        n.rows = (l.rows * hash_rows / hash_rows.max(l.rows).max(1.0)).max(1.0);
+                        n.rows = j.plan.rows.unwrap_or_else(|| (l.rows * hash_rows / hash_rows.max(l.rows).max(1.0)).max(1.0));
                         n.startup = r.total;
-                        n.total = r.total + l.total + l.rows * self.cost.cpu_operator_cost + n.rows * self.cost.cpu_tuple_cost;
+                        n.total = j.plan.cost.unwrap_or(r.total + l.total + l.rows * self.cost.cpu_operator_cost + n.rows * self.cost.cpu_tuple_cost);
                     }
                     _ => {
                         n.name = format!("Nested Loop{kind} Join");
                         if kind.is_empty() {
                             n.name = "Nested Loop".into();
                         }
-                        n.rows = (l.rows * r.rows * if j.cond.is_some() { 0.33 } else { 1.0 }).max(1.0);
-                        n.total = l.total + r.total + l.rows * r.rows * self.cost.cpu_operator_cost;
+                        n.rows = j.plan.rows.unwrap_or_else(|| (l.rows * r.rows * if j.cond.is_some() { 0.33 } else { 1.0 }).max(1.0));
+                        n.total = j.plan.cost.unwrap_or(l.total + r.total + l.rows * r.rows * self.cost.cpu_operator_cost);
                         // The inner side is read once and kept (Materialize).
                         if !j.lateral && r.name != "Result" && !r.name.starts_with("Values") {
                             let mut m = Node { name: "Materialize".into(), startup: r.startup, total: r.total + r.rows * 0.005, rows: r.rows, width: r.width, ..Default::default() };

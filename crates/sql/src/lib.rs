@@ -43,6 +43,8 @@ pub mod pgcatalog;
 pub mod plan_cache;
 pub mod pgregex;
 pub mod plan;
+pub mod nestloop;
+pub mod optimizer;
 pub mod prep;
 pub mod project_set;
 pub mod reloptions;

@@ -240,6 +240,7 @@ impl<'a> Analyzer<'a> {
             lw: l.width,
             rw: r.width,
             lateral: r.lateral,
+            plan: Default::default(),
         };
         Ok(Item { source: Source::Join(Box::new(join)), width: l.width + r.width, ns, lateral: l.lateral })
     }

@@ -192,7 +192,7 @@ impl<'a> Analyzer<'a> {
         crate::namespace::set_thread_search_path(&v.search_path);
         let mut views = self.views.clone();
         views.chain.push(v.oid);
-        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, views, upper: Default::default() };
+        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, views, upper: Default::default(), planner: self.planner.clone() };
         let mut q = sub.select(sel).map_err(|mut e| {
             e.position = None;
             e
