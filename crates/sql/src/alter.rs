@@ -27,11 +27,11 @@
 use crate::analyze::Analyzer;
 use crate::catalog::{self, attribute_rel, attrdef_rel, Table};
 use crate::constraints::{self, deparse_expr};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{eval_pure, Ctx, Env};
 use crate::plan::{Expr, Statement};
 use crate::rowio::scan_rows;
-use crate::types::{self, CastContext, Type, Value};
+use ferrogres_datum::types::{self, CastContext, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;

@@ -10,10 +10,10 @@
 //! re-evaluated for it: EvalPlanQual), as plain UPDATE and DELETE do.
 
 use crate::catalog::Table;
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, newest_qualifying, source_rows, Ctx};
 use crate::plan::{Expr, Source, Target};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use ferrogres_engine::heap::heapam::{self, WaitPolicy};
 
 #[derive(Clone, Debug)]

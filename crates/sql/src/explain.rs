@@ -16,10 +16,10 @@
 //! operator built ([`instrumenting`]).
 
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{Ctx, RowIter};
 use crate::plan::*;
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -409,7 +409,7 @@ pub fn execute(
     let mut b = Builder { o: &e.options, cost: &cost, counters: counters.as_ref(), qualify: e.options.verbose || multi, multi, subplans: 0, backend, snap, too_deep: false };
     let root = b.statement(&e.stmt);
     if b.too_deep {
-        return Err(crate::stack_depth::too_deep());
+        return Err(ferrogres_datum::stack_depth::too_deep());
     }
     let mut lines = Vec::new();
     render(&root, &e.options, 0, true, &mut lines);
@@ -607,7 +607,7 @@ impl Builder<'_> {
     /// The nodes of a query, bottom up as `exec::run_query_inner` builds its
     /// operators; also the scope of its output columns.
     fn query(&mut self, q: &Query) -> (Node, Scope) {
-        if self.too_deep || crate::stack_depth::stack_is_too_deep() {
+        if self.too_deep || ferrogres_datum::stack_depth::stack_is_too_deep() {
             self.too_deep = true;
             return (Node::default(), Vec::new());
         }
@@ -784,7 +784,7 @@ impl Builder<'_> {
     /// A source other than a query's own table scan; join inputs count under
     /// the source's key (Scan: rows made, Filter: rows passing its filter).
     fn source(&mut self, s: &Source) -> (Node, Scope) {
-        if self.too_deep || crate::stack_depth::stack_is_too_deep() {
+        if self.too_deep || ferrogres_datum::stack_depth::stack_is_too_deep() {
             self.too_deep = true;
             return (Node::default(), Vec::new());
         }
@@ -1245,10 +1245,10 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
             Value::Int4(i) if *i >= 0 => i.to_string(),
             Value::Bool(b) => b.to_string(),
             Value::Numeric(_) => {
-                let s = crate::types::output(v).unwrap_or_default();
+                let s = ferrogres_datum::types::output(v).unwrap_or_default();
                 if s.starts_with('-') { format!("{}::numeric", quote_literal(&s)) } else { s }
             }
-            other => format!("{}::{}", quote_literal(&crate::types::output(other).unwrap_or_default()), t.sql_name()),
+            other => format!("{}::{}", quote_literal(&ferrogres_datum::types::output(other).unwrap_or_default()), t.sql_name()),
         },
         Expr::Column(i, _) => match scope.get(*i) {
             Some((rel, col)) if qualify && !rel.is_empty() => format!("{}.{}", ident(rel), ident(col)),
@@ -1263,7 +1263,7 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
         Expr::Cast { arg, from, to, typmod, explicit } if matches!(**arg, Expr::Const(..)) => {
             // A cast of a constant is folded, as PostgreSQL's planner does.
             let Expr::Const(v, _) = &**arg else { unreachable!("matched a constant") };
-            match crate::types::cast(v.clone(), *from, *to, *typmod, *explicit) {
+            match ferrogres_datum::types::cast(v.clone(), *from, *to, *typmod, *explicit) {
                 Ok(v) => d(&Expr::Const(v, *to)),
                 Err(_) => format!("({})::{}", d(arg), to.sql_name()),
             }

@@ -14,8 +14,8 @@
 use crate::alter::{quote_ident, AlterCmd};
 use crate::analyze::Analyzer;
 use crate::catalog::{self, Column, Table};
-use crate::errors::{Result, SqlError};
-use crate::types::{Type, Value};
+use ferrogres_datum::errors::{Result, SqlError};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use pg_query::protobuf as pb;

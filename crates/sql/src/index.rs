@@ -31,11 +31,11 @@
 //!   dead heap TID handed to VACUUM's phase 3 has no entry left in any index file.
 
 use crate::catalog::{self, cat, class_rel, locator, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{self, eval_pure, Ctx, Env};
 use crate::plan::{CmpOp, Expr, Func};
 use crate::rowio::{deform_row, insert_row, scan_rows, RelStorage};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::lmgr::lock::LockMode;
@@ -700,7 +700,7 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
             if let Err(ssi) = heapam::ssi_conflict_in(backend, ix.rel, None) {
                 return SqlError::from(ssi);
             }
-            e.with_objects(crate::errors::ErrorObjects::of_table(table, Some(&ix.name), None))
+            e.with_objects(table.error_objects(Some(&ix.name), None))
         } else {
             e
         }

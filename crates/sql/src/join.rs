@@ -29,12 +29,12 @@
 //! read only its nullable side filter that side. Equalities across the two
 //! sides become hash keys.
 
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, Ctx, RowIter, Ticker};
 use crate::grouping::Key;
 use crate::plan::{CmpOp, Expr, Source};
 use crate::subquery::{columns_read, has_subplan, map_columns, shift_columns};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         let mut t = Ticker::default();
         for l in left {
             t.tick(&*ctx.env)?;
-            let Source::Subquery(q) = &j.right else { return Err(crate::errors::SqlError::internal("LATERAL input is not a subquery")) };
+            let Source::Subquery(q) = &j.right else { return Err(ferrogres_datum::errors::SqlError::internal("LATERAL input is not a subquery")) };
             let mut q = (**q).clone();
             crate::subquery::bind_outer(&mut q, &l, &[]);
             let rights = input_rows(&Source::Subquery(Box::new(q)), &j.right_filter, ctx)?;

@@ -14,10 +14,10 @@
 //! source row does nothing (PostgreSQL 15 would try its NOT MATCHED clauses).
 
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{eval_pure, newest_qualifying, source_rows, Ctx};
 use crate::plan::{Expr, Source};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use ferrogres_engine::heap::heapam::{self, WaitPolicy};
 use ferrogres_engine::heap::tuple::Tid;
 use std::collections::HashSet;

@@ -18,7 +18,7 @@
 //! name too long` (63 bytes at most), `payload string too long` (8000 bytes
 //! at most); 54000 `too many notifications in the NOTIFY queue` at commit.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::Statement;
 use crate::utility::SessionCmd;
 use ferrogres_engine::engine::Backend;

@@ -16,7 +16,7 @@
 //! | pg_attrdef | stored defaults; `adbin` holds the expression as pg_get_expr shows it |
 //! | pg_index, pg_constraint | stored rows of [`crate::index`] |
 //! | pg_sequence | the sequences of pg_class (relkind 'S') with the options of their state files ([`crate::sequence`]) |
-//! | pg_type | the built-in types of [`crate::types`] and their array types |
+//! | pg_type | the built-in types of [`ferrogres_datum::types`] and their array types |
 //! | pg_am | heap 2, btree 403, hash 405, gist 783, gin 2742, spgist 4000, brin 3580 |
 //! | pg_database | postgres (5) only: there are no template databases |
 //! | pg_authid, pg_shadow (superuser only: 42501), pg_roles, pg_user, pg_auth_members | the stored shared catalogs of [`crate::roles`] |
@@ -38,9 +38,9 @@
 //! subscripts, is int2[]), aclitem[] as text[].
 
 use crate::catalog::{self, Column, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{scan_rows, RelStorage};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::{Backend, DEFAULT_TABLESPACE_OID};
 use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::snapshot::Snapshot;
@@ -277,7 +277,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                                 }
                                 guc::Kind::Enum { values, .. } => row.t("vartype", "enum").set(
                                     "enumvals",
-                                    Value::Array(Box::new(crate::array::Array::new(
+                                    Value::Array(Box::new(ferrogres_datum::array::Array::new(
                                         Type::Text,
                                         values.iter().map(|e| Value::Text(e.to_string())).collect(),
                                     ))),
@@ -437,7 +437,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                 if r.config.is_empty() {
                     Value::Null
                 } else {
-                    Value::Array(Box::new(crate::array::Array::new(Type::Text, r.config.iter().cloned().map(Value::Text).collect())))
+                    Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, r.config.iter().cloned().map(Value::Text).collect())))
                 }
             };
             let until = |r: &crate::roles::RoleRow| r.valid_until.map_or(Value::Null, Value::Timestamptz);
@@ -627,7 +627,7 @@ fn index_am(relam: &Value) -> u32 {
 /// (`{fillfactor=60}`), or NULL.
 fn index_reloptions(indexes: &[(ferrogres_engine::heap::tuple::Tid, Vec<Value>)], oid: u32) -> Value {
     match indexes.iter().find(|(_, i)| i[0] == Value::Oid(oid)).and_then(|(_, i)| i.get(8)) {
-        Some(Value::Text(t)) => Value::Array(Box::new(crate::array::Array::new(Type::Text, t.split(',').map(|o| Value::Text(o.to_string())).collect()))),
+        Some(Value::Text(t)) => Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, t.split(',').map(|o| Value::Text(o.to_string())).collect()))),
         _ => Value::Null,
     }
 }
@@ -834,7 +834,7 @@ fn io_stem(t: Type) -> String {
 fn pg_type(v: &View) -> Vec<Row<'_>> {
     let mut all: Vec<Type> = types::TYPES.to_vec();
     all.extend([Type::Name, Type::Char, Type::Xid]);
-    all.extend(crate::array::all_array_types());
+    all.extend(ferrogres_datum::array::all_array_types());
     all.into_iter()
         .map(|t| {
             let (cat, pref) = t.category();
@@ -863,7 +863,7 @@ fn pg_type(v: &View) -> Vec<Row<'_>> {
                 Type::Array(Type::Name) => 950,
                 _ => 0,
             };
-            let array = crate::array::array_of(t).map_or(0, |a| a.oid());
+            let array = ferrogres_datum::array::array_of(t).map_or(0, |a| a.oid());
             Row::new(v)
                 .oid("oid", t.oid())
                 .t("typname", t.typname())
@@ -1021,11 +1021,11 @@ pub fn parse_type_name(s: &str) -> Option<Type> {
         match name.as_str() {
             // SQL's `char` is character(1); `"char"` (above) is the one-byte type.
             "char" => Type::Bpchar,
-            n => Type::from_sql_name(n).or_else(|| crate::array::from_typname(n))?,
+            n => Type::from_sql_name(n).or_else(|| ferrogres_datum::array::from_typname(n))?,
         }
     };
     if array {
-        crate::array::array_of(t)
+        ferrogres_datum::array::array_of(t)
     } else {
         Some(t)
     }
@@ -1037,7 +1037,7 @@ pub fn parse_type_name(s: &str) -> Option<Type> {
 pub fn regproc_names() -> Vec<String> {
     let mut all: Vec<Type> = types::TYPES.to_vec();
     all.extend([Type::Name, Type::Char, Type::Xid]);
-    all.extend(crate::array::all_array_types());
+    all.extend(ferrogres_datum::array::all_array_types());
     let mut names: Vec<String> = all
         .into_iter()
         .flat_map(|t| {
@@ -1166,7 +1166,7 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
                     items.push(Value::Text("pg_catalog".into()));
                 }
                 items.push(Value::Text("public".into()));
-                Value::Array(Box::new(crate::array::Array::new(Type::Name, items)))
+                Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Name, items)))
             }
             _ => Value::Null,
         },

@@ -55,7 +55,7 @@ use crate::grouping::Grouping;
 use crate::join::{and_of, conjuncts, place_conditions, Join, JoinKind};
 use crate::plan::{AggKind, CmpOp, Expr, Query, Source, Target};
 use crate::subquery::{children_mut, has_subplan, is_correlated, visit_expr, SubKind, SubPlan};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 
 /// Rewrites query level `q`, whose source row is `width` columns wide:
 /// decorrelates scalar aggregate subqueries of its WHERE and pulls its
@@ -196,7 +196,7 @@ fn reads(e: &Expr) -> Reads {
 /// Rewrites the column references of `e` (at depth 0; `e` holds no
 /// subquery): `Column(i)` by `own(i)`, the parent's `OuterColumn` by
 /// `parent(index)`. A replacement is not visited again.
-fn rebase(e: &mut Expr, own: &dyn Fn(usize, crate::types::Type) -> Expr, parent: &dyn Fn(usize, crate::types::Type) -> Expr) {
+fn rebase(e: &mut Expr, own: &dyn Fn(usize, ferrogres_datum::types::Type) -> Expr, parent: &dyn Fn(usize, ferrogres_datum::types::Type) -> Expr) {
     match e {
         Expr::Column(i, ty) => *e = own(*i, *ty),
         Expr::OuterColumn { levels_up: 1, index, ty } => *e = parent(*index, *ty),
@@ -454,7 +454,7 @@ fn over_no_rows(target: &Expr, aggs: &[crate::plan::Aggregate]) -> Expr {
 struct Leaf {
     source: Source,
     offset: usize,
-    types: Vec<crate::types::Type>,
+    types: Vec<ferrogres_datum::types::Type>,
     /// Column names (what EXPLAIN prints for the projected columns).
     names: Vec<String>,
 }
@@ -521,7 +521,7 @@ pub fn reorder_inner_joins(source: &mut Source, filter: &mut Option<Expr>, pc: &
         let i = leaf_of(c);
         new_offset[i] + (c - leaves[i].offset)
     }).collect();
-    let types: Vec<crate::types::Type> = leaves.iter().flat_map(|l| l.types.iter().copied()).collect();
+    let types: Vec<ferrogres_datum::types::Type> = leaves.iter().flat_map(|l| l.types.iter().copied()).collect();
     let names: Vec<String> = leaves.iter().flat_map(|l| l.names.iter().cloned()).collect();
     let (mut inside, mut outside) = (Vec::new(), Vec::new());
     for q in quals {

@@ -1,8 +1,8 @@
 //! Rows between executor values and heap tuples: forming (with TOAST) on insert,
 //! deforming (with detoasting) on scan. Shared by the catalog and the executor.
 
-use crate::errors::{Result, SqlError};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::errors::{Result, SqlError};
+use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::heap::tuple::{deform_tuple, AttrDesc, Datum, Tid};
@@ -49,7 +49,7 @@ fn datums_typed<'a>(types: &[Type], row: &'a [Value], fixed: &'a [Option<Vec<u8>
         .zip(row)
         .zip(fixed)
         .map(|((t, v), f)| match f {
-            // An array's image is a varlena (`crate::array`: the binary send format).
+            // An array's image is a varlena (`ferrogres_datum::array`: the binary send format).
             Some(b) if matches!(t, Type::Array(_)) => Ok(Some(Datum::Varlena(b.as_slice()))),
             Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
             None => types::to_datum(*t, v),

@@ -37,10 +37,10 @@
 //! `LockCtx`).
 
 use crate::catalog::{self, class_rel};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::{Expr, Func};
 use crate::rowio::{insert_row, scan_rows};
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;
@@ -855,7 +855,7 @@ pub fn analyze_call(a: &mut crate::analyze::Analyzer, name: &str, f: &pb::FuncCa
             let n = n.node.as_ref().ok_or_else(|| SqlError::internal("empty argument"))?;
             let e = a.scalar_expr(n)?;
             let to = if i == 0 { Type::Int8 } else { Type::Bool };
-            let e = a.coerce(e, to, crate::types::CastContext::Implicit, f.location)?;
+            let e = a.coerce(e, to, ferrogres_datum::types::CastContext::Implicit, f.location)?;
             args.push(e);
         }
     }

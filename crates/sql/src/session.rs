@@ -29,11 +29,11 @@
 //! and the session's settings are unchanged ([`crate::plan_cache`]).
 
 use crate::analyze::Analyzer;
-use crate::errors::{Result, Severity, SqlError};
+use ferrogres_datum::errors::{Result, Severity, SqlError};
 use crate::exec::{self, Ctx, Env};
 use crate::parser::{self, ParsedStmt};
 use crate::plan::{Statement, Target, TxnCmd};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::types::{self, Type, Value};
 use crate::catalog;
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::IsolationLevel;
@@ -192,8 +192,8 @@ impl SessionEnv {
             None => value,
         };
         let value = match lname.as_str() {
-            "client_encoding" => crate::encoding::check_client_encoding(&value)?,
-            "datestyle" => crate::datestyle::check_datestyle(&value, &self.settings[idx].value)?,
+            "client_encoding" => ferrogres_datum::encoding::check_client_encoding(&value)?,
+            "datestyle" => ferrogres_datum::datestyle::check_datestyle(&value, &self.settings[idx].value)?,
             "bytea_output" => {
                 let v = value.to_ascii_lowercase();
                 if v != "hex" && v != "escape" {
@@ -206,10 +206,10 @@ impl SessionEnv {
                 let v = value.trim();
                 let v = match v.parse::<i32>() {
                     // SET TIME ZONE <number>: hours east of UTC.
-                    Ok(h) if (-15..=15).contains(&h) => crate::datetime::zone_setting_from_hours(h),
+                    Ok(h) if (-15..=15).contains(&h) => ferrogres_datum::datetime::zone_setting_from_hours(h),
                     _ => v.to_string(),
                 };
-                match crate::datetime::canonical_zone_setting(&v) {
+                match ferrogres_datum::datetime::canonical_zone_setting(&v) {
                     Some(v) => v,
                     None => return Err(SqlError::new(b"22023", format!("invalid value for parameter \"TimeZone\": \"{value}\""))),
                 }
@@ -233,8 +233,8 @@ impl SessionEnv {
             }
             "max_stack_depth" => {
                 // Every session is a superuser here (PostgreSQL: a superuser setting).
-                let (shown, kb) = crate::stack_depth::parse_setting(&value)?;
-                crate::stack_depth::set_limit_kb(kb);
+                let (shown, kb) = ferrogres_datum::stack_depth::parse_setting(&value)?;
+                ferrogres_datum::stack_depth::set_limit_kb(kb);
                 shown
             }
             "deadlock_timeout" | "lock_timeout" => {
@@ -473,11 +473,11 @@ thread_local! {
 static NEXT_SESSION_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Makes the session's `max_stack_depth` the thread's stack-depth limit
-/// ([`crate::stack_depth`]: the limit is per thread, set by the session that
+/// ([`ferrogres_datum::stack_depth`]: the limit is per thread, set by the session that
 /// runs there).
 fn push_stack_limit(env: &SessionEnv) {
-    if let Some(Ok((_, kb))) = env.get("max_stack_depth").ok().map(|v| crate::stack_depth::parse_setting(&v)) {
-        crate::stack_depth::set_limit_kb(kb);
+    if let Some(Ok((_, kb))) = env.get("max_stack_depth").ok().map(|v| ferrogres_datum::stack_depth::parse_setting(&v)) {
+        ferrogres_datum::stack_depth::set_limit_kb(kb);
     }
 }
 
@@ -731,7 +731,7 @@ impl Session {
         if !self.backend.txn.in_transaction() {
             let iso = self.default_isolation();
             self.backend.txn.begin(iso)?;
-            crate::datetime::set_xact_start();
+            ferrogres_datum::datetime::set_xact_start();
             self.implicit = true;
             self.stmts_in_txn = 0;
             self.did_ddl = false;
@@ -928,7 +928,7 @@ impl Session {
                 } else {
                     let iso = isolation.unwrap_or(self.default_isolation());
                     self.backend.txn.begin(iso)?;
-                    crate::datetime::set_xact_start();
+                    ferrogres_datum::datetime::set_xact_start();
                     self.stmts_in_txn = 0;
                     self.did_ddl = false;
                     self.default_modes();
@@ -1188,10 +1188,10 @@ impl Session {
             return;
         }
         if let Ok(tz) = self.env.get("TimeZone") {
-            crate::datetime::sync_timezone(&tz);
+            ferrogres_datum::datetime::sync_timezone(&tz);
         }
         if let (Ok(ds), Ok(is)) = (self.env.get("DateStyle"), self.env.get("IntervalStyle")) {
-            crate::datestyle::sync(&ds, &is, &self.env.get("bytea_output").unwrap_or_default());
+            ferrogres_datum::datestyle::sync(&ds, &is, &self.env.get("bytea_output").unwrap_or_default());
         }
         crate::namespace::sync(self.backend.id().0 as i32, &self.env.get("search_path").unwrap_or_else(|_| "\"$user\", public".into()));
         push_stack_limit(&self.env);
@@ -1228,7 +1228,7 @@ impl Session {
         r
     }
 
-    /// An error about a table names its schema ([`crate::errors::ErrorObjects`]):
+    /// An error about a table names its schema ([`ferrogres_datum::errors::ErrorObjects`]):
     /// read now, while the failed statement's transaction is still open.
     fn resolve_error_schema(&mut self, e: &mut SqlError) {
         let Some(o) = e.objects.as_mut() else { return };
@@ -1254,7 +1254,7 @@ impl Session {
         let locked_at_bind = self.plan_locked.take();
         (self.env.interrupts)()?;
         self.sync_datetime();
-        crate::datetime::set_stmt_start();
+        ferrogres_datum::datetime::set_stmt_start();
         if let Statement::Transaction(cmd) = plan {
             return Ok((None, self.transaction_command(cmd, out)?));
         }
@@ -1274,7 +1274,7 @@ impl Session {
                 if name == "transaction_read_only" || name == "transaction_deferrable" {
                     let on = match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
                         None => false,
-                        Some(v) => crate::types::parse_bool(v).ok_or_else(|| {
+                        Some(v) => ferrogres_datum::types::parse_bool(v).ok_or_else(|| {
                             SqlError::new(b"22023", format!("parameter \"{name}\" requires a Boolean value"))
                         })?,
                     };

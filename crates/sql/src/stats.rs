@@ -32,11 +32,11 @@
 //! PostgreSQL uses, from the values seen once and more than once.
 
 use crate::catalog::{cat, class_rel, Table};
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::index::IndexPath;
 use crate::plan::{CmpOp, Expr};
 use crate::rowio::{deform_row, insert_row, scan_rows, RelStorage};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::storage::ForkNumber;

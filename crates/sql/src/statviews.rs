@@ -24,9 +24,9 @@
 //! pg_stat_database are 0 or NULL because nothing produces them yet.
 
 use crate::catalog;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::scan_rows;
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, DEFAULT_TABLESPACE_OID};
 use ferrogres_engine::heap::autovacuum::{table_stats, RelCounters};
 use ferrogres_engine::storage::RelFileLocator;
@@ -168,7 +168,7 @@ fn ts(us: i64) -> Value {
     if us == 0 {
         return Value::Null;
     }
-    Value::Timestamptz(crate::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us as u64)))
+    Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us as u64)))
 }
 
 /// (table OID, index OID) pairs.
@@ -190,7 +190,7 @@ fn relations(backend: &Backend, snap: &Snapshot) -> Result<(Vec<Rel>, IndexPairs
         let loc = RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: db, rel_number: *filenode };
         rels.push(Rel {
             oid: *oid,
-            name: crate::types::output(name).unwrap_or_default(),
+            name: ferrogres_datum::types::output(name).unwrap_or_default(),
             schema,
             kind: kind.clone(),
             counters: stats.get(loc),

@@ -19,7 +19,7 @@
 //! execute INSERT in a read-only transaction`); DML on a temporary table is
 //! allowed, as in PostgreSQL.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::Statement;
 use pg_query::protobuf as pb;
 

@@ -250,7 +250,7 @@ pub static GUCS: &[Guc] = &[
     // ferrogres_sql::sort: bytes one sort or hash aggregate may write to temporary files.
     guc!("temp_file_limit", Superuser, int(-1, INT_MAX, Unit::Kb), "-1"),
     guc!("log_temp_files", Superuser, int(-1, INT_MAX, Unit::Kb), "-1", not_yet),
-    // The session layer (ferrogres_sql::stack_depth) checks it against the thread's stack.
+    // The session layer (ferrogres_datum::stack_depth) checks it against the thread's stack.
     guc!("max_stack_depth", Superuser, int(100, INT_MAX, Unit::Kb), "64MB"),
     guc!("max_worker_processes", Postmaster, int(0, 262_143, Unit::None), "8", not_yet),
     guc!("max_parallel_workers", User, int(0, 1024, Unit::None), "8", not_yet),

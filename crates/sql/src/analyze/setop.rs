@@ -13,10 +13,10 @@
 
 use super::from::{Cte, Namespace};
 use super::{location, node, str_of, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
 use crate::setop::{Recursive, SetOp, SetOpKind};
-use crate::types::{CastContext, Type, Value};
+use ferrogres_datum::types::{CastContext, Type, Value};
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 use std::rc::Rc;
@@ -75,7 +75,7 @@ impl<'a> Analyzer<'a> {
 
     /// One set operation node (children one level below it).
     fn setop_node(&mut self, s: &pb::SelectStmt, outer: &[Rc<Namespace>]) -> Result<Query> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         let kind = match pb::SetOperation::try_from(s.op).unwrap_or(pb::SetOperation::Undefined) {
             pb::SetOperation::SetopUnion => SetOpKind::Union,
             pb::SetOperation::SetopIntersect => SetOpKind::Intersect,

@@ -5,10 +5,10 @@
 
 use super::funcs::{select_candidate_by, Resolution};
 use super::{node, str_of, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::Expr;
 use crate::sqlfunc::{FuncCmd, ProcDef};
-use crate::types::Type;
+use ferrogres_datum::types::Type;
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 use std::cell::Cell;
@@ -319,7 +319,7 @@ impl<'a> Analyzer<'a> {
         });
         let g = DepthGuard;
         if d > 32 {
-            return Err(crate::stack_depth::too_deep().with_context(format!("SQL function \"{name}\"")));
+            return Err(ferrogres_datum::stack_depth::too_deep().with_context(format!("SQL function \"{name}\"")));
         }
         Ok(g)
     }
