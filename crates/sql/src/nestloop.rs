@@ -13,11 +13,11 @@
 //! join condition. A LEFT join NULL-extends an outer row nothing matched.
 
 use crate::catalog::Table;
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, Ctx, RowIter, Ticker};
 use crate::join::{Join, JoinKind};
 use crate::plan::{Expr, Source};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 
 /// How a join's right table is probed: the outer expressions giving the
 /// index's leading key values, in key order, and which of the join's hash

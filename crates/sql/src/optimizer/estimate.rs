@@ -11,7 +11,7 @@ use crate::plan::{CmpOp, Expr, Source};
 use crate::prep::PlanCtx;
 use crate::stats::TableStats;
 use crate::subquery::{columns_read, shift_columns};
-use crate::types::Type;
+use ferrogres_datum::types::Type;
 use std::sync::Arc;
 
 /// A table's size for planning: its statistics (pg_statistic, with

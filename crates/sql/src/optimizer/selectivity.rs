@@ -12,7 +12,7 @@
 
 use crate::plan::{CmpOp, Expr};
 use crate::stats::{ColStats, TableStats};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use std::cmp::Ordering;
 
 /// `col = const` without statistics (PostgreSQL's DEFAULT_EQ_SEL).
@@ -184,7 +184,7 @@ pub fn const_value(e: &Expr, params: &[Value]) -> Option<Value> {
     match e {
         Expr::Const(v, _) => Some(v.clone()),
         Expr::Param(i, _) => params.get(*i).cloned(),
-        Expr::Cast { arg, from, to, typmod, explicit } => crate::types::cast(const_value(arg, params)?, *from, *to, *typmod, *explicit).ok(),
+        Expr::Cast { arg, from, to, typmod, explicit } => ferrogres_datum::types::cast(const_value(arg, params)?, *from, *to, *typmod, *explicit).ok(),
         _ => None,
     }
 }
@@ -399,10 +399,10 @@ mod tests {
     }
 
     fn c(i: usize) -> Expr {
-        Expr::Column(i, crate::types::Type::Int4)
+        Expr::Column(i, ferrogres_datum::types::Type::Int4)
     }
     fn k(v: i32) -> Expr {
-        Expr::Const(Value::Int4(v), crate::types::Type::Int4)
+        Expr::Const(Value::Int4(v), ferrogres_datum::types::Type::Int4)
     }
     fn cmp_e(op: CmpOp, l: Expr, r: Expr) -> Expr {
         Expr::Compare { op, l: Box::new(l), r: Box::new(r) }
