@@ -30,6 +30,10 @@ pub const DEFAULT_UNK_SEL: f64 = 1.0 / 3.0;
 pub const DEFAULT_NULL_SEL: f64 = 0.005;
 /// Each fixed character after a LIKE prefix (FIXED_CHAR_SEL).
 const FIXED_CHAR_SEL: f64 = 0.20;
+/// Each `_` after a LIKE prefix (ANY_CHAR_SEL).
+const ANY_CHAR_SEL: f64 = 0.9;
+/// Each `%` after the first wildcard of a LIKE pattern (FULL_WILDCARD_SEL).
+const FULL_WILDCARD_SEL: f64 = 5.0;
 
 /// The number of distinct non-null values of a column: `n_distinct` when
 /// positive, else `-n_distinct * tuples` (a fraction of the rows), at least 1.
@@ -130,9 +134,11 @@ pub fn histogram_fraction_below(h: &[Value], v: &Value) -> f64 {
 }
 
 /// `col LIKE pattern` (case-sensitive): an exact pattern is an equality; a
-/// pattern with a fixed prefix is the range `[prefix, prefix+1)` times
-/// [`FIXED_CHAR_SEL`] per further fixed character (PostgreSQL's
-/// prefix_selectivity and like_selectivity); no prefix: [`DEFAULT_MATCH_SEL`].
+/// pattern with a fixed prefix is the range `[prefix, prefix+1)` times the
+/// selectivity of the rest ([`rest_selectivity`]: PostgreSQL's
+/// prefix_selectivity and like_selectivity); no prefix: the rest's
+/// selectivity alone (PostgreSQL also blends in a match over a histogram of
+/// 100 or more entries, not done here).
 pub fn like_sel(s: Option<&ColStats>, tuples: f64, pattern: &str) -> f64 {
     let mut prefix = String::new();
     let mut chars = pattern.chars().peekable();
@@ -154,10 +160,11 @@ pub fn like_sel(s: Option<&ColStats>, tuples: f64, pattern: &str) -> f64 {
         return eq_sel(s, tuples, Some(&Value::Text(prefix)));
     }
     let rest: String = chars.collect();
-    let fixed_rest = rest.chars().filter(|c| *c != '%' && *c != '_').count() as f64;
-    let rest_sel = FIXED_CHAR_SEL.powf(fixed_rest).max(1e-10);
+    let rest_sel = rest_selectivity(&rest);
     if prefix.is_empty() {
-        return DEFAULT_MATCH_SEL.max(rest_sel.min(1.0) * if rest.is_empty() { 200.0 } else { 1.0 }).min(1.0);
+        // No fixed prefix: the rest's selectivity alone (PostgreSQL's
+        // prefix selectivity 1.0 times like_selectivity).
+        return rest_sel;
     }
     let Some(s) = s else { return DEFAULT_MATCH_SEL };
     // The smallest string greater than every string starting with prefix.
@@ -171,6 +178,29 @@ pub fn like_sel(s: Option<&ColStats>, tuples: f64, pattern: &str) -> f64 {
     // Never less than an equality on the column (as prefix_selectivity).
     range = range.max(eq_sel(Some(s), tuples, Some(&Value::Text(prefix))));
     (range * rest_sel).clamp(0.0, 1.0)
+}
+
+/// What follows a LIKE pattern's fixed prefix and its first wildcard, as
+/// PostgreSQL's like_selectivity weighs it: leading wildcards skipped, then
+/// each `%` x [`FULL_WILDCARD_SEL`], each `_` x [`ANY_CHAR_SEL`], each other
+/// (or escaped) character x [`FIXED_CHAR_SEL`], capped at 1.
+fn rest_selectivity(rest: &str) -> f64 {
+    let mut sel = 1.0f64;
+    let mut chars = rest.chars().skip_while(|c| *c == '%' || *c == '_');
+    while let Some(c) = chars.next() {
+        sel *= match c {
+            '%' => FULL_WILDCARD_SEL,
+            '_' => ANY_CHAR_SEL,
+            '\\' => {
+                if chars.next().is_none() {
+                    break;
+                }
+                FIXED_CHAR_SEL
+            }
+            _ => FIXED_CHAR_SEL,
+        };
+    }
+    sel.min(1.0)
 }
 
 /// The column a clause side reads, and the statistics for it.
@@ -474,8 +504,10 @@ mod tests {
         // text bounds interpolate at the bucket's middle).
         let sel = like_sel(Some(&s), 1000.0, "b%");
         assert!((sel - 0.5).abs() < 1e-9, "{sel}");
-        // No prefix: the default.
-        assert_eq!(like_sel(Some(&s), 1000.0, "%x%y"), DEFAULT_MATCH_SEL);
+        // No prefix: like_selectivity of the rest, `x`, `%`, `y`: 0.2 * 5 * 0.2.
+        assert!((like_sel(Some(&s), 1000.0, "%x%y") - 0.2).abs() < 1e-9);
+        // `_` weighs 0.9, leading wildcards nothing: `%_ab` is 0.2 * 0.2.
+        assert!((like_sel(Some(&s), 1000.0, "%_ab") - 0.04).abs() < 1e-9);
     }
 
     #[test]
