@@ -297,6 +297,9 @@ pub(crate) struct HashJoin {
     work_mem: usize,
     spill: Spill,
     nbatch: usize,
+    /// The batch count when the build input ended (probe rows were written
+    /// to their batches under it).
+    nbatch_probe_start: usize,
     cur: usize,
     /// Whether the current batch may still double `nbatch`.
     can_grow: bool,
@@ -346,6 +349,7 @@ pub(crate) fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         work_mem,
         spill: Spill::new(mem),
         nbatch: 1,
+        nbatch_probe_start: 1,
         cur: 0,
         can_grow: true,
         batch0_spilled: false,
@@ -579,6 +583,7 @@ impl HashJoin {
 
     /// The build input has ended: probing batch 0 begins.
     fn finish_build(&mut self) {
+        self.nbatch_probe_start = self.nbatch;
         self.note_mem();
         self.record();
         self.phase = Phase::Stream;
@@ -761,16 +766,23 @@ impl HashJoin {
             let probe = self.batches[next].probe.take();
             let Some(mut probe) = probe else {
                 // No probe rows: only unmatched build rows could come out.
-                if self.build_preserved {
-                    if let Some(mut b) = build {
-                        b.rewind()?;
-                        self.chunk_source = Some(b);
-                        // Each chunk's rows all unmatched.
-                        let last = self.load_chunk(ctx)?;
-                        let after = if last { After::NextBatch } else { After::NextChunk(self.empty_probe()?) };
-                        self.phase = Phase::Unmatched { at: 0, after };
-                        return Ok(true);
+                if !self.build_preserved {
+                    // Its build rows may still belong to a later batch (written
+                    // under a smaller batch count): they move there, the rest
+                    // meet no probe row (PostgreSQL's ExecHashJoinNewBatch, rule 1).
+                    if let Some(b) = build {
+                        self.reroute(b, true, ctx)?;
                     }
+                    continue;
+                }
+                if let Some(mut b) = build {
+                    b.rewind()?;
+                    self.chunk_source = Some(b);
+                    // Each chunk's rows all unmatched.
+                    let last = self.load_chunk(ctx)?;
+                    let after = if last { After::NextBatch } else { After::NextChunk(self.empty_probe()?) };
+                    self.phase = Phase::Unmatched { at: 0, after };
+                    return Ok(true);
                 }
                 continue;
             };
@@ -780,13 +792,41 @@ impl HashJoin {
                     b.rewind()?;
                     self.chunk_source = Some(b);
                 }
-                None if !self.probe_preserved => continue,
+                None if !self.probe_preserved => {
+                    // Probe rows whose batch moved on since they were written
+                    // go to it; the rest meet no build row.
+                    if self.nbatch != self.nbatch_probe_start {
+                        self.reroute(probe, false, ctx)?;
+                    }
+                    continue;
+                }
                 None => {}
             }
             let last = self.load_chunk(ctx)?;
             self.phase = Phase::Pass { file: probe, first: true, last, ordinal: 0 };
             return Ok(true);
         }
+    }
+
+    /// Reads a rewound file of the current batch and writes each row whose
+    /// batch is now a later one to that batch's build (or probe) file; the
+    /// rows that stay in the current batch are dropped.
+    fn reroute(&mut self, mut f: TempFile, build: bool, ctx: &mut Ctx) -> Result<()> {
+        f.rewind()?;
+        while let Some(row) = read_row(&mut f, &mut self.scratch)? {
+            self.tick.tick(&*ctx.env)?;
+            let key = if build { self.build_key(&row, ctx)? } else { self.probe_key(&row, ctx)? };
+            let Some(key) = key else { continue };
+            let b = self.batch_of(key_hash(&key));
+            if b != self.cur {
+                if build {
+                    self.write_build(b, &row)?;
+                } else {
+                    self.write_probe(b, &row)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// An empty rewound file (the probe side of a batch without probe rows).
