@@ -79,7 +79,9 @@ fn set_operations_beyond_work_mem_equal_the_computed_and_in_memory_answers() {
         ),
     );
     let c = counts();
-    let cases: [(&str, fn(i64, i64) -> i64); 6] = [
+    /// The count of a value in the result from its counts in s1 and s2.
+    type Count = fn(i64, i64) -> i64;
+    let cases: [(&str, Count); 6] = [
         ("UNION", |m, n| i64::from(m + n > 0)),
         ("UNION ALL", |m, n| m + n),
         ("INTERSECT", |m, n| i64::from(m > 0 && n > 0)),
