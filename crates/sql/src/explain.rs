@@ -129,6 +129,8 @@ pub struct Counter {
     pub total_ms: f64,
     /// A Sort step: how its last run sorted (`Sort Method: ...`).
     pub sort: Option<crate::sort::SortStats>,
+    /// A hash join's table (`Buckets: ...`), under its join's key.
+    pub hash: Option<crate::hashjoin::HashStats>,
 }
 
 /// Which output of a plan structure a counter counts.
@@ -231,6 +233,17 @@ pub fn record_sort(p: usize, stats: crate::sort::SortStats) {
     }
     let p = resolve(p);
     INSTR.with(|i| i.borrow_mut().counters.entry((p, Stage::Sort)).or_default().sort = Some(stats));
+}
+
+/// Records a hash join's table figures (EXPLAIN ANALYZE's `Buckets:` line under
+/// Hash). No-op unless instrumenting.
+#[inline]
+pub fn record_hash(p: usize, stats: crate::hashjoin::HashStats) {
+    if !instrumenting() {
+        return;
+    }
+    let p = resolve(p);
+    INSTR.with(|i| i.borrow_mut().counters.entry((p, Stage::Agg)).or_default().hash = Some(stats));
 }
 
 /// Wraps an operator's output in a counter when instrumenting.
@@ -926,6 +939,9 @@ impl Builder<'_> {
                         if self.counters.is_some() {
                             h.actual = r.actual;
                             h.executed = r.executed;
+                            if let Some(hs) = self.counter(key(&**j), Stage::Agg).and_then(|c| c.hash) {
+                                h.details.push(hs.line());
+                            }
                         }
                         h.children.push(r);
                         r = h;

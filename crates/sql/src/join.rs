@@ -3,24 +3,21 @@
 //!
 //! A join's row is its left input's row followed by its right input's row
 //! (`lw + rw` values); a NULL-extended row has NULLs for the missing side.
-//! The smaller input (the build side, found by reading both inputs in turn
-//! until one ends: [`StreamJoin`]) is held in memory; the other (the probe
-//! side) and the result stream. Then
+//! A join that is not LATERAL is a hash join ([`crate::hashjoin`]: the
+//! smaller input held as the build side within `work_mem`, in batches written
+//! to temporary files beyond it; the other input and the result stream):
 //!
 //! - with equality conditions between an expression of the left row and one
-//!   of the right row (`hash` keys), a hash join: the build rows indexed by
-//!   their key values (an ordered map compared as [`crate::exec::compare`]
-//!   compares; a NULL key matches nothing), probed with each probe row;
-//! - otherwise a nested loop over the build rows;
+//!   of the right row (`hash` keys), build rows are found by their key values'
+//!   hash (a NULL key matches nothing);
+//! - otherwise every build row is a candidate (a nested loop over them);
 //! - a LATERAL right input (it reads the left row) is run again for each left
 //!   row, with the left row bound into it ([`crate::subquery::bind_outer`]).
 //!
 //! In all, `cond` (the rest of the ON condition) decides whether a pair
 //! matches; LEFT/FULL emit an unmatched left row NULL-extended, RIGHT/FULL
-//! an unmatched right row (at once from the probe side, at the end from the
-//! build side). Semi- and anti-joins always build on the right ([`SemiJoin`]).
-//! The build side is not yet spilled past `work_mem`: the statement's memory
-//! accounting bounds it (53200).
+//! an unmatched right row. Semi- and anti-joins build on the right and
+//! return each left row at most once.
 //!
 //! Planning ([`place_conditions`]): WHERE conjuncts of an inner join or a
 //! cross join that read one input only move into that input's filter (so a
@@ -31,11 +28,9 @@
 
 use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, Ctx, RowIter, Ticker};
-use crate::grouping::Key;
 use crate::plan::{CmpOp, Expr, Source};
-use crate::subquery::{columns_read, has_subplan, map_columns, shift_columns};
+use crate::subquery::{columns_read, has_subplan, shift_columns};
 use ferrogres_datum::types::Value;
-use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JoinKind {
@@ -102,19 +97,6 @@ fn input_rows(s: &Source, filter: &Option<Expr>, ctx: &mut Ctx) -> Result<Vec<Ve
     Ok(out)
 }
 
-fn keys_of(exprs: &[Expr], row: &[Value], ctx: &mut Ctx) -> Result<Option<Key>> {
-    let mut k = Vec::with_capacity(exprs.len());
-    for e in exprs {
-        let params = ctx.params;
-        let v = eval_pure(e, row, params, &[], ctx)?;
-        if v.is_null() {
-            return Ok(None);
-        }
-        k.push(v);
-    }
-    Ok(Some(Key(k)))
-}
-
 /// Runs a join to its rows: streaming its left input and its result (but for a
 /// LATERAL join, run per left row over the materialized left input).
 pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
@@ -122,9 +104,6 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         if let Some(it) = crate::nestloop::start(j, index, ctx)? {
             return Ok(it);
         }
-    }
-    if j.kind.left_only() && !j.lateral {
-        return SemiJoin::start(j, ctx);
     }
     if j.lateral {
         let left = input_rows(&j.left, &j.left_filter, ctx)?;
@@ -154,368 +133,7 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         }
         return Ok(Box::new(crate::exec::rows_iter(out)));
     }
-    StreamJoin::start(j, ctx)
-}
-
-/// One input of a [`StreamJoin`] as it streams: its rows that pass its filter.
-struct Input {
-    rows: Box<dyn RowIter>,
-    filter: Option<Expr>,
-    /// EXPLAIN's key of the input.
-    key: usize,
-    done: bool,
-}
-
-impl Input {
-    fn open(s: &Source, filter: &Option<Expr>, ctx: &mut Ctx) -> Result<Input> {
-        let rows = match s {
-            Source::Table(t) => crate::exec::table_rows(t, filter.as_ref(), ctx)?,
-            other => crate::exec::source_rows(other, ctx)?,
-        };
-        let key = crate::explain::key(s);
-        let rows = crate::explain::wrap(rows, key, crate::explain::Stage::Scan);
-        Ok(Input { rows, filter: filter.clone(), key, done: false })
-    }
-
-    fn next(&mut self, tick: &mut Ticker, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
-        if self.done {
-            return Ok(None);
-        }
-        while let Some(r) = self.rows.next(ctx)? {
-            tick.tick(&*ctx.env)?;
-            if self.filter.is_some() {
-                if !passes(&self.filter, &r, ctx)? {
-                    continue;
-                }
-                crate::explain::count_row(self.key, crate::explain::Stage::Filter);
-            }
-            return Ok(Some(r));
-        }
-        self.done = true;
-        Ok(None)
-    }
-}
-
-/// A probe row and the build rows it is being paired with: their positions,
-/// and how far through them it is.
-struct Probe {
-    row: Vec<Value>,
-    /// `None`: every build row is a candidate (a nested loop).
-    cands: Option<Vec<usize>>,
-    pos: usize,
-    matched: bool,
-}
-
-/// An inner or outer join that is not LATERAL. One input, the build side, is
-/// held in memory (keyed by its hash keys when there are some); the other, the
-/// probe side, streams through it, and the joined rows stream out. Neither the
-/// probe input nor the result is ever held.
-///
-/// The build side is the smaller input, found by reading both inputs a row at
-/// a time in turn until one ends (PostgreSQL hashes the smaller side too, by
-/// its estimates): the one that ended is the build side, and the rows already
-/// read of the other are probed first. Memory is then at most twice the
-/// smaller input, whatever the larger one's size. A probe row that nothing
-/// matched is NULL-extended at once when its side is the preserved side of an
-/// outer join; the build rows nothing matched are NULL-extended after the last
-/// probe row. A joined row is always the left row followed by the right row.
-struct StreamJoin {
-    cond: Option<Expr>,
-    lw: usize,
-    rw: usize,
-    /// Which input the build rows come from.
-    build_is_left: bool,
-    build: Vec<Vec<Value>>,
-    /// The probe side's hash keys and the build rows keyed by theirs.
-    index: Option<(Vec<Expr>, KeyIndex)>,
-    /// Whether each build row matched (only when the build side is preserved).
-    build_matched: Vec<bool>,
-    /// An unmatched probe row is NULL-extended (its side is preserved).
-    probe_preserved: bool,
-    probe_input: Input,
-    /// Probe rows read while choosing the build side, probed first.
-    pending: std::collections::VecDeque<Vec<Value>>,
-    probe: Option<Probe>,
-    /// The next build row to check for a match once the probe side is done.
-    unmatched_at: usize,
-    tick: Ticker,
-}
-
-impl StreamJoin {
-    fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
-        let mut tick = Ticker::default();
-        let mut left = Input::open(&j.left, &j.left_filter, ctx)?;
-        let mut right = Input::open(&j.right, &j.right_filter, ctx)?;
-        let (mut lrows, mut rrows) = (Vec::new(), Vec::new());
-        while !left.done && !right.done {
-            if let Some(r) = left.next(&mut tick, ctx)? {
-                lrows.push(r);
-            }
-            if let Some(r) = right.next(&mut tick, ctx)? {
-                rrows.push(r);
-            }
-        }
-        // Both ended together: the smaller one (the right one on a tie).
-        let build_is_left = if left.done && right.done { lrows.len() < rrows.len() } else { left.done };
-        let (build, pending, probe_input) = if build_is_left { (lrows, rrows, right) } else { (rrows, lrows, left) };
-        let index = match &j.hash {
-            Some((lk, rk)) => {
-                let (bk, pk) = if build_is_left { (lk, rk) } else { (rk, lk) };
-                Some((pk.clone(), index_rows(bk, &build, &mut tick, ctx)?))
-            }
-            None => None,
-        };
-        let left_preserved = matches!(j.kind, JoinKind::Left | JoinKind::Full);
-        let right_preserved = matches!(j.kind, JoinKind::Right | JoinKind::Full);
-        let (build_preserved, probe_preserved) =
-            if build_is_left { (left_preserved, right_preserved) } else { (right_preserved, left_preserved) };
-        Ok(Box::new(StreamJoin {
-            cond: j.cond.clone(),
-            lw: j.lw,
-            rw: j.rw,
-            build_is_left,
-            build_matched: if build_preserved { vec![false; build.len()] } else { Vec::new() },
-            build,
-            index,
-            probe_preserved,
-            probe_input,
-            pending: pending.into(),
-            probe: None,
-            unmatched_at: 0,
-            tick,
-        }))
-    }
-
-    /// The joined row of a probe row and a build row.
-    fn pair(&self, probe: &[Value], build: &[Value]) -> Vec<Value> {
-        if self.build_is_left {
-            concat(build, probe)
-        } else {
-            concat(probe, build)
-        }
-    }
-
-    fn start_probe(&self, row: Vec<Value>, ctx: &mut Ctx) -> Result<Probe> {
-        let cands = match &self.index {
-            Some((pk, map)) => Some(match keys_of(pk, &row, ctx)? {
-                Some(k) => map.get(&k).cloned().unwrap_or_default(),
-                None => Vec::new(),
-            }),
-            None => None,
-        };
-        Ok(Probe { row, cands, pos: 0, matched: false })
-    }
-}
-
-impl RowIter for StreamJoin {
-    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
-        loop {
-            if let Some(mut p) = self.probe.take() {
-                let n = p.cands.as_ref().map_or(self.build.len(), |c| c.len());
-                while p.pos < n {
-                    self.tick.tick(&*ctx.env)?;
-                    let i = p.cands.as_ref().map_or(p.pos, |c| c[p.pos]);
-                    p.pos += 1;
-                    let row = self.pair(&p.row, &self.build[i]);
-                    if passes(&self.cond, &row, ctx)? {
-                        p.matched = true;
-                        if let Some(m) = self.build_matched.get_mut(i) {
-                            *m = true;
-                        }
-                        self.probe = Some(p);
-                        return Ok(Some(row));
-                    }
-                }
-                if !p.matched && self.probe_preserved {
-                    let row = if self.build_is_left {
-                        concat(&vec![Value::Null; self.lw], &p.row)
-                    } else {
-                        concat(&p.row, &vec![Value::Null; self.rw])
-                    };
-                    return Ok(Some(row));
-                }
-            }
-            let row = match self.pending.pop_front() {
-                Some(r) => Some(r),
-                None => self.probe_input.next(&mut self.tick, ctx)?,
-            };
-            match row {
-                Some(r) => self.probe = Some(self.start_probe(r, ctx)?),
-                None => break,
-            }
-        }
-        // The build rows nothing matched, when their side is preserved.
-        while self.unmatched_at < self.build_matched.len() {
-            let i = self.unmatched_at;
-            self.unmatched_at += 1;
-            if !self.build_matched[i] {
-                let b = &self.build[i];
-                let row = if self.build_is_left {
-                    concat(b, &vec![Value::Null; self.rw])
-                } else {
-                    concat(&vec![Value::Null; self.lw], b)
-                };
-                return Ok(Some(row));
-            }
-        }
-        Ok(None)
-    }
-}
-
-/// The right rows of a join indexed by their hash-key values (a NULL key
-/// matches nothing, so such rows are left out).
-type KeyIndex = BTreeMap<Key, Vec<usize>>;
-
-fn index_rows(rk: &[Expr], right: &[Vec<Value>], t: &mut Ticker, ctx: &mut Ctx) -> Result<KeyIndex> {
-    let mut map: KeyIndex = BTreeMap::new();
-    for (i, r) in right.iter().enumerate() {
-        t.tick(&*ctx.env)?;
-        if let Some(k) = keys_of(rk, r, ctx)? {
-            map.entry(k).or_default().push(i);
-        }
-    }
-    Ok(map)
-}
-
-/// A semi- or anti-join: the right input is read once into a table keyed by
-/// its hash keys (the only rows kept in memory, counted by the statement's
-/// memory accounting like every allocation); the left input streams through
-/// it. A left row is returned (semi) or dropped (anti) at its first right row
-/// that has equal keys and passes `cond`, so duplicates on the right never
-/// duplicate a left row. Without hash keys every right row is a candidate
-/// (a nested loop over the kept rows). A left row with a NULL key matches
-/// nothing: a semi-join drops it, an anti-join returns it, as `EXISTS` /
-/// `NOT EXISTS` over `inner.k = outer.k` do.
-struct SemiJoin {
-    left: Box<dyn RowIter>,
-    left_filter: Option<Expr>,
-    left_key: usize,
-    right: Vec<Vec<Value>>,
-    /// `None`: no hash keys, every right row is a candidate.
-    index: Option<(Vec<Expr>, KeyIndex)>,
-    cond: Option<Expr>,
-    anti: bool,
-    tick: Ticker,
-}
-
-impl SemiJoin {
-    fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
-        let mut tick = Ticker::default();
-        let (right, rk, cond) = Self::right_side(j, &mut tick, ctx)?;
-        let index = match (&j.hash, rk) {
-            (Some((lk, _)), Some(rk)) => Some((lk.clone(), index_rows(&rk, &right, &mut tick, ctx)?)),
-            _ => None,
-        };
-        let left = match &j.left {
-            Source::Table(t) => crate::exec::table_rows(t, j.left_filter.as_ref(), ctx)?,
-            other => crate::exec::source_rows(other, ctx)?,
-        };
-        let left_key = crate::explain::key(&j.left);
-        let left = crate::explain::wrap(left, left_key, crate::explain::Stage::Scan);
-        Ok(Box::new(SemiJoin {
-            left,
-            left_filter: j.left_filter.clone(),
-            left_key,
-            right,
-            index,
-            cond,
-            anti: j.kind == JoinKind::Anti,
-            tick,
-        }))
-    }
-
-    /// The right input's rows that pass its filter, each cut down to the
-    /// columns the hash keys and the condition read (TPC-H Q21 keeps two of
-    /// lineitem's 16 columns); with the keys and the condition renumbered
-    /// to read the kept columns.
-    #[allow(clippy::type_complexity)]
-    fn right_side(j: &Join, tick: &mut Ticker, ctx: &mut Ctx) -> Result<(Vec<Vec<Value>>, Option<Vec<Expr>>, Option<Expr>)> {
-        let lw = j.lw;
-        let mut used: Vec<usize> = Vec::new();
-        if let Some((_, rk)) = &j.hash {
-            used.extend(rk.iter().flat_map(columns_read));
-        }
-        if let Some(c) = &j.cond {
-            used.extend(columns_read(c).into_iter().filter(|&i| i >= lw).map(|i| i - lw));
-        }
-        used.sort_unstable();
-        used.dedup();
-        let pos = |i: usize| used.binary_search(&i).unwrap_or(0);
-        let rk = j.hash.as_ref().map(|(_, rk)| {
-            rk.iter()
-                .map(|e| {
-                    let mut e = e.clone();
-                    map_columns(&mut e, &pos);
-                    e
-                })
-                .collect::<Vec<_>>()
-        });
-        let cond = j.cond.as_ref().map(|c| {
-            let mut c = c.clone();
-            map_columns(&mut c, &|i| if i >= lw { lw + pos(i - lw) } else { i });
-            c
-        });
-        let key = crate::explain::key(&j.right);
-        let input = match &j.right {
-            Source::Table(t) => crate::exec::table_rows(t, j.right_filter.as_ref(), ctx)?,
-            other => crate::exec::source_rows(other, ctx)?,
-        };
-        let mut input = crate::explain::wrap(input, key, crate::explain::Stage::Scan);
-        let mut rows = Vec::new();
-        while let Some(r) = input.next(ctx)? {
-            tick.tick(&*ctx.env)?;
-            if j.right_filter.is_some() {
-                if !passes(&j.right_filter, &r, ctx)? {
-                    continue;
-                }
-                crate::explain::count_row(key, crate::explain::Stage::Filter);
-            }
-            rows.push(used.iter().map(|&i| r.get(i).cloned().unwrap_or(Value::Null)).collect());
-        }
-        Ok((rows, rk, cond))
-    }
-
-    /// Whether some right row matches `l`.
-    fn matches(&mut self, l: &[Value], ctx: &mut Ctx) -> Result<bool> {
-        let cands: Option<&[usize]> = match &self.index {
-            Some((lk, map)) => match keys_of(lk, l, ctx)? {
-                Some(k) => Some(map.get(&k).map_or(&[][..], |v| v.as_slice())),
-                None => return Ok(false),
-            },
-            None => None,
-        };
-        let n = cands.map_or(self.right.len(), |c| c.len());
-        if self.cond.is_none() {
-            return Ok(n > 0);
-        }
-        for c in 0..n {
-            self.tick.tick(&*ctx.env)?;
-            let i = cands.map_or(c, |cs| cs[c]);
-            let row = concat(l, &self.right[i]);
-            if passes(&self.cond, &row, ctx)? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-}
-
-impl RowIter for SemiJoin {
-    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
-        while let Some(l) = self.left.next(ctx)? {
-            self.tick.tick(&*ctx.env)?;
-            if self.left_filter.is_some() {
-                if !passes(&self.left_filter, &l, ctx)? {
-                    continue;
-                }
-                crate::explain::count_row(self.left_key, crate::explain::Stage::Filter);
-            }
-            if self.matches(&l, ctx)? != self.anti {
-                return Ok(Some(l));
-            }
-        }
-        Ok(None)
-    }
+    crate::hashjoin::start(j, ctx)
 }
 
 fn concat(l: &[Value], r: &[Value]) -> Vec<Value> {

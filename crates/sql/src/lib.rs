@@ -19,6 +19,7 @@ pub mod functions;
 pub mod grouping;
 pub mod grouping_sets;
 pub mod hash_index;
+pub mod hashjoin;
 pub mod identity;
 pub mod index;
 pub(crate) mod index_build;

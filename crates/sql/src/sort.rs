@@ -131,8 +131,9 @@ struct Run {
     file: TempFile,
 }
 
-/// Writes spilled rows and counts their bytes against `temp_file_limit`.
-struct Spill {
+/// Writes spilled rows and counts their bytes against `temp_file_limit`
+/// (also the hash join's batch files, `crate::hashjoin`).
+pub(crate) struct Spill {
     mem: SortMem,
     /// Bytes written by this sorter so far (every run, merge passes too).
     written: u64,
@@ -193,11 +194,15 @@ fn type_of_tag(tag: u8) -> Result<Type> {
 }
 
 impl Spill {
-    fn new_file(&self) -> Result<TempFile> {
+    pub(crate) fn new(mem: SortMem) -> Spill {
+        Spill { mem, written: 0, run_bytes: 0, scratch: Vec::new() }
+    }
+
+    pub(crate) fn new_file(&self) -> Result<TempFile> {
         Ok(TempFile::create(&self.mem.datadir, self.mem.pid)?)
     }
 
-    fn write_row(&mut self, f: &mut TempFile, row: &[Value]) -> Result<()> {
+    pub(crate) fn write_row(&mut self, f: &mut TempFile, row: &[Value]) -> Result<()> {
         let mut types = Vec::with_capacity(row.len());
         self.scratch.clear();
         self.scratch.extend_from_slice(&[0; 4]);
@@ -223,7 +228,7 @@ impl Spill {
 }
 
 /// The next row of a run, or `None` at its end.
-fn read_row(f: &mut TempFile, scratch: &mut Vec<u8>) -> Result<Option<Vec<Value>>> {
+pub(crate) fn read_row(f: &mut TempFile, scratch: &mut Vec<u8>) -> Result<Option<Vec<Value>>> {
     let mut len = [0u8; 4];
     if !f.read_exact_or_eof(&mut len)? {
         return Ok(None);
