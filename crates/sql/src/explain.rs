@@ -34,21 +34,51 @@ pub struct Options {
     pub timing: bool,
     pub summary: bool,
     pub buffers: bool,
+    pub format: crate::explain_format::Format,
 }
 
 #[derive(Clone, Debug)]
 pub struct Explain {
     pub options: Options,
     pub stmt: Statement,
+    /// `EXPLAIN EXECUTE name(args)`: the prepared statement's parameters,
+    /// evaluated when the EXPLAIN runs (empty otherwise).
+    pub args: Vec<Expr>,
 }
 
-/// The one output column.
-pub fn target() -> Target {
-    Target { name: "QUERY PLAN".into(), expr: Expr::Const(Value::Null, Type::Text), typmod: -1, origin: None }
+/// The one output column: text, or json for `FORMAT JSON` (as PostgreSQL's).
+pub fn target(e: &Explain) -> Target {
+    let ty = if e.options.format == crate::explain_format::Format::Json { Type::Json } else { Type::Text };
+    Target { name: "QUERY PLAN".into(), expr: Expr::Const(Value::Null, ty), typmod: -1, origin: None }
 }
 
 /// `EXPLAIN [(option [, ...])] statement`.
 pub fn analyze(a: &mut crate::analyze::Analyzer, s: &pg_query::protobuf::ExplainStmt) -> Result<Statement> {
+    use pg_query::NodeEnum;
+    let o = options(a, s)?;
+    let Some(inner) = s.query.as_ref().and_then(|n| n.node.as_ref()) else {
+        return Err(SqlError::internal("EXPLAIN without a statement"));
+    };
+    let stmt = match inner {
+        NodeEnum::SelectStmt(_) | NodeEnum::InsertStmt(_) | NodeEnum::UpdateStmt(_) | NodeEnum::DeleteStmt(_) => a.statement(inner)?,
+        NodeEnum::ExecuteStmt(_) => return Err(SqlError::internal("EXPLAIN EXECUTE is run by the session")),
+        _ => return Err(SqlError::not_supported("EXPLAIN of this statement")),
+    };
+    explain_of(o, stmt)
+}
+
+/// The EXPLAIN of an analyzed statement (a query or DML).
+pub fn explain_of(options: Options, stmt: Statement) -> Result<Statement> {
+    match &stmt {
+        Statement::Query(_) | Statement::Insert { .. } | Statement::Update { .. } | Statement::Delete { .. } => {}
+        Statement::InsertSelect(_) => {}
+        _ => return Err(SqlError::not_supported("EXPLAIN of this statement")),
+    }
+    Ok(Statement::Explain(Box::new(Explain { options, stmt, args: Vec::new() })))
+}
+
+/// EXPLAIN's options, checked as PostgreSQL checks them.
+pub fn options(a: &crate::analyze::Analyzer, s: &pg_query::protobuf::ExplainStmt) -> Result<Options> {
     use pg_query::protobuf::a_const::Val;
     use pg_query::NodeEnum;
     let mut o = Options { costs: true, ..Default::default() };
@@ -72,12 +102,14 @@ pub fn analyze(a: &mut crate::analyze::Analyzer, s: &pg_query::protobuf::Explain
             None | Some("true" | "on" | "1" | "yes") => true,
             Some("false" | "off" | "0" | "no") => false,
             Some(w) if d.defname == "format" => {
-                if w != "text" {
-                    if matches!(w, "json" | "xml" | "yaml") {
-                        return Err(SqlError::not_supported(format!("EXPLAIN (FORMAT {})", w.to_ascii_uppercase())));
-                    }
-                    return Err(SqlError::new(b"22023", format!("unrecognized value for EXPLAIN option \"format\": \"{w}\"")));
-                }
+                use crate::explain_format::Format;
+                o.format = match w {
+                    "text" => Format::Text,
+                    "json" => Format::Json,
+                    "yaml" => Format::Yaml,
+                    "xml" => Format::Xml,
+                    _ => return Err(a.err_at(SqlError::new(b"22023", format!("unrecognized value for EXPLAIN option \"format\": \"{w}\"")), d.location)),
+                };
                 true
             }
             Some(_) => {
@@ -101,20 +133,7 @@ pub fn analyze(a: &mut crate::analyze::Analyzer, s: &pg_query::protobuf::Explain
     }
     o.timing = timing.unwrap_or(o.analyze);
     o.summary = summary.unwrap_or(o.analyze);
-    let Some(inner) = s.query.as_ref().and_then(|n| n.node.as_ref()) else {
-        return Err(SqlError::internal("EXPLAIN without a statement"));
-    };
-    let stmt = match inner {
-        NodeEnum::SelectStmt(_) | NodeEnum::InsertStmt(_) | NodeEnum::UpdateStmt(_) | NodeEnum::DeleteStmt(_) => a.statement(inner)?,
-        NodeEnum::ExecuteStmt(_) => return Err(SqlError::not_supported("EXPLAIN EXECUTE")),
-        _ => return Err(SqlError::not_supported("EXPLAIN of this statement")),
-    };
-    match &stmt {
-        Statement::Query(_) | Statement::Insert { .. } | Statement::Update { .. } | Statement::Delete { .. } => {}
-        Statement::InsertSelect(_) => {}
-        _ => return Err(SqlError::not_supported("EXPLAIN of this statement")),
-    }
-    Ok(Statement::Explain(Box::new(Explain { options: o, stmt })))
+    Ok(o)
 }
 
 // ----- instrumentation ----------------------------------------------------------------------
@@ -424,10 +443,16 @@ pub fn execute(
     if b.too_deep {
         return Err(ferrogres_datum::stack_depth::too_deep());
     }
+    if e.options.format != crate::explain_format::Format::Text {
+        let doc = crate::explain_format::document(&root, &e.options, e.options.format, planning_ms, exec_ms);
+        return Ok(vec![vec![if e.options.format == crate::explain_format::Format::Json { Value::Json(doc) } else { Value::Text(doc) }]]);
+    }
     let mut lines = Vec::new();
     render(&root, &e.options, 0, true, &mut lines);
     if e.options.summary {
         lines.push(format!("Planning Time: {planning_ms:.3} ms"));
+    }
+    if e.options.summary && e.options.analyze {
         lines.push(format!("Execution Time: {exec_ms:.3} ms"));
     }
     Ok(lines.into_iter().map(|l| vec![Value::Text(l)]).collect())

@@ -14,6 +14,7 @@ pub mod dml_join;
 pub mod database;
 pub mod exec;
 pub mod explain;
+pub mod explain_format;
 pub mod foreign_key;
 pub mod functions;
 pub mod grouping;

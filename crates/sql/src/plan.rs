@@ -352,7 +352,7 @@ impl Statement {
                 Some(returning.clone())
             }
             Statement::InsertSelect(i) if !i.returning.is_empty() => Some(i.returning.clone()),
-            Statement::Explain(_) => Some(vec![crate::explain::target()]),
+            Statement::Explain(e) => Some(vec![crate::explain::target(e)]),
             Statement::WithDml(w) => w.main.targets(),
             Statement::Upsert(u) if !u.returning.is_empty() => Some(u.returning.clone()),
             Statement::JoinedDml(d) if !d.returning.is_empty() => Some(d.returning.clone()),

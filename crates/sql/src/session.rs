@@ -1161,6 +1161,11 @@ impl Session {
             *param_types = a.params;
             return r;
         }
+        if let pg_query::NodeEnum::ExplainStmt(x) = &st.node {
+            if let Some(pg_query::NodeEnum::ExecuteStmt(e)) = x.query.as_ref().and_then(|n| n.node.as_ref()) {
+                return self.analyze_explain_execute(st, x, e);
+            }
+        }
         self.ensure_txn()?;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
@@ -1168,6 +1173,25 @@ impl Session {
         let r = a.statement(&st.node);
         *param_types = a.params;
         r
+    }
+
+    /// `EXPLAIN [(options)] EXECUTE name[(args)]`: the prepared statement's
+    /// current plan under EXPLAIN, its arguments evaluated when it runs (as
+    /// PostgreSQL explains the plan EXECUTE would use).
+    fn analyze_explain_execute(&mut self, st: &ParsedStmt, x: &pg_query::protobuf::ExplainStmt, e: &pg_query::protobuf::ExecuteStmt) -> Result<Statement> {
+        let args = self.execute_args(st, e)?;
+        self.revalidate_prepared(&e.name)?;
+        let plan = (*self.prepared[&e.name].plan).clone();
+        let options = {
+            let snap = self.backend.txn.statement_snapshot()?;
+            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
+            crate::explain::options(&a, x)?
+        };
+        let mut stmt = crate::explain::explain_of(options, plan)?;
+        if let Statement::Explain(ex) = &mut stmt {
+            ex.args = args;
+        }
+        Ok(stmt)
     }
 
     // ---- execution -------------------------------------------------------------
@@ -1618,6 +1642,14 @@ impl Session {
             Statement::Explain(e) => {
                 // ANALYZE runs the statement (its rows are discarded) with
                 // the executor's counters switched on.
+                // EXPLAIN EXECUTE: the prepared statement's arguments.
+                let args: Vec<Value>;
+                let params = if e.args.is_empty() {
+                    params
+                } else {
+                    args = e.args.iter().map(|x| exec::eval_pure(x, &[], params, &[], &mut self.env)).collect::<Result<_>>()?;
+                    &args[..]
+                };
                 let ran = if e.options.analyze {
                     let t0 = std::time::Instant::now();
                     crate::explain::start(e.options.timing);
@@ -1989,6 +2021,28 @@ impl Session {
     }
 
     fn sql_execute(&mut self, st: &ParsedStmt, e: &pg_query::protobuf::ExecuteStmt, out: &mut dyn Output) -> Result<()> {
+        let exprs = self.execute_args(st, e)?;
+        let mut values = Vec::with_capacity(exprs.len());
+        for ex in &exprs {
+            values.push(exec::eval_pure(ex, &[], &[], &[], &mut self.env)?);
+        }
+        self.revalidate_prepared(&e.name)?;
+        let plan = self.prepared[&e.name].plan.clone();
+        let cols = self.describe_plan(&plan);
+        let (rows, tag) = self.run(&plan, &values, out)?;
+        if let Some(cols) = cols {
+            out.row_description(&cols)?;
+            for r in rows.unwrap_or_default() {
+                out.row(&r)?;
+            }
+        }
+        out.command_complete(&tag)
+    }
+
+    /// EXECUTE's arguments: expressions without columns, coerced to the
+    /// prepared statement's parameter types as in assignment (26000, 42601,
+    /// 42804 as PostgreSQL).
+    fn execute_args(&mut self, st: &ParsedStmt, e: &pg_query::protobuf::ExecuteStmt) -> Result<Vec<crate::plan::Expr>> {
         let Some(p) = self.prepared.get(&e.name) else {
             return Err(SqlError::new(b"26000", format!("prepared statement \"{}\" does not exist", e.name)));
         };
@@ -2019,21 +2073,7 @@ impl Session {
                 exprs.push(a.coerce(ex, *ty, types::CastContext::Assignment, loc)?);
             }
         }
-        let mut values = Vec::with_capacity(exprs.len());
-        for ex in &exprs {
-            values.push(exec::eval_pure(ex, &[], &[], &[], &mut self.env)?);
-        }
-        self.revalidate_prepared(&e.name)?;
-        let plan = self.prepared[&e.name].plan.clone();
-        let cols = self.describe_plan(&plan);
-        let (rows, tag) = self.run(&plan, &values, out)?;
-        if let Some(cols) = cols {
-            out.row_description(&cols)?;
-            for r in rows.unwrap_or_default() {
-                out.row(&r)?;
-            }
-        }
-        out.command_complete(&tag)
+        Ok(exprs)
     }
 
     /// Makes prepared statement `name`'s plan current: analyzed again if the
