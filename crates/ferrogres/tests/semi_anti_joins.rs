@@ -175,3 +175,37 @@ fn join_order_avoids_cross_products() {
         ["p|86", "q|86", "r|86"]
     );
 }
+
+/// A semi- or anti-join whose condition reads one table of a tree of inner
+/// joins is placed on that table, below the joins (`prep::push_down`), and
+/// gives the same rows: with the other columns where they were, with
+/// duplicates on the other side of the join, and not under a LEFT join's
+/// nullable side or when the condition reads two tables. Answers are
+/// PostgreSQL 15's.
+#[test]
+fn semi_and_anti_joins_move_onto_the_table_they_test() {
+    let srv = Server::start_temp(&[]);
+    let mut c = Client::connect(srv.port);
+    small_tables(&mut c);
+    ok(&c.q("CREATE TABLE p (id int, z text); INSERT INTO p VALUES (1,'x'),(2,'y'),(3,'z'),(4,'w'),(6,'v'),(1,'x2')"));
+    let cases: &[(&str, &[&str])] = &[
+        ("select o.id, p.z from o join p on o.id = p.id where exists (select 1 from i where i.k = o.k) order by 1,2", &["1|x", "1|x2", "2|y"]),
+        ("select o.id, p.z from o join p on o.id = p.id where not exists (select 1 from i where i.k = o.k) order by 1,2", &["3|z", "4|w"]),
+        ("select * from p, o where p.id = o.id and o.k in (select k from i) order by 1,2,3", &["1|x|1|1|a", "1|x2|1|1|a", "2|y|2|2|b"]),
+        ("select p.id, o.v from p left join o on o.id = p.id where exists (select 1 from i where i.k = o.k) order by 1,2", &["1|a", "1|a", "2|b"]),
+        ("select p.id, o.v from p left join o on o.id = p.id where not exists (select 1 from i where i.k = o.k) order by 1,2", &["3|c", "4|d", "6|NULL"]),
+        ("select o.id, p.z from o join p on o.id = p.id where exists (select 1 from i where i.k = o.k and i.w > p.id) order by 1,2", &["1|x", "1|x2"]),
+        ("select p.z, o.v, e2.k from p join o on p.id = o.id join e e2 on true where o.k in (select k from i) order by 1,2", &[]),
+        ("select p.z, o.v from p, o, p p2 where p.id = o.id and p2.id = o.id and not exists (select 1 from i where i.k = p2.id) order by 1,2", &["w|d", "z|c"]),
+    ];
+    for (sql, want) in cases {
+        assert_eq!(rows(&mut c, sql), *want, "{sql}");
+    }
+    // The semi-join sits on o, under the join with p; the LEFT join's stays on top.
+    let p = plan(&mut c, "select o.id, p.z from o join p on o.id = p.id where exists (select 1 from i where i.k = o.k)");
+    let (join, semi) = (p.find("Hash Join").unwrap_or(usize::MAX), p.find("Semi Join").unwrap_or(0));
+    assert!(join < semi, "semi-join not below the inner join:\n{p}");
+    let p = plan(&mut c, "select p.id, o.v from p left join o on o.id = p.id where exists (select 1 from i where i.k = o.k)");
+    let (left, semi) = (p.find("Left Join").unwrap_or(0), p.find("Semi Join").unwrap_or(usize::MAX));
+    assert!(semi < left, "semi-join moved under the LEFT join:\n{p}");
+}
