@@ -393,6 +393,7 @@ pub fn execute(
     snap: &ferrogres_engine::txn::snapshot::Snapshot,
     env: &dyn crate::exec::Env,
     ran: Option<(Counters, std::time::Duration)>,
+    query_id: Option<i64>,
 ) -> Result<Vec<Vec<Value>>> {
     let t0 = Instant::now();
     let mut cost = CostEnv::load(env);
@@ -413,6 +414,10 @@ pub fn execute(
     }
     let mut lines = Vec::new();
     render(&root, &e.options, 0, true, &mut lines);
+    // PostgreSQL prints it after the plan, before the summary.
+    if let (true, Some(id)) = (e.options.verbose, query_id) {
+        lines.push(format!("Query Identifier: {id}"));
+    }
     if e.options.summary {
         lines.push(format!("Planning Time: {planning_ms:.3} ms"));
         lines.push(format!("Execution Time: {exec_ms:.3} ms"));
