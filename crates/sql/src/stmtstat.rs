@@ -110,8 +110,11 @@ pub const ARCHIVER_COLUMNS: &[(&str, Type)] = &[
     ("stats_reset", Type::Timestamptz),
 ];
 
+/// A view's columns.
+pub type Columns = &'static [(&'static str, Type)];
+
 /// The views: (name, OID, columns).
-pub const VIEWS: &[(&str, u32, &[(&str, Type)])] = &[
+pub const VIEWS: &[(&str, u32, Columns)] = &[
     ("pg_stat_statements", PG_STAT_STATEMENTS_OID, STATEMENTS_COLUMNS),
     ("pg_stat_statements_info", PG_STAT_STATEMENTS_INFO_OID, INFO_COLUMNS),
     ("pg_stat_bgwriter", PG_STAT_BGWRITER_OID, BGWRITER_COLUMNS),
