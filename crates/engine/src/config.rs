@@ -65,6 +65,9 @@ pub struct Settings {
     /// pg_wait_sampling.period: ms between two samples of the wait-event
     /// sampler (pgstat::sampler); 0 turns it off.
     pub wait_sampling_period_ms: u64,
+    /// pg_stat_statements.max: entries of the statement statistics table
+    /// (pgstat::statements), read at start.
+    pub pg_stat_statements_max: usize,
     /// Milliseconds a lock wait may last before failing with 55P03; 0 = forever.
     pub lock_timeout_ms: u64,
     /// Age (in transactions) an xmin must reach before VACUUM freezes it.
@@ -118,6 +121,7 @@ impl Default for Settings {
             deadlock_timeout_ms: 1000,
             log_lock_waits: false,
             wait_sampling_period_ms: 10,
+            pg_stat_statements_max: crate::pgstat::statements::DEFAULT_MAX,
             lock_timeout_ms: 0,
             vacuum_freeze_min_age: 50_000_000,
             autovacuum: true,
@@ -189,6 +193,7 @@ impl Settings {
             "deadlock_timeout" => self.deadlock_timeout_ms = n as u64,
             "log_lock_waits" => self.log_lock_waits = v.as_bool(),
             "pg_wait_sampling.period" => self.wait_sampling_period_ms = n as u64,
+            "pg_stat_statements.max" => self.pg_stat_statements_max = n as usize,
             "lock_timeout" => self.lock_timeout_ms = n as u64,
             "vacuum_freeze_min_age" => self.vacuum_freeze_min_age = n as u32,
             "autovacuum" => self.autovacuum = v.as_bool(),

@@ -76,6 +76,8 @@ pub struct Engine {
     pub activity: crate::pgstat::activity::ActivityTable,
     /// The wait-event sampler (pgstat::sampler): history and profile.
     pub sampler: Arc<crate::pgstat::sampler::WaitSampler>,
+    /// Per-statement statistics (pg_stat_statements; pgstat::statements).
+    pub statements: crate::pgstat::statements::StatementsTable,
     /// Shared relation-extension state of the heap (batches of extra pages).
     pub(crate) heap_space: heapam::SpaceMap,
     /// The chunk indexes of TOAST relations opened so far (heap::toastam).
@@ -317,6 +319,7 @@ impl Engine {
             locks,
             activity,
             sampler,
+            statements: crate::pgstat::statements::StatementsTable::new(settings.pg_stat_statements_max),
             heap_space: heapam::SpaceMap::default(),
             toast_indexes: Default::default(),
             hash_caches: crate::hash::CacheRegistry::default(),
@@ -469,8 +472,8 @@ impl Engine {
             self.wal.clone(),
             Duration::from_millis(100),
             self.aux_start("checkpointer"),
-            move |_wal| match weak.upgrade() {
-                Some(engine) => engine.checkpoint().map(|_| ()),
+            move |wal| match weak.upgrade() {
+                Some(engine) => engine.checkpoint_counted(wal.checkpoint_timed_due(std::time::Instant::now())).map(|_| ()),
                 None => Ok(()),
             },
             |e| eprintln!("ERROR:  checkpoint failed: {e}"),
@@ -526,17 +529,31 @@ impl Engine {
     /// 4. relation files are fsynced; 5. the checkpoint record is written and the
     /// control file points to it. Redo after a crash starts at the redo pointer.
     pub fn checkpoint(&self) -> Result<Lsn> {
+        self.checkpoint_counted(false)
+    }
+
+    /// A checkpoint, counted in pg_stat_bgwriter as timed (the checkpointer's,
+    /// for checkpoint_timeout) or requested (CHECKPOINT, max_wal_size, ...).
+    pub fn checkpoint_counted(&self, timed: bool) -> Result<Lsn> {
+        use crate::buffer::BgWriterStats;
         let _one = self.checkpoint_lock.lock().unwrap_or_else(|e| e.into_inner());
         if self.shut_down.load(Ordering::SeqCst) {
             return Err(Error::user(SqlState::ADMIN_SHUTDOWN, "the database system is shutting down"));
         }
+        let st = &self.buffers.bgstats;
+        BgWriterStats::add(if timed { &st.checkpoints_timed } else { &st.checkpoints_req }, 1);
         let redo = self.wal.begin_checkpoint()?;
         // The counters are read after the redo pointer: any xid or OID handed out
         // before it is below them; later ones are in the WAL after it.
         let info = self.checkpoint_info();
-        self.buffers.flush_all_dirty()?;
+        let (written, write_time, sync_time) = self.buffers.flush_all_dirty_timed()?;
         self.txn.checkpoint()?;
+        let t = std::time::Instant::now();
         self.smgr.sync_all()?;
+        let sync_time = sync_time + t.elapsed();
+        BgWriterStats::add(&st.buffers_checkpoint, written as u64);
+        BgWriterStats::add(&st.checkpoint_write_us, write_time.as_micros() as u64);
+        BgWriterStats::add(&st.checkpoint_sync_us, sync_time.as_micros() as u64);
         self.slots.checkpoint()?;
         self.wal.finish_checkpoint(redo, info)
     }

@@ -106,7 +106,10 @@ fn sampler_sees_a_row_lock_wait() {
     assert_eq!(r.rows, vec![vec![Some("t".into()), Some("t".into())]]);
     // Folded stacks, as flamegraph.pl and inferno read them.
     let folded = ctl.q("SELECT ferrogres_wait_sampling_folded()").one();
-    let line = folded.lines().find(|l| l.starts_with("client backend;Lock;transactionid;0 ")).unwrap_or_else(|| panic!("{folded}"));
+    // The last frame is the waiting statement's query id (compute_query_id).
+    let line = folded.lines().find(|l| l.starts_with("client backend;Lock;transactionid;")).unwrap_or_else(|| panic!("{folded}"));
+    let id: i64 = line.split(';').nth(3).and_then(|f| f.split(' ').next()).and_then(|f| f.parse().ok()).unwrap_or(0);
+    assert_ne!(id, 0, "{line}");
     let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(n as f64 >= prof, "{line} vs {prof}");
     assert!(folded.lines().all(|l| l.split(';').count() == 4 && l.rsplit(' ').next().unwrap().parse::<u64>().is_ok()), "{folded}");

@@ -325,6 +325,8 @@ impl<'a> Analyzer<'a> {
             NodeEnum::UpdateStmt(s) => self.update(s),
             NodeEnum::MergeStmt(s) => self.merge(s),
             NodeEnum::CreateStmt(s) => self.create(s),
+            NodeEnum::DropStmt(s) if s.remove_type == pb::ObjectType::ObjectExtension as i32 => crate::utility::analyze_drop_extension(s),
+            NodeEnum::CreateExtensionStmt(s) => crate::utility::analyze_create_extension(s),
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
             NodeEnum::ReindexStmt(s) => self.reindex(s),

@@ -425,6 +425,7 @@ pub fn execute(
     snap: &ferrogres_engine::txn::snapshot::Snapshot,
     env: &dyn crate::exec::Env,
     ran: Option<(Counters, std::time::Duration)>,
+    query_id: Option<i64>,
 ) -> Result<Vec<Vec<Value>>> {
     let t0 = Instant::now();
     let mut cost = CostEnv::load(env);
@@ -444,11 +445,15 @@ pub fn execute(
         return Err(ferrogres_datum::stack_depth::too_deep());
     }
     if e.options.format != crate::explain_format::Format::Text {
-        let doc = crate::explain_format::document(&root, &e.options, e.options.format, planning_ms, exec_ms);
+        let doc = crate::explain_format::document(&root, &e.options, e.options.format, query_id.filter(|_| e.options.verbose), planning_ms, exec_ms);
         return Ok(vec![vec![if e.options.format == crate::explain_format::Format::Json { Value::Json(doc) } else { Value::Text(doc) }]]);
     }
     let mut lines = Vec::new();
     render(&root, &e.options, 0, true, &mut lines);
+    // PostgreSQL prints it after the plan, before the summary.
+    if let (true, Some(id)) = (e.options.verbose, query_id) {
+        lines.push(format!("Query Identifier: {id}"));
+    }
     if e.options.summary {
         lines.push(format!("Planning Time: {planning_ms:.3} ms"));
     }

@@ -53,11 +53,14 @@ fn raw(v: impl ToString) -> V {
     V::Raw(v.to_string())
 }
 
-/// The whole document of one EXPLAIN: the plan, then the summary lines
+/// The whole document of one EXPLAIN: the plan, the query id (VERBOSE), then the summary lines
 /// (`summary`: planning time, and with ANALYZE the triggers and execution time).
-pub fn document(root: &Node, o: &Options, format: Format, planning_ms: f64, exec_ms: f64) -> String {
+pub fn document(root: &Node, o: &Options, format: Format, query_id: Option<i64>, planning_ms: f64, exec_ms: f64) -> String {
     let plan = node_props(root, o, None);
     let mut top: Props = vec![("Plan".into(), V::Object(plan))];
+    if let Some(id) = query_id {
+        top.push(("Query Identifier".into(), raw(id)));
+    }
     if o.summary {
         top.push(("Planning Time".into(), raw(format!("{planning_ms:.3}"))));
     }

@@ -60,6 +60,17 @@ pub struct ParsedStmt {
     pub node: pg_query::NodeEnum,
     /// The statement's text (locations in `node` are relative to `sql` below).
     pub sql: std::sync::Arc<str>,
+    /// The statement's own byte range in `sql` (one statement of a
+    /// multi-statement string; query ids and pg_stat_statements use it).
+    pub span: (u32, u32),
+}
+
+impl ParsedStmt {
+    /// This statement's text alone.
+    pub fn text(&self) -> &str {
+        let (s, e) = (self.span.0 as usize, self.span.1 as usize);
+        self.sql.get(s..e).unwrap_or(&self.sql)
+    }
 }
 
 /// Parses a query string into its statements. Errors are 42601 (or 22021 /
@@ -71,9 +82,12 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStmt>> {
     };
     let whole: std::sync::Arc<str> = sql.into();
     let mut out = Vec::with_capacity(tree.stmts.len());
-    for RawStmt { stmt, .. } in tree.stmts {
+    for RawStmt { stmt, stmt_location, stmt_len } in tree.stmts {
         let Some(node) = stmt.and_then(|n| n.node) else { continue };
-        out.push(ParsedStmt { node, sql: whole.clone() });
+        // stmt_len 0: to the end of the string.
+        let start = stmt_location.max(0) as u32;
+        let end = if stmt_len == 0 { sql.len() as u32 } else { start + stmt_len as u32 };
+        out.push(ParsedStmt { node, sql: whole.clone(), span: (start, end) });
     }
     Ok(out)
 }

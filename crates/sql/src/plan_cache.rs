@@ -74,8 +74,13 @@ pub struct PlanVersion {
     pub ddl: u64,
 }
 
+/// A statement's query id and normalized text, kept with its plan
+/// ([`crate::queryid`]; None while compute_query_id is off).
+pub type Ident = Option<Arc<crate::queryid::QueryIdent>>;
+
 pub struct CachedPlan {
     pub plan: Arc<Statement>,
+    pub ident: Ident,
     pub version: PlanVersion,
     /// The session's settings generation when analyzed.
     pub settings: u64,
@@ -94,12 +99,12 @@ pub struct PlanCache {
 impl PlanCache {
     /// The plan for `sql` if it was analyzed under the current settings
     /// generation; the caller checks its [`PlanVersion`].
-    pub fn get(&mut self, key: &(Arc<str>, usize), settings: u64) -> Option<(Arc<Statement>, PlanVersion)> {
+    pub fn get(&mut self, key: &(Arc<str>, usize), settings: u64) -> Option<(Arc<Statement>, PlanVersion, Ident)> {
         self.clock += 1;
         match self.plans.get_mut(key) {
             Some(c) if c.settings == settings => {
                 c.stamp = self.clock;
-                Some((c.plan.clone(), c.version.clone()))
+                Some((c.plan.clone(), c.version.clone(), c.ident.clone()))
             }
             Some(_) => {
                 self.plans.remove(key);
@@ -113,14 +118,14 @@ impl PlanCache {
         self.plans.remove(key);
     }
 
-    pub fn insert(&mut self, key: (Arc<str>, usize), plan: Arc<Statement>, version: PlanVersion, settings: u64) {
+    pub fn insert(&mut self, key: (Arc<str>, usize), plan: Arc<Statement>, ident: Ident, version: PlanVersion, settings: u64) {
         if self.plans.len() >= PLAN_CACHE_SIZE {
             if let Some(oldest) = self.plans.iter().min_by_key(|(_, c)| c.stamp).map(|(k, _)| k.clone()) {
                 self.plans.remove(&oldest);
             }
         }
         self.clock += 1;
-        self.plans.insert(key, CachedPlan { plan, version, settings, stamp: self.clock });
+        self.plans.insert(key, CachedPlan { plan, ident, version, settings, stamp: self.clock });
     }
 
     pub fn len(&self) -> usize {

@@ -322,6 +322,8 @@ struct Prepared {
     param_types: Vec<Type>,
     /// What it was analyzed under.
     version: PlanVersion,
+    /// Its query id and normalized text, computed with the plan.
+    ident: crate::plan_cache::Ident,
 }
 
 enum PortalState {
@@ -359,6 +361,11 @@ struct Portal {
     state: PortalState,
     /// Made by DECLARE (a SQL cursor): its position for FETCH and MOVE.
     cursor: Option<CursorPos>,
+    /// The statement's query id and text (from its prepared statement).
+    ident: crate::plan_cache::Ident,
+    /// pg_stat_statements: what the Executes that suspended this portal took
+    /// (ms, rows, buffer hits, reads): one call is counted when it completes.
+    stat_acc: (f64, u64, u64, u64),
 }
 
 /// Where a forward-only cursor stands (PostgreSQL's portalPos/atEnd).
@@ -388,6 +395,15 @@ struct HotSettings {
     idle_in_transaction: Option<std::time::Duration>,
     /// A statement's memory limit in bytes (`crate::memory::SETTING`; None: none).
     memory_limit: Option<u64>,
+    /// compute_query_id is not off (auto means on: pg_stat_statements is built in).
+    compute_query_id: bool,
+    /// pg_stat_statements.track is not none (top and all: top-level
+    /// statements; nested ones are not tracked yet).
+    track_statements: bool,
+    /// pg_stat_statements.track_utility.
+    track_utility: bool,
+    /// compute_query_id = regress: ids are computed but EXPLAIN does not show them.
+    query_id_regress: bool,
 }
 
 pub struct Session {
@@ -435,6 +451,9 @@ pub struct Session {
     hot_settings: std::cell::Cell<HotSettings>,
     /// pg_stat_activity.xact_start is set (a transaction is open).
     xact_reported: bool,
+    /// The query id of the statement an EXPLAIN about to run explains
+    /// (EXPLAIN VERBOSE shows it; set with the statement's query id).
+    explained_query_id: Option<i64>,
     /// A statement timer is armed by an outer `run` (nested runs leave it).
     timer_armed: bool,
     /// Set by a simple-query statement about to run a query whose columns the
@@ -510,6 +529,7 @@ impl Session {
             multi_statement: false,
             hot_settings: std::cell::Cell::new(HotSettings { epoch: u64::MAX, ..Default::default() }),
             xact_reported: false,
+            explained_query_id: None,
             timer_armed: false,
             stream_rows: None,
             open_query: false,
@@ -555,6 +575,10 @@ impl Session {
             idle_session: timeout("idle_session_timeout"),
             idle_in_transaction: timeout("idle_in_transaction_session_timeout"),
             memory_limit: self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten(),
+            compute_query_id: !self.env.get("compute_query_id").is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "off" | "false" | "no" | "0")),
+            track_statements: !self.env.get("pg_stat_statements.track").is_ok_and(|v| v.eq_ignore_ascii_case("none")),
+            track_utility: self.env.get("pg_stat_statements.track_utility").map_or(true, |v| v == "on"),
+            query_id_regress: self.env.get("compute_query_id").is_ok_and(|v| v.eq_ignore_ascii_case("regress")),
         };
         self.hot_settings.set(h);
         h
@@ -573,6 +597,68 @@ impl Session {
             return;
         }
         slot.report(Report { state: Some(BackendState::Active), query: Some(sql), xact_start: xact });
+        // Known once the statement is analyzed (`report_query_id`).
+        slot.set_query_id(0);
+    }
+
+    /// pg_stat_activity.query_id (and the wait sampler's queryid): the
+    /// statement about to run.
+    fn report_query_id(&mut self, ident: Option<&crate::queryid::QueryIdent>) {
+        self.explained_query_id = ident.and_then(|i| i.explained).filter(|_| !self.cached_settings().query_id_regress);
+        if let Some(slot) = self.backend.engine().activity.slot(self.backend.id()) {
+            slot.set_query_id(ident.map_or(0, |i| i.id));
+        }
+    }
+
+    /// The identity of a statement just analyzed (None: compute_query_id
+    /// off). Computed once per plan: the caller keeps it with the plan.
+    fn query_ident(&self, st: &ParsedStmt, version: &PlanVersion) -> Option<Arc<crate::queryid::QueryIdent>> {
+        if !self.cached_settings().compute_query_id {
+            return None;
+        }
+        use pg_query::NodeEnum as N;
+        let inner = match &st.node {
+            N::PrepareStmt(p) => p.query.as_ref().and_then(|q| q.node.as_ref()),
+            n => Some(n),
+        };
+        let rels = || version.deps.rels.iter().map(|r| r.0);
+        Some(Arc::new(match inner {
+            Some(N::SelectStmt(_) | N::InsertStmt(_) | N::UpdateStmt(_) | N::DeleteStmt(_) | N::MergeStmt(_)) => crate::queryid::jumble(st.text(), rels()),
+            Some(N::ExplainStmt(_)) => crate::queryid::QueryIdent {
+                explained: crate::queryid::explained_text(st.text()).map(|t| crate::queryid::jumble(t, rels()).id),
+                ..crate::queryid::utility(st.text())
+            },
+            _ => crate::queryid::utility(st.text()),
+        }))
+    }
+
+    /// Where a statement's execution starts, for pg_stat_statements.
+    fn stat_start(&self) -> (std::time::Instant, (u64, u64)) {
+        (std::time::Instant::now(), self.backend.txn.pgstat.buffer_usage())
+    }
+
+    /// Adds one execution of `ident` to pg_stat_statements (a top-level
+    /// statement that completed).
+    fn record_statement(&self, ident: &crate::queryid::QueryIdent, started: (std::time::Instant, (u64, u64)), rows: u64) {
+        let h = self.cached_settings();
+        if !h.track_statements || (ident.utility && !h.track_utility) {
+            return;
+        }
+        let elapsed = started.0.elapsed();
+        let (hit, read) = self.backend.txn.pgstat.buffer_usage();
+        let usage = ferrogres_engine::pgstat::statements::ExecUsage {
+            exec_ms: elapsed.as_secs_f64() * 1000.0,
+            rows,
+            shared_blks_hit: hit.saturating_sub(started.1 .0),
+            shared_blks_read: read.saturating_sub(started.1 .1),
+        };
+        let key = ferrogres_engine::pgstat::statements::StatementKey {
+            userid: self.backend.current_user,
+            dbid: self.backend.database(),
+            queryid: ident.id,
+            toplevel: true,
+        };
+        self.backend.engine().statements.record(key, || ident.text.clone(), &usage);
     }
 
     /// What the statistics functions asked of the session
@@ -1051,6 +1137,7 @@ impl Session {
                 return Err(SqlError::internal("DECLARE / FETCH reached the utility runner (run at Execute)"));
             }
             SessionCmd::ResetAll => self.reset_all(out)?,
+            SessionCmd::BuiltinExtension(_) => {}
             SessionCmd::Discard(DiscardKind::Plans) => self.discard_plans(),
             SessionCmd::Discard(DiscardKind::Sequences) => self.discard_sequences(),
             SessionCmd::Discard(DiscardKind::Temp) => self.discard_temp()?,
@@ -1660,7 +1747,7 @@ impl Session {
                 } else {
                     None
                 };
-                let lines = crate::explain::execute(e, &self.backend, &snap, &self.env, ran)?;
+                let lines = crate::explain::execute(e, &self.backend, &snap, &self.env, ran, self.explained_query_id)?;
                 Ok((Some(lines), "EXPLAIN".into()))
             }
             other => Err(SqlError::internal(format!("statement not executable here: {other:?}"))),
@@ -1754,17 +1841,22 @@ impl Session {
             pg_query::NodeEnum::FetchStmt(f) => return self.sql_fetch(f, out),
             _ => {}
         }
-        let plan = self.simple_plan(st, index)?;
+        let (plan, ident) = self.simple_plan(st, index)?;
         self.check_not_failed(Some(&*plan))?;
+        self.report_query_id(ident.as_deref());
         let cols = self.describe_plan(&plan);
         // A query's rows go to the client as they are made.
         let streamed = matches!(*plan, Statement::Query(_)) && cols.is_some();
         if streamed {
             self.stream_rows = cols.clone();
         }
+        let started = self.stat_start();
         let r = self.run(&plan, &[], out);
         let sent = streamed && self.stream_rows.take().is_none();
         let (rows, tag) = r?;
+        if let Some(ident) = &ident {
+            self.record_statement(ident, started, crate::stmtstat::tag_rows(&tag));
+        }
         if let (Some(cols), false) = (cols, sent) {
             out.row_description(&cols)?;
             for r in rows.unwrap_or_default() {
@@ -1777,11 +1869,11 @@ impl Session {
     /// The plan of a simple-query statement: the cached one if the catalog and
     /// settings are as they were when it was analyzed, checked again once its
     /// relation locks are held; else a fresh analysis, kept if it may be.
-    fn simple_plan(&mut self, st: &ParsedStmt, index: usize) -> Result<std::sync::Arc<Statement>> {
+    fn simple_plan(&mut self, st: &ParsedStmt, index: usize) -> Result<(std::sync::Arc<Statement>, crate::plan_cache::Ident)> {
         let key = (st.sql.clone(), index);
         if self.status != TxnStatus::Failed {
             self.sync_datetime();
-            if let Some((plan, version)) = self.plan_cache.get(&key, self.env.settings_gen) {
+            if let Some((plan, version, ident)) = self.plan_cache.get(&key, self.env.settings_gen) {
                 if self.plan_valid(&version) {
                     self.ensure_txn()?;
                     crate::locking::apply_settings(&self.backend, &mut self.env)?;
@@ -1789,7 +1881,7 @@ impl Session {
                     // we waited for is seen here.
                     crate::locking::lock_plan(&self.backend, &plan)?;
                     if self.plan_valid(&version) {
-                        return Ok(plan);
+                        return Ok((plan, ident));
                     }
                 }
                 self.plan_cache.remove(&key);
@@ -1806,10 +1898,11 @@ impl Session {
         if !params.is_empty() {
             return Err(SqlError::new(b"42P02", "there is no parameter $1"));
         }
+        let ident = self.query_ident(st, &version);
         if !volatile && crate::plan_cache::cacheable(&plan) {
-            self.plan_cache.insert(key, plan.clone(), version, settings);
+            self.plan_cache.insert(key, plan.clone(), ident.clone(), version, settings);
         }
-        Ok(plan)
+        Ok((plan, ident))
     }
 
     // ---- DECLARE / FETCH / MOVE ---------------------------------------------------
@@ -1839,7 +1932,7 @@ impl Session {
         let Some(query) = d.query.as_ref().and_then(|q| q.node.clone()) else {
             return Err(SqlError::syntax("DECLARE without a query"));
         };
-        let inner = ParsedStmt { node: query, sql: st.sql.clone() };
+        let inner = ParsedStmt { node: query, sql: st.sql.clone(), span: st.span };
         let plan = Arc::new(self.analyze(&inner, params, params_allowed)?);
         if !matches!(*plan, Statement::Query(_)) {
             return Err(SqlError::not_supported("DECLARE CURSOR for a statement other than SELECT or VALUES"));
@@ -1874,7 +1967,7 @@ impl Session {
         self.open_query = false;
         r?;
         let q = self.opened.take().ok_or_else(|| SqlError::internal("DECLARE opened no executor"))?;
-        let portal = Portal { sql, plan: d.query.clone(), params, state: PortalState::Running(q), cursor: Some(CursorPos::default()) };
+        let portal = Portal { sql, plan: d.query.clone(), params, state: PortalState::Running(q), cursor: Some(CursorPos::default()), ident: None, stat_acc: Default::default() };
         self.portals.insert(d.name.clone(), portal);
         Ok(())
     }
@@ -1999,7 +2092,7 @@ impl Session {
             return Err(SqlError::syntax("PREPARE without a statement"));
         };
         // The statement keeps the whole string, so positions stay right.
-        let inner = ParsedStmt { node: query, sql: st.sql.clone() };
+        let inner = ParsedStmt { node: query, sql: st.sql.clone(), span: st.span };
         let version = self.begin_version();
         let mut types: Vec<Option<Type>> = Vec::new();
         if !p.argtypes.is_empty() {
@@ -2016,7 +2109,8 @@ impl Session {
         let plan = self.analyze(&inner, &mut types, true)?;
         let version = self.end_version(version);
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
-        self.prepared.insert(p.name.clone(), Prepared { parsed: Some(inner), plan: Arc::new(plan), param_types, version });
+        let ident = self.query_ident(&inner, &version);
+        self.prepared.insert(p.name.clone(), Prepared { parsed: Some(inner), plan: Arc::new(plan), param_types, version, ident });
         out.command_complete("PREPARE")
     }
 
@@ -2028,8 +2122,14 @@ impl Session {
         }
         self.revalidate_prepared(&e.name)?;
         let plan = self.prepared[&e.name].plan.clone();
+        let ident = self.prepared[&e.name].ident.clone();
+        self.report_query_id(ident.as_deref());
         let cols = self.describe_plan(&plan);
+        let started = self.stat_start();
         let (rows, tag) = self.run(&plan, &values, out)?;
+        if let Some(ident) = &ident {
+            self.record_statement(ident, started, crate::stmtstat::tag_rows(&tag));
+        }
         if let Some(cols) = cols {
             out.row_description(&cols)?;
             for r in rows.unwrap_or_default() {
@@ -2111,9 +2211,11 @@ impl Session {
         if shape(self.describe_plan(&plan)) != shape(self.describe_plan(&self.prepared[name].plan)) {
             return Err(SqlError::new(b"0A000", "cached plan must not change result type"));
         }
+        let ident = self.query_ident(&parsed, &version);
         let p = self.prepared.get_mut(name).expect("looked up above");
         p.plan = Arc::new(plan);
         p.version = version;
+        p.ident = ident;
         Ok(())
     }
 
@@ -2166,7 +2268,8 @@ impl Session {
         let version = self.end_version(version);
         // Parameters nobody gave a type to are text, as unknown resolves.
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
-        self.prepared.insert(name.to_string(), Prepared { parsed, plan: Arc::new(plan), param_types, version });
+        let ident = parsed.as_ref().and_then(|st| self.query_ident(st, &version));
+        self.prepared.insert(name.to_string(), Prepared { parsed, plan: Arc::new(plan), param_types, version, ident });
         Ok(())
     }
 
@@ -2261,11 +2364,12 @@ impl Session {
             return Err(SqlError::new(b"42P03", format!("cursor \"{portal}\" already exists")));
         }
         let plan = p.plan.clone();
+        let ident = p.ident.clone();
         let sql = p.parsed.as_ref().map(|x| x.sql.clone());
         if !matches!(*plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
             self.ensure_txn()?;
         }
-        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted, cursor: None });
+        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted, cursor: None, ident, stat_acc: Default::default() });
         Ok(())
     }
 
@@ -2273,10 +2377,45 @@ impl Session {
         if let Some(sql) = self.portals.get(portal).and_then(|p| p.sql.clone()) {
             self.report_active(&sql);
         }
+        let ident = self.portals.get(portal).and_then(|p| p.ident.clone());
+        self.report_query_id(ident.as_deref());
+        let started = self.stat_start();
         let r = self.execute_inner(portal, max_rows, out);
+        if let (Some(ident), Ok(outcome)) = (&ident, &r) {
+            self.portal_stat(portal, ident, started, max_rows, outcome);
+        }
         let r = r.inspect_err(|_| self.on_error());
         self.report_idle();
         r
+    }
+
+    /// pg_stat_statements for a portal: an Execute that suspended it adds to
+    /// the portal's running figures; the one that completes it records one
+    /// call with them all (PostgreSQL counts at ExecutorEnd).
+    fn portal_stat(&mut self, portal: &str, ident: &crate::queryid::QueryIdent, started: (std::time::Instant, (u64, u64)), max_rows: u32, outcome: &ExecOutcome) {
+        let acc = self.portals.get_mut(portal).map(|p| std::mem::take(&mut p.stat_acc)).unwrap_or_default();
+        match outcome {
+            ExecOutcome::Suspended => {
+                let (hit, read) = self.backend.txn.pgstat.buffer_usage();
+                if let Some(p) = self.portals.get_mut(portal) {
+                    p.stat_acc = (
+                        acc.0 + started.0.elapsed().as_secs_f64() * 1000.0,
+                        acc.1 + max_rows as u64,
+                        acc.2 + hit.saturating_sub(started.1 .0),
+                        acc.3 + read.saturating_sub(started.1 .1),
+                    );
+                }
+            }
+            ExecOutcome::Completed(tag) => {
+                // The earlier Executes' time and buffers, moved into this one's start.
+                let start = (
+                    started.0.checked_sub(std::time::Duration::from_secs_f64(acc.0 / 1000.0)).unwrap_or(started.0),
+                    (started.1 .0.saturating_sub(acc.2), started.1 .1.saturating_sub(acc.3)),
+                );
+                self.record_statement(ident, start, acc.1 + crate::stmtstat::tag_rows(tag));
+            }
+            _ => {}
+        }
     }
 
     fn execute_inner(&mut self, portal: &str, max_rows: u32, out: &mut dyn Output) -> Result<ExecOutcome> {

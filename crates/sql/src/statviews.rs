@@ -141,7 +141,7 @@ pub const VIEWS: &[(&str, u32, Columns)] = &[
 ];
 
 pub fn is_view(oid: u32) -> bool {
-    VIEWS.iter().any(|v| v.1 == oid)
+    VIEWS.iter().any(|v| v.1 == oid) || crate::stmtstat::is_view(oid)
 }
 
 /// One relation of the catalog, as the views need it.
@@ -212,6 +212,9 @@ fn load(c: &Option<Arc<RelCounters>>, f: impl Fn(&RelCounters) -> u64) -> u64 {
 
 /// The rows of view `oid`.
 pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Value>>> {
+    if crate::stmtstat::is_view(oid) {
+        return crate::stmtstat::rows(oid, backend);
+    }
     if oid == PG_STAT_DATABASE_OID {
         return pg_stat_database(backend, snap);
     }
@@ -364,6 +367,8 @@ pub enum StatFunc {
     WaitSamplingResetProfile,
     /// ferrogres_wait_sampling_folded(): the profile as folded stacks.
     WaitSamplingFolded,
+    /// pg_stat_statements_reset([userid [, dbid [, queryid]]]).
+    StatementsReset,
 }
 
 /// The function `name` with `nargs` arguments, if it is one of these:
@@ -375,6 +380,10 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(StatFunc, &'static [Type
         ("pg_stat_force_next_flush", 0) => (StatFunc::ForceNextFlush, &[], Type::Void),
         ("pg_wait_sampling_reset_profile", 0) => (StatFunc::WaitSamplingResetProfile, &[], Type::Void),
         ("ferrogres_wait_sampling_folded", 0) => (StatFunc::WaitSamplingFolded, &[], Type::Text),
+        ("pg_stat_statements_reset", 0) => (StatFunc::StatementsReset, &[], Type::Void),
+        ("pg_stat_statements_reset", 1) => (StatFunc::StatementsReset, &[Type::Oid], Type::Void),
+        ("pg_stat_statements_reset", 2) => (StatFunc::StatementsReset, &[Type::Oid, Type::Oid], Type::Void),
+        ("pg_stat_statements_reset", 3) => (StatFunc::StatementsReset, &[Type::Oid, Type::Oid, Type::Int8], Type::Void),
         _ => None?,
     })
 }
@@ -401,6 +410,7 @@ pub fn call(f: StatFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resu
         StatFunc::ForceNextFlush => ctx.pgstat_force_flush = true,
         StatFunc::WaitSamplingResetProfile => engine.sampler.reset_profile(),
         StatFunc::WaitSamplingFolded => return Ok(Value::Text(engine.sampler.folded())),
+        StatFunc::StatementsReset => crate::stmtstat::reset(&engine, vals),
     }
     Ok(Value::Null)
 }

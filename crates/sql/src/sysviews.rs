@@ -13,6 +13,7 @@
 //! | `pg_catalog.pg_replication_slots` | the engine's replication slots (`replication::SlotManager::list`): physical only, `wal_status` `reserved` when the slot holds WAL (no max_slot_wal_keep_size) |
 //! | `pg_catalog.pg_stat_replication` | the streaming walsenders (`replication::walsnd`), joined by pid with their activity slots; lags NULL, every standby `async` |
 //! | the cumulative statistics views (pg_stat_database, pg_stat_*_tables, ...) | [`crate::statviews`] |
+//! | pg_stat_statements, pg_stat_statements_info, pg_stat_bgwriter, pg_stat_archiver | [`crate::stmtstat`] |
 //! | `ferrogres_stat_lwlocks` | per LWLock tranche: acquisitions that queued (shared, exclusive), total and max wait in ms (`pgstat::lwlock_stats`); a `SpinDelay` row counts spinlock back-off sleeps |
 //! | `ferrogres_stat_locks` | per heavyweight lock type: fast-path and main-table acquisitions, fast-path locks moved by strong lockers (on the `relation` row), waits, total and max wait in ms (`LockManager::lock_type_stats`) |
 //! | `pg_wait_sampling_history`, `pg_wait_sampling_profile` | the wait-event sampler (`pgstat::sampler`) |
@@ -232,7 +233,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
     if schema.is_some_and(|s| s != "pg_catalog") {
         return None;
     }
-    let v = VIEWS.iter().find(|v| v.name == name).map(|v| (v.name, v.oid, v.columns)).or_else(|| crate::statviews::VIEWS.iter().find(|v| v.0 == name).copied())?;
+    let v = VIEWS.iter().find(|v| v.name == name).map(|v| (v.name, v.oid, v.columns)).or_else(|| crate::statviews::VIEWS.iter().chain(crate::stmtstat::VIEWS).find(|v| v.0 == name).copied())?;
     let v = View { name: v.0, oid: v.1, columns: v.2 };
     let columns: Vec<Column> = v
         .columns
@@ -257,7 +258,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
 
 /// Is `oid` one of these views?
 pub fn is_view(oid: u32) -> bool {
-    VIEWS.iter().any(|v| v.oid == oid) || crate::pgcatalog::is_view(oid) || crate::statviews::is_view(oid)
+    VIEWS.iter().any(|v| v.oid == oid) || crate::pgcatalog::is_view(oid) || crate::statviews::is_view(oid) || crate::stmtstat::is_view(oid)
 }
 
 /// The query source for a resolved FROM table.
@@ -553,7 +554,7 @@ fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Valu
                 text(r.state.name().map(str::to_string)),
                 xid(bxid),
                 xid(bxmin),
-                Value::Null,
+                r.query_id.map_or(Value::Null, Value::Int8),
                 if client { Value::Text(r.query) } else { Value::Text(String::new()) },
                 Value::Text(r.info.backend_type.to_string()),
             ]

@@ -46,6 +46,9 @@ pub enum SessionCmd {
     /// at Execute (`Session::execute`); a simple query runs them directly.
     Declare(Box<DeclareCmd>),
     Fetch(FetchCmd),
+    /// CREATE / DROP EXTENSION of an extension ferrogres has built in
+    /// (pg_stat_statements): accepted, nothing to do. `true`: CREATE.
+    BuiltinExtension(bool),
 }
 
 /// A DECLARE CURSOR whose query was analyzed at Parse (its `$n` parameters
@@ -100,8 +103,37 @@ impl SessionCmd {
             SessionCmd::Declare(_) => "DECLARE CURSOR",
             SessionCmd::Fetch(f) if f.ismove => "MOVE",
             SessionCmd::Fetch(_) => "FETCH",
+            SessionCmd::BuiltinExtension(true) => "CREATE EXTENSION",
+            SessionCmd::BuiltinExtension(false) => "DROP EXTENSION",
         }
     }
+}
+
+/// Extensions ferrogres has built in: CREATE / DROP EXTENSION of them is a no-op.
+pub const BUILTIN_EXTENSIONS: &[&str] = &["pg_stat_statements"];
+
+/// CREATE EXTENSION: a built-in one is accepted; any other is not available
+/// (PostgreSQL's error when its control file is missing).
+pub fn analyze_create_extension(s: &pb::CreateExtensionStmt) -> Result<Statement> {
+    if BUILTIN_EXTENSIONS.contains(&s.extname.as_str()) {
+        return Ok(Statement::Utility(SessionCmd::BuiltinExtension(true)));
+    }
+    Err(SqlError::new(b"0A000", format!("extension \"{}\" is not available", s.extname))
+        .with_hint("The extension must first be installed on the system where PostgreSQL is running."))
+}
+
+/// DROP EXTENSION of built-in ones only (anything else does not exist).
+pub fn analyze_drop_extension(s: &pb::DropStmt) -> Result<Statement> {
+    for o in &s.objects {
+        let name = match o.node.as_ref() {
+            Some(pb::node::Node::String(n)) => n.sval.clone(),
+            _ => String::new(),
+        };
+        if !BUILTIN_EXTENSIONS.contains(&name.as_str()) && !s.missing_ok {
+            return Err(SqlError::new(b"42704", format!("extension \"{name}\" does not exist")));
+        }
+    }
+    Ok(Statement::Utility(SessionCmd::BuiltinExtension(false)))
 }
 
 pub fn analyze_discard(d: &pb::DiscardStmt) -> Result<Statement> {

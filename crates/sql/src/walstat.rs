@@ -9,7 +9,7 @@
 //! | `pg_walfile_name(lsn)` | the segment holding the byte before `lsn` (XLByteToPrevSeg: a position on a segment boundary names the previous segment, `0/0` wraps to `FFFFFFFF000000FF`), named as our segment files are (`wal::layout::segment_file_name`, PostgreSQL's names) |
 //! | `pg_is_in_recovery()` | false: a session only runs once recovery is over |
 //! | `pg_stat_wal` (OID 12293) | `Wal::stats_since_reset`: wal_records, wal_fpi, wal_bytes (record bytes without alignment padding, as PostgreSQL counts), wal_buffers_full (an inserter had to write out old buffer pages), wal_write (`pwrite` calls), wal_sync (fdatasync rounds: one per flush that had something to sync, however many segments it covered), wal_write_time and wal_sync_time (0: track_wal_io_timing is not implemented, and it is off by default), stats_reset |
-//! | `pg_stat_reset_shared(text)` | `'wal'`: `Wal::reset_stats`; `'bgwriter'`, `'archiver'`, `'recovery_prefetch'`: accepted (there is nothing to reset); anything else 22023 with PostgreSQL's HINT |
+//! | `pg_stat_reset_shared(text)` | `'wal'`: `Wal::reset_stats`; `'bgwriter'`: the buffer pool's `BgWriterStats` ([`crate::stmtstat`]); `'archiver'`, `'recovery_prefetch'`: accepted (there is nothing to reset); anything else 22023 with PostgreSQL's HINT |
 //!
 //! The engine's counters are shared atomics updated at insertion and write time,
 //! so pg_stat_wal is current at once (PostgreSQL 15 publishes a backend's counts
@@ -85,7 +85,8 @@ pub fn call(f: WalFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resul
             let Value::Text(target) = &vals[0] else { return Err(SqlError::internal("pg_stat_reset_shared without text")) };
             match target.as_str() {
                 "wal" => engine(env)?.wal.reset_stats(),
-                "archiver" | "bgwriter" | "recovery_prefetch" => {}
+                "bgwriter" => crate::stmtstat::reset_bgwriter(&*engine(env)?),
+                "archiver" | "recovery_prefetch" => {}
                 _ => {
                     return Err(SqlError::new(b"22023", format!("unrecognized reset target: \"{target}\""))
                         .with_hint("Target must be \"archiver\", \"bgwriter\", \"recovery_prefetch\", or \"wal\"."))

@@ -19,6 +19,80 @@ use crate::pgstat::wait_event::{report_wait_end, report_wait_start, WaitEvent};
 /// an allocation wakes it first.
 const HIBERNATE_FACTOR: u32 = 50;
 
+/// pg_stat_bgwriter's counters (`BufferPool::bgstats`): shared atomics, each
+/// added to by the one that does the work (the background writer, the
+/// checkpoint, a backend that had to write its victim), read by the view.
+/// Relaxed throughout: independent statistics counters.
+#[derive(Debug)]
+pub struct BgWriterStats {
+    pub checkpoints_timed: AtomicU64,
+    pub checkpoints_req: AtomicU64,
+    /// Microseconds spent writing and syncing in checkpoints.
+    pub checkpoint_write_us: AtomicU64,
+    pub checkpoint_sync_us: AtomicU64,
+    /// Pages written by checkpoints.
+    pub buffers_checkpoint: AtomicU64,
+    /// Pages written by the background writer.
+    pub buffers_clean: AtomicU64,
+    /// Background writer rounds stopped by bgwriter_lru_maxpages.
+    pub maxwritten_clean: AtomicU64,
+    /// Dirty victims a backend had to write itself.
+    pub buffers_backend: AtomicU64,
+    /// Backends' own fsyncs: always 0 (ferrogres' writes never make a
+    /// backend fsync; the checkpoint syncs every file).
+    pub buffers_backend_fsync: AtomicU64,
+    /// The allocation count (the clock's) at the last reset.
+    pub alloc_base: AtomicU64,
+    /// µs since the Unix epoch of the last reset.
+    pub stats_reset: std::sync::atomic::AtomicI64,
+}
+
+impl Default for BgWriterStats {
+    fn default() -> Self {
+        BgWriterStats {
+            checkpoints_timed: AtomicU64::new(0),
+            checkpoints_req: AtomicU64::new(0),
+            checkpoint_write_us: AtomicU64::new(0),
+            checkpoint_sync_us: AtomicU64::new(0),
+            buffers_checkpoint: AtomicU64::new(0),
+            buffers_clean: AtomicU64::new(0),
+            maxwritten_clean: AtomicU64::new(0),
+            buffers_backend: AtomicU64::new(0),
+            buffers_backend_fsync: AtomicU64::new(0),
+            alloc_base: AtomicU64::new(0),
+            stats_reset: std::sync::atomic::AtomicI64::new(crate::pgstat::activity::now_micros()),
+        }
+    }
+}
+
+impl BgWriterStats {
+    #[inline]
+    pub fn add(c: &AtomicU64, n: u64) {
+        // Relaxed: a statistics counter.
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// pg_stat_reset_shared('bgwriter'): zero everything; `allocs` is the
+    /// clock's allocation count now.
+    pub fn reset(&self, allocs: u64) {
+        for c in [
+            &self.checkpoints_timed,
+            &self.checkpoints_req,
+            &self.checkpoint_write_us,
+            &self.checkpoint_sync_us,
+            &self.buffers_checkpoint,
+            &self.buffers_clean,
+            &self.maxwritten_clean,
+            &self.buffers_backend,
+            &self.buffers_backend_fsync,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        self.alloc_base.store(allocs, Ordering::Relaxed);
+        self.stats_reset.store(crate::pgstat::activity::now_micros(), Ordering::Relaxed);
+    }
+}
+
 /// The running background writer. `stop()` (or dropping it) ends the thread and
 /// joins it.
 pub struct BgWriter {
@@ -71,6 +145,10 @@ impl BufferPool {
                     match pool.bgwriter_sync(&mut state, pool.bgwriter_lru_maxpages) {
                         Ok(r) => {
                             totals.buffers_clean += r.written as u64;
+                            BgWriterStats::add(&pool.bgstats.buffers_clean, r.written as u64);
+                            if pool.bgwriter_lru_maxpages > 0 && r.written >= pool.bgwriter_lru_maxpages {
+                                BgWriterStats::add(&pool.bgstats.maxwritten_clean, 1);
+                            }
                             totals.scanned += r.scanned as u64;
                             hibernate = r.can_hibernate;
                             totals.hibernations += r.can_hibernate as u64;

@@ -152,6 +152,8 @@ pub struct BufferPool {
     /// Each partition's mutex protects its map only.
     ext_locks: Box<[Mutex<ExtLockMap>]>,
     stats: Box<[StatSlot]>,
+    /// pg_stat_bgwriter's counters.
+    pub bgstats: crate::buffer::BgWriterStats,
     pub(crate) bgwriter_delay_ms: u64,
     pub(crate) bgwriter_lru_maxpages: usize,
 }
@@ -253,6 +255,7 @@ impl BufferPool {
             io_waits: (0..IO_STRIPES).map(|_| WaitStripe::new()).collect(),
             ext_locks: (0..EXT_LOCK_PARTITIONS).map(|_| Mutex::new(HashMap::new())).collect(),
             stats: (0..STAT_SLOTS).map(|_| StatSlot::default()).collect(),
+            bgstats: Default::default(),
             bgwriter_delay_ms: settings.bgwriter_delay_ms.max(1),
             bgwriter_lru_maxpages: settings.bgwriter_lru_maxpages,
         })
@@ -278,6 +281,12 @@ impl BufferPool {
     /// A ring for a bulk operation, sized for this pool.
     pub fn strategy(&self, kind: crate::buffer::StrategyKind) -> Strategy {
         Strategy::new(kind, self.nbuffers())
+    }
+
+    /// Buffers allocated since start (pg_stat_bgwriter.buffers_alloc, before
+    /// subtracting the reset's base).
+    pub fn buffers_alloc(&self) -> u64 {
+        self.clock.allocs()
     }
 
     pub fn stats(&self) -> BufferStats {
@@ -473,6 +482,7 @@ impl BufferPool {
                 // out needs only a shared content lock (no one can change it).
                 let Some(_g) = d.content_lock.try_shared() else { continue };
                 self.flush_buffer(id)?;
+                crate::buffer::BgWriterStats::add(&self.bgstats.buffers_backend, 1);
             }
             let s = d.state.load();
             if s & BM_TAG_VALID != 0 {
@@ -805,6 +815,13 @@ impl BufferPool {
     /// phase). Pages dirtied after the start are left for the next checkpoint.
     /// Returns the number of pages written by this call.
     pub fn flush_all_dirty(&self) -> Result<usize> {
+        Ok(self.flush_all_dirty_timed()?.0)
+    }
+
+    /// [`BufferPool::flush_all_dirty`], also returning how long the writes
+    /// and the sync took (a checkpoint's write and sync phases).
+    pub fn flush_all_dirty_timed(&self) -> Result<(usize, std::time::Duration, std::time::Duration)> {
+        let t0 = std::time::Instant::now();
         let mut todo: Vec<(BufferTag, usize)> = Vec::new();
         for id in 0..self.nbuffers() {
             let d = self.desc(id);
@@ -827,8 +844,9 @@ impl BufferPool {
                 written += 1;
             }
         }
+        let t1 = std::time::Instant::now();
         self.smgr.sync_all()?;
-        Ok(written)
+        Ok((written, t1 - t0, t1.elapsed()))
     }
 
     // ----- dropping buffers -------------------------------------------------------

@@ -14,7 +14,7 @@ mod freelist;
 mod io_wait;
 
 #[cfg(not(loom))]
-pub use bgwriter::{BgWriter, BgWriterTotals};
+pub use bgwriter::{BgWriter, BgWriterStats, BgWriterTotals};
 #[cfg(not(loom))]
 pub use bufmgr::{BufferPool, BufferReadGuard, BufferStats, BufferWriteGuard, LockedBuffer, PinnedBuffer};
 #[cfg(not(loom))]

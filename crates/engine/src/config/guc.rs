@@ -285,6 +285,14 @@ pub static GUCS: &[Guc] = &[
     guc!("track_activities", Superuser, Kind::Bool, "on"),
     // The built-in wait-event sampler (pgstat::sampler): ms between samples, 0 off.
     guc!("pg_wait_sampling.period", Sighup, int(0, 3_600_000, Unit::Ms), "10ms"),
+    // Query ids (ferrogres_sql::queryid) and pg_stat_statements, built in
+    // (pgstat::statements). auto means on: the view is always there.
+    guc!("compute_query_id", Superuser, Kind::Enum { values: &["auto", "regress", "on", "off"], hidden: BOOL_LIKE }, "auto"),
+    guc!("pg_stat_statements.max", Postmaster, int(100, INT_MAX / 2, Unit::None), "5000"),
+    guc!("pg_stat_statements.track", Superuser, en(&["none", "top", "all"]), "top"),
+    guc!("pg_stat_statements.track_utility", Superuser, Kind::Bool, "on"),
+    guc!("pg_stat_statements.track_planning", Superuser, Kind::Bool, "off", not_yet),
+    guc!("pg_stat_statements.save", Sighup, Kind::Bool, "on", not_yet),
     guc!("track_activity_query_size", Postmaster, int(100, 1_048_576, Unit::Bytes), "1kB", not_yet),
     // ---- vacuum
     guc!("vacuum_freeze_min_age", User, int(0, 1_000_000_000, Unit::None), "50000000"),

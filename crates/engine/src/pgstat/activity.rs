@@ -105,6 +105,8 @@ pub struct ActivityRow {
     pub xact_start: Option<i64>,
     pub query_start: Option<i64>,
     pub state_change: Option<i64>,
+    /// None: no query id (compute_query_id off, or not analyzed yet).
+    pub query_id: Option<i64>,
 }
 
 /// Microseconds since the Unix epoch, now.
@@ -126,6 +128,11 @@ pub struct ActivitySlot {
     state_change: AtomicI64,
     query_len: AtomicU32,
     words: Box<[AtomicU64]>,
+    /// The running (or last) statement's query id; 0 = none (NULL). Written
+    /// by the owner alone once its statement is analyzed, outside the
+    /// sequence counter (PostgreSQL's st_query_id, set apart from the text
+    /// too): a reader may pair a new text with the previous id for an instant.
+    query_id: AtomicI64,
     /// Most bytes of query text kept: track_activity_query_size - 1.
     max_query: usize,
     /// Per-connection facts (rarely written).
@@ -172,6 +179,7 @@ impl ActivitySlot {
             query_start: AtomicI64::new(0),
             state_change: AtomicI64::new(0),
             query_len: AtomicU32::new(0),
+            query_id: AtomicI64::new(0),
             words: (0..query_size.div_ceil(8)).map(|_| AtomicU64::new(0)).collect(),
             max_query: query_size.saturating_sub(1),
             info: Mutex::new(BackendInfo::default()),
@@ -181,6 +189,13 @@ impl ActivitySlot {
     }
 
     /// The owner updates its per-statement fields (no lock; see the module doc).
+    /// The statement's query id once it is known (0: none). Owner only.
+    #[inline]
+    pub fn set_query_id(&self, id: i64) {
+        // Relaxed: a value read as a sample (see the field).
+        self.query_id.store(id, Ordering::Relaxed);
+    }
+
     pub fn report(&self, r: Report<'_>) {
         let now = now_micros();
         // Relaxed: only the owner writes the counter; the fence orders it
@@ -291,6 +306,8 @@ impl ActivitySlot {
                 xact_start: t(xs),
                 query_start: t(qs),
                 state_change: t(sc),
+                // Relaxed: a sample (see the field).
+                query_id: Some(self.query_id.load(Ordering::Relaxed)).filter(|q| *q != 0),
             });
         }
     }
@@ -431,6 +448,7 @@ impl ActivityTable {
         // SeqCst: before the load of the sampler's flag (SamplerLatch).
         s.state.store(state as u8, Ordering::SeqCst);
         s.query_len.store(0, Ordering::Relaxed);
+        s.query_id.store(0, Ordering::Relaxed);
         // Release: readers that see the pid see the fields above.
         s.pid.store(pid, Ordering::Release);
         if state.is_busy() {
@@ -485,6 +503,12 @@ impl ActivityTable {
             let pid = s.pid.load(Ordering::Relaxed);
             (pid != 0).then(|| (i, pid, BackendState::from_u8(s.state.load(Ordering::Relaxed))))
         })
+    }
+
+    /// Slot `i`'s query id now (0: none); a sample, for the wait sampler.
+    pub fn sample_query_id(&self, i: usize) -> i64 {
+        // Relaxed: a sample.
+        self.slots.get(i).map_or(0, |s| s.query_id.load(Ordering::Relaxed))
     }
 
     /// The backend type of slot `id` (takes the slot's info mutex).

@@ -5,6 +5,8 @@ pub mod lwlock_stats;
 #[cfg(not(loom))]
 pub mod sampler;
 #[cfg(not(loom))]
+pub mod statements;
+#[cfg(not(loom))]
 pub mod tabstat;
 pub mod wait_event;
 

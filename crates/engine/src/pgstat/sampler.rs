@@ -141,7 +141,7 @@ impl WaitSampler {
                 continue;
             }
             let bt = *types.entry(pid).or_insert_with(|| activity.backend_type(BackendId(i as u32)).unwrap_or("client backend"));
-            got.push((Sample { pid, ts: now, event: ev, queryid: 0 }, bt));
+            got.push((Sample { pid, ts: now, event: ev, queryid: activity.sample_query_id(i) }, bt));
         }
         self.ticks.fetch_add(1, Ordering::Relaxed);
         if got.is_empty() {

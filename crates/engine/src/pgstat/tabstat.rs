@@ -115,6 +115,11 @@ struct Pending {
     last_report: Option<Instant>,
     /// Flush at the next report whatever the interval (pg_stat_force_next_flush).
     force: bool,
+    /// Buffer reads of the backend's life, hit and missed (never flushed:
+    /// pg_stat_statements takes the difference around a statement, as
+    /// PostgreSQL's pgBufferUsage).
+    usage_hit: u64,
+    usage_read: u64,
 }
 
 impl Pending {
@@ -292,10 +297,21 @@ impl BackendStats {
 
     /// A buffer of `rel` read (`hit`: found in the pool).
     pub fn count_buffer(&self, rel: RelFileLocator, hit: bool) {
-        self.table(rel, |t| {
-            t.blocks_fetched += 1;
-            t.blocks_hit += hit as u64;
-        });
+        let mut p = self.p.borrow_mut();
+        if hit {
+            p.usage_hit += 1;
+        } else {
+            p.usage_read += 1;
+        }
+        let t = p.table(rel);
+        t.blocks_fetched += 1;
+        t.blocks_hit += hit as u64;
+    }
+
+    /// Buffer reads so far in this backend's life: (hits, misses).
+    pub fn buffer_usage(&self) -> (u64, u64) {
+        let p = self.p.borrow();
+        (p.usage_hit, p.usage_read)
     }
 
     /// A deadlock was detected in this backend.

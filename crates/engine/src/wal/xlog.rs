@@ -1531,6 +1531,13 @@ impl Wal {
     /// Whether a checkpoint is due: `checkpoint_timeout` passed since the last one
     /// (and WAL was written since), or the WAL since its redo pointer reached
     /// max_wal_size / (1 + checkpoint_completion_target 0.9), as in PostgreSQL.
+    /// Whether checkpoint_timeout has passed since the last checkpoint with
+    /// WAL written since (what makes a checkpoint "timed" in pg_stat_bgwriter).
+    pub fn checkpoint_timed_due(&self, now: Instant) -> bool {
+        let t = lock(&self.ckpt);
+        self.insert_position() > t.last_end && now.saturating_duration_since(t.last_time) >= self.opts.checkpoint_timeout
+    }
+
     pub fn checkpoint_needed(&self, now: Instant) -> bool {
         let t = lock(&self.ckpt);
         let pos = self.insert_position();
