@@ -29,10 +29,10 @@
 //! removed at session end or the next start, so a temporary table never
 //! survives its session.
 
-use crate::catalog::{self, PG_CATALOG_NAMESPACE, PG_NAMESPACE, PUBLIC_NAMESPACE};
+use crate::catalog::{self, PG_CATALOG_NAMESPACE, PUBLIC_NAMESPACE};
 use crate::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
-use crate::types::{Type, Value};
+use crate::types::Value;
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;
@@ -92,7 +92,7 @@ fn ctx() -> PathCtx {
 }
 
 pub(crate) fn namespace_rel() -> RelStorage {
-    catalog::cat(PG_NAMESPACE, &[Type::Oid, Type::Text])
+    catalog::namespace_rel()
 }
 
 /// `pg_temp_N` of the session on this thread.
@@ -354,7 +354,7 @@ pub fn materialize(backend: &mut Backend, ns: u32) -> Result<u32> {
         return Ok(o);
     }
     let oid = backend.engine().new_oid();
-    insert_row(backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(my_temp_name())])?;
+    insert_row(backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(my_temp_name()), Value::Oid(crate::roles::BOOTSTRAP_SUPERUSER), Value::Null])?;
     backend.txn.command_counter_increment()?;
     Ok(oid)
 }

@@ -358,6 +358,8 @@ pub fn create(backend: &mut Backend, ns: u32, name: &str, opts: &SeqOptions, own
             Value::Oid(0),
             Value::Int4(1),
             Value::Float8(1.0),
+            Value::Oid(backend.current_user),
+            Value::Null,
         ],
     )?;
     let state = SeqState { opts: opts.clone(), last_value: opts.start, is_called: false, log_cnt: 0, owner };
@@ -838,6 +840,13 @@ pub fn analyze_call(a: &mut crate::analyze::Analyzer, name: &str, f: &pb::FuncCa
         Some(_) => return Err(SqlError::new(b"42809", format!("\"{rel}\" is not a sequence"))),
         None => return Err(SqlError::new(b"42P01", format!("relation \"{shown}\" does not exist")).at(a.sql, loc)),
     };
+    // PostgreSQL's checks: nextval USAGE or UPDATE, currval SELECT or USAGE, setval UPDATE.
+    let (privs, any) = match func {
+        SeqFunc::Nextval => (crate::acl::USAGE | crate::acl::UPDATE, true),
+        SeqFunc::Currval => (crate::acl::SELECT | crate::acl::USAGE, true),
+        _ => (crate::acl::UPDATE, false),
+    };
+    crate::catcache::require(a.backend, crate::acl::PermReq { rel: oid, privs, any, check_as: a.views.check_as });
     let mut args = vec![Expr::Const(Value::Oid(oid), Type::Oid), Expr::Const(Value::Text(rel), Type::Text)];
     if func == SeqFunc::Setval {
         for (i, n) in f.args[1..].iter().enumerate() {

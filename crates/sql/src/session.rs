@@ -355,6 +355,8 @@ struct Portal {
     /// The statement's text (pg_stat_activity.query while it runs).
     sql: Option<Arc<str>>,
     plan: Arc<Statement>,
+    /// The privileges the plan needs ([`crate::acl`]), checked when it starts.
+    perms: Arc<Vec<crate::acl::PermReq>>,
     params: Vec<Value>,
     state: PortalState,
     /// Made by DECLARE (a SQL cursor): its position for FETCH and MOVE.
@@ -395,6 +397,9 @@ pub struct Session {
     /// The role the connection authenticated as (SET SESSION AUTHORIZATION
     /// needs it to have been a superuser).
     authenticated_user: u32,
+    /// The privileges the last analysis found its statement needs
+    /// ([`crate::acl`]); kept with the plan it made.
+    analyzed_perms: Arc<Vec<crate::acl::PermReq>>,
     pub env: SessionEnv,
     status: TxnStatus,
     /// The open engine transaction is implicit (no BEGIN).
@@ -491,6 +496,7 @@ impl Session {
         push_stack_limit(&env);
         Session {
             authenticated_user: backend.session_user,
+            analyzed_perms: Arc::default(),
             backend,
             env,
             status: TxnStatus::Idle,
@@ -712,12 +718,12 @@ impl Session {
     fn begin_version(&mut self) -> PlanVersion {
         self.sync_datetime();
         let deps = crate::catcache::begin_deps(&self.backend);
-        PlanVersion { deps: Arc::new(deps), ddl: self.ddl_count }
+        PlanVersion { deps: Arc::new(deps), ddl: self.ddl_count, perms: Arc::default() }
     }
 
     fn end_version(&self, v: PlanVersion) -> PlanVersion {
         let deps = crate::catcache::take_deps(&self.backend, Arc::unwrap_or_clone(v.deps));
-        PlanVersion { deps: Arc::new(deps), ddl: v.ddl }
+        PlanVersion { deps: Arc::new(deps), ddl: v.ddl, perms: self.analyzed_perms.clone() }
     }
 
     /// Whether nothing the plan read changed since it was analyzed.
@@ -1130,6 +1136,14 @@ impl Session {
     // ---- analysis --------------------------------------------------------------
 
     fn analyze(&mut self, st: &ParsedStmt, param_types: &mut Vec<Option<Type>>, params_allowed: bool) -> Result<Statement> {
+        // What the statement needs (crate::acl), recorded by the analysis.
+        let outer = crate::catcache::begin_perms(&self.backend);
+        let r = self.analyze_inner(st, param_types, params_allowed);
+        self.analyzed_perms = Arc::new(crate::catcache::take_perms(&self.backend, outer));
+        r
+    }
+
+    fn analyze_inner(&mut self, st: &ParsedStmt, param_types: &mut Vec<Option<Type>>, params_allowed: bool) -> Result<Statement> {
         self.sync_datetime();
         if let pg_query::NodeEnum::TransactionStmt(_) | pg_query::NodeEnum::VariableSetStmt(_) | pg_query::NodeEnum::VariableShowStmt(_) = &st.node {
             let snap = ferrogres_engine::txn::snapshot::Snapshot {
@@ -1182,7 +1196,7 @@ impl Session {
         push_stack_limit(&self.env);
     }
 
-    fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+    fn run(&mut self, plan: &Statement, perms: &[crate::acl::PermReq], params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         // The statement's memory is bounded from here (crate::memory); the
         // executor's interrupt checks enforce it.
         let limit = self.cached_settings().memory_limit;
@@ -1193,7 +1207,7 @@ impl Session {
         if timeout > 0 {
             self.arm_statement_timer(Some(std::time::Duration::from_millis(timeout)));
         }
-        let mut r = self.run_statement(plan, params, out);
+        let mut r = self.run_statement(plan, perms, params, out);
         if let Err(e) = &mut r {
             self.resolve_error_schema(e);
         }
@@ -1235,7 +1249,7 @@ impl Session {
         let _ = self.backend.engine().locks.set_statement_deadline(self.backend.id(), deadline);
     }
 
-    fn run_statement(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+    fn run_statement(&mut self, plan: &Statement, perms: &[crate::acl::PermReq], params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         let locked_at_bind = self.plan_locked.take();
         (self.env.interrupts)()?;
         self.sync_datetime();
@@ -1386,6 +1400,9 @@ impl Session {
             crate::locking::lock_plan(&self.backend, plan)?;
         }
         let snap = self.backend.txn.statement_snapshot()?;
+        // Executor start: the privileges the plan recorded, checked every run.
+        crate::acl::check_perms(&self.backend, &snap, perms)?;
+        crate::grant::check_ddl(&self.backend, &snap, plan)?;
         let result = self.run_in_txn(plan, params, snap, out);
         self.apply_pgstat_requests();
         crate::locking::flush_notices(&mut self.env, out)?;
@@ -1501,7 +1518,10 @@ impl Session {
                         Some(t) if t.namespace == catalog::PG_CATALOG_NAMESPACE => {
                             return Err(SqlError::new(b"42501", format!("permission denied: \"{name}\" is a system catalog")))
                         }
-                        Some(t) => found.push(t),
+                        Some(t) => {
+                            crate::acl::check_rel_owner(&self.backend, &snap, t.oid)?;
+                            found.push(t)
+                        }
                         None if *missing_ok => {
                             if self.env.shows(Severity::Notice) {
                                 out.notice(&SqlError::notice(b"00000", format!("table \"{shown}\" does not exist, skipping")))?;
@@ -1579,6 +1599,20 @@ impl Session {
                 self.ddl_count += 1;
                 let enc = self.env.get("password_encryption").unwrap_or_default();
                 Ok((None, crate::roles::execute(&mut self.backend, &snap, cmd, &enc, out)?))
+            }
+            Statement::Grant(cmd) => {
+                self.did_ddl = true;
+                self.ddl_count += 1;
+                let shows = self.env.shows(Severity::Warning);
+                let mut notice = |n: SqlError| if shows { out.notice(&n) } else { Ok(()) };
+                Ok((None, crate::grant::execute(&mut self.backend, &snap, cmd, &mut notice)?))
+            }
+            Statement::Owner(cmd) => {
+                self.did_ddl = true;
+                self.ddl_count += 1;
+                let shows = self.env.shows(Severity::Notice);
+                let mut notice = |n: SqlError| if shows { out.notice(&n) } else { Ok(()) };
+                Ok((None, crate::grant::alter_owner(&mut self.backend, &snap, cmd, &mut notice)?))
             }
             Statement::Ddl(cmd) => {
                 self.did_ddl = true;
@@ -1703,7 +1737,7 @@ impl Session {
             pg_query::NodeEnum::FetchStmt(f) => return self.sql_fetch(f, out),
             _ => {}
         }
-        let plan = self.simple_plan(st, index)?;
+        let (plan, perms) = self.simple_plan(st, index)?;
         self.check_not_failed(Some(&*plan))?;
         let cols = self.describe_plan(&plan);
         // A query's rows go to the client as they are made.
@@ -1711,7 +1745,7 @@ impl Session {
         if streamed {
             self.stream_rows = cols.clone();
         }
-        let r = self.run(&plan, &[], out);
+        let r = self.run(&plan, &perms, &[], out);
         let sent = streamed && self.stream_rows.take().is_none();
         let (rows, tag) = r?;
         if let (Some(cols), false) = (cols, sent) {
@@ -1726,7 +1760,7 @@ impl Session {
     /// The plan of a simple-query statement: the cached one if the catalog and
     /// settings are as they were when it was analyzed, checked again once its
     /// relation locks are held; else a fresh analysis, kept if it may be.
-    fn simple_plan(&mut self, st: &ParsedStmt, index: usize) -> Result<std::sync::Arc<Statement>> {
+    fn simple_plan(&mut self, st: &ParsedStmt, index: usize) -> Result<(std::sync::Arc<Statement>, Arc<Vec<crate::acl::PermReq>>)> {
         let key = (st.sql.clone(), index);
         if self.status != TxnStatus::Failed {
             self.sync_datetime();
@@ -1738,7 +1772,7 @@ impl Session {
                     // we waited for is seen here.
                     crate::locking::lock_plan(&self.backend, &plan)?;
                     if self.plan_valid(&version) {
-                        return Ok(plan);
+                        return Ok((plan, version.perms));
                     }
                 }
                 self.plan_cache.remove(&key);
@@ -1755,10 +1789,11 @@ impl Session {
         if !params.is_empty() {
             return Err(SqlError::new(b"42P02", "there is no parameter $1"));
         }
+        let perms = version.perms.clone();
         if !volatile && crate::plan_cache::cacheable(&plan) {
             self.plan_cache.insert(key, plan.clone(), version, settings);
         }
-        Ok(plan)
+        Ok((plan, perms))
     }
 
     // ---- DECLARE / FETCH / MOVE ---------------------------------------------------
@@ -1799,11 +1834,12 @@ impl Session {
             return Err(SqlError::not_supported("DECLARE CURSOR for a statement other than SELECT or VALUES"));
         }
         self.open_query = true;
-        let r = self.run(&plan, &[], out);
+        let perms = self.analyzed_perms.clone();
+        let r = self.run(&plan, &perms, &[], out);
         self.open_query = false;
         r?;
         let q = self.opened.take().ok_or_else(|| SqlError::internal("DECLARE opened no executor"))?;
-        let portal = Portal { sql: Some(st.sql.clone()), plan, params: Vec::new(), state: PortalState::Running(q), cursor: Some(CursorPos::default()) };
+        let portal = Portal { sql: Some(st.sql.clone()), plan, perms: Arc::default(), params: Vec::new(), state: PortalState::Running(q), cursor: Some(CursorPos::default()) };
         self.portals.insert(d.portalname.clone(), portal);
         out.command_complete("DECLARE CURSOR")
     }
@@ -1980,8 +2016,9 @@ impl Session {
         }
         self.revalidate_prepared(&e.name)?;
         let plan = self.prepared[&e.name].plan.clone();
+        let perms = self.prepared[&e.name].version.perms.clone();
         let cols = self.describe_plan(&plan);
-        let (rows, tag) = self.run(&plan, &values, out)?;
+        let (rows, tag) = self.run(&plan, &perms, &values, out)?;
         if let Some(cols) = cols {
             out.row_description(&cols)?;
             for r in rows.unwrap_or_default() {
@@ -2165,11 +2202,12 @@ impl Session {
             return Err(SqlError::new(b"42P03", format!("cursor \"{portal}\" already exists")));
         }
         let plan = p.plan.clone();
+        let perms = p.version.perms.clone();
         let sql = p.parsed.as_ref().map(|x| x.sql.clone());
         if !matches!(*plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
             self.ensure_txn()?;
         }
-        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted, cursor: None });
+        self.portals.insert(portal.to_string(), Portal { sql, plan, perms, params: values, state: PortalState::NotStarted, cursor: None });
         Ok(())
     }
 
@@ -2207,7 +2245,7 @@ impl Session {
             // A query's executor is opened and kept; other statements run to
             // completion here and their rows (RETURNING, SHOW) wait in the portal.
             self.open_query = matches!(*p.plan, Statement::Query(_));
-            let r = self.run(&p.plan, &p.params, out);
+            let r = self.run(&p.plan, &p.perms, &p.params, out);
             self.open_query = false;
             let (rows, tag) = r?;
             p.state = match (self.opened.take(), rows) {

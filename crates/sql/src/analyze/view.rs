@@ -42,6 +42,10 @@ pub struct ViewContext {
     /// analyzed): CREATE VIEW and the updatability checks, which need the
     /// view's row type only.
     pub opaque: bool,
+    /// The role privileges are checked as for the relations this analysis
+    /// reads: the owner of the view being expanded; `None`: the current user
+    /// ([`crate::acl`]).
+    pub check_as: Option<u32>,
     /// The last [`Analyzer::view_ref`] answer, by (schema, name, search_path):
     /// a FROM item is looked up twice (the single-table path's test, then the
     /// item itself), and each lookup scans the catalogs.
@@ -192,6 +196,9 @@ impl<'a> Analyzer<'a> {
         crate::namespace::set_thread_search_path(&v.search_path);
         let mut views = self.views.clone();
         views.chain.push(v.oid);
+        // The view is read by the current role; what it reads, by its owner.
+        self.require(v.oid, crate::acl::SELECT);
+        views.check_as = Some(crate::acl::rel_acl(self.backend, self.snap, v.oid)?.map_or(crate::roles::BOOTSTRAP_SUPERUSER, |r| r.owner));
         let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, views, upper: Default::default() };
         let mut q = sub.select(sel).map_err(|mut e| {
             e.position = None;
