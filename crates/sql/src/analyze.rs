@@ -457,6 +457,12 @@ impl<'a> Analyzer<'a> {
         if schema == Some("information_schema") {
             return Err(self.err_at(SqlError::not_supported(format!("system view \"information_schema.{}\"", rv.relname)), rv.location));
         }
+        // An explicitly named schema needs USAGE (PostgreSQL's LookupExplicitNamespace).
+        if let Some(s) = schema {
+            if let Some(ns) = crate::namespace::schema_oid(self.backend, self.snap, s)? {
+                crate::acl::check_usage_of(self.backend, self.snap, ns).map_err(|e| self.err_at(e, rv.location))?;
+            }
+        }
         let found = match catalog::lookup_table(self.backend, self.snap, schema, &rv.relname) {
             // A missing schema reads as a missing relation here, as in PostgreSQL.
             Err(e) if e.sqlstate() == "3F000" => None,
@@ -1877,6 +1883,7 @@ impl<'a> Analyzer<'a> {
         let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
         let namespace = crate::namespace::creation_namespace(self.backend, self.snap, schema, temp, &rv.relname)
             .map_err(|e| if matches!(e.sqlstate(), "3F000" | "42P16") { self.err_at(e, rv.location) } else { e })?;
+        crate::acl::check_create_in(self.backend, self.snap, namespace).map_err(|e| self.err_at(e, rv.location))?;
         let mut columns: Vec<Column> = Vec::new();
         let mut constraints: Vec<(pb::Constraint, Option<String>)> = Vec::new();
         let mut extras = crate::constraints::CreateExtras::default();

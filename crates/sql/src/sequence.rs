@@ -586,6 +586,7 @@ pub fn analyze_create(a: &crate::analyze::Analyzer, s: &pb::CreateSeqStmt) -> Re
     let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
     let namespace = crate::namespace::creation_namespace(a.backend, a.snap, schema, rv.relpersistence == "t", &rv.relname)
         .map_err(|e| if e.sqlstate() == "3F000" && schema.is_some() { e.at(a.sql, rv.location) } else { e })?;
+    crate::acl::check_create_in(a.backend, a.snap, namespace).map_err(|e| e.at(a.sql, rv.location))?;
     let raw = parse_options(a, &s.options)?;
     if raw.restart.is_some() {
         return Err(SqlError::not_supported("RESTART in CREATE SEQUENCE"));

@@ -124,6 +124,7 @@ impl<'a> Analyzer<'a> {
         let temp = rv.relpersistence == "t" || reads_temp;
         let namespace = crate::namespace::creation_namespace(self.backend, self.snap, schema, temp, &rv.relname)
             .map_err(|e| if e.sqlstate() == "3F000" && schema.is_some() { e.at(self.sql, rv.location) } else { e })?;
+        crate::acl::check_create_in(self.backend, self.snap, namespace).map_err(|e| e.at(self.sql, rv.location))?;
         let cmd = ViewCmd::Create {
             namespace,
             name: rv.relname.clone(),
