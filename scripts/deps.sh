@@ -8,7 +8,11 @@
 #                           reference server; psql, pgbench, pg_regress and
 #                           pg_isolation_regress from its client package), valgrind and
 #                           perf (the benchmark harness), openssl (the TLS tests' certificates), the harness's python packages,
-#                           tpchgen-cli (prebuilt, from PyPI) into bench/.cache
+#                           tpchgen-cli (prebuilt, from PyPI) into bench/.cache; the client
+#                           suite's drivers (crates/ferrogres/tests/clients.rs): the python
+#                           ones of clients/requirements.txt (pip; into clients/.venv on
+#                           Debian's own python), node-postgres (npm ci in clients/node),
+#                           a JDK and Debian's pgjdbc, Go and Debian's pgx v4
 #
 # Runs apt-get as root, or through sudo when not root. Called by scripts/run.sh and
 # scripts/test.sh (README's two commands) and so by .ci/run.
@@ -40,6 +44,17 @@ if [ "$what" = test ]; then
   # tests/tls.rs makes its test CA and server certificate with openssl.
   command -v openssl >/dev/null || need+=(openssl)
   command -v fallocate >/dev/null || need+=(util-linux)
+  # The client suite: node-postgres runs on node, pgjdbc on a JDK (the source
+  # launcher compiles its one class), pgx in GOPATH mode from Debian's sources.
+  command -v node >/dev/null || need+=(nodejs)
+  command -v npm >/dev/null || need+=(npm)
+  command -v java >/dev/null || need+=(default-jdk-headless)
+  [ -e /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
+  command -v go >/dev/null || need+=(golang-go)
+  [ -d /usr/share/gocode/src/github.com/jackc/pgx/v4 ] || need+=(golang-github-jackc-pgx-v4-dev)
+  if [ "$(command -v python3 || echo /usr/bin/python3)" = /usr/bin/python3 ] && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+    need+=(python3-venv)
+  fi
   if ! command -v python3 >/dev/null; then
     need+=(python3 python3-numpy python3-matplotlib)
   elif ! python3 -c 'import numpy, matplotlib' 2>/dev/null; then
@@ -73,6 +88,37 @@ if [ -n "$pip_reqs" ]; then
   echo "scripts/deps.sh: installing the python packages of $pip_reqs" >&2
   python3 -m pip install -q -r "$pip_reqs"
 fi
+# The client suite's python drivers, at the versions of clients/requirements.txt:
+# into the running python (pyenv, a venv), or into clients/.venv on Debian's own
+# python (PEP 668), which the test then prefers.
+if [ "$what" = test ]; then
+  client_py=python3
+  if [ "$(command -v python3)" = /usr/bin/python3 ]; then
+    [ -x clients/.venv/bin/python3 ] || python3 -m venv clients/.venv
+    client_py=clients/.venv/bin/python3
+  fi
+  if ! "$client_py" - clients/requirements.txt <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for line in open(sys.argv[1]):
+    line = line.split("#")[0].strip()
+    if line:
+        name, want = line.split("==")
+        if version(name.split("[")[0]) != want:
+            sys.exit(1)
+PY
+  then
+    echo "scripts/deps.sh: installing the client suite's python drivers (clients/requirements.txt)" >&2
+    "$client_py" -m pip install -q -r clients/requirements.txt
+  fi
+  pg_wanted=$(sed -n 's/.*"pg": "\(.*\)".*/\1/p' clients/node/package.json)
+  pg_have=$(node -p "require('./clients/node/node_modules/pg/package.json').version" 2>/dev/null || true)
+  if [ "$pg_have" != "$pg_wanted" ]; then
+    echo "scripts/deps.sh: installing node-postgres $pg_wanted (npm ci in clients/node)" >&2
+    (cd clients/node && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+
 # The TPC-H generator of the tpch workload (bench/harness/tpch.py): the tpchgen-cli
 # crate's binary as its authors publish it prebuilt on PyPI, taken out of the wheel into
 # the harness's cache (works with any python, PEP 668 or not; `cargo install` of the

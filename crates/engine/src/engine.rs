@@ -78,6 +78,8 @@ pub struct Engine {
     pub sampler: Arc<crate::pgstat::sampler::WaitSampler>,
     /// Shared relation-extension state of the heap (batches of extra pages).
     pub(crate) heap_space: heapam::SpaceMap,
+    /// The chunk indexes of TOAST relations opened so far (heap::toastam).
+    pub(crate) toast_indexes: crate::heap::toastam::ToastIndexes,
     /// The metapage caches and insert counters of hash indexes (hash::metacache).
     pub(crate) hash_caches: crate::hash::CacheRegistry,
     /// Per-relation tuple counters and the autovacuum launcher (heap::autovacuum).
@@ -316,6 +318,7 @@ impl Engine {
             activity,
             sampler,
             heap_space: heapam::SpaceMap::default(),
+            toast_indexes: Default::default(),
             hash_caches: crate::hash::CacheRegistry::default(),
             pgstat_tables: Default::default(),
             next_oid: AtomicU32::new(ck.next_oid.max(FIRST_NORMAL_OBJECT_ID)),
@@ -611,6 +614,7 @@ impl Engine {
         for &n in &doomed {
             let rel = RelFileLocator { rel_number: n, ..proto };
             self.buffers.drop_relation_buffers(rel);
+            self.toast_indexes.forget(rel);
             self.smgr.unlink(rel, None)?;
         }
         doomed.sort_unstable();
@@ -620,7 +624,11 @@ impl Engine {
     /// Creates the main fork of a new relation, WAL-logged so that recovery
     /// re-creates the file.
     pub fn create_relation(&self, rel: RelFileLocator) -> Result<()> {
-        let fork = crate::storage::ForkNumber::Main;
+        self.create_relation_fork(rel, crate::storage::ForkNumber::Main)
+    }
+
+    /// Creates fork `fork` of a relation, WAL-logged like [`Engine::create_relation`].
+    pub fn create_relation_fork(&self, rel: RelFileLocator, fork: crate::storage::ForkNumber) -> Result<()> {
         let mut body = encode_rel(rel);
         body.push(fork as u8);
         let mut rb = RecordBuilder::new(RmgrId::Smgr, XLOG_SMGR_CREATE);

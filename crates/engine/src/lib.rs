@@ -31,10 +31,13 @@ pub mod engine;
 pub mod error;
 pub mod hash;
 pub mod heap;
+#[cfg(not(loom))]
+pub mod latch;
 pub mod lmgr;
 pub mod memacct;
 #[cfg(not(loom))]
 pub mod nbtree;
+#[cfg(not(loom))]
 pub mod notify;
 pub mod pgstat;
 pub mod replication;

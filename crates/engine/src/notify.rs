@@ -19,13 +19,20 @@
 //! Invariants: `0 <= bytes <= max_bytes` after every commit of NOTIFY; a
 //! commit that would pass `max_bytes` fails before it commits, with
 //! PostgreSQL's 54000 `too many notifications in the NOTIFY queue`
-//! ([`NotifyQueue::check_room`]). `pending_flag[backend]` is true when that
-//! listener's queue may be non-empty (read without the mutex by the idle loop
-//! of the wire server, so polling costs one atomic load).
+//! ([`NotifyQueue::check_room`]). A listener's [`NotifySignal`] is set when
+//! its queue may be non-empty and cleared when it is drained, both under the
+//! mutex. The idle loop of the wire server reads it without the mutex (one
+//! atomic load) and waits on its eventfd beside the client's socket, so a
+//! committed NOTIFY wakes an idle listener at once, as PostgreSQL's
+//! SIGUSR1 + latch do, instead of being found by a timer.
 
 use std::collections::{HashMap, VecDeque};
-use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::{Arc, Mutex, MutexGuard};
+
+/// A listener's wake-up ("notifications may be waiting"): set by a committing
+/// sender and reset by the drain ([`NotifyQueue::take`]), both under the
+/// queue's mutex, so a set after a reset is never lost.
+pub type NotifySignal = crate::latch::Latch;
 
 /// One notification as the client receives it (NotificationResponse).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +49,7 @@ struct Listener {
     channels: Vec<String>,
     pending: VecDeque<Notification>,
     bytes: usize,
-    flag: Arc<AtomicBool>,
+    flag: Arc<NotifySignal>,
 }
 
 #[derive(Default)]
@@ -82,7 +89,7 @@ impl NotifyQueue {
     /// At the commit of LISTEN / UNLISTEN: `backend` (connected to `database`)
     /// listens on exactly `channels` from now on (none: it is no listener).
     /// Returns the flag that says notifications may be pending for it.
-    pub fn set_channels(&self, backend: u32, database: u32, channels: &[String]) -> Option<Arc<AtomicBool>> {
+    pub fn set_channels(&self, backend: u32, database: u32, channels: &[String]) -> Option<Arc<NotifySignal>> {
         let mut g = self.lock();
         if channels.is_empty() {
             if let Some(l) = g.listeners.get(&backend) {
@@ -101,7 +108,7 @@ impl NotifyQueue {
             channels: Vec::new(),
             pending: VecDeque::new(),
             bytes: 0,
-            flag: Arc::new(AtomicBool::new(false)),
+            flag: Arc::new(NotifySignal::new()),
         });
         l.database = database;
         l.channels = channels.to_vec();
@@ -143,7 +150,7 @@ impl NotifyQueue {
             }
             if any {
                 // Release: the idle loop that sees the flag then takes the mutex.
-                l.flag.store(true, Ordering::Release);
+                l.flag.set();
             }
         }
         g.bytes += added;
@@ -153,7 +160,7 @@ impl NotifyQueue {
     pub fn take(&self, backend: u32) -> Vec<Notification> {
         let mut g = self.lock();
         let Some(l) = g.listeners.get_mut(&backend) else { return Vec::new() };
-        l.flag.store(false, Ordering::Relaxed); // under the mutex: no send in between
+        l.flag.reset(); // under the mutex: no send in between
         let out: Vec<Notification> = l.pending.drain(..).collect();
         let freed = std::mem::take(&mut l.bytes);
         let gone = l.channels.is_empty();
@@ -182,6 +189,13 @@ impl NotifyQueue {
 mod tests {
     use super::*;
 
+    /// Whether the signal's eventfd polls readable right now.
+    fn readable(s: &NotifySignal) -> bool {
+        let mut p = libc::pollfd { fd: s.fd().expect("eventfd"), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, no wait.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    }
+
     fn note(ch: &str, p: &str) -> Notification {
         Notification { pid: 7, channel: ch.into(), payload: p.into() }
     }
@@ -193,10 +207,12 @@ mod tests {
         let flag = q.set_channels(1, 5, &chans).expect("listener");
         q.set_channels(2, 6, &chans);
         q.send(5, &[note("a", "x"), note("b", "y")]);
-        assert!(flag.load(Ordering::Acquire));
+        assert!(flag.is_set());
+        assert!(readable(&flag));
         assert_eq!(q.take(1), vec![note("a", "x")]);
         assert!(q.take(2).is_empty());
-        assert!(!flag.load(Ordering::Acquire));
+        assert!(!flag.is_set());
+        assert!(!readable(&flag));
         q.remove(1);
         q.remove(2);
         assert_eq!(q.lock().bytes, 0);

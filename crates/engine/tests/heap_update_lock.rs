@@ -352,7 +352,7 @@ fn nowait_errors_and_skip_locked_skips() {
         });
         assert_eq!(res, nowait_err);
         let res = t2.run(move |b| {
-            let o = DeleteOptions { wait_policy: WaitPolicy::NoWait, relname: REL };
+            let o = DeleteOptions { wait_policy: WaitPolicy::NoWait, relname: REL, toast_desc: None };
             Ok(format!("{:?}", heap_delete_ext(b, r, tid, o).map_err(err)?))
         });
         assert_eq!(res, nowait_err);

@@ -85,7 +85,7 @@ impl Backend for SqlBackend {
     }
 
     fn connection_stack_size(&self) -> usize {
-        ferrogres_sql::stack_depth::connection_stack_size()
+        ferrogres_datum::stack_depth::connection_stack_size()
     }
 
     fn engine(&self) -> Option<Arc<Engine>> {
@@ -152,7 +152,7 @@ impl Backend for SqlBackend {
         put("server_version_num", SERVER_VERSION_NUM);
         put("is_superuser", if role.superuser { "on" } else { "off" });
         // This thread's: the default, or less on a smaller stack (stack_depth).
-        put("max_stack_depth", &ferrogres_sql::stack_depth::default_setting());
+        put("max_stack_depth", &ferrogres_datum::stack_depth::default_setting());
         let overrides = self.overrides.read().unwrap_or_else(|p| p.into_inner()).clone();
         for (k, v) in overrides.iter() {
             put(k, v);
@@ -298,9 +298,9 @@ impl Output for Sink<'_> {
             .enumerate()
             .map(|(i, v)| {
                 if format_of(self.formats, i) == 1 {
-                    ferrogres_sql::types::send(v)
+                    ferrogres_datum::types::send(v)
                 } else {
-                    ferrogres_sql::types::output(v).map(String::into_bytes)
+                    ferrogres_datum::types::output(v).map(String::into_bytes)
                 }
             })
             .collect();
@@ -490,7 +490,7 @@ impl Session for SqlSession {
         self.s.take_notifications().into_iter().map(|n| (n.pid, n.channel, n.payload)).collect()
     }
 
-    fn notify_flag(&self) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+    fn notify_flag(&self) -> Option<Arc<ferrogres_engine::notify::NotifySignal>> {
         self.s.notify_flag()
     }
 }

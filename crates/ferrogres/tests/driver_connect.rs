@@ -454,6 +454,29 @@ fn listen_notify_between_two_sessions() {
 }
 
 #[test]
+fn savepoints_scope_notify_listen_and_unlisten() {
+    // The same script's output on PostgreSQL 15: what a rolled-back savepoint
+    // queued is dropped, what a released one queued commits with the block.
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut a = Conn::connect(srv.port);
+    a.q("LISTEN a").ok();
+    let ans = a.q("BEGIN; SAVEPOINT s; NOTIFY a, 'rolled back'; ROLLBACK TO s; NOTIFY a, 'kept'; \
+                   SAVEPOINT t; NOTIFY a, 'released'; RELEASE t; COMMIT").ok();
+    assert_eq!(ans.notifications, [(a.pid, "a".into(), "kept".into()), (a.pid, "a".into(), "released".into())]);
+    // A duplicate dropped at NOTIFY time stays sent when its savepoint rolls back.
+    let ans = a.q("BEGIN; NOTIFY a, 'dup'; SAVEPOINT s; NOTIFY a, 'dup'; ROLLBACK TO s; COMMIT").ok();
+    assert_eq!(ans.notifications, [(a.pid, "a".into(), "dup".into())]);
+    // ROLLBACK TO keeps the savepoint: a second rollback to it drops again.
+    let ans = a.q("BEGIN; SAVEPOINT s; NOTIFY a, 'x'; ROLLBACK TO s; NOTIFY a, 'y'; ROLLBACK TO s; COMMIT").ok();
+    assert!(ans.notifications.is_empty(), "{:?}", ans.notifications);
+    a.q("BEGIN; SAVEPOINT s; LISTEN b; ROLLBACK TO s; COMMIT").ok();
+    assert_eq!(a.q("SELECT pg_listening_channels()").ok().rows, [[Some("a".to_string())]]);
+    a.q("BEGIN; SAVEPOINT s; UNLISTEN a; ROLLBACK TO s; SAVEPOINT s2; LISTEN c; RELEASE s2; COMMIT").ok();
+    assert_eq!(a.q("SELECT pg_listening_channels()").ok().rows, [[Some("a".to_string())], [Some("c".to_string())]]);
+}
+
+#[test]
 fn catalog_gaps_pg_range_expandarray_max_index_keys() {
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start(dir.path());
@@ -467,6 +490,45 @@ fn catalog_gaps_pg_range_expandarray_max_index_keys() {
     let row: Vec<String> = a.rows[0].iter().map(|v| v.clone().unwrap_or_default()).collect();
     assert_eq!(row, ["32", "internal", "integer", "32", "32"]);
     assert_eq!(c.q("SHOW max_identifier_length").one(), "63");
+}
+
+/// Expression defaults (SERIAL's nextval, now()) are visible to
+/// information_schema.columns and pg_attrdef (pgjdbc's getColumns and
+/// isAutoIncrement, SQLAlchemy's reflection), and pg_sequence has the
+/// sequences' options (SQLAlchemy reads it for every column), as in
+/// PostgreSQL 15.
+#[test]
+fn expression_defaults_and_pg_sequence_are_visible() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut c = Conn::connect(srv.port);
+    c.q("CREATE TABLE sq (id serial, b timestamp DEFAULT now(), c int DEFAULT 5, d text DEFAULT 'x')").ok();
+    c.q("CREATE SEQUENCE q INCREMENT 5 START 10 CYCLE").ok();
+    let rows = |a: Answer| -> Vec<String> {
+        assert!(a.error.is_none(), "unexpected error {:?}", a.error);
+        a.rows.iter().map(|r| r.iter().map(|v| v.clone().unwrap_or_default()).collect::<Vec<_>>().join("|")).collect()
+    };
+    assert_eq!(
+        rows(c.q("SELECT column_name, column_default FROM information_schema.columns WHERE table_name = 'sq' ORDER BY ordinal_position")),
+        ["id|nextval('sq_id_seq'::regclass)", "b|now()", "c|5", "d|'x'::text"]
+    );
+    assert_eq!(
+        rows(c.q("SELECT adnum, pg_get_expr(adbin, adrelid) FROM pg_attrdef ORDER BY adnum")),
+        ["1|nextval('sq_id_seq'::regclass)", "2|now()", "3|5", "4|'x'::text"]
+    );
+    assert_eq!(
+        rows(c.q("SELECT attname, atthasdef FROM pg_attribute WHERE attrelid = 'sq'::regclass AND attnum > 0 ORDER BY attnum")),
+        ["id|t", "b|t", "c|t", "d|t"]
+    );
+    let a = c.q("SELECT * FROM pg_sequence WHERE false");
+    assert_eq!(a.columns, ["seqrelid", "seqtypid", "seqstart", "seqincrement", "seqmax", "seqmin", "seqcache", "seqcycle"]);
+    assert_eq!(
+        rows(c.q("SELECT seqtypid, seqstart, seqincrement, seqmax, seqmin, seqcache, seqcycle FROM pg_sequence \
+                  WHERE seqrelid IN ('sq_id_seq'::regclass, 'q'::regclass) ORDER BY seqstart")),
+        ["23|1|1|2147483647|1|1|f", "20|10|5|9223372036854775807|1|1|t"]
+    );
+    c.q("DROP SEQUENCE q").ok();
+    assert_eq!(rows(c.q("SELECT count(*) FROM pg_sequence")), ["1"]);
 }
 
 #[test]
@@ -486,4 +548,20 @@ fn upsert_returning_star_skips_dropped_columns() {
     assert_eq!(a.columns, ["a", "c", "k"]);
     let a = c.q("INSERT INTO t VALUES (1, 5) ON CONFLICT (a) DO UPDATE SET c = excluded.\"........pg.dropped.2........\" RETURNING *");
     assert_eq!(a.code(), "42703");
+}
+
+/// A WITH query that reads a column of an enclosing query, recursive or not,
+/// inside a scalar subquery (asyncpg's type introspection has one): bound to
+/// each outer row, as in PostgreSQL 15.
+#[test]
+fn correlated_cte_in_a_scalar_subquery() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut c = Conn::connect(srv.port);
+    let a = c
+        .q("SELECT t.x, (WITH RECURSIVE r(v, d) AS (SELECT t.x, 0 UNION ALL SELECT v + 1, d + 1 FROM r WHERE d < 2) SELECT max(v) FROM r), \
+            (WITH c AS (SELECT t.x * 2 AS y) SELECT y FROM c) FROM (VALUES (1), (10)) t(x)")
+        .ok();
+    let rows: Vec<Vec<String>> = a.rows.iter().map(|r| r.iter().map(|v| v.clone().unwrap_or_default()).collect()).collect();
+    assert_eq!(rows, [["1", "3", "2"], ["10", "12", "20"]]);
 }

@@ -9,7 +9,7 @@
 mod common;
 use common::client::Client;
 use common::server::Server;
-use common::{bind, execute, parse, read_message, sync};
+use common::{bind, describe, execute, parse, read_message, sync};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -240,6 +240,39 @@ fn sql_cursors_fetch_move_close() {
     // Command tags, through psql.
     let out = srv.sql_ok("BEGIN; DECLARE c CURSOR FOR SELECT a FROM t ORDER BY a; MOVE FORWARD 4 IN c; FETCH 2 FROM c; MOVE ALL IN c; FETCH c; COMMIT;");
     assert_eq!(out, "BEGIN\nDECLARE CURSOR\nMOVE 4\n5\n6\nMOVE 4\nCOMMIT\n", "{out}");
+}
+
+/// DECLARE and FETCH / MOVE through Parse/Bind/Execute, as psycopg's named
+/// cursors and pgx send them: DECLARE takes Bind's parameters and describes as
+/// NoData, a FETCH describes as its cursor's columns; the answers and tags are
+/// PostgreSQL 15's. A FETCH portal run with a row limit is 0A000 (PostgreSQL
+/// keeps the fetched rows for the next Execute).
+#[test]
+fn declare_and_fetch_through_the_extended_protocol() {
+    let srv = Server::start_temp(&[]);
+    let mut c = Client::connect(srv.port);
+    let decl = "DECLARE c CURSOR FOR SELECT g AS n FROM generate_series(1, $1) g WHERE g > $2";
+    // Outside a transaction block: 25P01, at Execute.
+    c.send(&[parse("", decl, &[23, 23]), bind("", "", &[], &[Some(b"5"), Some(b"1")], &[]), execute("", 0), sync()].concat());
+    assert_eq!(trace(&mut c), v(&["1", "2", "E:25P01", "Z:I"]));
+    assert!(c.query("BEGIN").error.is_none());
+    c.send(&[parse("d", decl, &[23, 23]), describe(b'S', "d"), bind("", "d", &[], &[Some(b"5"), Some(b"1")], &[]), describe(b'P', ""), execute("", 0), sync()].concat());
+    assert_eq!(trace(&mut c), v(&["1", "t", "n", "2", "n", "C:DECLARE CURSOR", "Z:T"]));
+    c.send(&[parse("f", "FETCH 2 FROM c", &[]), describe(b'S', "f"), bind("", "f", &[], &[], &[]), describe(b'P', ""), execute("", 0), sync()].concat());
+    assert_eq!(trace(&mut c), v(&["1", "t", "T", "2", "T", "2", "3", "C:FETCH 2", "Z:T"]));
+    c.send(&[parse("", "MOVE 1 IN c", &[]), bind("", "", &[], &[], &[]), describe(b'P', ""), execute("", 0), sync()].concat());
+    assert_eq!(trace(&mut c), v(&["1", "2", "n", "C:MOVE 1", "Z:T"]));
+    c.send(&[parse("", "FETCH ALL FROM c", &[]), bind("", "", &[], &[], &[]), execute("", 0), bind("", "", &[], &[], &[]), execute("", 0), sync()].concat());
+    assert_eq!(trace(&mut c), v(&["1", "2", "5", "C:FETCH 1", "2", "C:FETCH 0", "Z:T"]));
+    c.send(&[parse("", "FETCH 1 FROM nope", &[]), bind("", "", &[], &[], &[]), execute("", 0), sync()].concat());
+    assert_eq!(trace(&mut c), v(&["1", "2", "E:34000", "Z:E"]));
+    assert!(c.query("ROLLBACK").error.is_none());
+    // A row limit on a FETCH portal.
+    assert!(c.query("BEGIN").error.is_none());
+    c.send(&[parse("", "DECLARE c CURSOR FOR SELECT 1", &[]), bind("", "", &[], &[], &[]), execute("", 0), parse("", "FETCH ALL FROM c", &[]), bind("", "", &[], &[], &[]), execute("", 1), sync()].concat());
+    assert_eq!(trace(&mut c), v(&["1", "2", "C:DECLARE CURSOR", "1", "2", "E:0A000", "Z:E"]));
+    assert!(c.query("ROLLBACK").error.is_none());
+    assert_eq!(c.query("SELECT 'usable'").rows[0][0].as_deref(), Some("usable"));
 }
 
 /// psql's FETCH_COUNT reads a result through a cursor (DECLARE, FETCH

@@ -6,59 +6,10 @@
 //! `\l` is compared whole, after a CREATE DATABASE on both.
 
 mod common;
+use common::pg15::Pg15;
 use common::server::Server;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
-
-/// A PostgreSQL 15 started on a private directory; stopped on drop.
-struct Pg15 {
-    dir: std::path::PathBuf,
-    port: u16,
-}
-
-fn as_postgres(cmd: &str) -> Command {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        let mut c = Command::new("su");
-        c.args(["postgres", "-c", cmd]);
-        c
-    } else {
-        let mut c = Command::new("sh");
-        c.args(["-c", cmd]);
-        c
-    }
-}
-
-impl Pg15 {
-    fn start(dir: &Path) -> Pg15 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        std::fs::create_dir_all(dir).unwrap();
-        // The postgres account must own the directory.
-        let _ = Command::new("chown").args(["-R", "postgres"]).arg(dir).status();
-        let d = dir.display();
-        let ok = as_postgres(&format!("{PG_BIN}/initdb --no-locale -E UTF8 -U postgres -D {d}/data >/dev/null")).status().unwrap();
-        assert!(ok.success(), "initdb failed");
-        let ok = as_postgres(&format!("{PG_BIN}/pg_ctl -D {d}/data -o '-p {port} -k {d}' -l {d}/log -w start >/dev/null")).status().unwrap();
-        assert!(ok.success(), "pg_ctl start failed");
-        Pg15 { dir: dir.to_path_buf(), port }
-    }
-
-    fn cmd(&self, prog: &str) -> Command {
-        let mut c = Command::new(prog);
-        c.arg("-h").arg(&self.dir).args(["-p", &self.port.to_string(), "-U", "postgres"]);
-        c.env_remove("PGOPTIONS").env_remove("PGSERVICE");
-        c
-    }
-}
-
-impl Drop for Pg15 {
-    fn drop(&mut self) {
-        let _ = as_postgres(&format!("{PG_BIN}/pg_ctl -D {}/data -m immediate stop >/dev/null", self.dir.display())).status();
-    }
-}
 
 const SETUP: &str = "CREATE TABLE t (a int PRIMARY KEY, b text[] DEFAULT '{}', c varchar(10) NOT NULL, d bigint DEFAULT -1);\n\
                      CREATE UNIQUE INDEX t_c_idx ON t (c DESC);\n\

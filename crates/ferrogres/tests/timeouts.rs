@@ -178,6 +178,48 @@ fn until_closed(s: &mut TcpStream) -> (Option<(String, String)>, Duration) {
     }
 }
 
+/// Like [`until_closed`], also collecting the NotificationResponses (channel,
+/// payload) that came before the end.
+fn notifications_until_closed(s: &mut TcpStream) -> (Vec<(String, String)>, Option<String>, Duration) {
+    let t = Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (mut notes, mut fatal) = (Vec::new(), None);
+    loop {
+        let mut h = [0u8; 5];
+        if s.read_exact(&mut h).is_err() {
+            return (notes, fatal, t.elapsed());
+        }
+        let len = i32::from_be_bytes(h[1..5].try_into().unwrap()) as usize;
+        let mut b = vec![0; len - 4];
+        s.read_exact(&mut b).unwrap();
+        match h[0] {
+            b'E' => fatal = Some(common::fields(&b)[&b'C'].clone()),
+            b'A' => {
+                let mut parts = b[4..].split(|&c| c == 0).map(|p| String::from_utf8_lossy(p).into_owned());
+                notes.push((parts.next().unwrap(), parts.next().unwrap()));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_listening_session_gets_notifications_and_still_times_out_when_idle() {
+    // The idle wait of a listener watches the socket and the notification
+    // wake-up together, and still ends at the idle-session timeout.
+    let srv = Server::start_temp(&[]);
+    let mut a = Client::connect(srv.port);
+    let mut b = Client::connect(srv.port);
+    ok(&a.q("LISTEN ch"));
+    ok(&a.q("SET idle_session_timeout = '1500ms'"));
+    std::thread::sleep(Duration::from_millis(300));
+    ok(&b.q("NOTIFY ch, 'one'"));
+    ok(&b.q("NOTIFY ch, 'two'"));
+    let (notes, fatal, _) = notifications_until_closed(&mut a.s);
+    assert_eq!(notes, [("ch".to_string(), "one".to_string()), ("ch".to_string(), "two".to_string())]);
+    assert_eq!(fatal.as_deref(), Some("57P05"));
+}
+
 #[test]
 fn idle_in_transaction_timeout_ends_the_connection() {
     let srv = Server::start_temp(&[]);

@@ -20,6 +20,7 @@ use pgwire::messages::{Message, PgWireFrontendMessage};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::time::Instant;
+use ferrogres_engine::notify::NotifySignal;
 
 /// Output is flushed when this much is buffered, besides at ReadyForQuery/Flush.
 const FLUSH_THRESHOLD: usize = 64 * 1024;
@@ -99,6 +100,36 @@ impl Io {
         };
         let _ = self.reader.get_ref().set_read_timeout(None);
         r
+    }
+
+    /// Waits until the client's socket is readable (`true`, also for EOF or an
+    /// error, which the next read reports) or `other` is (`false`), at most
+    /// `timeout` (`None`: no limit; `false` when it passes).
+    pub(crate) fn wait_readable_or(&mut self, other: std::os::fd::RawFd, timeout: Option<std::time::Duration>) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return true;
+        }
+        let tls = matches!(self.reader.get_ref(), Stream::Tls(_));
+        // rustls may hold decrypted bytes the socket no longer shows: one
+        // short read through the TLS session finds them first.
+        if tls && self.wait_readable(std::time::Duration::from_millis(1)) {
+            return true;
+        }
+        let sock = self.reader.get_ref().raw_fd();
+        let mut fds = [
+            libc::pollfd { fd: sock, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: other, events: libc::POLLIN, revents: 0 },
+        ];
+        let ms = timeout.map_or(-1, |t| t.as_millis().clamp(1, i32::MAX as u128) as i32);
+        loop {
+            // SAFETY: two valid pollfds in a live array.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            if n < 0 && std::io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            // An error from poll itself: let the read report what is wrong.
+            return n < 0 || fds[0].revents != 0;
+        }
     }
 
     /// Read one message after startup: `Ok(None)` on EOF. A bad frame (length out
@@ -580,27 +611,34 @@ impl Connection {
 
     /// The wait for the client's next message while the session is idle
     /// outside a transaction block and listens: notifications committed by
-    /// other sessions meanwhile are sent as they come (the flag is checked every
-    /// `NOTIFY_POLL`). `Ok(true)`: a message (or EOF) is there; `Ok(false)`:
-    /// `timeout` passed first.
-    fn wait_listening(&mut self, flag: &std::sync::atomic::AtomicBool, timeout: Option<std::time::Duration>) -> Result<bool, PgError> {
+    /// other sessions meanwhile are sent as they come. The wait polls the
+    /// client's socket and the listener's eventfd together, so a committed
+    /// NOTIFY wakes it at once (without an eventfd, the signal is checked
+    /// every `NOTIFY_POLL`). `Ok(true)`: a message (or EOF) is there;
+    /// `Ok(false)`: `timeout` passed first.
+    fn wait_listening(&mut self, signal: &NotifySignal, timeout: Option<std::time::Duration>) -> Result<bool, PgError> {
         const NOTIFY_POLL: std::time::Duration = std::time::Duration::from_millis(20);
         let deadline = timeout.map(|t| Instant::now() + t);
+        let wake = signal.fd();
         loop {
-            if flag.load(std::sync::atomic::Ordering::Acquire) && self.send_notifications()? {
+            if signal.is_set() && self.send_notifications()? {
                 self.io.flush()?;
             }
-            let step = match deadline {
+            let left = match deadline {
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         return Ok(false);
                     }
-                    left.min(NOTIFY_POLL)
+                    Some(left)
                 }
-                None => NOTIFY_POLL,
+                None => None,
             };
-            if self.io.wait_readable(step) {
+            let ready = match wake {
+                Some(fd) => self.io.wait_readable_or(fd, left),
+                None => self.io.wait_readable(left.map_or(NOTIFY_POLL, |l| l.min(NOTIFY_POLL))),
+            };
+            if ready {
                 return Ok(true);
             }
         }

@@ -453,7 +453,7 @@ pub trait Session: Send {
     /// LISTEN/NOTIFY: set when notifications may be waiting; while the
     /// session listens the connection checks it as it waits for the client,
     /// so an idle session gets them promptly. None: it does not listen.
-    fn notify_flag(&self) -> Option<std::sync::Arc<AtomicBool>> {
+    fn notify_flag(&self) -> Option<std::sync::Arc<ferrogres_engine::notify::NotifySignal>> {
         None
     }
 }

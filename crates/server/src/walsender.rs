@@ -17,8 +17,12 @@ const INT8_OID: u32 = 20;
 /// The largest XLogData payload (PostgreSQL's MAX_SEND_SIZE: 16 WAL pages).
 const MAX_SEND_SIZE: usize = 16 * 8192;
 /// How long the streaming loop sleeps when it has nothing to send and the client
-/// said nothing: the delay before new flushed WAL is seen.
+/// said nothing, when it has no eventfd latch (the kernel refused one): the delay
+/// before new flushed WAL is seen. With the latch, a WAL flush wakes it at once.
 const STREAM_POLL: Duration = Duration::from_millis(5);
+/// The longest sleep of the streaming loop with a latch (a terminate request
+/// also wakes it: the socket is shut down).
+const STREAM_IDLE_MAX: Duration = Duration::from_secs(1);
 /// Seconds between the Unix epoch and PostgreSQL's (2000-01-01).
 const PG_EPOCH_OFFSET_S: u64 = 946_684_800;
 
@@ -487,6 +491,11 @@ impl WalSender {
         io.flush()?;
         let reg = self.engine.walsenders.register(self.pid);
         reg.set_state("streaming");
+        // Set at each WAL flush (PostgreSQL's WalSndWakeup); reset before each
+        // look at the flushed position, so a flush after the look wakes the
+        // sleep below.
+        let latch = Arc::new(ferrogres_engine::latch::Latch::new());
+        let _watch = FlushWatch::new(&self.engine, &latch);
         let mut pos = start;
         let mut buf = vec![0u8; MAX_SEND_SIZE];
         let mut last_reply = Instant::now();
@@ -538,6 +547,7 @@ impl WalSender {
                 }
             }
             // 2. WAL flushed since the last send.
+            latch.reset();
             let n = wal.read_flushed(pos, &mut buf).map_err(engine_error)?;
             if n > 0 {
                 let end = wal.flushed_upto();
@@ -571,9 +581,43 @@ impl WalSender {
                 }
             }
             if !got {
-                io.wait_readable(STREAM_POLL);
+                match latch.fd() {
+                    Some(fd) => {
+                        // Until WAL is flushed, the client writes, or it is time
+                        // for the keepalive / timeout checks above.
+                        let mut sleep = STREAM_IDLE_MAX;
+                        if let Some(t) = timeout {
+                            let idle = last_reply.elapsed();
+                            let next = if ping_sent { t } else { t / 2 };
+                            sleep = sleep.min(next.saturating_sub(idle).max(Duration::from_millis(1)));
+                        }
+                        io.wait_readable_or(fd, Some(sleep));
+                    }
+                    None => {
+                        io.wait_readable(STREAM_POLL);
+                    }
+                }
             }
         }
+    }
+}
+
+/// A walsender's latch registered with the WAL's flush wake-ups while it streams.
+struct FlushWatch {
+    engine: Arc<Engine>,
+    latch: Arc<ferrogres_engine::latch::Latch>,
+}
+
+impl FlushWatch {
+    fn new(engine: &Arc<Engine>, latch: &Arc<ferrogres_engine::latch::Latch>) -> FlushWatch {
+        engine.wal.watch_flush(latch);
+        FlushWatch { engine: engine.clone(), latch: latch.clone() }
+    }
+}
+
+impl Drop for FlushWatch {
+    fn drop(&mut self) {
+        self.engine.wal.unwatch_flush(&self.latch);
     }
 }
 

@@ -30,9 +30,9 @@
 //! checked again every time it runs (a REVOKE takes effect on the next
 //! execution, as PostgreSQL's ExecCheckPermissions at executor start).
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::roles::{self, BOOTSTRAP_SUPERUSER};
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use std::sync::Arc;
@@ -163,7 +163,7 @@ pub fn to_stored(acl: &[AclItem]) -> Value {
             Value::Text(format!("{grantee}={}/{}", privs_text(i.privs, i.goptions), i.grantor))
         })
         .collect();
-    Value::Array(Box::new(crate::array::Array::new(Type::Text, items)))
+    Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, items)))
 }
 
 /// Reads a stored ACL; `None` for NULL (the default).
@@ -199,7 +199,7 @@ pub fn display(acl: &[AclItem], name_of: &dyn Fn(u32) -> String) -> Value {
             Value::Text(format!("{grantee}={}/{}", privs_text(i.privs, i.goptions), putid(&name_of(i.grantor))))
         })
         .collect();
-    Value::Array(Box::new(crate::array::Array::new(Type::Text, items)))
+    Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, items)))
 }
 
 /// A stored ACL column printed with role names (NULL stays NULL).

@@ -19,10 +19,10 @@
 //! and jsonb_object_agg convert that text to jsonb at the end (which sorts
 //! object keys and keeps the last of duplicate keys, as jsonb does).
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::compare_key;
 use crate::plan::{AggKind, Expr};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use std::cmp::Ordering;
 
 /// One `ORDER BY` item of an aggregate call.
@@ -95,7 +95,7 @@ pub(crate) fn ordered_set(kind: AggKind, rows: impl Iterator<Item = (Value, Valu
         _ => return Ok(Value::Null),
     };
     if !(0.0..=1.0).contains(&p) {
-        let shown = crate::types::output(&Value::Float8(p)).unwrap_or_default();
+        let shown = ferrogres_datum::types::output(&Value::Float8(p)).unwrap_or_default();
         return Err(SqlError::new(b"22003", format!("percentile value {shown} is not between 0 and 1")));
     }
     let n = vals.len();
@@ -148,7 +148,7 @@ pub(crate) fn json_object_agg(acc: Value, k: &Value, v: &Value) -> Result<Value>
         }
         _ => String::from("{ "),
     };
-    crate::json::quote(&mut s, &key);
+    ferrogres_datum::json::quote(&mut s, &key);
     s.push_str(" : ");
     crate::functions::json::value_to_json_text(v, &mut s)?;
     Ok(Value::Text(s))
@@ -158,7 +158,7 @@ pub(crate) fn json_object_agg(acc: Value, k: &Value, v: &Value) -> Result<Value>
 pub(crate) fn json_final(acc: Value, object: bool, jsonb: bool) -> Result<Value> {
     let Value::Text(mut s) = acc else { return Ok(Value::Null) };
     s.push_str(if object { " }" } else { "]" });
-    Ok(if jsonb { Value::Jsonb(crate::json::jsonb_in(&s)?) } else { Value::Json(s) })
+    Ok(if jsonb { Value::Jsonb(ferrogres_datum::json::jsonb_in(&s)?) } else { Value::Json(s) })
 }
 
 #[cfg(test)]
@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn buffer_sorts_stably() {
-        let keys = [AggSortKey { expr: Expr::Column(0, crate::types::Type::Int4), desc: true, nulls_first: false }];
+        let keys = [AggSortKey { expr: Expr::Column(0, ferrogres_datum::types::Type::Int4), desc: true, nulls_first: false }];
         let b = Buffer(vec![
             (vec![Value::Int4(1)], Value::Int4(10), Value::Null),
             (vec![Value::Null], Value::Int4(20), Value::Null),

@@ -27,11 +27,11 @@
 use crate::analyze::Analyzer;
 use crate::catalog::{self, attribute_rel, attrdef_rel, Table};
 use crate::constraints::{self, deparse_expr};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{eval_pure, Ctx, Env};
 use crate::plan::{Expr, Statement};
 use crate::rowio::scan_rows;
-use crate::types::{self, CastContext, Type, Value};
+use ferrogres_datum::types::{self, CastContext, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;
@@ -149,7 +149,7 @@ enum ColDefault {
 }
 
 fn analyzer<'a>(backend: &'a Backend, snap: &'a Snapshot, sql: &'a str) -> Analyzer<'a> {
-    Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default() }
+    Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: Default::default() }
 }
 
 fn analyze_default(backend: &Backend, snap: &Snapshot, sql: &str, raw: &NodeEnum, ty: Type, typmod: i32) -> Result<ColDefault> {

@@ -9,7 +9,7 @@
 //! Not transactional, as in PostgreSQL: it refuses to run inside a transaction
 //! block (25001).
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use ferrogres_engine::config::{conffile, guc};
 use pg_query::protobuf as pb;
 

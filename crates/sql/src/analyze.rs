@@ -5,9 +5,9 @@
 //! Anything not handled is 0A000, never a guess.
 
 use crate::catalog::{self, Column, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
-use crate::types::{self, CastContext, Type, Value};
+use ferrogres_datum::types::{self, CastContext, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::IsolationLevel;
@@ -55,6 +55,8 @@ pub struct Analyzer<'a> {
     /// Aggregates and column references of enclosing query levels not yet
     /// claimed by their level ([`agg_level`]).
     pub(crate) upper: agg_level::Upper,
+    /// The planner's settings (the session's, when it analyses).
+    pub planner: crate::optimizer::PlannerSettings,
 }
 
 /// What column references can see.
@@ -492,7 +494,7 @@ impl<'a> Analyzer<'a> {
 
     /// A SELECT at a query level below `outer` (the enclosing levels' namespaces).
     pub(crate) fn select_level(&mut self, s: &pb::SelectStmt, outer: &[std::rc::Rc<from::Namespace>]) -> Result<Query> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         if s.op != pb::SetOperation::SetopNone as i32 {
             return self.set_operation(s, outer);
         }
@@ -649,7 +651,8 @@ impl<'a> Analyzer<'a> {
         let mut filter = filter;
         if let Some(src) = source.as_mut() {
             if s.locking_clause.is_empty() {
-                crate::prep::reorder_inner_joins(src, &mut filter);
+                let pc = crate::prep::PlanCtx { backend: self.backend, snap: self.snap, settings: &self.planner };
+                crate::prep::reorder_inner_joins(src, &mut filter, &pc);
             }
         }
         let filter = match source.as_mut() {
@@ -743,7 +746,7 @@ impl<'a> Analyzer<'a> {
             // A schema-qualified call is named after the function too, as in PostgreSQL.
             NodeEnum::FuncCall(f) => (func_name(f).or_else(|| f.funcname.last().and_then(str_of).map(str::to_string)).unwrap_or_else(|| "?column?".into()), -1, None),
             NodeEnum::SubLink(_) => (sublink::column_name(expr), -1, None),
-            NodeEnum::SqlvalueFunction(f) => (crate::datetime::sql_value_function_name(f.op).to_string(), -1, None),
+            NodeEnum::SqlvalueFunction(f) => (ferrogres_datum::datetime::sql_value_function_name(f.op).to_string(), -1, None),
             NodeEnum::CaseExpr(c) => (node(&c.defresult).and_then(exprs::strong_name).unwrap_or_else(|| "case".into()), -1, None),
             NodeEnum::CoalesceExpr(_) => ("coalesce".into(), -1, None),
             NodeEnum::GroupingFunc(_) => ("grouping".into(), -1, None),
@@ -912,7 +915,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn expr(&mut self, n: &NodeEnum, scope: &mut Scope) -> Result<Expr> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         match n {
             NodeEnum::AConst(c) => self.constant(c),
             NodeEnum::ColumnRef(c) => self.column_ref(c, scope),
@@ -1002,7 +1005,7 @@ impl<'a> Analyzer<'a> {
                 Ok(v) if i32::try_from(v).is_ok() => Expr::Const(Value::Int4(v as i32), Type::Int4),
                 Ok(v) => Expr::Const(Value::Int8(v), Type::Int8),
                 Err(_) => Expr::Const(
-                    Value::Numeric(crate::numeric::Numeric::parse(&f.fval).map_err(|e| self.err_at(e, c.location))?),
+                    Value::Numeric(ferrogres_datum::numeric::Numeric::parse(&f.fval).map_err(|e| self.err_at(e, c.location))?),
                     Type::Numeric,
                 ),
             },
@@ -1100,7 +1103,7 @@ impl<'a> Analyzer<'a> {
             }
             return match op.as_str() {
                 "-" if r.ty() == Type::Interval => {
-                    Ok(Expr::Func { func: Func::DateTime(crate::datetime::DtFunc::IntervalNeg), args: vec![r], ty: Type::Interval })
+                    Ok(Expr::Func { func: Func::DateTime(ferrogres_datum::datetime::DtFunc::IntervalNeg), args: vec![r], ty: Type::Interval })
                 }
                 "-" => {
                     let r = if r.ty() == Type::Unknown { self.coerce(r, Type::Int4, CastContext::Implicit, a.location)? } else { r };
@@ -1268,7 +1271,7 @@ impl<'a> Analyzer<'a> {
 
     /// A binary operator with a date/time operand; `None` when neither side is one.
     fn datetime_operator(&mut self, op: &str, cmp: Option<CmpOp>, l: &Expr, r: &Expr, loc: i32) -> Result<Option<Expr>> {
-        use crate::datetime::{is_datetime, resolve_operator};
+        use ferrogres_datum::datetime::{is_datetime, resolve_operator};
         let (lt, rt) = (l.ty(), r.ty());
         if !is_datetime(lt) && !is_datetime(rt) {
             return Ok(None);
@@ -1292,7 +1295,7 @@ impl<'a> Analyzer<'a> {
 
     /// CURRENT_DATE, CURRENT_TIMESTAMP[(p)], LOCALTIMESTAMP[(p)], LOCALTIME[(p)].
     fn sql_value_function(&mut self, f: &pb::SqlValueFunction) -> Result<Expr> {
-        use crate::datetime::DtFunc;
+        use ferrogres_datum::datetime::DtFunc;
         use pb::SqlValueFunctionOp as O;
         let p = if f.typmod < 0 { -1 } else { f.typmod.min(6) };
         if let Some(e) = self.session_value_function(O::try_from(f.op).unwrap_or(O::SqlvalueFunctionOpUndefined)) {
@@ -1311,13 +1314,13 @@ impl<'a> Analyzer<'a> {
 
     /// now(), clock_timestamp(), date_part(), date_trunc() and friends.
     fn datetime_func(&mut self, name: &str, args: &mut Vec<Expr>, locs: &[i32], loc: i32) -> Result<Option<Expr>> {
-        use crate::datetime::DtFunc;
+        use ferrogres_datum::datetime::DtFunc;
         let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
         let (func, ty) = match (name, types.as_slice()) {
             ("now" | "transaction_timestamp", []) => (DtFunc::Now(-1), Type::Timestamptz),
             ("statement_timestamp", []) => (DtFunc::StatementTimestamp, Type::Timestamptz),
             ("clock_timestamp", []) => (DtFunc::ClockTimestamp, Type::Timestamptz),
-            ("date_part" | "date_trunc", [u, t]) if u.is_string() && crate::datetime::is_datetime(*t) => {
+            ("date_part" | "date_trunc", [u, t]) if u.is_string() && ferrogres_datum::datetime::is_datetime(*t) => {
                 let unit = self.coerce(args[0].clone(), Type::Text, CastContext::Implicit, locs[0])?;
                 let unit = if types[0] == Type::Bpchar { self.coerce(unit, Type::Text, CastContext::Implicit, locs[0])? } else { unit };
                 let (arg_ty, func) = match (name, *t) {
@@ -1339,7 +1342,7 @@ impl<'a> Analyzer<'a> {
                 let ret = if from == Type::Timestamp { Type::Timestamptz } else { Type::Timestamp };
                 return Ok(Some(Expr::Func { func: Func::DateTime(DtFunc::AtTimeZone(from)), args: vec![zone, v], ty: ret }));
             }
-            ("extract", [u, t]) if u.is_string() && crate::datetime::is_datetime(*t) => {
+            ("extract", [u, t]) if u.is_string() && ferrogres_datum::datetime::is_datetime(*t) => {
                 let unit = self.coerce(args[0].clone(), Type::Text, CastContext::Implicit, locs[0])?;
                 let v = args[1].clone();
                 return Ok(Some(Expr::Func { func: Func::DateTime(DtFunc::Extract(*t)), args: vec![unit, v], ty: Type::Numeric }));
@@ -1495,7 +1498,7 @@ impl<'a> Analyzer<'a> {
                 (AggKind::Min | AggKind::Max, Some(t)) if !matches!(t, Type::Bool | Type::Uuid | Type::Json | Type::Jsonb) => t,
                 (AggKind::Avg, Some(Type::Float8 | Type::Float4)) => Type::Float8,
                 (AggKind::Sum | AggKind::Avg, Some(Type::Interval)) => Type::Interval,
-                (AggKind::ArrayAgg, Some(t)) if crate::array::array_of(t).is_some() => crate::array::array_of(t).expect("checked"),
+                (AggKind::ArrayAgg, Some(t)) if ferrogres_datum::array::array_of(t).is_some() => ferrogres_datum::array::array_of(t).expect("checked"),
                 (AggKind::StringAgg, Some(t)) if t.is_string() => Type::Text,
                 (AggKind::BoolAnd | AggKind::BoolOr, Some(Type::Bool)) => Type::Bool,
                 (AggKind::Avg, Some(Type::Int2 | Type::Int4 | Type::Int8 | Type::Numeric)) => Type::Numeric,

@@ -17,7 +17,7 @@
 //! `name`; only the columns above exist; `adbin` holds a constant default in
 //! its type's text form; an expression default has `adbin` NULL and its SQL in
 //! `adsrc`, analyzed again when the table is loaded. pg_type is not
-//! stored: its rows are the built-in constants of [`crate::types`] (a bootstrap
+//! stored: its rows are the built-in constants of [`ferrogres_datum::types`] (a bootstrap
 //! catalog). The catalogs have fixed relfilenodes equal to PostgreSQL's relation
 //! OIDs, and are created and filled by [`bootstrap`] in one transaction on the
 //! first start of a data directory.
@@ -29,9 +29,9 @@
 //! its invalidations there. Concurrent DDL on the same name is not serialized
 //! (no unique index yet).
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID};
 use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::storage::{ForkNumber, RelFileLocator};
@@ -127,6 +127,14 @@ pub struct Table {
     pub indexes: Vec<crate::index::IndexInfo>,
     /// Expression defaults and CHECK constraints ([`crate::constraints`]).
     pub extras: crate::constraints::TableExtras,
+}
+
+impl Table {
+    /// PostgreSQL's `errtable` / `errtableconstraint` / `errtablecol`: the
+    /// error fields naming this table, plus a constraint or a column.
+    pub fn error_objects(&self, constraint: Option<&str>, column: Option<&str>) -> ferrogres_datum::errors::ErrorObjects {
+        ferrogres_datum::errors::ErrorObjects::of_table(&self.name, self.namespace, constraint, column)
+    }
 }
 
 /// Makes sure pg_database and each database's catalogs exist and are filled

@@ -23,7 +23,7 @@
 //! it was analyzed under ([`PlanDeps`]) and is valid while they are unchanged.
 
 use crate::catalog::Table;
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use ferrogres_engine::engine::{Backend, FIRST_NORMAL_OBJECT_ID};
 use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::sinval::{Catchup, InvalMessage, InvalReader};
@@ -376,7 +376,7 @@ pub fn heap_delete(
 // ---- lookups -------------------------------------------------------------------
 
 /// Every schema (oid, name), from the cache or pg_namespace.
-pub(crate) fn namespaces(backend: &Backend, snap: &Snapshot, load: impl FnOnce() -> crate::errors::Result<Vec<(u32, String)>>) -> crate::errors::Result<Arc<Vec<(u32, String)>>> {
+pub(crate) fn namespaces(backend: &Backend, snap: &Snapshot, load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<(u32, String)>>) -> ferrogres_datum::errors::Result<Arc<Vec<(u32, String)>>> {
     let cc = get(backend);
     if let Some(n) = cc.inner.borrow().namespaces.clone() {
         return Ok(n);
@@ -399,8 +399,8 @@ pub(crate) fn functions(
     backend: &Backend,
     snap: &Snapshot,
     name: &str,
-    load: impl FnOnce() -> crate::errors::Result<Vec<crate::sqlfunc::ProcDef>>,
-) -> crate::errors::Result<Arc<Vec<crate::sqlfunc::ProcDef>>> {
+    load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<crate::sqlfunc::ProcDef>>,
+) -> ferrogres_datum::errors::Result<Arc<Vec<crate::sqlfunc::ProcDef>>> {
     let cc = get(backend);
     if let Some(f) = cc.inner.borrow().functions.get(name).cloned() {
         return Ok(f);
@@ -492,8 +492,8 @@ pub(crate) fn put_rel_acl(backend: &Backend, snap: &Snapshot, r: &Arc<crate::acl
 pub(crate) fn ns_acls(
     backend: &Backend,
     snap: &Snapshot,
-    load: impl FnOnce() -> crate::errors::Result<Vec<crate::acl::NsAcl>>,
-) -> crate::errors::Result<Arc<Vec<crate::acl::NsAcl>>> {
+    load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<crate::acl::NsAcl>>,
+) -> ferrogres_datum::errors::Result<Arc<Vec<crate::acl::NsAcl>>> {
     let cc = get(backend);
     if let Some(n) = cc.inner.borrow().ns_acls.clone() {
         return Ok(n);
@@ -511,8 +511,8 @@ pub(crate) fn ns_acls(
 pub(crate) fn role_graph(
     backend: &Backend,
     snap: &Snapshot,
-    load: impl FnOnce() -> crate::errors::Result<crate::acl::RoleGraph>,
-) -> crate::errors::Result<Arc<crate::acl::RoleGraph>> {
+    load: impl FnOnce() -> ferrogres_datum::errors::Result<crate::acl::RoleGraph>,
+) -> ferrogres_datum::errors::Result<Arc<crate::acl::RoleGraph>> {
     let cc = get(backend);
     if let Some(r) = cc.inner.borrow().roles.clone() {
         return Ok(r);
@@ -588,7 +588,7 @@ pub fn deps_valid(backend: &Backend, deps: &PlanDeps) -> bool {
 #[cfg(test)]
 mod tests {
     use crate::catalog::{self, Column, PUBLIC_NAMESPACE};
-    use crate::types::Type;
+    use ferrogres_datum::types::Type;
     use ferrogres_engine::config::Settings;
     use ferrogres_engine::engine::Engine;
     use ferrogres_engine::txn::IsolationLevel;

@@ -19,11 +19,11 @@
 //! sorts them); a NULL result passes.
 
 use crate::catalog::{self, class_rel, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{eval_pure, Ctx};
 use crate::plan::Expr;
 use crate::rowio::{insert_row, scan_rows};
-use crate::types::{self, Value};
+use ferrogres_datum::types::{self, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use pg_query::protobuf as pb;
@@ -97,7 +97,7 @@ pub(crate) fn parse_expr(sql: &str) -> Result<NodeEnum> {
 }
 
 fn analyzer<'a>(backend: &'a Backend, snap: &'a Snapshot, sql: &'a str) -> crate::analyze::Analyzer<'a> {
-    crate::analyze::Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default() }
+    crate::analyze::Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: Default::default() }
 }
 
 /// Analyzes a default's text for column `ci` of `table` (coerced to its type).
@@ -229,7 +229,7 @@ pub fn check_constraints(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<
                 row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
             return Err(SqlError::new(b"23514", format!("new row for relation \"{}\" violates check constraint \"{}\"", table.name, c.name))
                 .with_detail(format!("Failing row contains ({}).", shown.join(", ")))
-                .with_objects(crate::errors::ErrorObjects::of_table(table, Some(&c.name), None)));
+                .with_objects(table.error_objects(Some(&c.name), None)));
         }
     }
     Ok(())

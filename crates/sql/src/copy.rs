@@ -26,11 +26,11 @@
 
 use crate::analyze::Analyzer;
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{self, Ctx};
 use crate::plan::{Query, Statement};
 use crate::session::Output;
-use crate::types::{self, Value};
+use ferrogres_datum::types::{self, Value};
 use pg_query::protobuf::{self as pb};
 use pg_query::NodeEnum;
 use ferrogres_engine::lmgr::lock::LockMode;
@@ -795,7 +795,7 @@ fn csv_fields(rec: &[u8], o: &CopyOptions) -> Vec<Field> {
 /// A field as text: valid UTF-8 without NUL (a raw or de-escaped NUL is 22021
 /// `0x00`, as PostgreSQL's encoding check reports it).
 fn utf8(bytes: Vec<u8>) -> Result<String> {
-    crate::types::verify_utf8(&bytes)?;
+    ferrogres_datum::types::verify_utf8(&bytes)?;
     String::from_utf8(bytes).map_err(|_| SqlError::internal("COPY field verified as UTF-8 is not"))
 }
 

@@ -47,11 +47,11 @@ thread_local! {
 }
 
 /// The error for a reference to data-modifying CTE `id` that has no RETURNING, if so.
-pub fn no_returning(work: Option<u64>) -> Option<crate::errors::SqlError> {
+pub fn no_returning(work: Option<u64>) -> Option<ferrogres_datum::errors::SqlError> {
     let id = work?;
     NO_RETURNING.with(|n| {
         n.borrow().iter().find(|(i, _)| *i == id).map(|(_, name)| {
-            crate::errors::SqlError::new(b"0A000", format!("WITH query \"{name}\" does not have a RETURNING clause"))
+            ferrogres_datum::errors::SqlError::new(b"0A000", format!("WITH query \"{name}\" does not have a RETURNING clause"))
         })
     })
 }

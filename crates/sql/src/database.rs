@@ -26,10 +26,10 @@
 //! PostgreSQL 15's constant ones): oid, datname, datdba, encoding, datistemplate,
 //! datallowconn, datconnlimit, datcollate, datctype, datacl (text form or NULL).
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
 use crate::session::Output;
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, Engine, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::storage::smgr::GLOBALTABLESPACE_OID;
@@ -289,7 +289,7 @@ pub fn bootstrap(engine: &Arc<Engine>, init: fn(&Arc<Engine>) -> Result<()>) -> 
 pub fn connect(backend: &mut Backend, name: &str) -> Result<()> {
     let _g = DATABASE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let row = in_txn(backend, |b, snap| find(b, snap, name))?;
-    let fatal = |e: SqlError| SqlError { severity: crate::errors::Severity::Fatal, ..e };
+    let fatal = |e: SqlError| SqlError { severity: ferrogres_datum::errors::Severity::Fatal, ..e };
     let Some((_, row)) = row else {
         return Err(fatal(SqlError::new(b"3D000", format!("database \"{name}\" does not exist"))));
     };

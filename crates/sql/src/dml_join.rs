@@ -10,10 +10,10 @@
 //! re-evaluated for it: EvalPlanQual), as plain UPDATE and DELETE do.
 
 use crate::catalog::Table;
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, newest_qualifying, source_rows, Ctx};
 use crate::plan::{Expr, Source, Target};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use ferrogres_engine::heap::heapam::{self, WaitPolicy};
 
 #[derive(Clone, Debug)]
@@ -56,7 +56,14 @@ pub(crate) fn update_row(
     crate::constraints::check_row(table, &new, ctx)?;
     let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
     let (hot_allowed, keys_updated) = crate::index::update_flags(table, old, &new);
-    let opts = heapam::UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
+    let toast_descs = table.storage.toast_descs()?;
+    let opts = heapam::UpdateOptions {
+        hot_allowed,
+        keys_updated,
+        wait_policy: WaitPolicy::Block,
+        relname: &table.name,
+        toast_desc: toast_descs.as_deref(),
+    };
     let outcome = heapam::heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)?;
     if let heapam::UpdateOutcome::Ok { new_tid, hot } = outcome {
         if !hot {
@@ -146,7 +153,8 @@ pub fn execute(d: &JoinedDml, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
                     }
                 }
                 JoinedAction::Delete => {
-                    let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };
+                    let toast_descs = table.storage.toast_descs()?;
+                    let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name, toast_desc: toast_descs.as_deref() };
                     match heapam::heap_delete_ext(ctx.backend, table.storage.rel, tid, opts)? {
                         DeleteOutcome::Ok => {
                             crate::foreign_key::on_parent_delete(table, &old, ctx)?;

@@ -8,10 +8,10 @@
 //! `crate::grouping`); an index scan's rows and the inputs of joins and of DML
 //! are still collected.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
 use crate::rowio::insert_row;
-use crate::types::{self, out_of_range, Type, Value};
+use ferrogres_datum::types::{self, out_of_range, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use std::cmp::Ordering;
@@ -47,10 +47,10 @@ pub trait Env {
 }
 
 /// An [`Env`]'s interrupt check as what functions below the executor poll
-/// ([`crate::errors::Interrupts`]).
+/// ([`ferrogres_datum::errors::Interrupts`]).
 pub struct EnvInterrupts<'a>(pub &'a dyn Env);
 
-impl crate::errors::Interrupts for EnvInterrupts<'_> {
+impl ferrogres_datum::errors::Interrupts for EnvInterrupts<'_> {
     fn check(&self) -> Result<()> {
         self.0.check_interrupts()
     }
@@ -235,41 +235,12 @@ fn arith_float(op: ArithOp, a: f64, b: f64) -> Result<Value> {
     Ok(Value::Float8(r))
 }
 
-/// Compares two non-null values of the same type class. Text compares bytewise
-/// (the C collation); floats with NaN greatest, as PostgreSQL orders them.
-pub fn compare(a: &Value, b: &Value) -> Ordering {
-    match (a, b) {
-        (Value::Text(x), Value::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
-        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-        (Value::Date(x), Value::Date(y)) => x.cmp(y),
-        (Value::Time(x), Value::Time(y)) | (Value::Timestamp(x), Value::Timestamp(y)) | (Value::Timestamptz(x), Value::Timestamptz(y)) => {
-            x.cmp(y)
-        }
-        (Value::Interval(x), Value::Interval(y)) => x.span().cmp(&y.span()),
-        (Value::Bytea(x), Value::Bytea(y)) => x.cmp(y),
-        (Value::Array(x), Value::Array(y)) => crate::array::compare(x, y),
-        (Value::Float4(x), Value::Float4(y)) => compare(&Value::Float8(*x as f64), &Value::Float8(*y as f64)),
-        (Value::Numeric(x), Value::Numeric(y)) => x.cmp(y),
-        (Value::Uuid(x), Value::Uuid(y)) => x.cmp(y),
-        (Value::PgLsn(x), Value::PgLsn(y)) => x.cmp(y),
-        (Value::Jsonb(x), Value::Jsonb(y)) => crate::json::compare_text(x, y),
-        (Value::TimeTz(a, b), Value::TimeTz(c, d)) => crate::datetime::timetz_cmp((*a, *b), (*c, *d)),
-        (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => Ordering::Greater,
-            (false, true) => Ordering::Less,
-            _ => x.partial_cmp(y).unwrap_or(Ordering::Equal),
-        },
-        (x, y) => match (x.as_i64(), y.as_i64()) {
-            (Some(i), Some(j)) => i.cmp(&j),
-            _ => Ordering::Equal,
-        },
-    }
-}
+// Value comparison is datum-level (arrays and jsonb order their elements with it).
+pub use ferrogres_datum::types::compare;
 
 /// Evaluates `e` over an input row, parameters and aggregate results.
 pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
-    crate::stack_depth::check()?;
+    ferrogres_datum::stack_depth::check()?;
     let ev = |x: &Expr, env: &mut dyn Env| eval_pure(x, row, params, aggs, env);
     Ok(match e {
         Expr::Const(v, _) => v.clone(),
@@ -284,7 +255,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             }
             match (a, b) {
                 (Value::Float8(x), Value::Float8(y)) => arith_float(*op, x, y)?,
-                (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(crate::numeric::arith(*op, &x, &y)?),
+                (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(ferrogres_datum::numeric::arith(*op, &x, &y)?),
                 (Value::Float4(x), Value::Float4(y)) => types::float4_arith(*op == ArithOp::Mod, arith_float(*op, x as f64, y as f64)?, x, y)?,
                 (a, b) => match (a.as_i64(), b.as_i64()) {
                     (Some(x), Some(y)) => arith_int(*op, x, y, *ty)?,
@@ -325,7 +296,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             };
             match (text(a), text(b)) {
                 (Some(mut x), Some(y)) => {
-                    crate::errors::check_result_len(x.len() + y.len())?;
+                    ferrogres_datum::errors::check_result_len(x.len() + y.len())?;
                     crate::memory::reserve_growth(x.len(), x.capacity(), y.len())?;
                     x.push_str(&y);
                     Value::Text(x)
@@ -414,7 +385,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
                 Some(e) => Some(ev(e, env)?),
                 None => None,
             };
-            crate::like::like(&a, &p, esc.as_ref(), *ci)?
+            ferrogres_datum::like::like(&a, &p, esc.as_ref(), *ci)?
         }
         Expr::SubPlan(sp) => env.run_subplan(sp, row, params, aggs)?,
         Expr::OuterColumn { .. } => return Err(SqlError::internal("outer column reference not bound")),
@@ -431,7 +402,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         Func::Lock(lf) => crate::locking::call(lf, &vals, env)?,
         Func::Wal(f) => crate::walstat::call(f, &vals, env)?,
         Func::Stat(f) => crate::statviews::call(f, &vals, env)?,
-        Func::Array(af) => crate::array::call(af, &vals, ty)?,
+        Func::Array(af) => ferrogres_datum::array::call(af, &vals, ty)?,
         Func::Catalog(cf) => crate::pgcatalog::call(cf, &vals, env)?,
         Func::Seq(f) => crate::sequence::call(f, &vals, env)?,
         Func::Builtin(id) => crate::functions::call(id, &vals, &EnvInterrupts(&*env))?,
@@ -493,8 +464,8 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
                 if i < 0 { arith_int(ArithOp::Sub, 0, i, ty)? } else { v.clone() }
             }
         },
-        Func::DateTime(f) => crate::datetime::call(f, &vals)?,
-        Func::Numeric(f) => crate::numeric::call(f, &vals)?,
+        Func::DateTime(f) => ferrogres_datum::datetime::call(f, &vals)?,
+        Func::Numeric(f) => ferrogres_datum::numeric::call(f, &vals)?,
         Func::OctetLength => match &vals[0] {
             Value::Bytea(b) => Value::Int4(b.len() as i32),
             Value::Text(s) => Value::Int4(s.len() as i32),
@@ -643,7 +614,7 @@ pub fn rows_iter(rows: Vec<Vec<Value>>) -> impl RowIter {
 /// The rows of a source other than a table (the sources joins and subqueries
 /// hold; a table is scanned with its query's WHERE: [`run_query`]).
 pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
-    crate::stack_depth::check()?;
+    ferrogres_datum::stack_depth::check()?;
     Ok(match s {
         Source::Table(t) => Box::new(VecIter(crate::index::scan_table(t, None, ctx)?.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
         Source::Join(j) => crate::join::run(j, ctx)?,
@@ -713,7 +684,7 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
 }
 
 fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
-    crate::stack_depth::check()?;
+    ferrogres_datum::stack_depth::check()?;
     use crate::explain::{key, wrap, Stage};
     let input = wrap(run_source(q, ctx)?, key(&q.source), Stage::Scan);
     let mut input: Box<dyn RowIter> = match &q.filter {
@@ -799,7 +770,7 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
                 continue;
             }
             *st = match (a.kind, std::mem::replace(st, Value::Null)) {
-                (AggKind::Sum, acc) if a.ty == Type::Numeric => crate::numeric::agg_add(acc, &v)?,
+                (AggKind::Sum, acc) if a.ty == Type::Numeric => ferrogres_datum::numeric::agg_add(acc, &v)?,
                 (AggKind::CountStar | AggKind::Count, Value::Int8(n)) => Value::Int8(n + 1),
                 (AggKind::Sum, Value::Null) => match v {
                     Value::Float8(f) => Value::Float8(f),
@@ -830,7 +801,7 @@ pub(crate) fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Re
                 format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),
             )
             .with_detail(format!("Failing row contains ({}).", shown.join(", ")))
-            .with_objects(crate::errors::ErrorObjects::of_table(table, None, Some(&c.name))));
+            .with_objects(table.error_objects(None, Some(&c.name))));
         }
     }
     Ok(())
@@ -853,6 +824,7 @@ pub fn update(
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
+    let toast_descs = table.storage.toast_descs()?;
     while let Some((tid, row)) = rows.next(ctx)? {
         // Every row, qualifying or not: the WHERE may be costly.
         ctx.env.check_interrupts()?;
@@ -871,7 +843,13 @@ pub fn update(
             crate::constraints::check_row(table, &new, ctx)?;
             let tuple = crate::rowio::form_row_toasted(ctx.backend, &table.storage, &new)?;
             let (hot_allowed, keys_updated) = crate::index::update_flags(table, &old, &new);
-            let opts = UpdateOptions { hot_allowed, keys_updated, wait_policy: WaitPolicy::Block, relname: &table.name };
+            let opts = UpdateOptions {
+                hot_allowed,
+                keys_updated,
+                wait_policy: WaitPolicy::Block,
+                relname: &table.name,
+                toast_desc: toast_descs.as_deref(),
+            };
             match heap_update(ctx.backend, table.storage.rel, tid, &tuple, opts)? {
                 UpdateOutcome::Ok { new_tid, hot } => {
                     if !hot {
@@ -1015,6 +993,7 @@ pub fn delete(
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
+    let toast_descs = table.storage.toast_descs()?;
     while let Some((tid, row)) = rows.next(ctx)? {
         // Every row, qualifying or not: the WHERE may be costly.
         ctx.env.check_interrupts()?;
@@ -1024,7 +1003,7 @@ pub fn delete(
         crate::explain::count_row(crate::explain::key(filter), crate::explain::Stage::Filter);
         let (mut tid, mut row) = (tid, row);
         loop {
-            let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };
+            let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name, toast_desc: toast_descs.as_deref() };
             match heap_delete_ext(ctx.backend, table.storage.rel, tid, opts)? {
                 DeleteOutcome::Ok => {
                     crate::foreign_key::on_parent_delete(table, &row, ctx)?;

@@ -16,10 +16,10 @@
 //! operator built ([`instrumenting`]).
 
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{Ctx, RowIter};
 use crate::plan::*;
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -409,7 +409,7 @@ pub fn execute(
     let mut b = Builder { o: &e.options, cost: &cost, counters: counters.as_ref(), qualify: e.options.verbose || multi, multi, subplans: 0, backend, snap, too_deep: false };
     let root = b.statement(&e.stmt);
     if b.too_deep {
-        return Err(crate::stack_depth::too_deep());
+        return Err(ferrogres_datum::stack_depth::too_deep());
     }
     let mut lines = Vec::new();
     render(&root, &e.options, 0, true, &mut lines);
@@ -607,7 +607,7 @@ impl Builder<'_> {
     /// The nodes of a query, bottom up as `exec::run_query_inner` builds its
     /// operators; also the scope of its output columns.
     fn query(&mut self, q: &Query) -> (Node, Scope) {
-        if self.too_deep || crate::stack_depth::stack_is_too_deep() {
+        if self.too_deep || ferrogres_datum::stack_depth::stack_is_too_deep() {
             self.too_deep = true;
             return (Node::default(), Vec::new());
         }
@@ -784,7 +784,7 @@ impl Builder<'_> {
     /// A source other than a query's own table scan; join inputs count under
     /// the source's key (Scan: rows made, Filter: rows passing its filter).
     fn source(&mut self, s: &Source) -> (Node, Scope) {
-        if self.too_deep || crate::stack_depth::stack_is_too_deep() {
+        if self.too_deep || ferrogres_datum::stack_depth::stack_is_too_deep() {
             self.too_deep = true;
             return (Node::default(), Vec::new());
         }
@@ -859,8 +859,60 @@ impl Builder<'_> {
                     crate::join::JoinKind::Anti => " Anti",
                 };
                 let mut n = Node { width: l.width + r.width, ..Default::default() };
-                match &j.hash {
-                    Some((lk, rk)) if !j.lateral => {
+                let param = match j.plan.method {
+                    crate::optimizer::JoinMethod::ParamIndex { index } => crate::nestloop::probe_keys(j, index).map(|k| (index, k)),
+                    _ => None,
+                };
+                match (&j.hash, param) {
+                    (Some((lk, rk)), Some((index, keys))) => {
+                        // A parameterized nested loop: the inner index scan
+                        // runs once per outer row with its key values.
+                        n.name = "Nested Loop".into();
+                        if let Source::Table(t) = &j.right {
+                            let rscope: Scope = scope[j.lw..].to_vec();
+                            let ix = &t.indexes[index];
+                            let rel = if self.o.verbose { format!("public.{}", t.name) } else { t.name.clone() };
+                            let conds: Vec<String> = keys
+                                .used
+                                .iter()
+                                // The indexed column unqualified, as PostgreSQL prints it.
+                                .map(|&i| format!("({} = {})", strip(deparse(&rk[i], &rscope, false, &[])), strip(deparse(&lk[i], &scope, self.qualify, &[]))))
+                                .collect();
+                            let loops = l.rows.max(1.0);
+                            let per_loop = (j.plan.rows.unwrap_or(l.rows) / loops).max(1.0);
+                            let inner_total = j.plan.cost.map_or(r.total, |c| ((c - l.total) / loops).max(0.0));
+                            let mut inner = Node {
+                                name: format!("Index Scan using {} on {rel}", ix.name),
+                                startup: 0.29_f64.min(inner_total),
+                                total: inner_total,
+                                rows: per_loop,
+                                width: r.width,
+                                ..Default::default()
+                            };
+                            inner.details.push(format!("Index Cond: {}", and_list(conds)));
+                            if let Some(f) = &j.right_filter {
+                                inner.details.push(format!("Filter: {}", deparse(f, &rscope, self.qualify, &[])));
+                            }
+                            let others: Vec<String> = (0..lk.len())
+                                .filter(|i| !keys.used.contains(i))
+                                .map(|i| format!("({} = {})", strip(deparse(&lk[i], &scope, self.qualify, &[])), strip(deparse(&rk[i], &rscope, self.qualify, &[]))))
+                                .collect();
+                            if !others.is_empty() {
+                                n.details.push(format!("Join Filter: {}", and_list(others)));
+                            }
+                            if self.counters.is_some() {
+                                let rk_key = key(&j.right);
+                                let raw = self.counter(rk_key, Stage::Scan);
+                                let passed = if j.right_filter.is_some() { self.counter(rk_key, Stage::Filter).map(|c| Counter { loops: raw.as_ref().map_or(0, |r| r.loops), ..c }) } else { raw };
+                                self.actual(&mut inner, passed);
+                            }
+                            r = inner;
+                        }
+                        n.rows = j.plan.rows.unwrap_or(l.rows);
+                        n.startup = l.startup;
+                        n.total = j.plan.cost.unwrap_or(l.total + l.rows * r.total);
+                    }
+                    (Some((lk, rk)), None) if !j.lateral => {
                         n.name = format!("Hash{kind} Join");
                         let rscope: Scope = scope[j.lw..].to_vec();
                         let conds: Vec<String> = lk
@@ -877,17 +929,17 @@ impl Builder<'_> {
                         }
                         h.children.push(r);
                         r = h;
-                        n.rows = (l.rows * hash_rows / hash_rows.max(l.rows).max(1.0)).max(1.0);
+                        n.rows = j.plan.rows.unwrap_or_else(|| (l.rows * hash_rows / hash_rows.max(l.rows).max(1.0)).max(1.0));
                         n.startup = r.total;
-                        n.total = r.total + l.total + l.rows * self.cost.cpu_operator_cost + n.rows * self.cost.cpu_tuple_cost;
+                        n.total = j.plan.cost.unwrap_or(r.total + l.total + l.rows * self.cost.cpu_operator_cost + n.rows * self.cost.cpu_tuple_cost);
                     }
                     _ => {
                         n.name = format!("Nested Loop{kind} Join");
                         if kind.is_empty() {
                             n.name = "Nested Loop".into();
                         }
-                        n.rows = (l.rows * r.rows * if j.cond.is_some() { 0.33 } else { 1.0 }).max(1.0);
-                        n.total = l.total + r.total + l.rows * r.rows * self.cost.cpu_operator_cost;
+                        n.rows = j.plan.rows.unwrap_or_else(|| (l.rows * r.rows * if j.cond.is_some() { 0.33 } else { 1.0 }).max(1.0));
+                        n.total = j.plan.cost.unwrap_or(l.total + r.total + l.rows * r.rows * self.cost.cpu_operator_cost);
                         // The inner side is read once and kept (Materialize).
                         if !j.lateral && r.name != "Result" && !r.name.starts_with("Values") {
                             let mut m = Node { name: "Materialize".into(), startup: r.startup, total: r.total + r.rows * 0.005, rows: r.rows, width: r.width, ..Default::default() };
@@ -1193,10 +1245,10 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
             Value::Int4(i) if *i >= 0 => i.to_string(),
             Value::Bool(b) => b.to_string(),
             Value::Numeric(_) => {
-                let s = crate::types::output(v).unwrap_or_default();
+                let s = ferrogres_datum::types::output(v).unwrap_or_default();
                 if s.starts_with('-') { format!("{}::numeric", quote_literal(&s)) } else { s }
             }
-            other => format!("{}::{}", quote_literal(&crate::types::output(other).unwrap_or_default()), t.sql_name()),
+            other => format!("{}::{}", quote_literal(&ferrogres_datum::types::output(other).unwrap_or_default()), t.sql_name()),
         },
         Expr::Column(i, _) => match scope.get(*i) {
             Some((rel, col)) if qualify && !rel.is_empty() => format!("{}.{}", ident(rel), ident(col)),
@@ -1211,7 +1263,7 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
         Expr::Cast { arg, from, to, typmod, explicit } if matches!(**arg, Expr::Const(..)) => {
             // A cast of a constant is folded, as PostgreSQL's planner does.
             let Expr::Const(v, _) = &**arg else { unreachable!("matched a constant") };
-            match crate::types::cast(v.clone(), *from, *to, *typmod, *explicit) {
+            match ferrogres_datum::types::cast(v.clone(), *from, *to, *typmod, *explicit) {
                 Ok(v) => d(&Expr::Const(v, *to)),
                 Err(_) => format!("({})::{}", d(arg), to.sql_name()),
             }

@@ -38,10 +38,10 @@
 //! adds a crosscheck snapshot and fails with 40001; not done here).
 
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{compare, Ctx};
 use crate::plan::{CmpOp, Expr};
-use crate::types::{self, Value};
+use ferrogres_datum::types::{self, Value};
 use ferrogres_engine::heap::heapam::{heap_lock_tuple, LockOutcome, WaitPolicy};
 use ferrogres_engine::heap::page::RowLockMode;
 
@@ -127,7 +127,7 @@ pub fn validate_existing(child: &Table, fk: &ForeignKey, ctx: &mut Ctx) -> Resul
             if !found {
                 return Err(SqlError::new(b"23503", format!("insert or update on table \"{}\" violates foreign key constraint \"{}\"", child.name, fk.name))
                     .with_detail(format!("Key {} is not present in table \"{}\".", key_text(child, &fk.cols, &key), parent.name))
-                    .with_objects(crate::errors::ErrorObjects::of_table(child, Some(&fk.name), None)));
+                    .with_objects(child.error_objects(Some(&fk.name), None)));
             }
         }
     }
@@ -227,7 +227,7 @@ pub fn check_child(table: &Table, row: &[Value], old: Option<&[Value]>, ctx: &mu
         if !found {
             return Err(SqlError::new(b"23503", format!("insert or update on table \"{}\" violates foreign key constraint \"{}\"", table.name, fk.name))
                 .with_detail(format!("Key {} is not present in table \"{}\".", key_text(table, &fk.cols, &key), parent.name))
-                .with_objects(crate::errors::ErrorObjects::of_table(table, Some(&fk.name), None)));
+                .with_objects(table.error_objects(Some(&fk.name), None)));
         }
     }
     Ok(())
@@ -283,7 +283,7 @@ fn on_parent_change(table: &Table, old: &[Value], new: Option<&[Value]>, ctx: &m
                                 key_text(table, &fk.parent_cols, &key),
                                 child.name
                             ))
-                            .with_objects(crate::errors::ErrorObjects::of_table(&child, Some(&fk.name), None)));
+                            .with_objects(child.error_objects(Some(&fk.name), None)));
                         }
                     }
                 }

@@ -22,8 +22,8 @@
 //! and polls it between steps, so that a cancel stops it. A set-returning
 //! function uses [`Imp::Set`]. Nothing else needs changing.
 
-use crate::errors::{Interrupts, Result, SqlError};
-use crate::types::{Type, Value};
+use ferrogres_datum::errors::{Interrupts, Result, SqlError};
+use ferrogres_datum::types::{Type, Value};
 
 pub(crate) mod json;
 mod math;
@@ -125,8 +125,8 @@ const IV: Type = Type::Interval;
 const TS: Type = Type::Timestamp;
 const TSTZ: Type = Type::Timestamptz;
 
-use crate::datetime::fns as dt;
-use crate::pg_lsn::{self as lsn, LSN};
+use ferrogres_datum::datetime::fns as dt;
+use ferrogres_datum::pg_lsn::{self as lsn, LSN};
 use json as j;
 use math as m;
 use strings as s;
@@ -257,20 +257,20 @@ pub static BUILTINS: &[Builtin] = &[
     f("cbrt", &[F8], F8, m::cbrt),
     f("dcbrt", &[F8], F8, m::cbrt),
     f("exp", &[F8], F8, m::exp),
-    fc("exp", &[N], N, crate::numeric::math::exp_fn),
+    fc("exp", &[N], N, ferrogres_datum::numeric::math::exp_fn),
     f("ln", &[F8], F8, m::ln),
-    fc("ln", &[N], N, crate::numeric::math::ln_fn),
+    fc("ln", &[N], N, ferrogres_datum::numeric::math::ln_fn),
     f("log", &[F8], F8, m::log10),
-    fc("log", &[N], N, crate::numeric::math::log_fn),
-    fc("log", &[N, N], N, crate::numeric::math::log_fn),
+    fc("log", &[N], N, ferrogres_datum::numeric::math::log_fn),
+    fc("log", &[N, N], N, ferrogres_datum::numeric::math::log_fn),
     f("log10", &[F8], F8, m::log10),
-    fc("log10", &[N], N, crate::numeric::math::log_fn),
+    fc("log10", &[N], N, ferrogres_datum::numeric::math::log_fn),
     f("power", &[F8, F8], F8, m::power),
-    fc("power", &[N, N], N, crate::numeric::math::power_fn),
+    fc("power", &[N, N], N, ferrogres_datum::numeric::math::power_fn),
     f("pow", &[F8, F8], F8, m::power),
-    fc("pow", &[N, N], N, crate::numeric::math::power_fn),
+    fc("pow", &[N, N], N, ferrogres_datum::numeric::math::power_fn),
     f("dpow", &[F8, F8], F8, m::power),
-    fc("numeric_power", &[N, N], N, crate::numeric::math::power_fn),
+    fc("numeric_power", &[N, N], N, ferrogres_datum::numeric::math::power_fn),
     f("pi", &[], F8, m::pi),
     f("degrees", &[F8], F8, m::degrees),
     f("radians", &[F8], F8, m::radians),
@@ -293,9 +293,9 @@ pub static BUILTINS: &[Builtin] = &[
     f("lcm", &[I4, I4], I4, m::lcm),
     f("lcm", &[I8, I8], I8, m::lcm),
     numeric("lcm", &[N, N], N),
-    fc("factorial", &[I8], N, crate::numeric::math::factorial_fn),
+    fc("factorial", &[I8], N, ferrogres_datum::numeric::math::factorial_fn),
     f("width_bucket", &[F8, F8, F8, I4], I4, m::width_bucket),
-    f("width_bucket", &[N, N, N, I4], I4, crate::numeric::math::width_bucket_fn),
+    f("width_bucket", &[N, N, N, I4], I4, ferrogres_datum::numeric::math::width_bucket_fn),
     // integer bit operators (pg_operator: & | # ~ << >>)
     f("int2and", &[I2, I2], I2, m::and),
     f("int4and", &[I4, I4], I4, m::and),
@@ -353,18 +353,18 @@ pub static BUILTINS: &[Builtin] = &[
     f("int2", &[F8], I2, ops::to_int2),
     f("int2", &[N], I2, ops::to_int2),
     // --- to_char & co. (formatting.rs)
-    f("to_char", &[I4, T], T, crate::formatting::to_char),
-    f("to_char", &[I8, T], T, crate::formatting::to_char),
-    f("to_char", &[F4, T], T, crate::formatting::to_char),
-    f("to_char", &[F8, T], T, crate::formatting::to_char),
-    f("to_char", &[N, T], T, crate::formatting::to_char),
-    f("to_char", &[Type::Timestamp, T], T, crate::formatting::to_char).stable(),
-    f("to_char", &[Type::Timestamptz, T], T, crate::formatting::to_char).stable(),
-    f("to_char", &[Type::Interval, T], T, crate::formatting::to_char).stable(),
-    f("to_number", &[T, T], N, crate::formatting::to_number).stable(),
-    f("to_date", &[T, T], Type::Date, crate::formatting::dch::to_date).stable(),
-    f("to_timestamp", &[T, T], Type::Timestamptz, crate::formatting::dch::to_timestamp).stable(),
-    f("to_timestamp", &[F8], Type::Timestamptz, crate::formatting::dch::to_timestamp_epoch),
+    f("to_char", &[I4, T], T, ferrogres_datum::formatting::to_char),
+    f("to_char", &[I8, T], T, ferrogres_datum::formatting::to_char),
+    f("to_char", &[F4, T], T, ferrogres_datum::formatting::to_char),
+    f("to_char", &[F8, T], T, ferrogres_datum::formatting::to_char),
+    f("to_char", &[N, T], T, ferrogres_datum::formatting::to_char),
+    f("to_char", &[Type::Timestamp, T], T, ferrogres_datum::formatting::to_char).stable(),
+    f("to_char", &[Type::Timestamptz, T], T, ferrogres_datum::formatting::to_char).stable(),
+    f("to_char", &[Type::Interval, T], T, ferrogres_datum::formatting::to_char).stable(),
+    f("to_number", &[T, T], N, ferrogres_datum::formatting::to_number).stable(),
+    f("to_date", &[T, T], Type::Date, ferrogres_datum::formatting::dch::to_date).stable(),
+    f("to_timestamp", &[T, T], Type::Timestamptz, ferrogres_datum::formatting::dch::to_timestamp).stable(),
+    f("to_timestamp", &[F8], Type::Timestamptz, ferrogres_datum::formatting::dch::to_timestamp_epoch),
     // --- set-returning
     set("generate_series", &[I4, I4], I4, m::series),
     set("generate_series", &[I4, I4, I4], I4, m::series),
@@ -604,7 +604,7 @@ pub fn call_set(id: FuncId, vals: &[Value]) -> Result<SetIter> {
     match b.imp {
         Imp::Set(fun) => fun(vals),
         Imp::Scalar(fun) => Ok(Box::new(std::iter::once(fun(vals)))),
-        Imp::Checked(fun) => Ok(Box::new(std::iter::once(fun(vals, &crate::errors::NoInterrupts)))),
+        Imp::Checked(fun) => Ok(Box::new(std::iter::once(fun(vals, &ferrogres_datum::errors::NoInterrupts)))),
         Imp::Missing(what) => Err(SqlError::not_supported(what)),
     }
 }
@@ -617,19 +617,8 @@ pub(crate) fn text(v: &Value) -> &str {
     }
 }
 
-/// An integer argument.
-pub(crate) fn int(v: &Value) -> i64 {
-    v.as_i64().unwrap_or(0)
-}
-
-/// A float argument.
-pub(crate) fn float(v: &Value) -> f64 {
-    match v {
-        Value::Float8(f) => *f,
-        Value::Float4(f) => *f as f64,
-        v => v.as_i64().unwrap_or(0) as f64,
-    }
-}
+// The argument readers are datum-level (numeric's and to_char's procedures use them).
+pub(crate) use ferrogres_datum::types::{arg_float as float, arg_int as int};
 
 #[cfg(test)]
 mod tests {

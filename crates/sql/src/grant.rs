@@ -21,10 +21,10 @@
 //! are not done (0A000).
 
 use crate::acl::{self, Acl, AclItem, ObjKind, RoleGraph, PUBLIC};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::roles::RoleRef;
 use crate::rowio::scan_rows;
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use pg_query::protobuf as pb;
@@ -224,7 +224,7 @@ fn best_grantor(roles: &RoleGraph, me: u32, o: &Object) -> (u32, u16) {
 
 fn warn(out: &mut dyn FnMut(SqlError) -> Result<()>, code: &[u8; 5], text: String) -> Result<()> {
     let mut w = SqlError::new(code, text);
-    w.severity = crate::errors::Severity::Warning;
+    w.severity = ferrogres_datum::errors::Severity::Warning;
     out(w)
 }
 
@@ -302,7 +302,7 @@ pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &GrantCmd, notice: &
 /// `grantee`; grants that depended on a grant option lost go too with
 /// `cascade`, else 2BP01.
 fn revoke(acl: &mut Acl, grantee: u32, grantor: u32, privs: u16, only_option: bool, cascade: bool, owner: u32) -> Result<()> {
-    crate::stack_depth::check()?;
+    ferrogres_datum::stack_depth::check()?;
     if let Some(i) = acl.iter_mut().find(|i| i.grantee == grantee && i.grantor == grantor) {
         if !only_option {
             i.privs &= !privs;

@@ -19,10 +19,10 @@
 //! analysis has checked that ORDER BY starts with the DISTINCT ON expressions
 //! (42P10), so the row kept is the first in ORDER BY order, as in PostgreSQL.
 
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::exec::{compare, eval_pure, Ctx, RowIter};
 use crate::plan::{AggKind, Aggregate, Expr, SortKey};
-use crate::types::{out_of_range, Type, Value};
+use ferrogres_datum::types::{out_of_range, Type, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -135,9 +135,9 @@ impl AggState {
         self.acc = match (a.kind, std::mem::replace(&mut self.acc, Value::Null)) {
             (AggKind::JsonAgg { .. }, acc) => crate::agg_order::json_agg(acc, &v, a.delim.is_some())?,
             (AggKind::JsonObjectAgg { .. }, acc) => crate::agg_order::json_object_agg(acc, &v, &v2)?,
-            (AggKind::Variance { .. }, acc) => crate::numeric::math::var_accum(acc, &v, self.n)?,
-            (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Numeric => crate::numeric::agg_add(acc, &v)?,
-            (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Interval => crate::datetime::fns::interval_agg_add(acc, &v)?,
+            (AggKind::Variance { .. }, acc) => ferrogres_datum::numeric::math::var_accum(acc, &v, self.n)?,
+            (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Numeric => ferrogres_datum::numeric::agg_add(acc, &v)?,
+            (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Interval => ferrogres_datum::datetime::fns::interval_agg_add(acc, &v)?,
             (AggKind::CountStar | AggKind::Count, Value::Int8(n)) => Value::Int8(n + 1),
             (AggKind::Sum | AggKind::Avg, Value::Null) => match v {
                 Value::Float8(f) => Value::Float8(f),
@@ -159,19 +159,19 @@ impl AggState {
             (AggKind::Min, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Less { v } else { cur },
             (AggKind::Max, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Greater { v } else { cur },
             (AggKind::ArrayAgg, Value::Array(mut arr)) => {
-                if arr.items.len() >= crate::array::MAX_ARRAY_SIZE {
-                    return Err(crate::array::too_many_elements());
+                if arr.items.len() >= ferrogres_datum::array::MAX_ARRAY_SIZE {
+                    return Err(ferrogres_datum::array::too_many_elements());
                 }
                 arr.items.push(v);
                 Value::Array(arr)
             }
             (AggKind::StringAgg, acc) => {
-                let Value::Text(v) = v else { return Err(crate::errors::SqlError::internal("string_agg of a non-text value")) };
+                let Value::Text(v) = v else { return Err(ferrogres_datum::errors::SqlError::internal("string_agg of a non-text value")) };
                 match acc {
                     Value::Text(mut s) => {
                         let delim = a.delim.as_deref().unwrap_or("");
-                        crate::errors::check_enlarge(s.len(), delim.len())?;
-                        crate::errors::check_enlarge(s.len() + delim.len(), v.len())?;
+                        ferrogres_datum::errors::check_enlarge(s.len(), delim.len())?;
+                        ferrogres_datum::errors::check_enlarge(s.len() + delim.len(), v.len())?;
                         crate::memory::reserve_growth(s.len(), s.capacity(), delim.len() + v.len())?;
                         s.push_str(delim);
                         s.push_str(&v);
@@ -188,7 +188,7 @@ impl AggState {
                     Type::Array(e) => *e,
                     t => t,
                 };
-                Value::Array(Box::new(crate::array::Array::new(elem, vec![v])))
+                Value::Array(Box::new(ferrogres_datum::array::Array::new(elem, vec![v])))
             }
             (_, other) => other,
         };
@@ -213,11 +213,11 @@ impl AggState {
             (AggKind::JsonAgg { jsonb }, acc) => crate::agg_order::json_final(acc, false, jsonb)?,
             (AggKind::JsonObjectAgg { jsonb }, acc) => crate::agg_order::json_final(acc, true, jsonb)?,
             (AggKind::Avg, Value::Float8(s)) => Value::Float8(s / self.n as f64),
-            (AggKind::Avg, s @ Value::Numeric(_)) => crate::numeric::avg_final(s, self.n).unwrap_or(Value::Null),
-            (AggKind::Avg, s @ Value::Interval(_)) => crate::datetime::fns::interval_avg_final(s, self.n).unwrap_or(Value::Null),
-            (AggKind::Variance { sample, sqrt }, acc) => crate::numeric::math::var_final(acc, self.n, sample, sqrt).unwrap_or(Value::Null),
+            (AggKind::Avg, s @ Value::Numeric(_)) => ferrogres_datum::numeric::avg_final(s, self.n).unwrap_or(Value::Null),
+            (AggKind::Avg, s @ Value::Interval(_)) => ferrogres_datum::datetime::fns::interval_avg_final(s, self.n).unwrap_or(Value::Null),
+            (AggKind::Variance { sample, sqrt }, acc) => ferrogres_datum::numeric::math::var_final(acc, self.n, sample, sqrt).unwrap_or(Value::Null),
             (AggKind::StringAgg, Value::Text(s)) => {
-                crate::errors::check_result_len(s.len())?;
+                ferrogres_datum::errors::check_result_len(s.len())?;
                 Value::Text(s)
             }
             (_, v) => v,

@@ -27,11 +27,11 @@
 //! rows (its first-row part is then empty, and no rewritten expression reads it:
 //! nothing is grouped in every set when `()` is one of them).
 
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, Ctx, RowIter};
 use crate::grouping::{AggState, Grouping, Key};
 use crate::plan::{Aggregate, Expr};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use std::collections::BTreeMap;
 
 /// The grouping sets of a query and its GROUPING calls.

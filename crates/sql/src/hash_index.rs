@@ -11,9 +11,9 @@
 //! `stats::index_cost` costs it as uncorrelated. Everything here takes the
 //! index's [`IndexInfo`] and values; nothing keeps state between calls.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::index::IndexInfo;
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::hash::hashfunc as hf;
 use ferrogres_engine::hash::HashIndex;
@@ -186,7 +186,7 @@ pub fn bulk_delete(engine: &Engine, ix: &IndexInfo, dead: &dyn Fn(Tid) -> bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::numeric::Numeric;
+    use ferrogres_datum::numeric::Numeric;
 
     /// Values computed by PostgreSQL 15: `select hash_numeric(1.50)`, ...
     #[test]
@@ -201,7 +201,7 @@ mod tests {
         assert_eq!(hash_value(Type::Bpchar, &Value::Text("ab  ".into())), hash_value(Type::Text, &Value::Text("ab".into())));
         assert_eq!(hash_value(Type::Bool, &Value::Bool(true)), hash_value(Type::Int4, &Value::Int4(1)));
         assert_eq!(hash_value(Type::Int4, &Value::Null), None);
-        let u = crate::uuid::input("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap();
+        let u = ferrogres_datum::uuid::input("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap();
         assert_eq!(hash_value(Type::Uuid, &Value::Uuid(u)).map(|h| h as i32), Some(1154666245));
     }
 }

@@ -14,8 +14,8 @@
 use crate::alter::{quote_ident, AlterCmd};
 use crate::analyze::Analyzer;
 use crate::catalog::{self, Column, Table};
-use crate::errors::{Result, SqlError};
-use crate::types::{Type, Value};
+use ferrogres_datum::errors::{Result, SqlError};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use pg_query::protobuf as pb;
@@ -65,7 +65,7 @@ pub fn create(backend: &mut Backend, snap: &Snapshot, sql: &str, t: &Table, col:
         return Err(SqlError::new(b"22023", "identity column type must be smallint, integer, or bigint".to_string()));
     }
     let opts = {
-        let a = Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default() };
+        let a = Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: Default::default() };
         crate::sequence::identity_options(&a, ty, options)?
     };
     let name = sequence_name(backend, snap, &t.name, colname, &[])?;

@@ -31,11 +31,11 @@
 //!   dead heap TID handed to VACUUM's phase 3 has no entry left in any index file.
 
 use crate::catalog::{self, cat, class_rel, locator, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{self, eval_pure, Ctx, Env};
 use crate::plan::{CmpOp, Expr, Func};
 use crate::rowio::{deform_row, insert_row, scan_rows, RelStorage};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::lmgr::lock::LockMode;
@@ -700,7 +700,7 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
             if let Err(ssi) = heapam::ssi_conflict_in(backend, ix.rel, None) {
                 return SqlError::from(ssi);
             }
-            e.with_objects(crate::errors::ErrorObjects::of_table(table, Some(&ix.name), None))
+            e.with_objects(table.error_objects(Some(&ix.name), None))
         } else {
             e
         }
@@ -1033,6 +1033,12 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> R
             crate::hash_index::scan_roots(&engine, ix, &eq_vals[0], &mut || env.check_interrupts())?
         }
     };
+    Ok(TableScan::Rows(fetch_roots(table, ix, roots, ctx)?))
+}
+
+/// The visible rows the index entries `roots` (HOT chain roots) of `ix`
+/// lead to, each once, counted in the index's statistics.
+fn fetch_roots(table: &Table, ix: &IndexInfo, roots: Vec<Tid>, ctx: &mut Ctx) -> Result<Vec<(Tid, Vec<Value>)>> {
     let descs = table.storage.descs()?;
     let mut seen: HashSet<Tid> = HashSet::new();
     let mut out = Vec::new();
@@ -1052,7 +1058,53 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> R
             }
         }
     }
-    Ok(TableScan::Rows(out))
+    Ok(out)
+}
+
+/// The rows of `table` whose leading key columns of its index `index`
+/// equal `key` (one value per column, a prefix of the key): the inner side
+/// of a parameterized nested loop ([`crate::nestloop`]), probed once per
+/// outer row with that row's values, with no planning in between. A value
+/// that cannot be a key of the column's type (an int8 beyond int4's range)
+/// matches nothing; a NULL matches nothing.
+pub fn index_probe(table: &Table, index: usize, key: &[Value], ctx: &mut Ctx) -> Result<Vec<(Tid, Vec<Value>)>> {
+    let ix = &table.indexes[index];
+    let mut vals = Vec::with_capacity(key.len());
+    for (k, v) in key.iter().enumerate() {
+        if v.is_null() {
+            return Ok(Vec::new());
+        }
+        let from = match v {
+            Value::Int2(_) => Type::Int2,
+            Value::Int4(_) => Type::Int4,
+            Value::Int8(_) => Type::Int8,
+            Value::Oid(_) => Type::Oid,
+            Value::Text(_) => Type::Text,
+            _ => ix.types[k],
+        };
+        match as_key(v.clone(), from, ix.types[k]) {
+            Some(v) => vals.push(v),
+            None => return Ok(Vec::new()),
+        }
+    }
+    let engine = ctx.backend.engine().clone();
+    heapam::predicate_lock_relation(ctx.backend, ix.rel);
+    let roots: Vec<Tid> = match ix.am {
+        IndexAm::Btree => {
+            let datums: Vec<Option<Datum<'_>>> = vals.iter().enumerate().map(|(i, v)| types::to_datum(ix.types[i], v)).collect::<Result<_>>()?;
+            let bounds = ScanBounds::range(Bound::Included(datums.clone()), Bound::Included(datums));
+            let mut roots = Vec::new();
+            for t in ix.btree()?.scan(&engine, bounds) {
+                roots.push(t?);
+            }
+            roots
+        }
+        IndexAm::Hash => {
+            let env = &mut *ctx.env;
+            crate::hash_index::scan_roots(&engine, ix, &vals[0], &mut || env.check_interrupts())?
+        }
+    };
+    fetch_roots(table, ix, roots, ctx)
 }
 
 /// ORDER BY `col` LIMIT n (no aggregates, one sort key) where `col` is the first
@@ -1239,7 +1291,13 @@ pub fn vacuum_table(
     let mut cleanup = |tids: &[Tid]| -> ferrogres_engine::error::Result<()> {
         bulk_delete_all(&engine, &indexes, tids).map_err(|e| ferrogres_engine::error::Error::internal(e.message))
     };
-    Ok(vacuum_rel(&engine, Some(backend), table.storage.rel, opts, &mut cleanup)?)
+    let stats = vacuum_rel(&engine, Some(backend), table.storage.rel, opts, &mut cleanup)?;
+    // Then the TOAST relation and its chunk index (PostgreSQL vacuums it as a
+    // relation of its own, right after the table, with the same options).
+    if let Some(toast) = table.storage.toast {
+        ferrogres_engine::heap::toastam::vacuum_toast(&engine, Some(backend), toast, opts)?;
+    }
+    Ok(stats)
 }
 
 /// Registers the index cleanup of a table loaded with indexes (for autovacuum).

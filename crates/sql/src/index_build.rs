@@ -28,13 +28,13 @@
 //! in progress), each entry pointing at the root of its HOT chain.
 
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{compare_key, Env, Ticker};
 use crate::index::{IndexAm, IndexInfo};
 use crate::plan::SortKey;
 use crate::rowio::RowScan;
 use crate::sort::{SortMem, Sorter};
-use crate::types::{self, Value};
+use ferrogres_datum::types::{self, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::heap::tuple::Tid;
@@ -173,7 +173,7 @@ fn duplicated(ix: &IndexInfo, table: &Table, entry: &[Value]) -> SqlError {
     let shown: Vec<String> = entry[..ix.nkey].iter().map(|v| types::output(v).unwrap_or_else(|| "null".into())).collect();
     SqlError::new(b"23505", format!("could not create unique index \"{}\"", ix.name))
         .with_detail(format!("Key ({})=({}) is duplicated.", names.join(", "), shown.join(", ")))
-        .with_objects(crate::errors::ErrorObjects::of_table(table, Some(&ix.name), None))
+        .with_objects(table.error_objects(Some(&ix.name), None))
 }
 
 #[cfg(test)]

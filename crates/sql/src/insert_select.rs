@@ -7,10 +7,10 @@
 
 use crate::analyze::Analyzer;
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{eval_pure, insert_one, run_query, Ctx};
 use crate::plan::{Expr, Query, Statement, Target};
-use crate::types::{self, CastContext, Type, Value};
+use ferrogres_datum::types::{self, CastContext, Type, Value};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 

@@ -29,12 +29,12 @@
 //! read only its nullable side filter that side. Equalities across the two
 //! sides become hash keys.
 
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, Ctx, RowIter, Ticker};
 use crate::grouping::Key;
 use crate::plan::{CmpOp, Expr, Source};
 use crate::subquery::{columns_read, has_subplan, map_columns, shift_columns};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +74,8 @@ pub struct Join {
     pub rw: usize,
     /// The right input is a LATERAL subquery: re-run per left row.
     pub lateral: bool,
+    /// The method and estimates the join search chose ([`crate::optimizer`]).
+    pub plan: crate::optimizer::JoinPlan,
 }
 
 /// Rows of one join input, filtered.
@@ -116,6 +118,11 @@ fn keys_of(exprs: &[Expr], row: &[Value], ctx: &mut Ctx) -> Result<Option<Key>> 
 /// Runs a join to its rows: streaming its left input and its result (but for a
 /// LATERAL join, run per left row over the materialized left input).
 pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+    if let crate::optimizer::JoinMethod::ParamIndex { index } = j.plan.method {
+        if let Some(it) = crate::nestloop::start(j, index, ctx)? {
+            return Ok(it);
+        }
+    }
     if j.kind.left_only() && !j.lateral {
         return SemiJoin::start(j, ctx);
     }
@@ -128,7 +135,7 @@ pub fn run(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         let mut t = Ticker::default();
         for l in left {
             t.tick(&*ctx.env)?;
-            let Source::Subquery(q) = &j.right else { return Err(crate::errors::SqlError::internal("LATERAL input is not a subquery")) };
+            let Source::Subquery(q) = &j.right else { return Err(ferrogres_datum::errors::SqlError::internal("LATERAL input is not a subquery")) };
             let mut q = (**q).clone();
             crate::subquery::bind_outer(&mut q, &l, &[]);
             let rights = input_rows(&Source::Subquery(Box::new(q)), &j.right_filter, ctx)?;
@@ -637,7 +644,14 @@ pub fn place_conditions(source: &mut Source, filter: Option<Expr>) -> Option<Exp
             }
             residual.push(q);
         }
-        if !lk.is_empty() {
+        if !lk.is_empty() && j.plan.method == crate::optimizer::JoinMethod::NestLoop {
+            // The optimizer chose a nested loop (enable_hashjoin off): the
+            // equalities stay in the condition.
+            for (a, mut b) in lk.into_iter().zip(rk) {
+                shift_columns(&mut b, lw as isize);
+                residual.push(Expr::Compare { op: CmpOp::Eq, l: Box::new(a), r: Box::new(b) });
+            }
+        } else if !lk.is_empty() {
             j.hash = Some((lk, rk));
         }
         j.cond = and_of(residual);

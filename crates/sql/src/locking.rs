@@ -26,7 +26,7 @@
 //! happened.
 
 use crate::catalog::{self, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::lmgr::lock::{nowait_relation_error, LockAcquireResult, LockManager, LockMode, LockOptions, LockTag};
 use ferrogres_engine::pgstat::BackendId;
@@ -410,8 +410,8 @@ pub enum LockFunc {
 
 /// The signature of lock function `name` called with `nargs` arguments:
 /// (function, argument types, result type).
-pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [crate::types::Type], crate::types::Type)> {
-    use crate::types::Type;
+pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [ferrogres_datum::types::Type], ferrogres_datum::types::Type)> {
+    use ferrogres_datum::types::Type;
     const INT8: &[Type] = &[Type::Int8];
     const INT4_PAIR: &[Type] = &[Type::Int4, Type::Int4];
     let key = match nargs {
@@ -458,8 +458,8 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(LockFunc, &'static [crat
     }
 }
 
-fn advisory_key(vals: &[crate::types::Value]) -> Option<ferrogres_engine::lmgr::lock::AdvisoryKey> {
-    use crate::types::Value;
+fn advisory_key(vals: &[ferrogres_datum::types::Value]) -> Option<ferrogres_engine::lmgr::lock::AdvisoryKey> {
+    use ferrogres_datum::types::Value;
     use ferrogres_engine::lmgr::lock::AdvisoryKey;
     match vals {
         [Value::Int8(k)] => Some(AdvisoryKey::Int8(*k)),
@@ -470,13 +470,13 @@ fn advisory_key(vals: &[crate::types::Value]) -> Option<ferrogres_engine::lmgr::
 
 /// The value of a function returning void: not NULL (`f() IS NOT NULL` is
 /// true), printed as the empty string, as PostgreSQL's void output gives.
-fn void() -> crate::types::Value {
-    crate::types::Value::Text(String::new())
+fn void() -> ferrogres_datum::types::Value {
+    ferrogres_datum::types::Value::Text(String::new())
 }
 
 /// Evaluates a lock function (strict: a NULL argument gives NULL).
-pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec::Env) -> Result<crate::types::Value> {
-    use crate::types::Value;
+pub fn call(f: LockFunc, vals: &[ferrogres_datum::types::Value], env: &mut dyn crate::exec::Env) -> Result<ferrogres_datum::types::Value> {
+    use ferrogres_datum::types::Value;
     if let LockFunc::Notify = f {
         // Not strict: a NULL channel is an empty one, a NULL payload empty.
         let text = |v: &Value| match v {
@@ -543,12 +543,12 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
         LockFunc::SafeSnapshotBlockingPids => {
             let Value::Int4(pid) = &vals[0] else { return Err(SqlError::internal("bad arguments")) };
             let pids = txn.predicate.safe_snapshot_blocking_pids(*pid).into_iter().map(Value::Int4).collect();
-            Value::Array(Box::new(crate::array::Array::new(crate::types::Type::Int4, pids)))
+            Value::Array(Box::new(ferrogres_datum::array::Array::new(ferrogres_datum::types::Type::Int4, pids)))
         }
         LockFunc::BlockingPids => {
             let Value::Int4(pid) = &vals[0] else { return Err(SqlError::internal("bad arguments")) };
             let pids = m.blocking_pids(*pid).into_iter().map(Value::Int4).collect();
-            Value::Array(Box::new(crate::array::Array::new(crate::types::Type::Int4, pids)))
+            Value::Array(Box::new(ferrogres_datum::array::Array::new(ferrogres_datum::types::Type::Int4, pids)))
         }
         LockFunc::CancelBackend | LockFunc::TerminateBackend | LockFunc::ReloadConf | LockFunc::Notify => unreachable!("handled above"),
     })
@@ -559,8 +559,8 @@ pub fn call(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec
 /// unknown pid is a WARNING and false; pg_terminate_backend with a timeout
 /// waits (checking for interrupts) until the backend is gone, else a WARNING
 /// and false.
-fn signal_backend(f: LockFunc, vals: &[crate::types::Value], env: &mut dyn crate::exec::Env) -> Result<crate::types::Value> {
-    use crate::types::Value;
+fn signal_backend(f: LockFunc, vals: &[ferrogres_datum::types::Value], env: &mut dyn crate::exec::Env) -> Result<ferrogres_datum::types::Value> {
+    use ferrogres_datum::types::Value;
     use ferrogres_engine::pgstat::activity::BackendSignal;
     let Value::Int4(pid) = vals[0] else { return Err(SqlError::internal("bad arguments")) };
     let timeout = match vals.get(1) {
@@ -671,9 +671,9 @@ pub fn run_locking_query(
     strength: ferrogres_engine::heap::page::RowLockMode,
     wait: ferrogres_engine::heap::heapam::WaitPolicy,
     ctx: &mut crate::exec::Ctx,
-) -> Result<Vec<Vec<crate::types::Value>>> {
+) -> Result<Vec<Vec<ferrogres_datum::types::Value>>> {
     use crate::exec::{compare, eval_pure, limit_value};
-    use crate::types::Value;
+    use ferrogres_datum::types::Value;
     use ferrogres_engine::heap::heapam::{heap_lock_tuple, LockOutcome};
     let crate::plan::Source::Table(table) = &q.source else {
         let mut it = crate::exec::run_query(q, ctx)?;

@@ -1,7 +1,7 @@
 //! The per-statement memory limit: `statement_memory_limit`.
 //!
 //! PostgreSQL bounds a backend's memory per operation (`work_mem`, spilling to
-//! disk beyond it) and per value (1 GB, [`crate::errors::MAX_ALLOC_SIZE`]).
+//! disk beyond it) and per value (1 GB, [`ferrogres_datum::errors::MAX_ALLOC_SIZE`]).
 //! ferrogres's executor still materializes sorts, joins and results in memory
 //! (issue 19 replaces that by spilling under `work_mem`), so one statement could
 //! grow the whole server until the machine runs out. This module bounds it:
@@ -30,7 +30,7 @@
 //! iterations, or a value whose size was not known in advance) before it
 //! stops.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use ferrogres_engine::memacct;
 
 /// The setting's name.

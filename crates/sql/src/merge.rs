@@ -14,10 +14,10 @@
 //! source row does nothing (PostgreSQL 15 would try its NOT MATCHED clauses).
 
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{eval_pure, newest_qualifying, source_rows, Ctx};
 use crate::plan::{Expr, Source};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use ferrogres_engine::heap::heapam::{self, WaitPolicy};
 use ferrogres_engine::heap::tuple::Tid;
 use std::collections::HashSet;
@@ -150,7 +150,8 @@ fn matched(m: &Merge, tid: Tid, mut both: Vec<Value>, s: &[Value], changed: &mut
                 }
             }
             _ => {
-                let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name };
+                let toast_descs = table.storage.toast_descs()?;
+                let opts = DeleteOptions { wait_policy: WaitPolicy::Block, relname: &table.name, toast_desc: toast_descs.as_deref() };
                 match heapam::heap_delete_ext(ctx.backend, table.storage.rel, tid, opts)? {
                     DeleteOutcome::Ok => {
                         crate::foreign_key::on_parent_delete(table, &old, ctx)?;

@@ -30,9 +30,9 @@
 //! survives its session.
 
 use crate::catalog::{self, PG_CATALOG_NAMESPACE, PUBLIC_NAMESPACE};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;

@@ -8,15 +8,17 @@
 //! session's channel set is recomputed and registered, then the notifications
 //! go to every listener of their channel in the database. A rollback drops
 //! them. Within a transaction a notification equal to one already queued
-//! (same channel and payload) is dropped, as PostgreSQL 15 does. Savepoints
-//! are not tracked: a NOTIFY or LISTEN inside a rolled-back savepoint still
-//! takes effect at commit (PostgreSQL drops it).
+//! (same channel and payload) is dropped, as PostgreSQL 15 does. Each
+//! savepoint marks how many actions and notifications were queued before it
+//! ([`NotifyState::at_savepoint`]); ROLLBACK TO drops those queued after it,
+//! RELEASE keeps them for the enclosing level, as PostgreSQL's
+//! subtransaction-level lists do.
 //!
 //! Errors as PostgreSQL's: 22023 `channel name cannot be empty`, `channel
 //! name too long` (63 bytes at most), `payload string too long` (8000 bytes
 //! at most); 54000 `too many notifications in the NOTIFY queue` at commit.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::Statement;
 use crate::utility::SessionCmd;
 use ferrogres_engine::engine::Backend;
@@ -45,7 +47,10 @@ pub struct NotifyState {
     /// This transaction's notifications (channel, payload), deduplicated, in order.
     pub pending: Vec<(String, String)>,
     /// Set by a sender when notifications wait for this session (engine queue).
-    pub flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub flag: Option<std::sync::Arc<ferrogres_engine::notify::NotifySignal>>,
+    /// Open savepoints, innermost last: (nesting level, `actions.len()`,
+    /// `pending.len()`) when each was set.
+    marks: Vec<(usize, usize, usize)>,
 }
 
 pub fn analyze_listen(s: &pb::ListenStmt) -> Statement {
@@ -99,6 +104,7 @@ impl NotifyState {
     /// pg_listening_channels() are stale).
     pub fn at_commit(&mut self, backend: &Backend) -> bool {
         let db = crate::database::current();
+        self.marks.clear();
         let listen_changed = !self.actions.is_empty();
         if listen_changed {
             for a in std::mem::take(&mut self.actions) {
@@ -126,5 +132,29 @@ impl NotifyState {
     pub fn at_abort(&mut self) {
         self.actions.clear();
         self.pending.clear();
+        self.marks.clear();
+    }
+
+    /// After SAVEPOINT opened nesting level `level`.
+    pub fn at_savepoint(&mut self, level: usize) {
+        self.marks.push((level, self.actions.len(), self.pending.len()));
+    }
+
+    /// After RELEASE SAVEPOINT left the transaction at nesting level `level`:
+    /// what the released levels queued now belongs to the enclosing one.
+    pub fn at_release(&mut self, level: usize) {
+        self.marks.retain(|&(l, _, _)| l <= level);
+    }
+
+    /// After ROLLBACK TO SAVEPOINT re-opened nesting level `level`: what was
+    /// queued since that savepoint was set is dropped; the savepoint stays.
+    pub fn at_rollback_to(&mut self, level: usize) {
+        self.marks.retain(|&(l, _, _)| l <= level);
+        if let Some(&(l, actions, pending)) = self.marks.last() {
+            if l == level {
+                self.actions.truncate(actions);
+                self.pending.truncate(pending);
+            }
+        }
     }
 }

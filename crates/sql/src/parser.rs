@@ -10,13 +10,13 @@
 //! the tree into protobuf checks its stack depth (54001) and stops at
 //! [`MAX_PROTOBUF_DEPTH`] nested messages; prost then decodes the message
 //! recursively, with its recursion limit (100) off, so that what PostgreSQL
-//! accepts decodes. None of those can call [`crate::stack_depth::check`]
+//! accepts decodes. None of those can call [`ferrogres_datum::stack_depth::check`]
 //! while they run: [`parse`] checks the depth when it starts, and
-//! [`crate::stack_depth::STACK_DEPTH_SLOP`] holds what they need below the
+//! [`ferrogres_datum::stack_depth::STACK_DEPTH_SLOP`] holds what they need below the
 //! limit (the test `deepest_parse_trees_decode_within_the_slop` decodes,
 //! clones and drops the deepest trees on a stack of that size).
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use pg_query::protobuf::{ParseResult, RawStmt};
 use prost::Message;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -83,7 +83,7 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStmt>> {
 fn with_protobuf<R>(sql: &str, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
     // Called at any depth (a view's text is parsed while the query reading it
     // is analyzed): the C parser and `f` run in the slop under the limit.
-    crate::stack_depth::check()?;
+    ferrogres_datum::stack_depth::check()?;
     let c = CString::new(sql).map_err(|_| SqlError::new(b"22021", "invalid byte sequence for encoding \"UTF8\": 0x00"))?;
     // SAFETY: `c` is a valid NUL-terminated string; the result is freed below and
     // nothing borrowed from it outlives this block.
@@ -110,7 +110,7 @@ fn with_protobuf<R>(sql: &str, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
     } else if msg.contains("nested too deeply") || msg.starts_with("stack depth limit exceeded") {
         // libpg_query's check_stack_depth() (its own limit: 2 MB of C stack)
         // or its protobuf depth limit: PostgreSQL's 54001, with its HINT.
-        let mut e = crate::stack_depth::too_deep();
+        let mut e = ferrogres_datum::stack_depth::too_deep();
         if pos > 0 {
             e.position = Some(pos as u32);
         }
@@ -177,7 +177,7 @@ mod tests {
             (9986, Box::new(move |n| r("(", "select 1", " union select 1)", n))),
         ];
         std::thread::Builder::new()
-            .stack_size(crate::stack_depth::STACK_DEPTH_SLOP)
+            .stack_size(ferrogres_datum::stack_depth::STACK_DEPTH_SLOP)
             .spawn(move || {
                 for (n, make) in &shapes {
                     let deepest = parse(&make(*n)).unwrap();

@@ -15,7 +15,8 @@
 //! | pg_attribute | stored rows (user columns only: no system columns with attnum < 0) |
 //! | pg_attrdef | stored defaults; `adbin` holds the expression as pg_get_expr shows it |
 //! | pg_index, pg_constraint | stored rows of [`crate::index`] |
-//! | pg_type | the built-in types of [`crate::types`] and their array types |
+//! | pg_sequence | the sequences of pg_class (relkind 'S') with the options of their state files ([`crate::sequence`]) |
+//! | pg_type | the built-in types of [`ferrogres_datum::types`] and their array types |
 //! | pg_am | heap 2, btree 403, hash 405, gist 783, gin 2742, spgist 4000, brin 3580 |
 //! | pg_database | postgres (5) only: there are no template databases |
 //! | pg_authid, pg_shadow (superuser only: 42501), pg_roles, pg_user, pg_auth_members | the stored shared catalogs of [`crate::roles`] |
@@ -37,9 +38,9 @@
 //! subscripts, is int2[]), aclitem[] as text[].
 
 use crate::catalog::{self, Column, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{scan_rows, RelStorage};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::{Backend, DEFAULT_TABLESPACE_OID};
 use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::snapshot::Snapshot;
@@ -74,6 +75,7 @@ static VIEWS: &[View] = &[
     View { name: "pg_index", oid: 2610, columns: &[("indexrelid", Type::Oid), ("indrelid", Type::Oid), ("indnatts", Type::Int2), ("indnkeyatts", Type::Int2), ("indisunique", Type::Bool), ("indnullsnotdistinct", Type::Bool), ("indisprimary", Type::Bool), ("indisexclusion", Type::Bool), ("indimmediate", Type::Bool), ("indisclustered", Type::Bool), ("indisvalid", Type::Bool), ("indcheckxmin", Type::Bool), ("indisready", Type::Bool), ("indislive", Type::Bool), ("indisreplident", Type::Bool), ("indkey", Type::Text), ("indcollation", Type::Text), ("indclass", Type::Text), ("indoption", Type::Text), ("indexprs", Type::Text), ("indpred", Type::Text)] },
     // Empty until range types exist; regproc columns as text (see above).
     View { name: "pg_range", oid: 3541, columns: &[("rngtypid", Type::Oid), ("rngsubtype", Type::Oid), ("rngmultitypid", Type::Oid), ("rngcollation", Type::Oid), ("rngsubopc", Type::Oid), ("rngcanonical", Type::Text), ("rngsubdiff", Type::Text)] },
+    View { name: "pg_sequence", oid: 2224, columns: &[("seqrelid", Type::Oid), ("seqtypid", Type::Oid), ("seqstart", Type::Int8), ("seqincrement", Type::Int8), ("seqmax", Type::Int8), ("seqmin", Type::Int8), ("seqcache", Type::Int8), ("seqcycle", Type::Bool)] },
     View { name: "pg_inherits", oid: 2611, columns: &[("inhrelid", Type::Oid), ("inhparent", Type::Oid), ("inhseqno", Type::Int4), ("inhdetachpending", Type::Bool)] },
     View { name: "pg_namespace", oid: 2615, columns: &[("oid", Type::Oid), ("nspname", Type::Name), ("nspowner", Type::Oid), ("nspacl", TEXT_ARRAY)] },
     View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Text), ("partclass", Type::Text), ("partcollation", Type::Text), ("partexprs", Type::Text)] },
@@ -219,6 +221,28 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
             out
         }
         "pg_class" => pg_class(v, backend, snap)?,
+        "pg_sequence" => {
+            let mut out = Vec::new();
+            for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
+                let (Value::Oid(oid), Value::Text(kind)) = (&r[0], &r[5]) else { continue };
+                if kind != "S" {
+                    continue;
+                }
+                let Some(o) = crate::sequence::options_of(backend.engine(), *oid)? else { continue };
+                out.push(
+                    Row::new(v)
+                        .oid("seqrelid", *oid)
+                        .oid("seqtypid", o.ty.oid())
+                        .set("seqstart", Value::Int8(o.start))
+                        .set("seqincrement", Value::Int8(o.increment))
+                        .set("seqmax", Value::Int8(o.max))
+                        .set("seqmin", Value::Int8(o.min))
+                        .set("seqcache", Value::Int8(o.cache))
+                        .b("seqcycle", o.cycle),
+                );
+            }
+            out
+        }
         "pg_stats" => return crate::stats::pg_stats(backend, snap),
         "tables" => is_tables(v, backend, snap)?,
         "pg_settings" => {
@@ -256,7 +280,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                                 }
                                 guc::Kind::Enum { values, .. } => row.t("vartype", "enum").set(
                                     "enumvals",
-                                    Value::Array(Box::new(crate::array::Array::new(
+                                    Value::Array(Box::new(ferrogres_datum::array::Array::new(
                                         Type::Text,
                                         values.iter().map(|e| Value::Text(e.to_string())).collect(),
                                     ))),
@@ -275,8 +299,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
         "pg_attribute" => pg_attribute(v, backend, snap)?,
         "pg_attrdef" => {
             let mut out = Vec::new();
-            for (relid, num, ty, typmod, text) in defaults(backend, snap)? {
-                let expr = deparse_const(ty, typmod, &text);
+            for (relid, num, expr) in defaults(backend, snap)? {
                 out.push(Row::new(v).oid("oid", 0).oid("adrelid", relid).i2("adnum", num).t("adbin", &expr));
             }
             out
@@ -317,7 +340,17 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
         }
         "pg_constraint" => {
             let mut out = Vec::new();
+            let indexes = scan_rows(backend, &crate::index::index_rel(), snap)?;
             for (_, r) in scan_rows(backend, &crate::index::constraint_rel(), snap)? {
+                // A foreign key: the referenced table, its columns, the actions,
+                // and the referenced table's unique index on those columns
+                // (pgjdbc's getImportedKeys joins on conindid), as PostgreSQL has them.
+                let fk = match (&r[1], &r[3], &r[4], &r[6], &r[7]) {
+                    (Value::Text(name), Value::Text(kind), Value::Oid(rel), Value::Text(conkey), Value::Text(bin)) if kind == "f" => {
+                        crate::foreign_key::decode(name, *rel, conkey, bin)
+                    }
+                    _ => None,
+                };
                 let conkey = match &r[6] {
                     Value::Text(s) => types::input(INT2_ARRAY, s, -1).unwrap_or(Value::Null),
                     _ => Value::Null,
@@ -346,6 +379,24 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                         .b("connoinherit", true)
                         .set("conkey", conkey),
                 );
+                if let Some(fk) = fk {
+                    let keys: Vec<String> = fk.parent_cols.iter().map(|c| (c + 1).to_string()).collect();
+                    let index = indexes
+                        .iter()
+                        .find(|(_, i)| {
+                            i[1] == Value::Oid(fk.parent) && i[4] == Value::Bool(true) && matches!(&i[6], Value::Text(k) if k.split(' ').eq(keys.iter().map(String::as_str)))
+                        })
+                        .map_or(Value::Oid(0), |(_, i)| i[0].clone());
+                    let row = out.pop().expect("pushed above");
+                    out.push(
+                        row.set("conindid", index)
+                            .oid("confrelid", fk.parent)
+                            .t("confupdtype", &fk.on_update.to_string())
+                            .t("confdeltype", &fk.on_delete.to_string())
+                            .t("confmatchtype", "s")
+                            .set("confkey", types::input(INT2_ARRAY, &format!("{{{}}}", keys.join(",")), -1).unwrap_or(Value::Null)),
+                    );
+                }
             }
             out
         }
@@ -389,7 +440,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                 if r.config.is_empty() {
                     Value::Null
                 } else {
-                    Value::Array(Box::new(crate::array::Array::new(Type::Text, r.config.iter().cloned().map(Value::Text).collect())))
+                    Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, r.config.iter().cloned().map(Value::Text).collect())))
                 }
             };
             let until = |r: &crate::roles::RoleRow| r.valid_until.map_or(Value::Null, Value::Timestamptz);
@@ -470,14 +521,23 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
 
 /// (relid, attnum, type, typmod, stored text) of every column default.
 #[allow(clippy::type_complexity)] // the row of each default, as documented above
-fn defaults(backend: &Backend, snap: &Snapshot) -> Result<Vec<(u32, i16, Type, i32, String)>> {
+/// The stored column defaults: (table OID, attnum, the expression as
+/// pg_get_expr shows it). A constant default keeps its constant's text in
+/// adbin (deparsed here); an expression default (`nextval(...)`, `now()`)
+/// keeps its SQL text in adsrc ([`crate::constraints`]).
+fn defaults(backend: &Backend, snap: &Snapshot) -> Result<Vec<(u32, i16, String)>> {
     let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;
     let mut out = Vec::new();
-    for (_, r) in scan_rows(backend, &catalog::cat(catalog::PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text]), snap)? {
-        let [Value::Oid(rel), Value::Int2(num), Value::Text(text)] = r.as_slice() else { continue };
+    for (_, r) in scan_rows(backend, &catalog::attrdef_rel(), snap)? {
+        let [Value::Oid(rel), Value::Int2(num), adbin, adsrc] = r.as_slice() else { continue };
         let Some(a) = attrs.iter().find(|(_, a)| a[0] == Value::Oid(*rel) && a[3] == Value::Int2(*num)) else { continue };
         let (Value::Oid(t), Value::Int4(tm)) = (&a.1[2], &a.1[4]) else { continue };
-        out.push((*rel, *num, Type::from_oid(*t).unwrap_or(Type::Text), *tm, text.clone()));
+        let expr = match (adbin, adsrc) {
+            (Value::Text(text), _) => deparse_const(Type::from_oid(*t).unwrap_or(Type::Text), *tm, text),
+            (_, Value::Text(sql)) => sql.clone(),
+            _ => continue,
+        };
+        out.push((*rel, *num, expr));
     }
     Ok(out)
 }
@@ -577,7 +637,7 @@ fn index_am(relam: &Value) -> u32 {
 /// (`{fillfactor=60}`), or NULL.
 fn index_reloptions(indexes: &[(ferrogres_engine::heap::tuple::Tid, Vec<Value>)], oid: u32) -> Value {
     match indexes.iter().find(|(_, i)| i[0] == Value::Oid(oid)).and_then(|(_, i)| i.get(8)) {
-        Some(Value::Text(t)) => Value::Array(Box::new(crate::array::Array::new(Type::Text, t.split(',').map(|o| Value::Text(o.to_string())).collect()))),
+        Some(Value::Text(t)) => Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, t.split(',').map(|o| Value::Text(o.to_string())).collect()))),
         _ => Value::Null,
     }
 }
@@ -657,7 +717,7 @@ fn is_columns<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec
             .t("is_generated", "NEVER")
             .t("is_updatable", "YES");
         if let Some(d) = defs.iter().find(|d| d.0 == *rel && d.1 == *num) {
-            row = row.t("column_default", &deparse_const(d.2, d.3, &d.4));
+            row = row.t("column_default", &d.2);
         }
         let (prec, radix, scale) = match ty {
             Type::Int2 => (Some(16), Some(2), Some(0)),
@@ -784,7 +844,7 @@ fn io_stem(t: Type) -> String {
 fn pg_type(v: &View) -> Vec<Row<'_>> {
     let mut all: Vec<Type> = types::TYPES.to_vec();
     all.extend([Type::Name, Type::Char, Type::Xid]);
-    all.extend(crate::array::all_array_types());
+    all.extend(ferrogres_datum::array::all_array_types());
     all.into_iter()
         .map(|t| {
             let (cat, pref) = t.category();
@@ -813,7 +873,7 @@ fn pg_type(v: &View) -> Vec<Row<'_>> {
                 Type::Array(Type::Name) => 950,
                 _ => 0,
             };
-            let array = crate::array::array_of(t).map_or(0, |a| a.oid());
+            let array = ferrogres_datum::array::array_of(t).map_or(0, |a| a.oid());
             Row::new(v)
                 .oid("oid", t.oid())
                 .t("typname", t.typname())
@@ -975,11 +1035,11 @@ pub fn parse_type_name(s: &str) -> Option<Type> {
         match name.as_str() {
             // SQL's `char` is character(1); `"char"` (above) is the one-byte type.
             "char" => Type::Bpchar,
-            n => Type::from_sql_name(n).or_else(|| crate::array::from_typname(n))?,
+            n => Type::from_sql_name(n).or_else(|| ferrogres_datum::array::from_typname(n))?,
         }
     };
     if array {
-        crate::array::array_of(t)
+        ferrogres_datum::array::array_of(t)
     } else {
         Some(t)
     }
@@ -991,7 +1051,7 @@ pub fn parse_type_name(s: &str) -> Option<Type> {
 pub fn regproc_names() -> Vec<String> {
     let mut all: Vec<Type> = types::TYPES.to_vec();
     all.extend([Type::Name, Type::Char, Type::Xid]);
-    all.extend(crate::array::all_array_types());
+    all.extend(ferrogres_datum::array::all_array_types());
     let mut names: Vec<String> = all
         .into_iter()
         .flat_map(|t| {
@@ -1143,7 +1203,7 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
                     items.push(Value::Text("pg_catalog".into()));
                 }
                 items.push(Value::Text("public".into()));
-                Value::Array(Box::new(crate::array::Array::new(Type::Name, items)))
+                Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Name, items)))
             }
             _ => Value::Null,
         },
@@ -1227,7 +1287,7 @@ pub fn size_pretty(size: i64) -> String {
 }
 
 /// `oid:bytes` of every relation for size function `func` (pg_relation_size:
-/// the main fork; pg_table_size: with the TOAST relation; pg_indexes_size: the
+/// the main fork; pg_table_size: with the TOAST relation and its chunk index; pg_indexes_size: the
 /// indexes; pg_total_relation_size: all of them), from the files' lengths now.
 pub fn relation_sizes(backend: &Backend, snap: &Snapshot, func: &str) -> Result<Vec<String>> {
     use ferrogres_engine::storage::ForkNumber;
@@ -1245,7 +1305,13 @@ pub fn relation_sizes(backend: &Backend, snap: &Snapshot, func: &str) -> Result<
     for (_, c) in &classes {
         let (Value::Oid(oid), Value::Oid(node), Value::Oid(toast)) = (&c[0], &c[3], &c[4]) else { continue };
         let main = bytes(*node)?;
-        let table = main + bytes(*toast)?;
+        // The TOAST relation with its chunk index (the engine keeps it in a fork).
+        let toast_index = if *toast == 0 {
+            0
+        } else {
+            smgr.nblocks(catalog::locator(*toast), ForkNumber::ToastIndex)? as i64 * ferrogres_engine::config::BLCKSZ as i64
+        };
+        let table = main + bytes(*toast)? + toast_index;
         let mut idx = 0;
         for (_, i) in indexes.iter().filter(|(_, i)| i[1] == c[0]) {
             idx += bytes(filenode(&i[0]).unwrap_or(0))?;

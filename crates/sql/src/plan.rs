@@ -10,26 +10,11 @@
 //! hold subqueries (`Expr::SubPlan`) reading enclosing levels (`Expr::OuterColumn`).
 
 use crate::catalog::{Column, Table};
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArithOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Mod,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
+// The operator kinds live with the datum procedures that apply them; the plan's
+// expressions name them.
+pub use ferrogres_datum::ops::{ArithOp, CmpOp};
 
 /// Built-in scalar functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,20 +28,20 @@ pub enum Func {
     Upper,
     Lower,
     Abs,
-    /// Date/time functions and operators ([`crate::datetime`]).
-    DateTime(crate::datetime::DtFunc),
+    /// Date/time functions and operators ([`ferrogres_datum::datetime`]).
+    DateTime(ferrogres_datum::datetime::DtFunc),
     /// length(bytea), octet_length(bytea).
     OctetLength,
     /// Advisory locks and other lock functions (`crate::locking`).
     Lock(crate::locking::LockFunc),
-    /// Array constructors, subscripts, ANY/ALL, array functions (`crate::array`).
-    Array(crate::array::ArrayFunc),
+    /// Array constructors, subscripts, ANY/ALL, array functions (`ferrogres_datum::array`).
+    Array(ferrogres_datum::array::ArrayFunc),
     /// Catalog and session information functions (`crate::pgcatalog`).
     Catalog(crate::pgcatalog::CatFunc),
     /// nextval, currval, setval, lastval ([`crate::sequence`]).
     Seq(crate::sequence::SeqFunc),
-    /// round, trunc, ceil, floor, sqrt, mod, div, scale... of numeric ([`crate::numeric`]).
-    Numeric(crate::numeric::NumFunc),
+    /// round, trunc, ceil, floor, sqrt, mod, div, scale... of numeric ([`ferrogres_datum::numeric`]).
+    Numeric(ferrogres_datum::numeric::NumFunc),
     /// A function of the built-in table (`crate::functions::BUILTINS`).
     Builtin(crate::functions::FuncId),
     /// A `VARIADIC "any"` built-in called with `VARIADIC array`: the last

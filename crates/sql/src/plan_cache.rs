@@ -25,30 +25,29 @@
 //! take again) are kept; utility statements are always analyzed afresh.
 
 use crate::plan::{Source, Statement};
-use std::cell::Cell;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 /// Statements whose plans a session keeps.
 pub const PLAN_CACHE_SIZE: usize = 128;
 
-thread_local! {
-    static UNCACHEABLE: Cell<bool> = const { Cell::new(false) };
-}
+// The mark lives in the datum layer's per-thread date/time context, where the
+// date/time input that reads the clock sets it
+// (`ferrogres_datum::datetime::mark_clock_read`).
 
 /// Analysis folded something that depends on when it ran: the plan it is
 /// building must not be reused.
 pub fn mark_uncacheable() {
-    UNCACHEABLE.with(|c| c.set(true));
+    ferrogres_datum::datetime::mark_clock_read();
 }
 
 /// Clears the mark before an analysis; [`take_uncacheable`] reads it after.
 pub fn begin_analysis() {
-    UNCACHEABLE.with(|c| c.set(false));
+    ferrogres_datum::datetime::take_clock_read();
 }
 
 pub fn take_uncacheable() -> bool {
-    UNCACHEABLE.with(|c| c.replace(false))
+    ferrogres_datum::datetime::take_clock_read()
 }
 
 /// Whether a plan of this kind may be kept: DML and queries whose relation

@@ -55,7 +55,7 @@ use crate::grouping::Grouping;
 use crate::join::{and_of, conjuncts, place_conditions, Join, JoinKind};
 use crate::plan::{AggKind, CmpOp, Expr, Query, Source, Target};
 use crate::subquery::{children_mut, has_subplan, is_correlated, visit_expr, SubKind, SubPlan};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 
 /// Rewrites query level `q`, whose source row is `width` columns wide:
 /// decorrelates scalar aggregate subqueries of its WHERE and pulls its
@@ -89,6 +89,7 @@ pub fn pull_up_sublinks(q: &mut Query, width: usize) {
                     lw: width,
                     rw,
                     lateral: false,
+                    plan: Default::default(),
                 }));
                 changed = true;
             }
@@ -195,7 +196,7 @@ fn reads(e: &Expr) -> Reads {
 /// Rewrites the column references of `e` (at depth 0; `e` holds no
 /// subquery): `Column(i)` by `own(i)`, the parent's `OuterColumn` by
 /// `parent(index)`. A replacement is not visited again.
-fn rebase(e: &mut Expr, own: &dyn Fn(usize, crate::types::Type) -> Expr, parent: &dyn Fn(usize, crate::types::Type) -> Expr) {
+fn rebase(e: &mut Expr, own: &dyn Fn(usize, ferrogres_datum::types::Type) -> Expr, parent: &dyn Fn(usize, ferrogres_datum::types::Type) -> Expr) {
     match e {
         Expr::Column(i, ty) => *e = own(*i, *ty),
         Expr::OuterColumn { levels_up: 1, index, ty } => *e = parent(*index, *ty),
@@ -416,6 +417,7 @@ fn decorrelate(sp: &SubPlan, source: &mut Source, width: &mut usize) -> Option<E
         lw: w,
         rw: 1 + k,
         lateral: false,
+        plan: Default::default(),
     }));
     *width = w + 1 + k;
     let ty = sp.ty;
@@ -452,40 +454,43 @@ fn over_no_rows(target: &Expr, aggs: &[crate::plan::Aggregate]) -> Expr {
 struct Leaf {
     source: Source,
     offset: usize,
-    types: Vec<crate::types::Type>,
+    types: Vec<ferrogres_datum::types::Type>,
     /// Column names (what EXPLAIN prints for the projected columns).
     names: Vec<String>,
 }
 
-/// Join order, its first step (before PostgreSQL's join search, which this
-/// does not replace): a tree of plain inner joins of tables and subqueries
-/// (a FROM list, `JOIN ... ON`; no LATERAL, no outer join) is rebuilt
-/// left-deep in a greedy order: the first item stays first, then each step
-/// takes the first remaining item (in FROM order) that an equality of WHERE
-/// or ON connects to the items already joined, and only when none is
-/// connected the next one (a cross product). So `FROM part, supplier,
-/// lineitem` with `p_partkey = l_partkey AND s_suppkey = l_suppkey` joins
-/// part with lineitem first instead of building part x supplier (TPC-H Q9).
+/// What the join search needs beside the query: the catalog snapshot
+/// (statistics, relation sizes) and the planner's settings.
+pub struct PlanCtx<'a> {
+    pub backend: &'a ferrogres_engine::engine::Backend,
+    pub snap: &'a ferrogres_engine::txn::snapshot::Snapshot,
+    pub settings: &'a crate::optimizer::PlannerSettings,
+}
+
+/// Join order by cost ([`crate::optimizer::joinsearch`]): a tree of plain
+/// inner joins of tables and subqueries (a FROM list, `JOIN ... ON`; no
+/// LATERAL, no outer join) is flattened into its items and the conjuncts of
+/// WHERE and ON; each item gets its estimated rows and scan cost, each
+/// conjunct over several items its selectivity
+/// ([`crate::optimizer::selectivity`]), and the search returns the cheapest
+/// tree (bushy or not) with a method per join. `join_collapse_limit = 1`
+/// keeps the written order.
 ///
-/// The level keeps its column numbers: the reordered tree is wrapped in a
-/// subquery that projects its columns back into FROM order. The conjuncts
-/// that read only the tree's columns (no subquery, no enclosing level) move
-/// inside it (their columns renumbered); the others stay in `filter`. When
-/// the greedy order is FROM order, nothing changes.
-pub fn reorder_inner_joins(source: &mut Source, filter: &mut Option<Expr>) {
+/// The level keeps its column numbers: when the chosen tree puts the items
+/// in another order, it is wrapped in a subquery that projects its columns
+/// back into FROM order. The conjuncts that read only the tree's columns
+/// (no subquery, no enclosing level) move inside it (their columns
+/// renumbered); the others stay in `filter`. When the chosen tree keeps
+/// the written order of the items, it takes the place of the written one
+/// without a projection.
+pub fn reorder_inner_joins(source: &mut Source, filter: &mut Option<Expr>, pc: &PlanCtx) {
     let Source::Join(j) = source else { return };
-    if j.kind != JoinKind::Inner {
+    if j.kind != JoinKind::Inner || pc.settings.join_collapse_limit <= 1 {
         return;
     }
-    // Planning-time copies, put back when the order does not change.
-    let (backup, backup_filter) = (source.clone(), filter.clone());
     let mut leaves = Vec::new();
     let mut on = Vec::new();
     if !flatten(source, &mut leaves, &mut on) {
-        return;
-    }
-    if leaves.len() < 3 {
-        *source = backup;
         return;
     }
     let mut quals = Vec::new();
@@ -499,31 +504,12 @@ pub fn reorder_inner_joins(source: &mut Source, filter: &mut Option<Expr>) {
         let r = reads(q);
         !has_subplan(q) && !r.parent && !r.other && crate::subquery::columns_read(q).iter().all(|&c| c < width)
     };
-    // The pairs of items each movable equality connects.
-    let mut edges: Vec<(usize, usize)> = Vec::new();
-    for q in quals.iter().filter(|q| movable(q)) {
-        if let Expr::Compare { op: CmpOp::Eq, l, r } = q {
-            let ls: Vec<usize> = crate::subquery::columns_read(l).into_iter().map(leaf_of).collect();
-            let rs: Vec<usize> = crate::subquery::columns_read(r).into_iter().map(leaf_of).collect();
-            if let (Some(&a), Some(&b)) = (ls.first(), rs.first()) {
-                if a != b && ls.iter().all(|&x| x == a) && rs.iter().all(|&x| x == b) {
-                    edges.push((a, b));
-                }
-            }
-        }
-    }
     let n = leaves.len();
-    let mut order = vec![0];
-    while order.len() < n {
-        let connected = (0..n).find(|i| !order.contains(i) && edges.iter().any(|&(a, b)| (a == *i && order.contains(&b)) || (b == *i && order.contains(&a))));
-        let next = connected.unwrap_or_else(|| (0..n).find(|i| !order.contains(i)).expect("an item is left"));
-        order.push(next);
-    }
-    if order.iter().enumerate().all(|(i, &o)| i == o) {
-        *source = backup;
-        *filter = backup_filter;
-        return;
-    }
+    let (rels, clauses) = crate::optimizer::estimate::join_problem(&leaves.iter().map(|l| (&l.source, l.offset, l.types.len())).collect::<Vec<_>>(), &quals.iter().filter(|q| movable(q)).collect::<Vec<_>>(), &leaf_of, pc);
+    let tree = crate::optimizer::joinsearch::search(&rels, &clauses, pc.settings, &mut || true);
+    let mut order = Vec::new();
+    tree.leaves(&mut order);
+    let identity = order.iter().enumerate().all(|(i, &o)| i == o);
     // New position of each of the old tree's columns.
     let mut new_offset = vec![0; n];
     let mut at = 0;
@@ -535,7 +521,7 @@ pub fn reorder_inner_joins(source: &mut Source, filter: &mut Option<Expr>) {
         let i = leaf_of(c);
         new_offset[i] + (c - leaves[i].offset)
     }).collect();
-    let types: Vec<crate::types::Type> = leaves.iter().flat_map(|l| l.types.iter().copied()).collect();
+    let types: Vec<ferrogres_datum::types::Type> = leaves.iter().flat_map(|l| l.types.iter().copied()).collect();
     let names: Vec<String> = leaves.iter().flat_map(|l| l.names.iter().cloned()).collect();
     let (mut inside, mut outside) = (Vec::new(), Vec::new());
     for q in quals {
@@ -547,14 +533,59 @@ pub fn reorder_inner_joins(source: &mut Source, filter: &mut Option<Expr>) {
             outside.push(q);
         }
     }
-    let mut tree = restore_in(leaves, &order);
-    let inner_filter = place_conditions(&mut tree, and_of(inside));
+    let widths: Vec<usize> = leaves.iter().map(|l| l.types.len()).collect();
+    let mut slots: Vec<Option<Source>> = leaves.into_iter().map(|l| Some(l.source)).collect();
+    let mut tree_src = build_tree(&tree, &mut slots, &widths).0;
+    let inner_filter = place_conditions(&mut tree_src, and_of(inside));
+    crate::optimizer::estimate::check_methods(&mut tree_src);
+    if identity {
+        // Same column order: no projection needed.
+        *source = tree_src;
+        let mut rest = outside;
+        if let Some(f) = inner_filter {
+            conjuncts(f, &mut rest);
+        }
+        *filter = and_of(rest);
+        return;
+    }
     let targets = (0..width)
         .map(|c| Target { name: names[c].clone(), expr: Expr::Column(pos[c], types[c]), typmod: -1, origin: None })
         .collect();
-    let wrapped = Query { filter: inner_filter, ..Query::project(tree, targets) };
+    let wrapped = Query { filter: inner_filter, ..Query::project(tree_src, targets) };
     *source = Source::Subquery(Box::new(wrapped));
     *filter = and_of(outside);
+}
+
+/// The joins of the chosen tree (no conditions yet); (source, width).
+fn build_tree(t: &crate::optimizer::joinsearch::Tree, slots: &mut [Option<Source>], widths: &[usize]) -> (Source, usize) {
+    use crate::optimizer::joinsearch::{Method, Tree};
+    use crate::optimizer::{JoinMethod, JoinPlan};
+    match t {
+        Tree::Leaf(i) => (slots[*i].take().expect("each item once"), widths[*i]),
+        Tree::Join { left, right, method, rows, cost } => {
+            let (l, lw) = build_tree(left, slots, widths);
+            let (r, rw) = build_tree(right, slots, widths);
+            let method = match method {
+                Method::Hash => JoinMethod::Hash,
+                Method::NestLoop => JoinMethod::NestLoop,
+                Method::ParamIndex { index } => JoinMethod::ParamIndex { index: *index },
+            };
+            let join = Join {
+                kind: JoinKind::Inner,
+                left: l,
+                right: r,
+                left_filter: None,
+                right_filter: None,
+                cond: None,
+                hash: None,
+                lw,
+                rw,
+                lateral: false,
+                plan: JoinPlan { method, rows: Some(*rows), cost: Some(*cost) },
+            };
+            (Source::Join(Box::new(join)), lw + rw)
+        }
+    }
 }
 
 /// Collects the items of a tree of plain inner joins (left to right) and
@@ -603,33 +634,4 @@ fn flatten(s: &mut Source, leaves: &mut Vec<Leaf>, on: &mut Vec<Expr>) -> bool {
     }
     take(std::mem::replace(s, Source::OneRow), leaves, on);
     true
-}
-
-/// The left-deep inner-join tree of `leaves` in `order` (no conditions yet).
-fn restore_in(leaves: Vec<Leaf>, order: &[usize]) -> Source {
-    let mut slots: Vec<Option<Leaf>> = leaves.into_iter().map(Some).collect();
-    let mut acc: Option<(Source, usize)> = None;
-    for &i in order {
-        let leaf = slots[i].take().expect("each item once");
-        let w = leaf.types.len();
-        acc = Some(match acc {
-            None => (leaf.source, w),
-            Some((left, lw)) => (
-                Source::Join(Box::new(Join {
-                    kind: JoinKind::Inner,
-                    left,
-                    right: leaf.source,
-                    left_filter: None,
-                    right_filter: None,
-                    cond: None,
-                    hash: None,
-                    lw,
-                    rw: w,
-                    lateral: false,
-                })),
-                lw + w,
-            ),
-        });
-    }
-    acc.expect("at least one item").0
 }

@@ -8,11 +8,11 @@
 //! a column read past the end of the input row, where [`ProjectSet`] puts that
 //! call's current value.
 
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, Ctx, RowIter};
 use crate::functions::{call_set, FuncId, SetIter};
 use crate::plan::{Expr, Func};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 
 fn srf_id(e: &Expr) -> Option<FuncId> {
     match e {

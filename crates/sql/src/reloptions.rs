@@ -8,7 +8,7 @@
 //! PostgreSQL does. Other parameters PostgreSQL knows are 0A000; unknown ones and
 //! unknown namespaces get PostgreSQL's 22023 errors.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 

@@ -31,10 +31,10 @@
 //! fail); ownership checks of DROP ROLE know databases only (2BP01), since
 //! other objects do not record owners yet.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
 use crate::session::Output;
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::config::password;
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::heap::tuple::Tid;
@@ -159,7 +159,7 @@ impl RoleRow {
             if self.config.is_empty() {
                 Value::Null
             } else {
-                Value::Array(Box::new(crate::array::Array::new(Type::Text, self.config.iter().cloned().map(Value::Text).collect())))
+                Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, self.config.iter().cloned().map(Value::Text).collect())))
             },
         ]
     }
@@ -215,7 +215,7 @@ impl RoleRow {
 
     /// Whether VALID UNTIL is in the past.
     pub fn expired(&self) -> bool {
-        self.valid_until.is_some_and(|t| t != i64::MAX && t < crate::datetime::clock_now())
+        self.valid_until.is_some_and(|t| t != i64::MAX && t < ferrogres_datum::datetime::clock_now())
     }
 }
 
@@ -826,7 +826,7 @@ pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &RoleCmd, encryption
                     let (_, member) = resolve(m)?;
                     match members.iter().find(|(_, x)| x.role == role.oid && x.member == member.oid) {
                         None => out.notice(&SqlError {
-                            severity: crate::errors::Severity::Warning,
+                            severity: ferrogres_datum::errors::Severity::Warning,
                             ..SqlError::notice(b"01000", format!("role \"{}\" is not a member of role \"{}\"", member.name, role.name))
                         })?,
                         Some((tid, x)) => {
@@ -924,7 +924,7 @@ fn apply(row: &mut RoleRow, o: &RoleOpts, enc: password::Encryption) -> Result<(
         };
     }
     if let Some(v) = &o.valid_until {
-        row.valid_until = Some(crate::datetime::timestamptz_in(v)?);
+        row.valid_until = Some(ferrogres_datum::datetime::timestamptz_in(v)?);
     }
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! Rows between executor values and heap tuples: forming (with TOAST) on insert,
 //! deforming (with detoasting) on scan. Shared by the catalog and the executor.
 
-use crate::errors::{Result, SqlError};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::errors::{Result, SqlError};
+use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::heap::tuple::{deform_tuple, AttrDesc, Datum, Tid};
@@ -23,6 +23,12 @@ pub struct RelStorage {
 }
 
 impl RelStorage {
+    /// The column descriptors when the relation has a TOAST relation (what
+    /// UPDATE and DELETE pass the engine so that old values' chunks go too).
+    pub fn toast_descs(&self) -> Result<Option<Vec<AttrDesc>>> {
+        self.toast.map(|_| self.descs()).transpose()
+    }
+
     pub fn descs(&self) -> Result<Vec<AttrDesc>> {
         self.types
             .iter()
@@ -43,7 +49,7 @@ fn datums_typed<'a>(types: &[Type], row: &'a [Value], fixed: &'a [Option<Vec<u8>
         .zip(row)
         .zip(fixed)
         .map(|((t, v), f)| match f {
-            // An array's image is a varlena (`crate::array`: the binary send format).
+            // An array's image is a varlena (`ferrogres_datum::array`: the binary send format).
             Some(b) if matches!(t, Type::Array(_)) => Ok(Some(Datum::Varlena(b.as_slice()))),
             Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
             None => types::to_datum(*t, v),
@@ -266,13 +272,8 @@ pub fn form_row_toasted(backend: &mut Backend, st: &RelStorage, row: &[Value]) -
         return Ok(form_tuple(&descs, &datums)?);
     };
     let mut oids = Vec::new();
-    let externals: Vec<Vec<u8>> = plan.externals().map(|(_, d)| d.to_vec()).collect();
-    for data in externals {
-        let oid = backend.engine().new_oid();
-        for chunk in toast::make_chunks(oid, &data)? {
-            heapam::heap_insert(backend, toast_rel, &chunk)?;
-        }
-        oids.push(oid);
+    for (_, data) in plan.externals() {
+        oids.push(ferrogres_engine::heap::toastam::toast_save_value(backend, toast_rel, data)?);
     }
     let finished = plan.finish(&datums, toast_rel.rel_number, &oids)?;
     Ok(form_tuple(&descs, &finished)?)

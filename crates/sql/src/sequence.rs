@@ -37,10 +37,10 @@
 //! `LockCtx`).
 
 use crate::catalog::{self, class_rel};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::{Expr, Func};
 use crate::rowio::{insert_row, scan_rows};
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;
@@ -189,6 +189,17 @@ fn with_state<T>(engine: &Arc<Engine>, oid: u32, name: &str, f: impl FnOnce(&mut
         Some(s) => f(s),
         None => Err(SqlError::new(b"42P01", format!("relation \"{name}\" does not exist"))),
     }
+}
+
+/// The options of sequence `oid` (pg_sequence's row), `None` if it has no state
+/// file (dropped, or created by a transaction that has not written it yet).
+pub fn options_of(engine: &Arc<Engine>, oid: u32) -> Result<Option<SeqOptions>> {
+    let e = entry(engine, oid);
+    let mut g = e.state.lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_none() {
+        *g = read_file(engine, oid)?;
+    }
+    Ok(g.as_ref().map(|s| s.opts.clone()))
 }
 
 /// The value after `v`, or `None` at the end of a non-cycling sequence.
@@ -854,7 +865,7 @@ pub fn analyze_call(a: &mut crate::analyze::Analyzer, name: &str, f: &pb::FuncCa
             let n = n.node.as_ref().ok_or_else(|| SqlError::internal("empty argument"))?;
             let e = a.scalar_expr(n)?;
             let to = if i == 0 { Type::Int8 } else { Type::Bool };
-            let e = a.coerce(e, to, crate::types::CastContext::Implicit, f.location)?;
+            let e = a.coerce(e, to, ferrogres_datum::types::CastContext::Implicit, f.location)?;
             args.push(e);
         }
     }

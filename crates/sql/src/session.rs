@@ -29,11 +29,11 @@
 //! and the session's settings are unchanged ([`crate::plan_cache`]).
 
 use crate::analyze::Analyzer;
-use crate::errors::{Result, Severity, SqlError};
+use ferrogres_datum::errors::{Result, Severity, SqlError};
 use crate::exec::{self, Ctx, Env};
 use crate::parser::{self, ParsedStmt};
 use crate::plan::{Statement, Target, TxnCmd};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::types::{self, Type, Value};
 use crate::catalog;
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::IsolationLevel;
@@ -192,8 +192,8 @@ impl SessionEnv {
             None => value,
         };
         let value = match lname.as_str() {
-            "client_encoding" => crate::encoding::check_client_encoding(&value)?,
-            "datestyle" => crate::datestyle::check_datestyle(&value, &self.settings[idx].value)?,
+            "client_encoding" => ferrogres_datum::encoding::check_client_encoding(&value)?,
+            "datestyle" => ferrogres_datum::datestyle::check_datestyle(&value, &self.settings[idx].value)?,
             "bytea_output" => {
                 let v = value.to_ascii_lowercase();
                 if v != "hex" && v != "escape" {
@@ -206,10 +206,10 @@ impl SessionEnv {
                 let v = value.trim();
                 let v = match v.parse::<i32>() {
                     // SET TIME ZONE <number>: hours east of UTC.
-                    Ok(h) if (-15..=15).contains(&h) => crate::datetime::zone_setting_from_hours(h),
+                    Ok(h) if (-15..=15).contains(&h) => ferrogres_datum::datetime::zone_setting_from_hours(h),
                     _ => v.to_string(),
                 };
-                match crate::datetime::canonical_zone_setting(&v) {
+                match ferrogres_datum::datetime::canonical_zone_setting(&v) {
                     Some(v) => v,
                     None => return Err(SqlError::new(b"22023", format!("invalid value for parameter \"TimeZone\": \"{value}\""))),
                 }
@@ -233,8 +233,8 @@ impl SessionEnv {
             }
             "max_stack_depth" => {
                 // Every session is a superuser here (PostgreSQL: a superuser setting).
-                let (shown, kb) = crate::stack_depth::parse_setting(&value)?;
-                crate::stack_depth::set_limit_kb(kb);
+                let (shown, kb) = ferrogres_datum::stack_depth::parse_setting(&value)?;
+                ferrogres_datum::stack_depth::set_limit_kb(kb);
                 shown
             }
             "deadlock_timeout" | "lock_timeout" => {
@@ -478,11 +478,11 @@ thread_local! {
 static NEXT_SESSION_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Makes the session's `max_stack_depth` the thread's stack-depth limit
-/// ([`crate::stack_depth`]: the limit is per thread, set by the session that
+/// ([`ferrogres_datum::stack_depth`]: the limit is per thread, set by the session that
 /// runs there).
 fn push_stack_limit(env: &SessionEnv) {
-    if let Some(Ok((_, kb))) = env.get("max_stack_depth").ok().map(|v| crate::stack_depth::parse_setting(&v)) {
-        crate::stack_depth::set_limit_kb(kb);
+    if let Some(Ok((_, kb))) = env.get("max_stack_depth").ok().map(|v| ferrogres_datum::stack_depth::parse_setting(&v)) {
+        ferrogres_datum::stack_depth::set_limit_kb(kb);
     }
 }
 
@@ -737,7 +737,7 @@ impl Session {
         if !self.backend.txn.in_transaction() {
             let iso = self.default_isolation();
             self.backend.txn.begin(iso)?;
-            crate::datetime::set_xact_start();
+            ferrogres_datum::datetime::set_xact_start();
             self.implicit = true;
             self.stmts_in_txn = 0;
             self.did_ddl = false;
@@ -852,14 +852,14 @@ impl Session {
     /// transaction block).
     pub fn take_notifications(&mut self) -> Vec<ferrogres_engine::notify::Notification> {
         match self.env.locks.as_ref().and_then(|l| l.notify.flag.as_ref()) {
-            Some(f) if f.load(std::sync::atomic::Ordering::Acquire) => self.backend.engine().notify.take(self.backend.id().0),
+            Some(f) if f.is_set() => self.backend.engine().notify.take(self.backend.id().0),
             _ => Vec::new(),
         }
     }
 
     /// Whether this session listens (or has notifications still queued): the
     /// wire layer then watches for notifications while it waits for the client.
-    pub fn notify_flag(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    pub fn notify_flag(&self) -> Option<std::sync::Arc<ferrogres_engine::notify::NotifySignal>> {
         self.env.locks.as_ref().and_then(|l| l.notify.flag.clone())
     }
 
@@ -934,7 +934,7 @@ impl Session {
                 } else {
                     let iso = isolation.unwrap_or(self.default_isolation());
                     self.backend.txn.begin(iso)?;
-                    crate::datetime::set_xact_start();
+                    ferrogres_datum::datetime::set_xact_start();
                     self.stmts_in_txn = 0;
                     self.did_ddl = false;
                     self.default_modes();
@@ -970,6 +970,10 @@ impl Session {
                     return Err(SqlError::new(b"25P01", "SAVEPOINT can only be used in transaction blocks"));
                 }
                 self.backend.txn.savepoint(name)?;
+                let level = self.backend.txn.nesting_level();
+                if let Some(l) = self.env.locks.as_mut() {
+                    l.notify.at_savepoint(level);
+                }
                 "SAVEPOINT".into()
             }
             TxnCmd::Release(name) => {
@@ -977,6 +981,10 @@ impl Session {
                     return Err(SqlError::new(b"25P01", "RELEASE SAVEPOINT can only be used in transaction blocks"));
                 }
                 self.backend.txn.release(name)?;
+                let level = self.backend.txn.nesting_level();
+                if let Some(l) = self.env.locks.as_mut() {
+                    l.notify.at_release(level);
+                }
                 "RELEASE".into()
             }
             TxnCmd::RollbackTo(name) => {
@@ -988,6 +996,10 @@ impl Session {
                     return Err(SqlError::new(b"3B001", format!("savepoint \"{name}\" does not exist")));
                 }
                 self.backend.txn.rollback_to(name)?;
+                let level = self.backend.txn.nesting_level();
+                if let Some(l) = self.env.locks.as_mut() {
+                    l.notify.at_rollback_to(level);
+                }
                 crate::catcache::subtransaction_aborted(&self.backend);
                 if self.did_ddl {
                     // DDL after the savepoint may be undone: plans made since are stale.
@@ -1040,6 +1052,9 @@ impl Session {
                     SessionCmd::Notify { channel, payload } => n.queue(channel, payload)?,
                     _ => {}
                 }
+            }
+            SessionCmd::Declare(_) | SessionCmd::Fetch(_) => {
+                return Err(SqlError::internal("DECLARE / FETCH reached the utility runner (run at Execute)"));
             }
             SessionCmd::ResetAll => self.reset_all(out)?,
             SessionCmd::Discard(DiscardKind::Plans) => self.discard_plans(),
@@ -1155,7 +1170,7 @@ impl Session {
                 curcid: 0,
                 completion_count: 0,
             };
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default() };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
             let r = a.statement(&st.node);
             *param_types = a.params;
             return r;
@@ -1163,7 +1178,7 @@ impl Session {
         self.ensure_txn()?;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
-        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default() };
+        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
         let r = a.statement(&st.node);
         *param_types = a.params;
         r
@@ -1187,10 +1202,10 @@ impl Session {
             return;
         }
         if let Ok(tz) = self.env.get("TimeZone") {
-            crate::datetime::sync_timezone(&tz);
+            ferrogres_datum::datetime::sync_timezone(&tz);
         }
         if let (Ok(ds), Ok(is)) = (self.env.get("DateStyle"), self.env.get("IntervalStyle")) {
-            crate::datestyle::sync(&ds, &is, &self.env.get("bytea_output").unwrap_or_default());
+            ferrogres_datum::datestyle::sync(&ds, &is, &self.env.get("bytea_output").unwrap_or_default());
         }
         crate::namespace::sync(self.backend.id().0 as i32, &self.env.get("search_path").unwrap_or_else(|_| "\"$user\", public".into()));
         push_stack_limit(&self.env);
@@ -1227,7 +1242,7 @@ impl Session {
         r
     }
 
-    /// An error about a table names its schema ([`crate::errors::ErrorObjects`]):
+    /// An error about a table names its schema ([`ferrogres_datum::errors::ErrorObjects`]):
     /// read now, while the failed statement's transaction is still open.
     fn resolve_error_schema(&mut self, e: &mut SqlError) {
         let Some(o) = e.objects.as_mut() else { return };
@@ -1253,7 +1268,7 @@ impl Session {
         let locked_at_bind = self.plan_locked.take();
         (self.env.interrupts)()?;
         self.sync_datetime();
-        crate::datetime::set_stmt_start();
+        ferrogres_datum::datetime::set_stmt_start();
         if let Statement::Transaction(cmd) = plan {
             return Ok((None, self.transaction_command(cmd, out)?));
         }
@@ -1273,7 +1288,7 @@ impl Session {
                 if name == "transaction_read_only" || name == "transaction_deferrable" {
                     let on = match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
                         None => false,
-                        Some(v) => crate::types::parse_bool(v).ok_or_else(|| {
+                        Some(v) => ferrogres_datum::types::parse_bool(v).ok_or_else(|| {
                             SqlError::new(b"22023", format!("parameter \"{name}\" requires a Boolean value"))
                         })?,
                     };
@@ -1656,6 +1671,10 @@ impl Session {
 
     /// Output columns of a plan.
     pub fn describe_plan(&self, plan: &Statement) -> Option<Vec<ColumnDesc>> {
+        if let Statement::Utility(crate::utility::SessionCmd::Fetch(f)) = plan {
+            // FETCH returns its cursor's columns (none once the cursor is gone).
+            return if f.ismove { None } else { self.portals.get(&f.portalname).and_then(|p| self.describe_plan(&p.plan)) };
+        }
         plan.targets().map(|ts| {
             ts.iter()
                 .map(|t| {
@@ -1802,6 +1821,38 @@ impl Session {
     // from it ([`Session::pull`]).
 
     fn sql_declare(&mut self, st: &ParsedStmt, d: &pg_query::protobuf::DeclareCursorStmt, out: &mut dyn Output) -> Result<()> {
+        let mut params = Vec::new();
+        let cmd = self.analyze_declare(st, d, &mut params, false)?;
+        if !params.is_empty() {
+            return Err(SqlError::new(b"42P02", "there is no parameter $1"));
+        }
+        self.open_cursor(&cmd, Vec::new(), Some(st.sql.clone()), out)?;
+        out.command_complete("DECLARE CURSOR")
+    }
+
+    /// DECLARE's query analyzed (`params`: the types of its `$n`, as Parse
+    /// collects them).
+    fn analyze_declare(
+        &mut self,
+        st: &ParsedStmt,
+        d: &pg_query::protobuf::DeclareCursorStmt,
+        params: &mut Vec<Option<Type>>,
+        params_allowed: bool,
+    ) -> Result<crate::utility::DeclareCmd> {
+        let Some(query) = d.query.as_ref().and_then(|q| q.node.clone()) else {
+            return Err(SqlError::syntax("DECLARE without a query"));
+        };
+        let inner = ParsedStmt { node: query, sql: st.sql.clone() };
+        let plan = Arc::new(self.analyze(&inner, params, params_allowed)?);
+        if !matches!(*plan, Statement::Query(_)) {
+            return Err(SqlError::not_supported("DECLARE CURSOR for a statement other than SELECT or VALUES"));
+        }
+        Ok(crate::utility::DeclareCmd { name: d.portalname.clone(), options: d.options, query: plan, perms: self.analyzed_perms.clone() })
+    }
+
+    /// Opens cursor `d.name` on its query with `params`: its executor stays open
+    /// in a portal of that name.
+    fn open_cursor(&mut self, d: &crate::utility::DeclareCmd, params: Vec<Value>, sql: Option<Arc<str>>, out: &mut dyn Output) -> Result<()> {
         // parsenodes.h's CURSOR_OPT_* bits.
         const BINARY: i32 = 0x1;
         const SCROLL: i32 = 0x2;
@@ -1818,33 +1869,26 @@ impl Session {
         if d.options & BINARY != 0 {
             return Err(SqlError::not_supported("BINARY cursors"));
         }
-        if self.portals.contains_key(&d.portalname) {
-            return Err(SqlError::new(b"42P03", format!("cursor \"{}\" already exists", d.portalname)));
-        }
-        let Some(query) = d.query.as_ref().and_then(|q| q.node.clone()) else {
-            return Err(SqlError::syntax("DECLARE without a query"));
-        };
-        let inner = ParsedStmt { node: query, sql: st.sql.clone() };
-        let mut params = Vec::new();
-        let plan = Arc::new(self.analyze(&inner, &mut params, false)?);
-        if !params.is_empty() {
-            return Err(SqlError::new(b"42P02", "there is no parameter $1"));
-        }
-        if !matches!(*plan, Statement::Query(_)) {
-            return Err(SqlError::not_supported("DECLARE CURSOR for a statement other than SELECT or VALUES"));
+        if self.portals.contains_key(&d.name) {
+            return Err(SqlError::new(b"42P03", format!("cursor \"{}\" already exists", d.name)));
         }
         self.open_query = true;
-        let perms = self.analyzed_perms.clone();
-        let r = self.run(&plan, &perms, &[], out);
+        let r = self.run(&d.query, &d.perms, &params, out);
         self.open_query = false;
         r?;
         let q = self.opened.take().ok_or_else(|| SqlError::internal("DECLARE opened no executor"))?;
-        let portal = Portal { sql: Some(st.sql.clone()), plan, perms: Arc::default(), params: Vec::new(), state: PortalState::Running(q), cursor: Some(CursorPos::default()) };
-        self.portals.insert(d.portalname.clone(), portal);
-        out.command_complete("DECLARE CURSOR")
+        let portal = Portal { sql, plan: d.query.clone(), perms: d.perms.clone(), params, state: PortalState::Running(q), cursor: Some(CursorPos::default()) };
+        self.portals.insert(d.name.clone(), portal);
+        Ok(())
     }
 
     fn sql_fetch(&mut self, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<()> {
+        let tag = self.fetch_named(f, out)?;
+        out.command_complete(&tag)
+    }
+
+    /// FETCH / MOVE on cursor `f.portalname`; returns the command tag.
+    fn fetch_named(&mut self, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<String> {
         let name = &f.portalname;
         let Some(mut p) = self.portals.remove(name) else {
             return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist")));
@@ -1855,7 +1899,7 @@ impl Session {
             self.portals.insert(name.clone(), p);
         }
         let n = r?;
-        out.command_complete(&format!("{} {n}", if f.ismove { "MOVE" } else { "FETCH" }))
+        Ok(format!("{} {n}", if f.ismove { "MOVE" } else { "FETCH" }))
     }
 
     /// Runs one FETCH or MOVE on a forward-only cursor; returns the row count of its tag.
@@ -1964,7 +2008,7 @@ impl Session {
         if !p.argtypes.is_empty() {
             self.ensure_txn()?;
             let snap = self.backend.txn.statement_snapshot()?;
-            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true, views: Default::default(), upper: Default::default() };
+            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
             for n in &p.argtypes {
                 let Some(pg_query::NodeEnum::TypeName(tn)) = n.node.as_ref() else {
                     return Err(SqlError::not_supported("this PREPARE parameter type"));
@@ -1993,7 +2037,7 @@ impl Session {
         let mut exprs = Vec::with_capacity(types.len());
         {
             let snap = self.backend.txn.statement_snapshot()?;
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default() };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
             for (i, (n, ty)) in e.params.iter().zip(&types).enumerate() {
                 let Some(node) = n.node.as_ref() else { return Err(SqlError::syntax("empty EXECUTE parameter")) };
                 let ex = a.scalar_expr(node)?;
@@ -2057,7 +2101,7 @@ impl Session {
         let parsed = p.parsed.clone().expect("checked above");
         let mut types: Vec<Option<Type>> = p.param_types.iter().map(|t| Some(*t)).collect();
         let version = self.begin_version();
-        let plan = self.analyze(&parsed, &mut types, true)?;
+        let plan = self.analyze_extended(&parsed, &mut types)?;
         let version = self.end_version(version);
         let shape = |d: Option<Vec<ColumnDesc>>| d.map(|cols| cols.into_iter().map(|c| (c.name, c.ty, c.typmod)).collect::<Vec<_>>());
         if shape(self.describe_plan(&plan)) != shape(self.describe_plan(&self.prepared[name].plan)) {
@@ -2111,7 +2155,7 @@ impl Session {
                 if self.status == TxnStatus::Failed && !matches!(st.node, pg_query::NodeEnum::TransactionStmt(_)) {
                     self.check_not_failed(None)?;
                 }
-                let plan = self.analyze(&st, &mut types, true)?;
+                let plan = self.analyze_extended(&st, &mut types)?;
                 (Some(st), plan)
             }
         };
@@ -2120,6 +2164,17 @@ impl Session {
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
         self.prepared.insert(name.to_string(), Prepared { parsed, plan: Arc::new(plan), param_types, version });
         Ok(())
+    }
+
+    /// A statement of the extended protocol analyzed: DECLARE and FETCH become
+    /// commands run at Execute, with Bind's parameters.
+    fn analyze_extended(&mut self, st: &ParsedStmt, types: &mut Vec<Option<Type>>) -> Result<Statement> {
+        use crate::utility::{FetchCmd, SessionCmd};
+        Ok(match &st.node {
+            pg_query::NodeEnum::DeclareCursorStmt(d) => Statement::Utility(SessionCmd::Declare(Box::new(self.analyze_declare(st, d, types, true)?))),
+            pg_query::NodeEnum::FetchStmt(f) => Statement::Utility(SessionCmd::Fetch(FetchCmd::from_stmt(f))),
+            _ => self.analyze(st, types, true)?,
+        })
     }
 
     pub fn describe_statement(&mut self, name: &str) -> Result<(Vec<Type>, Option<Vec<ColumnDesc>>)> {
@@ -2240,6 +2295,25 @@ impl Session {
             let e = SqlError::new(b"55000", format!("portal \"{portal}\" cannot be run"));
             self.portals.insert(portal.to_string(), p);
             return Err(e);
+        }
+        if let (PortalState::NotStarted, Statement::Utility(cmd)) = (&p.state, &*p.plan) {
+            match cmd {
+                crate::utility::SessionCmd::Declare(d) => {
+                    let d = d.clone();
+                    self.open_cursor(&d, p.params.clone(), p.sql.clone(), out)?;
+                    p.state = PortalState::Done("DECLARE CURSOR".into());
+                }
+                crate::utility::SessionCmd::Fetch(f) => {
+                    if max_rows != 0 && !f.ismove {
+                        // PostgreSQL keeps the fetched rows for the next Execute;
+                        // these go to the client as they are read.
+                        return Err(SqlError::not_supported("FETCH through a portal with a row limit"));
+                    }
+                    let tag = self.fetch_named(&f.to_stmt(), out)?;
+                    p.state = PortalState::Done(tag);
+                }
+                _ => {}
+            }
         }
         if let PortalState::NotStarted = p.state {
             // A query's executor is opened and kept; other statements run to

@@ -16,12 +16,12 @@
 //! The working tables of running recursive queries live in a per-thread map
 //! keyed by the CTE's id (a session runs on one thread).
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{Ctx, RowIter};
 use crate::grouping::Key;
 use crate::plan::Query;
 use crate::subquery::collect;
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;

@@ -39,10 +39,10 @@
 //! 53400 `temporary file size exceeds temp_file_limit (NkB)`. PostgreSQL bounds
 //! the whole backend; here the bound is per operator.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{compare_rows, sort_checked, Env, RowIter, Ticker};
 use crate::plan::SortKey;
-use crate::types::{Type, Value, TYPES};
+use ferrogres_datum::types::{Type, Value, TYPES};
 use ferrogres_engine::storage::buffile::TempFile;
 use std::cmp::Ordering;
 use std::path::PathBuf;
@@ -118,7 +118,7 @@ pub(crate) fn row_mem(row: &[Value]) -> usize {
             Value::Bytea(b) => b.capacity() + ALLOC,
             Value::Numeric(n) => n.as_bytes().len() + ALLOC,
             Value::Array(a) => {
-                std::mem::size_of::<crate::array::Array>() + a.items.capacity() * std::mem::size_of::<Value>() + a.items.iter().map(heap).sum::<usize>() + 2 * ALLOC
+                std::mem::size_of::<ferrogres_datum::array::Array>() + a.items.capacity() * std::mem::size_of::<Value>() + a.items.iter().map(heap).sum::<usize>() + 2 * ALLOC
             }
             _ => 0,
         }
@@ -171,7 +171,7 @@ fn tag_of(v: &Value) -> Result<(u8, Type)> {
         Value::PgLsn(_) => Type::PgLsn,
         Value::Array(a) => {
             let i = TYPES.iter().position(|t| *t == a.elem).ok_or_else(|| SqlError::internal(format!("array of {} spilled", a.elem.typname())))?;
-            let ty = crate::array::array_of(a.elem).ok_or_else(|| SqlError::internal(format!("array of {} spilled", a.elem.typname())))?;
+            let ty = ferrogres_datum::array::array_of(a.elem).ok_or_else(|| SqlError::internal(format!("array of {} spilled", a.elem.typname())))?;
             return Ok((ARRAY_TAG | i as u8, ty));
         }
     };
@@ -186,7 +186,7 @@ fn type_of_tag(tag: u8) -> Result<Type> {
     }
     let base = *TYPES.get((tag & !ARRAY_TAG) as usize).ok_or_else(bad)?;
     if tag & ARRAY_TAG != 0 {
-        crate::array::array_of(base).ok_or_else(bad)
+        ferrogres_datum::array::array_of(base).ok_or_else(bad)
     } else {
         Ok(base)
     }
@@ -531,9 +531,9 @@ mod tests {
             vec![Value::Int4(-7), Value::Null, Value::Text("héllo".into()), Value::Float8(1.5)],
             vec![Value::Int8(i64::MIN), Value::Bool(true), Value::Bytea(vec![0, 1, 2]), Value::Date(-3)],
             vec![
-                Value::Numeric(crate::numeric::Numeric::parse("-12.3400").unwrap()),
-                Value::Interval(crate::datetime::Interval { months: 1, days: 2, micros: 3 }),
-                Value::Array(Box::new(crate::array::Array::new(Type::Int4, vec![Value::Int4(1), Value::Null]))),
+                Value::Numeric(ferrogres_datum::numeric::Numeric::parse("-12.3400").unwrap()),
+                Value::Interval(ferrogres_datum::datetime::Interval { months: 1, days: 2, micros: 3 }),
+                Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Int4, vec![Value::Int4(1), Value::Null]))),
                 Value::Uuid([7; 16]),
             ],
             vec![],

@@ -30,9 +30,9 @@
 //! several statements: 0A000).
 
 use crate::catalog;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::storage::ForkNumber;
 use ferrogres_engine::txn::snapshot::Snapshot;

@@ -6,17 +6,17 @@
 //! both called `generate_series`; `AS a` names both `a`; `AS a(x)` names the
 //! column `x`. The integer forms exist (int4 and int8, chosen by the argument
 //! types). `unnest(array)` is the other function here: one row per element
-//! ([`crate::array`]). The numeric and timestamp forms, WITH ORDINALITY, ROWS
+//! ([`ferrogres_datum::array`]). The numeric and timestamp forms, WITH ORDINALITY, ROWS
 //! FROM, several arrays and the other functions are [`crate::srf_from`]'s
 //! (`SeriesScan::func`).
 
 use crate::analyze::Analyzer;
 use crate::catalog::{Column, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{eval_pure, Ctx, RowIter};
 use crate::plan::Expr;
 use crate::rowio::RelStorage;
-use crate::types::{CastContext, Type, Value};
+use ferrogres_datum::types::{CastContext, Type, Value};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 
@@ -27,7 +27,7 @@ pub struct SeriesScan {
     pub stop: Expr,
     pub step: Option<Expr>,
     pub ty: Type,
-    /// `unnest(array)`: the array's elements instead of a series (`crate::array`).
+    /// `unnest(array)`: the array's elements instead of a series (`ferrogres_datum::array`).
     pub unnest: Option<Expr>,
     /// Any other function scan ([`crate::srf_from`]): replaces the above.
     pub func: Option<Box<crate::srf_from::FuncScan>>,

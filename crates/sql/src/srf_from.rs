@@ -21,11 +21,11 @@
 
 use crate::analyze::Analyzer;
 use crate::catalog::{Column, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{compare, eval_pure, Ctx};
 use crate::plan::{Expr, Func, Query, Source, Target};
 use crate::rowio::RelStorage;
-use crate::types::{CastContext, Type, Value};
+use ferrogres_datum::types::{CastContext, Type, Value};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 use std::cmp::Ordering;
@@ -382,7 +382,7 @@ fn call_rows(c: &Call, v: &[Value], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
                 Some(_) => return Ok(vec![]),
                 None => "",
             };
-            one(crate::pgregex::split(s, p, flags)?.into_iter().map(Value::Text).collect())
+            one(ferrogres_datum::pgregex::split(s, p, flags)?.into_iter().map(Value::Text).collect())
         }
     })
 }
@@ -390,8 +390,8 @@ fn call_rows(c: &Call, v: &[Value], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
 fn each(j: &Value, jsonb: bool, text: bool) -> Result<Vec<Vec<Value>>> {
     let fname = format!("{}_each{}", if jsonb { "jsonb" } else { "json" }, if text { "_text" } else { "" });
     match j {
-        Value::Jsonb(s) => match crate::json::tree(s)? {
-            crate::json::Jv::Obj(pairs) => Ok(pairs
+        Value::Jsonb(s) => match ferrogres_datum::json::tree(s)? {
+            ferrogres_datum::json::Jv::Obj(pairs) => Ok(pairs
                 .into_iter()
                 .map(|(k, v)| {
                     let value = if text { v.as_text().map_or(Value::Null, Value::Text) } else { Value::Jsonb(v.to_text()) };
@@ -400,13 +400,13 @@ fn each(j: &Value, jsonb: bool, text: bool) -> Result<Vec<Vec<Value>>> {
                 .collect()),
             _ => Err(SqlError::new(b"22023", format!("cannot call {fname} on a non-object"))),
         },
-        Value::Json(s) => match crate::json::json_kind(s) {
-            b'{' => Ok(crate::json::json_members(s)
+        Value::Json(s) => match ferrogres_datum::json::json_kind(s) {
+            b'{' => Ok(ferrogres_datum::json::json_members(s)
                 .unwrap_or_default()
                 .into_iter()
                 .filter_map(|(k, v)| {
-                    let k = crate::json::unquote(k?);
-                    let value = if text { crate::json::json_member_text(v).map_or(Value::Null, Value::Text) } else { Value::Json(v.to_string()) };
+                    let k = ferrogres_datum::json::unquote(k?);
+                    let value = if text { ferrogres_datum::json::json_member_text(v).map_or(Value::Null, Value::Text) } else { Value::Json(v.to_string()) };
                     Some(vec![Value::Text(k), value])
                 })
                 .collect()),
@@ -422,13 +422,13 @@ fn series(ty: Type, start: &Value, stop: &Value, step: Option<&Value>, ctx: &mut
         return Ok(vec![]);
     }
     let zero = match ty {
-        Type::Timestamp | Type::Timestamptz => Value::Interval(crate::datetime::interval_in("0")?),
-        Type::Numeric => crate::types::input(Type::Numeric, "0", -1)?,
+        Type::Timestamp | Type::Timestamptz => Value::Interval(ferrogres_datum::datetime::interval_in("0")?),
+        Type::Numeric => ferrogres_datum::types::input(Type::Numeric, "0", -1)?,
         _ => Value::Int8(0),
     };
     let step = match step {
         Some(s) => s.clone(),
-        None if ty == Type::Numeric => crate::types::input(Type::Numeric, "1", -1)?,
+        None if ty == Type::Numeric => ferrogres_datum::types::input(Type::Numeric, "1", -1)?,
         None => Value::Int8(1),
     };
     // generate_series_step_numeric's checks, in its order: NaN or infinite
@@ -464,8 +464,8 @@ fn series(ty: Type, start: &Value, stop: &Value, step: Option<&Value>, ctx: &mut
             ctx.env.check_interrupts()?;
         }
         cur = match ty {
-            Type::Numeric => crate::numeric::agg_add(cur, &step)?,
-            Type::Timestamp | Type::Timestamptz => crate::datetime::call(crate::datetime::DtFunc::TsPlusInterval(ty), &[cur, step.clone()])?,
+            Type::Numeric => ferrogres_datum::numeric::agg_add(cur, &step)?,
+            Type::Timestamp | Type::Timestamptz => ferrogres_datum::datetime::call(ferrogres_datum::datetime::DtFunc::TsPlusInterval(ty), &[cur, step.clone()])?,
             _ => {
                 let (min, max) = if ty == Type::Int4 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
                 match cur.as_i64().and_then(|x| x.checked_add(step.as_i64().unwrap_or(0))).filter(|n| *n >= min && *n <= max) {

@@ -32,11 +32,11 @@
 //! PostgreSQL uses, from the values seen once and more than once.
 
 use crate::catalog::{cat, class_rel, Table};
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::index::IndexPath;
 use crate::plan::{CmpOp, Expr};
 use crate::rowio::{deform_row, insert_row, scan_rows, RelStorage};
-use crate::types::{self, Type, Value};
+use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::storage::ForkNumber;
@@ -509,65 +509,6 @@ pub fn pg_stats(backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Value>>> {
 
 pub(crate) use crate::index::{column_of, row_free};
 
-/// PostgreSQL's defaults without statistics.
-const DEFAULT_EQ_SEL: f64 = 0.005;
-const DEFAULT_INEQ_SEL: f64 = 1.0 / 3.0;
-
-/// Selectivity of `col OP value` from the column's statistics (value `None`:
-/// unknown until execution, as a parameter).
-fn clause_sel(s: Option<&ColStats>, tuples: f64, op: CmpOp, v: Option<&Value>) -> f64 {
-    let Some(s) = s else {
-        return if op == CmpOp::Eq { DEFAULT_EQ_SEL } else { DEFAULT_INEQ_SEL };
-    };
-    let nd = if s.n_distinct < 0.0 { -s.n_distinct * tuples } else { s.n_distinct }.max(1.0);
-    let mcv_total: f64 = s.mcf.iter().sum();
-    match op {
-        CmpOp::Eq | CmpOp::Ne => {
-            let eq = match v {
-                Some(v) if v.is_null() => 0.0,
-                Some(v) => match s.mcv.iter().position(|m| crate::exec::compare(m, v) == std::cmp::Ordering::Equal) {
-                    Some(i) => s.mcf[i],
-                    None => {
-                        let rest = (nd - s.mcv.len() as f64).max(1.0);
-                        ((1.0 - mcv_total - s.null_frac) / rest).max(0.0)
-                    }
-                },
-                None => (1.0 - s.null_frac) / nd,
-            };
-            if op == CmpOp::Eq { eq } else { (1.0 - eq - s.null_frac).max(0.0) }
-        }
-        _ => {
-            let Some(v) = v else { return DEFAULT_INEQ_SEL };
-            let less = matches!(op, CmpOp::Lt | CmpOp::Le);
-            // MCV part.
-            let mut sel: f64 = s
-                .mcv
-                .iter()
-                .zip(&s.mcf)
-                .filter(|(m, _)| {
-                    let o = crate::exec::compare(m, v);
-                    match op {
-                        CmpOp::Lt => o.is_lt(),
-                        CmpOp::Le => o.is_le(),
-                        CmpOp::Gt => o.is_gt(),
-                        _ => o.is_ge(),
-                    }
-                })
-                .map(|(_, f)| *f)
-                .sum();
-            // Histogram part: the fraction of bounds below the value.
-            let h = &s.hist;
-            if h.len() >= 2 {
-                let below = h.iter().filter(|b| crate::exec::compare(b, v).is_lt()).count() as f64;
-                let frac = ((below - 0.5).max(0.0) / (h.len() - 1) as f64).clamp(0.0, 1.0);
-                let frac = if less { frac } else { 1.0 - frac };
-                sel += frac * (1.0 - mcv_total - s.null_frac);
-            }
-            sel.clamp(0.0, 1.0)
-        }
-    }
-}
-
 fn conjuncts(filter: Option<&Expr>) -> Vec<&Expr> {
     match filter {
         Some(Expr::And(v)) => v.iter().collect(),
@@ -576,55 +517,11 @@ fn conjuncts(filter: Option<&Expr>) -> Vec<&Expr> {
     }
 }
 
-fn const_value(e: &Expr, params: &[Value]) -> Option<Value> {
-    match e {
-        Expr::Const(v, _) => Some(v.clone()),
-        Expr::Param(i, _) => params.get(*i).cloned(),
-        Expr::Cast { arg, from, to, typmod, explicit } => types::cast(const_value(arg, params)?, *from, *to, *typmod, *explicit).ok(),
-        _ => None,
-    }
-}
-
-/// The fraction of `table`'s rows passing `filter` (statistics from the cache only).
-pub fn selectivity_with(table: &Table, stats: Option<&TableStats>, filter: Option<&Expr>, params: &[Value]) -> f64 {
-    let tuples = stats.map_or(1000.0, |s| s.tuples);
-    let mut sel = 1.0;
-    for c in conjuncts(filter) {
-        sel *= match c {
-            Expr::Compare { op, l, r } => {
-                let (col, op, other) = match (column_of(l), column_of(r)) {
-                    (Some(col), _) if row_free(r) => (Some(col), *op, &**r),
-                    (_, Some(col)) if row_free(l) => (Some(col), flip(*op), &**l),
-                    _ => (None, *op, &**r),
-                };
-                match col {
-                    Some(col) => {
-                        let cs = stats.and_then(|s| s.cols.get(col)).and_then(|c| c.as_ref());
-                        let _ = table;
-                        clause_sel(cs, tuples, op, const_value(other, params).as_ref())
-                    }
-                    None if op == CmpOp::Eq => DEFAULT_EQ_SEL,
-                    None => DEFAULT_INEQ_SEL,
-                }
-            }
-            Expr::IsNull { arg, negated } => {
-                let nf = column_of(arg).and_then(|c| stats.and_then(|s| s.cols.get(c)).and_then(|c| c.as_ref())).map_or(0.005, |c| c.null_frac);
-                if *negated { 1.0 - nf } else { nf }
-            }
-            _ => DEFAULT_INEQ_SEL,
-        };
-    }
-    sel.clamp(0.0, 1.0)
-}
-
-fn flip(op: CmpOp) -> CmpOp {
-    match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::Le => CmpOp::Ge,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::Ge => CmpOp::Le,
-        o => o,
-    }
+/// The fraction of `table`'s rows passing `filter` (statistics from the
+/// cache only): [`crate::optimizer::selectivity`], the one place that
+/// estimates.
+pub fn selectivity_with(_table: &Table, stats: Option<&TableStats>, filter: Option<&Expr>, params: &[Value]) -> f64 {
+    crate::optimizer::selectivity::conjunction_selectivity(stats, conjuncts(filter).into_iter(), params)
 }
 
 /// The scan the executor takes for `filter` on `table`: `index::choose_path`'s

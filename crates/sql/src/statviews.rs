@@ -24,9 +24,9 @@
 //! pg_stat_database are 0 or NULL because nothing produces them yet.
 
 use crate::catalog;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::scan_rows;
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, DEFAULT_TABLESPACE_OID};
 use ferrogres_engine::heap::autovacuum::{table_stats, RelCounters};
 use ferrogres_engine::storage::RelFileLocator;
@@ -151,6 +151,9 @@ struct Rel {
     schema: String,
     kind: String,
     counters: Option<Arc<RelCounters>>,
+    /// The TOAST relation's counters: `None` without a TOAST relation, `Some(None)`
+    /// with one that nothing has counted yet.
+    toast_counters: Option<Option<Arc<RelCounters>>>,
 }
 
 fn is_system_schema(s: &str) -> bool {
@@ -165,7 +168,7 @@ fn ts(us: i64) -> Value {
     if us == 0 {
         return Value::Null;
     }
-    Value::Timestamptz(crate::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us as u64)))
+    Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us as u64)))
 }
 
 /// (table OID, index OID) pairs.
@@ -179,7 +182,7 @@ fn relations(backend: &Backend, snap: &Snapshot) -> Result<(Vec<Rel>, IndexPairs
     let db = backend.database();
     let mut rels = Vec::new();
     for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
-        let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), _, Value::Text(kind), ..] = r.as_slice() else { continue };
+        let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), ..] = r.as_slice() else { continue };
         let schema = match *ns {
             crate::pgcatalog::PG_TOAST_NAMESPACE => "pg_toast".to_string(),
             n => namespaces.iter().find(|(o, _)| *o == n).map_or_else(|| "pg_catalog".to_string(), |x| x.1.clone()),
@@ -187,10 +190,11 @@ fn relations(backend: &Backend, snap: &Snapshot) -> Result<(Vec<Rel>, IndexPairs
         let loc = RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: db, rel_number: *filenode };
         rels.push(Rel {
             oid: *oid,
-            name: crate::types::output(name).unwrap_or_default(),
+            name: ferrogres_datum::types::output(name).unwrap_or_default(),
             schema,
             kind: kind.clone(),
             counters: stats.get(loc),
+            toast_counters: (*toast != 0).then(|| stats.get(RelFileLocator { rel_number: *toast, ..loc })),
         });
     }
     let mut pairs = Vec::new();
@@ -253,6 +257,8 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Valu
                     let hit = l(&|c| c.blocks_hit.load(Relaxed));
                     let idx_fetched = sum(&|c| c.blocks_fetched.load(Relaxed));
                     let idx_hit = sum(&|c| c.blocks_hit.load(Relaxed));
+                    let toast_fetched = r.toast_counters.as_ref().map(|c| load(c, |c| c.blocks_fetched.load(Relaxed)));
+                    let toast_hit = r.toast_counters.as_ref().map(|c| load(c, |c| c.blocks_hit.load(Relaxed)));
                     out.push(vec![
                         Value::Oid(r.oid),
                         Value::Text(r.schema.clone()),
@@ -261,8 +267,10 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Valu
                         int(hit),
                         opt(idx_fetched.zip(idx_hit).map(|(f, h)| f - h.min(f))),
                         opt(idx_hit),
-                        Value::Null,
-                        Value::Null,
+                        // The TOAST relation's heap blocks; its chunk index's are
+                        // not counted (NULL).
+                        opt(toast_fetched.zip(toast_hit).map(|(f, h)| f - h.min(f))),
+                        opt(toast_hit),
                         Value::Null,
                         Value::Null,
                     ]);

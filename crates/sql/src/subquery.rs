@@ -26,10 +26,10 @@
 //! - `x op ALL (...)`: false if some comparison is false, else NULL if some is
 //!   NULL, else true (true over no rows).
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{eval_pure, run_query, Ctx};
 use crate::plan::{Expr, Query, Source};
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -470,7 +470,7 @@ pub fn run(sp: &SubPlan, row: &[Value], params: &[Value], aggs: &[Value], ctx: &
         SubKind::Array => {
             let Type::Array(elem) = sp.ty else { return Err(SqlError::internal("ARRAY subquery of a non-array type")) };
             let items = rows.iter().map(|r| r.first().cloned().unwrap_or(Value::Null)).collect();
-            Value::Array(Box::new(crate::array::Array::new(*elem, items)))
+            Value::Array(Box::new(ferrogres_datum::array::Array::new(*elem, items)))
         }
         SubKind::Any | SubKind::All => {
             let any = sp.kind == SubKind::Any;

@@ -19,9 +19,9 @@
 //! | `pg_catalog.pg_stat_activity` | the engine's per-backend activity slots (`pgstat::activity`), wait events (`pgstat::wait_event`) and ProcArray xid/xmin |
 
 use crate::catalog::{self, Column, Table};
-use crate::errors::Result;
+use ferrogres_datum::errors::Result;
 use crate::rowio::RelStorage;
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::DEFAULT_TABLESPACE_OID;
 use ferrogres_engine::storage::RelFileLocator;
 
@@ -283,7 +283,7 @@ pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend) -> Result<Vec
         FERROGRES_STAT_LOCKS_OID => Ok(stat_locks(backend)),
         PG_WAIT_SAMPLING_HISTORY_OID => Ok(wait_sampling_history(backend)),
         PG_WAIT_SAMPLING_PROFILE_OID => Ok(wait_sampling_profile(backend)),
-        _ => Err(crate::errors::SqlError::internal(format!("no system view with OID {oid}"))),
+        _ => Err(ferrogres_datum::errors::SqlError::internal(format!("no system view with OID {oid}"))),
     }
 }
 
@@ -293,9 +293,9 @@ fn pg_hba_file_rules(backend: &ferrogres_engine::engine::Backend) -> Result<Vec<
     use ferrogres_engine::config::{conffile, hba};
     let path = backend.engine().datadir().join(conffile::HBA_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        crate::errors::SqlError::new(b"58P01", format!("could not open configuration file \"{}\": {e}", path.display()))
+        ferrogres_datum::errors::SqlError::new(b"58P01", format!("could not open configuration file \"{}\": {e}", path.display()))
     })?;
-    let arr = |v: Vec<String>| Value::Array(Box::new(crate::array::Array::new(Type::Text, v.into_iter().map(Value::Text).collect())));
+    let arr = |v: Vec<String>| Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, v.into_iter().map(Value::Text).collect())));
     Ok(hba::parse_lines(&text)
         .into_iter()
         .map(|(line, r)| match r {
@@ -377,7 +377,7 @@ fn pg_stat_replication(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<V
             } else {
                 // Microseconds since 2000-01-01.
                 let unix_us = w.reply_time_us + 946_684_800_000_000;
-                Value::Timestamptz(crate::datetime::system_time_to_timestamptz(
+                Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(
                     std::time::UNIX_EPOCH + std::time::Duration::from_micros(unix_us.max(0) as u64),
                 ))
             };
@@ -389,7 +389,7 @@ fn pg_stat_replication(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<V
                 text(a.and_then(|r| r.info.client_addr.clone())),
                 Value::Null,
                 a.and_then(|r| r.info.client_port).map_or(Value::Null, Value::Int4),
-                Value::Timestamptz(crate::datetime::system_time_to_timestamptz(w.started)),
+                Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(w.started)),
                 Value::Null,
                 Value::Text(w.state.into()),
                 lsn(w.sent),
@@ -495,7 +495,7 @@ fn wait_sampling_history(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec
         .into_iter()
         .map(|s| {
             let (t, e) = event_cols(s.event);
-            let ts = crate::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(s.ts as u64));
+            let ts = ferrogres_datum::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(s.ts as u64));
             vec![Value::Int4(s.pid), Value::Timestamptz(ts), t, e, Value::Int8(s.queryid)]
         })
         .collect()
@@ -520,7 +520,7 @@ fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Valu
     let engine = backend.engine();
     let ts = |t: Option<i64>| {
         t.map_or(Value::Null, |us| {
-            Value::Timestamptz(crate::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us as u64)))
+            Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us as u64)))
         })
     };
     let text = |s: Option<String>| s.map_or(Value::Null, Value::Text);
@@ -586,7 +586,7 @@ fn pg_locks(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
                 Value::Text(r.mode.to_string()),
                 Value::Bool(r.granted),
                 Value::Bool(r.fastpath),
-                r.waitstart.map_or(Value::Null, |t| Value::Timestamptz(crate::datetime::system_time_to_timestamptz(t))),
+                r.waitstart.map_or(Value::Null, |t| Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(t))),
             ]
         })
         .chain(siread_rows(backend))

@@ -1,9 +1,9 @@
 //! What the SQL layer's unit tests share: a session over a real engine, and an
 //! [`Output`] that keeps what the session sends.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::session::{ColumnDesc, Output, Session, SessionEnv, Setting};
-use crate::types::{self, Value};
+use ferrogres_datum::types::{self, Value};
 use ferrogres_engine::engine::Engine;
 use std::sync::Arc;
 

@@ -33,10 +33,10 @@
 //! PostgreSQL does. Expressions of DO UPDATE read the row `existing ++ excluded`.
 
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{eval_pure, run_query, Ctx};
 use crate::plan::{Expr, Query, Target};
-use crate::types::{self, Value};
+use ferrogres_datum::types::{self, Value};
 use ferrogres_engine::heap::heapam;
 use ferrogres_engine::heap::page::RowLockMode;
 use ferrogres_engine::heap::tuple::Tid;

@@ -9,7 +9,8 @@
 //! | `DISCARD TEMP` | the session's temporary relations dropped (in the current transaction) | `DISCARD TEMP` |
 //! | `DISCARD ALL` | `CLOSE ALL`, `RESET ALL`, `DEALLOCATE ALL`, `pg_advisory_unlock_all()`, `DISCARD PLANS/SEQUENCES/TEMP`; 25001 inside a transaction block | `DISCARD ALL` |
 //! | `RESET ALL` | every setting a session may change back to its default (transactional, like SET) | `RESET` |
-//! | `CLOSE ALL` / `CLOSE name` | closes cursors; there are no SQL cursors yet (`DECLARE` is 0A000), so `CLOSE name` is always 34000 `cursor "name" does not exist` | `CLOSE CURSOR ALL` / `CLOSE CURSOR` |
+//! | `CLOSE ALL` / `CLOSE name` | closes cursors (34000 `cursor "name" does not exist`) | `CLOSE CURSOR ALL` / `CLOSE CURSOR` |
+//! | `DECLARE` / `FETCH` / `MOVE` through Parse/Bind/Execute | the cursor opened or read at Execute, with Bind's parameters; Describe of a FETCH gives the cursor's columns | `DECLARE CURSOR` / `FETCH n` / `MOVE n` |
 //!
 //! Read-only transactions (`START TRANSACTION READ ONLY`, `SET TRANSACTION READ
 //! ONLY`, `default_transaction_read_only`): [`read_only_violation`] names the
@@ -18,7 +19,7 @@
 //! execute INSERT in a read-only transaction`); DML on a temporary table is
 //! allowed, as in PostgreSQL.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::Statement;
 use pg_query::protobuf as pb;
 
@@ -40,6 +41,49 @@ pub enum SessionCmd {
     Listen(String),
     Unlisten(Option<String>),
     Notify { channel: String, payload: String },
+    /// `DECLARE name CURSOR FOR query` and `FETCH`/`MOVE` sent through the
+    /// extended protocol (psycopg's named cursors, pgx): the session runs them
+    /// at Execute (`Session::execute`); a simple query runs them directly.
+    Declare(Box<DeclareCmd>),
+    Fetch(FetchCmd),
+}
+
+/// A DECLARE CURSOR whose query was analyzed at Parse (its `$n` parameters
+/// come from Bind).
+#[derive(Clone, Debug)]
+pub struct DeclareCmd {
+    pub name: String,
+    /// parsenodes.h's CURSOR_OPT_* bits.
+    pub options: i32,
+    pub query: std::sync::Arc<Statement>,
+    /// The privileges the query needs ([`crate::acl`]), checked when it opens.
+    pub perms: std::sync::Arc<Vec<crate::acl::PermReq>>,
+}
+
+impl PartialEq for DeclareCmd {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.options == other.options && std::sync::Arc::ptr_eq(&self.query, &other.query)
+    }
+}
+impl Eq for DeclareCmd {}
+
+/// FETCH / MOVE: the fields of pg_query's FetchStmt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchCmd {
+    pub portalname: String,
+    pub direction: i32,
+    pub how_many: i64,
+    pub ismove: bool,
+}
+
+impl FetchCmd {
+    pub fn from_stmt(f: &pb::FetchStmt) -> FetchCmd {
+        FetchCmd { portalname: f.portalname.clone(), direction: f.direction, how_many: f.how_many, ismove: f.ismove }
+    }
+
+    pub fn to_stmt(&self) -> pb::FetchStmt {
+        pb::FetchStmt { portalname: self.portalname.clone(), direction: self.direction, how_many: self.how_many, ismove: self.ismove }
+    }
 }
 
 impl SessionCmd {
@@ -55,6 +99,9 @@ impl SessionCmd {
             SessionCmd::Listen(_) => "LISTEN",
             SessionCmd::Unlisten(_) => "UNLISTEN",
             SessionCmd::Notify { .. } => "NOTIFY",
+            SessionCmd::Declare(_) => "DECLARE CURSOR",
+            SessionCmd::Fetch(f) if f.ismove => "MOVE",
+            SessionCmd::Fetch(_) => "FETCH",
         }
     }
 }

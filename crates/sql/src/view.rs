@@ -29,9 +29,9 @@
 //! was created or last replaced; DROP TABLE / DROP VIEW check those rows.
 
 use crate::catalog::{self, class_rel, Column};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::storage::ForkNumber;

@@ -15,8 +15,8 @@
 //! so pg_stat_wal is current at once (PostgreSQL 15 publishes a backend's counts
 //! when it reports its statistics, at most once a second).
 
-use crate::errors::{Result, SqlError};
-use crate::types::{Type, Value};
+use ferrogres_datum::errors::{Result, SqlError};
+use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::wal::layout::{segment_file_name, TIMELINE};
 use std::sync::Arc;
@@ -108,13 +108,13 @@ pub fn pg_stat_wal(backend: &Backend) -> Vec<Vec<Value>> {
     vec![vec![
         i(s.records),
         i(s.fpi),
-        Value::Numeric(crate::numeric::Numeric::from_i128(s.bytes as i128)),
+        Value::Numeric(ferrogres_datum::numeric::Numeric::from_i128(s.bytes as i128)),
         i(s.buffer_full_waits),
         i(s.writes),
         i(s.fsyncs),
         Value::Float8(0.0),
         Value::Float8(0.0),
-        Value::Timestamptz(crate::datetime::system_time_to_timestamptz(reset)),
+        Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(reset)),
     ]]
 }
 

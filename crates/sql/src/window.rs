@@ -25,11 +25,11 @@
 //! recomputes the aggregate over the frame for each row whose frame differs
 //! from the previous row's.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::exec::{compare, eval_pure, rows_iter, Ctx, RowIter};
 use crate::grouping::AggState;
 use crate::plan::{Aggregate, Expr, Query};
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use std::cmp::Ordering;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -427,7 +427,7 @@ enum Shifted {
 }
 
 fn shift(v: &Value, off: &Value, add: bool) -> Result<Shifted> {
-    use crate::datetime::DtFunc;
+    use ferrogres_datum::datetime::DtFunc;
     if v.is_null() {
         return Ok(Shifted::Value(Value::Null));
     }
@@ -451,20 +451,20 @@ fn shift(v: &Value, off: &Value, add: bool) -> Result<Shifted> {
         }
         (Value::Numeric(x), Value::Numeric(o)) => {
             let op = if add { crate::plan::ArithOp::Add } else { crate::plan::ArithOp::Sub };
-            Shifted::Value(Value::Numeric(crate::numeric::arith(op, x, o)?))
+            Shifted::Value(Value::Numeric(ferrogres_datum::numeric::arith(op, x, o)?))
         }
         (Value::Date(_) | Value::Timestamp(_) | Value::Timestamptz(_), Value::Interval(_)) => {
             let (ts, ty) = match v {
-                Value::Date(_) => (crate::types::cast(v.clone(), Type::Date, Type::Timestamp, -1, false)?, Type::Timestamp),
+                Value::Date(_) => (ferrogres_datum::types::cast(v.clone(), Type::Date, Type::Timestamp, -1, false)?, Type::Timestamp),
                 Value::Timestamp(_) => (v.clone(), Type::Timestamp),
                 _ => (v.clone(), Type::Timestamptz),
             };
             let f = if add { DtFunc::TsPlusInterval(ty) } else { DtFunc::TsMinusInterval(ty) };
-            Shifted::Value(crate::datetime::call(f, &[ts, off.clone()])?)
+            Shifted::Value(ferrogres_datum::datetime::call(f, &[ts, off.clone()])?)
         }
         (Value::Interval(_), Value::Interval(_)) => {
             let f = if add { DtFunc::IntervalPlus } else { DtFunc::IntervalMinus };
-            Shifted::Value(crate::datetime::call(f, &[v.clone(), off.clone()])?)
+            Shifted::Value(ferrogres_datum::datetime::call(f, &[v.clone(), off.clone()])?)
         }
         _ => match (v.as_i64(), off.as_i64()) {
             (Some(x), Some(o)) => Shifted::Int(if add { x as i128 + o as i128 } else { x as i128 - o as i128 }),
@@ -487,7 +487,7 @@ fn cmp_shifted(u: &Value, b: &Shifted) -> Ordering {
         }
         Shifted::Value(b) => match (u, b) {
             (Value::Date(_), Value::Timestamp(_)) => {
-                let u = crate::types::cast(u.clone(), Type::Date, Type::Timestamp, -1, false).unwrap_or(Value::Null);
+                let u = ferrogres_datum::types::cast(u.clone(), Type::Date, Type::Timestamp, -1, false).unwrap_or(Value::Null);
                 compare(&u, b)
             }
             _ => compare(u, b),

@@ -250,7 +250,7 @@ pub static GUCS: &[Guc] = &[
     // ferrogres_sql::sort: bytes one sort or hash aggregate may write to temporary files.
     guc!("temp_file_limit", Superuser, int(-1, INT_MAX, Unit::Kb), "-1"),
     guc!("log_temp_files", Superuser, int(-1, INT_MAX, Unit::Kb), "-1", not_yet),
-    // The session layer (ferrogres_sql::stack_depth) checks it against the thread's stack.
+    // The session layer (ferrogres_datum::stack_depth) checks it against the thread's stack.
     guc!("max_stack_depth", Superuser, int(100, INT_MAX, Unit::Kb), "64MB"),
     guc!("max_worker_processes", Postmaster, int(0, 262_143, Unit::None), "8", not_yet),
     guc!("max_parallel_workers", User, int(0, 1024, Unit::None), "8", not_yet),
@@ -302,6 +302,16 @@ pub static GUCS: &[Guc] = &[
     guc!("cpu_operator_cost", User, real(0.0, f64::MAX), "0.0025"),
     guc!("enable_seqscan", User, Kind::Bool, "on"),
     guc!("enable_indexscan", User, Kind::Bool, "on"),
+    guc!("enable_hashjoin", User, Kind::Bool, "on"),
+    guc!("enable_nestloop", User, Kind::Bool, "on"),
+    guc!("enable_mergejoin", User, Kind::Bool, "on"),
+    guc!("enable_hashagg", User, Kind::Bool, "on"),
+    guc!("enable_sort", User, Kind::Bool, "on"),
+    guc!("effective_cache_size", User, int(1, INT_MAX, Unit::Blocks), "4GB"),
+    guc!("join_collapse_limit", User, int(1, INT_MAX, Unit::None), "8"),
+    guc!("from_collapse_limit", User, int(1, INT_MAX, Unit::None), "8"),
+    guc!("geqo", User, Kind::Bool, "on"),
+    guc!("geqo_threshold", User, int(2, INT_MAX, Unit::None), "12"),
     // ---- client defaults
     guc!("application_name", User, Kind::String, "", report),
     guc!("client_encoding", User, Kind::String, "UTF8", report),

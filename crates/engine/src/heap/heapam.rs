@@ -617,6 +617,12 @@ pub struct UpdateOptions<'a> {
     pub wait_policy: WaitPolicy,
     /// The relation's name, for the NOWAIT error text.
     pub relname: &'a str,
+    /// The row's column descriptors when the relation has a TOAST relation: the
+    /// old version's out-of-line values are then deleted with it, in the same
+    /// transaction (PostgreSQL's toast_delete in heap_update), and the new
+    /// version's are deleted again if the update does not happen. The caller
+    /// never reuses the old version's TOAST pointers in the new version.
+    pub toast_desc: Option<&'a [super::tuple::AttrDesc]>,
 }
 
 /// Options of [`heap_delete_ext`].
@@ -625,6 +631,10 @@ pub struct DeleteOptions<'a> {
     pub wait_policy: WaitPolicy,
     /// The relation's name, for the NOWAIT error text.
     pub relname: &'a str,
+    /// The row's column descriptors when the relation has a TOAST relation: the
+    /// deleted version's out-of-line values are then deleted too, in the same
+    /// transaction (PostgreSQL's toast_delete in heap_delete).
+    pub toast_desc: Option<&'a [super::tuple::AttrDesc]>,
 }
 
 /// Result of [`heap_update`]. Errors (40001 in REPEATABLE READ, 55P03 NOWAIT,
@@ -1115,9 +1125,12 @@ pub fn heap_update(
             Final::Skipped => UpdateOutcome::Skipped,
         })
     };
+    // The old version, copied when its out-of-line values must go with it.
+    let mut old_toasted: Option<Vec<u8>> = None;
     let mut act = |backend: &mut Backend, engine: &Engine, mut opage: LockedBuffer<'_>, state: RowState| {
         let RowState::Proceed { keep, .. } = state else { return Err(Error::internal("heap_update: row not ready")) };
         let info = visibility_info(&TupleHeader::read(heap_page_get_tuple(&opage[..], otid.offset)?)?, otid);
+        old_toasted = copy_if_external(opts.toast_desc.is_some(), &opage[..], otid)?;
         // Same page first: heap-only if allowed. Not when the old version keeps
         // other lockers: a multixact xmax is not an xid a HOT chain walk can match
         // with the next member's xmin (README "MultiXacts").
@@ -1185,7 +1198,22 @@ pub fn heap_update(
         backend.txn.pgstat.count_update(rel, false);
         Ok(Some(UpdateOutcome::Ok { new_tid, hot: false }))
     };
-    let out = with_row(backend, rel, otid, RowRequest { change, policy: opts.wait_policy, relname: opts.relname }, &mut act, &finish)?;
+    let out = with_row(backend, rel, otid, RowRequest { change, policy: opts.wait_policy, relname: opts.relname }, &mut act, &finish);
+    if let Some(desc) = opts.toast_desc {
+        match &out {
+            // The old version's values go with it (the new version has its own).
+            Ok(UpdateOutcome::Ok { .. }) => {
+                if let Some(old) = old_toasted {
+                    super::toastam::toast_delete_tuple(backend, rel, desc, &old)?;
+                }
+            }
+            // No new version: its values, stored by the caller, are garbage
+            // (an error aborts the transaction, which takes them anyway).
+            Ok(_) => super::toastam::toast_delete_tuple(backend, rel, desc, new_tuple)?,
+            Err(_) => {}
+        }
+    }
+    let out = out?;
     if let UpdateOutcome::Ok { .. } = out {
         ssi_conflict_in(backend, rel, Some(otid))?;
     }
@@ -1248,17 +1276,32 @@ pub fn heap_delete_ext(
             Final::Skipped => DeleteOutcome::Skipped,
         })
     };
+    let mut old_toasted: Option<Vec<u8>> = None;
     let mut act = |backend: &mut Backend, engine: &Engine, mut page: LockedBuffer<'_>, state: RowState| {
         let RowState::Proceed { keep, .. } = state else { return Err(Error::internal("heap_delete: row not ready")) };
+        old_toasted = copy_if_external(opts.toast_desc.is_some(), &page[..], tid)?;
         delete_locked(backend, engine, tag, &mut page, tid, xid, &keep)?;
         Ok(Some(DeleteOutcome::Ok))
     };
     let req = RowRequest { change: Change::Delete, policy: opts.wait_policy, relname: opts.relname };
     let out = with_row(backend, rel, tid, req, &mut act, &finish)?;
     if let DeleteOutcome::Ok = out {
+        if let (Some(desc), Some(old)) = (opts.toast_desc, old_toasted) {
+            super::toastam::toast_delete_tuple(backend, rel, desc, &old)?;
+        }
         ssi_conflict_in(backend, rel, Some(tid))?;
     }
     Ok(out)
+}
+
+/// A copy of the tuple at `tid` if `wanted` and it has out-of-line values
+/// (HEAP_HASEXTERNAL), for deleting them once the change is made.
+fn copy_if_external(wanted: bool, page: &[u8], tid: Tid) -> Result<Option<Vec<u8>>> {
+    if !wanted {
+        return Ok(None);
+    }
+    let t = heap_page_get_tuple(page, tid.offset)?;
+    Ok((TupleHeader::read(t)?.infomask & super::tuple::HEAP_HASEXTERNAL != 0).then(|| t.to_vec()))
 }
 
 fn delete_locked(
@@ -1533,49 +1576,30 @@ pub fn heap_insert_values(
                 format!("row is too big: size {}, maximum size {}", data.len(), MAX_HEAP_TUPLE_SIZE),
             ));
         };
-        let oid = backend.engine().new_oid();
-        for chunk in super::toast::make_chunks(oid, data)? {
-            heap_insert(backend, toast_rel, &chunk)?;
-        }
-        oids.push(oid);
+        oids.push(super::toastam::toast_save_value(backend, toast_rel, data)?);
     }
     let finished = plan.finish(values, toast_relid, &oids)?;
     heap_insert(backend, rel, &super::tuple::form_tuple(desc, &finished)?)
 }
 
 /// Deletes, in the current transaction, the out-of-line chunks of the values
-/// `value_oids` from the toast relation `toast_rel` (PostgreSQL's toast_delete, for
-/// many values in one scan): a row deleted with its values leaves no live chunks
-/// behind, and VACUUM reclaims them as it reclaims the row. The chunks are found by
-/// one scan of the toast relation (no chunk index yet), then deleted.
+/// `value_oids` from the toast relation `toast_rel` (PostgreSQL's toast_delete):
+/// a row deleted with its values leaves no live chunks behind, and VACUUM
+/// reclaims them as it reclaims the row. The chunks are found through the chunk
+/// index ([`super::toastam`]).
 pub fn heap_toast_delete(
     backend: &mut Backend,
     toast_rel: RelFileLocator,
-    snapshot: &Snapshot,
+    _snapshot: &Snapshot,
     value_oids: &std::collections::HashSet<u32>,
 ) -> Result<()> {
-    if value_oids.is_empty() {
-        return Ok(());
-    }
-    let mut doomed = Vec::new();
-    heap_scan(backend, toast_rel, snapshot, &mut |tid, t| {
-        let v = super::tuple::deform_tuple(&super::toast::TOAST_DESC, t)?;
-        if let Some(super::tuple::Datum::ByVal(id)) = v[0] {
-            if value_oids.contains(&(id as u32)) {
-                doomed.push(tid);
-            }
-        }
-        Ok(())
-    })?;
-    for tid in doomed {
-        heap_delete(backend, toast_rel, tid)?;
-    }
-    Ok(())
+    let oids: Vec<u32> = value_oids.iter().copied().collect();
+    super::toastam::toast_delete_values(backend, toast_rel, &oids)
 }
 
 /// The plain bytes of a varlena value of a row read from `rel`: inline, compressed
-/// or out of line. Out-of-line chunks are found by scanning the toast relation (it
-/// has no (chunk_id, chunk_seq) index until B-trees exist: linear in its size).
+/// or out of line. Out-of-line chunks are read through the TOAST relation's chunk
+/// index: one index scan for the value's chunk_id, then one heap fetch per chunk.
 pub fn heap_detoast<'a>(
     backend: &Backend,
     rel: RelFileLocator,
@@ -1584,18 +1608,7 @@ pub fn heap_detoast<'a>(
 ) -> Result<std::borrow::Cow<'a, [u8]>> {
     super::toast::detoast(datum, |ptr| {
         let toast_rel = RelFileLocator { rel_number: ptr.toast_relid, ..rel };
-        let mut chunks: Vec<(u64, Vec<u8>)> = Vec::new();
-        heap_scan(backend, toast_rel, snapshot, &mut |_, t| {
-            let v = super::tuple::deform_tuple(&super::toast::TOAST_DESC, t)?;
-            if let (Some(super::tuple::Datum::ByVal(id)), Some(super::tuple::Datum::ByVal(seq))) = (v[0], v[1]) {
-                if id == ptr.value_oid as u64 {
-                    chunks.push((seq, t.to_vec()));
-                }
-            }
-            Ok(())
-        })?;
-        chunks.sort_by_key(|c| c.0);
-        Ok(chunks.into_iter().map(|c| c.1).collect::<Vec<_>>())
+        super::toastam::toast_fetch_chunks(backend, toast_rel, ptr.value_oid, snapshot)
     })
 }
 

@@ -7,6 +7,8 @@ pub mod page;
 #[cfg(not(loom))]
 pub mod toast;
 #[cfg(not(loom))]
+pub mod toastam;
+#[cfg(not(loom))]
 pub mod fsm;
 #[cfg(not(loom))]
 pub mod heapam;

@@ -34,7 +34,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result, SqlState};
 use crate::heap::tuple::{form_tuple, Datum, Tid};
 use crate::storage::page::{maxalign, page_add_item, PAGE_HEADER_SIZE};
-use crate::storage::{BlockNumber, ForkNumber, INVALID_BLOCK};
+use crate::storage::{BlockNumber, INVALID_BLOCK};
 use std::cmp::Ordering;
 
 /// The default leaf fill factor (PostgreSQL's BTREE_DEFAULT_FILLFACTOR).
@@ -121,8 +121,8 @@ impl BTree {
         if !(BTREE_MIN_FILLFACTOR..=100).contains(&fillfactor) {
             return Err(Error::internal(format!("btree fillfactor {fillfactor} out of range")));
         }
-        engine.create_relation(self.rel)?;
-        let meta = engine.buffers.extend(self.rel, ForkNumber::Main, 1, None)?.pop().expect("one page");
+        engine.create_relation_fork(self.rel, self.fork)?;
+        let meta = engine.buffers.extend(self.rel, self.fork, 1, None)?.pop().expect("one page");
         if meta.block() != METAPAGE_BLOCK {
             return Err(Error::internal(format!("new index starts at block {}", meta.block())));
         }
@@ -191,7 +191,7 @@ impl<'e> BTreeBuild<'e> {
     }
 
     fn new_page(&self) -> Result<LockedBuffer<'e>> {
-        let mut v = self.engine.buffers.extend(self.tree.rel, ForkNumber::Main, 1, None)?;
+        let mut v = self.engine.buffers.extend(self.tree.rel, self.tree.fork, 1, None)?;
         v.pop().ok_or_else(|| Error::internal("relation extension returned no page"))
     }
 

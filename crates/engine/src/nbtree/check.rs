@@ -7,7 +7,7 @@ use super::tree::BTree;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::storage::page::{page_get_item, page_is_new};
-use crate::storage::{BlockNumber, ForkNumber, INVALID_BLOCK};
+use crate::storage::{BlockNumber, INVALID_BLOCK};
 use std::cmp::Ordering;
 use std::collections::HashSet;
 
@@ -159,7 +159,7 @@ impl BTree {
             upper = Some(pages);
         }
         // Every block but the metapage is in the tree, or was never used.
-        let n = engine.buffers.nblocks(self.rel, ForkNumber::Main)?;
+        let n = engine.buffers.nblocks(self.rel, self.fork)?;
         for b in 1..n {
             if seen.contains(&b) {
                 continue;

@@ -41,6 +41,9 @@ pub struct UniqueCheck<'a> {
 /// A B-tree index on one relation.
 pub struct BTree {
     pub rel: RelFileLocator,
+    /// The fork of `rel` the tree lives in: `Main` for an index relation,
+    /// `ToastIndex` for a TOAST relation's chunk index.
+    pub fork: ForkNumber,
     /// The key columns.
     pub desc: Vec<AttrDesc>,
     pub cmp: Arc<dyn KeyComparator>,
@@ -74,7 +77,7 @@ impl BTree {
         let int0 = cmp.int_key(0).filter(|k| {
             desc.first().is_some_and(|a| a.by_val && !a.is_varlena() && a.len as usize == k.width as usize && matches!(k.width, 2 | 4 | 8))
         });
-        BTree { rel, desc, cmp, unique, nkey, root_cache: AtomicU64::new(NO_ROOT), int0 }
+        BTree { rel, fork: ForkNumber::Main, desc, cmp, unique, nkey, root_cache: AtomicU64::new(NO_ROOT), int0 }
     }
 
     /// Only the first `nkey` columns take part in unique checks (an index with
@@ -84,19 +87,25 @@ impl BTree {
         self
     }
 
+    /// The tree lives in fork `fork` of its relation (a TOAST chunk index).
+    pub fn with_fork(mut self, fork: ForkNumber) -> BTree {
+        self.fork = fork;
+        self
+    }
+
     pub(crate) fn ctx(&self) -> KeyCtx<'_> {
         KeyCtx { desc: &self.desc, cmp: &self.cmp, int0: self.int0 }
     }
 
     pub(crate) fn tag(&self, block: BlockNumber) -> BufferTag {
-        BufferTag::new(self.rel, ForkNumber::Main, block)
+        BufferTag::new(self.rel, self.fork, block)
     }
 
     /// Creates the relation file and an empty index: the metapage (block 0) and an
     /// empty leaf root (block 1), WAL-logged as images.
     pub fn create(&self, engine: &Engine) -> Result<()> {
-        engine.create_relation(self.rel)?;
-        let mut pages = engine.buffers.extend(self.rel, ForkNumber::Main, 2, None)?;
+        engine.create_relation_fork(self.rel, self.fork)?;
+        let mut pages = engine.buffers.extend(self.rel, self.fork, 2, None)?;
         let mut root = pages.pop().expect("two pages");
         let mut meta = pages.pop().expect("two pages");
         if meta.block() != METAPAGE_BLOCK {
@@ -544,7 +553,7 @@ impl BTree {
         let (left_items, right_items) = items.split_at(k);
         let left_hk = with_child(&right_items[0], INVALID_BLOCK);
 
-        let mut rp = engine.buffers.extend(self.rel, ForkNumber::Main, 1, None)?.pop().expect("one page");
+        let mut rp = engine.buffers.extend(self.rel, self.fork, 1, None)?.pop().expect("one page");
         let right_blk = rp.block();
         let mut rr = match lo.is_rightmost() {
             true => None,
@@ -681,7 +690,7 @@ impl BTree {
     /// flags cleared).
     fn new_root<'e>(&self, engine: &'e Engine, mut left: LockedBuffer<'e>, sep: Vec<u8>) -> Result<()> {
         let lo = opaque(&left)?;
-        let mut nr = engine.buffers.extend(self.rel, ForkNumber::Main, 1, None)?.pop().expect("one page");
+        let mut nr = engine.buffers.extend(self.rel, self.fork, 1, None)?.pop().expect("one page");
         let mut meta = engine.buffers.read_buffer(self.tag(METAPAGE_BLOCK), None)?.into_locked();
         let m = read_meta(&meta)?;
         if m.root != left.block() {

@@ -26,11 +26,17 @@ pub enum ForkNumber {
     Fsm = 1,
     VisibilityMap = 2,
     Init = 3,
+    /// Not in PostgreSQL: the chunk index of a TOAST relation, a B-tree on
+    /// (chunk_id, chunk_seq) kept beside the TOAST heap in its own fork instead
+    /// of a relation with its own catalog row (PostgreSQL's pg_toast_N_index).
+    /// It is created, dropped and truncated with the TOAST relation (heap README
+    /// "TOAST at relation level").
+    ToastIndex = 4,
 }
 
 impl ForkNumber {
-    pub const ALL: [ForkNumber; 4] =
-        [ForkNumber::Main, ForkNumber::Fsm, ForkNumber::VisibilityMap, ForkNumber::Init];
+    pub const ALL: [ForkNumber; 5] =
+        [ForkNumber::Main, ForkNumber::Fsm, ForkNumber::VisibilityMap, ForkNumber::Init, ForkNumber::ToastIndex];
 
     /// The file-name suffix PostgreSQL uses for this fork ("" for main).
     pub fn suffix(self) -> &'static str {
@@ -39,6 +45,7 @@ impl ForkNumber {
             ForkNumber::Fsm => "_fsm",
             ForkNumber::VisibilityMap => "_vm",
             ForkNumber::Init => "_init",
+            ForkNumber::ToastIndex => "_tidx",
         }
     }
 

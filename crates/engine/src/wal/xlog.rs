@@ -406,6 +406,11 @@ pub struct Wal {
     pub(crate) walwriter_latch: Arc<WorkerLatch>,
     /// Wakes a hibernating checkpointer (a new WAL segment opened for writing).
     pub(crate) checkpointer_latch: Arc<WorkerLatch>,
+    /// The walsenders' latches, set each time `flushed` advances (PostgreSQL's
+    /// WalSndWakeup); `flush_watchers` counts them so a flush without
+    /// walsenders pays one load. A leaf lock: nothing is taken under it.
+    flush_latches: Mutex<Vec<Arc<crate::latch::Latch>>>,
+    flush_watchers: AtomicUsize,
     state: AtomicU8,
     /// An insertion failed after reserving space: the WAL has a hole; refuse to go on.
     poisoned: AtomicBool,
@@ -501,6 +506,8 @@ impl Wal {
             async_request: AtomicU64::new(0),
             walwriter_latch: WorkerLatch::new(),
             checkpointer_latch: WorkerLatch::new(),
+            flush_latches: Mutex::new(Vec::new()),
+            flush_watchers: AtomicUsize::new(0),
             state: AtomicU8::new(RunState::Recovery as u8),
             poisoned: AtomicBool::new(false),
             control: Mutex::new(control),
@@ -1023,6 +1030,7 @@ impl Wal {
                 let cur = segno(written.saturating_sub(1), self.seg_size);
                 st.files.retain(|&s, _| s >= cur);
                 self.flushed.store(written, Ordering::Release);
+                self.wake_flush_watchers();
             }
         }
         Ok(())
@@ -1233,6 +1241,36 @@ impl Wal {
     /// WAL written to the kernel up to here.
     pub fn written_upto(&self) -> Lsn {
         Lsn(self.written.load(Ordering::Acquire))
+    }
+
+    /// Registers `latch` to be set each time the flushed position advances (a
+    /// walsender waiting for WAL to send). The caller resets it, then reads
+    /// [`Wal::flushed_upto`], and sleeps on it only when nothing new was there
+    /// (`latch`'s protocol); [`Wal::unwatch_flush`] when done.
+    pub fn watch_flush(&self, latch: &Arc<crate::latch::Latch>) {
+        let mut g = self.flush_latches.lock().unwrap_or_else(|e| e.into_inner());
+        g.push(latch.clone());
+        // SeqCst, paired with the fence in `wake_flush_watchers`: a flush that
+        // misses this count comes before the watcher's first read of `flushed`.
+        self.flush_watchers.store(g.len(), Ordering::SeqCst);
+    }
+
+    /// Ends a [`Wal::watch_flush`].
+    pub fn unwatch_flush(&self, latch: &Arc<crate::latch::Latch>) {
+        let mut g = self.flush_latches.lock().unwrap_or_else(|e| e.into_inner());
+        g.retain(|l| !Arc::ptr_eq(l, latch));
+        self.flush_watchers.store(g.len(), Ordering::SeqCst);
+    }
+
+    /// After `flushed` advanced: sets every watcher's latch.
+    fn wake_flush_watchers(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.flush_watchers.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        for l in self.flush_latches.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            l.set();
+        }
     }
 
     /// WAL durable up to here.

@@ -128,11 +128,11 @@ pub fn decode(t: &[u8]) -> (u64, String) {
 }
 
 pub fn upd(hot: bool) -> UpdateOptions<'static> {
-    UpdateOptions { hot_allowed: hot, keys_updated: false, wait_policy: WaitPolicy::Block, relname: REL }
+    UpdateOptions { hot_allowed: hot, keys_updated: false, wait_policy: WaitPolicy::Block, relname: REL, toast_desc: None }
 }
 
 pub fn del() -> DeleteOptions<'static> {
-    DeleteOptions { wait_policy: WaitPolicy::Block, relname: REL }
+    DeleteOptions { wait_policy: WaitPolicy::Block, relname: REL, toast_desc: None }
 }
 
 /// A fresh engine with one relation holding rows `k -> "v{k}"`, committed.

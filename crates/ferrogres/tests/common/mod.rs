@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod session_client;
+pub mod pg15;
 pub mod server;
 
 /// A protocol 3.0 StartupMessage with the given parameters.

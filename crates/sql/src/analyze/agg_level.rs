@@ -40,7 +40,7 @@
 //! of enclosing levels are queued the same way for rule 4.
 
 use super::{Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::{Aggregate, Expr, Query};
 
 /// Aggregates and column references of enclosing query levels met while

@@ -11,9 +11,9 @@
 
 use super::{location, node, sort_direction, Analyzer, Scope};
 use crate::agg_order::AggSortKey;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
-use crate::types::{CastContext, Type};
+use ferrogres_datum::types::{CastContext, Type};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 

@@ -1,12 +1,12 @@
-//! Analysis of array syntax (`crate::array`): `type[]` names, `ARRAY[...]`,
+//! Analysis of array syntax (`ferrogres_datum::array`): `type[]` names, `ARRAY[...]`,
 //! subscripts and slices, `x op ANY/ALL (array)`, `||` with arrays, array
 //! comparisons and the array functions.
 
 use super::{location, node, Analyzer, Scope};
-use crate::array::{array_of, ArrayFunc};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::array::{array_of, ArrayFunc};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::{CmpOp, Expr, Func};
-use crate::types::{CastContext, Type};
+use ferrogres_datum::types::{CastContext, Type};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 
@@ -50,7 +50,7 @@ impl<'a> Analyzer<'a> {
                     // Past MAXDIM: PostgreSQL's 54000 (counted without recursion).
                     let mut dims = 2;
                     let mut cur: &pb::AArrayExpr = inner;
-                    while dims <= crate::array::MAXDIM {
+                    while dims <= ferrogres_datum::array::MAXDIM {
                         match cur.elements.iter().find_map(|e| match e.node.as_ref() {
                             Some(NodeEnum::AArrayExpr(a)) => Some(a),
                             _ => None,
@@ -62,8 +62,8 @@ impl<'a> Analyzer<'a> {
                             None => break,
                         }
                     }
-                    if dims > crate::array::MAXDIM {
-                        return Err(crate::array::too_many_dimensions());
+                    if dims > ferrogres_datum::array::MAXDIM {
+                        return Err(ferrogres_datum::array::too_many_dimensions());
                     }
                     return Err(self.err_at(SqlError::not_supported("multidimensional arrays"), location(n)));
                 }
@@ -173,7 +173,7 @@ impl<'a> Analyzer<'a> {
         };
         let et = elem(r.ty()).expect("array checked above");
         // Type the comparison as `l op element` would be typed.
-        let probe = self.binary(op, l.clone(), Expr::Const(crate::types::Value::Null, et), a.location, (location(ln), location(rn)))?;
+        let probe = self.binary(op, l.clone(), Expr::Const(ferrogres_datum::types::Value::Null, et), a.location, (location(ln), location(rn)))?;
         let Expr::Compare { l: pl, r: pr, .. } = probe else {
             return Err(self.err_at(SqlError::not_supported("this ANY/ALL comparison"), a.location));
         };
@@ -201,11 +201,11 @@ impl<'a> Analyzer<'a> {
                 let l = self.coerce(l, rt, CastContext::Implicit, loc)?;
                 afunc(ArrayFunc::Cat, vec![l, r], rt)
             }
-            (Type::Array(e), t) if crate::types::cast_allowed(t, *e, CastContext::Implicit) => {
+            (Type::Array(e), t) if ferrogres_datum::types::cast_allowed(t, *e, CastContext::Implicit) => {
                 let r = self.coerce(r, *e, CastContext::Implicit, loc)?;
                 afunc(ArrayFunc::Append, vec![l, r], lt)
             }
-            (t, Type::Array(e)) if crate::types::cast_allowed(t, *e, CastContext::Implicit) => {
+            (t, Type::Array(e)) if ferrogres_datum::types::cast_allowed(t, *e, CastContext::Implicit) => {
                 let l = self.coerce(l, *e, CastContext::Implicit, loc)?;
                 afunc(ArrayFunc::Prepend, vec![l, r], rt)
             }
@@ -247,7 +247,7 @@ impl<'a> Analyzer<'a> {
                 if !t.is_string() {
                     return Ok(false);
                 }
-                let a = std::mem::replace(&mut args[k], Expr::Const(crate::types::Value::Null, Type::Text));
+                let a = std::mem::replace(&mut args[k], Expr::Const(ferrogres_datum::types::Value::Null, Type::Text));
                 args[k] = if t == Type::Text { a } else { this.coerce(a, Type::Text, CastContext::Implicit, locs[k])? };
             }
             Ok(true)
@@ -267,7 +267,7 @@ impl<'a> Analyzer<'a> {
                     ArrayFunc::ToString => (Type::Text, text_args(self, &mut args, 1)?),
                     ArrayFunc::Position => {
                         let v = args.pop().expect("two arguments");
-                        if !(v.ty() == et || crate::types::cast_allowed(v.ty(), et, CastContext::Implicit)) {
+                        if !(v.ty() == et || ferrogres_datum::types::cast_allowed(v.ty(), et, CastContext::Implicit)) {
                             return Err(no_fn(self));
                         }
                         args.push(self.coerce(v, et, CastContext::Implicit, locs[1])?);

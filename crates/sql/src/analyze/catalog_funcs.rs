@@ -2,10 +2,10 @@
 //! (`crate::pgcatalog::CatFunc`), COLLATE clauses, and current_user & co.
 
 use super::{node, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::pgcatalog::{self, CatFunc};
 use crate::plan::{Expr, Func};
-use crate::types::{CastContext, Type, Value};
+use ferrogres_datum::types::{CastContext, Type, Value};
 use pg_query::protobuf as pb;
 
 fn name_const(s: &str) -> Expr {
@@ -24,7 +24,7 @@ impl<'a> Analyzer<'a> {
                 let arg = self.coerce(arg, Type::Oid, CastContext::Implicit, locs[0])?;
                 let roles = crate::acl::role_graph(self.backend, self.snap)?;
                 let table: Vec<Value> = roles.all().map(|(o, n)| Value::Text(format!("{o}:{n}"))).collect();
-                let table = Expr::Const(Value::Array(Box::new(crate::array::Array::new(Type::Text, table))), crate::array::array_of(Type::Text).expect("text[]"));
+                let table = Expr::Const(Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, table))), ferrogres_datum::array::array_of(Type::Text).expect("text[]"));
                 return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::GetUserById), args: vec![arg, table], ty: Type::Name }));
             }
             ("to_regtype" | "to_regclass" | "to_regnamespace" | "to_regproc" | "to_regprocedure", 1) => {
@@ -46,8 +46,8 @@ impl<'a> Analyzer<'a> {
                 let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");
                 let oid_arg = self.coerce(oid_arg, Type::Oid, CastContext::Implicit, locs[0])?;
                 let hidden = crate::namespace::invisible_relations(self.backend, self.snap)?;
-                let table = crate::array::Array::new(Type::Oid, hidden.into_iter().map(Value::Oid).collect());
-                let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Oid).expect("oid[]"));
+                let table = ferrogres_datum::array::Array::new(Type::Oid, hidden.into_iter().map(Value::Oid).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), ferrogres_datum::array::array_of(Type::Oid).expect("oid[]"));
                 return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::IsVisible), args: vec![oid_arg, table], ty: Type::Bool }));
             }
             ("pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible", 1) => {
@@ -92,8 +92,8 @@ impl<'a> Analyzer<'a> {
                     }
                     a => self.coerce(a, Type::Oid, CastContext::Implicit, locs[0])?,
                 };
-                let table = crate::array::Array::new(Type::Text, pgcatalog::view_defs(self.backend, self.snap)?.into_iter().map(Value::Text).collect());
-                let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+                let table = ferrogres_datum::array::Array::new(Type::Text, pgcatalog::view_defs(self.backend, self.snap)?.into_iter().map(Value::Text).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), ferrogres_datum::array::array_of(Type::Text).expect("text[]"));
                 return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Lookup), args: vec![oid_arg, table, Expr::Const(Value::Bool(false), Type::Bool)], ty: Type::Text }));
             }
             // Extended statistics and publications do not exist: their catalogs are empty.
@@ -119,8 +119,8 @@ impl<'a> Analyzer<'a> {
                 } else {
                     pgcatalog::constraint_defs(self.backend, self.snap)?
                 };
-                let table = crate::array::Array::new(Type::Text, defs.into_iter().map(Value::Text).collect());
-                let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+                let table = ferrogres_datum::array::Array::new(Type::Text, defs.into_iter().map(Value::Text).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), ferrogres_datum::array::array_of(Type::Text).expect("text[]"));
                 let mut args = vec![oid_arg, table, pretty];
                 args.extend(column);
                 return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Lookup), args, ty: Type::Text }));
@@ -129,18 +129,18 @@ impl<'a> Analyzer<'a> {
                 let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");
                 let oid_arg = self.regclass_arg(oid_arg, locs[0])?;
                 let sizes = pgcatalog::relation_sizes(self.backend, self.snap, name)?;
-                let table = crate::array::Array::new(Type::Text, sizes.into_iter().map(Value::Text).collect());
-                let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+                let table = ferrogres_datum::array::Array::new(Type::Text, sizes.into_iter().map(Value::Text).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), ferrogres_datum::array::array_of(Type::Text).expect("text[]"));
                 return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Size), args: vec![oid_arg, table], ty: Type::Int8 }));
             }
             ("current_schemas", 1) => {
                 let arg = std::mem::take(args).into_iter().next().expect("one argument");
                 let arg = self.coerce(arg, Type::Bool, CastContext::Implicit, locs[0])?;
-                let ty = crate::array::array_of(Type::Name).expect("name[]");
+                let ty = ferrogres_datum::array::array_of(Type::Name).expect("name[]");
                 let mut lists = vec![arg];
                 for implicit in [true, false] {
                     let names = crate::namespace::current_schemas(self.backend, self.snap, implicit)?;
-                    let a = crate::array::Array::new(Type::Name, names.into_iter().map(Value::Text).collect());
+                    let a = ferrogres_datum::array::Array::new(Type::Name, names.into_iter().map(Value::Text).collect());
                     lists.push(Expr::Const(Value::Array(Box::new(a)), ty));
                 }
                 return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::CurrentSchemas), args: lists, ty }));
@@ -169,7 +169,7 @@ impl<'a> Analyzer<'a> {
         let mut out = Vec::new();
         for ((a, want), l) in std::mem::take(args).into_iter().zip(sig).zip(locs) {
             let t = a.ty();
-            let ok = t == *want || crate::types::cast_allowed(t, *want, CastContext::Implicit) || (t.is_string() && want.is_string());
+            let ok = t == *want || ferrogres_datum::types::cast_allowed(t, *want, CastContext::Implicit) || (t.is_string() && want.is_string());
             if !ok {
                 let names: Vec<&str> = types.iter().map(|t| t.sql_name()).collect();
                 return Err(self.err_at(
@@ -249,7 +249,7 @@ impl<'a> Analyzer<'a> {
                     Some(o) => o,
                     None => return Err(self.err_at(SqlError::new(b"42P01", format!("relation \"{s}\" does not exist")), loc)),
                 },
-                RegKind::Type => match Type::from_sql_name(s.trim()).or_else(|| crate::array::from_typname(s.trim())) {
+                RegKind::Type => match Type::from_sql_name(s.trim()).or_else(|| ferrogres_datum::array::from_typname(s.trim())) {
                     Some(t) => t.oid(),
                     None => return Err(self.err_at(SqlError::new(b"42704", format!("type \"{s}\" does not exist")), loc)),
                 },
@@ -267,7 +267,7 @@ impl<'a> Analyzer<'a> {
                     // regproc is shown as its name (text) here, as pg_type's
                     // typinput & co. are: the name, checked to exist.
                     let names: Vec<Value> = pgcatalog::regproc_names().into_iter().map(|n| Value::Text(format!("{n}:"))).collect();
-                    let table = Value::Array(Box::new(crate::array::Array::new(Type::Text, names)));
+                    let table = Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, names)));
                     let v = pgcatalog::to_reg(pgcatalog::RegLookup::Proc, true, &[Value::Text(s.clone()), table]).map_err(|e| self.err_at(e, loc))?;
                     return Ok(Some(Expr::Const(v, Type::Text)));
                 }
@@ -281,15 +281,15 @@ impl<'a> Analyzer<'a> {
             return Ok(Some(self.reg_lookup(kind, arg, true)?));
         }
         if !(t == Type::Oid || t.is_integer()) {
-            return Err(self.err_at(crate::types::cannot_cast(t, Type::Oid), loc));
+            return Err(self.err_at(ferrogres_datum::types::cannot_cast(t, Type::Oid), loc));
         }
         let arg = self.coerce(arg, Type::Oid, CastContext::Implicit, loc)?;
         let table: Vec<String> = match kind {
             RegKind::Class => self.relation_names()?,
             RegKind::Type => {
-                let mut all: Vec<Type> = crate::types::TYPES.to_vec();
+                let mut all: Vec<Type> = ferrogres_datum::types::TYPES.to_vec();
                 all.extend([Type::Name, Type::Char, Type::Xid]);
-                all.extend(crate::array::all_array_types());
+                all.extend(ferrogres_datum::array::all_array_types());
                 all.into_iter().map(|t| format!("{}:{}", t.oid(), t.sql_name())).collect()
             }
             RegKind::Namespace => [(11, "pg_catalog"), (2200, "public"), (99, "pg_toast"), (pgcatalog::INFORMATION_SCHEMA_NAMESPACE, "information_schema")]
@@ -298,8 +298,8 @@ impl<'a> Analyzer<'a> {
                 .collect(),
             RegKind::Proc => vec!["0:-".into()],
         };
-        let table = crate::array::Array::new(Type::Text, table.into_iter().map(Value::Text).collect());
-        let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+        let table = ferrogres_datum::array::Array::new(Type::Text, table.into_iter().map(Value::Text).collect());
+        let table = Expr::Const(Value::Array(Box::new(table)), ferrogres_datum::array::array_of(Type::Text).expect("text[]"));
         Ok(Some(Expr::Func {
             func: Func::Catalog(CatFunc::RegName),
             args: vec![arg, table],
@@ -320,8 +320,8 @@ impl<'a> Analyzer<'a> {
             }
             RegKind::Proc => (pgcatalog::RegLookup::Proc, pgcatalog::regproc_names().into_iter().map(|n| format!("{n}:")).collect(), Type::Text),
         };
-        let table = crate::array::Array::new(Type::Text, table.into_iter().map(Value::Text).collect());
-        let table = Expr::Const(Value::Array(Box::new(table)), crate::array::array_of(Type::Text).expect("text[]"));
+        let table = ferrogres_datum::array::Array::new(Type::Text, table.into_iter().map(Value::Text).collect());
+        let table = Expr::Const(Value::Array(Box::new(table)), ferrogres_datum::array::array_of(Type::Text).expect("text[]"));
         Ok(Expr::Func { func: Func::Catalog(CatFunc::ToReg { kind: lookup, error }), args: vec![arg, table], ty })
     }
 
@@ -508,7 +508,7 @@ impl Analyzer<'_> {
                 let oid = self.coerce(other.clone(), Type::Oid, CastContext::Implicit, -1)?;
                 let set: Vec<Value> = objects.iter().filter(|o| o.2).map(|o| Value::Oid(o.0)).collect();
                 let known: Vec<Value> = objects.iter().map(|o| Value::Oid(o.0)).collect();
-                let arr = |v: Vec<Value>| Expr::Const(Value::Array(Box::new(crate::array::Array::new(Type::Oid, v))), crate::array::array_of(Type::Oid).expect("oid[]"));
+                let arr = |v: Vec<Value>| Expr::Const(Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Oid, v))), ferrogres_datum::array::array_of(Type::Oid).expect("oid[]"));
                 Ok(Expr::Func { func: Func::Catalog(CatFunc::OidIn), args: vec![oid, arr(set), arr(known)], ty: Type::Bool })
             }
         }

@@ -3,7 +3,7 @@
 use super::from::Cte;
 use super::{node, str_of, Analyzer};
 use crate::cte_dml::{WithDml, ACTIVE, ALLOWED, NO_RETURNING, PENDING};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::Statement;
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;

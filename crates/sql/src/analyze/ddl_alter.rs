@@ -4,7 +4,7 @@
 
 use super::{node, Analyzer};
 use crate::constraints::{columns_of, deparse_expr, CheckSpec, DdlCmd};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::Statement;
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;

@@ -8,7 +8,7 @@
 use super::{node, Analyzer, Scope};
 use crate::alter::{AlterCmd, RenameCmd, RenameKind};
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::{Expr, Statement};
 use ferrogres_engine::lmgr::lock::LockMode;
 use pg_query::protobuf as pb;
@@ -144,10 +144,10 @@ impl Analyzer<'_> {
     }
 
     /// A DEFAULT expression (no columns), coerced to a column's type.
-    pub(crate) fn default_expr_for(&mut self, n: &NodeEnum, ty: crate::types::Type, typmod: i32) -> Result<Expr> {
+    pub(crate) fn default_expr_for(&mut self, n: &NodeEnum, ty: ferrogres_datum::types::Type, typmod: i32) -> Result<Expr> {
         let mut scope = Scope::new(None);
         let e = self.expr(n, &mut scope)?;
-        self.coerce_typmod(e, ty, typmod, crate::types::CastContext::Assignment, super::location(n))
+        self.coerce_typmod(e, ty, typmod, ferrogres_datum::types::CastContext::Assignment, super::location(n))
     }
 }
 
@@ -160,7 +160,7 @@ pub(crate) fn column_default(cd: &pb::ColumnDef) -> Option<&NodeEnum> {
 }
 
 /// The integer type of a `serial`-family type name.
-pub(crate) fn serial_type_of(tn: Option<&pb::TypeName>) -> Option<crate::types::Type> {
+pub(crate) fn serial_type_of(tn: Option<&pb::TypeName>) -> Option<ferrogres_datum::types::Type> {
     super::ddl_create::serial_type(tn)
 }
 

@@ -4,9 +4,9 @@
 use super::{node, Analyzer};
 use crate::catalog::{self, Column, Table};
 use crate::constraints::{columns_of, deparse_expr, CheckSpec, CreateExtras};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::RelStorage;
-use crate::types::Type;
+use ferrogres_datum::types::Type;
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 

@@ -9,9 +9,9 @@
 use super::from::{Namespace, NsCol};
 use super::{location, node, Analyzer, Scope};
 use crate::catalog::Table;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
-use crate::types::{self, CastContext, Type};
+use ferrogres_datum::types::{self, CastContext, Type};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 use std::rc::Rc;

@@ -19,9 +19,9 @@
 //! matters only for volatile operands (PostgreSQL evaluates it once).
 
 use super::{node, str_of, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
-use crate::types::{self, CastContext, Type, Value};
+use ferrogres_datum::types::{self, CastContext, Type, Value};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 
@@ -167,7 +167,7 @@ impl<'a> Analyzer<'a> {
         }
         let (args, ty) = self.common_type(items, if greatest { "GREATEST" } else { "LEAST" })?;
         // Text-like arguments compare as text (character(n) without its padding).
-        if !matches!(ty, Type::Bool | Type::Text | Type::Varchar | Type::Bytea | Type::Interval) && !ty.is_numeric() && !crate::datetime::is_datetime(ty) {
+        if !matches!(ty, Type::Bool | Type::Text | Type::Varchar | Type::Bytea | Type::Interval) && !ty.is_numeric() && !ferrogres_datum::datetime::is_datetime(ty) {
             return Err(self.err_at(SqlError::not_supported(format!("GREATEST/LEAST of type {}", ty.sql_name())), m.location));
         }
         Ok(Expr::MinMax { args, greatest, ty })

@@ -24,10 +24,10 @@
 //! WITH is analyzed as before (`Scope::table`), so it keeps its index paths.
 
 use super::{location, node, str_of, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::join::{Join, JoinKind};
 use crate::plan::*;
-use crate::types::Type;
+use ferrogres_datum::types::Type;
 use ferrogres_engine::lmgr::lock::LockMode;
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
@@ -240,13 +240,14 @@ impl<'a> Analyzer<'a> {
             lw: l.width,
             rw: r.width,
             lateral: r.lateral,
+            plan: Default::default(),
         };
         Ok(Item { source: Source::Join(Box::new(join)), width: l.width + r.width, ns, lateral: l.lateral })
     }
 
     #[allow(clippy::wrong_self_convention)] // a FROM item, not a conversion
     fn from_item(&mut self, n: &NodeEnum, mode: LockMode, outer: &[Rc<Namespace>], ctes: &[Rc<Cte>], left: Option<&Namespace>) -> Result<Item> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         match n {
             NodeEnum::RangeVar(rv) => {
                 let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());

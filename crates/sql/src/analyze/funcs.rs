@@ -24,10 +24,10 @@
 //! which sort the same here (bytewise).
 
 use super::{node, str_of, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::functions::{FuncId, BUILTINS, OPERATORS};
 use crate::plan::*;
-use crate::types::{self, CastContext, Type};
+use ferrogres_datum::types::{self, CastContext, Type};
 use pg_query::protobuf as pb;
 
 
@@ -249,7 +249,7 @@ impl Analyzer<'_> {
     pub(super) fn builtin_operator(&mut self, op: &str, l: Option<Expr>, r: Expr, loc: i32, locs: (i32, i32)) -> Result<Expr> {
         let nargs = if l.is_some() { 2 } else { 1 };
         let cands: Vec<usize> = (0..BUILTINS.len())
-            .filter(|&i| OPERATORS.iter().chain(crate::functions::JSONB_OPERATORS).chain(crate::pg_lsn::OPERATORS).any(|(o, p)| *o == op && *p == BUILTINS[i].name) && BUILTINS[i].args.len() == nargs)
+            .filter(|&i| OPERATORS.iter().chain(crate::functions::JSONB_OPERATORS).chain(ferrogres_datum::pg_lsn::OPERATORS).any(|(o, p)| *o == op && *p == BUILTINS[i].name) && BUILTINS[i].args.len() == nargs)
             .collect();
         let mut args: Vec<Expr> = l.into_iter().chain(std::iter::once(r)).collect();
         let inputs: Vec<Type> = args.iter().map(|a| a.ty()).collect();

@@ -11,10 +11,10 @@
 //! expression), and ORDER BY must start with them (42P10).
 
 use super::{location, node, str_of, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::grouping::{ungrouped_column, Grouping};
 use crate::plan::*;
-use crate::types::{Type, Value};
+use ferrogres_datum::types::{Type, Value};
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 

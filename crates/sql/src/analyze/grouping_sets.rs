@@ -17,7 +17,7 @@
 //! grouped row (key slots, GROUPING slots, then the first input row).
 
 use super::{Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::grouping::Grouping;
 use crate::grouping_sets::GroupingSets;
 use crate::plan::*;
@@ -95,7 +95,7 @@ impl<'a> Analyzer<'a> {
 
     /// The index of GROUP BY expression `g` among `keys` (added if new).
     fn set_element(&mut self, g: &NodeEnum, targets: &[Target], scope: &mut Scope, keys: &mut Vec<Expr>, forms: &mut Vec<String>) -> Result<Vec<usize>> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         if let Some(r) = is_implicit_row(g) {
             let mut out = Vec::new();
             for a in r.args.iter().filter_map(|a| a.node.as_ref()) {
@@ -117,7 +117,7 @@ impl<'a> Analyzer<'a> {
 
     /// The sets one GROUP BY item stands for.
     fn item_sets(&mut self, g: &NodeEnum, targets: &[Target], scope: &mut Scope, keys: &mut Vec<Expr>, forms: &mut Vec<String>) -> Result<Vec<Vec<usize>>> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         let NodeEnum::GroupingSet(gs) = g else {
             return Ok(vec![self.set_element(g, targets, scope, keys, forms)?]);
         };
@@ -197,7 +197,7 @@ impl<'a> Analyzer<'a> {
         }
         scope.in_agg = false;
         scope.grouping_locs.push(locs);
-        Ok(Expr::Func { func: Func::Grouping(scope.grouping_locs.len() - 1), args, ty: crate::types::Type::Int4 })
+        Ok(Expr::Func { func: Func::Grouping(scope.grouping_locs.len() - 1), args, ty: ferrogres_datum::types::Type::Int4 })
     }
 
     /// Rewrites a grouping-set query's output expressions to read the grouped

@@ -5,7 +5,7 @@
 
 use super::{node, str_of, Analyzer};
 use crate::catalog::{self, Column, Table};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::index::{IndexAm, IndexCmd, IndexSpec};
 use crate::plan::Statement;
 use pg_query::protobuf::{self as pb, a_const::Val};
@@ -207,7 +207,7 @@ impl Analyzer<'_> {
             let Some(i) = table.columns.iter().position(|c| c.name == e.name) else {
                 return Err(SqlError::new(b"42703", format!("column \"{}\" does not exist", e.name)));
             };
-            if matches!(table.columns[i].ty, crate::types::Type::Array(_)) {
+            if matches!(table.columns[i].ty, ferrogres_datum::types::Type::Array(_)) {
                 // Index keys are formed from borrowed datums; an array has no stored image to borrow yet.
                 return Err(SqlError::not_supported("indexes on array columns"));
             }

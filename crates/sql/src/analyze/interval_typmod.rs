@@ -4,7 +4,7 @@
 //! folded into PostgreSQL's typmod (`range << 16 | precision`).
 
 use super::Analyzer;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 
@@ -27,5 +27,5 @@ pub(crate) fn typmod(a: &Analyzer<'_>, tn: &pb::TypeName) -> Result<i32> {
             return Err(a.err_at(SqlError::new(b"22023", format!("INTERVAL({p}) precision must not be negative")), tn.location));
         }
     }
-    Ok(crate::datetime::interval_typmod(range, precision.map(|p| p.min(6))))
+    Ok(ferrogres_datum::datetime::interval_typmod(range, precision.map(|p| p.min(6))))
 }

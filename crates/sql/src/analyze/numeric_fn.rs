@@ -1,11 +1,11 @@
 //! numeric in the analyzer: `numeric(p[, s])` type modifiers and the numeric
 //! functions (round, trunc, ceil, floor, abs, sign, sqrt, mod, div, scale,
-//! min_scale, trim_scale), resolved by [`crate::numeric::resolve`].
+//! min_scale, trim_scale), resolved by [`ferrogres_datum::numeric::resolve`].
 
 use super::Analyzer;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::{Expr, Func};
-use crate::types::{CastContext, Type};
+use ferrogres_datum::types::{CastContext, Type};
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 
@@ -24,14 +24,14 @@ impl Analyzer<'_> {
             [p, s] => (*p, *s),
             _ => return Err(self.err_at(SqlError::new(b"22023", "invalid NUMERIC type modifier"), tn.location)),
         };
-        let typmod = crate::numeric::make_typmod(p, s).map_err(|e| self.err_at(e, tn.location))?;
+        let typmod = ferrogres_datum::numeric::make_typmod(p, s).map_err(|e| self.err_at(e, tn.location))?;
         Ok((Type::Numeric, typmod))
     }
 
     /// A numeric function call, if `name(args)` is one.
     pub(super) fn numeric_func(&mut self, name: &str, args: &mut Vec<Expr>, locs: &[i32]) -> Result<Option<Expr>> {
         let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
-        let Some((func, sig, ret)) = crate::numeric::resolve(name, &types) else { return Ok(None) };
+        let Some((func, sig, ret)) = ferrogres_datum::numeric::resolve(name, &types) else { return Ok(None) };
         let mut out = Vec::with_capacity(args.len());
         for ((a, want), loc) in std::mem::take(args).into_iter().zip(sig).zip(locs) {
             out.push(self.coerce(a, want, CastContext::Implicit, *loc)?);

@@ -5,7 +5,7 @@
 use super::dml_join::{table_rel, target_ns};
 use super::from::Namespace;
 use super::{node, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
 use crate::upsert::{Action, Upsert, UpsertSource};
 use pg_query::protobuf as pb;

@@ -16,7 +16,7 @@
 //! which differs only for volatile items.
 
 use super::{location, node, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;

@@ -13,10 +13,10 @@
 
 use super::from::{Cte, Namespace};
 use super::{location, node, str_of, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
 use crate::setop::{Recursive, SetOp, SetOpKind};
-use crate::types::{CastContext, Type, Value};
+use ferrogres_datum::types::{CastContext, Type, Value};
 use pg_query::protobuf::{self as pb, a_const::Val};
 use pg_query::NodeEnum;
 use std::rc::Rc;
@@ -75,7 +75,7 @@ impl<'a> Analyzer<'a> {
 
     /// One set operation node (children one level below it).
     fn setop_node(&mut self, s: &pb::SelectStmt, outer: &[Rc<Namespace>]) -> Result<Query> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         let kind = match pb::SetOperation::try_from(s.op).unwrap_or(pb::SetOperation::Undefined) {
             pb::SetOperation::SetopUnion => SetOpKind::Union,
             pb::SetOperation::SetopIntersect => SetOpKind::Intersect,
@@ -229,9 +229,9 @@ impl<'a> Analyzer<'a> {
             let self_ref = w.recursive && format!("{body:?}").contains(&format!("relname: {:?}", c.ctename));
             let aliases: Vec<String> = c.aliascolnames.iter().filter_map(str_of).map(str::to_string).collect();
             let q = if self_ref { self.recursive_cte(c, body, &aliases, outer, &ctes)? } else { self.select_level(body, &self.outer_with(outer, &ctes))? };
-            if crate::subquery::is_correlated(&q) {
-                return Err(self.err_at(SqlError::not_supported("WITH queries that read columns of an enclosing query"), c.location));
-            }
+            // A CTE that reads columns of an enclosing query (asyncpg's type
+            // introspection has one in a scalar subquery) is inlined at its
+            // references like any other, so it is bound to each outer row there.
             if aliases.len() > q.targets.len() {
                 return Err(self.err_at(
                     SqlError::new(b"42P10", format!("WITH query \"{}\" has {} columns available but {} columns specified", c.ctename, q.targets.len(), aliases.len())),

@@ -5,10 +5,10 @@
 
 use super::funcs::{select_candidate_by, Resolution};
 use super::{node, str_of, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::Expr;
 use crate::sqlfunc::{FuncCmd, ProcDef};
-use crate::types::Type;
+use ferrogres_datum::types::Type;
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 use std::cell::Cell;
@@ -176,7 +176,7 @@ impl<'a> Analyzer<'a> {
         let stmts = crate::parser::parse(&text)?;
         if let Some(NodeEnum::SelectStmt(sel)) = stmts.first().map(|s| &s.node) {
             let mut sub =
-                Analyzer { backend: self.backend, snap: self.snap, sql: &text, params: Vec::new(), params_allowed: false, views: self.views.clone(), upper: Default::default() };
+                Analyzer { backend: self.backend, snap: self.snap, sql: &text, params: Vec::new(), params_allowed: false, views: self.views.clone(), upper: Default::default(), planner: self.planner.clone() };
             sub.select(sel).map_err(|mut e| {
                 e.position = None;
                 e
@@ -319,7 +319,7 @@ impl<'a> Analyzer<'a> {
         });
         let g = DepthGuard;
         if d > 32 {
-            return Err(crate::stack_depth::too_deep().with_context(format!("SQL function \"{name}\"")));
+            return Err(ferrogres_datum::stack_depth::too_deep().with_context(format!("SQL function \"{name}\"")));
         }
         Ok(g)
     }

@@ -4,10 +4,10 @@
 //! that query's columns as outer references ([`crate::subquery`] runs it).
 
 use super::{node, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
 use crate::subquery::{SubKind, SubPlan};
-use crate::types::{CastContext, Type};
+use ferrogres_datum::types::{CastContext, Type};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
 
@@ -58,7 +58,7 @@ impl<'a> Analyzer<'a> {
                 }
                 let elem = query.targets[0].expr.ty();
                 let elem = if elem == Type::Unknown { Type::Text } else { elem };
-                let Some(ty) = crate::array::array_of(elem) else {
+                let Some(ty) = ferrogres_datum::array::array_of(elem) else {
                     return Err(self.err_at(
                         SqlError::new(b"42704", format!("could not find array type for data type {}", elem.sql_name())),
                         sl.location,

@@ -3,10 +3,10 @@
 //! arguments when the call runs ([`crate::functions::call_variadic`]).
 
 use super::Analyzer;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::functions::{FuncId, BUILTINS};
 use crate::plan::{Expr, Func};
-use crate::types::{CastContext, Type};
+use ferrogres_datum::types::{CastContext, Type};
 
 impl Analyzer<'_> {
     /// A call with `VARIADIC` before its last argument.

@@ -26,9 +26,9 @@
 
 use super::{node, str_of, Analyzer};
 use crate::catalog::Column;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::{Query, Statement};
-use crate::types::Type;
+use ferrogres_datum::types::Type;
 use crate::view::{ViewCmd, ViewDef};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
@@ -181,7 +181,7 @@ impl<'a> Analyzer<'a> {
     /// A view's query, analyzed for a reference to it: the query (its targets
     /// renamed to the view's columns) and the view's locks taken.
     pub(crate) fn expand_view(&mut self, v: &ViewDef, rv: &pb::RangeVar) -> Result<Query> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         if self.views.chain.contains(&v.oid) {
             return Err(recursion_error(&v.name));
         }
@@ -200,7 +200,7 @@ impl<'a> Analyzer<'a> {
         // The view is read by the current role; what it reads, by its owner.
         self.require(v.oid, crate::acl::SELECT);
         views.check_as = Some(crate::acl::rel_acl(self.backend, self.snap, v.oid)?.map_or(crate::roles::BOOTSTRAP_SUPERUSER, |r| r.owner));
-        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, views, upper: Default::default() };
+        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, views, upper: Default::default(), planner: self.planner.clone() };
         let mut q = sub.select(sel).map_err(|mut e| {
             e.position = None;
             e
@@ -213,7 +213,7 @@ impl<'a> Analyzer<'a> {
             t.name = name.clone();
             t.origin = Some((v.oid, i as i16 + 1));
             if t.expr.ty() == Type::Unknown && *ty == Type::Text {
-                let e = std::mem::replace(&mut t.expr, crate::plan::Expr::Const(crate::types::Value::Null, Type::Unknown));
+                let e = std::mem::replace(&mut t.expr, crate::plan::Expr::Const(ferrogres_datum::types::Value::Null, Type::Unknown));
                 t.expr = self.resolve_unknown(e);
             }
         }
@@ -257,7 +257,7 @@ fn opaque_view(v: &ViewDef) -> Query {
         .enumerate()
         .map(|(i, (name, ty, typmod))| crate::plan::Target {
             name: name.clone(),
-            expr: crate::plan::Expr::Const(crate::types::Value::Null, *ty),
+            expr: crate::plan::Expr::Const(ferrogres_datum::types::Value::Null, *ty),
             typmod: *typmod,
             origin: Some((v.oid, i as i16 + 1)),
         })

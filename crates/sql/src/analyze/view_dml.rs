@@ -31,7 +31,7 @@
 //! session's search_path (not the view's).
 
 use super::{node, str_of, Analyzer};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::Statement;
 use crate::view::ViewDef;
 use pg_query::protobuf as pb;
@@ -97,7 +97,7 @@ fn and(a: Option<pb::Node>, b: pb::Node) -> pb::Node {
 /// Calls `f` on `x` and, unless it returns false, on each expression node
 /// below it (pre-order); `depth` counts the subqueries entered.
 fn walk(x: &mut pb::Node, depth: u32, f: &mut dyn FnMut(&mut pb::Node, u32) -> Result<bool>) -> Result<()> {
-    crate::stack_depth::check()?;
+    ferrogres_datum::stack_depth::check()?;
     if !f(x, depth)? {
         return Ok(());
     }
@@ -384,7 +384,7 @@ impl<'a> Analyzer<'a> {
     /// `v` resolved down to its table, or PostgreSQL's 55000 when it is not
     /// automatically updatable. Takes RowExclusiveLock on each view on the way.
     fn resolve_view(&mut self, v: ViewDef, verb: &str) -> Result<Resolved> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         // The views resolved on the way down: one met again is a cycle.
         if self.views.chain.contains(&v.oid) {
             return Err(super::view::recursion_error(&v.name));

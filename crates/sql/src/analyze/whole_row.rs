@@ -16,7 +16,7 @@
 //! 42703 as before), pretty-printing `row_to_json(t, true)`.
 
 use super::{node, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
@@ -71,7 +71,7 @@ impl<'a> Analyzer<'a> {
             let mut parts = Vec::new();
             for (i, c) in cols.iter().enumerate() {
                 let mut key = String::from(if i == 0 { "{" } else { "," });
-                crate::json::quote(&mut key, c);
+                ferrogres_datum::json::quote(&mut key, c);
                 key.push(':');
                 parts.push(literal(&key));
                 parts.push(format!("coalesce(to_json({qual}.{})::text, 'null')", ident(c)));

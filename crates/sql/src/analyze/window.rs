@@ -18,9 +18,9 @@
 //! windows), so that rows come out of the last window in PostgreSQL's order.
 
 use super::{node, Analyzer, Scope};
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
-use crate::types::{self, CastContext, Type};
+use ferrogres_datum::types::{self, CastContext, Type};
 use crate::window::{Bound, Exclude, Frame, FrameMode, OrderKey, WinKind, Window, WindowAgg, WindowFunc};
 use pg_query::protobuf as pb;
 use pg_query::NodeEnum;
@@ -189,7 +189,7 @@ impl Pusher {
 
     /// `e`, an expression of the level's output, over the WindowAgg's row.
     fn outer(&mut self, mut e: Expr) -> Result<Expr> {
-        crate::stack_depth::check()?;
+        ferrogres_datum::stack_depth::check()?;
         if let Expr::Func { func: Func::Window(i), ty, .. } = e {
             return Ok(Expr::Column(i, ty));
         }
@@ -202,7 +202,7 @@ impl Pusher {
             return Err(SqlError::not_supported("a correlated subquery compared with a window function"));
         }
         for c in crate::subquery::children_mut(&mut e) {
-            let inner = std::mem::replace(c, Expr::Const(crate::types::Value::Null, Type::Unknown));
+            let inner = std::mem::replace(c, Expr::Const(ferrogres_datum::types::Value::Null, Type::Unknown));
             *c = self.outer(inner)?;
         }
         Ok(e)
@@ -593,7 +593,7 @@ impl<'a> Analyzer<'a> {
                 out.push(value);
                 match off {
                     Some((o, ol)) => out.push(int_arg(self, o, ol)?),
-                    None if default.is_some() => out.push(Expr::Const(crate::types::Value::Int4(1), Type::Int4)),
+                    None if default.is_some() => out.push(Expr::Const(ferrogres_datum::types::Value::Int4(1), Type::Int4)),
                     None => {}
                 }
                 out.extend(default);
@@ -678,7 +678,7 @@ impl<'a> Analyzer<'a> {
             let mut w = windows[w].clone();
             w.partition = w.partition.into_iter().map(|e| pusher.input(e)).collect();
             for k in w.order.iter_mut() {
-                k.expr = pusher.input(std::mem::replace(&mut k.expr, Expr::Const(crate::types::Value::Null, Type::Unknown)));
+                k.expr = pusher.input(std::mem::replace(&mut k.expr, Expr::Const(ferrogres_datum::types::Value::Null, Type::Unknown)));
             }
             ordered.push(w);
         }

@@ -1,4 +1,4 @@
-//! json and jsonb functions and operator procedures ([`crate::json`] holds the
+//! json and jsonb functions and operator procedures ([`ferrogres_datum::json`] holds the
 //! parser, the tree and the order): `-> ->> #> #>>`, `@> <@ ? ?| ?& || - #-`,
 //! to_json[b], json[b]_build_object/array, json_object, jsonb_set,
 //! jsonb_insert, jsonb_pretty, json[b]_typeof, json[b]_array_length,
@@ -6,9 +6,9 @@
 //! gen_random_uuid.
 
 use super::{int, text, SetIter};
-use crate::errors::{Result, SqlError};
-use crate::json::{self, quote, Jv};
-use crate::types::{Type, Value};
+use ferrogres_datum::errors::{Result, SqlError};
+use ferrogres_datum::json::{self, quote, Jv};
+use ferrogres_datum::types::{Type, Value};
 
 fn jb(v: &Value) -> Result<Jv> {
     Ok(match v {
@@ -197,7 +197,7 @@ pub fn jsonb_delete_path(a: &[Value]) -> Result<Value> {
 /// jsonb_set / jsonb_insert: replace (or insert before/after) at `path`,
 /// creating the last key of an object when `create`.
 fn set_path(j: &mut Jv, path: &[String], newval: &Jv, create: bool, insert: Option<bool>) -> Result<()> {
-    crate::stack_depth::check()?;
+    ferrogres_datum::stack_depth::check()?;
     let Some((first, rest)) = path.split_first() else { return Ok(()) };
     match j {
         Jv::Obj(p) => {
@@ -300,11 +300,11 @@ pub fn value_to_jv(v: &Value) -> Result<Jv> {
         Value::Json(s) => json::parse(s)?,
         Value::Array(a) => Jv::Arr(a.items.iter().map(value_to_jv).collect::<Result<_>>()?),
         Value::Int2(_) | Value::Int4(_) | Value::Int8(_) | Value::Oid(_) | Value::Numeric(_) => {
-            Jv::Num(crate::numeric::Numeric::parse(&crate::types::output(v).unwrap_or_default())?)
+            Jv::Num(ferrogres_datum::numeric::Numeric::parse(&ferrogres_datum::types::output(v).unwrap_or_default())?)
         }
         Value::Float8(_) | Value::Float4(_) => {
-            let t = crate::types::output(v).unwrap_or_default();
-            match crate::numeric::Numeric::parse(&t) {
+            let t = ferrogres_datum::types::output(v).unwrap_or_default();
+            match ferrogres_datum::numeric::Numeric::parse(&t) {
                 Ok(n) if n.is_finite() => Jv::Num(n),
                 _ => Jv::Str(t),
             }
@@ -315,7 +315,7 @@ pub fn value_to_jv(v: &Value) -> Result<Jv> {
 
 /// The text of a non-JSON scalar as JSON shows it (date/times in ISO 8601 with `T`).
 fn scalar_text(v: &Value) -> String {
-    let t = crate::types::output(v).unwrap_or_default();
+    let t = ferrogres_datum::types::output(v).unwrap_or_default();
     match v {
         Value::Timestamp(_) | Value::Timestamptz(_) => {
             let t = t.replacen(' ', "T", 1);
@@ -349,9 +349,9 @@ pub fn value_to_json_text(v: &Value, out: &mut String) -> Result<()> {
             }
             out.push(']');
         }
-        Value::Int2(_) | Value::Int4(_) | Value::Int8(_) | Value::Oid(_) | Value::Numeric(_) => out.push_str(&crate::types::output(v).unwrap_or_default()),
+        Value::Int2(_) | Value::Int4(_) | Value::Int8(_) | Value::Oid(_) | Value::Numeric(_) => out.push_str(&ferrogres_datum::types::output(v).unwrap_or_default()),
         Value::Float8(_) | Value::Float4(_) => {
-            let t = crate::types::output(v).unwrap_or_default();
+            let t = ferrogres_datum::types::output(v).unwrap_or_default();
             if t.bytes().any(|b| b.is_ascii_digit()) { out.push_str(&t) } else { quote(out, &t) }
         }
         v => quote(out, &scalar_text(v)),
@@ -518,7 +518,7 @@ pub fn jsonb_strip_nulls(a: &[Value]) -> Result<Value> {
 }
 
 pub fn gen_random_uuid(_: &[Value]) -> Result<Value> {
-    Ok(Value::Uuid(crate::uuid::random_v4()?))
+    Ok(Value::Uuid(ferrogres_datum::uuid::random_v4()?))
 }
 
 // --- set-returning

@@ -3,8 +3,8 @@
 //! integer function sees one integer width and answers in it.
 
 use super::{float, int, SetIter};
-use crate::errors::{Result, SqlError};
-use crate::types::{out_of_range, Type, Value};
+use ferrogres_datum::errors::{Result, SqlError};
+use ferrogres_datum::types::{out_of_range, Type, Value};
 use std::cell::Cell;
 
 /// An integer result in the width of `like` (the first argument), or 22003.
@@ -257,7 +257,7 @@ pub fn setseed(a: &[Value]) -> Result<Value> {
     if !(-1.0..=1.0).contains(&x) {
         return Err(SqlError::new(
             b"22023",
-            format!("setseed parameter {} is out of allowed range [-1,1]", crate::types::float8_out(x)),
+            format!("setseed parameter {} is out of allowed range [-1,1]", ferrogres_datum::types::float8_out(x)),
         ));
     }
     let bits = ((x * 2147483647.0) as i64 as u64).wrapping_mul(0x9E3779B97F4A7C15) | 1;

@@ -2,8 +2,8 @@
 //! as in PostgreSQL: `booleq(a, b)` is `a = b`, `textcat(a, b)` is `a || b`.
 
 use super::{int, text};
-use crate::errors::Result;
-use crate::types::{out_of_range, Type, Value};
+use ferrogres_datum::errors::Result;
+use ferrogres_datum::types::{out_of_range, Type, Value};
 
 fn b(v: &Value) -> bool {
     matches!(v, Value::Bool(true))
@@ -30,7 +30,7 @@ pub fn boolge(a: &[Value]) -> Result<Value> {
 
 pub fn textcat(a: &[Value]) -> Result<Value> {
     let (x, y) = (text(&a[0]), text(&a[1]));
-    crate::errors::check_result_len(x.len() + y.len())?;
+    ferrogres_datum::errors::check_result_len(x.len() + y.len())?;
     crate::memory::reserve(x.len() + y.len())?;
     Ok(Value::Text([x, y].concat()))
 }
@@ -39,11 +39,11 @@ pub fn textcat(a: &[Value]) -> Result<Value> {
 pub fn byteacat(a: &[Value]) -> Result<Value> {
     match (&a[0], &a[1]) {
         (Value::Bytea(x), Value::Bytea(y)) => {
-            crate::errors::check_result_len(x.len() + y.len())?;
+            ferrogres_datum::errors::check_result_len(x.len() + y.len())?;
             crate::memory::reserve(x.len() + y.len())?;
             Ok(Value::Bytea([x.as_slice(), y.as_slice()].concat()))
         }
-        _ => Err(crate::errors::SqlError::internal("byteacat of non-bytea values")),
+        _ => Err(ferrogres_datum::errors::SqlError::internal("byteacat of non-bytea values")),
     }
 }
 
@@ -62,7 +62,7 @@ pub fn int8mul(a: &[Value]) -> Result<Value> {
 }
 pub fn int8div(a: &[Value]) -> Result<Value> {
     if int(&a[1]) == 0 {
-        return Err(crate::errors::SqlError::new(b"22012", "division by zero"));
+        return Err(ferrogres_datum::errors::SqlError::new(b"22012", "division by zero"));
     }
     int8_op(a, i64::checked_div)
 }
@@ -80,7 +80,7 @@ fn num_type(v: &Value) -> Type {
 }
 
 fn cast_to(a: &[Value], to: Type) -> Result<Value> {
-    crate::types::cast(a[0].clone(), num_type(&a[0]), to, -1, true)
+    ferrogres_datum::types::cast(a[0].clone(), num_type(&a[0]), to, -1, true)
 }
 
 /// float8(x), float4(x), int8(x), int4(x), int2(x), numeric(x): the casts by

@@ -4,8 +4,8 @@
 //! the one whose (bytewise) collation ferrogres implements.
 
 use super::{int, text};
-use crate::errors::{check_enlarge, check_result_len, length_too_large, Interrupts, Result, SqlError, MAX_ALLOC_SIZE};
-use crate::types::{self, Value};
+use ferrogres_datum::errors::{check_enlarge, check_result_len, length_too_large, Interrupts, Result, SqlError, MAX_ALLOC_SIZE};
+use ferrogres_datum::types::{self, Value};
 
 fn t(s: impl Into<String>) -> Result<Value> {
     Ok(Value::Text(s.into()))
@@ -65,7 +65,7 @@ pub fn substr(a: &[Value]) -> Result<Value> {
 /// `substring(text FROM pattern)`: the part matching the first parenthesized
 /// subexpression, or the whole match when there is none; NULL when no match.
 pub fn substring_regex(a: &[Value]) -> Result<Value> {
-    let re = crate::pgregex::compile(text(&a[1]), false)?;
+    let re = ferrogres_datum::pgregex::compile(text(&a[1]), false)?;
     Ok(match re.captures(text(&a[0])) {
         None => Value::Null,
         Some(c) if c.len() > 1 => c.get(1).map_or(Value::Null, |m| Value::Text(m.as_str().to_string())),
@@ -344,23 +344,23 @@ pub fn overlay(a: &[Value]) -> Result<Value> {
 
 pub fn regexp_replace(a: &[Value]) -> Result<Value> {
     let flags = a.get(3).map_or("", text);
-    t(crate::pgregex::replace(text(&a[0]), text(&a[1]), text(&a[2]), flags)?)
+    t(ferrogres_datum::pgregex::replace(text(&a[0]), text(&a[1]), text(&a[2]), flags)?)
 }
 
 pub fn regex_eq(a: &[Value]) -> Result<Value> {
-    Ok(Value::Bool(crate::pgregex::compile(text(&a[1]), false)?.is_match(text(&a[0]))))
+    Ok(Value::Bool(ferrogres_datum::pgregex::compile(text(&a[1]), false)?.is_match(text(&a[0]))))
 }
 
 pub fn regex_ne(a: &[Value]) -> Result<Value> {
-    Ok(Value::Bool(!crate::pgregex::compile(text(&a[1]), false)?.is_match(text(&a[0]))))
+    Ok(Value::Bool(!ferrogres_datum::pgregex::compile(text(&a[1]), false)?.is_match(text(&a[0]))))
 }
 
 pub fn iregex_eq(a: &[Value]) -> Result<Value> {
-    Ok(Value::Bool(crate::pgregex::compile(text(&a[1]), true)?.is_match(text(&a[0]))))
+    Ok(Value::Bool(ferrogres_datum::pgregex::compile(text(&a[1]), true)?.is_match(text(&a[0]))))
 }
 
 pub fn iregex_ne(a: &[Value]) -> Result<Value> {
-    Ok(Value::Bool(!crate::pgregex::compile(text(&a[1]), true)?.is_match(text(&a[0]))))
+    Ok(Value::Bool(!ferrogres_datum::pgregex::compile(text(&a[1]), true)?.is_match(text(&a[0]))))
 }
 
 /// `similar_to_escape(pattern [, escape])`: a SIMILAR TO pattern as the POSIX

@@ -11,9 +11,9 @@
 
 use super::{delete_rows, namespace_rel, namespaces};
 use crate::catalog;
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows};
-use crate::types::Value;
+use ferrogres_datum::types::Value;
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use pg_query::protobuf as pb;

@@ -9,7 +9,7 @@
 //! drops it. A registered table that no longer exists (dropped, or its creation
 //! rolled back) is forgotten.
 
-use crate::errors::{Result, SqlError};
+use ferrogres_datum::errors::{Result, SqlError};
 use ferrogres_engine::engine::Backend;
 use pg_query::protobuf as pb;
 use std::cell::RefCell;

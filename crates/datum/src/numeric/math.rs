@@ -478,7 +478,7 @@ pub fn power_fn(a: &[Value], ck: &dyn Interrupts) -> Result<Value> {
 /// width_bucket(operand, b1, b2, count) over numeric.
 pub fn width_bucket_fn(a: &[Value]) -> Result<Value> {
     let (op, b1, b2) = (arg(&a[0])?, arg(&a[1])?, arg(&a[2])?);
-    let count = crate::functions::int(&a[3]);
+    let count = crate::types::arg_int(&a[3]);
     if count <= 0 {
         return Err(SqlError::new(b"2201G", "count must be greater than zero"));
     }
@@ -513,7 +513,7 @@ pub fn width_bucket_fn(a: &[Value]) -> Result<Value> {
 /// factorial(bigint): the product of 2..=n as a balanced tree of products
 /// (operands of similar length, so that Karatsuba applies).
 pub fn factorial_fn(a: &[Value], ck: &dyn Interrupts) -> Result<Value> {
-    let n = crate::functions::int(&a[0]);
+    let n = crate::types::arg_int(&a[0]);
     if n < 0 {
         return Err(SqlError::new(b"22023", "factorial of a negative number is undefined"));
     }
@@ -550,7 +550,7 @@ pub fn var_accum(acc: Value, v: &Value, n: i64) -> Result<Value> {
     };
     match v {
         Value::Float4(_) | Value::Float8(_) => {
-            let x = crate::functions::float(v);
+            let x = crate::types::arg_float(v);
             let (sx, sxx) = match items.as_slice() {
                 [Value::Float8(a), Value::Float8(b)] => (*a, *b),
                 _ => (0.0, 0.0),

@@ -26,7 +26,7 @@
 //! (`UPDATE t SET a[2] = ...`).
 
 use crate::errors::{Result, SqlError};
-use crate::plan::CmpOp;
+use crate::ops::CmpOp;
 use crate::types::{self, Type, Value};
 use std::cmp::Ordering;
 
@@ -516,7 +516,7 @@ pub fn compare(a: &Array, b: &Array) -> Ordering {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Greater,
             (false, true) => Ordering::Less,
-            _ => crate::exec::compare(x, y),
+            _ => crate::types::compare(x, y),
         };
         if o != Ordering::Equal {
             return o;
@@ -642,7 +642,7 @@ pub fn call(f: ArrayFunc, vals: &[Value], ty: Type) -> Result<Value> {
                     saw_null = true;
                     continue;
                 }
-                let holds = cmp_holds(op, crate::exec::compare(&vals[0], v));
+                let holds = cmp_holds(op, crate::types::compare(&vals[0], v));
                 if holds != all {
                     return Ok(Value::Bool(holds));
                 }
@@ -703,7 +703,7 @@ pub fn call(f: ArrayFunc, vals: &[Value], ty: Type) -> Result<Value> {
             for (k, v) in a.items.iter().enumerate() {
                 let same = match (v.is_null(), vals[1].is_null()) {
                     (true, true) => true,
-                    (false, false) => crate::exec::compare(v, &vals[1]) == Ordering::Equal,
+                    (false, false) => crate::types::compare(v, &vals[1]) == Ordering::Equal,
                     _ => false,
                 };
                 if same {

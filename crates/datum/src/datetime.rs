@@ -87,6 +87,10 @@ pub struct DtSession {
     pub zone: Zone,
     pub xact_start: i64,
     pub stmt_start: i64,
+    /// Input read the clock (`'now'`, `'today'`, ...) since the last
+    /// [`take_clock_read`]: the plan cache keeps no plan that folded such a
+    /// value (`ferrogres_sql::plan_cache::mark_uncacheable`).
+    pub clock_read: bool,
 }
 
 thread_local! {
@@ -95,7 +99,18 @@ thread_local! {
         zone: Zone::Fixed(0),
         xact_start: 0,
         stmt_start: 0,
+        clock_read: false,
     });
+}
+
+/// Input depending on when it is read was parsed (see [`DtSession::clock_read`]).
+pub fn mark_clock_read() {
+    SESSION.with(|s| s.borrow_mut().clock_read = true);
+}
+
+/// Whether input read the clock since the last call; clears the mark.
+pub fn take_clock_read() -> bool {
+    SESSION.with(|s| std::mem::replace(&mut s.borrow_mut().clock_read, false))
 }
 
 /// The current wall-clock time as a timestamp (microseconds since 2000-01-01 UTC).
@@ -460,7 +475,7 @@ fn parse_datetime(s: &str, ty: Type) -> Result<Parsed> {
     if special.is_some() {
         if matches!(special, Some(Special::Now | Special::Today | Special::Tomorrow | Special::Yesterday)) {
             // Its value depends on when it is read: a plan holding it is not reused.
-            crate::plan_cache::mark_uncacheable();
+            mark_clock_read();
         }
         return Ok(Parsed { special, ..Parsed::default() });
     }
@@ -1517,7 +1532,7 @@ pub fn sql_value_function_name(op: i32) -> &'static str {
         4 | 5 => "current_timestamp",
         6 | 7 => "localtime",
         8 | 9 => "localtimestamp",
-        // Session information (`crate::pgcatalog`).
+        // Session information (`ferrogres_sql::pgcatalog`).
         10 => "current_role",
         11 => "current_user",
         12 => "user",

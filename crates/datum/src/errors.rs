@@ -54,10 +54,11 @@ pub struct ErrorObjects {
 impl ErrorObjects {
     /// PostgreSQL's `errtable` / `errtableconstraint` / `errtablecol`: the
     /// table's schema (by OID) and name, plus a constraint or a column.
-    pub fn of_table(table: &crate::catalog::Table, constraint: Option<&str>, column: Option<&str>) -> ErrorObjects {
+    /// The catalog's `Table::error_objects` passes a table's name and schema OID.
+    pub fn of_table(table: &str, namespace: u32, constraint: Option<&str>, column: Option<&str>) -> ErrorObjects {
         ErrorObjects {
-            table: Some(table.name.clone()),
-            namespace: Some(table.namespace),
+            table: Some(table.to_string()),
+            namespace: Some(namespace),
             constraint: constraint.map(str::to_string),
             column: column.map(str::to_string),
             ..Default::default()
@@ -149,7 +150,7 @@ impl From<EngineError> for SqlError {
 /// CHECK_FOR_INTERRUPTS for code below the executor: a function that can run
 /// long (numeric math, string building, series) polls this between steps, so
 /// that a cancel, a shutdown or a statement past its memory limit
-/// (`crate::memory`) stops it. The executor passes its `Env`
+/// (`ferrogres_sql::memory`) stops it. The executor passes its `Env`
 /// (`exec::EnvInterrupts`); code with no session behind it passes
 /// [`NoInterrupts`].
 pub trait Interrupts {

@@ -954,7 +954,7 @@ pub fn to_timestamp(a: &[Value]) -> Result<Value> {
 
 /// to_timestamp(double precision): seconds since the Unix epoch.
 pub fn to_timestamp_epoch(a: &[Value]) -> Result<Value> {
-    let f = crate::functions::float(&a[0]);
+    let f = crate::types::arg_float(&a[0]);
     if f.is_nan() {
         return Err(SqlError::new(b"22008", "timestamp cannot be NaN"));
     }

@@ -40,6 +40,7 @@
 use crate::errors::{Result, SqlError};
 use crate::datetime::{self, Interval};
 use ferrogres_engine::heap::tuple::{AttrDesc, Datum};
+use std::cmp::Ordering;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
@@ -422,7 +423,8 @@ fn parse_int(ty: Type, s: &str, min: i64, max: i64) -> Result<i64> {
     Ok(v as i64)
 }
 
-pub(crate) fn parse_bool(s: &str) -> Option<bool> {
+/// PostgreSQL's boolean input (`boolin`): true/false, yes/no, on/off, 1/0 and unique prefixes.
+pub fn parse_bool(s: &str) -> Option<bool> {
     let t = s.trim_matches(|c: char| c.is_ascii_whitespace()).to_ascii_lowercase();
     if t.is_empty() {
         return None;
@@ -1051,6 +1053,52 @@ pub enum CastContext {
     Implicit,
     Assignment,
     Explicit,
+}
+
+/// Compares two non-null values of the same type class. Text compares bytewise
+/// (the C collation); floats with NaN greatest, as PostgreSQL orders them.
+pub fn compare(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Text(x), Value::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Date(x), Value::Date(y)) => x.cmp(y),
+        (Value::Time(x), Value::Time(y)) | (Value::Timestamp(x), Value::Timestamp(y)) | (Value::Timestamptz(x), Value::Timestamptz(y)) => {
+            x.cmp(y)
+        }
+        (Value::Interval(x), Value::Interval(y)) => x.span().cmp(&y.span()),
+        (Value::Bytea(x), Value::Bytea(y)) => x.cmp(y),
+        (Value::Array(x), Value::Array(y)) => crate::array::compare(x, y),
+        (Value::Float4(x), Value::Float4(y)) => compare(&Value::Float8(*x as f64), &Value::Float8(*y as f64)),
+        (Value::Numeric(x), Value::Numeric(y)) => x.cmp(y),
+        (Value::Uuid(x), Value::Uuid(y)) => x.cmp(y),
+        (Value::PgLsn(x), Value::PgLsn(y)) => x.cmp(y),
+        (Value::Jsonb(x), Value::Jsonb(y)) => crate::json::compare_text(x, y),
+        (Value::TimeTz(a, b), Value::TimeTz(c, d)) => crate::datetime::timetz_cmp((*a, *b), (*c, *d)),
+        (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        },
+        (x, y) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i.cmp(&j),
+            _ => Ordering::Equal,
+        },
+    }
+}
+
+/// An integer argument of a built-in function (0 for a value that is not one).
+pub fn arg_int(v: &Value) -> i64 {
+    v.as_i64().unwrap_or(0)
+}
+
+/// A float argument of a built-in function (integers widened, 0 otherwise).
+pub fn arg_float(v: &Value) -> f64 {
+    match v {
+        Value::Float8(f) => *f,
+        Value::Float4(f) => *f as f64,
+        v => v.as_i64().unwrap_or(0) as f64,
+    }
 }
 
 #[cfg(test)]

@@ -360,7 +360,7 @@ pub(super) fn decode(s: &str, ty: Type) -> Result<Parsed> {
             p.zone = Some(Zone::Fixed(parse_offset(tok).ok_or_else(bad)?));
         } else if matches!(lower.as_str(), "today" | "tomorrow" | "yesterday") && !ds.mask.any() {
             // With other fields (`tomorrow EST`, `today 10:00`): that day's date.
-            crate::plan_cache::mark_uncacheable();
+            super::mark_clock_read();
             let shift = match lower.as_str() {
                 "tomorrow" => 1,
                 "yesterday" => -1,

@@ -1091,8 +1091,8 @@ pub fn call(f: NumFunc, vals: &[Value]) -> Result<Value> {
 }
 
 /// `a op b` for numeric operands (`op` one of `+ - * / %`).
-pub fn arith(op: crate::plan::ArithOp, a: &Numeric, b: &Numeric) -> Result<Numeric> {
-    use crate::plan::ArithOp;
+pub fn arith(op: crate::ops::ArithOp, a: &Numeric, b: &Numeric) -> Result<Numeric> {
+    use crate::ops::ArithOp;
     match op {
         ArithOp::Add => a.add(b),
         ArithOp::Sub => a.sub(b),
