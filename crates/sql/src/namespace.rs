@@ -116,7 +116,7 @@ pub fn namespaces_arc(backend: &Backend, snap: &Snapshot) -> Result<Arc<Vec<(u32
     crate::catcache::namespaces(backend, snap, || {
         let mut out = Vec::new();
         for (_, row) in scan_rows(backend, &namespace_rel(), snap)? {
-            if let [Value::Oid(o), Value::Text(n)] = row.as_slice() {
+            if let [Value::Oid(o), Value::Text(n), ..] = row.as_slice() {
                 out.push((*o, n.clone()));
             }
         }
