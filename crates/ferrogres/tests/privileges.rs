@@ -68,3 +68,32 @@ fn wait_for_query(srv: &Server, query: &str) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Connecting needs CONNECT on the database (PostgreSQL 15's texts): after
+/// `REVOKE CONNECT ... FROM PUBLIC` a plain role is refused with a FATAL
+/// 42501, a superuser is not; `GRANT CONNECT` lets the role in again.
+#[test]
+fn connect_needs_the_connect_privilege() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    srv.sql_ok("CREATE ROLE alice LOGIN; CREATE DATABASE cdb; REVOKE CONNECT ON DATABASE cdb FROM PUBLIC;");
+    let connect = |user: &str| {
+        let out = std::process::Command::new("psql")
+            .arg("-h")
+            .arg(&srv.dir)
+            .args(["-X", "-At", "-p", &srv.port.to_string(), "-U", user, "-d", "cdb", "-c", "SELECT current_user"])
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, stdout, stderr) = connect("alice");
+    assert_eq!((code, stdout.as_str()), (Some(2), ""), "{stderr}");
+    assert!(
+        stderr.ends_with("FATAL:  permission denied for database \"cdb\"\nDETAIL:  User does not have CONNECT privilege.\n"),
+        "{stderr}"
+    );
+    assert_eq!(connect("postgres").1, "postgres\n");
+    srv.sql_ok("GRANT CONNECT ON DATABASE cdb TO alice;");
+    let (code, stdout, stderr) = connect("alice");
+    assert_eq!((code, stdout.as_str()), (Some(0), "alice\n"), "{stderr}");
+}

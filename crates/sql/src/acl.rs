@@ -476,6 +476,12 @@ pub fn check_perms(backend: &Backend, snap: &Snapshot, perms: &[PermReq]) -> Res
     Ok(())
 }
 
+/// `privs` on relation `oid` for the current user, checked now (DDL that
+/// needs a privilege on another relation: REFERENCES for a foreign key).
+pub fn check_rel_privs(backend: &Backend, snap: &Snapshot, oid: u32, privs_needed: u16) -> Result<()> {
+    check_perms(backend, snap, &[PermReq { rel: oid, privs: privs_needed, any: false, check_as: None }])
+}
+
 /// DDL on relation `oid` needs its ownership (or a superuser): PostgreSQL's
 /// `must be owner of table t`.
 pub fn check_rel_owner(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<()> {
@@ -560,6 +566,15 @@ pub fn database_privs(backend: &Backend, snap: &Snapshot, user: u32) -> Result<(
     };
     let acl = row.acl.as_deref().and_then(|t| parse_display(t, &roles));
     Ok((privs(&roles, user, ObjKind::Database, row.dba, acl.as_deref(), roles.db_owner).0, row.name))
+}
+
+/// The privileges `user` holds on database `row` (any database: connection
+/// time, before the backend is bound to one; its owner is pg_database_owner's
+/// member there).
+pub fn privs_on_database(backend: &Backend, snap: &Snapshot, user: u32, row: &crate::database::DbRow) -> Result<u16> {
+    let roles = RoleGraph::load(backend, snap)?;
+    let acl = row.acl.as_deref().and_then(|t| parse_display(t, &roles));
+    Ok(privs(&roles, user, ObjKind::Database, row.dba, acl.as_deref(), row.dba).0)
 }
 
 /// `privilege` on the current database for the current user, else

@@ -296,6 +296,13 @@ pub fn connect(backend: &mut Backend, name: &str) -> Result<()> {
     if !row.allow_conn {
         return Err(fatal(SqlError::new(b"55000", format!("database \"{name}\" is not currently accepting connections"))));
     }
+    // CONNECT on the database (its datacl), as the role that logged in;
+    // superusers always hold it.
+    let user = backend.current_user;
+    let have = in_txn(backend, |b, snap| crate::acl::privs_on_database(b, snap, user, &row))?;
+    if have & crate::acl::CONNECT == 0 {
+        return Err(fatal(SqlError::new(b"42501", format!("permission denied for database \"{name}\"")).with_detail("User does not have CONNECT privilege.")));
+    }
     if row.conn_limit >= 0 && backend.engine().backends_in_database(row.oid, None).len() >= row.conn_limit as usize {
         return Err(fatal(SqlError::new(b"53300", format!("too many connections for database \"{name}\""))));
     }

@@ -137,3 +137,28 @@ CREATE ROLE boss SUPERUSER;
 SET ROLE boss;
 SELECT count(*) FROM secret;
 RESET ROLE;
+-- a foreign key needs REFERENCES on the referenced table; its checks run as the owner
+CREATE TABLE pk (id int PRIMARY KEY);
+SET ROLE alice;
+CREATE TABLE public.fk1 (id int REFERENCES pk);
+RESET ROLE;
+GRANT REFERENCES ON pk TO alice;
+SET ROLE alice;
+CREATE TABLE public.fk1 (id int REFERENCES pk);
+INSERT INTO fk1 VALUES (1);
+RESET ROLE;
+-- a column default's nextval needs the sequence's USAGE
+CREATE TABLE ser (id serial, v text);
+GRANT INSERT ON ser TO alice;
+SET ROLE alice;
+INSERT INTO ser (v) VALUES ('a');
+SELECT currval('ser_id_seq');
+RESET ROLE;
+GRANT USAGE ON SEQUENCE ser_id_seq TO alice;
+SET ROLE alice;
+INSERT INTO ser (v) VALUES ('a');
+SELECT currval('ser_id_seq');
+RESET ROLE;
+-- \dp prints the ACLs as PostgreSQL does
+\dp ser*
+\z pk
