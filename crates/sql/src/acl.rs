@@ -202,14 +202,6 @@ pub fn display(acl: &[AclItem], name_of: &dyn Fn(u32) -> String) -> Value {
     Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, items)))
 }
 
-/// A stored ACL column printed with role names (NULL stays NULL).
-pub fn display_stored(v: Option<&Value>, roles: &RoleGraph) -> Value {
-    match from_stored(v) {
-        Some(acl) => display(&acl, &|o| roles.name(o)),
-        None => Value::Null,
-    }
-}
-
 // ---- roles ------------------------------------------------------------------
 
 /// What privilege checks need of pg_authid and pg_auth_members.
@@ -368,7 +360,7 @@ pub fn rel_acl(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<Ar
             kind: ObjKind::of_relkind(kind),
             relkind: kind.clone(),
             owner: oid_col(&row, RELOWNER, BOOTSTRAP_SUPERUSER),
-            acl: from_stored(row.get(RELACL)),
+            acl: rel_acl_of_row(oid, *ns, ObjKind::of_relkind(kind), oid_col(&row, RELOWNER, BOOTSTRAP_SUPERUSER), row.get(RELACL)),
         }));
         break;
     }
@@ -376,6 +368,27 @@ pub fn rel_acl(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<Ar
         crate::catcache::put_rel_acl(backend, snap, r);
     }
     Ok(found)
+}
+
+/// The catalogs whose SELECT PostgreSQL's initdb does not give to PUBLIC
+/// (pg_authid, pg_largeobject, pg_statistic, pg_user_mapping).
+const PRIVATE_CATALOGS: [u32; 4] = [1260, 2613, 2619, 1418];
+
+/// Relation `oid`'s ACL as its pg_class row gives it: the stored one; for a
+/// system catalog (schema pg_catalog) whose row stores none, what PostgreSQL's
+/// initdb gives every catalog: the owner's default plus SELECT for PUBLIC
+/// (`{postgres=arwdDxt/postgres,=r/postgres}`; the owner's alone for the
+/// private ones); else None (the default).
+pub fn rel_acl_of_row(oid: u32, ns: u32, kind: ObjKind, owner: u32, stored: Option<&Value>) -> Option<Acl> {
+    let acl = from_stored(stored);
+    if acl.is_some() || ns != crate::catalog::PG_CATALOG_NAMESPACE {
+        return acl;
+    }
+    let mut acl = default_acl(kind, owner);
+    if !PRIVATE_CATALOGS.contains(&oid) {
+        acl.push(AclItem { grantee: PUBLIC, grantor: owner, privs: SELECT, goptions: 0 });
+    }
+    Some(acl)
 }
 
 /// A schema's owner and ACL.

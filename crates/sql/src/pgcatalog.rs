@@ -576,7 +576,10 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
             Some(Value::Oid(o)) => *o,
             _ => BOOTSTRAP_SUPERUSER,
         };
-        let relacl = crate::acl::display_stored(rest.get(1), &roles);
+        let relacl = match crate::acl::rel_acl_of_row(*oid, *ns, crate::acl::ObjKind::of_relkind(kind), owner, rest.get(1)) {
+            Some(acl) => crate::acl::display(&acl, &|o| roles.name(o)),
+            None => Value::Null,
+        };
         let persistence = if temp_namespaces.contains(ns) { "t" } else { "p" };
         let is_index = kind == "i";
         let is_view = kind == "v";

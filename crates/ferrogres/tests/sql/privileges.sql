@@ -162,3 +162,10 @@ RESET ROLE;
 -- \dp prints the ACLs as PostgreSQL does
 \dp ser*
 \z pk
+-- the system catalogs are readable by everyone, as after PostgreSQL's initdb
+SELECT relname, relacl FROM pg_class WHERE relname IN ('pg_class', 'pg_namespace', 'pg_attribute') ORDER BY 1;
+SET ROLE carol;
+SELECT count(*) > 0 AS readable FROM pg_class WHERE relname = 'pg_class';
+SELECT count(*) > 0 AS readable FROM pg_namespace;
+\dp pk
+RESET ROLE;
