@@ -489,12 +489,6 @@ pub fn check_perms(backend: &Backend, snap: &Snapshot, perms: &[PermReq]) -> Res
     Ok(())
 }
 
-/// `privs` on relation `oid` for the current user, checked now (DDL that
-/// needs a privilege on another relation: REFERENCES for a foreign key).
-pub fn check_rel_privs(backend: &Backend, snap: &Snapshot, oid: u32, privs_needed: u16) -> Result<()> {
-    check_perms(backend, snap, &[PermReq { rel: oid, privs: privs_needed, any: false, check_as: None }])
-}
-
 /// DDL on relation `oid` needs its ownership (or a superuser): PostgreSQL's
 /// `must be owner of table t`.
 pub fn check_rel_owner(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<()> {

@@ -404,9 +404,6 @@ pub fn analyze(
     if parent_cols.len() != cols.len() {
         return Err(SqlError::new(b"42830", "number of referencing and referenced columns for foreign key disagree"));
     }
-    // The referenced table's REFERENCES privilege (table level; PostgreSQL
-    // also accepts it on each key column, which is not stored yet).
-    crate::acl::check_rel_privs(a.backend, a.snap, parent.oid, crate::acl::REFERENCES)?;
     let conname = if c.conname.is_empty() {
         let n: Vec<&str> = cols.iter().map(|i| columns[*i].name.as_str()).collect();
         format!("{table}_{}_fkey", n.join("_"))

@@ -503,7 +503,14 @@ pub fn check_ddl(backend: &Backend, snap: &Snapshot, stmt: &crate::plan::Stateme
             _ => Ok(()),
         },
         Statement::Ddl(cmd) => match &**cmd {
-            DdlCmd::CreateTable { base, .. } => check_ddl(backend, snap, &Statement::Index(base.clone())),
+            DdlCmd::CreateTable { base, extras } => {
+                check_ddl(backend, snap, &Statement::Index(base.clone()))?;
+                // REFERENCES on each referenced table (table level; PostgreSQL
+                // also accepts it on every key column, not stored yet).
+                let perms: Vec<acl::PermReq> =
+                    extras.fkeys.iter().map(|f| acl::PermReq { rel: f.parent, privs: acl::REFERENCES, any: false, check_as: None }).collect();
+                acl::check_perms(backend, snap, &perms)
+            }
             DdlCmd::AddConstraint { table, fkey, .. } => {
                 acl::check_rel_owner(backend, snap, table.oid)?;
                 if let Some(f) = fkey {
