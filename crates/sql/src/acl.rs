@@ -628,41 +628,6 @@ pub fn privilege_bit(name: &str) -> Option<u16> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_forms_round_trip() {
-        let acl = vec![
-            AclItem { grantee: 16384, grantor: 10, privs: SELECT | INSERT, goptions: SELECT },
-            AclItem { grantee: PUBLIC, grantor: 10, privs: SELECT, goptions: 0 },
-        ];
-        let stored = to_stored(&acl);
-        assert_eq!(from_stored(Some(&stored)), Some(acl.clone()));
-        let names = |o: u32| if o == 10 { "postgres".to_string() } else { "Mixed Case".to_string() };
-        let Value::Array(a) = display(&acl, &names) else { panic!() };
-        assert_eq!(a.items, vec![Value::Text("\"Mixed Case\"=ar*/postgres".into()), Value::Text("=r/postgres".into())]);
-        assert_eq!(privs_text(ObjKind::Table.all(), 0), "arwdDxt");
-        assert_eq!(privs_text(ObjKind::Database.all(), 0), "CTc");
-    }
-
-    #[test]
-    fn inherit_stops_at_noinherit_roles() {
-        let g = RoleGraph {
-            roles: vec![(1, "a".into(), false, true), (2, "b".into(), false, false), (3, "c".into(), false, true)],
-            members: vec![(2, 1), (3, 2)],
-            db_owner: 10,
-        };
-        assert_eq!(g.privs_of(1), vec![1, 2]);
-        assert_eq!(g.privs_of(2), vec![2]);
-        let acl = vec![AclItem { grantee: 3, grantor: 10, privs: SELECT, goptions: 0 }];
-        assert_eq!(privs(&g, 1, ObjKind::Table, 10, Some(&acl), 10).0, 0);
-        let acl = vec![AclItem { grantee: 2, grantor: 10, privs: SELECT, goptions: 0 }];
-        assert_eq!(privs(&g, 1, ObjKind::Table, 10, Some(&acl), 10).0, SELECT);
-    }
-}
-
 /// The privileges a DML statement needs on its target (table level, as
 /// PostgreSQL's rewriter marks them, without column detail): INSERT, UPDATE,
 /// DELETE, MERGE's actions; SELECT when the statement reads the target's
@@ -732,5 +697,40 @@ pub fn select_privs(mode: ferrogres_engine::lmgr::lock::LockMode) -> u16 {
         SELECT | UPDATE
     } else {
         SELECT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_forms_round_trip() {
+        let acl = vec![
+            AclItem { grantee: 16384, grantor: 10, privs: SELECT | INSERT, goptions: SELECT },
+            AclItem { grantee: PUBLIC, grantor: 10, privs: SELECT, goptions: 0 },
+        ];
+        let stored = to_stored(&acl);
+        assert_eq!(from_stored(Some(&stored)), Some(acl.clone()));
+        let names = |o: u32| if o == 10 { "postgres".to_string() } else { "Mixed Case".to_string() };
+        let Value::Array(a) = display(&acl, &names) else { panic!() };
+        assert_eq!(a.items, vec![Value::Text("\"Mixed Case\"=ar*/postgres".into()), Value::Text("=r/postgres".into())]);
+        assert_eq!(privs_text(ObjKind::Table.all(), 0), "arwdDxt");
+        assert_eq!(privs_text(ObjKind::Database.all(), 0), "CTc");
+    }
+
+    #[test]
+    fn inherit_stops_at_noinherit_roles() {
+        let g = RoleGraph {
+            roles: vec![(1, "a".into(), false, true), (2, "b".into(), false, false), (3, "c".into(), false, true)],
+            members: vec![(2, 1), (3, 2)],
+            db_owner: 10,
+        };
+        assert_eq!(g.privs_of(1), vec![1, 2]);
+        assert_eq!(g.privs_of(2), vec![2]);
+        let acl = vec![AclItem { grantee: 3, grantor: 10, privs: SELECT, goptions: 0 }];
+        assert_eq!(privs(&g, 1, ObjKind::Table, 10, Some(&acl), 10).0, 0);
+        let acl = vec![AclItem { grantee: 2, grantor: 10, privs: SELECT, goptions: 0 }];
+        assert_eq!(privs(&g, 1, ObjKind::Table, 10, Some(&acl), 10).0, SELECT);
     }
 }

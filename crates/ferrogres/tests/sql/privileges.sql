@@ -167,5 +167,6 @@ SELECT relname, relacl FROM pg_class WHERE relname IN ('pg_class', 'pg_namespace
 SET ROLE carol;
 SELECT count(*) > 0 AS readable FROM pg_class WHERE relname = 'pg_class';
 SELECT count(*) > 0 AS readable FROM pg_namespace;
+SELECT has_table_privilege('pg_class', 'SELECT'), has_table_privilege('pg_class', 'UPDATE');
 \dp pk
 RESET ROLE;

@@ -459,7 +459,9 @@ impl Analyzer<'_> {
                         _ => crate::roles::BOOTSTRAP_SUPERUSER,
                     };
                     let k = ObjKind::of_relkind(k);
-                    let (p, g) = acl::privs(&roles, user, k, owner, acl::from_stored(row.get(acl::RELACL)).as_deref(), roles.db_owner);
+                    let Value::Oid(ns) = &row[2] else { continue };
+                    let rel_acl = acl::rel_acl_of_row(*oid, *ns, k, owner, row.get(acl::RELACL));
+                    let (p, g) = acl::privs(&roles, user, k, owner, rel_acl.as_deref(), roles.db_owner);
                     objects.push((*oid, n.clone(), holds(p, g)));
                 }
             }
