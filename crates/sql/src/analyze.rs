@@ -330,6 +330,9 @@ impl<'a> Analyzer<'a> {
             NodeEnum::DropStmt(s) => self.drop(s),
             NodeEnum::IndexStmt(s) => self.create_index(s),
             NodeEnum::ReindexStmt(s) => self.reindex(s),
+            NodeEnum::AlterTableStmt(s) if crate::grant::owner_change(s).is_some() => {
+                Ok(Statement::Owner(Box::new(crate::grant::owner_change(s).expect("checked"))))
+            }
             NodeEnum::AlterTableStmt(s) if ddl_alter_column::handles(s) => self.alter_columns(s),
             // Schemas, databases and roles have their own RENAME arms below.
             NodeEnum::RenameStmt(s)
@@ -411,6 +414,15 @@ impl<'a> Analyzer<'a> {
             NodeEnum::AlterRoleSetStmt(s) => Ok(Statement::Role(crate::roles::analyze_set(s)?)),
             NodeEnum::DropRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_drop(s)?)),
             NodeEnum::GrantRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_grant(s)?)),
+            NodeEnum::GrantStmt(s) => Ok(Statement::Grant(Box::new(crate::grant::analyze(s)?))),
+            NodeEnum::AlterOwnerStmt(s) if s.object_type == pb::ObjectType::ObjectSchema as i32 => {
+                let name = match s.object.as_ref().and_then(|o| o.node.as_ref()) {
+                    Some(NodeEnum::String(n)) => n.sval.clone(),
+                    _ => return Err(SqlError::not_supported("this ALTER SCHEMA OWNER form")),
+                };
+                let new_owner = s.newowner.as_ref().map(crate::roles::role_ref).ok_or_else(|| SqlError::internal("OWNER TO without a role"))?;
+                Ok(Statement::Owner(Box::new(crate::grant::OwnerCmd::Schema { name, new_owner })))
+            }
             NodeEnum::RenameStmt(s) if s.rename_type() == pb::ObjectType::ObjectRole => {
                 Ok(Statement::Role(crate::roles::RoleCmd::Rename { name: s.subname.clone(), new_name: s.newname.clone() }))
             }
@@ -419,6 +431,20 @@ impl<'a> Analyzer<'a> {
             NodeEnum::RenameStmt(s) if s.rename_type() == pb::ObjectType::ObjectDatabase => self.rename_database(s),
             other => Err(SqlError::not_supported(format!("statement type {}", node_kind(other)))),
         }
+    }
+
+    /// Records that the statement needs `privs` on relation `rel`, checked as
+    /// the owner of the view being expanded if any ([`crate::acl`]).
+    pub(crate) fn require(&self, rel: u32, privs: u16) {
+        if self.views.opaque || privs == 0 {
+            return;
+        }
+        crate::catcache::require(self.backend, crate::acl::PermReq { rel, privs, any: false, check_as: self.views.check_as });
+    }
+
+    /// [`Analyzer::require`] of what DML statement `stmt` needs on its target.
+    pub(crate) fn require_dml(&self, rel: u32, stmt: &NodeEnum) {
+        self.require(rel, crate::acl::dml_privs(stmt));
     }
 
     pub(crate) fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
@@ -434,6 +460,12 @@ impl<'a> Analyzer<'a> {
         }
         if schema == Some("information_schema") {
             return Err(self.err_at(SqlError::not_supported(format!("system view \"information_schema.{}\"", rv.relname)), rv.location));
+        }
+        // An explicitly named schema needs USAGE (PostgreSQL's LookupExplicitNamespace).
+        if let Some(s) = schema {
+            if let Some(ns) = crate::namespace::schema_oid(self.backend, self.snap, s)? {
+                crate::acl::check_usage_of(self.backend, self.snap, ns).map_err(|e| self.err_at(e, rv.location))?;
+            }
         }
         let found = match catalog::lookup_table(self.backend, self.snap, schema, &rv.relname) {
             // A missing schema reads as a missing relation here, as in PostgreSQL.
@@ -498,6 +530,7 @@ impl<'a> Analyzer<'a> {
             [f] => match f.node.as_ref() {
                 Some(NodeEnum::RangeVar(rv)) => {
                     let t = self.range_table_locked(rv, rel_mode)?;
+                    self.require(t.oid, crate::acl::select_privs(rel_mode));
                     let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
                     if rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty()) {
                         return Err(SqlError::not_supported("column aliases in FROM"));
@@ -1595,6 +1628,7 @@ impl<'a> Analyzer<'a> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("INSERT without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        self.require_dml(table.oid, &NodeEnum::InsertStmt(Box::new(s.clone())));
         // Target columns, in the order given (default: all).
         let mut cols: Vec<usize> = Vec::new();
         for c in &s.cols {
@@ -1750,6 +1784,7 @@ impl<'a> Analyzer<'a> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("DELETE without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        self.require_dml(table.oid, &NodeEnum::DeleteStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let filter = match node(&s.where_clause) {
             Some(w) => {
@@ -1771,6 +1806,7 @@ impl<'a> Analyzer<'a> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("UPDATE without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        self.require_dml(table.oid, &NodeEnum::UpdateStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let mut sets: Vec<(usize, Expr)> = Vec::new();
         for t in &s.target_list {
@@ -1852,6 +1888,7 @@ impl<'a> Analyzer<'a> {
         let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
         let namespace = crate::namespace::creation_namespace(self.backend, self.snap, schema, temp, &rv.relname)
             .map_err(|e| if matches!(e.sqlstate(), "3F000" | "42P16") { self.err_at(e, rv.location) } else { e })?;
+        crate::acl::check_create_in(self.backend, self.snap, namespace).map_err(|e| self.err_at(e, rv.location))?;
         let mut columns: Vec<Column> = Vec::new();
         let mut constraints: Vec<(pb::Constraint, Option<String>)> = Vec::new();
         let mut extras = crate::constraints::CreateExtras::default();

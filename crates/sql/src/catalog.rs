@@ -56,13 +56,31 @@ pub(crate) fn cat(rel: u32, types: &[Type]) -> RelStorage {
     RelStorage { rel: locator(rel), toast: None, types: types.to_vec(), missing: Vec::new() }
 }
 
-fn namespace_rel() -> RelStorage {
-    cat(PG_NAMESPACE, &[Type::Oid, Type::Text])
+/// pg_namespace as stored: oid, nspname, then (NULL in rows written before
+/// owners were stored) nspowner oid and nspacl text[] ([`crate::acl`]).
+pub(crate) fn namespace_rel() -> RelStorage {
+    cat(PG_NAMESPACE, &[Type::Oid, Type::Text, Type::Oid, Type::Array(&Type::Text)])
 }
+/// pg_class as stored: the ten columns of the table above, then relowner oid
+/// and relacl text[] ([`crate::acl`]; NULL in rows written before owners were
+/// stored, which read as the bootstrap superuser's).
 pub(crate) fn class_rel() -> RelStorage {
     cat(
         PG_CLASS,
-        &[Type::Oid, Type::Text, Type::Oid, Type::Oid, Type::Oid, Type::Text, Type::Int2, Type::Oid, Type::Int4, Type::Float8],
+        &[
+            Type::Oid,
+            Type::Text,
+            Type::Oid,
+            Type::Oid,
+            Type::Oid,
+            Type::Text,
+            Type::Int2,
+            Type::Oid,
+            Type::Int4,
+            Type::Float8,
+            Type::Oid,
+            Type::Array(&Type::Text),
+        ],
     )
 }
 /// pg_attribute as stored: the six first columns, then (added by ALTER TABLE's
@@ -143,15 +161,16 @@ fn bootstrap_database(engine: &Arc<Engine>) -> Result<()> {
             return Ok(());
         }
         for (oid, name) in [(PG_CATALOG_NAMESPACE, "pg_catalog"), (PUBLIC_NAMESPACE, "public")] {
-            insert_row(&mut backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(name.into())])?;
+            let owner = crate::acl::default_nsp_owner(oid);
+            insert_row(&mut backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(name.into()), Value::Oid(owner), Value::Null])?;
         }
         let catalogs: [(u32, &str, RelStorage, &[&str]); 6] = [
-            (PG_NAMESPACE, "pg_namespace", namespace_rel(), &["oid", "nspname"]),
+            (PG_NAMESPACE, "pg_namespace", namespace_rel(), &["oid", "nspname", "nspowner", "nspacl"]),
             (
                 PG_CLASS,
                 "pg_class",
                 class_rel(),
-                &["oid", "relname", "relnamespace", "relfilenode", "reltoastrelid", "relkind", "relnatts", "relam", "relpages", "reltuples"],
+                &["oid", "relname", "relnamespace", "relfilenode", "reltoastrelid", "relkind", "relnatts", "relam", "relpages", "reltuples", "relowner", "relacl"],
             ),
             (PG_ATTRIBUTE, "pg_attribute", attribute_rel(), &["attrelid", "attname", "atttypid", "attnum", "atttypmod", "attnotnull"]),
             (PG_ATTRDEF, "pg_attrdef", attrdef_rel(), &["adrelid", "adnum", "adbin", "adsrc"]),
@@ -195,6 +214,8 @@ fn insert_catalog_rows(backend: &mut Backend, t: &Table) -> Result<()> {
             Value::Oid(0),
             Value::Int4(0),
             Value::Float8(-1.0),
+            Value::Oid(backend.current_user),
+            Value::Null,
         ],
     )?;
     for (i, c) in t.columns.iter().enumerate() {
@@ -457,7 +478,7 @@ mod tests {
             let snap = b.txn.statement_snapshot().unwrap();
             assert_eq!(lookup_namespace(&b, &snap, "public").unwrap(), Some(PUBLIC_NAMESPACE));
             let pg_class = lookup_table(&b, &snap, Some("pg_catalog"), "pg_class").unwrap().unwrap();
-            assert_eq!(pg_class.columns.len(), 10);
+            assert_eq!(pg_class.columns.len(), 12);
             let cols = vec![
                 Column { name: "a".into(), ty: Type::Int4, typmod: -1, not_null: true, default: None },
                 Column { name: "b".into(), ty: Type::Varchar, typmod: 14, not_null: false, default: Some(Value::Text("x".into())) },

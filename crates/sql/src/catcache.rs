@@ -83,6 +83,16 @@ struct Inner {
     deleted_class: Vec<(u32, String, u32)>,
     /// Relations read by the analysis being recorded: (OID, generation).
     recording: Option<Vec<(u32, u64)>>,
+    /// Privileges the analysis being recorded found the statement needs
+    /// ([`crate::acl::PermReq`]); recorded whenever an analysis runs.
+    perms: Vec<crate::acl::PermReq>,
+    /// Owners and ACLs of relations by OID ([`crate::acl::rel_acl`]).
+    rel_acls: FxHashMap<u32, Arc<crate::acl::RelAcl>>,
+    /// Every schema's owner and ACL.
+    ns_acls: Option<Arc<Vec<crate::acl::NsAcl>>>,
+    /// pg_authid and pg_auth_members as privilege checks read them (any
+    /// message for a shared catalog clears it with the rest).
+    roles: Option<Arc<crate::acl::RoleGraph>>,
 }
 
 /// What a plan was analyzed under. Valid while every generation is unchanged.
@@ -122,6 +132,9 @@ impl Inner {
         self.names.clear();
         self.namespaces = None;
         self.functions.clear();
+        self.rel_acls.clear();
+        self.ns_acls = None;
+        self.roles = None;
         self.names_gen += 1;
         self.global_gen += 1;
     }
@@ -134,6 +147,7 @@ impl Inner {
                 }
                 *self.rel_gen.entry(rel).or_insert(0) += 1;
                 self.tables.remove(&rel);
+                self.rel_acls.remove(&rel);
                 // The descriptor of a table embeds its indexes (name, file): a
                 // message for one of them is one for the table too.
                 let owners: Vec<u32> = self.tables.iter().filter(|(_, t)| t.indexes.iter().any(|i| i.oid == rel)).map(|(o, _)| *o).collect();
@@ -157,6 +171,7 @@ impl Inner {
                     crate::catalog::PG_NAMESPACE => {
                         self.names.clear();
                         self.namespaces = None;
+                        self.ns_acls = None;
                         self.names_gen += 1;
                     }
                     _ => self.clear(),
@@ -451,6 +466,96 @@ pub(crate) fn put_table(backend: &Backend, snap: &Snapshot, t: &Arc<Table>, comp
         inner.tables.insert(t.oid, t.clone());
     }
     accept(backend);
+}
+
+// ---- privileges -------------------------------------------------------------------
+
+/// The cached owner and ACL of relation `oid`.
+pub(crate) fn rel_acl(backend: &Backend, oid: u32) -> Option<Arc<crate::acl::RelAcl>> {
+    get(backend).inner.borrow().rel_acls.get(&oid).cloned()
+}
+
+/// Keeps relation `r`'s owner and ACL read with `snap` (if it may).
+pub(crate) fn put_rel_acl(backend: &Backend, snap: &Snapshot, r: &Arc<crate::acl::RelAcl>) {
+    let cc = get(backend);
+    {
+        let mut inner = cc.inner.borrow_mut();
+        if !may_insert(backend, &inner, snap) {
+            return;
+        }
+        inner.rel_acls.insert(r.oid, r.clone());
+    }
+    accept(backend);
+}
+
+/// Every schema's owner and ACL, from the cache or `load`.
+pub(crate) fn ns_acls(
+    backend: &Backend,
+    snap: &Snapshot,
+    load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<crate::acl::NsAcl>>,
+) -> ferrogres_datum::errors::Result<Arc<Vec<crate::acl::NsAcl>>> {
+    let cc = get(backend);
+    if let Some(n) = cc.inner.borrow().ns_acls.clone() {
+        return Ok(n);
+    }
+    let v = Arc::new(load()?);
+    let keep = may_insert(backend, &cc.inner.borrow(), snap);
+    if keep {
+        cc.inner.borrow_mut().ns_acls = Some(v.clone());
+        accept(backend);
+    }
+    Ok(v)
+}
+
+/// The role graph, from the cache or `load`.
+pub(crate) fn role_graph(
+    backend: &Backend,
+    snap: &Snapshot,
+    load: impl FnOnce() -> ferrogres_datum::errors::Result<crate::acl::RoleGraph>,
+) -> ferrogres_datum::errors::Result<Arc<crate::acl::RoleGraph>> {
+    let cc = get(backend);
+    if let Some(r) = cc.inner.borrow().roles.clone() {
+        return Ok(r);
+    }
+    let v = Arc::new(load()?);
+    let keep = may_insert(backend, &cc.inner.borrow(), snap);
+    if keep {
+        cc.inner.borrow_mut().roles = Some(v.clone());
+        accept(backend);
+    }
+    Ok(v)
+}
+
+/// Starts recording the privileges an analysis finds its statement needs.
+pub fn begin_perms(backend: &Backend) -> Vec<crate::acl::PermReq> {
+    std::mem::take(&mut get(backend).inner.borrow_mut().perms)
+}
+
+/// Ends the recording begun by [`begin_perms`] (`outer`: what it returned,
+/// the recording of an enclosing analysis, put back).
+pub fn take_perms(backend: &Backend, outer: Vec<crate::acl::PermReq>) -> Vec<crate::acl::PermReq> {
+    std::mem::replace(&mut get(backend).inner.borrow_mut().perms, outer)
+}
+
+/// Records that the statement being analyzed needs `p`.
+pub fn require(backend: &Backend, p: crate::acl::PermReq) {
+    let cc = get(backend);
+    let mut inner = cc.inner.borrow_mut();
+    if let Some(q) = inner.perms.iter_mut().find(|q| q.rel == p.rel && q.any == p.any && q.check_as == p.check_as && !p.any) {
+        q.privs |= p.privs;
+    } else if !inner.perms.contains(&p) {
+        inner.perms.push(p);
+    }
+}
+
+/// Moves the recorded requirements on `rel` checked as `from` to `to` (DML
+/// through a view: the table is written by the view's owner).
+pub fn reassign_perms(backend: &Backend, rel: u32, from: Option<u32>, to: Option<u32>) {
+    let cc = get(backend);
+    let mut inner = cc.inner.borrow_mut();
+    for p in inner.perms.iter_mut().filter(|p| p.rel == rel && p.check_as == from) {
+        p.check_as = to;
+    }
 }
 
 // ---- plan dependencies ------------------------------------------------------------

@@ -189,6 +189,13 @@ pub(crate) fn analyze(a: &mut Analyzer<'_>, s: &pb::CopyStmt) -> Result<Statemen
             }
             return Err(SqlError::new(b"42602", "relative path not allowed for COPY to file"));
         }
+        // PostgreSQL 15: server files for superusers and pg_{read,write}_server_files.
+        let roles = crate::acl::role_graph(a.backend, a.snap)?;
+        let (role, dir) = if s.is_from { (4569, ("pg_read_server_files", "from")) } else { (4570, ("pg_write_server_files", "to")) };
+        if !roles.has_privs_of(a.backend.current_user, role) {
+            return Err(SqlError::new(b"42501", format!("must be superuser or have privileges of the {} role to COPY {} a file", dir.0, dir.1))
+                .with_hint("Anyone can COPY to stdout or from stdin. psql's \\copy command also works for anyone."));
+        }
         CopyEndpoint::File(s.filename.clone())
     };
     // Options, in either syntax (the grammar turns the old one into the same list).
@@ -371,6 +378,7 @@ pub(crate) fn analyze(a: &mut Analyzer<'_>, s: &pb::CopyStmt) -> Result<Statemen
                 e.position = None;
                 e
             })?;
+            a.require(table.oid, if s.is_from { crate::acl::INSERT } else { crate::acl::SELECT });
             let mut cols = Vec::new();
             for n in &s.attlist {
                 let Some(NodeEnum::String(name)) = &n.node else { continue };

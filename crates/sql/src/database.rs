@@ -296,6 +296,13 @@ pub fn connect(backend: &mut Backend, name: &str) -> Result<()> {
     if !row.allow_conn {
         return Err(fatal(SqlError::new(b"55000", format!("database \"{name}\" is not currently accepting connections"))));
     }
+    // CONNECT on the database (its datacl), as the role that logged in;
+    // superusers always hold it.
+    let user = backend.current_user;
+    let have = in_txn(backend, |b, snap| crate::acl::privs_on_database(b, snap, user, &row))?;
+    if have & crate::acl::CONNECT == 0 {
+        return Err(fatal(SqlError::new(b"42501", format!("permission denied for database \"{name}\"")).with_detail("User does not have CONNECT privilege.")));
+    }
     if row.conn_limit >= 0 && backend.engine().backends_in_database(row.oid, None).len() >= row.conn_limit as usize {
         return Err(fatal(SqlError::new(b"53300", format!("too many connections for database \"{name}\""))));
     }
@@ -585,6 +592,18 @@ fn check_unused(backend: &Backend, db: u32, message: String) -> Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+/// Sets database `oid`'s datacl (GRANT / REVOKE ON DATABASE, [`crate::grant`])
+/// in the current transaction.
+pub(crate) fn set_acl(backend: &mut Backend, snap: &Snapshot, oid: u32, acl: Option<String>) -> Result<()> {
+    let Some((tid, mut row)) = list(backend, snap)?.into_iter().find(|(_, d)| d.oid == oid) else {
+        return Err(SqlError::internal(format!("no pg_database row for database {oid}")));
+    };
+    delete_row(backend, tid, &row.name.clone())?;
+    row.acl = acl;
+    insert_row(backend, &database_rel(), &row.values())?;
+    Ok(())
 }
 
 fn delete_row(backend: &mut Backend, tid: Tid, name: &str) -> Result<()> {

@@ -1262,7 +1262,7 @@ pub fn analyze_table(backend: &mut Backend, snap: &Snapshot, table: &Table) -> R
 /// The stored relpages/reltuples of relation `oid`.
 pub fn stored_size(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<RelSize>> {
     for (_, row) in scan_rows(backend, &class_rel(), snap)? {
-        if let [Value::Oid(o), _, _, _, _, _, _, _, Value::Int4(p), Value::Float8(t)] = row.as_slice() {
+        if let [Value::Oid(o), _, _, _, _, _, _, _, Value::Int4(p), Value::Float8(t), ..] = row.as_slice() {
             if *o == oid {
                 return Ok(Some(RelSize { pages: *p, tuples: *t }));
             }

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod acl;
 pub mod agg_order;
 pub mod alter;
 pub mod alter_system;
@@ -17,6 +18,7 @@ pub mod explain;
 pub mod explain_format;
 pub mod foreign_key;
 pub mod functions;
+pub mod grant;
 pub mod grouping;
 pub mod grouping_sets;
 pub mod hash_index;

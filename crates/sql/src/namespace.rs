@@ -29,10 +29,10 @@
 //! removed at session end or the next start, so a temporary table never
 //! survives its session.
 
-use crate::catalog::{self, PG_CATALOG_NAMESPACE, PG_NAMESPACE, PUBLIC_NAMESPACE};
+use crate::catalog::{self, PG_CATALOG_NAMESPACE, PUBLIC_NAMESPACE};
 use ferrogres_datum::errors::{Result, SqlError};
 use crate::rowio::{insert_row, scan_rows, RelStorage};
-use ferrogres_datum::types::{Type, Value};
+use ferrogres_datum::types::Value;
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::txn::snapshot::Snapshot;
 use ferrogres_engine::txn::visibility::TmResult;
@@ -92,7 +92,7 @@ fn ctx() -> PathCtx {
 }
 
 pub(crate) fn namespace_rel() -> RelStorage {
-    catalog::cat(PG_NAMESPACE, &[Type::Oid, Type::Text])
+    catalog::namespace_rel()
 }
 
 /// `pg_temp_N` of the session on this thread.
@@ -116,7 +116,7 @@ pub fn namespaces_arc(backend: &Backend, snap: &Snapshot) -> Result<Arc<Vec<(u32
     crate::catcache::namespaces(backend, snap, || {
         let mut out = Vec::new();
         for (_, row) in scan_rows(backend, &namespace_rel(), snap)? {
-            if let [Value::Oid(o), Value::Text(n)] = row.as_slice() {
+            if let [Value::Oid(o), Value::Text(n), ..] = row.as_slice() {
                 out.push((*o, n.clone()));
             }
         }
@@ -354,7 +354,7 @@ pub fn materialize(backend: &mut Backend, ns: u32) -> Result<u32> {
         return Ok(o);
     }
     let oid = backend.engine().new_oid();
-    insert_row(backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(my_temp_name())])?;
+    insert_row(backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(my_temp_name()), Value::Oid(crate::roles::BOOTSTRAP_SUPERUSER), Value::Null])?;
     backend.txn.command_counter_increment()?;
     Ok(oid)
 }

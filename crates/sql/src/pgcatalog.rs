@@ -208,10 +208,13 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
     let rows: Vec<Row> = match v.name {
         "pg_namespace" => {
             let mut out = Vec::new();
-            for (_, r) in scan_rows(backend, &catalog::cat(catalog::PG_NAMESPACE, &[Type::Oid, Type::Text]), snap)? {
-                let (Value::Oid(o), name) = (&r[0], &r[1]) else { continue };
-                let owner = if *o == catalog::PUBLIC_NAMESPACE { PG_DATABASE_OWNER } else { BOOTSTRAP_SUPERUSER };
-                out.push(Row::new(v).oid("oid", *o).t("nspname", &text_of(name)).oid("nspowner", owner));
+            let roles = crate::acl::role_graph(backend, snap)?;
+            for ns in crate::acl::ns_acls(backend, snap)?.iter() {
+                let acl = match &ns.acl {
+                    Some(a) => crate::acl::display(a, &|o| roles.name(o)),
+                    None => Value::Null,
+                };
+                out.push(Row::new(v).oid("oid", ns.oid).t("nspname", &ns.name).oid("nspowner", ns.owner).set("nspacl", acl));
             }
             out.push(Row::new(v).oid("oid", PG_TOAST_NAMESPACE).t("nspname", "pg_toast").oid("nspowner", BOOTSTRAP_SUPERUSER));
             out.push(Row::new(v).oid("oid", INFORMATION_SCHEMA_NAMESPACE).t("nspname", "information_schema").oid("nspowner", BOOTSTRAP_SUPERUSER));
@@ -560,13 +563,22 @@ pub fn deparse_const(ty: Type, typmod: i32, text: &str) -> String {
 }
 
 fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    let roles = crate::acl::role_graph(backend, snap)?;
     let indexes = scan_rows(backend, &crate::index::index_rel(), snap)?;
     let temp_namespaces: Vec<u32> =
         crate::namespace::namespaces(backend, snap)?.into_iter().filter(|(_, n)| crate::namespace::is_temp_name(n)).map(|x| x.0).collect();
     let mut out = Vec::new();
     for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
-        let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), natts, relam, pages, tuples] = r.as_slice() else {
+        let [Value::Oid(oid), name, Value::Oid(ns), Value::Oid(filenode), Value::Oid(toast), Value::Text(kind), natts, relam, pages, tuples, rest @ ..] = r.as_slice() else {
             continue;
+        };
+        let owner = match rest.first() {
+            Some(Value::Oid(o)) => *o,
+            _ => BOOTSTRAP_SUPERUSER,
+        };
+        let relacl = match crate::acl::rel_acl_of_row(*oid, *ns, crate::acl::ObjKind::of_relkind(kind), owner, rest.get(1)) {
+            Some(acl) => crate::acl::display(&acl, &|o| roles.name(o)),
+            None => Value::Null,
         };
         let persistence = if temp_namespaces.contains(ns) { "t" } else { "p" };
         let is_index = kind == "i";
@@ -583,7 +595,8 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
                 .oid("relnamespace", *ns)
                 .oid("reltype", 0)
                 .oid("reloftype", 0)
-                .oid("relowner", BOOTSTRAP_SUPERUSER)
+                .oid("relowner", owner)
+                .set("relacl", relacl)
                 .oid("relam", if is_index { index_am(relam) } else if is_view { 0 } else { 2 })
                 .oid("relfilenode", *filenode)
                 .oid("reltablespace", 0)
@@ -917,8 +930,12 @@ pub enum CatFunc {
     /// pg_table_is_visible(oid) and the other *_is_visible: every relation is
     /// in pg_catalog or public, both on the search path.
     IsVisible,
-    /// has_*_privilege(...): the only role is the superuser.
+    /// has_function_privilege(...): functions have no ACLs yet.
     True,
+    /// has_table_privilege & co. of an OID expression: whether the OID is in
+    /// the first array (objects on which the privilege is held, computed at
+    /// analysis); NULL when it is not in the second (no such object).
+    OidIn,
     /// obj_description, col_description, shobj_description, pg_get_ruledef:
     /// there are no comments and no rules (views: [`crate::view`]).
     NullText,
@@ -1120,8 +1137,31 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
             }
             _ => Value::Null,
         },
-        CatFunc::GetUserById => match &vals[0] {
-            Value::Oid(o) => Value::Text(role_name(*o)),
+        CatFunc::GetUserById => match (&vals[0], vals.get(1)) {
+            (Value::Oid(o), Some(Value::Array(table))) => {
+                let key = format!("{o}:");
+                Value::Text(
+                    table
+                        .items
+                        .iter()
+                        .find_map(|e| match e {
+                            Value::Text(s) => s.strip_prefix(&key).map(str::to_string),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| format!("unknown (OID={o})")),
+                )
+            }
+            (Value::Oid(o), _) => Value::Text(role_name(*o)),
+            _ => Value::Null,
+        },
+        CatFunc::OidIn => match (&vals[0], vals.get(1), vals.get(2)) {
+            (Value::Oid(o), Some(Value::Array(set)), Some(Value::Array(known))) => {
+                if known.items.contains(&Value::Oid(*o)) {
+                    Value::Bool(set.items.contains(&Value::Oid(*o)))
+                } else {
+                    Value::Null
+                }
+            }
             _ => Value::Null,
         },
         CatFunc::EncodingToChar => match &vals[0] {

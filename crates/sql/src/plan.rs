@@ -339,6 +339,10 @@ pub enum Statement {
     Role(crate::roles::RoleCmd),
     /// DISCARD, RESET ALL, CLOSE ([`crate::utility`]).
     Utility(crate::utility::SessionCmd),
+    /// GRANT / REVOKE on objects ([`crate::grant`]).
+    Grant(Box<crate::grant::GrantCmd>),
+    /// ALTER ... OWNER TO ([`crate::grant`]).
+    Owner(Box<crate::grant::OwnerCmd>),
 }
 
 impl Statement {

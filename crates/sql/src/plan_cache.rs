@@ -72,6 +72,8 @@ pub fn cacheable(plan: &Statement) -> bool {
 pub struct PlanVersion {
     pub deps: Arc<crate::catcache::PlanDeps>,
     pub ddl: u64,
+    /// The privileges the plan needs, checked before each run ([`crate::acl`]).
+    pub perms: Arc<Vec<crate::acl::PermReq>>,
 }
 
 /// A statement's query id and normalized text, kept with its plan

@@ -58,7 +58,19 @@ fn datums_typed<'a>(types: &[Type], row: &'a [Value], fixed: &'a [Option<Vec<u8>
 }
 
 /// Inserts one row as the backend's current command.
+///
+/// A row shorter than the relation's columns gets NULLs for the rest (catalog
+/// rows written by code that predates a column added to the catalog).
 pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Tid> {
+    let padded;
+    let row = if row.len() < st.types.len() {
+        let mut r = row.to_vec();
+        r.resize(st.types.len(), Value::Null);
+        padded = r;
+        &padded[..]
+    } else {
+        row
+    };
     let descs = st.descs()?;
     let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
     let datums = datums_of(st, row, &fixed)?;

@@ -369,6 +369,8 @@ pub fn create(backend: &mut Backend, ns: u32, name: &str, opts: &SeqOptions, own
             Value::Oid(0),
             Value::Int4(1),
             Value::Float8(1.0),
+            Value::Oid(backend.current_user),
+            Value::Null,
         ],
     )?;
     let state = SeqState { opts: opts.clone(), last_value: opts.start, is_called: false, log_cnt: 0, owner };
@@ -595,6 +597,7 @@ pub fn analyze_create(a: &crate::analyze::Analyzer, s: &pb::CreateSeqStmt) -> Re
     let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
     let namespace = crate::namespace::creation_namespace(a.backend, a.snap, schema, rv.relpersistence == "t", &rv.relname)
         .map_err(|e| if e.sqlstate() == "3F000" && schema.is_some() { e.at(a.sql, rv.location) } else { e })?;
+    crate::acl::check_create_in(a.backend, a.snap, namespace).map_err(|e| e.at(a.sql, rv.location))?;
     let raw = parse_options(a, &s.options)?;
     if raw.restart.is_some() {
         return Err(SqlError::not_supported("RESTART in CREATE SEQUENCE"));
@@ -849,6 +852,13 @@ pub fn analyze_call(a: &mut crate::analyze::Analyzer, name: &str, f: &pb::FuncCa
         Some(_) => return Err(SqlError::new(b"42809", format!("\"{rel}\" is not a sequence"))),
         None => return Err(SqlError::new(b"42P01", format!("relation \"{shown}\" does not exist")).at(a.sql, loc)),
     };
+    // PostgreSQL's checks: nextval USAGE or UPDATE, currval SELECT or USAGE, setval UPDATE.
+    let (privs, any) = match func {
+        SeqFunc::Nextval => (crate::acl::USAGE | crate::acl::UPDATE, true),
+        SeqFunc::Currval => (crate::acl::SELECT | crate::acl::USAGE, true),
+        _ => (crate::acl::UPDATE, false),
+    };
+    crate::catcache::require(a.backend, crate::acl::PermReq { rel: oid, privs, any, check_as: a.views.check_as });
     let mut args = vec![Expr::Const(Value::Oid(oid), Type::Oid), Expr::Const(Value::Text(rel), Type::Text)];
     if func == SeqFunc::Setval {
         for (i, n) in f.args[1..].iter().enumerate() {

@@ -357,6 +357,8 @@ struct Portal {
     /// The statement's text (pg_stat_activity.query while it runs).
     sql: Option<Arc<str>>,
     plan: Arc<Statement>,
+    /// The privileges the plan needs ([`crate::acl`]), checked when it starts.
+    perms: Arc<Vec<crate::acl::PermReq>>,
     params: Vec<Value>,
     state: PortalState,
     /// Made by DECLARE (a SQL cursor): its position for FETCH and MOVE.
@@ -411,6 +413,9 @@ pub struct Session {
     /// The role the connection authenticated as (SET SESSION AUTHORIZATION
     /// needs it to have been a superuser).
     authenticated_user: u32,
+    /// The privileges the last analysis found its statement needs
+    /// ([`crate::acl`]); kept with the plan it made.
+    analyzed_perms: Arc<Vec<crate::acl::PermReq>>,
     pub env: SessionEnv,
     status: TxnStatus,
     /// The open engine transaction is implicit (no BEGIN).
@@ -510,6 +515,7 @@ impl Session {
         push_stack_limit(&env);
         Session {
             authenticated_user: backend.session_user,
+            analyzed_perms: Arc::default(),
             backend,
             env,
             status: TxnStatus::Idle,
@@ -798,12 +804,12 @@ impl Session {
     fn begin_version(&mut self) -> PlanVersion {
         self.sync_datetime();
         let deps = crate::catcache::begin_deps(&self.backend);
-        PlanVersion { deps: Arc::new(deps), ddl: self.ddl_count }
+        PlanVersion { deps: Arc::new(deps), ddl: self.ddl_count, perms: Arc::default() }
     }
 
     fn end_version(&self, v: PlanVersion) -> PlanVersion {
         let deps = crate::catcache::take_deps(&self.backend, Arc::unwrap_or_clone(v.deps));
-        PlanVersion { deps: Arc::new(deps), ddl: v.ddl }
+        PlanVersion { deps: Arc::new(deps), ddl: v.ddl, perms: self.analyzed_perms.clone() }
     }
 
     /// Whether nothing the plan read changed since it was analyzed.
@@ -1232,6 +1238,24 @@ impl Session {
     // ---- analysis --------------------------------------------------------------
 
     fn analyze(&mut self, st: &ParsedStmt, param_types: &mut Vec<Option<Type>>, params_allowed: bool) -> Result<Statement> {
+        // What the statement needs (crate::acl), recorded by the analysis.
+        let outer = crate::catcache::begin_perms(&self.backend);
+        let r = self.analyze_inner(st, param_types, params_allowed);
+        let mut perms = crate::catcache::take_perms(&self.backend, outer);
+        // EXPLAIN EXECUTE runs (with ANALYZE) the prepared statement's plan,
+        // which was not analyzed here: its requirements come with it.
+        if let (Ok(_), pg_query::NodeEnum::ExplainStmt(x)) = (&r, &st.node) {
+            if let Some(pg_query::NodeEnum::ExecuteStmt(e)) = x.query.as_ref().and_then(|n| n.node.as_ref()) {
+                if let Some(p) = self.prepared.get(&e.name) {
+                    perms.extend(p.version.perms.iter().cloned());
+                }
+            }
+        }
+        self.analyzed_perms = Arc::new(perms);
+        r
+    }
+
+    fn analyze_inner(&mut self, st: &ParsedStmt, param_types: &mut Vec<Option<Type>>, params_allowed: bool) -> Result<Statement> {
         self.sync_datetime();
         if let pg_query::NodeEnum::TransactionStmt(_) | pg_query::NodeEnum::VariableSetStmt(_) | pg_query::NodeEnum::VariableShowStmt(_) = &st.node {
             let snap = ferrogres_engine::txn::snapshot::Snapshot {
@@ -1308,7 +1332,7 @@ impl Session {
         push_stack_limit(&self.env);
     }
 
-    fn run(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+    fn run(&mut self, plan: &Statement, perms: &[crate::acl::PermReq], params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         // The statement's memory is bounded from here (crate::memory); the
         // executor's interrupt checks enforce it.
         let limit = self.cached_settings().memory_limit;
@@ -1319,7 +1343,7 @@ impl Session {
         if timeout > 0 {
             self.arm_statement_timer(Some(std::time::Duration::from_millis(timeout)));
         }
-        let mut r = self.run_statement(plan, params, out);
+        let mut r = self.run_statement(plan, perms, params, out);
         if let Err(e) = &mut r {
             self.resolve_error_schema(e);
         }
@@ -1361,7 +1385,7 @@ impl Session {
         let _ = self.backend.engine().locks.set_statement_deadline(self.backend.id(), deadline);
     }
 
-    fn run_statement(&mut self, plan: &Statement, params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
+    fn run_statement(&mut self, plan: &Statement, perms: &[crate::acl::PermReq], params: &[Value], out: &mut dyn Output) -> Result<(Option<Vec<Vec<Value>>>, String)> {
         let locked_at_bind = self.plan_locked.take();
         (self.env.interrupts)()?;
         self.sync_datetime();
@@ -1512,6 +1536,9 @@ impl Session {
             crate::locking::lock_plan(&self.backend, plan)?;
         }
         let snap = self.backend.txn.statement_snapshot()?;
+        // Executor start: the privileges the plan recorded, checked every run.
+        crate::acl::check_perms(&self.backend, &snap, perms)?;
+        crate::grant::check_ddl(&self.backend, &snap, plan)?;
         let result = self.run_in_txn(plan, params, snap, out);
         self.apply_pgstat_requests();
         crate::locking::flush_notices(&mut self.env, out)?;
@@ -1627,7 +1654,10 @@ impl Session {
                         Some(t) if t.namespace == catalog::PG_CATALOG_NAMESPACE => {
                             return Err(SqlError::new(b"42501", format!("permission denied: \"{name}\" is a system catalog")))
                         }
-                        Some(t) => found.push(t),
+                        Some(t) => {
+                            crate::acl::check_rel_owner(&self.backend, &snap, t.oid)?;
+                            found.push(t)
+                        }
                         None if *missing_ok => {
                             if self.env.shows(Severity::Notice) {
                                 out.notice(&SqlError::notice(b"00000", format!("table \"{shown}\" does not exist, skipping")))?;
@@ -1705,6 +1735,20 @@ impl Session {
                 self.ddl_count += 1;
                 let enc = self.env.get("password_encryption").unwrap_or_default();
                 Ok((None, crate::roles::execute(&mut self.backend, &snap, cmd, &enc, out)?))
+            }
+            Statement::Grant(cmd) => {
+                self.did_ddl = true;
+                self.ddl_count += 1;
+                let shows = self.env.shows(Severity::Warning);
+                let mut notice = |n: SqlError| if shows { out.notice(&n) } else { Ok(()) };
+                Ok((None, crate::grant::execute(&mut self.backend, &snap, cmd, &mut notice)?))
+            }
+            Statement::Owner(cmd) => {
+                self.did_ddl = true;
+                self.ddl_count += 1;
+                let shows = self.env.shows(Severity::Notice);
+                let mut notice = |n: SqlError| if shows { out.notice(&n) } else { Ok(()) };
+                Ok((None, crate::grant::alter_owner(&mut self.backend, &snap, cmd, &mut notice)?))
             }
             Statement::Ddl(cmd) => {
                 self.did_ddl = true;
@@ -1841,7 +1885,7 @@ impl Session {
             pg_query::NodeEnum::FetchStmt(f) => return self.sql_fetch(f, out),
             _ => {}
         }
-        let (plan, ident) = self.simple_plan(st, index)?;
+        let (plan, ident, perms) = self.simple_plan(st, index)?;
         self.check_not_failed(Some(&*plan))?;
         self.report_query_id(ident.as_deref());
         let cols = self.describe_plan(&plan);
@@ -1851,7 +1895,7 @@ impl Session {
             self.stream_rows = cols.clone();
         }
         let started = self.stat_start();
-        let r = self.run(&plan, &[], out);
+        let r = self.run(&plan, &perms, &[], out);
         let sent = streamed && self.stream_rows.take().is_none();
         let (rows, tag) = r?;
         if let Some(ident) = &ident {
@@ -1869,7 +1913,7 @@ impl Session {
     /// The plan of a simple-query statement: the cached one if the catalog and
     /// settings are as they were when it was analyzed, checked again once its
     /// relation locks are held; else a fresh analysis, kept if it may be.
-    fn simple_plan(&mut self, st: &ParsedStmt, index: usize) -> Result<(std::sync::Arc<Statement>, crate::plan_cache::Ident)> {
+    fn simple_plan(&mut self, st: &ParsedStmt, index: usize) -> Result<(std::sync::Arc<Statement>, crate::plan_cache::Ident, Arc<Vec<crate::acl::PermReq>>)> {
         let key = (st.sql.clone(), index);
         if self.status != TxnStatus::Failed {
             self.sync_datetime();
@@ -1881,7 +1925,7 @@ impl Session {
                     // we waited for is seen here.
                     crate::locking::lock_plan(&self.backend, &plan)?;
                     if self.plan_valid(&version) {
-                        return Ok((plan, ident));
+                        return Ok((plan, ident, version.perms));
                     }
                 }
                 self.plan_cache.remove(&key);
@@ -1899,10 +1943,11 @@ impl Session {
             return Err(SqlError::new(b"42P02", "there is no parameter $1"));
         }
         let ident = self.query_ident(st, &version);
+        let perms = version.perms.clone();
         if !volatile && crate::plan_cache::cacheable(&plan) {
             self.plan_cache.insert(key, plan.clone(), ident.clone(), version, settings);
         }
-        Ok((plan, ident))
+        Ok((plan, ident, perms))
     }
 
     // ---- DECLARE / FETCH / MOVE ---------------------------------------------------
@@ -1937,7 +1982,7 @@ impl Session {
         if !matches!(*plan, Statement::Query(_)) {
             return Err(SqlError::not_supported("DECLARE CURSOR for a statement other than SELECT or VALUES"));
         }
-        Ok(crate::utility::DeclareCmd { name: d.portalname.clone(), options: d.options, query: plan })
+        Ok(crate::utility::DeclareCmd { name: d.portalname.clone(), options: d.options, query: plan, perms: self.analyzed_perms.clone() })
     }
 
     /// Opens cursor `d.name` on its query with `params`: its executor stays open
@@ -1963,11 +2008,11 @@ impl Session {
             return Err(SqlError::new(b"42P03", format!("cursor \"{}\" already exists", d.name)));
         }
         self.open_query = true;
-        let r = self.run(&d.query, &params, out);
+        let r = self.run(&d.query, &d.perms, &params, out);
         self.open_query = false;
         r?;
         let q = self.opened.take().ok_or_else(|| SqlError::internal("DECLARE opened no executor"))?;
-        let portal = Portal { sql, plan: d.query.clone(), params, state: PortalState::Running(q), cursor: Some(CursorPos::default()), ident: None, stat_acc: Default::default() };
+        let portal = Portal { sql, plan: d.query.clone(), perms: d.perms.clone(), params, state: PortalState::Running(q), cursor: Some(CursorPos::default()), ident: None, stat_acc: Default::default() };
         self.portals.insert(d.name.clone(), portal);
         Ok(())
     }
@@ -2123,10 +2168,11 @@ impl Session {
         self.revalidate_prepared(&e.name)?;
         let plan = self.prepared[&e.name].plan.clone();
         let ident = self.prepared[&e.name].ident.clone();
+        let perms = self.prepared[&e.name].version.perms.clone();
         self.report_query_id(ident.as_deref());
         let cols = self.describe_plan(&plan);
         let started = self.stat_start();
-        let (rows, tag) = self.run(&plan, &values, out)?;
+        let (rows, tag) = self.run(&plan, &perms, &values, out)?;
         if let Some(ident) = &ident {
             self.record_statement(ident, started, crate::stmtstat::tag_rows(&tag));
         }
@@ -2365,11 +2411,12 @@ impl Session {
         }
         let plan = p.plan.clone();
         let ident = p.ident.clone();
+        let perms = p.version.perms.clone();
         let sql = p.parsed.as_ref().map(|x| x.sql.clone());
         if !matches!(*plan, Statement::Transaction(_) | Statement::Set { .. } | Statement::Show(_) | Statement::Empty) {
             self.ensure_txn()?;
         }
-        self.portals.insert(portal.to_string(), Portal { sql, plan, params: values, state: PortalState::NotStarted, cursor: None, ident, stat_acc: Default::default() });
+        self.portals.insert(portal.to_string(), Portal { sql, plan, perms, params: values, state: PortalState::NotStarted, cursor: None, ident, stat_acc: Default::default() });
         Ok(())
     }
 
@@ -2461,7 +2508,7 @@ impl Session {
             // A query's executor is opened and kept; other statements run to
             // completion here and their rows (RETURNING, SHOW) wait in the portal.
             self.open_query = matches!(*p.plan, Statement::Query(_));
-            let r = self.run(&p.plan, &p.params, out);
+            let r = self.run(&p.plan, &p.perms, &p.params, out);
             self.open_query = false;
             let (rows, tag) = r?;
             p.state = match (self.opened.take(), rows) {

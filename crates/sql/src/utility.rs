@@ -59,6 +59,8 @@ pub struct DeclareCmd {
     /// parsenodes.h's CURSOR_OPT_* bits.
     pub options: i32,
     pub query: std::sync::Arc<Statement>,
+    /// The privileges the query needs ([`crate::acl`]), checked when it opens.
+    pub perms: std::sync::Arc<Vec<crate::acl::PermReq>>,
 }
 
 impl PartialEq for DeclareCmd {

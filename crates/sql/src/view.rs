@@ -283,6 +283,8 @@ pub fn execute(cmd: &ViewCmd, backend: &mut Backend, snap: &Snapshot, notice: No
                             Value::Oid(0),
                             Value::Int4(0),
                             Value::Float8(-1.0),
+                            Value::Oid(backend.current_user),
+                            Value::Null,
                         ],
                     )?;
                     insert_body(backend, oid, sql, search_path, columns, deps)?;

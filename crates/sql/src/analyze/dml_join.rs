@@ -149,6 +149,7 @@ impl Analyzer<'_> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("UPDATE without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        self.require_dml(table.oid, &NodeEnum::UpdateStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let (other, ns) = self.joined_items(&s.from_clause, &table, &refname)?;
         let mut scope = Self::ns_scope(ns.clone());
@@ -169,6 +170,7 @@ impl Analyzer<'_> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("DELETE without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        self.require_dml(table.oid, &NodeEnum::DeleteStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let (other, ns) = self.joined_items(&s.using_clause, &table, &refname)?;
         let filter = match node(&s.where_clause) {
@@ -193,6 +195,7 @@ impl Analyzer<'_> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("MERGE without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        self.require_dml(table.oid, &NodeEnum::MergeStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let src_node = s.source_relation.as_deref().cloned().ok_or_else(|| SqlError::internal("MERGE without source"))?;
         let (source, ns) = self.joined_items(std::slice::from_ref(&src_node), &table, &refname)?;

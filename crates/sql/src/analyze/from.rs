@@ -279,6 +279,7 @@ impl<'a> Analyzer<'a> {
                     return Ok(Item { source: Source::Subquery(Box::new(q)), width: ns.cols.len(), ns, lateral: false });
                 }
                 let t = self.range_table_locked(rv, mode)?;
+                self.require(t.oid, crate::acl::select_privs(mode));
                 let mut ns = Namespace::single(&t, &refname);
                 apply_aliases(self, &mut ns.cols, rv.alias.as_ref(), &refname, rv.location)?;
                 ns.rels[0].1 = ns.cols.clone();

@@ -25,6 +25,7 @@ impl Analyzer<'_> {
             }
             _ => return Err(SqlError::not_supported("this INSERT source with ON CONFLICT")),
         };
+        self.require_dml(table.oid, &NodeEnum::InsertStmt(Box::new(s.clone())));
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("INSERT without relation"))?;
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let update = oc.action == pb::OnConflictAction::OnconflictUpdate as i32;

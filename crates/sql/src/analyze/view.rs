@@ -42,6 +42,10 @@ pub struct ViewContext {
     /// analyzed): CREATE VIEW and the updatability checks, which need the
     /// view's row type only.
     pub opaque: bool,
+    /// The role privileges are checked as for the relations this analysis
+    /// reads: the owner of the view being expanded; `None`: the current user
+    /// ([`crate::acl`]).
+    pub check_as: Option<u32>,
     /// The last [`Analyzer::view_ref`] answer, by (schema, name, search_path):
     /// a FROM item is looked up twice (the single-table path's test, then the
     /// item itself), and each lookup scans the catalogs.
@@ -120,6 +124,7 @@ impl<'a> Analyzer<'a> {
         let temp = rv.relpersistence == "t" || reads_temp;
         let namespace = crate::namespace::creation_namespace(self.backend, self.snap, schema, temp, &rv.relname)
             .map_err(|e| if e.sqlstate() == "3F000" && schema.is_some() { e.at(self.sql, rv.location) } else { e })?;
+        crate::acl::check_create_in(self.backend, self.snap, namespace).map_err(|e| e.at(self.sql, rv.location))?;
         let cmd = ViewCmd::Create {
             namespace,
             name: rv.relname.clone(),
@@ -192,6 +197,9 @@ impl<'a> Analyzer<'a> {
         crate::namespace::set_thread_search_path(&v.search_path);
         let mut views = self.views.clone();
         views.chain.push(v.oid);
+        // The view is read by the current role; what it reads, by its owner.
+        self.require(v.oid, crate::acl::SELECT);
+        views.check_as = Some(crate::acl::rel_acl(self.backend, self.snap, v.oid)?.map_or(crate::roles::BOOTSTRAP_SUPERUSER, |r| r.owner));
         let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, views, upper: Default::default(), planner: self.planner.clone() };
         let mut q = sub.select(sel).map_err(|mut e| {
             e.position = None;

@@ -541,6 +541,9 @@ impl<'a> Analyzer<'a> {
         // The chain of views resolved is this resolution's only: the statement's
         // own subqueries may read these views again.
         let mark = self.views.chain.len();
+        // The view is written by the current role; its table, by the view's owner.
+        self.require_dml(v.oid, stmt);
+        let view_oid = v.oid;
         let r = self.resolve_view(v, verb);
         self.views.chain.truncate(mark);
         let r = r?;
@@ -581,6 +584,17 @@ impl<'a> Analyzer<'a> {
             _ => return Ok(None),
         };
         let mut st = self.statement(&rewritten)?;
+        let base_oid = match &st {
+            Statement::Insert { table, .. } | Statement::Update { table, .. } | Statement::Delete { table, .. } => Some(table.oid),
+            Statement::InsertSelect(i) => Some(i.table.oid),
+            Statement::Upsert(u) => Some(u.table.oid),
+            Statement::JoinedDml(d) => Some(d.table.oid),
+            _ => None,
+        };
+        if let Some(base) = base_oid {
+            let owner = crate::acl::rel_acl(self.backend, self.snap, view_oid)?.map_or(crate::roles::BOOTSTRAP_SUPERUSER, |r| r.owner);
+            crate::catcache::reassign_perms(self.backend, base, self.views.check_as, Some(owner));
+        }
         if !r.checks.is_empty() {
             let table = match &mut st {
                 Statement::Insert { table, .. } | Statement::Update { table, .. } => table,

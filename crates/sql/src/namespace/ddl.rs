@@ -1,8 +1,8 @@
 //! CREATE SCHEMA, DROP SCHEMA, ALTER SCHEMA ... RENAME TO: analysis and
 //! execution, with PostgreSQL 15's messages.
 //!
-//! A schema is one pg_namespace row (oid, nspname); its owner is the bootstrap
-//! superuser (the only login role). DROP SCHEMA finds the relations of the
+//! A schema is one pg_namespace row (oid, nspname, nspowner, nspacl); its
+//! owner is the creating role or AUTHORIZATION's ([`crate::acl`]). DROP SCHEMA finds the relations of the
 //! schema: without CASCADE they are reported as PostgreSQL reports dependent
 //! objects (2BP01, one DETAIL line each, in OID order; a sequence owned by a
 //! column goes with its table and is not listed); with CASCADE they are dropped
@@ -21,7 +21,8 @@ use pg_query::NodeEnum;
 
 #[derive(Clone, Debug)]
 pub enum SchemaCmd {
-    Create { name: String, if_not_exists: bool },
+    /// `owner`: AUTHORIZATION's role (default: the current user).
+    Create { name: String, if_not_exists: bool, owner: Option<crate::roles::RoleRef> },
     Drop { names: Vec<String>, missing_ok: bool, cascade: bool },
     Rename { from: String, to: String },
 }
@@ -34,34 +35,19 @@ fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-fn role_exists(name: &str) -> bool {
-    crate::pgcatalog::ROLES.iter().any(|(_, n)| *n == name)
-}
-
 pub fn analyze_create(s: &pb::CreateSchemaStmt) -> Result<SchemaCmd> {
-    let role = match &s.authrole {
-        Some(r) => {
-            use pb::RoleSpecType as R;
-            let name = match R::try_from(r.roletype).unwrap_or(R::Undefined) {
-                R::RolespecCstring => r.rolename.clone(),
-                R::RolespecCurrentUser | R::RolespecCurrentRole | R::RolespecSessionUser => "postgres".to_string(),
-                _ => return Err(SqlError::not_supported("this AUTHORIZATION role")),
-            };
-            if !role_exists(&name) {
-                return Err(SqlError::new(b"42704", format!("role \"{name}\" does not exist")));
-            }
-            if name != "postgres" {
-                return Err(SqlError::not_supported("schemas owned by another role"));
-            }
-            Some(name)
-        }
-        None => None,
+    let owner = s.authrole.as_ref().map(crate::roles::role_ref);
+    let role = match &owner {
+        Some(crate::roles::RoleRef::Name(n)) => Some(n.clone()),
+        Some(crate::roles::RoleRef::Public) => return Err(SqlError::new(b"42704", "role \"public\" does not exist")),
+        Some(_) if s.schemaname.is_empty() => return Err(SqlError::not_supported("CREATE SCHEMA AUTHORIZATION CURRENT_USER without a name")),
+        _ => None,
     };
     let name = if s.schemaname.is_empty() { role.unwrap_or_default() } else { s.schemaname.clone() };
     if !s.schema_elts.is_empty() {
         return Err(SqlError::not_supported("CREATE SCHEMA with schema elements"));
     }
-    Ok(SchemaCmd::Create { name, if_not_exists: s.if_not_exists })
+    Ok(SchemaCmd::Create { name, if_not_exists: s.if_not_exists, owner })
 }
 
 pub fn analyze_drop(s: &pb::DropStmt) -> Result<SchemaCmd> {
@@ -105,7 +91,22 @@ fn quote(s: &str) -> String {
 
 pub fn execute(cmd: &SchemaCmd, backend: &mut Backend, snap: &Snapshot, notice: &mut dyn FnMut(SqlError) -> Result<()>) -> Result<String> {
     match cmd {
-        SchemaCmd::Create { name, if_not_exists } => {
+        SchemaCmd::Create { name, if_not_exists, owner } => {
+            // PostgreSQL 15: CREATE on the database, and membership in the new owner.
+            let roles = crate::acl::role_graph(backend, snap)?;
+            let me = backend.current_user;
+            let owner = match owner {
+                None | Some(crate::roles::RoleRef::CurrentUser) => me,
+                Some(crate::roles::RoleRef::SessionUser) => backend.session_user,
+                Some(crate::roles::RoleRef::Name(n)) => {
+                    roles.oid(n).ok_or_else(|| SqlError::new(b"42704", format!("role \"{n}\" does not exist")))?
+                }
+                Some(crate::roles::RoleRef::Public) => return Err(SqlError::new(b"42704", "role \"public\" does not exist")),
+            };
+            crate::acl::check_database_privilege(backend, snap, crate::acl::CREATE)?;
+            if !roles.superuser(me) && !crate::roles::is_member_of(&crate::roles::memberships(backend, snap)?, me, owner) {
+                return Err(SqlError::new(b"42501", format!("must be member of role \"{}\"", roles.name(owner))));
+            }
             if namespaces(backend, snap)?.iter().any(|(_, n)| n == name) {
                 if *if_not_exists {
                     notice(SqlError::notice(b"42P06", format!("schema \"{name}\" already exists, skipping")))?;
@@ -115,7 +116,7 @@ pub fn execute(cmd: &SchemaCmd, backend: &mut Backend, snap: &Snapshot, notice: 
             }
             check_name(name)?;
             let oid = backend.engine().new_oid();
-            insert_row(backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(name.clone())])?;
+            insert_row(backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(name.clone()), Value::Oid(owner), Value::Null])?;
             Ok("CREATE SCHEMA".into())
         }
         SchemaCmd::Rename { from, to } => {
@@ -129,10 +130,16 @@ pub fn execute(cmd: &SchemaCmd, backend: &mut Backend, snap: &Snapshot, notice: 
             if *oid == catalog::PG_CATALOG_NAMESPACE || super::is_temp_name(from) {
                 return Err(SqlError::new(b"42501", format!("must be owner of schema {from}")));
             }
-            check_name(to)?;
             let oid = *oid;
+            crate::acl::check_schema_owner(backend, snap, oid)?;
+            crate::acl::check_database_privilege(backend, snap, crate::acl::CREATE)?;
+            check_name(to)?;
+            let Some((_, mut row)) = scan_rows(backend, &namespace_rel(), snap)?.into_iter().find(|(_, r)| r.first() == Some(&Value::Oid(oid))) else {
+                return Err(SqlError::new(b"3F000", format!("schema \"{from}\" does not exist")));
+            };
+            row[1] = Value::Text(to.clone());
             delete_rows(backend, snap, &namespace_rel(), |r| r.first() == Some(&Value::Oid(oid)))?;
-            insert_row(backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(to.clone())])?;
+            insert_row(backend, &namespace_rel(), &row)?;
             Ok("ALTER SCHEMA".into())
         }
         SchemaCmd::Drop { names, missing_ok, cascade } => {

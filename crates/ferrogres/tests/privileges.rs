@@ -1,0 +1,99 @@
+//! Object privileges (issue 14, item 2) through real clients: psql sessions as
+//! different roles (SET ROLE, and logins of their own).
+//!
+//! `sql/privileges.sql` runs through psql and its output is compared byte for
+//! byte with `expected/privileges.out`, which PostgreSQL 15 printed for the same
+//! script: every check path (SELECT, INSERT, UPDATE, DELETE, TRUNCATE, COPY,
+//! DDL ownership, schema USAGE and CREATE, sequences), GRANT ... WITH GRANT
+//! OPTION chains and REVOKE ... CASCADE, the warnings, INHERIT, PUBLIC, views
+//! read and written as their owner, plans kept by the session (prepared
+//! statements and the simple-query plan cache) failing after a REVOKE,
+//! superuser bypass, the ACLs printed in pg_class / pg_namespace /
+//! pg_database, has_*_privilege, ALTER ... OWNER TO.
+
+mod common;
+use common::server::{check_script, Server};
+use std::io::Write;
+use std::process::Stdio;
+
+#[test]
+fn privileges_script_matches_postgresql_15() {
+    check_script("privileges");
+}
+
+/// A session of its own (logged in as `alice`) keeps a prepared plan; a REVOKE
+/// committed by another session makes its next execution fail, and a GRANT
+/// makes it work again.
+#[test]
+fn revoke_from_another_session_fails_the_kept_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    srv.sql_ok("CREATE ROLE alice LOGIN; CREATE TABLE t (a int); INSERT INTO t VALUES (1), (2); GRANT SELECT ON t TO alice;");
+    let mut a = std::process::Command::new("psql")
+        .arg("-h")
+        .arg(srv.socket_path().parent().unwrap())
+        .args(["-X", "-At", "-p", &port_of(&srv), "-U", "alice", "-d", "postgres", "-v", "ON_ERROR_STOP=0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = a.stdin.take().unwrap();
+    // psql sends each line as it reads it: the REVOKE below commits between them.
+    stdin.write_all(b"PREPARE p AS SELECT sum(a) FROM t;\nEXECUTE p;\nSELECT pg_sleep(2.01);\nEXECUTE p;\nSELECT pg_sleep(2.02);\nEXECUTE p;\n").unwrap();
+    stdin.flush().unwrap();
+    wait_for_query(&srv, "SELECT pg_sleep(2.01);");
+    srv.sql_ok("REVOKE SELECT ON t FROM alice;");
+    wait_for_query(&srv, "SELECT pg_sleep(2.02);");
+    srv.sql_ok("GRANT SELECT ON t TO alice;");
+    drop(stdin);
+    let out = a.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout, "PREPARE\n3\n\n\n3\n", "stderr: {stderr}");
+    assert!(stderr.contains("ERROR:  permission denied for table t"), "{stderr}");
+}
+
+fn port_of(srv: &Server) -> String {
+    // The socket is .s.PGSQL.<port>.
+    srv.socket_path().file_name().unwrap().to_string_lossy().rsplit('.').next().unwrap().to_string()
+}
+
+/// Waits until some session runs `query` (pg_stat_activity).
+fn wait_for_query(srv: &Server, query: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let sql = format!("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = '{query}'");
+    while srv.sql_ok(&sql).trim() != "1" {
+        assert!(std::time::Instant::now() < deadline, "no session ran {query}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Connecting needs CONNECT on the database (PostgreSQL 15's texts): after
+/// `REVOKE CONNECT ... FROM PUBLIC` a plain role is refused with a FATAL
+/// 42501, a superuser is not; `GRANT CONNECT` lets the role in again.
+#[test]
+fn connect_needs_the_connect_privilege() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    srv.sql_ok("CREATE ROLE alice LOGIN; CREATE DATABASE cdb; REVOKE CONNECT ON DATABASE cdb FROM PUBLIC;");
+    let connect = |user: &str| {
+        let out = std::process::Command::new("psql")
+            .arg("-h")
+            .arg(&srv.dir)
+            .args(["-X", "-At", "-p", &srv.port.to_string(), "-U", user, "-d", "cdb", "-c", "SELECT current_user"])
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, stdout, stderr) = connect("alice");
+    assert_eq!((code, stdout.as_str()), (Some(2), ""), "{stderr}");
+    assert!(
+        stderr.ends_with("FATAL:  permission denied for database \"cdb\"\nDETAIL:  User does not have CONNECT privilege.\n"),
+        "{stderr}"
+    );
+    assert_eq!(connect("postgres").1, "postgres\n");
+    srv.sql_ok("GRANT CONNECT ON DATABASE cdb TO alice;");
+    let (code, stdout, stderr) = connect("alice");
+    assert_eq!((code, stdout.as_str()), (Some(0), "alice\n"), "{stderr}");
+}

@@ -1,0 +1,736 @@
+//! Object privileges: access control lists (PostgreSQL's `aclitem[]`), their
+//! defaults, and the checks made before a statement runs.
+//!
+//! An ACL is a list of items `grantee=privileges/grantor`. Each privilege is one
+//! bit (PostgreSQL's letters, in its order: `a` INSERT, `r` SELECT, `w` UPDATE,
+//! `d` DELETE, `D` TRUNCATE, `x` REFERENCES, `t` TRIGGER, `X` EXECUTE, `U`
+//! USAGE, `C` CREATE, `T` TEMPORARY, `c` CONNECT); a `*` after a letter is the
+//! grant option for it. Grantee 0 is PUBLIC (written as an empty name).
+//!
+//! Storage: `pg_class.relacl` (column 11 of the stored row, after `relowner`),
+//! `pg_namespace.nspacl` (column 3, after `nspowner`), as `text[]` whose items
+//! name roles by OID (`16384=arwdDxt/10`), so that renaming a role changes
+//! nothing stored; the pg_catalog views print names (`alice=arwdDxt/postgres`)
+//! as PostgreSQL's aclitem output does. NULL means the owner's default
+//! ([`default_acl`]), as in PostgreSQL; the first GRANT or REVOKE stores the
+//! default with the change applied.
+//!
+//! Who holds a privilege ([`Privs`]): a superuser holds every one; otherwise
+//! the union of the items whose grantee is PUBLIC or a role whose privileges
+//! the user has: the user itself and, through INHERIT, the roles it is a
+//! member of (PostgreSQL's has_privs_of_role). The owner's privileges are items
+//! of the ACL like anyone's (the default gives them all), but the owner always
+//! holds every grant option (it may GRANT and REVOKE what it revoked from
+//! itself).
+//!
+//! Checks: analysis records what a statement needs ([`PermReq`]: relation,
+//! privileges, the role to check as: the view owner under a view) in the
+//! backend's catalog cache; the session keeps the list with the plan and runs
+//! [`check_perms`] before each execution, so a cached or prepared plan is
+//! checked again every time it runs (a REVOKE takes effect on the next
+//! execution, as PostgreSQL's ExecCheckPermissions at executor start).
+
+use ferrogres_datum::errors::{Result, SqlError};
+use crate::roles::{self, BOOTSTRAP_SUPERUSER};
+use ferrogres_datum::types::{Type, Value};
+use ferrogres_engine::engine::Backend;
+use ferrogres_engine::txn::snapshot::Snapshot;
+use std::sync::Arc;
+
+pub const INSERT: u16 = 1 << 0;
+pub const SELECT: u16 = 1 << 1;
+pub const UPDATE: u16 = 1 << 2;
+pub const DELETE: u16 = 1 << 3;
+pub const TRUNCATE: u16 = 1 << 4;
+pub const REFERENCES: u16 = 1 << 5;
+pub const TRIGGER: u16 = 1 << 6;
+pub const EXECUTE: u16 = 1 << 7;
+pub const USAGE: u16 = 1 << 8;
+pub const CREATE: u16 = 1 << 9;
+pub const TEMP: u16 = 1 << 10;
+pub const CONNECT: u16 = 1 << 11;
+
+/// The letters of the privileges, bit 0 first (PostgreSQL's ACL_ALL_RIGHTS_STR).
+const LETTERS: &[u8; 12] = b"arwdDxtXUCTc";
+
+/// PUBLIC as a grantee.
+pub const PUBLIC: u32 = 0;
+/// pg_database_owner: its members are the current database's owner.
+pub const PG_DATABASE_OWNER: u32 = 6171;
+
+/// The kinds of objects that have ACLs, with their privileges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjKind {
+    Table,
+    View,
+    Sequence,
+    Schema,
+    Database,
+    Function,
+}
+
+impl ObjKind {
+    /// Every privilege the kind has (PostgreSQL's ACL_ALL_RIGHTS_*).
+    pub fn all(self) -> u16 {
+        match self {
+            ObjKind::Table | ObjKind::View => INSERT | SELECT | UPDATE | DELETE | TRUNCATE | REFERENCES | TRIGGER,
+            ObjKind::Sequence => USAGE | SELECT | UPDATE,
+            ObjKind::Schema => USAGE | CREATE,
+            ObjKind::Database => CREATE | TEMP | CONNECT,
+            ObjKind::Function => EXECUTE,
+        }
+    }
+
+    /// The word of PostgreSQL's messages (`permission denied for table t`).
+    pub fn word(self) -> &'static str {
+        match self {
+            ObjKind::Table => "table",
+            ObjKind::View => "view",
+            ObjKind::Sequence => "sequence",
+            ObjKind::Schema => "schema",
+            ObjKind::Database => "database",
+            ObjKind::Function => "function",
+        }
+    }
+
+    /// The kind of a pg_class row's relkind.
+    pub fn of_relkind(kind: &str) -> ObjKind {
+        match kind {
+            "v" => ObjKind::View,
+            "S" => ObjKind::Sequence,
+            _ => ObjKind::Table,
+        }
+    }
+}
+
+/// One item of an ACL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AclItem {
+    pub grantee: u32,
+    pub grantor: u32,
+    pub privs: u16,
+    /// Grant options: a subset of `privs`.
+    pub goptions: u16,
+}
+
+pub type Acl = Vec<AclItem>;
+
+/// The ACL an object has while its ACL column is NULL (PostgreSQL's acldefault).
+pub fn default_acl(kind: ObjKind, owner: u32) -> Acl {
+    let own = AclItem { grantee: owner, grantor: owner, privs: kind.all(), goptions: 0 };
+    match kind {
+        ObjKind::Database => vec![AclItem { grantee: PUBLIC, grantor: owner, privs: TEMP | CONNECT, goptions: 0 }, own],
+        ObjKind::Function => vec![AclItem { grantee: PUBLIC, grantor: owner, privs: EXECUTE, goptions: 0 }, own],
+        _ => vec![own],
+    }
+}
+
+/// The `privs` letters with `*` for grant options (aclitemout's right side).
+pub fn privs_text(privs: u16, goptions: u16) -> String {
+    let mut s = String::new();
+    for (i, l) in LETTERS.iter().enumerate() {
+        if privs & (1 << i) != 0 {
+            s.push(*l as char);
+            if goptions & (1 << i) != 0 {
+                s.push('*');
+            }
+        }
+    }
+    s
+}
+
+fn parse_privs(s: &str) -> Option<(u16, u16)> {
+    let (mut privs, mut go) = (0u16, 0u16);
+    let mut last = None;
+    for b in s.bytes() {
+        if b == b'*' {
+            go |= last?;
+            continue;
+        }
+        let i = LETTERS.iter().position(|l| *l == b)?;
+        privs |= 1 << i;
+        last = Some(1 << i);
+    }
+    Some((privs, go))
+}
+
+/// The stored form of an ACL (`text[]`, roles by OID).
+pub fn to_stored(acl: &[AclItem]) -> Value {
+    let items = acl
+        .iter()
+        .map(|i| {
+            let grantee = if i.grantee == PUBLIC { String::new() } else { i.grantee.to_string() };
+            Value::Text(format!("{grantee}={}/{}", privs_text(i.privs, i.goptions), i.grantor))
+        })
+        .collect();
+    Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, items)))
+}
+
+/// Reads a stored ACL; `None` for NULL (the default).
+pub fn from_stored(v: Option<&Value>) -> Option<Acl> {
+    let Some(Value::Array(a)) = v else { return None };
+    let mut out = Vec::new();
+    for it in &a.items {
+        let Value::Text(t) = it else { continue };
+        let (grantee, rest) = t.split_once('=')?;
+        let (privs, grantor) = rest.rsplit_once('/')?;
+        let (privs, goptions) = parse_privs(privs)?;
+        let grantee = if grantee.is_empty() { PUBLIC } else { grantee.parse().ok()? };
+        out.push(AclItem { grantee, grantor: grantor.parse().ok()?, privs, goptions });
+    }
+    Some(out)
+}
+
+/// A role name as aclitemout writes it: quoted when it holds anything but
+/// letters, digits and underscores (PostgreSQL's putid).
+fn putid(name: &str) -> String {
+    if !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return name.to_string();
+    }
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The printed form of an ACL (PostgreSQL's aclitem[] output), roles by name.
+pub fn display(acl: &[AclItem], name_of: &dyn Fn(u32) -> String) -> Value {
+    let items = acl
+        .iter()
+        .map(|i| {
+            let grantee = if i.grantee == PUBLIC { String::new() } else { putid(&name_of(i.grantee)) };
+            Value::Text(format!("{grantee}={}/{}", privs_text(i.privs, i.goptions), putid(&name_of(i.grantor))))
+        })
+        .collect();
+    Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, items)))
+}
+
+// ---- roles ------------------------------------------------------------------
+
+/// What privilege checks need of pg_authid and pg_auth_members.
+#[derive(Debug, Default)]
+pub struct RoleGraph {
+    /// (oid, name, superuser, inherit)
+    roles: Vec<(u32, String, bool, bool)>,
+    /// (role, member)
+    members: Vec<(u32, u32)>,
+    /// The current database's owner (datdba): pg_database_owner's member.
+    pub db_owner: u32,
+}
+
+impl RoleGraph {
+    pub fn load(backend: &Backend, snap: &Snapshot) -> Result<RoleGraph> {
+        let roles = roles::list(backend, snap)?.into_iter().map(|(_, r)| (r.oid, r.name, r.superuser, r.inherit)).collect();
+        let members = roles::memberships(backend, snap)?.into_iter().map(|(_, m)| (m.role, m.member)).collect();
+        let db = backend.database();
+        let db_owner = crate::database::list_rows(backend, snap)?.into_iter().find(|d| d.oid == db).map_or(BOOTSTRAP_SUPERUSER, |d| d.dba);
+        Ok(RoleGraph { roles, members, db_owner })
+    }
+
+    pub fn name(&self, oid: u32) -> String {
+        match self.roles.iter().find(|r| r.0 == oid) {
+            Some(r) => r.1.clone(),
+            None => format!("unknown (OID={oid})"),
+        }
+    }
+
+    pub fn oid(&self, name: &str) -> Option<u32> {
+        self.roles.iter().find(|r| r.1 == name).map(|r| r.0)
+    }
+
+    /// Every role: (oid, name).
+    pub fn all(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.roles.iter().map(|r| (r.0, r.1.as_str()))
+    }
+
+    pub fn superuser(&self, oid: u32) -> bool {
+        self.roles.iter().any(|r| r.0 == oid && r.2)
+    }
+
+    fn inherits(&self, oid: u32) -> bool {
+        self.roles.iter().any(|r| r.0 == oid && r.3)
+    }
+
+    /// The roles whose privileges `user` has: itself, and the roles it is a
+    /// member of through roles that inherit (PostgreSQL 15's
+    /// has_privs_of_role: a NOINHERIT role stops the walk at itself).
+    pub fn privs_of(&self, user: u32) -> Vec<u32> {
+        let mut seen = vec![user];
+        let mut i = 0;
+        while i < seen.len() {
+            let cur = seen[i];
+            i += 1;
+            if !self.inherits(cur) {
+                continue;
+            }
+            for (role, member) in &self.members {
+                if *member == cur && !seen.contains(role) {
+                    seen.push(*role);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Whether `user` has the privileges of `role` (a superuser has everyone's).
+    pub fn has_privs_of(&self, user: u32, role: u32) -> bool {
+        self.superuser(user) || self.privs_of(user).contains(&role)
+    }
+}
+
+/// The role graph, from this backend's cache when it is current.
+pub fn role_graph(backend: &Backend, snap: &Snapshot) -> Result<Arc<RoleGraph>> {
+    crate::catcache::role_graph(backend, snap, || RoleGraph::load(backend, snap))
+}
+
+// ---- privilege computation ------------------------------------------------------
+
+/// The privileges (and grant options) `user` holds on an object: `owner`'s,
+/// with `acl` (None: the default). `db_owner`: the current database's owner,
+/// the one member of pg_database_owner.
+pub fn privs(roles: &RoleGraph, user: u32, kind: ObjKind, owner: u32, acl: Option<&[AclItem]>, db_owner: u32) -> (u16, u16) {
+    if roles.superuser(user) {
+        return (kind.all(), kind.all());
+    }
+    let mut mine = roles.privs_of(user);
+    if mine.contains(&db_owner) && !mine.contains(&PG_DATABASE_OWNER) {
+        mine.push(PG_DATABASE_OWNER);
+    }
+    let default;
+    let acl = match acl {
+        Some(a) => a,
+        None => {
+            default = default_acl(kind, owner);
+            &default
+        }
+    };
+    let (mut p, mut g) = (0, 0);
+    for it in acl {
+        if it.grantee == PUBLIC || mine.contains(&it.grantee) {
+            p |= it.privs;
+            g |= it.goptions;
+        }
+    }
+    if mine.contains(&owner) {
+        g |= kind.all();
+    }
+    (p, g)
+}
+
+// ---- objects' ACLs ------------------------------------------------------------------
+
+/// A relation's owner and ACL (pg_class), as privilege checks read them.
+#[derive(Clone, Debug)]
+pub struct RelAcl {
+    pub oid: u32,
+    pub name: String,
+    pub namespace: u32,
+    pub kind: ObjKind,
+    pub relkind: String,
+    pub owner: u32,
+    pub acl: Option<Acl>,
+}
+
+/// Column numbers of the stored pg_class row.
+pub const RELOWNER: usize = 10;
+pub const RELACL: usize = 11;
+/// Column numbers of the stored pg_namespace row.
+pub const NSPOWNER: usize = 2;
+pub const NSPACL: usize = 3;
+
+fn oid_col(row: &[Value], i: usize, default: u32) -> u32 {
+    match row.get(i) {
+        Some(Value::Oid(o)) => *o,
+        _ => default,
+    }
+}
+
+/// Relation `oid`'s owner and ACL, from this backend's cache or pg_class.
+pub fn rel_acl(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<Arc<RelAcl>>> {
+    if let Some(r) = crate::catcache::rel_acl(backend, oid) {
+        return Ok(Some(r));
+    }
+    let mut found = None;
+    for (_, row) in crate::rowio::scan_rows(backend, &crate::catalog::class_rel(), snap)? {
+        if row[0] != Value::Oid(oid) {
+            continue;
+        }
+        let (Value::Text(name), Value::Oid(ns), Value::Text(kind)) = (&row[1], &row[2], &row[5]) else { continue };
+        found = Some(Arc::new(RelAcl {
+            oid,
+            name: name.clone(),
+            namespace: *ns,
+            kind: ObjKind::of_relkind(kind),
+            relkind: kind.clone(),
+            owner: oid_col(&row, RELOWNER, BOOTSTRAP_SUPERUSER),
+            acl: rel_acl_of_row(oid, *ns, ObjKind::of_relkind(kind), oid_col(&row, RELOWNER, BOOTSTRAP_SUPERUSER), row.get(RELACL)),
+        }));
+        break;
+    }
+    if let Some(r) = &found {
+        crate::catcache::put_rel_acl(backend, snap, r);
+    }
+    Ok(found)
+}
+
+/// The catalogs whose SELECT PostgreSQL's initdb does not give to PUBLIC
+/// (pg_authid, pg_largeobject, pg_statistic, pg_user_mapping).
+const PRIVATE_CATALOGS: [u32; 4] = [1260, 2613, 2619, 1418];
+
+/// Relation `oid`'s ACL as its pg_class row gives it: the stored one; for a
+/// system catalog (schema pg_catalog) whose row stores none, what PostgreSQL's
+/// initdb gives every catalog: the owner's default plus SELECT for PUBLIC
+/// (`{postgres=arwdDxt/postgres,=r/postgres}`; the owner's alone for the
+/// private ones); else None (the default).
+pub fn rel_acl_of_row(oid: u32, ns: u32, kind: ObjKind, owner: u32, stored: Option<&Value>) -> Option<Acl> {
+    let acl = from_stored(stored);
+    if acl.is_some() || ns != crate::catalog::PG_CATALOG_NAMESPACE {
+        return acl;
+    }
+    let mut acl = default_acl(kind, owner);
+    if !PRIVATE_CATALOGS.contains(&oid) {
+        acl.push(AclItem { grantee: PUBLIC, grantor: owner, privs: SELECT, goptions: 0 });
+    }
+    Some(acl)
+}
+
+/// A schema's owner and ACL.
+#[derive(Clone, Debug)]
+pub struct NsAcl {
+    pub oid: u32,
+    pub name: String,
+    pub owner: u32,
+    pub acl: Option<Acl>,
+}
+
+/// The owner a schema has while its row stores none (rows from before owners
+/// were stored): `public` belongs to pg_database_owner, the rest to the
+/// bootstrap superuser, as after PostgreSQL 15's initdb.
+pub fn default_nsp_owner(oid: u32) -> u32 {
+    if oid == crate::catalog::PUBLIC_NAMESPACE {
+        PG_DATABASE_OWNER
+    } else {
+        BOOTSTRAP_SUPERUSER
+    }
+}
+
+/// The ACL of schema `public` while it stores none: PostgreSQL 15's
+/// `{pg_database_owner=UC/pg_database_owner,=U/pg_database_owner}`.
+pub fn public_schema_acl() -> Acl {
+    vec![
+        AclItem { grantee: PG_DATABASE_OWNER, grantor: PG_DATABASE_OWNER, privs: USAGE | CREATE, goptions: 0 },
+        AclItem { grantee: PUBLIC, grantor: PG_DATABASE_OWNER, privs: USAGE, goptions: 0 },
+    ]
+}
+
+/// Every schema's owner and ACL.
+pub fn ns_acls(backend: &Backend, snap: &Snapshot) -> Result<Arc<Vec<NsAcl>>> {
+    crate::catcache::ns_acls(backend, snap, || {
+        let mut out = Vec::new();
+        for (_, row) in crate::rowio::scan_rows(backend, &crate::catalog::namespace_rel(), snap)? {
+            let (Value::Oid(oid), Value::Text(name)) = (&row[0], &row[1]) else { continue };
+            let mut acl = from_stored(row.get(NSPACL));
+            if acl.is_none() && *oid == crate::catalog::PUBLIC_NAMESPACE {
+                acl = Some(public_schema_acl());
+            }
+            out.push(NsAcl { oid: *oid, name: name.clone(), owner: oid_col(&row, NSPOWNER, default_nsp_owner(*oid)), acl });
+        }
+        Ok(out)
+    })
+}
+
+// ---- checks ----------------------------------------------------------------------------
+
+/// What a statement needs on one relation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PermReq {
+    pub rel: u32,
+    /// Privileges needed (all of them, or any one when `any`).
+    pub privs: u16,
+    pub any: bool,
+    /// Check as this role (a view's owner) rather than the current user.
+    pub check_as: Option<u32>,
+}
+
+pub fn denied(kind: ObjKind, name: &str) -> SqlError {
+    SqlError::new(b"42501", format!("permission denied for {} {name}", kind.word()))
+}
+
+pub fn not_owner(kind: ObjKind, name: &str) -> SqlError {
+    SqlError::new(b"42501", format!("must be owner of {} {name}", kind.word()))
+}
+
+/// Whether the current user is a superuser.
+pub fn current_is_superuser(backend: &Backend, snap: &Snapshot) -> Result<bool> {
+    Ok(role_graph(backend, snap)?.superuser(backend.current_user))
+}
+
+/// Runs the checks a plan recorded (executor start): 42501 for the first
+/// relation whose privileges the role lacks.
+pub fn check_perms(backend: &Backend, snap: &Snapshot, perms: &[PermReq]) -> Result<()> {
+    if perms.is_empty() {
+        return Ok(());
+    }
+    let roles = role_graph(backend, snap)?;
+    let me = backend.current_user;
+    if roles.superuser(me) && perms.iter().all(|p| p.check_as.is_none()) {
+        return Ok(());
+    }
+    let db_owner = roles.db_owner;
+    for p in perms {
+        let user = p.check_as.unwrap_or(me);
+        if roles.superuser(user) {
+            continue;
+        }
+        let Some(rel) = rel_acl(backend, snap, p.rel)? else { continue };
+        let (have, _) = privs(&roles, user, rel.kind, rel.owner, rel.acl.as_deref(), db_owner);
+        let ok = if p.any { have & p.privs != 0 } else { have & p.privs == p.privs };
+        if !ok {
+            return Err(denied(rel.kind, &rel.name));
+        }
+    }
+    Ok(())
+}
+
+/// DDL on relation `oid` needs its ownership (or a superuser): PostgreSQL's
+/// `must be owner of table t`.
+pub fn check_rel_owner(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<()> {
+    let roles = role_graph(backend, snap)?;
+    let me = backend.current_user;
+    if roles.superuser(me) {
+        return Ok(());
+    }
+    let Some(rel) = rel_acl(backend, snap, oid)? else { return Ok(()) };
+    if roles.has_privs_of(me, rel.owner) {
+        return Ok(());
+    }
+    let kind = if rel.relkind == "i" { "index" } else { rel.kind.word() };
+    Err(SqlError::new(b"42501", format!("must be owner of {kind} {}", rel.name)))
+}
+
+/// The privileges the current user holds on schema `ns`.
+pub fn ns_privs(backend: &Backend, snap: &Snapshot, user: u32, ns: u32) -> Result<u16> {
+    let roles = role_graph(backend, snap)?;
+    if roles.superuser(user) {
+        return Ok(ObjKind::Schema.all());
+    }
+    let all = ns_acls(backend, snap)?;
+    let Some(n) = all.iter().find(|n| n.oid == ns) else { return Ok(ObjKind::Schema.all()) };
+    let db_owner = roles.db_owner;
+    Ok(privs(&roles, user, ObjKind::Schema, n.owner, n.acl.as_deref(), db_owner).0)
+}
+
+/// CREATE in schema `ns` (CREATE TABLE, VIEW, SEQUENCE, INDEX's table is owned).
+pub fn check_create_in(backend: &Backend, snap: &Snapshot, ns: u32) -> Result<()> {
+    if crate::namespace::is_temp_namespace(backend, snap, ns)? {
+        return Ok(());
+    }
+    if ns_privs(backend, snap, backend.current_user, ns)? & CREATE == 0 {
+        let name = crate::namespace::namespace_name(backend, snap, ns)?.unwrap_or_default();
+        return Err(denied(ObjKind::Schema, &name));
+    }
+    Ok(())
+}
+
+/// USAGE on schema `ns` for a name looked up in it explicitly (`s.t`).
+pub fn check_usage_of(backend: &Backend, snap: &Snapshot, ns: u32) -> Result<()> {
+    if ns == crate::catalog::PG_CATALOG_NAMESPACE || crate::namespace::is_temp_namespace(backend, snap, ns)? {
+        return Ok(());
+    }
+    if ns_privs(backend, snap, backend.current_user, ns)? & USAGE == 0 {
+        let name = crate::namespace::namespace_name(backend, snap, ns)?.unwrap_or_default();
+        return Err(denied(ObjKind::Schema, &name));
+    }
+    Ok(())
+}
+
+/// Reads an ACL in its printed form (`{=c/postgres,alice=CTc/postgres}`, as
+/// pg_database stores datacl), roles by name.
+pub fn parse_display(text: &str, roles: &RoleGraph) -> Option<Acl> {
+    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut out = Vec::new();
+    for item in inner.split(',').filter(|s| !s.is_empty()) {
+        let item = item.trim_matches('"');
+        let (grantee, rest) = item.split_once('=')?;
+        let (privs, grantor) = rest.rsplit_once('/')?;
+        let (privs, goptions) = parse_privs(privs)?;
+        let grantee = if grantee.is_empty() { PUBLIC } else { roles.oid(grantee.trim_matches('"'))? };
+        out.push(AclItem { grantee, grantor: roles.oid(grantor.trim_matches('"'))?, privs, goptions });
+    }
+    Some(out)
+}
+
+/// The printed form of an ACL as one text (`{...}`), for pg_database.datacl.
+pub fn display_text(acl: &[AclItem], roles: &RoleGraph) -> String {
+    let Value::Array(a) = display(acl, &|o| roles.name(o)) else { return "{}".into() };
+    let items: Vec<String> = a.items.iter().filter_map(|v| if let Value::Text(t) = v { Some(t.clone()) } else { None }).collect();
+    format!("{{{}}}", items.join(","))
+}
+
+/// The privileges `user` holds on the current database (its datacl).
+pub fn database_privs(backend: &Backend, snap: &Snapshot, user: u32) -> Result<(u16, String)> {
+    let roles = role_graph(backend, snap)?;
+    let db = backend.database();
+    let Some(row) = crate::database::list_rows(backend, snap)?.into_iter().find(|d| d.oid == db) else {
+        return Ok((ObjKind::Database.all(), String::new()));
+    };
+    let acl = row.acl.as_deref().and_then(|t| parse_display(t, &roles));
+    Ok((privs(&roles, user, ObjKind::Database, row.dba, acl.as_deref(), roles.db_owner).0, row.name))
+}
+
+/// The privileges `user` holds on database `row` (any database: connection
+/// time, before the backend is bound to one; its owner is pg_database_owner's
+/// member there).
+pub fn privs_on_database(backend: &Backend, snap: &Snapshot, user: u32, row: &crate::database::DbRow) -> Result<u16> {
+    let roles = RoleGraph::load(backend, snap)?;
+    let acl = row.acl.as_deref().and_then(|t| parse_display(t, &roles));
+    Ok(privs(&roles, user, ObjKind::Database, row.dba, acl.as_deref(), row.dba).0)
+}
+
+/// `privilege` on the current database for the current user, else
+/// `permission denied for database d`.
+pub fn check_database_privilege(backend: &Backend, snap: &Snapshot, privilege: u16) -> Result<()> {
+    let (have, name) = database_privs(backend, snap, backend.current_user)?;
+    if have & privilege == 0 {
+        return Err(denied(ObjKind::Database, &name));
+    }
+    Ok(())
+}
+
+/// ALTER / DROP SCHEMA need its ownership: `must be owner of schema s`.
+pub fn check_schema_owner(backend: &Backend, snap: &Snapshot, ns: u32) -> Result<()> {
+    let roles = role_graph(backend, snap)?;
+    let all = ns_acls(backend, snap)?;
+    let Some(n) = all.iter().find(|n| n.oid == ns) else { return Ok(()) };
+    let mut mine = roles.privs_of(backend.current_user);
+    if mine.contains(&roles.db_owner) {
+        mine.push(PG_DATABASE_OWNER);
+    }
+    if roles.superuser(backend.current_user) || mine.contains(&n.owner) {
+        return Ok(());
+    }
+    Err(not_owner(ObjKind::Schema, &n.name))
+}
+
+/// A privilege name of GRANT / has_*_privilege (`select`, `temporary`, ...).
+pub fn privilege_bit(name: &str) -> Option<u16> {
+    Some(match name.trim().to_ascii_lowercase().as_str() {
+        "insert" => INSERT,
+        "select" => SELECT,
+        "update" => UPDATE,
+        "delete" => DELETE,
+        "truncate" => TRUNCATE,
+        "references" => REFERENCES,
+        "trigger" => TRIGGER,
+        "execute" => EXECUTE,
+        "usage" => USAGE,
+        "create" => CREATE,
+        "temporary" | "temp" => TEMP,
+        "connect" => CONNECT,
+        _ => return None,
+    })
+}
+
+/// The privileges a DML statement needs on its target (table level, as
+/// PostgreSQL's rewriter marks them, without column detail): INSERT, UPDATE,
+/// DELETE, MERGE's actions; SELECT when the statement reads the target's
+/// columns (WHERE, RETURNING, FROM/USING, SET expressions that read columns,
+/// ON CONFLICT's arbiter and DO UPDATE, MERGE's join condition).
+pub fn dml_privs(stmt: &pg_query::NodeEnum) -> u16 {
+    use pg_query::protobuf as pb;
+    use pg_query::{NodeEnum, NodeRef};
+    let reads_cols = |nodes: &[pb::Node]| {
+        nodes.iter().any(|n| n.node.as_ref().is_some_and(|e| e.nodes().iter().any(|(r, ..)| matches!(r, NodeRef::ColumnRef(_)))))
+    };
+    match stmt {
+        NodeEnum::InsertStmt(s) => {
+            let mut p = INSERT;
+            if s.returning_clause.as_ref().is_some_and(|r| !r.exprs.is_empty()) {
+                p |= SELECT;
+            }
+            if let Some(oc) = &s.on_conflict_clause {
+                if oc.infer.is_some() {
+                    p |= SELECT;
+                }
+                if oc.action == pb::OnConflictAction::OnconflictUpdate as i32 {
+                    p |= UPDATE;
+                    if oc.where_clause.is_some() || reads_cols(&oc.target_list) {
+                        p |= SELECT;
+                    }
+                }
+            }
+            p
+        }
+        NodeEnum::UpdateStmt(s) => {
+            let mut p = UPDATE;
+            if s.where_clause.is_some() || !s.from_clause.is_empty() || s.returning_clause.as_ref().is_some_and(|r| !r.exprs.is_empty()) || reads_cols(&s.target_list) {
+                p |= SELECT;
+            }
+            p
+        }
+        NodeEnum::DeleteStmt(s) => {
+            let mut p = DELETE;
+            if s.where_clause.is_some() || !s.using_clause.is_empty() || s.returning_clause.as_ref().is_some_and(|r| !r.exprs.is_empty()) {
+                p |= SELECT;
+            }
+            p
+        }
+        NodeEnum::MergeStmt(s) => {
+            let mut p = SELECT;
+            for w in &s.merge_when_clauses {
+                if let Some(NodeEnum::MergeWhenClause(c)) = &w.node {
+                    p |= match pb::CmdType::try_from(c.command_type).unwrap_or(pb::CmdType::Undefined) {
+                        pb::CmdType::CmdInsert => INSERT,
+                        pb::CmdType::CmdUpdate => UPDATE,
+                        pb::CmdType::CmdDelete => DELETE,
+                        _ => 0,
+                    };
+                }
+            }
+            p
+        }
+        _ => 0,
+    }
+}
+
+/// What reading a relation in FROM needs: SELECT, and UPDATE too under FOR
+/// UPDATE / SHARE (RowShareLock).
+pub fn select_privs(mode: ferrogres_engine::lmgr::lock::LockMode) -> u16 {
+    if mode == ferrogres_engine::lmgr::lock::LockMode::RowShare {
+        SELECT | UPDATE
+    } else {
+        SELECT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_forms_round_trip() {
+        let acl = vec![
+            AclItem { grantee: 16384, grantor: 10, privs: SELECT | INSERT, goptions: SELECT },
+            AclItem { grantee: PUBLIC, grantor: 10, privs: SELECT, goptions: 0 },
+        ];
+        let stored = to_stored(&acl);
+        assert_eq!(from_stored(Some(&stored)), Some(acl.clone()));
+        let names = |o: u32| if o == 10 { "postgres".to_string() } else { "Mixed Case".to_string() };
+        let Value::Array(a) = display(&acl, &names) else { panic!() };
+        assert_eq!(a.items, vec![Value::Text("\"Mixed Case\"=ar*/postgres".into()), Value::Text("=r/postgres".into())]);
+        assert_eq!(privs_text(ObjKind::Table.all(), 0), "arwdDxt");
+        assert_eq!(privs_text(ObjKind::Database.all(), 0), "CTc");
+    }
+
+    #[test]
+    fn inherit_stops_at_noinherit_roles() {
+        let g = RoleGraph {
+            roles: vec![(1, "a".into(), false, true), (2, "b".into(), false, false), (3, "c".into(), false, true)],
+            members: vec![(2, 1), (3, 2)],
+            db_owner: 10,
+        };
+        assert_eq!(g.privs_of(1), vec![1, 2]);
+        assert_eq!(g.privs_of(2), vec![2]);
+        let acl = vec![AclItem { grantee: 3, grantor: 10, privs: SELECT, goptions: 0 }];
+        assert_eq!(privs(&g, 1, ObjKind::Table, 10, Some(&acl), 10).0, 0);
+        let acl = vec![AclItem { grantee: 2, grantor: 10, privs: SELECT, goptions: 0 }];
+        assert_eq!(privs(&g, 1, ObjKind::Table, 10, Some(&acl), 10).0, SELECT);
+    }
+}

@@ -1,0 +1,532 @@
+//! GRANT / REVOKE on objects and ALTER ... OWNER TO ([`crate::acl`] holds the
+//! ACL model; this is the statements).
+//!
+//! As PostgreSQL 15 (aclchk.c's ExecGrantStmt, merge_acl_with_grant,
+//! restrict_and_check_grant, select_best_grantor), written from its design:
+//! - the grantor is the object's owner when the current user has the owner's
+//!   privileges (or is a superuser), else the role among those whose
+//!   privileges the user has that holds the most of the needed grant options;
+//! - privileges without grant option are dropped from the statement with
+//!   WARNING 01007 `no privileges were granted for "t"` / `not all privileges
+//!   were granted for "t"` (REVOKE: 01006 `... could be revoked ...`); a role
+//!   with no privilege at all on the object gets 42501;
+//! - REVOKE of a grant option that others' grants depend on is 2BP01
+//!   `dependent privileges exist` without CASCADE; with CASCADE those grants go
+//!   too, recursively;
+//! - a NULL ACL is the owner's default; the first change stores it changed.
+//!
+//! Objects: tables, views, sequences (ON [TABLE] t, ON SEQUENCE s, ON ALL
+//! TABLES | SEQUENCES IN SCHEMA s), schemas and databases. Column privileges,
+//! functions (there is no stored pg_proc ACL yet) and ALTER DEFAULT PRIVILEGES
+//! are not done (0A000).
+
+use crate::acl::{self, Acl, AclItem, ObjKind, RoleGraph, PUBLIC};
+use ferrogres_datum::errors::{Result, SqlError};
+use crate::roles::RoleRef;
+use crate::rowio::scan_rows;
+use ferrogres_datum::types::Value;
+use ferrogres_engine::engine::Backend;
+use ferrogres_engine::txn::snapshot::Snapshot;
+use pg_query::protobuf as pb;
+use pg_query::NodeEnum;
+
+/// What a GRANT / REVOKE names.
+#[derive(Clone, Debug)]
+pub enum Targets {
+    /// Relations by (schema, name); `seq`: ON SEQUENCE.
+    Rels { names: Vec<(Option<String>, String)>, seq: bool },
+    /// ON ALL TABLES | SEQUENCES IN SCHEMA s, ...
+    AllIn { schemas: Vec<String>, seq: bool },
+    Schemas(Vec<String>),
+    Databases(Vec<String>),
+}
+
+#[derive(Clone, Debug)]
+pub struct GrantCmd {
+    pub is_grant: bool,
+    pub targets: Targets,
+    /// The privileges named, with their names (for 0LP01); `None`: ALL.
+    pub privs: Option<Vec<(u16, String)>>,
+    pub grantees: Vec<RoleRef>,
+    pub grant_option: bool,
+    pub grantor: Option<RoleRef>,
+    pub cascade: bool,
+}
+
+/// ALTER TABLE | VIEW | SEQUENCE | SCHEMA ... OWNER TO role.
+#[derive(Clone, Debug)]
+pub enum OwnerCmd {
+    Rel { schema: Option<String>, name: String, new_owner: RoleRef, missing_ok: bool },
+    Schema { name: String, new_owner: RoleRef },
+}
+
+/// GRANT / REVOKE's statement, analyzed (names are resolved when it runs).
+pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
+    use pb::GrantTargetType as T;
+    use pb::ObjectType as O;
+    let target = T::try_from(s.targtype).unwrap_or(T::Undefined);
+    let objtype = O::try_from(s.objtype).unwrap_or(O::Undefined);
+    if target == T::AclTargetDefaults {
+        return Err(SqlError::not_supported("ALTER DEFAULT PRIVILEGES"));
+    }
+    let names = || -> Vec<String> {
+        s.objects
+            .iter()
+            .filter_map(|o| match &o.node {
+                Some(NodeEnum::String(n)) => Some(n.sval.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let targets = match (target, objtype) {
+        (T::AclTargetAllInSchema, O::ObjectTable | O::ObjectSequence) => Targets::AllIn { schemas: names(), seq: objtype == O::ObjectSequence },
+        (T::AclTargetObject, O::ObjectTable | O::ObjectSequence) => {
+            let mut rels = Vec::new();
+            for o in &s.objects {
+                let Some(NodeEnum::RangeVar(rv)) = &o.node else { return Err(SqlError::not_supported("this GRANT target")) };
+                rels.push(((!rv.schemaname.is_empty()).then(|| rv.schemaname.clone()), rv.relname.clone()));
+            }
+            Targets::Rels { names: rels, seq: objtype == O::ObjectSequence }
+        }
+        (T::AclTargetObject, O::ObjectSchema) => Targets::Schemas(names()),
+        (T::AclTargetObject, O::ObjectDatabase) => Targets::Databases(names()),
+        (_, O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine) => return Err(SqlError::not_supported("GRANT / REVOKE on functions")),
+        _ => return Err(SqlError::not_supported("GRANT / REVOKE on this kind of object")),
+    };
+    let privs = if s.privileges.is_empty() {
+        None
+    } else {
+        let mut out = Vec::new();
+        for p in &s.privileges {
+            let Some(NodeEnum::AccessPriv(ap)) = &p.node else { continue };
+            if !ap.cols.is_empty() {
+                return Err(SqlError::not_supported("column privileges"));
+            }
+            let bit = acl::privilege_bit(&ap.priv_name)
+                .ok_or_else(|| SqlError::new(b"42601", format!("unrecognized privilege type \"{}\"", ap.priv_name)))?;
+            out.push((bit, ap.priv_name.to_ascii_uppercase()));
+        }
+        Some(out)
+    };
+    let mut grantees = Vec::new();
+    for g in &s.grantees {
+        if let Some(NodeEnum::RoleSpec(r)) = &g.node {
+            grantees.push(crate::roles::role_ref(r));
+        }
+    }
+    Ok(GrantCmd {
+        is_grant: s.is_grant,
+        targets,
+        privs,
+        grantees,
+        grant_option: s.grant_option,
+        grantor: s.grantor.as_ref().map(crate::roles::role_ref),
+        cascade: s.behavior == pb::DropBehavior::DropCascade as i32,
+    })
+}
+
+/// One object a GRANT names, with its current owner and ACL.
+struct Object {
+    kind: ObjKind,
+    oid: u32,
+    name: String,
+    owner: u32,
+    acl: Option<Acl>,
+}
+
+fn resolve_role(roles: &RoleGraph, backend: &Backend, r: &RoleRef) -> Result<u32> {
+    match r {
+        RoleRef::Name(n) => roles.oid(n).ok_or_else(|| SqlError::new(b"42704", format!("role \"{n}\" does not exist"))),
+        RoleRef::CurrentUser => Ok(backend.current_user),
+        RoleRef::SessionUser => Ok(backend.session_user),
+        RoleRef::Public => Ok(PUBLIC),
+    }
+}
+
+fn relation_object(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<Object>> {
+    Ok(acl::rel_acl(backend, snap, oid)?.map(|r| Object { kind: r.kind, oid, name: r.name.clone(), owner: r.owner, acl: r.acl.clone() }))
+}
+
+fn objects(backend: &Backend, snap: &Snapshot, roles: &RoleGraph, t: &Targets) -> Result<Vec<Object>> {
+    let mut out = Vec::new();
+    match t {
+        Targets::Rels { names, seq } => {
+            for (schema, name) in names {
+                let shown = match schema {
+                    Some(s) => format!("{s}.{name}"),
+                    None => name.clone(),
+                };
+                let missing = || SqlError::new(b"42P01", format!("relation \"{shown}\" does not exist"));
+                let Some(ns) = crate::namespace::relation_namespace(backend, snap, schema.as_deref(), name)? else { return Err(missing()) };
+                let Some((oid, kind)) = crate::index::find_relation(backend, snap, ns, name)? else { return Err(missing()) };
+                if *seq && kind != "S" {
+                    return Err(SqlError::new(b"42809", format!("\"{name}\" is not a sequence")));
+                }
+                if kind == "i" {
+                    return Err(SqlError::new(b"42809", format!("\"{name}\" is an index")));
+                }
+                out.extend(relation_object(backend, snap, oid)?);
+            }
+        }
+        Targets::AllIn { schemas, seq } => {
+            for s in schemas {
+                let ns = crate::namespace::schema_oid(backend, snap, s)?.ok_or_else(|| SqlError::new(b"3F000", format!("schema \"{s}\" does not exist")))?;
+                let mut rels: Vec<u32> = Vec::new();
+                for (_, row) in scan_rows(backend, &crate::catalog::class_rel(), snap)? {
+                    if let [Value::Oid(oid), _, Value::Oid(relns), _, _, Value::Text(kind), ..] = row.as_slice() {
+                        let wanted = if *seq { kind == "S" } else { kind == "r" || kind == "v" };
+                        if *relns == ns && wanted {
+                            rels.push(*oid);
+                        }
+                    }
+                }
+                rels.sort_unstable();
+                for oid in rels {
+                    out.extend(relation_object(backend, snap, oid)?);
+                }
+            }
+        }
+        Targets::Schemas(names) => {
+            let all = acl::ns_acls(backend, snap)?;
+            for n in names {
+                let ns = all.iter().find(|x| &x.name == n).ok_or_else(|| SqlError::new(b"3F000", format!("schema \"{n}\" does not exist")))?;
+                out.push(Object { kind: ObjKind::Schema, oid: ns.oid, name: ns.name.clone(), owner: ns.owner, acl: ns.acl.clone() });
+            }
+        }
+        Targets::Databases(names) => {
+            let dbs = crate::database::list_rows(backend, snap)?;
+            for n in names {
+                let d = dbs.iter().find(|d| &d.name == n).ok_or_else(|| SqlError::new(b"3D000", format!("database \"{n}\" does not exist")))?;
+                let acl = d.acl.as_deref().and_then(|t| acl::parse_display(t, roles));
+                out.push(Object { kind: ObjKind::Database, oid: d.oid, name: d.name.clone(), owner: d.dba, acl });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// PostgreSQL's select_best_grantor: (grantor, grant options it holds).
+fn best_grantor(roles: &RoleGraph, me: u32, o: &Object) -> (u32, u16) {
+    let all = o.kind.all();
+    if roles.has_privs_of(me, o.owner) || (o.owner == acl::PG_DATABASE_OWNER && roles.has_privs_of(me, roles.db_owner)) {
+        return (o.owner, all);
+    }
+    let acl = o.acl.clone().unwrap_or_else(|| acl::default_acl(o.kind, o.owner));
+    let mut best = (me, 0u16);
+    for r in roles.privs_of(me) {
+        let go: u16 = acl.iter().filter(|i| i.grantee == r).fold(0, |g, i| g | i.goptions);
+        if go.count_ones() > best.1.count_ones() {
+            best = (r, go);
+        }
+    }
+    best
+}
+
+fn warn(out: &mut dyn FnMut(SqlError) -> Result<()>, code: &[u8; 5], text: String) -> Result<()> {
+    let mut w = SqlError::new(code, text);
+    w.severity = ferrogres_datum::errors::Severity::Warning;
+    out(w)
+}
+
+/// Runs GRANT / REVOKE in the session's transaction.
+pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &GrantCmd, notice: &mut dyn FnMut(SqlError) -> Result<()>) -> Result<String> {
+    let tag = if cmd.is_grant { "GRANT" } else { "REVOKE" };
+    let roles = acl::role_graph(backend, snap)?;
+    let me = backend.current_user;
+    if let Some(g) = &cmd.grantor {
+        if resolve_role(&roles, backend, g)? != me {
+            return Err(SqlError::new(b"0A000", "grantor must be current user"));
+        }
+    }
+    let mut grantees = Vec::new();
+    for g in &cmd.grantees {
+        grantees.push(resolve_role(&roles, backend, g)?);
+    }
+    if cmd.is_grant && cmd.grant_option && grantees.contains(&PUBLIC) {
+        return Err(SqlError::new(b"0LP01", "grant options can only be granted to roles"));
+    }
+    for o in objects(backend, snap, &roles, &cmd.targets)? {
+        let all = o.kind.all();
+        let wanted = match &cmd.privs {
+            None => all,
+            Some(list) => {
+                let mut m = 0;
+                for (bit, name) in list {
+                    if bit & all == 0 {
+                        return Err(SqlError::new(b"0LP01", format!("invalid privilege type {name} for {}", o.kind.word())));
+                    }
+                    m |= bit;
+                }
+                m
+            }
+        };
+        let (grantor, avail) = best_grantor(&roles, me, &o);
+        if avail & wanted == 0 && !roles.superuser(me) {
+            let acl_now = o.acl.clone();
+            let (p, g) = acl::privs(&roles, grantor, o.kind, o.owner, acl_now.as_deref(), roles.db_owner);
+            if p | g == 0 {
+                return Err(acl::denied(o.kind, &o.name));
+            }
+        }
+        let this = wanted & avail;
+        let what = if cmd.is_grant { "granted" } else { "revoked" };
+        let verb = if cmd.is_grant { "were" } else { "could be" };
+        let code = if cmd.is_grant { b"01007" } else { b"01006" };
+        if this == 0 {
+            warn(notice, code, format!("no privileges {verb} {what} for \"{}\"", o.name))?;
+        } else if cmd.privs.is_some() && this != wanted {
+            warn(notice, code, format!("not all privileges {verb} {what} for \"{}\"", o.name))?;
+        }
+        let mut acl = o.acl.clone().unwrap_or_else(|| acl::default_acl(o.kind, o.owner));
+        for &g in &grantees {
+            if cmd.is_grant {
+                let go = if cmd.grant_option { this } else { 0 };
+                match acl.iter_mut().find(|i| i.grantee == g && i.grantor == grantor) {
+                    Some(i) => {
+                        i.privs |= this;
+                        i.goptions |= go;
+                    }
+                    None if this != 0 => acl.push(AclItem { grantee: g, grantor, privs: this, goptions: go }),
+                    None => {}
+                }
+            } else {
+                revoke(&mut acl, g, grantor, this, cmd.grant_option, cmd.cascade, o.owner)?;
+            }
+        }
+        store(backend, snap, &o, &acl, &roles)?;
+    }
+    Ok(tag.into())
+}
+
+/// Removes `privs` (or only their grant options) granted by `grantor` to
+/// `grantee`; grants that depended on a grant option lost go too with
+/// `cascade`, else 2BP01.
+fn revoke(acl: &mut Acl, grantee: u32, grantor: u32, privs: u16, only_option: bool, cascade: bool, owner: u32) -> Result<()> {
+    ferrogres_datum::stack_depth::check()?;
+    if let Some(i) = acl.iter_mut().find(|i| i.grantee == grantee && i.grantor == grantor) {
+        if !only_option {
+            i.privs &= !privs;
+        }
+        i.goptions &= !privs;
+    }
+    acl.retain(|i| i.privs != 0);
+    if grantee == PUBLIC || grantee == owner {
+        return Ok(());
+    }
+    // Grant options the grantee still holds from any grantor.
+    let held: u16 = acl.iter().filter(|i| i.grantee == grantee).fold(0, |g, i| g | i.goptions);
+    let lost = privs & !held;
+    if lost == 0 {
+        return Ok(());
+    }
+    let dependents: Vec<u32> = acl.iter().filter(|i| i.grantor == grantee && i.privs & lost != 0).map(|i| i.grantee).collect();
+    if dependents.is_empty() {
+        return Ok(());
+    }
+    if !cascade {
+        return Err(SqlError::new(b"2BP01", "dependent privileges exist").with_hint("Use CASCADE to revoke them too."));
+    }
+    for d in dependents {
+        revoke(acl, d, grantee, lost, false, true, owner)?;
+    }
+    Ok(())
+}
+
+fn store(backend: &mut Backend, snap: &Snapshot, o: &Object, acl: &Acl, roles: &RoleGraph) -> Result<()> {
+    match o.kind {
+        ObjKind::Table | ObjKind::View | ObjKind::Sequence => {
+            let v = acl::to_stored(acl);
+            crate::index::update_class_row(backend, snap, o.oid, &|row: &mut Vec<Value>| {
+                row.resize(acl::RELACL + 1, Value::Null);
+                if row[acl::RELOWNER].is_null() {
+                    row[acl::RELOWNER] = Value::Oid(o.owner);
+                }
+                row[acl::RELACL] = v.clone();
+            })
+        }
+        ObjKind::Schema => update_namespace_row(backend, snap, o.oid, &|row| {
+            row[acl::NSPOWNER] = Value::Oid(o.owner);
+            row[acl::NSPACL] = acl::to_stored(acl);
+        }),
+        ObjKind::Database => crate::database::set_acl(backend, snap, o.oid, Some(acl::display_text(acl, roles))),
+        ObjKind::Function => Err(SqlError::not_supported("GRANT / REVOKE on functions")),
+    }
+}
+
+/// Replaces pg_namespace row `oid` by a version changed by `f`.
+fn update_namespace_row(backend: &mut Backend, snap: &Snapshot, oid: u32, f: &dyn Fn(&mut Vec<Value>)) -> Result<()> {
+    let st = crate::catalog::namespace_rel();
+    let Some((tid, mut row)) = scan_rows(backend, &st, snap)?.into_iter().find(|(_, r)| r[0] == Value::Oid(oid)) else {
+        return Err(SqlError::internal(format!("no pg_namespace row for schema {oid}")));
+    };
+    match crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))? {
+        ferrogres_engine::txn::visibility::TmResult::Ok | ferrogres_engine::txn::visibility::TmResult::SelfModified => {}
+        _ => return Err(SqlError::new(b"40001", "could not serialize access due to concurrent update")),
+    }
+    row.resize(acl::NSPACL + 1, Value::Null);
+    f(&mut row);
+    crate::rowio::insert_row(backend, &st, &row)?;
+    Ok(())
+}
+
+/// The ACL with `old`'s items moved to `new` (PostgreSQL's aclnewowner).
+fn new_owner_acl(acl: &Acl, old: u32, new: u32) -> Acl {
+    let mut out: Acl = Vec::new();
+    for i in acl {
+        let mut i = *i;
+        if i.grantee == old {
+            i.grantee = new;
+        }
+        if i.grantor == old {
+            i.grantor = new;
+        }
+        match out.iter_mut().find(|o| o.grantee == i.grantee && o.grantor == i.grantor) {
+            Some(o) => {
+                o.privs |= i.privs;
+                o.goptions |= i.goptions;
+            }
+            None => out.push(i),
+        }
+    }
+    out
+}
+
+/// ALTER ... OWNER TO: the owner (or a superuser) who is a member of the new
+/// owner, which must have CREATE on the schema (PostgreSQL 15's checks).
+pub fn alter_owner(backend: &mut Backend, snap: &Snapshot, cmd: &OwnerCmd, notice: &mut dyn FnMut(SqlError) -> Result<()>) -> Result<String> {
+    let roles = acl::role_graph(backend, snap)?;
+    let me = backend.current_user;
+    let members = crate::roles::memberships(backend, snap)?;
+    let may_become = |new: u32| roles.superuser(me) || crate::roles::is_member_of(&members, me, new);
+    match cmd {
+        OwnerCmd::Rel { schema, name, new_owner, missing_ok } => {
+            let new = resolve_role(&roles, backend, new_owner)?;
+            let shown = match schema {
+                Some(s) => format!("{s}.{name}"),
+                None => name.clone(),
+            };
+            let ns = crate::namespace::relation_namespace(backend, snap, schema.as_deref(), name)?;
+            let found = match ns {
+                Some(ns) => crate::index::find_relation(backend, snap, ns, name)?,
+                None => None,
+            };
+            let Some((oid, _)) = found else {
+                if *missing_ok {
+                    notice(SqlError::notice(b"00000", format!("relation \"{shown}\" does not exist, skipping")))?;
+                    return Ok("ALTER TABLE".into());
+                }
+                return Err(SqlError::new(b"42P01", format!("relation \"{shown}\" does not exist")));
+            };
+            let Some(rel) = acl::rel_acl(backend, snap, oid)? else { return Err(SqlError::new(b"42P01", format!("relation \"{shown}\" does not exist"))) };
+            if rel.owner == new {
+                return Ok("ALTER TABLE".into());
+            }
+            if !roles.superuser(me) {
+                acl::check_rel_owner(backend, snap, oid)?;
+                if !may_become(new) {
+                    return Err(SqlError::new(b"42501", format!("must be member of role \"{}\"", roles.name(new))));
+                }
+                if acl::ns_privs(backend, snap, new, rel.namespace)? & acl::CREATE == 0 {
+                    let nsname = crate::namespace::namespace_name(backend, snap, rel.namespace)?.unwrap_or_default();
+                    return Err(acl::denied(ObjKind::Schema, &nsname));
+                }
+            }
+            let acl = rel.acl.as_ref().map(|a| acl::to_stored(&new_owner_acl(a, rel.owner, new)));
+            crate::index::update_class_row(backend, snap, oid, &|row: &mut Vec<Value>| {
+                row.resize(acl::RELACL + 1, Value::Null);
+                row[acl::RELOWNER] = Value::Oid(new);
+                if let Some(a) = &acl {
+                    row[acl::RELACL] = a.clone();
+                }
+            })?;
+            Ok("ALTER TABLE".into())
+        }
+        OwnerCmd::Schema { name, new_owner } => {
+            let new = resolve_role(&roles, backend, new_owner)?;
+            let all = acl::ns_acls(backend, snap)?;
+            let ns = all.iter().find(|n| &n.name == name).ok_or_else(|| SqlError::new(b"3F000", format!("schema \"{name}\" does not exist")))?.clone();
+            if ns.owner != new && !roles.superuser(me) {
+                acl::check_schema_owner(backend, snap, ns.oid)?;
+                if !may_become(new) {
+                    return Err(SqlError::new(b"42501", format!("must be member of role \"{}\"", roles.name(new))));
+                }
+                acl::check_database_privilege(backend, snap, acl::CREATE)?;
+            }
+            let acl = ns.acl.as_ref().map(|a| new_owner_acl(a, ns.owner, new));
+            update_namespace_row(backend, snap, ns.oid, &|row| {
+                row[acl::NSPOWNER] = Value::Oid(new);
+                if let Some(a) = &acl {
+                    row[acl::NSPACL] = acl::to_stored(a);
+                }
+            })?;
+            Ok("ALTER SCHEMA".into())
+        }
+    }
+}
+
+/// `ALTER TABLE | VIEW | SEQUENCE t OWNER TO r` (its only subcommand), if `s` is one.
+pub fn owner_change(s: &pb::AlterTableStmt) -> Option<OwnerCmd> {
+    let [cmd] = s.cmds.as_slice() else { return None };
+    let Some(NodeEnum::AlterTableCmd(c)) = &cmd.node else { return None };
+    if c.subtype != pb::AlterTableType::AtChangeOwner as i32 {
+        return None;
+    }
+    let rv = s.relation.as_ref()?;
+    Some(OwnerCmd::Rel {
+        schema: (!rv.schemaname.is_empty()).then(|| rv.schemaname.clone()),
+        name: rv.relname.clone(),
+        new_owner: crate::roles::role_ref(c.newowner.as_ref()?),
+        missing_ok: s.missing_ok,
+    })
+}
+
+/// The privilege checks of DDL (PostgreSQL's: CREATE on the schema for new
+/// relations, ownership of the table for ALTER / index / constraint DDL,
+/// TRUNCATE privilege for TRUNCATE, REFERENCES on a foreign key's parent),
+/// made when the statement runs.
+pub fn check_ddl(backend: &Backend, snap: &Snapshot, stmt: &crate::plan::Statement) -> Result<()> {
+    use crate::constraints::DdlCmd;
+    use crate::index::IndexCmd;
+    use crate::plan::Statement;
+    match stmt {
+        Statement::CreateTable { namespace, .. } => acl::check_create_in(backend, snap, *namespace),
+        Statement::Index(cmd) => match cmd {
+            IndexCmd::CreateTable { namespace, .. } => acl::check_create_in(backend, snap, *namespace),
+            IndexCmd::CreateIndex { table, .. } | IndexCmd::AddConstraints { table, .. } | IndexCmd::Reindex { table: Some(table), .. } => {
+                acl::check_rel_owner(backend, snap, table.oid)
+            }
+            IndexCmd::Truncate { tables } => {
+                let perms: Vec<acl::PermReq> =
+                    tables.iter().map(|t| acl::PermReq { rel: t.oid, privs: acl::TRUNCATE, any: false, check_as: None }).collect();
+                acl::check_perms(backend, snap, &perms)
+            }
+            _ => Ok(()),
+        },
+        Statement::Ddl(cmd) => match &**cmd {
+            DdlCmd::CreateTable { base, extras } => {
+                check_ddl(backend, snap, &Statement::Index(base.clone()))?;
+                // REFERENCES on each referenced table (table level; PostgreSQL
+                // also accepts it on every key column, not stored yet).
+                let perms: Vec<acl::PermReq> =
+                    extras.fkeys.iter().map(|f| acl::PermReq { rel: f.parent, privs: acl::REFERENCES, any: false, check_as: None }).collect();
+                acl::check_perms(backend, snap, &perms)
+            }
+            DdlCmd::AddConstraint { table, fkey, .. } => {
+                acl::check_rel_owner(backend, snap, table.oid)?;
+                if let Some(f) = fkey {
+                    acl::check_perms(backend, snap, &[acl::PermReq { rel: f.parent, privs: acl::REFERENCES, any: false, check_as: None }])?;
+                }
+                Ok(())
+            }
+            DdlCmd::Alter(a) => match a.table_oid {
+                Some(oid) => acl::check_rel_owner(backend, snap, oid),
+                None => Ok(()),
+            },
+            DdlCmd::Seq(crate::sequence::SeqCmd::Create { namespace, .. }) => acl::check_create_in(backend, snap, *namespace),
+            DdlCmd::Seq(crate::sequence::SeqCmd::Alter { oid, .. }) => acl::check_rel_owner(backend, snap, *oid),
+            DdlCmd::View(crate::view::ViewCmd::Create { namespace, .. }) => acl::check_create_in(backend, snap, *namespace),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
