@@ -70,7 +70,7 @@ impl ChecksumKind {
 enum Checksum {
     None,
     Crc(u32),
-    Sha(ring::digest::Context),
+    Sha(Box<ring::digest::Context>),
 }
 
 impl Checksum {
@@ -79,9 +79,9 @@ impl Checksum {
         match kind {
             ChecksumKind::None => Checksum::None,
             ChecksumKind::Crc32c => Checksum::Crc(0),
-            ChecksumKind::Sha256 => Checksum::Sha(Context::new(&SHA256)),
-            ChecksumKind::Sha384 => Checksum::Sha(Context::new(&SHA384)),
-            ChecksumKind::Sha512 => Checksum::Sha(Context::new(&SHA512)),
+            ChecksumKind::Sha256 => Checksum::Sha(Box::new(Context::new(&SHA256))),
+            ChecksumKind::Sha384 => Checksum::Sha(Box::new(Context::new(&SHA384))),
+            ChecksumKind::Sha512 => Checksum::Sha(Box::new(Context::new(&SHA512))),
         }
     }
     fn update(&mut self, b: &[u8]) {
@@ -718,7 +718,7 @@ mod tests {
         assert_eq!(&h[..11], b"global/1262");
         assert_eq!(&h[100..108], b"0000600\0");
         assert_eq!(&h[124..136], b"00000020000\0");
-        assert_eq!(&h[257..265], b"ustar\000");
+        assert_eq!(&h[257..265], b"ustar\x0000");
         let d = tar_header("pg_wal", None, 0, 0o40700, 0, b'5').unwrap();
         assert_eq!(&d[..7], b"pg_wal/");
         assert_eq!(d[156], b'5');

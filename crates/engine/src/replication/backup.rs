@@ -90,7 +90,7 @@ impl Backup {
     /// checkpoint is always immediate. BACKUP METHOD is "streamed", as
     /// PostgreSQL 15 writes for every non-exclusive backup.
     pub fn start(engine: &Arc<Engine>, label: &str, _fast: bool) -> Result<Backup> {
-        if label.len() > 1023 {
+        if label.len() > 1024 {
             return Err(Error::user(SqlState::INVALID_PARAMETER_VALUE, "backup label too long (max 1024 bytes)"));
         }
         engine.wal.force_page_writes_for_backup();
