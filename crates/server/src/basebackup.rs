@@ -167,7 +167,7 @@ impl Options {
                     if n != 0 && !(32..=1_048_576).contains(&n) {
                         return Err(PgError::error(
                             b"22023",
-                            format!("{n} is outside the valid range for parameter \"max_rate\" (32 .. 1048576)"),
+                            format!("{n} is outside the valid range for parameter \"MAX_RATE\" (32 .. 1048576)"),
                         ));
                     }
                     o.max_rate = n as u64 * 1024;
