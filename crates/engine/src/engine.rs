@@ -414,6 +414,18 @@ impl Engine {
         report.redo_end = result.end;
         report.end_reason = result.end_reason;
         self.checkpoint()?;
+        if start.from_backup.is_some() {
+            // Only now: a crash before this point finds the label again and
+            // replays from the backup's checkpoint once more (PostgreSQL renames
+            // it before redo, having put the backup's start into pg_control).
+            use crate::replication::backup::{BACKUP_LABEL, BACKUP_LABEL_OLD};
+            let (from, to) = (self.datadir.join(BACKUP_LABEL), self.datadir.join(BACKUP_LABEL_OLD));
+            std::fs::rename(&from, &to).map_err(|e| Error::io(from.display(), e))?;
+            if self.settings.fsync {
+                crate::wal::control::fsync_dir(&self.datadir)?;
+            }
+            eprintln!("LOG:  consistent recovery state reached at {}", result.end);
+        }
         Ok(())
     }
 

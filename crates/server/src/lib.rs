@@ -10,6 +10,7 @@ pub mod server;
 pub mod tls;
 
 mod auth;
+mod basebackup;
 mod connection;
 mod stream;
 mod walsender;

@@ -56,7 +56,7 @@ pub(crate) enum Command {
     ReadSlot(String),
     StartReplication { slot: Option<String>, start: Lsn, timeline: Option<u32> },
     StartLogical,
-    BaseBackup,
+    BaseBackup(crate::basebackup::Options),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,11 +222,16 @@ impl Parser {
 }
 
 /// A boolean option value as PostgreSQL's defGetBoolean reads it (no value: true).
-fn bool_option(name: &str, v: &Option<String>) -> Result<bool, PgError> {
-    match v.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        None | Some("true" | "on" | "1") => Ok(true),
-        Some("false" | "off" | "0") => Ok(false),
-        Some(_) => Err(PgError::error(b"22023", format!("{name} requires a Boolean value"))),
+pub(crate) fn bool_option(name: &str, v: &Option<String>) -> Result<bool, PgError> {
+    // PostgreSQL's parse_bool: any prefix of true/false/yes/no, on, off, 1, 0.
+    let Some(v) = v.as_deref().map(str::to_ascii_lowercase) else { return Ok(true) };
+    let prefix_of = |w: &str| !v.is_empty() && w.starts_with(v.as_str());
+    if prefix_of("true") || prefix_of("yes") || v == "on" || v == "1" {
+        Ok(true)
+    } else if prefix_of("false") || prefix_of("no") || (v.len() >= 2 && "off".starts_with(v.as_str())) || v == "0" {
+        Ok(false)
+    } else {
+        Err(PgError::error(b"22023", format!("{name} requires a Boolean value")))
     }
 }
 
@@ -320,10 +325,7 @@ pub(crate) fn parse(sql: &str) -> Result<Option<Command>, PgError> {
             };
             Command::StartReplication { slot, start, timeline }
         }
-        "base_backup" => {
-            p.pos = p.toks.len();
-            Command::BaseBackup
-        }
+        "base_backup" => Command::BaseBackup(crate::basebackup::Options::parse(p.options()?)?),
         _ => return Ok(None),
     };
     p.end()?;
@@ -443,8 +445,10 @@ impl WalSender {
             Command::StartReplication { slot, start, timeline } => {
                 self.start_replication(io, slot, start, timeline, session, interrupts)?;
             }
-            Command::BaseBackup => {
-                return Err(PgError::error(b"0A000", "BASE_BACKUP is not supported by ferrogres yet"));
+            Command::BaseBackup(opts) => {
+                crate::basebackup::base_backup(&self.engine, io, opts, self.pid, interrupts)?;
+                let mut sink = WireSink { io, in_execute: false };
+                sink.command_complete("BASE_BACKUP")?;
             }
         }
         Ok(true)

@@ -258,11 +258,16 @@ pub struct SeqSession {
     engine: Arc<Engine>,
     currvals: HashMap<u32, i64>,
     last: Option<(u32, String)>,
+    /// The session's non-exclusive backup between pg_backup_start and
+    /// pg_backup_stop (PostgreSQL keeps it per session too); dropped with the
+    /// session, which aborts it. It lives here because this is the session
+    /// state that functions reach (`Env::seq_ctx`).
+    backup: Option<ferrogres_engine::replication::backup::Backup>,
 }
 
 impl SeqSession {
     pub fn new(engine: Arc<Engine>) -> SeqSession {
-        SeqSession { engine, currvals: HashMap::new(), last: None }
+        SeqSession { engine, currvals: HashMap::new(), last: None, backup: None }
     }
 
     /// DISCARD SEQUENCES: currval and lastval are undefined again.
@@ -274,6 +279,31 @@ impl SeqSession {
     /// The engine of the session (for functions that read engine state: `crate::walstat`).
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    /// pg_backup_start(label, fast): starts the session's non-exclusive
+    /// backup; its start LSN.
+    pub fn start_backup(&mut self, label: &str, fast: bool) -> Result<u64> {
+        if self.backup.is_some() {
+            return Err(SqlError::new(b"55000", "a backup is already in progress in this session"));
+        }
+        if label.len() > 1024 {
+            return Err(SqlError::new(b"22023", "backup label too long (max 1024 bytes)"));
+        }
+        let b = ferrogres_engine::replication::backup::Backup::start(&self.engine, label, fast)?;
+        let start = b.start.0;
+        self.backup = Some(b);
+        Ok(start)
+    }
+
+    /// pg_backup_stop(): ends the session's backup: (end LSN, label file).
+    pub fn stop_backup(&mut self) -> Result<(u64, String)> {
+        let Some(b) = self.backup.as_ref() else {
+            return Err(SqlError::new(b"55000", "backup is not in progress").with_hint("Did you call pg_backup_start()?"));
+        };
+        let end = b.stop()?;
+        let label = self.backup.take().map(|b| b.label_file.clone()).unwrap_or_default();
+        Ok((end.0, label))
     }
 }
 

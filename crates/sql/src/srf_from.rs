@@ -45,14 +45,16 @@ pub enum Call {
     Subscripts { arr: usize, dim: usize, reverse: Option<usize> },
     /// regexp_split_to_table(text, pattern [, flags]).
     Split { s: usize, pattern: usize, flags: Option<usize> },
+    /// pg_backup_stop([wait_for_archive]): one row (lsn, labelfile, spcmapfile).
+    BackupStop,
 }
 
 impl Call {
     fn width(&self) -> usize {
-        if matches!(self, Call::Each { .. }) {
-            2
-        } else {
-            1
+        match self {
+            Call::Each { .. } => 2,
+            Call::BackupStop => 3,
+            _ => 1,
         }
     }
 }
@@ -223,6 +225,16 @@ pub(crate) fn range_function(
                 scan.calls.push(Call::Subscripts { arr: base, dim: base + 1, reverse: (n == 3).then_some(base + 2) });
                 cols.push(("generate_subscripts".into(), Type::Int4, false));
             }
+            "pg_backup_stop" if args.len() <= 1 => {
+                // wait_for_archive: accepted (there is no archiving yet).
+                for e in args {
+                    scan.args.push(a.coerce(e, Type::Bool, CastContext::Implicit, f.location)?);
+                }
+                scan.calls.push(Call::BackupStop);
+                cols.push(("lsn".into(), Type::PgLsn, true));
+                cols.push(("labelfile".into(), Type::Text, true));
+                cols.push(("spcmapfile".into(), Type::Text, true));
+            }
             "regexp_split_to_table" if args.len() == 2 || args.len() == 3 => {
                 if args.iter().any(|e| !matches!(e.ty(), Type::Text | Type::Unknown | Type::Varchar | Type::Bpchar | Type::Name)) {
                     return Err(not_exist(a, &name, &args, f.location));
@@ -358,6 +370,11 @@ fn call_rows(c: &Call, v: &[Value], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
             out
         }
         Call::Each { jsonb, text, arg } => each(&v[*arg], *jsonb, *text)?,
+        Call::BackupStop => {
+            let ss = ctx.env.seq_ctx().ok_or_else(|| SqlError::not_supported("pg_backup_stop outside a session"))?;
+            let (lsn, label) = ss.stop_backup()?;
+            vec![vec![Value::PgLsn(lsn), Value::Text(label), Value::Text(String::new())]]
+        }
         Call::Unnest(i) => match &v[*i] {
             Value::Array(arr) => one(arr.items.clone()),
             _ => vec![],

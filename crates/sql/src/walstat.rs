@@ -45,6 +45,11 @@ pub enum WalFunc {
     WalfileName,
     IsInRecovery,
     StatResetShared,
+    /// pg_backup_start(label [, fast]).
+    BackupStart,
+    /// pg_backup_stop([wait_for_archive]) in an expression: its record as
+    /// text (in FROM it has its columns: `crate::srf_from`).
+    BackupStop,
 }
 
 /// The function `name` with `nargs` arguments, if it is one of these:
@@ -57,6 +62,10 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(WalFunc, &'static [Type]
         ("pg_walfile_name", 1) => (WalFunc::WalfileName, &[Type::PgLsn], Type::Text),
         ("pg_is_in_recovery", 0) => (WalFunc::IsInRecovery, &[], Type::Bool),
         ("pg_stat_reset_shared", 1) => (WalFunc::StatResetShared, &[Type::Text], Type::Void),
+        ("pg_backup_start", 1) => (WalFunc::BackupStart, &[Type::Text], Type::PgLsn),
+        ("pg_backup_start", 2) => (WalFunc::BackupStart, &[Type::Text, Type::Bool], Type::PgLsn),
+        ("pg_backup_stop", 0) => (WalFunc::BackupStop, &[], Type::Text),
+        ("pg_backup_stop", 1) => (WalFunc::BackupStop, &[Type::Bool], Type::Text),
         _ => return None,
     })
 }
@@ -81,6 +90,18 @@ pub fn call(f: WalFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resul
             ref v => return Err(SqlError::internal(format!("pg_walfile_name of {v:?}"))),
         },
         WalFunc::IsInRecovery => Value::Bool(false),
+        WalFunc::BackupStart => {
+            let (Value::Text(label), fast) = (&vals[0], matches!(vals.get(1), Some(Value::Bool(true)))) else {
+                return Err(SqlError::internal("pg_backup_start without a text label"));
+            };
+            let ss = env.seq_ctx().ok_or_else(|| SqlError::not_supported("pg_backup_start outside a session"))?;
+            Value::PgLsn(ss.start_backup(label, fast)?)
+        }
+        WalFunc::BackupStop => {
+            let ss = env.seq_ctx().ok_or_else(|| SqlError::not_supported("pg_backup_stop outside a session"))?;
+            let (lsn, label) = ss.stop_backup()?;
+            Value::Text(format!("({},{},\"\")", ferrogres_datum::pg_lsn::output(lsn), record_field(&label)))
+        }
         WalFunc::StatResetShared => {
             let Value::Text(target) = &vals[0] else { return Err(SqlError::internal("pg_stat_reset_shared without text")) };
             match target.as_str() {
@@ -95,6 +116,24 @@ pub fn call(f: WalFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resul
             Value::Null
         }
     })
+}
+
+/// A text field of a record's output (PostgreSQL's record_out): quoted when it
+/// is empty or holds a delimiter, quote, backslash or space, with `"` and `\`
+/// doubled.
+fn record_field(s: &str) -> String {
+    if !s.is_empty() && !s.chars().any(|c| matches!(c, ',' | '(' | ')' | '"' | '\\') || c.is_whitespace()) {
+        return s.to_string();
+    }
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            o.push(c);
+        }
+        o.push(c);
+    }
+    o.push('"');
+    o
 }
 
 /// pg_walfile_name: the segment holding the byte just before `lsn`.

@@ -1,9 +1,11 @@
 #![doc = include_str!("README.md")]
 //!
-//! Files: [`slot`] (physical replication slots: creation, drop, persistence,
+//! Files: [`backup`] (online backups: start, stop, `backup_label`), [`slot`] (physical replication slots: creation, drop, persistence,
 //! the WAL they hold back), [`walsnd`] (what each streaming walsender reports,
 //! for pg_stat_replication).
 
+#[cfg(not(loom))]
+pub mod backup;
 #[cfg(not(loom))]
 pub mod slot;
 #[cfg(not(loom))]

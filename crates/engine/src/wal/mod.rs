@@ -33,7 +33,7 @@ pub use reader::WalReader;
 #[cfg(not(loom))]
 pub use record::{
     regbuf, restore_full_page_image, BlockImage, CheckpointInfo, CheckpointRecord, DecodedBlock, DecodedRecord,
-    RecordBuilder, RmgrId, XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN,
+    RecordBuilder, RmgrId, XLOG_BACKUP_END, XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN,
 };
 #[cfg(not(loom))]
 pub use xlog::{RecoveryResult, RecoveryStart, Wal, WalOptions, WalStats};

@@ -452,6 +452,10 @@ pub fn restore_full_page_image(block: &DecodedBlock) -> Option<[u8; BLCKSZ]> {
 /// Checkpoint record info codes (rmgr Xlog).
 pub const XLOG_CHECKPOINT_SHUTDOWN: u8 = 0x00;
 pub const XLOG_CHECKPOINT_ONLINE: u8 = 0x10;
+/// End of an online backup (PostgreSQL's XLOG_BACKUP_END): main data is the
+/// backup's start LSN (u64 LE). Recovery from that backup is consistent once it
+/// has replayed this record.
+pub const XLOG_BACKUP_END: u8 = 0x50;
 
 /// What other layers put into a checkpoint (and the control file): the transaction
 /// layer's counters. Extend by appending fields (the encoding has room: readers accept

@@ -356,6 +356,8 @@ pub struct RecoveryStart {
     pub checkpoint: Lsn,
     /// Where redo starts.
     pub redo: Lsn,
+    /// Recovery of a restored online backup (`backup_label`): its start LSN.
+    pub from_backup: Option<Lsn>,
     /// The checkpoint's contents (the transaction layer's counters).
     pub checkpoint_record: CheckpointRecord,
 }
@@ -368,6 +370,16 @@ pub struct RecoveryResult {
     pub end: Lsn,
     /// Why reading stopped.
     pub end_reason: String,
+}
+
+/// The online backups in progress (`Wal::backups`).
+#[derive(Default)]
+struct BackupsRunning {
+    /// Backups that forced full-page images (every running one): `starts.len()
+    /// <= forcing`.
+    forcing: u32,
+    /// The start (redo pointer) of each registered backup.
+    starts: Vec<Lsn>,
 }
 
 /// The write-ahead log of one cluster.
@@ -422,6 +434,18 @@ pub struct Wal {
     /// its segment and every later one. Written by the slot manager only (under its
     /// own mutex, or under `ckpt_lock` through `reserve_wal`); read at removal.
     pub(crate) keep_floor: AtomicU64,
+    /// The online backups in progress (`crate::replication::backup`): each one's
+    /// start (its checkpoint's redo pointer). A checkpoint keeps every segment
+    /// from the oldest one's on; while the list is not empty every page's first
+    /// change after the redo pointer logs a full-page image whatever
+    /// full_page_writes says (PostgreSQL's forcePageWrites). Changed only while
+    /// holding every insertion slot (as `full_page_writes`) and `ckpt_lock`.
+    backups: Mutex<BackupsRunning>,
+    /// Set by `open` on a restored backup (`backup_label`): the backup's start,
+    /// whose XLOG_BACKUP_END record `recover` must reach.
+    backup_recovery: Mutex<Option<Lsn>>,
+    /// `backups.forcing > 0`, read by inserters (written under every slot).
+    force_page_writes: AtomicBool,
     ckpt: Mutex<CheckpointTrack>,
     siblings: RwLock<Option<Arc<dyn Fn() -> usize + Send + Sync>>>,
     /// Number of threads taking all insertion slots (checkpoint start). While > 0,
@@ -513,6 +537,9 @@ impl Wal {
             control: Mutex::new(control),
             ckpt_lock: Mutex::new(()),
             keep_floor: AtomicU64::new(0),
+            backups: Mutex::new(BackupsRunning::default()),
+            backup_recovery: Mutex::new(None),
+            force_page_writes: AtomicBool::new(false),
             ckpt: Mutex::new(CheckpointTrack {
                 last_time: Instant::now(),
                 last_redo: control.redo,
@@ -583,11 +610,20 @@ impl Wal {
     /// cluster was shut down cleanly the WAL is ready for insertion; otherwise
     /// `recover` must run first.
     pub fn open_with(datadir: &Path, opts: WalOptions) -> Result<(Wal, RecoveryStart)> {
-        let control = ControlFile::read(datadir)?;
+        let mut control = ControlFile::read(datadir)?;
         if control.wal_page_size as u64 != PS || control.block_size as usize != BLCKSZ {
             return Err(Error::corrupt("control file: page sizes do not match this build"));
         }
+        // A data directory restored from an online backup: redo starts at the
+        // backup's checkpoint, whatever the (later) copied control file says.
+        let backup = crate::replication::backup::BackupLabel::read(datadir)?;
+        if let Some(b) = &backup {
+            control.checkpoint = b.checkpoint;
+            control.redo = b.start;
+            control.state = DbState::InCrashRecovery;
+        }
         let wal = Wal::new_internal(datadir, opts, control);
+        *lock(&wal.backup_recovery) = backup.as_ref().map(|b| b.start);
         // Leftovers of segment creation interrupted by a crash.
         if let Ok(rd) = fs::read_dir(&wal.wal_dir) {
             for e in rd.flatten() {
@@ -613,7 +649,8 @@ impl Wal {
             && ck.redo == rec.lsn
             && rd.next_record()?.is_none();
         let start = RecoveryStart {
-            needed: !clean,
+            needed: !clean || backup.is_some(),
+            from_backup: backup.map(|b| b.start),
             state: control.state,
             checkpoint: control.checkpoint,
             redo: ck.redo,
@@ -624,7 +661,7 @@ impl Wal {
             t.last_redo = ck.redo;
             t.last_end = Lsn(align_record(rec.end.0));
         }
-        if clean {
+        if !start.needed {
             wal.position_at(Lsn(align_record(rec.end.0)), rec.lsn)?;
             wal.set_state(RunState::Production);
             let mut c = lock(&wal.control);
@@ -657,11 +694,29 @@ impl Wal {
         };
         let mut rd = WalReader::new(&self.wal_dir, self.seg_size, redo, None);
         let mut n = 0;
+        let backup_start = *lock(&self.backup_recovery);
+        let mut backup_end = None;
         while let Some(rec) = rd.next_record()? {
             redo_fn(&rec, rec.end)?;
             n += 1;
+            if rec.rmgr == RmgrId::Xlog
+                && rec.info == XLOG_BACKUP_END
+                && backup_start.is_some_and(|s| rec.main_data.get(..8) == Some(&s.0.to_le_bytes()[..]))
+            {
+                backup_end = Some(rec.end);
+            }
         }
         let end = rd.end_of_valid();
+        if backup_start.is_some() && backup_end.is_none() {
+            // PostgreSQL's FATAL: the copied pages may be torn or newer than
+            // the WAL; only the WAL up to the backup's end makes them consistent.
+            return Err(Error::User {
+                code: SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                message: "WAL ends before end of online backup".into(),
+                detail: None,
+                hint: Some("All WAL generated while online backup was taken must be available at recovery.".into()),
+            });
+        }
         if end <= ckpt {
             return Err(Error::corrupt(format!(
                 "WAL ends at {end} before the checkpoint record at {ckpt}: {}",
@@ -771,13 +826,13 @@ impl Wal {
         self.check_usable()?;
         loop {
             let redo = Lsn(self.redo_ptr.load(Ordering::Acquire));
-            let fpw = self.full_page_writes.load(Ordering::Acquire);
+            let fpw = self.page_writes_forced_or_on();
             let mut a = rec.assemble(redo, fpw)?;
             let slot = self.acquire_slot();
             // A checkpoint may have started since we assembled: if a page now needs an
             // image it did not get, assemble again (PostgreSQL does the same).
             let redo2 = Lsn(self.redo_ptr.load(Ordering::Acquire));
-            let fpw2 = self.full_page_writes.load(Ordering::Acquire);
+            let fpw2 = self.page_writes_forced_or_on();
             if (redo2 != redo || fpw2 != fpw) && rec.image_mask(redo2, fpw2) & !a.image_mask != 0 {
                 drop(slot);
                 continue;
@@ -1288,6 +1343,57 @@ impl Wal {
         self.full_page_writes.load(Ordering::Acquire)
     }
 
+    /// Whether a block reference logs an image when its page's LSN is <= the redo
+    /// pointer: full_page_writes, or an online backup in progress.
+    fn page_writes_forced_or_on(&self) -> bool {
+        self.full_page_writes.load(Ordering::Acquire) || self.force_page_writes.load(Ordering::Acquire)
+    }
+
+    /// Registers an online backup (step 1 of `replication::backup`): from now
+    /// on full-page images are logged whatever full_page_writes says. Takes
+    /// every insertion slot, so no record reserved after this was assembled
+    /// without the images (an inserter re-checks under its slot).
+    pub fn force_page_writes_for_backup(&self) {
+        let _ck = lock(&self.ckpt_lock);
+        let guards = self.lock_all_slots();
+        lock(&self.backups).forcing += 1;
+        self.force_page_writes.store(true, Ordering::Release);
+        drop(guards);
+    }
+
+    /// Step 3 of a backup start, after its checkpoint: under the checkpoint lock,
+    /// reads the last checkpoint (record LSN, redo pointer) from the control file
+    /// and records the redo pointer as a running backup's start, so no checkpoint
+    /// removes a segment from its segment on until `end_backup(start)`. Returns
+    /// (checkpoint, redo).
+    pub fn register_backup(&self) -> (Lsn, Lsn) {
+        let _ck = lock(&self.ckpt_lock);
+        let (ckpt, redo) = {
+            let c = lock(&self.control);
+            (c.checkpoint, c.redo)
+        };
+        lock(&self.backups).starts.push(redo);
+        (ckpt, redo)
+    }
+
+    /// Ends a backup registered with `register_backup` (or only forced with
+    /// `force_page_writes_for_backup`, `start = None`): its WAL is no longer
+    /// held, and images are no longer forced once no backup runs.
+    pub fn end_backup(&self, start: Option<Lsn>) {
+        let _ck = lock(&self.ckpt_lock);
+        let guards = self.lock_all_slots();
+        let mut b = lock(&self.backups);
+        if let Some(start) = start {
+            if let Some(i) = b.starts.iter().position(|l| *l == start) {
+                b.starts.remove(i);
+            }
+        }
+        b.forcing = b.forcing.saturating_sub(1);
+        self.force_page_writes.store(b.forcing > 0, Ordering::Release);
+        drop(b);
+        drop(guards);
+    }
+
     /// Changes full_page_writes (takes every insertion slot, like a checkpoint start).
     pub fn set_full_page_writes(&self, on: bool) {
         let guards = self.lock_all_slots();
@@ -1505,6 +1611,9 @@ impl Wal {
     fn remove_old_segments(&self, keep_from: u64) -> Result<()> {
         let floor = self.keep_floor.load(Ordering::SeqCst);
         let mut keep_from = if floor > 0 { keep_from.min(segno(floor, self.seg_size)) } else { keep_from };
+        if let Some(b) = lock(&self.backups).starts.iter().min() {
+            keep_from = keep_from.min(segno(b.0, self.seg_size));
+        }
         if self.opts.wal_keep_size > 0 {
             let pos = self.insert_position().0;
             keep_from = keep_from.min(segno(pos.saturating_sub(self.opts.wal_keep_size), self.seg_size));
