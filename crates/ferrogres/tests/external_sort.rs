@@ -7,33 +7,11 @@
 //! a stated bound with the default work_mem.
 
 mod common;
-use common::server::Server;
-use std::path::Path;
+use common::server::{ok_after_sets as ok, temp_files, Server};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const ROWS: i64 = 20_000;
-
-/// Runs `sql` (one simple-query string: SET commands, then one query) and returns
-/// the last statement's rows; any error fails the test.
-fn ok(srv: &Server, sql: &str) -> String {
-    let (out, err) = srv.sql(sql);
-    assert_eq!(err, "", "{sql}");
-    // psql 15 prints every statement's result: drop the SETs' tags.
-    let mut rest = out.as_str();
-    while let Some(r) = rest.strip_prefix("SET\n") {
-        rest = r;
-    }
-    rest.to_string()
-}
-
-/// The files in `base/pgsql_tmp` of the data directory the test server made in `dir`.
-fn temp_files(dir: &Path) -> Vec<String> {
-    match std::fs::read_dir(dir.join("data/base/pgsql_tmp")) {
-        Ok(d) => d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
-        Err(_) => Vec::new(),
-    }
-}
 
 /// The table's columns as the INSERT below computes them, for row `g`.
 struct Row {

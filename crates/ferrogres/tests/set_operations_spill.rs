@@ -5,26 +5,8 @@
 //! no temporary file is left.
 
 mod common;
-use common::server::Server;
+use common::server::{ok_after_sets as ok, temp_files, Server};
 use std::collections::HashMap;
-use std::path::Path;
-
-fn ok(srv: &Server, sql: &str) -> String {
-    let (out, err) = srv.sql(sql);
-    assert_eq!(err, "", "{sql}");
-    let mut rest = out.as_str();
-    while let Some(r) = rest.strip_prefix("SET\n") {
-        rest = r;
-    }
-    rest.to_string()
-}
-
-fn temp_files(dir: &Path) -> Vec<String> {
-    match std::fs::read_dir(dir.join("data/base/pgsql_tmp")) {
-        Ok(d) => d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
-        Err(_) => Vec::new(),
-    }
-}
 
 /// s1's row g: (x, t); x NULL every 101st row.
 fn s1(g: i64) -> (Option<i64>, String) {

@@ -58,7 +58,7 @@
 
 use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, Ctx, RowIter, Ticker};
-use crate::join::{Join, JoinKind};
+use crate::join::{passes, Join, JoinKind};
 use crate::plan::{Expr, Source};
 use crate::sort::{read_row, row_mem, SortMem, Spill};
 use crate::subquery::{columns_read, map_columns};
@@ -144,15 +144,6 @@ fn eval_key(exprs: &[Expr], row: &[Value], ctx: &mut Ctx) -> Result<Option<Vec<V
     Ok(Some(k))
 }
 
-fn passes(cond: &Option<Expr>, row: &[Value], ctx: &mut Ctx) -> Result<bool> {
-    Ok(match cond {
-        Some(c) => {
-            let params = ctx.params;
-            eval_pure(c, row, params, &[], ctx)? == Value::Bool(true)
-        }
-        None => true,
-    })
-}
 
 fn concat(l: &[Value], r: &[Value]) -> Vec<Value> {
     let mut row = Vec::with_capacity(l.len() + r.len());

@@ -143,7 +143,8 @@ fn concat(l: &[Value], r: &[Value]) -> Vec<Value> {
     row
 }
 
-fn passes(cond: &Option<Expr>, row: &[Value], ctx: &mut Ctx) -> Result<bool> {
+/// Whether a join condition (none: always) is true for `row`.
+pub(crate) fn passes(cond: &Option<Expr>, row: &[Value], ctx: &mut Ctx) -> Result<bool> {
     Ok(match cond {
         Some(c) => {
             let params = ctx.params;

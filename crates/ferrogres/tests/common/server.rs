@@ -271,3 +271,24 @@ pub fn running_as_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// Runs `sql` (one simple-query string: SET commands, then one query) with
+/// psql and returns the last statement's rows; any error fails the test.
+pub fn ok_after_sets(srv: &Server, sql: &str) -> String {
+    let (out, err) = srv.sql(sql);
+    assert_eq!(err, "", "{sql}");
+    // psql 15 prints every statement's result: drop the SETs' tags.
+    let mut rest = out.as_str();
+    while let Some(r) = rest.strip_prefix("SET\n") {
+        rest = r;
+    }
+    rest.to_string()
+}
+
+/// The files in `base/pgsql_tmp` of the data directory a test server made in `dir`.
+pub fn temp_files(dir: &Path) -> Vec<String> {
+    match std::fs::read_dir(dir.join("data/base/pgsql_tmp")) {
+        Ok(d) => d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
