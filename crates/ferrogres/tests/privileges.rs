@@ -54,6 +54,40 @@ fn revoke_from_another_session_fails_the_kept_plan() {
     assert!(stderr.contains("ERROR:  permission denied for table t"), "{stderr}");
 }
 
+/// EXPLAIN [ANALYZE] EXECUTE checks the prepared statement's privileges as
+/// EXECUTE does (PostgreSQL checks them at executor start, which EXPLAIN
+/// reaches too): after a REVOKE both fail with 42501, after the GRANT both run.
+#[test]
+fn explain_execute_checks_the_prepared_statements_privileges() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    srv.sql_ok("CREATE ROLE bob; CREATE TABLE s (a int); INSERT INTO s VALUES (1); GRANT SELECT ON s TO bob;");
+    let script = [
+        "SET ROLE bob",
+        "PREPARE q AS SELECT a FROM s",
+        "RESET ROLE",
+        "REVOKE SELECT ON s FROM bob",
+        "SET ROLE bob",
+        "EXPLAIN (COSTS OFF) EXECUTE q",
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE q",
+        "EXECUTE q",
+        "RESET ROLE",
+        "GRANT SELECT ON s TO bob",
+        "SET ROLE bob",
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE q",
+    ];
+    let mut cmd = srv.psql_cmd();
+    cmd.args(["-At", "-v", "ON_ERROR_STOP=0"]);
+    for st in script {
+        cmd.args(["-c", st]);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("ERROR:  permission denied for table s").count(), 3, "{stderr}");
+    assert!(stdout.contains("Seq Scan on s (actual rows=1 loops=1)"), "{stdout}\n{stderr}");
+}
+
 fn port_of(srv: &Server) -> String {
     // The socket is .s.PGSQL.<port>.
     srv.socket_path().file_name().unwrap().to_string_lossy().rsplit('.').next().unwrap().to_string()
