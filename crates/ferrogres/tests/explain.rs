@@ -190,6 +190,8 @@ fn structured_formats_match_postgresql_15() {
         "EXPLAIN (FORMAT JSON, ANALYZE) SELECT * FROM t WHERE a > 990 AND b <> '995'",
         "EXPLAIN (FORMAT JSON, SUMMARY) SELECT 1",
         "EXPLAIN (FORMAT JSON) INSERT INTO u VALUES (1, 2)",
+        "EXPLAIN (FORMAT JSON) SELECT a, count(*) FROM u GROUP BY a",
+        "EXPLAIN (FORMAT JSON, COSTS OFF) SELECT a, count(*) FROM u GROUP BY a",
     ] {
         let ours = mask(&run(&mut srv.psql_cmd(), q));
         let theirs = mask(&run(&mut pg.cmd("psql"), q));

@@ -375,7 +375,8 @@ fn node_props(n: &Node, o: &Options, relationship: Option<(&str, Option<&str>)>)
         }
     }
     match p.iter().find_map(|(k, v)| if k == "Strategy" { Some(v) } else { None }) {
-        Some(V::Str(st)) if st == "Hashed" && h.node_type == "Aggregate" => p.push(("Planned Partitions".into(), raw(0))),
+        // A cost-model figure: PostgreSQL omits it with COSTS OFF.
+        Some(V::Str(st)) if st == "Hashed" && h.node_type == "Aggregate" && o.costs => p.push(("Planned Partitions".into(), raw(0))),
         _ => {}
     }
     if h.node_type == "Append" {
