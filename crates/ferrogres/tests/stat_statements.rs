@@ -57,7 +57,12 @@ fn calls_rows_and_one_entry_per_shape() {
     // The seq scan read the table's buffers.
     assert!(num(&mut c, "SELECT shared_blks_hit + shared_blks_read FROM pg_stat_statements WHERE query = 'SELECT * FROM t WHERE a < $1'") >= 3.0);
     // One query id for the shape, the one EXPLAIN VERBOSE prints.
+    // (compute_query_id = on: under the default auto, EXPLAIN VERBOSE prints
+    // what a stock PostgreSQL 15 prints, without the id.)
     let id = c.q("SELECT queryid FROM pg_stat_statements WHERE query = 'SELECT * FROM t WHERE a < $1'").one();
+    let plan = rows(&mut c, "EXPLAIN VERBOSE SELECT * FROM t WHERE a < 77");
+    assert!(!plan.iter().any(|l| l[0].starts_with("Query Identifier")), "{plan:?}");
+    ok(&c.q("SET compute_query_id = on"));
     let plan = rows(&mut c, "EXPLAIN VERBOSE SELECT * FROM t WHERE a < 77");
     assert_eq!(plan.last().unwrap()[0], format!("Query Identifier: {id}"), "{plan:?}");
     // A different shape has a different id.

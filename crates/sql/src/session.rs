@@ -404,8 +404,10 @@ struct HotSettings {
     track_statements: bool,
     /// pg_stat_statements.track_utility.
     track_utility: bool,
-    /// compute_query_id = regress: ids are computed but EXPLAIN does not show them.
-    query_id_regress: bool,
+    /// compute_query_id = auto or regress: ids are computed but EXPLAIN
+    /// VERBOSE does not show them, so its output is a stock PostgreSQL 15's
+    /// (whose auto computes none without pg_stat_statements); `on` shows them.
+    query_id_hidden: bool,
 }
 
 pub struct Session {
@@ -584,7 +586,7 @@ impl Session {
             compute_query_id: !self.env.get("compute_query_id").is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "off" | "false" | "no" | "0")),
             track_statements: !self.env.get("pg_stat_statements.track").is_ok_and(|v| v.eq_ignore_ascii_case("none")),
             track_utility: self.env.get("pg_stat_statements.track_utility").map_or(true, |v| v == "on"),
-            query_id_regress: self.env.get("compute_query_id").is_ok_and(|v| v.eq_ignore_ascii_case("regress")),
+            query_id_hidden: self.env.get("compute_query_id").map_or(true, |v| v.eq_ignore_ascii_case("regress") || v.eq_ignore_ascii_case("auto")),
         };
         self.hot_settings.set(h);
         h
@@ -610,7 +612,7 @@ impl Session {
     /// pg_stat_activity.query_id (and the wait sampler's queryid): the
     /// statement about to run.
     fn report_query_id(&mut self, ident: Option<&crate::queryid::QueryIdent>) {
-        self.explained_query_id = ident.and_then(|i| i.explained).filter(|_| !self.cached_settings().query_id_regress);
+        self.explained_query_id = ident.and_then(|i| i.explained).filter(|_| !self.cached_settings().query_id_hidden);
         if let Some(slot) = self.backend.engine().activity.slot(self.backend.id()) {
             slot.set_query_id(ident.map_or(0, |i| i.id));
         }
