@@ -15,6 +15,10 @@ pub const BLCKSZ: usize = 8192;
 /// Size of a WAL segment file in bytes (PostgreSQL's default wal_segment_size).
 pub const WAL_SEGMENT_SIZE: u64 = 16 * 1024 * 1024;
 
+/// `pg_stat_statements.max`'s default, PostgreSQL's (the table is
+/// `pgstat::statements`, which loom builds leave out).
+pub const PG_STAT_STATEMENTS_MAX_DEFAULT: usize = 5000;
+
 /// Engine settings. Field names are PostgreSQL's setting names.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -121,7 +125,7 @@ impl Default for Settings {
             deadlock_timeout_ms: 1000,
             log_lock_waits: false,
             wait_sampling_period_ms: 10,
-            pg_stat_statements_max: crate::pgstat::statements::DEFAULT_MAX,
+            pg_stat_statements_max: PG_STAT_STATEMENTS_MAX_DEFAULT,
             lock_timeout_ms: 0,
             vacuum_freeze_min_age: 50_000_000,
             autovacuum: true,

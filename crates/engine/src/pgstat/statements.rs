@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, RwLock};
 pub const PARTITIONS: usize = 32;
 
 /// pg_stat_statements.max's default and minimum (PostgreSQL's).
-pub const DEFAULT_MAX: usize = 5000;
+pub const DEFAULT_MAX: usize = crate::config::PG_STAT_STATEMENTS_MAX_DEFAULT;
 pub const MIN_MAX: usize = 100;
 
 /// Eviction removes this percentage of the entries (at least [`MIN_VICTIMS`]),
