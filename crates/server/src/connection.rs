@@ -684,9 +684,11 @@ impl Connection {
             // one; either one ends the connection with its FATAL.
             // Only after ReadyForQuery, as PostgreSQL arms these timers.
             let idle = if self.at_ready { self.session.idle_timeouts() } else { Default::default() };
-            let (mut timeout, err) = match self.session.transaction_status() {
-                TransactionStatus::Idle => (idle.session, PgError::idle_session_timeout()),
-                _ => (idle.in_transaction, PgError::idle_in_transaction_timeout()),
+            // The error is built only when the timeout fires (a function, not a
+            // value: this runs before every message).
+            let (mut timeout, err): (_, fn() -> PgError) = match self.session.transaction_status() {
+                TransactionStatus::Idle => (idle.session, PgError::idle_session_timeout),
+                _ => (idle.in_transaction, PgError::idle_in_transaction_timeout),
             };
             let listening = if self.at_ready && matches!(self.session.transaction_status(), TransactionStatus::Idle) {
                 self.session.notify_flag()
@@ -710,14 +712,14 @@ impl Connection {
                 match self.wait_listening(&flag, timeout) {
                     Ok(true) => {}
                     Ok(false) => {
-                        fatal_and_close(&mut self.io, err);
+                        fatal_and_close(&mut self.io, err());
                         return End::Closed;
                     }
                     Err(_) => return End::Closed,
                 }
             } else if let Some(t) = timeout {
                 if t.is_zero() || !self.io.wait_readable(t) {
-                    fatal_and_close(&mut self.io, err);
+                    fatal_and_close(&mut self.io, err());
                     return End::Closed;
                 }
             }
