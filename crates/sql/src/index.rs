@@ -123,6 +123,35 @@ pub struct IndexInfo {
     /// `Some('p' | 'u')`: the index belongs to a PRIMARY KEY / UNIQUE constraint
     /// (of the same name).
     pub constraint: Option<char>,
+    /// The B-tree handle built on first use and kept with this description
+    /// (which the catalog cache shares between sessions), so a query does
+    /// not rebuild the key descriptor and comparator and the tree's cached
+    /// root survives from one query to the next.
+    pub tree: TreeCache,
+}
+
+/// [`IndexInfo::btree`]'s handle, built once. A clone starts empty (a
+/// clone may get another `rel`), and two caches always compare equal: the
+/// cache is not part of what an index is.
+#[derive(Default)]
+pub struct TreeCache(std::sync::OnceLock<Arc<BTree>>);
+
+impl Clone for TreeCache {
+    fn clone(&self) -> TreeCache {
+        TreeCache::default()
+    }
+}
+
+impl PartialEq for TreeCache {
+    fn eq(&self, _: &TreeCache) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for TreeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "TreeCache(built)" } else { "TreeCache(empty)" })
+    }
 }
 
 /// Orders the datums of one index's key columns (see the module doc).
@@ -170,7 +199,17 @@ impl KeyComparator for SqlComparator {
 }
 
 impl IndexInfo {
-    pub fn btree(&self) -> Result<BTree> {
+    /// The B-tree over this index's relation, built on the first call and
+    /// shared by later ones (see [`TreeCache`]).
+    pub fn btree(&self) -> Result<Arc<BTree>> {
+        if let Some(t) = self.tree.0.get() {
+            return Ok(t.clone());
+        }
+        let t = Arc::new(self.build_btree()?);
+        Ok(self.tree.0.get_or_init(|| t).clone())
+    }
+
+    fn build_btree(&self) -> Result<BTree> {
         if self.am != IndexAm::Btree {
             return Err(SqlError::internal(format!("index \"{}\" is not a btree index", self.name)));
         }
@@ -343,6 +382,7 @@ pub fn load_indexes(backend: &Backend, snap: &Snapshot, table_oid: u32, columns:
             unique,
             primary,
             constraint: cons.get(&oid).copied(),
+            tree: TreeCache::default(),
         });
     }
     Ok(out)
@@ -541,6 +581,7 @@ pub fn create_index(backend: &mut Backend, env: &dyn Env, snap: &Snapshot, table
         desc: spec.desc.clone(),
         nulls_first: spec.nulls_first.clone(),
         constraint: spec.constraint.then_some(if spec.primary { 'p' } else { 'u' }),
+        tree: TreeCache::default(),
     };
     if ix.am == IndexAm::Hash {
         // (A B-tree's file is created by its bottom-up build.)
@@ -717,7 +758,7 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
 pub fn insert_entries(backend: &Backend, table: &Table, row: &[Value], tid: Tid) -> Result<()> {
     for ix in &table.indexes {
         match ix.am {
-            IndexAm::Btree => insert_entry(backend, table, ix, &ix.btree()?, row, tid)?,
+            IndexAm::Btree => insert_entry(backend, table, ix, &*ix.btree()?, row, tid)?,
             IndexAm::Hash => crate::hash_index::insert(backend, ix, row, tid)?,
         }
     }
@@ -730,7 +771,7 @@ pub fn insert_entries(backend: &Backend, table: &Table, row: &[Value], tid: Tid)
 pub(crate) fn insert_entry_at(backend: &Backend, table: &Table, ix: usize, row: &[Value], tid: Tid) -> Result<()> {
     let ix = &table.indexes[ix];
     match ix.am {
-        IndexAm::Btree => insert_entry(backend, table, ix, &ix.btree()?, row, tid),
+        IndexAm::Btree => insert_entry(backend, table, ix, &*ix.btree()?, row, tid),
         IndexAm::Hash => crate::hash_index::insert(backend, ix, row, tid),
     }
 }
@@ -1040,8 +1081,12 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> R
 /// lead to, each once, counted in the index's statistics.
 fn fetch_roots(table: &Table, ix: &IndexInfo, roots: Vec<Tid>, ctx: &mut Ctx) -> Result<Vec<(Tid, Vec<Value>)>> {
     let descs = table.storage.descs()?;
+    // Two roots can reach the same tuple; a short list is checked by a
+    // linear search (a point lookup finds one root: no hashing), a long one
+    // through a set.
     let mut seen: HashSet<Tid> = HashSet::new();
-    let mut out = Vec::new();
+    let mut out: Vec<(Tid, Vec<Value>)> = Vec::with_capacity(roots.len().min(16));
+    const LINEAR: usize = 8;
     // Statistics (pg_stat_all_indexes): one index scan, the entries it
     // returned, the live heap tuples fetched through them.
     let stat = ctx.backend.txn.pgstat.handle(ix.rel);
@@ -1053,7 +1098,15 @@ fn fetch_roots(table: &Table, ix: &IndexInfo, roots: Vec<Tid>, ctx: &mut Ctx) ->
         }
         if let Some((tid, bytes)) = heapam::heap_hot_fetch(ctx.backend, table.storage.rel, root, &ctx.snap)? {
             ctx.backend.txn.pgstat.count_fetched_h(&stat, 1);
-            if seen.insert(tid) {
+            let first = if out.len() < LINEAR {
+                !out.iter().any(|(t, _)| *t == tid)
+            } else {
+                if seen.is_empty() {
+                    seen.extend(out.iter().map(|(t, _)| *t));
+                }
+                seen.insert(tid)
+            };
+            if first {
                 out.push((tid, deform_row(ctx.backend, &table.storage, &descs, &bytes, &ctx.snap)?));
             }
         }
