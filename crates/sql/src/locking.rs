@@ -140,18 +140,31 @@ pub fn plan_lock_mode(plan: &crate::plan::Statement) -> Option<(u32, &str, LockM
 
 /// Takes the relation locks a (possibly cached) plan needs before it runs.
 pub fn lock_plan(backend: &Backend, plan: &crate::plan::Statement) -> Result<()> {
+    lock_list(backend, &plan_locks(plan))
+}
+
+/// The relation locks [`lock_plan`] takes for `plan`, in the order it takes
+/// them: computed once with a prepared statement's plan, so an execution
+/// does not walk the plan for them.
+pub fn plan_locks(plan: &crate::plan::Statement) -> Vec<(u32, String, LockMode)> {
+    let mut out = Vec::new();
+    collect_locks(plan, &mut out);
+    out
+}
+
+fn collect_locks(plan: &crate::plan::Statement, out: &mut Vec<(u32, String, LockMode)>) {
     if let crate::plan::Statement::Explain(e) = plan {
-        return lock_plan(backend, &e.stmt);
+        return collect_locks(&e.stmt, out);
     }
     if let crate::plan::Statement::WithDml(w) = plan {
         for (_, st) in &w.ctes {
-            lock_plan(backend, st)?;
+            collect_locks(st, out);
         }
-        return lock_plan(backend, &w.main);
+        return collect_locks(&w.main, out);
     }
     let main = plan_lock_mode(plan);
     if let Some((oid, name, mode)) = main {
-        lock_relation(backend, oid, mode, false, name)?;
+        out.push((oid, name.to_string(), mode));
     }
     // Every other table a query reads (joins, subqueries, CTEs): AccessShareLock.
     if let crate::plan::Statement::Query(q) = plan {
@@ -159,8 +172,15 @@ pub fn lock_plan(backend: &Backend, plan: &crate::plan::Statement) -> Result<()>
             if main.is_some_and(|(m, _, mode)| m == oid && mode == LockMode::AccessShare) {
                 continue; // the scanned table, locked just above
             }
-            lock_relation(backend, oid, LockMode::AccessShare, false, &name)?;
+            out.push((oid, name.into_owned(), LockMode::AccessShare));
         }
+    }
+}
+
+/// Takes `locks` (from [`plan_locks`]) in order.
+pub fn lock_list(backend: &Backend, locks: &[(u32, String, LockMode)]) -> Result<()> {
+    for (oid, name, mode) in locks {
+        lock_relation(backend, *oid, *mode, false, name)?;
     }
     Ok(())
 }

@@ -348,24 +348,31 @@ pub enum Statement {
 impl Statement {
     /// The output columns, if the statement returns rows.
     pub fn targets(&self) -> Option<Vec<Target>> {
+        self.targets_cow().map(std::borrow::Cow::into_owned)
+    }
+
+    /// [`Statement::targets`] without copying the stored ones (describing a
+    /// portal runs once per execution).
+    pub fn targets_cow(&self) -> Option<std::borrow::Cow<'_, [Target]>> {
+        use std::borrow::Cow;
         match self {
-            Statement::Query(q) | Statement::LockingQuery { query: q, .. } => Some(q.targets.clone()),
+            Statement::Query(q) | Statement::LockingQuery { query: q, .. } => Some(Cow::Borrowed(&q.targets)),
             Statement::Insert { returning, .. } | Statement::Delete { returning, .. } | Statement::Update { returning, .. }
                 if !returning.is_empty() =>
             {
-                Some(returning.clone())
+                Some(Cow::Borrowed(returning))
             }
-            Statement::InsertSelect(i) if !i.returning.is_empty() => Some(i.returning.clone()),
-            Statement::Explain(e) => Some(vec![crate::explain::target(e)]),
-            Statement::WithDml(w) => w.main.targets(),
-            Statement::Upsert(u) if !u.returning.is_empty() => Some(u.returning.clone()),
-            Statement::JoinedDml(d) if !d.returning.is_empty() => Some(d.returning.clone()),
-            Statement::Show(name) => Some(vec![Target {
+            Statement::InsertSelect(i) if !i.returning.is_empty() => Some(Cow::Borrowed(&i.returning)),
+            Statement::Explain(e) => Some(Cow::Owned(vec![crate::explain::target(e)])),
+            Statement::WithDml(w) => w.main.targets_cow(),
+            Statement::Upsert(u) if !u.returning.is_empty() => Some(Cow::Borrowed(&u.returning)),
+            Statement::JoinedDml(d) if !d.returning.is_empty() => Some(Cow::Borrowed(&d.returning)),
+            Statement::Show(name) => Some(Cow::Owned(vec![Target {
                 name: name.clone(),
                 expr: Expr::Const(Value::Null, Type::Text),
                 typmod: -1,
                 origin: None,
-            }]),
+            }])),
             _ => None,
         }
     }

@@ -324,6 +324,8 @@ struct Prepared {
     version: PlanVersion,
     /// Its query id and normalized text, computed with the plan.
     ident: crate::plan_cache::Ident,
+    /// The relation locks an execution takes (`locking::plan_locks` of the plan).
+    locks: Vec<(u32, String, ferrogres_engine::lmgr::lock::LockMode)>,
 }
 
 enum PortalState {
@@ -1806,7 +1808,7 @@ impl Session {
             // FETCH returns its cursor's columns (none once the cursor is gone).
             return if f.ismove { None } else { self.portals.get(&f.portalname).and_then(|p| self.describe_plan(&p.plan)) };
         }
-        plan.targets().map(|ts| {
+        plan.targets_cow().map(|ts| {
             ts.iter()
                 .map(|t| {
                     let name = match plan {
@@ -2157,7 +2159,7 @@ impl Session {
         let version = self.end_version(version);
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
         let ident = self.query_ident(&inner, &version);
-        self.prepared.insert(p.name.clone(), Prepared { parsed: Some(inner), plan: Arc::new(plan), param_types, version, ident });
+        self.prepared.insert(p.name.clone(), Prepared { parsed: Some(inner), locks: crate::locking::plan_locks(&plan), plan: Arc::new(plan), param_types, version, ident });
         out.command_complete("PREPARE")
     }
 
@@ -2239,7 +2241,7 @@ impl Session {
         if !stale && crate::locking::plan_lock_mode(&p.plan).is_some() {
             self.ensure_txn()?;
             crate::locking::apply_settings(&self.backend, &mut self.env)?;
-            crate::locking::lock_plan(&self.backend, &self.prepared[name].plan)?;
+            crate::locking::lock_list(&self.backend, &self.prepared[name].locks)?;
             stale = !self.plan_valid(&self.prepared[name].version);
             if !stale {
                 let plan = Arc::as_ptr(&self.prepared[name].plan) as usize;
@@ -2261,6 +2263,7 @@ impl Session {
         }
         let ident = self.query_ident(&parsed, &version);
         let p = self.prepared.get_mut(name).expect("looked up above");
+        p.locks = crate::locking::plan_locks(&plan);
         p.plan = Arc::new(plan);
         p.version = version;
         p.ident = ident;
@@ -2317,7 +2320,7 @@ impl Session {
         // Parameters nobody gave a type to are text, as unknown resolves.
         let param_types = types.into_iter().map(|t| t.filter(|t| *t != Type::Unknown).unwrap_or(Type::Text)).collect();
         let ident = parsed.as_ref().and_then(|st| self.query_ident(st, &version));
-        self.prepared.insert(name.to_string(), Prepared { parsed, plan: Arc::new(plan), param_types, version, ident });
+        self.prepared.insert(name.to_string(), Prepared { parsed, locks: crate::locking::plan_locks(&plan), plan: Arc::new(plan), param_types, version, ident });
         Ok(())
     }
 
@@ -2589,7 +2592,7 @@ impl Session {
         limit: Option<u64>,
         each: &mut dyn FnMut(Vec<Value>) -> Result<()>,
     ) -> Result<(u64, bool)> {
-        let mem = self.env.get(crate::memory::SETTING).ok().and_then(|v| crate::memory::parse_limit(&v).ok()).flatten();
+        let mem = self.cached_settings().memory_limit;
         crate::memory::start_statement(mem);
         let timeout = if self.timer_armed { 0 } else { self.statement_timeout_ms() };
         if timeout > 0 {
