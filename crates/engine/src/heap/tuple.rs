@@ -652,7 +652,7 @@ pub fn deform_tuple<'a>(desc: &[AttrDesc], tuple: &'a [u8]) -> Result<Vec<Option
 /// the tuple has no nulls at all: the value [`deform_tuple_each`] would give,
 /// read without parsing the whole header. `None` means "use the general path"
 /// (also for any malformed tuple, which the general path reports).
-#[inline]
+#[inline(always)]
 pub fn first_attr_byval(a: &AttrDesc, tuple: &[u8]) -> Option<u64> {
     if !a.by_val || a.is_varlena() || tuple.len() < HEAP_TUPLE_HEADER_SIZE {
         return None;

@@ -351,7 +351,7 @@ enum InPlace {
 /// Reads `item`'s first key column in place without parsing the tuple: `None`
 /// for anything but a plain by-value first column of a tuple without nulls
 /// (the general path handles it, and reports corruption).
-#[inline]
+#[inline(always)]
 fn first_key_in_place(a: &AttrDesc, item: &[u8]) -> Option<InPlace> {
     if item.len() < ITUP_HEADER {
         return None;
@@ -398,7 +398,7 @@ impl KeyCtx<'_> {
     /// is read in place and compared as an integer, and only an equal first
     /// column of a multi-column key (or an unusual tuple) takes the general
     /// path.
-    #[inline]
+    #[inline(always)]
     pub fn compare_probe(&self, sk: &ScanKey, probe: Option<(IntKey, u64)>, item: &[u8]) -> Result<Ordering> {
         if let Some((k, x)) = probe {
             match first_key_in_place(&self.desc[0], item) {

@@ -464,8 +464,9 @@ impl<'p> PageItems<'p> {
         Ok(PageItems { page, max: page_max_offset_number(page), upper: page_upper(page), end: page_special_offset(page).min(BLCKSZ) })
     }
 
-    /// The item at `off`, as [`page_get_item`].
-    #[inline]
+    /// The item at `off`, as [`page_get_item`]. Always inlined: a B-tree
+    /// binary search calls it for every probe.
+    #[inline(always)]
     pub fn get(&self, off: OffsetNumber) -> Result<&'p [u8]> {
         if off == 0 || off > self.max {
             return Err(bad_offset(self.page, off));
