@@ -8,7 +8,7 @@
 //! PostgreSQL's bounds.
 
 mod common;
-use common::server::Server;
+use common::server::{hwm_kb, temp_files, Server};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,18 +19,7 @@ fn ok(srv: &Server, sql: &str) -> String {
     out
 }
 
-fn hwm_kb(pid: i32) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = text.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line["VmHWM:".len()..].trim().trim_end_matches(" kB").trim().parse().unwrap()
-}
 
-fn temp_files(dir: &Path) -> Vec<String> {
-    match std::fs::read_dir(dir.join("data/base/pgsql_tmp")) {
-        Ok(d) => d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
-        Err(_) => Vec::new(),
-    }
-}
 
 /// Main-fork relation files of every database (segments included; the other
 /// forks come and go with VACUUM).

@@ -7,9 +7,7 @@
 //! a stated bound with the default work_mem.
 
 mod common;
-use common::server::{ok_after_sets as ok, temp_files, Server};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use common::server::{hwm_kb, ok_after_sets as ok, temp_files, with_temp_file_watch, Server};
 
 const ROWS: i64 = 20_000;
 
@@ -176,25 +174,14 @@ fn files_are_removed_after_a_timeout_mid_sort_and_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = Server::start(dir.path());
     // Watch base/pgsql_tmp while the sort runs: files must appear, then go.
-    let stop = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(AtomicUsize::new(0));
-    let watcher = {
-        let (stop, seen, d) = (stop.clone(), seen.clone(), dir.path().to_path_buf());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                seen.fetch_max(temp_files(&d).len(), Ordering::Relaxed);
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        })
-    };
-    let (out, err) = srv.sql(
-        "SET work_mem = '64kB'; SET statement_timeout = '1500ms';
-         SELECT g FROM generate_series(1, 20000000) g ORDER BY g DESC LIMIT 10000000 OFFSET 9999999",
-    );
-    stop.store(true, Ordering::Relaxed);
-    watcher.join().unwrap();
+    let ((out, err), seen) = with_temp_file_watch(dir.path(), || {
+        srv.sql(
+            "SET work_mem = '64kB'; SET statement_timeout = '1500ms';
+             SELECT g FROM generate_series(1, 20000000) g ORDER BY g DESC LIMIT 10000000 OFFSET 9999999",
+        )
+    });
     assert!(err.contains("canceling statement due to statement timeout"), "out {out:?} err {err:?}");
-    assert!(seen.load(Ordering::Relaxed) > 0, "the sort wrote no temporary file before the timeout");
+    assert!(seen > 0, "the sort wrote no temporary file before the timeout");
     assert_eq!(temp_files(dir.path()), Vec::<String>::new(), "files left after the cancel");
     // The session goes on.
     assert_eq!(ok(&srv, "SET work_mem = '64kB'; SELECT g FROM generate_series(1, 50000) g ORDER BY g DESC LIMIT 2;"), "50000\n49999\n");
@@ -208,11 +195,6 @@ fn files_are_removed_after_a_timeout_mid_sort_and_at_start() {
     assert_eq!(temp_files(dir.path()), Vec::<String>::new());
 }
 
-fn hwm_kb(pid: i32) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = text.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line["VmHWM:".len()..].trim().trim_end_matches(" kB").trim().parse().unwrap()
-}
 
 /// Runs `q` through psql with its rows discarded; returns the growth of the
 /// server's peak RSS (kB) and the row count psql reports.

@@ -9,10 +9,8 @@
 //! bound.
 
 mod common;
-use common::server::{ok_after_sets as ok, temp_files, Server};
+use common::server::{hwm_kb, ok_after_sets as ok, temp_files, with_temp_file_watch, Server};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 
 const NA: i64 = 30_000;
 const NB: i64 = 24_000;
@@ -177,36 +175,20 @@ fn files_are_removed_after_a_timeout_mid_join() {
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start(dir.path());
     ok(&srv, "CREATE TABLE x (id int, k int); INSERT INTO x SELECT g, g FROM generate_series(1, 300000) g;");
-    let stop = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(AtomicUsize::new(0));
-    let watcher = {
-        let (stop, seen, d) = (stop.clone(), seen.clone(), dir.path().to_path_buf());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                seen.fetch_max(temp_files(&d).len(), Ordering::Relaxed);
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        })
-    };
-    let (out, err) = srv.sql(
-        "SET work_mem = '64kB'; SET statement_timeout = '1500ms';
-         SELECT count(*) FROM x JOIN x y ON x.k = y.k JOIN x z ON z.k = y.k JOIN x w ON w.k = z.k JOIN x v ON v.k % 1000 = w.k % 1000;",
-    );
-    stop.store(true, Ordering::Relaxed);
-    watcher.join().unwrap();
+    let ((out, err), seen) = with_temp_file_watch(dir.path(), || {
+        srv.sql(
+            "SET work_mem = '64kB'; SET statement_timeout = '1500ms';
+             SELECT count(*) FROM x JOIN x y ON x.k = y.k JOIN x z ON z.k = y.k JOIN x w ON w.k = z.k JOIN x v ON v.k % 1000 = w.k % 1000;",
+        )
+    });
     assert!(err.contains("canceling statement due to statement timeout"), "out {out:?} err {err:?}");
-    assert!(seen.load(Ordering::Relaxed) > 0, "the join wrote no temporary file before the timeout");
+    assert!(seen > 0, "the join wrote no temporary file before the timeout");
     assert_eq!(temp_files(dir.path()), Vec::<String>::new(), "files left after the cancel");
     // The session goes on.
     assert_eq!(ok(&srv, "SET work_mem = '64kB'; SELECT count(*) FROM x JOIN x y ON x.k = y.k;"), "300000\n");
     assert_eq!(temp_files(dir.path()), Vec::<String>::new());
 }
 
-fn hwm_kb(pid: i32) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = text.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line["VmHWM:".len()..].trim().trim_end_matches(" kB").trim().parse().unwrap()
-}
 
 /// Runs `q` through psql; returns its output and the growth of the server's
 /// peak RSS (kB).

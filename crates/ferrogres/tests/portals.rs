@@ -8,7 +8,7 @@
 
 mod common;
 use common::client::Client;
-use common::server::Server;
+use common::server::{rss_kb, Server};
 use common::{bind, describe, execute, parse, read_message, sync};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -126,10 +126,6 @@ fn portals_interleave_in_a_transaction_and_end_with_it() {
     assert_eq!(trace(&mut c), v(&["E:34000", "Z:I"]));
 }
 
-fn rss_kb(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap()
-}
 
 /// A 1M-row portal read 100 rows at a time: the server's resident memory
 /// stays within 40 MB of where it started (materialized, the rows alone

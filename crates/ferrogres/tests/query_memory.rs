@@ -7,15 +7,11 @@
 
 mod common;
 use common::client::Client;
-use common::server::Server;
+use common::server::{rss_kb, Server};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn rss_kb(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap()
-}
 
 /// Runs `f` while a thread samples the server's RSS every 20 ms; returns f's
 /// result and the largest RSS seen (kB).

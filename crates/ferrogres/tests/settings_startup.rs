@@ -7,7 +7,7 @@
 //! cannot be changed by SET or by a client's startup options.
 
 mod common;
-use common::server::{run_to_exit, unused_port, Server};
+use common::server::{rss_kb, run_to_exit, unused_port, Server};
 use std::time::Duration;
 
 /// Runs the binary with `args` on a fresh directory: it must exit with status 1,
@@ -159,11 +159,6 @@ fn postmaster_settings_cannot_change_in_a_session() {
 }
 
 /// RSS of a process in kB (VmRSS).
-fn rss_kb(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
 
 #[test]
 fn a_large_max_connections_costs_megabytes_not_gigabytes() {

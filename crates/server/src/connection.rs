@@ -168,6 +168,15 @@ impl Io {
             return Err(PgError::protocol_fatal("invalid message length"));
         }
         let want = len as usize - 4;
+        // The usual case: the whole body is already buffered (pipelined
+        // Bind/Describe/Execute/Sync arrive in one read): one copy, no read
+        // loop.
+        let buffered = self.reader.buffer();
+        if buffered.len() >= want {
+            let body = buffered[..want].to_vec();
+            self.reader.consume(want);
+            return Ok(Some((t, body)));
+        }
         // Grow with the data actually received, so a large declared length from a
         // client that then sends little costs little.
         let mut body = Vec::with_capacity(want.min(64 * 1024));

@@ -292,3 +292,43 @@ pub fn temp_files(dir: &Path) -> Vec<String> {
         Err(_) => Vec::new(),
     }
 }
+
+/// A field of `/proc/PID/status` in kB (`"VmRSS:"`, `"VmHWM:"`), or `None`
+/// if the process or the field is gone.
+pub fn proc_status_kb(pid: i32, field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The resident set of process `pid` now (kB).
+pub fn rss_kb(pid: i32) -> u64 {
+    proc_status_kb(pid, "VmRSS:").expect("VmRSS of the server")
+}
+
+/// The peak resident set of process `pid` so far (kB).
+pub fn hwm_kb(pid: i32) -> u64 {
+    proc_status_kb(pid, "VmHWM:").expect("VmHWM of the server")
+}
+
+/// Runs `f` while a thread lists `base/pgsql_tmp` of the test data directory
+/// in `dir` every 2 ms; returns f's result and the most files seen at once.
+pub fn with_temp_file_watch<T>(dir: &Path, f: impl FnOnce() -> T) -> (T, usize) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(AtomicUsize::new(0));
+    let watcher = {
+        let (stop, seen, d) = (stop.clone(), seen.clone(), dir.to_path_buf());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                seen.fetch_max(temp_files(&d).len(), Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    let r = f();
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    (r, seen.load(Ordering::Relaxed))
+}
