@@ -45,6 +45,13 @@ const VIEW: &str = "CREATE VIEW wv AS SELECT w1.id, w1.pad, w1.big, w2.c, w2.d F
 
 /// (query, PostgreSQL 15's answer)
 const ANSWERS: &[(&str, &str)] = &[
+    // FROM subqueries: only the output columns read above are pushed into
+    // them, but ORDER BY and DISTINCT keep theirs; a reordered join's
+    // projection back to FROM order.
+    ("SELECT s.id FROM (SELECT id, pad, big FROM w1 ORDER BY length(big) DESC, pad DESC LIMIT 3) s ORDER BY 1", "70#80#90"),
+    ("SELECT s.id FROM (SELECT w1.id, w2.c FROM w1 JOIN w2 ON w2.w1_id = w1.id ORDER BY w2.c DESC LIMIT 2) s ORDER BY 1", "3#198"),
+    ("SELECT count(*) FROM (SELECT DISTINCT k, length(pad) FROM w1) s", "21"),
+    ("SELECT s.id, s.l FROM (SELECT w1.id, length(w2.big2) AS l, w2.c FROM w1, w2, w1 x WHERE w2.w1_id = w1.id AND x.id = w1.k AND w2.big2 IS NOT NULL) s WHERE s.id < 20 ORDER BY 1, 2", "5|9600#5|9600#10|9600#10|9600#15|9600#15|9600"),
     ("SELECT w1.id, w2.id FROM w1 JOIN w2 ON w1.id = w2.w1_id WHERE w2.id % 37 = 0 ORDER BY 1, 2", "2|296#29|37#31|333#58|74#60|370#87|111#116|148#145|185#174|222"),
     ("SELECT count(*), sum(w1.k), sum(length(w2.c)) FROM w1 JOIN w2 ON w1.id = w2.w1_id WHERE length(w1.pad) > 502", "174|452|52679"),
     ("SELECT w1.id FROM w1 WHERE EXISTS (SELECT 1 FROM w2 WHERE w2.w1_id = w1.id AND w2.d < date '2020-01-20') ORDER BY 1", "7#14#21#28#35#42#49#56#63#70#77#84#91#98#105#112#119#126"),

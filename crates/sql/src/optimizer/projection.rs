@@ -111,15 +111,32 @@ fn level_exprs(q: &Query) -> Vec<&Expr> {
 }
 
 fn level(q: &mut Query) {
+    level_with(q, None);
+}
+
+/// One level; `used`: the columns of its output the level above reads (a
+/// subquery in FROM), `None`: all of them. An output column nobody reads
+/// adds nothing to the level's needs (its expression still runs, over NULLs
+/// where its columns were not read), unless the level's rows depend on it:
+/// DISTINCT, a set-returning function among the targets, an ORDER BY key.
+fn level_with(q: &mut Query, used: Option<&Cols>) {
+    let used = used.filter(|_| q.distinct.is_none() && !q.targets.iter().any(|t| crate::project_set::contains_srf(&t.expr)));
     let mut need = Cols::default();
-    for e in level_exprs(q) {
+    for (i, t) in q.targets.iter().enumerate() {
+        // ORDER BY keys name output columns: they are read by the sort.
+        if used.is_none_or(|u| u.has(i)) || q.order.iter().any(|k| k.column == i) {
+            read(&t.expr, &mut need);
+        }
+    }
+    for e in level_exprs(q).into_iter().skip(q.targets.len()) {
         read(e, &mut need);
     }
     let mut filter = Cols::default();
     if let Some(f) = &q.filter {
         read(f, &mut filter);
     }
-    if pushable(&q.source) {
+    let pushed = pushable(&q.source);
+    if pushed {
         match &mut q.source {
             Source::Table(_) => push(&mut q.source, &need, &filter),
             src => {
@@ -128,7 +145,7 @@ fn level(q: &mut Query) {
             }
         }
     }
-    nested_levels(q);
+    nested_levels(q, pushed);
 }
 
 /// Whether the needs of a level may be pushed into its FROM tree: no item of
@@ -238,6 +255,11 @@ fn push(s: &mut Source, out: &Cols, own: &Cols) {
             push_input(&mut j.left, &l, &lf);
             push_input(&mut j.right, &r, &rf);
         }
+        Source::Subquery(q) => {
+            let mut used = out.clone();
+            used.union(own);
+            level_with(q, Some(&used));
+        }
         _ => {}
     }
 }
@@ -260,7 +282,8 @@ fn all(n: usize) -> Cols {
 
 /// Runs [`level`] on every query nested in `q`: in its FROM tree and in the
 /// expressions of the level and of its joins.
-fn nested_levels(q: &mut Query) {
+/// `pushed`: the level's FROM subqueries were planned by [`push`] already.
+fn nested_levels(q: &mut Query, pushed: bool) {
     let mut exprs: Vec<&mut Expr> = Vec::new();
     exprs.extend(q.filter.as_mut());
     exprs.extend(q.targets.iter_mut().map(|t| &mut t.expr));
@@ -280,7 +303,7 @@ fn nested_levels(q: &mut Query) {
     for e in exprs {
         sublinks(e);
     }
-    source_levels(&mut q.source);
+    source_levels(&mut q.source, pushed);
 }
 
 /// [`level`] on the query of every subquery expression in `e` (not
@@ -293,7 +316,7 @@ fn sublinks(e: &mut Expr) {
     });
 }
 
-fn source_levels(s: &mut Source) {
+fn source_levels(s: &mut Source, pushed: bool) {
     match s {
         Source::Join(j) => {
             for e in [&mut j.cond, &mut j.left_filter, &mut j.right_filter].into_iter().flatten() {
@@ -302,10 +325,11 @@ fn source_levels(s: &mut Source) {
             if let Some((l, r)) = j.hash.as_mut() {
                 l.iter_mut().chain(r.iter_mut()).for_each(sublinks);
             }
-            source_levels(&mut j.left);
-            source_levels(&mut j.right);
+            source_levels(&mut j.left, pushed);
+            source_levels(&mut j.right, pushed);
         }
-        Source::Subquery(q) => level(q),
+        Source::Subquery(q) if !pushed => level(q),
+        Source::Subquery(_) => {}
         Source::SetOp(s) => {
             level(&mut s.left);
             level(&mut s.right);
