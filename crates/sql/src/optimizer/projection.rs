@@ -20,9 +20,10 @@
 //!    read; a table leaf records them. A table under the level directly gets
 //!    the filter's columns as `read` only (PostgreSQL's scan width counts the
 //!    columns it outputs, not those its quals alone read).
-//! 3. Every nested query (FROM subqueries, set operations, recursive CTEs,
-//!    a WindowAgg's input, sublinks) is a level of its own, its output
-//!    (all its targets) needed.
+//! 3. Every nested query is a level of its own: a FROM subquery reached by
+//!    step 2 with the outputs read above it needed ([`level_with`]), any
+//!    other (set operations, recursive CTEs, a WindowAgg's input, sublinks)
+//!    with all its targets needed.
 //!
 //! Conservative by construction: a table this walk does not reach keeps
 //! `proj = None` (all columns); a level with a LATERAL item or a FROM
