@@ -168,6 +168,9 @@ fn widths(plan: &str) -> (i32, Vec<(String, i32)>) {
     (top, scans)
 }
 
+/// (query, top node's width, (table, its scan's width))
+type WidthCase = (&'static str, i32, &'static [(&'static str, i32)]);
+
 /// EXPLAIN's widths, scans and joins, are PostgreSQL's: each scan counts
 /// the columns it passes up (not those only its filter reads), with
 /// ANALYZE's average widths; a join counts what is read above it. (The
@@ -178,7 +181,7 @@ fn explain_widths_are_postgresqls() {
     let mut c = Client::connect(srv.port);
     run_all(&mut c, WIDE);
     // (query, PostgreSQL 15's width of the top node, of each table's scan)
-    let cases: &[(&str, i32, &[(&str, i32)])] = &[
+    let cases: &[WidthCase] = &[
         ("SELECT wa.id, wb.id FROM wa JOIN wb ON wb.aid = wa.id", 8, &[("wa", 4), ("wb", 8)]),
         ("SELECT wa.id, wb.b4 FROM wa JOIN wb ON wb.aid = wa.id WHERE wa.a5 > 100", 8, &[("wa", 4), ("wb", 8)]),
         ("SELECT wa.a4 FROM wa WHERE a5 < 10", 21, &[("wa", 21)]),
