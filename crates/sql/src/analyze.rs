@@ -319,7 +319,12 @@ impl<'a> Analyzer<'a> {
                 self.drop_view(s)
             }
             NodeEnum::SelectStmt(s) if !s.locking_clause.is_empty() => crate::locking::analyze_locking_select(self, s),
-            NodeEnum::SelectStmt(s) => Ok(Statement::Query(self.select(s)?)),
+            NodeEnum::SelectStmt(s) => {
+                let mut q = self.select(s)?;
+                // A read-only statement: its scans deform only the columns it reads.
+                crate::optimizer::projection::project_statement(&mut q);
+                Ok(Statement::Query(q))
+            }
             NodeEnum::InsertStmt(s) => self.insert(s),
             NodeEnum::DeleteStmt(s) => self.delete(s),
             NodeEnum::UpdateStmt(s) => self.update(s),
@@ -653,7 +658,19 @@ impl<'a> Analyzer<'a> {
         let mut filter = filter;
         if let Some(src) = source.as_mut() {
             if s.locking_clause.is_empty() {
-                let pc = crate::prep::PlanCtx { backend: self.backend, snap: self.snap, settings: &self.planner };
+                // The columns read above the FROM tree (no window functions:
+                // their arguments are not in these expressions yet).
+                let needed = windows.is_empty().then(|| {
+                    let mut exprs: Vec<&Expr> = targets.iter().map(|t| &t.expr).chain(hidden.iter()).collect();
+                    for a in &aggregates {
+                        exprs.extend(a.arg.iter().chain(a.filter.iter()).chain(a.arg2.iter()).chain(a.order.iter().map(|k| &k.expr)));
+                    }
+                    if let Some(g) = &grouping {
+                        exprs.extend(g.keys.iter().chain(g.having.iter()));
+                    }
+                    crate::optimizer::projection::level_needs(&exprs)
+                });
+                let pc = crate::prep::PlanCtx { backend: self.backend, snap: self.snap, settings: &self.planner, needed };
                 crate::prep::reorder_inner_joins(src, &mut filter, &pc);
             }
         }

@@ -53,7 +53,7 @@ pub(crate) fn locator(rel_number: u32) -> RelFileLocator {
 }
 
 pub(crate) fn cat(rel: u32, types: &[Type]) -> RelStorage {
-    RelStorage { rel: locator(rel), toast: None, types: types.to_vec(), missing: Vec::new() }
+    RelStorage { rel: locator(rel), toast: None, types: types.to_vec(), missing: Vec::new(), proj: None }
 }
 
 /// pg_namespace as stored: oid, nspname, then (NULL in rows written before
@@ -365,6 +365,7 @@ fn load_table(backend: &Backend, snap: &Snapshot, oid: u32, name: &str, ns: u32,
         toast: (toast != 0).then(|| locator(toast)),
         types: columns.iter().map(|c| c.ty).collect(),
         missing,
+        proj: None,
     };
     let indexes = crate::index::load_indexes(backend, snap, oid, &columns)?;
     let mut table = Table { oid, name: name.to_string(), namespace: ns, storage, columns, indexes, extras: Default::default() };
@@ -415,7 +416,7 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
     } else {
         None
     };
-    let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect(), missing: Vec::new() };
+    let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect(), missing: Vec::new(), proj: None };
     let table = Table { oid, name: name.to_string(), namespace, storage, columns, indexes: Vec::new(), extras: Default::default() };
     insert_catalog_rows(backend, &table)?;
     crate::namespace::temp_tables::created(backend, name, oid);

@@ -101,6 +101,7 @@ fn database_rel() -> RelStorage {
             Type::Text,
         ],
         missing: Vec::new(),
+        proj: None,
     }
 }
 

@@ -660,7 +660,17 @@ impl Builder<'_> {
         let mut exprs: Vec<&Expr> = q.targets.iter().map(|t| &t.expr).collect();
         exprs.extend(q.hidden.iter());
         let outputs: Vec<String> = q.targets.iter().map(|t| deparse(&t.expr, &scope, self.multi, &q.aggregates)).collect();
-        let width: i32 = q.targets.iter().map(|t| type_width(t.expr.ty())).sum();
+        // A plain column's width is its table's average (pg_statistic's
+        // stawidth), as PostgreSQL estimates it; other expressions by type.
+        let col_widths = self.row_col_widths(&q.source);
+        let width: i32 = q
+            .targets
+            .iter()
+            .map(|t| match (&t.expr, &col_widths) {
+                (Expr::Column(i, _), Some(ws)) if *i < ws.len() => ws[*i],
+                _ => type_width(t.expr.ty()),
+            })
+            .sum();
         // Subqueries in expressions.
         let mut subs = Vec::new();
         for e in exprs.iter().copied().chain(q.filter.iter()) {
@@ -901,7 +911,12 @@ impl Builder<'_> {
                     crate::join::JoinKind::Semi => " Semi",
                     crate::join::JoinKind::Anti => " Anti",
                 };
-                let mut n = Node { width: l.width + r.width, ..Default::default() };
+                // The columns read above the join (`projection`), else all.
+                let width = match (&j.plan.out, self.row_col_widths(s)) {
+                    (Some(out), Some(ws)) => ws.iter().zip(out).filter(|(_, &o)| o).map(|(w, _)| *w).sum(),
+                    _ => l.width + r.width,
+                };
+                let mut n = Node { width, ..Default::default() };
                 let param = match j.plan.method {
                     crate::optimizer::JoinMethod::ParamIndex { index } => crate::nestloop::probe_keys(j, index).map(|k| (index, k)),
                     _ => None,
@@ -1101,7 +1116,7 @@ impl Builder<'_> {
     /// A scan of `t` with `filter`: an index scan if the executor takes one.
     fn table_scan(&mut self, t: &Table, filter: Option<&Expr>, scope: &Scope, ordered: Option<(usize, bool)>) -> Node {
         let (pages, tuples) = self.cost.sizes.get(&t.oid).copied().unwrap_or((10.0, 1000.0));
-        let width = row_width(&t.columns);
+        let width = self.scan_width(t);
         let c = self.cost;
         let rel = if self.o.verbose { format!("public.{}", t.name) } else { t.name.clone() };
         let qual = |e: &Expr| deparse(e, scope, self.qualify, &[]);
@@ -1242,6 +1257,45 @@ fn set_col(q: &Query, i: usize) -> String {
     match q.targets.get(i).map(|t| &t.expr) {
         Some(Expr::Const(..)) | None => format!("({})", q.targets.get(i).map_or("?".into(), |t| deparse(&t.expr, &Vec::new(), false, &[]))),
         Some(_) => format!("\"*SELECT*\".{}", q.targets[i].name),
+    }
+}
+
+impl Builder<'_> {
+    /// The average width of each column of `t` (pg_statistic's stawidth when
+    /// ANALYZE stored one, else by type), as PostgreSQL's `get_attavgwidth`.
+    fn table_col_widths(&self, t: &Table) -> Vec<i32> {
+        let stats = crate::stats::get(self.backend, self.snap, t);
+        (0..t.columns.len())
+            .map(|i| match stats.as_ref().and_then(|s| s.cols.get(i)).and_then(|c| c.as_ref()) {
+                Some(c) if c.width > 0 => c.width,
+                _ => type_width(t.columns[i].ty),
+            })
+            .collect()
+    }
+
+    /// The width of a scan of `t`: the columns it outputs (its projection's
+    /// `out`, [`crate::optimizer::projection`]), all without one.
+    fn scan_width(&self, t: &Table) -> i32 {
+        let ws = self.table_col_widths(t);
+        crate::optimizer::projection::scan_width(t, &|i| ws[i] as f64) as i32
+    }
+
+    /// The width of each column of `s`'s row, where it is known column by
+    /// column (tables, joins of them, subqueries' typed targets).
+    fn row_col_widths(&self, s: &Source) -> Option<Vec<i32>> {
+        match s {
+            Source::Table(t) => Some(self.table_col_widths(t)),
+            Source::Join(j) => {
+                let mut l = self.row_col_widths(&j.left)?;
+                if j.kind.left_only() {
+                    return Some(l);
+                }
+                l.extend(self.row_col_widths(&j.right)?);
+                Some(l)
+            }
+            Source::Subquery(q) => Some(q.targets.iter().map(|t| type_width(t.expr.ty())).collect()),
+            _ => None,
+        }
     }
 }
 

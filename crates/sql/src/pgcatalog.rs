@@ -147,6 +147,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
             toast: None,
             types: columns.iter().map(|c| c.ty).collect(),
             missing: Vec::new(),
+            proj: None,
         },
         columns,
         indexes: Vec::new(),

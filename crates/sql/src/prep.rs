@@ -535,6 +535,11 @@ pub struct PlanCtx<'a> {
     pub backend: &'a ferrogres_engine::engine::Backend,
     pub snap: &'a ferrogres_engine::txn::snapshot::Snapshot,
     pub settings: &'a crate::optimizer::PlannerSettings,
+    /// The columns of the level's row read above its FROM tree (targets,
+    /// aggregates, grouping, sort keys: `optimizer::projection::level_needs`);
+    /// `None`: all. The join search's widths count only these and the join
+    /// conditions' columns.
+    pub needed: Option<Vec<bool>>,
 }
 
 /// Join order by cost ([`crate::optimizer::joinsearch`]): a tree of plain
@@ -651,7 +656,7 @@ fn build_tree(t: &crate::optimizer::joinsearch::Tree, slots: &mut [Option<Source
                 lw,
                 rw,
                 lateral: false,
-                plan: JoinPlan { method, rows: Some(*rows), cost: Some(*cost) },
+                plan: JoinPlan { method, rows: Some(*rows), cost: Some(*cost), out: None },
             };
             (Source::Join(Box::new(join)), lw + rw)
         }

@@ -95,11 +95,12 @@ fn authid_rel() -> RelStorage {
             TEXT_ARRAY,
         ],
         missing: Vec::new(),
+        proj: None,
     }
 }
 
 fn members_rel() -> RelStorage {
-    RelStorage { rel: global(PG_AUTH_MEMBERS), toast: None, types: vec![Type::Oid, Type::Oid, Type::Oid, Type::Bool], missing: Vec::new() }
+    RelStorage { rel: global(PG_AUTH_MEMBERS), toast: None, types: vec![Type::Oid, Type::Oid, Type::Oid, Type::Bool], missing: Vec::new(), proj: None }
 }
 
 /// One row of pg_authid.

@@ -20,6 +20,31 @@ pub struct RelStorage {
     /// fewer attributes than the column's number reads this value instead of
     /// NULL, so the ADD did not rewrite the table ([`crate::alter`]).
     pub missing: Vec<(usize, Value)>,
+    /// The columns a query's scan of this relation reads (`None`: all of them),
+    /// set on the plan's copy of a table by [`crate::optimizer::projection`].
+    /// The other columns deform as `Value::Null` (not decoded, not detoasted);
+    /// positions do not move, so no expression is renumbered.
+    pub proj: Option<std::sync::Arc<ScanProj>>,
+}
+
+/// Which columns a scan reads and which it passes up (issue 19).
+///
+/// `out[i]` implies `read[i]`; a column in `read` but not in `out` is read only
+/// by the scan's own filter. Both have one entry per column of the relation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanProj {
+    /// The columns deformed: read above the scan or by its filter.
+    pub read: Vec<bool>,
+    /// The columns the scan's rows carry to the nodes above it (EXPLAIN's
+    /// and the cost model's `width`, as PostgreSQL's reltarget).
+    pub out: Vec<bool>,
+}
+
+impl ScanProj {
+    /// One past the last column read (how far a tuple must be deformed).
+    pub fn read_upto(&self) -> usize {
+        self.read.iter().rposition(|&r| r).map_or(0, |i| i + 1)
+    }
 }
 
 impl RelStorage {
@@ -216,12 +241,18 @@ impl<'s> PageRows<'s> {
 }
 
 /// Values of a stored tuple of `st` (detoasting with `snapshot`).
+///
+/// With a projection (`st.proj`), the columns it does not read are NULL: the
+/// tuple is deformed only up to the last column read, and an unread column's
+/// value is neither decoded nor fetched from the TOAST relation.
 pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], snapshot: &Snapshot) -> Result<Vec<Value>> {
-    let datums = deform_tuple(descs, t)?;
+    let upto = st.proj.as_ref().map_or(descs.len(), |p| p.read_upto().min(descs.len()));
+    let datums = deform_tuple(&descs[..upto], t)?;
     let natts = if st.missing.is_empty() { usize::MAX } else { ferrogres_engine::heap::tuple::TupleHeader::read(t)?.natts() };
     let mut row = Vec::with_capacity(st.types.len());
     for i in 0..st.types.len() {
-        row.push(column_value(backend, st, &datums, natts, i, snapshot)?);
+        let read = st.proj.as_ref().is_none_or(|p| p.read.get(i).copied().unwrap_or(true));
+        row.push(if read { column_value(backend, st, &datums, natts, i, snapshot)? } else { Value::Null });
     }
     Ok(row)
 }

@@ -288,6 +288,7 @@ pub(crate) fn range_function(
         toast: None,
         types: columns.iter().map(|c| c.ty).collect(),
         missing: Vec::new(),
+        proj: None,
     };
     let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns, indexes: Vec::new(), extras: Default::default() };
     Ok((table, refname, scan))

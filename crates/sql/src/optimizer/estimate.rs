@@ -47,6 +47,15 @@ fn subquery_rows(q: &crate::plan::Query) -> f64 {
     1000.0
 }
 
+/// Column `i`'s average width: ANALYZE's (pg_statistic.stawidth) when it
+/// stored one, else by type.
+fn column_width(t: &crate::catalog::Table, stats: Option<&crate::stats::TableStats>, i: usize) -> f64 {
+    match stats.and_then(|s| s.cols.get(i)).and_then(|c| c.as_ref()) {
+        Some(c) if c.width > 0 => c.width as f64,
+        _ => type_width(t.columns[i].ty),
+    }
+}
+
 fn type_width(t: Type) -> f64 {
     match t {
         Type::Bool => 1.0,
@@ -72,6 +81,24 @@ fn probe_compatible(key: Type, by: Type) -> bool {
 pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of: &dyn Fn(usize) -> usize, pc: &PlanCtx) -> (Vec<Rel>, Vec<Clause>) {
     let p = pc.settings;
     let mask_of = |e: &Expr| columns_read(e).into_iter().fold(0u32, |m, c| m | (1 << leaf_of(c)));
+    // The columns a scan passes up: read above the FROM tree, or by a
+    // conjunct over two or more items (a join condition). A column only its
+    // own restrictions read is not carried (PostgreSQL's reltarget).
+    let carried: Option<Vec<bool>> = pc.needed.as_ref().map(|needed| {
+        let mut c = needed.clone();
+        for q in quals.iter().filter(|q| mask_of(q).count_ones() > 1) {
+            for i in columns_read(q) {
+                if i >= c.len() {
+                    c.resize(i + 1, false);
+                }
+                c[i] = true;
+            }
+        }
+        c
+    });
+    let carried_width = |offset: usize, ncols: usize, w: &dyn Fn(usize) -> f64| -> f64 {
+        (0..ncols).filter(|&i| carried.as_ref().is_none_or(|c| c.get(offset + i).copied().unwrap_or(false))).map(w).sum()
+    };
     let mut sizes: Vec<Option<TableSize>> = Vec::new();
     let mut rels = Vec::new();
     for (i, &(src, offset, ncols)) in leaves.iter().enumerate() {
@@ -102,7 +129,7 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
                 rels.push(Rel {
                     rows,
                     cost: scan,
-                    width: t.columns.iter().map(|c| type_width(c.ty)).sum(),
+                    width: carried_width(offset, t.columns.len(), &|i| column_width(t, size.stats.as_deref(), i)),
                     table: Some(TableRel { tuples: size.tuples, pages: size.pages, nquals: own.len(), indexes }),
                 });
                 sizes.push(Some(size));
@@ -110,7 +137,7 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
             Source::Subquery(q) => {
                 let sel = conjunction_selectivity(None, own.iter(), &[]);
                 let rows = (subquery_rows(q) * sel).max(1.0);
-                rels.push(Rel { rows, cost: rows * p.cpu_tuple_cost * 10.0, width: ncols as f64 * 8.0, table: None });
+                rels.push(Rel { rows, cost: rows * p.cpu_tuple_cost * 10.0, width: carried_width(offset, ncols, &|i| q.targets.get(i).map_or(8.0, |t| type_width(t.expr.ty()))), table: None });
                 sizes.push(None);
             }
             _ => {

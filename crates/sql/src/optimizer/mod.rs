@@ -3,6 +3,7 @@
 pub mod cost;
 pub mod estimate;
 pub mod joinsearch;
+pub mod projection;
 pub mod selectivity;
 
 /// The planner's settings, read once per analysed statement from the
@@ -141,6 +142,10 @@ pub struct JoinPlan {
     /// Estimated rows and total cost, when the join search planned it.
     pub rows: Option<f64>,
     pub cost: Option<f64>,
+    /// The columns of the join's row read above it (`None`: all), as
+    /// [`projection`] found them: what EXPLAIN's and the cost model's
+    /// `width` of the join counts (PostgreSQL's join rel `reltarget`).
+    pub out: Option<Vec<bool>>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
