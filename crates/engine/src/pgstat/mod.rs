@@ -8,6 +8,7 @@ pub mod sampler;
 pub mod statements;
 #[cfg(not(loom))]
 pub mod tabstat;
+pub mod usage;
 pub mod wait_event;
 
 /// A backend's number: its slot in every per-backend array (wait events, ProcArray,

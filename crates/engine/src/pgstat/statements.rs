@@ -48,6 +48,9 @@ pub struct ExecUsage {
     pub rows: u64,
     pub shared_blks_hit: u64,
     pub shared_blks_read: u64,
+    /// WAL, dirtied and written buffers, temporary blocks
+    /// ([`crate::pgstat::usage`]).
+    pub usage: crate::pgstat::usage::Usage,
 }
 
 /// An entry's counters (pg_stat_statements' columns).
@@ -63,6 +66,13 @@ pub struct Counters {
     pub rows: u64,
     pub shared_blks_hit: u64,
     pub shared_blks_read: u64,
+    pub shared_blks_dirtied: u64,
+    pub shared_blks_written: u64,
+    pub temp_blks_read: u64,
+    pub temp_blks_written: u64,
+    pub wal_records: u64,
+    pub wal_fpi: u64,
+    pub wal_bytes: u64,
     /// Eviction priority: grows by one per execution, decays at each eviction.
     pub usage: f64,
 }
@@ -96,6 +106,13 @@ impl Counters {
         self.rows += u.rows;
         self.shared_blks_hit += u.shared_blks_hit;
         self.shared_blks_read += u.shared_blks_read;
+        self.shared_blks_dirtied += u.usage.shared_blks_dirtied;
+        self.shared_blks_written += u.usage.shared_blks_written;
+        self.temp_blks_read += u.usage.temp_blks_read;
+        self.temp_blks_written += u.usage.temp_blks_written;
+        self.wal_records += u.usage.wal_records;
+        self.wal_fpi += u.usage.wal_fpi;
+        self.wal_bytes += u.usage.wal_bytes;
         self.usage += USAGE_EXEC;
     }
 }
