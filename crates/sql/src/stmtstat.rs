@@ -33,6 +33,10 @@
 //! (there is no track_io_timing; 0 in PostgreSQL too while it is off), and
 //! jit_* (there is no JIT: 0 as in PostgreSQL without it).
 //!
+//! The entries survive a clean restart and are reset by a crash
+//! (`ferrogres_engine::pgstat::persist`; pg_stat_statements.save is
+//! accepted but the entries are always saved).
+//!
 //! Privileges (PostgreSQL 15's): the text and queryid of another role's
 //! entries show as `<insufficient privilege>` and NULL unless the current
 //! role has pg_read_all_stats' privileges; pg_stat_statements_reset is for

@@ -3,6 +3,8 @@
 pub mod activity;
 pub mod lwlock_stats;
 #[cfg(not(loom))]
+pub mod persist;
+#[cfg(not(loom))]
 pub mod sampler;
 #[cfg(not(loom))]
 pub mod statements;

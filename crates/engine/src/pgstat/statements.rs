@@ -205,6 +205,18 @@ impl StatementsTable {
         entry.counters.lock().unwrap_or_else(|e| e.into_inner()).add(usage);
     }
 
+    /// Puts back an entry saved at the last clean shutdown (pgstat::persist):
+    /// ignored beyond `max` (a smaller pg_stat_statements.max now).
+    pub fn restore(&self, key: StatementKey, text: Arc<str>, c: Counters) {
+        if self.count.load(Ordering::Relaxed) >= self.max {
+            return;
+        }
+        let mut map = self.parts[partition_of(&key)].write().unwrap_or_else(|e| e.into_inner());
+        if map.insert(key, Arc::new(Entry { key, query: text, counters: Mutex::new(c) })).is_none() {
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Evicts the least used entries (PostgreSQL's entry_dealloc): every
     /// usage decays by 1 %, then the lowest 5 % (at least 10) go.
     fn dealloc(&self) {
