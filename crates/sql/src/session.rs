@@ -419,7 +419,8 @@ struct HotSettings {
     /// compute_query_id is not off (auto means on: pg_stat_statements is built in).
     compute_query_id: bool,
     /// pg_stat_statements.track is not none (top and all: top-level
-    /// statements; nested ones are not tracked yet).
+    /// statements; SQL functions are inlined, so nothing runs nested, except
+    /// EXPLAIN ANALYZE's statement, which `all` does not record yet).
     track_statements: bool,
     /// pg_stat_statements.track_utility.
     track_utility: bool,
