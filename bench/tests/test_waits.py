@@ -60,6 +60,8 @@ class Waits(unittest.TestCase):
             int(frames[3])  # the query id
             total += int(n)
         self.assertEqual(total, rec["samples"])
+        # The flame graph: inferno-flamegraph is required (a missing tool fails).
+        self.assertIn("svg", rec, rec.get("svg_error"))
         # A tpcb-like run at 8 clients waits on row locks in both systems.
         self.assertTrue(any(";Lock;" in line for line in lines), lines)
 
