@@ -592,7 +592,7 @@ fn signal_backend(f: LockFunc, vals: &[ferrogres_datum::types::Value], env: &mut
     let role = engine.activity.role_of(target).flatten();
     let (me, roles) = env.caller_roles()?;
     let cancel = sig == BackendSignal::Cancel;
-    if role.map_or(true, |r| roles.superuser(r)) && !roles.superuser(me) {
+    if role.is_none_or(|r| roles.superuser(r)) && !roles.superuser(me) {
         return Err(SqlError::new(
             b"42501",
             if cancel { "must be a superuser to cancel superuser query" } else { "must be a superuser to terminate superuser process" },
