@@ -15,7 +15,7 @@ import tempfile
 import time
 from typing import Optional
 
-from . import bulk, callgrind, pgbench, perfstat, procs, report, servers, tpch, workloads as W
+from . import bulk, callgrind, pgbench, perfstat, procs, report, servers, tpch, waits, workloads as W
 
 BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(BENCH_DIR)
@@ -251,11 +251,18 @@ class Runner:
         if self.perf_ok:
             att = perfstat.Attach(self.args.perf_event, sorted(baseline))
             att.start()
+        sampler = None
+        if w.name.startswith("tpcb") and clients == waits.CLIENTS and duration is not None:
+            os.makedirs(self.outdir, exist_ok=True)
+            sampler = waits.Sampler(srv, self.outdir, tag)
+            sampler.start()
         t0 = time.monotonic()
         res = pgbench.run(srv, workload_args=workload_args, clients=clients, jobs=min(clients, self.ncpu),
                           duration=duration, transactions=transactions, logdir=self.logdir, tag=tag,
                           sampling_rate=self.p.sampling_rate, env_extra=env_extra)
         rec["elapsed_s"] = round(time.monotonic() - t0, 2)
+        if sampler is not None:
+            rec["waits"] = sampler.stop()
         instr, why = None, self.perf_why
         if att is not None:
             # backends fold their counts into the postmaster's when they exit: wait for them

@@ -348,6 +348,9 @@ impl Engine {
         if start.needed {
             engine.recover(&start, &mut report, &wal_flush.in_recovery)?;
         }
+        // The statistics of the last clean shutdown; after a crash they are
+        // reset (the file goes either way).
+        crate::pgstat::persist::load(&engine, !start.needed);
         engine.start_workers();
         crate::heap::autovacuum::start_launcher(&engine);
         Ok((engine, report))
@@ -583,6 +586,11 @@ impl Engine {
         self.smgr.sync_all()?;
         self.slots.checkpoint()?;
         self.wal.shutdown(self.checkpoint_info())?;
+        // The cumulative statistics, for the next start (backends have ended,
+        // so their last counts were flushed).
+        if let Err(e) = crate::pgstat::persist::save(self) {
+            eprintln!("LOG:  could not write statistics file \"{}\": {e}", crate::pgstat::persist::STAT_FILE);
+        }
         Ok(())
     }
 

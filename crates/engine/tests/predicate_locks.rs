@@ -7,6 +7,7 @@
 //! every held target visible in the shared table), and at the end nothing is
 //! left. A second test runs write skew between pairs of threads released by a
 //! barrier: never do both commit.
+#![cfg(not(loom))]
 
 use ferrogres_engine::lmgr::predicate::{PredConfig, PredTarget, PredicateLockManager};
 use ferrogres_engine::storage::RelFileLocator;

@@ -1,6 +1,7 @@
 //! The wait-event sampler hibernates while no backend is busy and wakes when
 //! one becomes busy (pgstat README, "The wait-event sampler"): a real engine,
 //! its sampler thread, and a backend slot going idle and active.
+#![cfg(not(loom))]
 
 mod common;
 

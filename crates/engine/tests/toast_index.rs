@@ -2,6 +2,7 @@
 //! only the value's chunks, an index is built for a TOAST relation written
 //! without one, deleted and updated rows take their chunks with them (kept by a
 //! rollback, freed by VACUUM), and all of it survives a crash.
+#![cfg(not(loom))]
 
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};

@@ -304,3 +304,131 @@ fn extended_protocol_statement_text_is_shown() {
     let _e = t.join().unwrap(); // kept open: its row stays
     assert_eq!(activity(&mut ctl, pid)[..4], ["idle", "", "", "SELECT pg_sleep($1)"]);
 }
+
+/// Waits until backend `pid` is active in pg_sleep (as a superuser sees it).
+fn wait_sleeping(ctl: &mut Client, pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ctl.q(&format!("SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND wait_event = 'PgSleep'")).one() != "1" {
+        assert!(Instant::now() < deadline, "backend {pid} never slept");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The (SQLSTATE, message) of an error reply.
+fn err(r: &common::session_client::Reply) -> (String, String) {
+    let e = r.error.clone().unwrap_or_else(|| panic!("expected an error, got {:?}", r.rows));
+    (e.0, e.1)
+}
+
+/// PostgreSQL 15's permission rules for pg_cancel_backend and
+/// pg_terminate_backend, the masking of other roles' activity and
+/// statement text, and the reset functions revoked from PUBLIC (texts
+/// checked on PostgreSQL 15.18: they have no DETAIL there).
+#[test]
+fn signals_and_statistics_follow_the_role_rules() {
+    let srv = Server::start_temp(&[]);
+    let mut ctl = Client::connect(srv.port);
+    ok(&ctl.q(
+        "CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE ROLE carol LOGIN; CREATE ROLE dave LOGIN; \
+         GRANT pg_signal_backend TO carol; GRANT pg_read_all_stats TO dave",
+    ));
+    let mut alice = Client::connect_as(srv.port, "alice");
+    let mut bob = Client::connect_as(srv.port, "bob");
+    let mut bob2 = Client::connect_as(srv.port, "bob");
+    let mut carol = Client::connect_as(srv.port, "carol");
+    let mut dave = Client::connect_as(srv.port, "dave");
+    let mut sup = Client::connect(srv.port);
+    ok(&bob.q("SET application_name = 'bobs'"));
+    sup.send("SELECT pg_sleep(60)");
+    bob.send("SELECT pg_sleep(60) /* bob's secret */");
+    wait_sleeping(&mut ctl, sup.pid);
+    wait_sleeping(&mut ctl, bob.pid);
+
+    // A plain role: neither a superuser's backend nor another role's.
+    let den = |m: &str| ("42501".to_string(), m.to_string());
+    assert_eq!(err(&alice.q(&format!("SELECT pg_cancel_backend({})", sup.pid))), den("must be a superuser to cancel superuser query"));
+    assert_eq!(err(&alice.q(&format!("SELECT pg_terminate_backend({})", sup.pid))), den("must be a superuser to terminate superuser process"));
+    assert_eq!(
+        err(&alice.q(&format!("SELECT pg_cancel_backend({})", bob.pid))),
+        den("must be a member of the role whose query is being canceled or member of pg_signal_backend")
+    );
+    assert_eq!(
+        err(&alice.q(&format!("SELECT pg_terminate_backend({}, 100)", bob.pid))),
+        den("must be a member of the role whose process is being terminated or member of pg_signal_backend")
+    );
+    // An unknown pid is still a WARNING and false; the session goes on.
+    assert_eq!(alice.q("SELECT pg_cancel_backend(12345)").one(), "f");
+    assert_eq!(alice.q("SELECT 7").one(), "7");
+
+    // What alice sees of bob's backend: PostgreSQL 15's masked row.
+    let masked = alice.q(&format!(
+        "SELECT usename, application_name, query, state IS NULL, backend_start IS NULL, wait_event IS NULL, \
+         backend_type IS NULL, query_id IS NULL, client_port IS NULL FROM pg_stat_activity WHERE pid = {}",
+        bob.pid
+    ));
+    let row: Vec<String> = masked.rows[0].iter().map(|v| v.clone().unwrap_or_default()).collect();
+    assert_eq!(row, ["bob", "bobs", "<insufficient privilege>", "t", "t", "t", "t", "t", "t"]);
+    // Her own row is whole; the auxiliary processes (no role) are masked.
+    assert_eq!(alice.q("SELECT state FROM pg_stat_activity WHERE pid = pg_backend_pid()").one(), "active");
+    assert_eq!(
+        alice.q("SELECT count(*) FROM pg_stat_activity WHERE usesysid IS NULL AND query <> '<insufficient privilege>'").one(),
+        "0"
+    );
+    // pg_read_all_stats sees everything; so does the superuser.
+    let q = format!("SELECT query FROM pg_stat_activity WHERE pid = {}", bob.pid);
+    assert_eq!(dave.q(&q).one(), "SELECT pg_sleep(60) /* bob's secret */");
+    assert_eq!(ctl.q(&q).one(), "SELECT pg_sleep(60) /* bob's secret */");
+
+    // Same role: bob's other session may cancel his query.
+    assert_eq!(bob2.q(&format!("SELECT pg_cancel_backend({})", bob.pid)).one(), "t");
+    assert_eq!(err(&bob.reply()), ("57014".into(), "canceling statement due to user request".into()));
+    // Membership in the role: alice, once granted bob, may too.
+    ok(&ctl.q("GRANT bob TO alice"));
+    bob.send("SELECT pg_sleep(60)");
+    wait_sleeping(&mut ctl, bob.pid);
+    assert_eq!(alice.q(&format!("SELECT pg_cancel_backend({})", bob.pid)).one(), "t");
+    assert_eq!(bob.reply().code(), "57014");
+    // pg_signal_backend: any non-superuser backend, no superuser's.
+    bob.send("SELECT pg_sleep(60)");
+    wait_sleeping(&mut ctl, bob.pid);
+    assert_eq!(carol.q(&format!("SELECT pg_cancel_backend({})", bob.pid)).one(), "t");
+    assert_eq!(bob.reply().code(), "57014");
+    assert_eq!(err(&carol.q(&format!("SELECT pg_cancel_backend({})", sup.pid))), den("must be a superuser to cancel superuser query"));
+    assert_eq!(carol.q(&format!("SELECT pg_terminate_backend({}, 3000)", bob2.pid)).one(), "t");
+    let (fatal, _) = until_closed(&mut bob2.s);
+    assert_eq!(fatal.unwrap().0, "57P01");
+    // A superuser may signal anyone.
+    assert_eq!(ctl.q(&format!("SELECT pg_cancel_backend({})", sup.pid)).one(), "t");
+    assert_eq!(sup.reply().code(), "57014");
+
+    // pg_stat_statements: other roles' text and id masked unless
+    // pg_read_all_stats; own entries whole.
+    ok(&bob.q("SELECT 'bob statement' AS x"));
+    ok(&alice.q("SELECT 'alice statement' AS y"));
+    let shown = "SELECT r.rolname, s.query, s.queryid IS NULL FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid \
+                 WHERE r.rolname IN ('alice', 'bob') AND (s.query LIKE 'SELECT $1 AS %' OR s.query = '<insufficient privilege>') ORDER BY 1, 2";
+    let view = |c: &mut Client| -> Vec<Vec<String>> {
+        let r = c.q(shown);
+        ok(&r);
+        r.rows.iter().map(|row| row.iter().map(|v| v.clone().unwrap_or_default()).collect()).collect()
+    };
+    let masked_bob = view(&mut alice).into_iter().filter(|r| r[0] == "bob").collect::<Vec<_>>();
+    assert!(!masked_bob.is_empty() && masked_bob.iter().all(|r| r[1] == "<insufficient privilege>" && r[2] == "t"), "{masked_bob:?}");
+    let alice_own = view(&mut alice).into_iter().filter(|r| r[0] == "alice").collect::<Vec<_>>();
+    assert!(alice_own.iter().any(|r| r[1] == "SELECT $1 AS y" && r[2] == "f"), "{alice_own:?}");
+    let all = view(&mut dave);
+    assert!(all.iter().any(|r| r[0] == "bob" && r[1] == "SELECT $1 AS x" && r[2] == "f"), "{all:?}");
+
+    // The reset functions are the superuser's (EXECUTE revoked from PUBLIC).
+    for f in ["pg_stat_statements_reset", "pg_stat_reset", "pg_stat_reset_shared", "pg_stat_reset_single_table_counters"] {
+        let arg = match f {
+            "pg_stat_reset_shared" => "'bgwriter'",
+            "pg_stat_reset_single_table_counters" => "1259",
+            _ => "",
+        };
+        assert_eq!(err(&dave.q(&format!("SELECT {f}({arg})"))), den(&format!("permission denied for function {f}")));
+    }
+    assert_eq!(dave.q("SELECT count(*) > 0 FROM pg_stat_statements").one(), "t");
+    ok(&ctl.q("SELECT pg_stat_statements_reset()"));
+    assert_eq!(dave.q("SELECT count(*) FROM pg_stat_statements WHERE query LIKE 'SELECT $1 AS %'").one(), "0");
+}

@@ -29,6 +29,31 @@ pub trait Env {
     fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
         None
     }
+    /// The backend and statement snapshot of the executor running the call,
+    /// for functions whose permission rules depend on the current role and
+    /// a runtime argument (pg_cancel_backend's target, ...). Only the
+    /// executor's [`Ctx`] has them.
+    fn caller(&self) -> Option<(&Backend, &Snapshot)> {
+        None
+    }
+    /// The current role and the role graph, for those permission rules
+    /// (PostgreSQL's GetUserId() and has_privs_of_role).
+    fn caller_roles(&self) -> Result<(u32, std::sync::Arc<crate::acl::RoleGraph>)> {
+        let (backend, snap) = self.caller().ok_or_else(|| SqlError::internal("a permission check outside the executor"))?;
+        Ok((backend.current_user, crate::acl::role_graph(backend, snap)?))
+    }
+    /// 42501 "permission denied for function `name`" unless the current role
+    /// is a superuser: the functions PostgreSQL 15 creates with EXECUTE
+    /// revoked from PUBLIC (pg_stat_reset, pg_stat_statements_reset, ...);
+    /// there are no function ACLs here to GRANT it back.
+    fn require_superuser_for(&self, name: &str) -> Result<()> {
+        let (me, roles) = self.caller_roles()?;
+        if roles.superuser(me) {
+            Ok(())
+        } else {
+            Err(SqlError::new(b"42501", format!("permission denied for function {name}")))
+        }
+    }
     /// The session's sequence state (currval, lastval), if any.
     fn seq_ctx(&mut self) -> Option<&mut crate::sequence::SeqSession> {
         self.lock_ctx().map(|l| &mut l.seqs)
@@ -126,6 +151,9 @@ impl Env for Ctx<'_> {
     }
     fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
         self.env.lock_ctx()
+    }
+    fn caller(&self) -> Option<(&Backend, &Snapshot)> {
+        Some((&*self.backend, &self.snap))
     }
     fn settings(&self) -> Vec<(String, String, String)> {
         self.env.settings()
@@ -662,7 +690,7 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
         Source::Virtual(oid) if crate::pgcatalog::is_view(*oid) => Box::new(VecIter(crate::pgcatalog::rows(*oid, ctx.backend, &ctx.snap, &*ctx.env)?.into_iter())),
         Source::Virtual(oid) if crate::statviews::is_view(*oid) => Box::new(VecIter(crate::statviews::rows(*oid, ctx.backend, &ctx.snap)?.into_iter())),
-        Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend)?.into_iter())),
+        Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend, &ctx.snap)?.into_iter())),
         Source::Table(t) => match crate::index::ordered_scan(t, q, ctx)? {
             Some(rows) => Box::new(VecIter(rows.into_iter())),
             None => match crate::index::open_table_scan(t, q.filter.as_ref(), ctx)? {

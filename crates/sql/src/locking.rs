@@ -574,11 +574,18 @@ pub fn call(f: LockFunc, vals: &[ferrogres_datum::types::Value], env: &mut dyn c
     })
 }
 
-/// pg_cancel_backend / pg_terminate_backend: PostgreSQL's results (every
-/// session is a superuser here, so no permission check applies yet). An
-/// unknown pid is a WARNING and false; pg_terminate_backend with a timeout
-/// waits (checking for interrupts) until the backend is gone, else a WARNING
-/// and false.
+/// pg_signal_backend's OID (PostgreSQL 15's predefined role).
+const PG_SIGNAL_BACKEND: u32 = 4200;
+
+/// pg_cancel_backend / pg_terminate_backend: PostgreSQL 15's results and
+/// permission rules. An unknown pid is a WARNING and false. A backend of a
+/// superuser (or an auxiliary process, which has no role) may be signalled
+/// by superusers only; another backend by a role that has the privileges of
+/// the backend's role or of pg_signal_backend (42501 otherwise, with
+/// PostgreSQL 15's texts, which have no DETAIL). The backend's role is the
+/// one it logged in as, as PostgreSQL's PGPROC.roleId (SET ROLE does not
+/// change it). pg_terminate_backend with a timeout waits (checking for
+/// interrupts) until the backend is gone, else a WARNING and false.
 fn signal_backend(f: LockFunc, vals: &[ferrogres_datum::types::Value], env: &mut dyn crate::exec::Env) -> Result<ferrogres_datum::types::Value> {
     use ferrogres_datum::types::Value;
     use ferrogres_engine::pgstat::activity::BackendSignal;
@@ -590,12 +597,39 @@ fn signal_backend(f: LockFunc, vals: &[ferrogres_datum::types::Value], env: &mut
     if timeout < 0 {
         return Err(SqlError::new(b"22023", "\"timeout\" must not be negative"));
     }
-    let ctx = env.lock_ctx().ok_or_else(|| SqlError::not_supported("backend signals outside a session"))?;
-    let engine = ctx.seqs.engine().clone();
+    let engine = env.lock_ctx().ok_or_else(|| SqlError::not_supported("backend signals outside a session"))?.seqs.engine().clone();
     let sig = if f == LockFunc::CancelBackend { BackendSignal::Cancel } else { BackendSignal::Terminate };
-    if !engine.activity.signal(pid, sig) {
+    let not_a_backend = |env: &mut dyn crate::exec::Env| -> Result<Value> {
+        let ctx = env.lock_ctx().ok_or_else(|| SqlError::internal("no session"))?;
         ctx.notices.push(SqlError::warning(b"01000", format!("PID {pid} is not a PostgreSQL backend process")));
-        return Ok(Value::Bool(false));
+        Ok(Value::Bool(false))
+    };
+    let Some(target) = engine.activity.backend_of_pid(pid) else { return not_a_backend(env) };
+    if matches!(engine.activity.backend_type(target), Some("checkpointer" | "background writer" | "walwriter")) {
+        // Auxiliary processes: not in PostgreSQL's ProcArray either.
+        return not_a_backend(env);
+    }
+    let role = engine.activity.role_of(target).flatten();
+    let (me, roles) = env.caller_roles()?;
+    let cancel = sig == BackendSignal::Cancel;
+    if role.is_none_or(|r| roles.superuser(r)) && !roles.superuser(me) {
+        return Err(SqlError::new(
+            b"42501",
+            if cancel { "must be a superuser to cancel superuser query" } else { "must be a superuser to terminate superuser process" },
+        ));
+    }
+    if !role.is_some_and(|r| roles.has_privs_of(me, r)) && !roles.has_privs_of(me, PG_SIGNAL_BACKEND) {
+        return Err(SqlError::new(
+            b"42501",
+            if cancel {
+                "must be a member of the role whose query is being canceled or member of pg_signal_backend"
+            } else {
+                "must be a member of the role whose process is being terminated or member of pg_signal_backend"
+            },
+        ));
+    }
+    if !engine.activity.signal(pid, sig) {
+        return not_a_backend(env);
     }
     if sig == BackendSignal::Terminate && timeout > 0 {
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64);

@@ -315,6 +315,25 @@ impl Env for SessionEnv {
     }
 }
 
+/// Where a statement's execution started, for pg_stat_statements: the time,
+/// the backend's buffer (hits, reads) and its other usage counters.
+type StatStart = (std::time::Instant, (u64, u64), ferrogres_engine::pgstat::usage::Usage);
+
+/// `a` plus the usage `d` (a portal's Executes, summed).
+fn add_usage(a: &ferrogres_engine::pgstat::usage::Usage, d: &ferrogres_engine::pgstat::usage::Usage) -> ferrogres_engine::pgstat::usage::Usage {
+    ferrogres_engine::pgstat::usage::Usage {
+        wal_records: a.wal_records + d.wal_records,
+        wal_fpi: a.wal_fpi + d.wal_fpi,
+        wal_bytes: a.wal_bytes + d.wal_bytes,
+        shared_blks_dirtied: a.shared_blks_dirtied + d.shared_blks_dirtied,
+        shared_blks_written: a.shared_blks_written + d.shared_blks_written,
+        temp_blks_read: a.temp_blks_read + d.temp_blks_read,
+        temp_blks_written: a.temp_blks_written + d.temp_blks_written,
+        temp_files: a.temp_files + d.temp_files,
+        temp_bytes: a.temp_bytes + d.temp_bytes,
+    }
+}
+
 struct Prepared {
     parsed: Option<ParsedStmt>,
     /// Shared with the portals bound from it: a Bind costs no plan copy.
@@ -369,7 +388,7 @@ struct Portal {
     ident: crate::plan_cache::Ident,
     /// pg_stat_statements: what the Executes that suspended this portal took
     /// (ms, rows, buffer hits, reads): one call is counted when it completes.
-    stat_acc: (f64, u64, u64, u64),
+    stat_acc: (f64, u64, u64, u64, ferrogres_engine::pgstat::usage::Usage),
 }
 
 /// Where a forward-only cursor stands (PostgreSQL's portalPos/atEnd).
@@ -402,7 +421,8 @@ struct HotSettings {
     /// compute_query_id is not off (auto means on: pg_stat_statements is built in).
     compute_query_id: bool,
     /// pg_stat_statements.track is not none (top and all: top-level
-    /// statements; nested ones are not tracked yet).
+    /// statements; SQL functions are inlined, so nothing runs nested, except
+    /// EXPLAIN ANALYZE's statement, which `all` does not record yet).
     track_statements: bool,
     /// pg_stat_statements.track_utility.
     track_utility: bool,
@@ -643,13 +663,13 @@ impl Session {
     }
 
     /// Where a statement's execution starts, for pg_stat_statements.
-    fn stat_start(&self) -> (std::time::Instant, (u64, u64)) {
-        (std::time::Instant::now(), self.backend.txn.pgstat.buffer_usage())
+    fn stat_start(&self) -> StatStart {
+        (std::time::Instant::now(), self.backend.txn.pgstat.buffer_usage(), ferrogres_engine::pgstat::usage::current())
     }
 
     /// Adds one execution of `ident` to pg_stat_statements (a top-level
     /// statement that completed).
-    fn record_statement(&self, ident: &crate::queryid::QueryIdent, started: (std::time::Instant, (u64, u64)), rows: u64) {
+    fn record_statement(&self, ident: &crate::queryid::QueryIdent, started: StatStart, rows: u64) {
         let h = self.cached_settings();
         if !h.track_statements || (ident.utility && !h.track_utility) {
             return;
@@ -661,6 +681,7 @@ impl Session {
             rows,
             shared_blks_hit: hit.saturating_sub(started.1 .0),
             shared_blks_read: read.saturating_sub(started.1 .1),
+            usage: ferrogres_engine::pgstat::usage::current().since(&started.2),
         };
         let key = ferrogres_engine::pgstat::statements::StatementKey {
             userid: self.backend.current_user,
@@ -2444,7 +2465,7 @@ impl Session {
     /// pg_stat_statements for a portal: an Execute that suspended it adds to
     /// the portal's running figures; the one that completes it records one
     /// call with them all (PostgreSQL counts at ExecutorEnd).
-    fn portal_stat(&mut self, portal: &str, ident: &crate::queryid::QueryIdent, started: (std::time::Instant, (u64, u64)), max_rows: u32, outcome: &ExecOutcome) {
+    fn portal_stat(&mut self, portal: &str, ident: &crate::queryid::QueryIdent, started: StatStart, max_rows: u32, outcome: &ExecOutcome) {
         let acc = self.portals.get_mut(portal).map(|p| std::mem::take(&mut p.stat_acc)).unwrap_or_default();
         match outcome {
             ExecOutcome::Suspended => {
@@ -2455,6 +2476,7 @@ impl Session {
                         acc.1 + max_rows as u64,
                         acc.2 + hit.saturating_sub(started.1 .0),
                         acc.3 + read.saturating_sub(started.1 .1),
+                        add_usage(&acc.4, &ferrogres_engine::pgstat::usage::current().since(&started.2)),
                     );
                 }
             }
@@ -2463,6 +2485,7 @@ impl Session {
                 let start = (
                     started.0.checked_sub(std::time::Duration::from_secs_f64(acc.0 / 1000.0)).unwrap_or(started.0),
                     (started.1 .0.saturating_sub(acc.2), started.1 .1.saturating_sub(acc.3)),
+                    started.2.since(&acc.4),
                 );
                 self.record_statement(ident, start, acc.1 + crate::stmtstat::tag_rows(tag));
             }

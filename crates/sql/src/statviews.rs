@@ -18,10 +18,17 @@
 //! | pg_stat_all_indexes / pg_stat_user_indexes | every index |
 //! | pg_statio_all_tables / pg_statio_user_tables | heap blocks read and hit; index and TOAST blocks from the same counters of those relations |
 //!
+//! pg_stat_database's temp_files / temp_bytes count the temporary files its
+//! backends removed (`ferrogres_engine::pgstat::usage`, added at each flush);
+//! conflicts is 0, which is right without a hot standby.
+//!
 //! Not counted yet: buffer reads of indexes (the B-tree reads its pages with no
-//! backend at hand), so idx_blks_* stay 0; temp_files / temp_bytes,
-//! conflicts, checksum failures, the I/O timings and the session counters of
+//! backend at hand), so idx_blks_* stay 0; checksum failures, the I/O timings
+//! and the session counters (sessions, session_time, active_time, ...) of
 //! pg_stat_database are 0 or NULL because nothing produces them yet.
+//!
+//! pg_stat_reset and pg_stat_reset_single_table_counters are for superusers
+//! (PostgreSQL 15 revokes EXECUTE from PUBLIC).
 
 use crate::catalog;
 use ferrogres_datum::errors::{Result, SqlError};
@@ -213,7 +220,13 @@ fn load(c: &Option<Arc<RelCounters>>, f: impl Fn(&RelCounters) -> u64) -> u64 {
 /// The rows of view `oid`.
 pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Value>>> {
     if crate::stmtstat::is_view(oid) {
-        return crate::stmtstat::rows(oid, backend);
+        // pg_stat_statements shows the text and id of other roles'
+        // statements to pg_read_all_stats' members only (PostgreSQL 15's
+        // is_allowed_role; own entries by userid equality, as there).
+        let roles = crate::acl::role_graph(backend, snap)?;
+        let me = backend.current_user;
+        let sees_all = roles.has_privs_of(me, crate::sysviews::PG_READ_ALL_STATS);
+        return crate::stmtstat::rows(oid, backend, &|userid| sees_all || userid == me);
     }
     if oid == PG_STAT_DATABASE_OID {
         return pg_stat_database(backend, snap);
@@ -333,9 +346,10 @@ fn pg_stat_database(backend: &Backend, snap: &Snapshot) -> Result<Vec<Vec<Value>
             l(&c.tup_inserted),
             l(&c.tup_updated),
             l(&c.tup_deleted),
+            // conflicts: recovery conflicts, which need a hot standby.
             int(0),
-            int(0),
-            int(0),
+            l(&c.temp_files),
+            l(&c.temp_bytes),
             l(&c.deadlocks),
             int(0),
             Value::Null,
@@ -392,6 +406,13 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(StatFunc, &'static [Type
 /// counters at once; pg_stat_force_next_flush asks the session (through its
 /// lock context) to flush when the statement's transaction ends.
 pub fn call(f: StatFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Result<Value> {
+    // PostgreSQL 15 revokes EXECUTE on the reset functions from PUBLIC.
+    match f {
+        StatFunc::Reset => env.require_superuser_for("pg_stat_reset")?,
+        StatFunc::ResetSingleTable => env.require_superuser_for("pg_stat_reset_single_table_counters")?,
+        StatFunc::StatementsReset => env.require_superuser_for("pg_stat_statements_reset")?,
+        StatFunc::ForceNextFlush | StatFunc::WaitSamplingResetProfile | StatFunc::WaitSamplingFolded => {}
+    }
     let Some(ctx) = env.lock_ctx() else { return Err(SqlError::not_supported("statistics functions outside a session")) };
     let engine = ctx.seqs.engine().clone();
     let db = crate::database::current();

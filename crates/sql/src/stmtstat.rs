@@ -17,14 +17,31 @@
 //! PostgreSQL's ExecutorStart..ExecutorEnd), rows (returned by a query,
 //! affected by INSERT/UPDATE/DELETE/MERGE, and for utility statements the
 //! count of their tag, as PostgreSQL), shared_blks_hit / shared_blks_read
-//! (the backend's heap buffer lookups, `BackendStats::buffer_usage`). Not
-//! tracked yet, shown as 0: plans and the plan times (PostgreSQL also shows 0
-//! while pg_stat_statements.track_planning is off, its default),
-//! shared_blks_dirtied / _written, local_* (temporary tables' buffers are
-//! counted as shared), temp_blks_*, the I/O times (0 in PostgreSQL too
-//! unless track_io_timing is on), wal_records / wal_fpi / wal_bytes (the WAL
-//! counts per backend are not kept), and jit_* (there is no JIT: 0 as in
-//! PostgreSQL without it).
+//! (the backend's heap buffer lookups, `BackendStats::buffer_usage`), and
+//! from the backend's usage counters (`ferrogres_engine::pgstat::usage`,
+//! taken as differences around the statement): shared_blks_dirtied (clean
+//! buffers it made dirty), shared_blks_written (dirty victims it wrote out),
+//! temp_blks_read / _written (8 kB blocks of its temporary files), and
+//! wal_records / wal_fpi / wal_bytes. A transaction's commit record is
+//! written after its statement's end, so it is in no entry (as in
+//! PostgreSQL). Differences: CHECKPOINT's own record is counted to the
+//! CHECKPOINT statement (PostgreSQL's checkpointer writes it).
+//!
+//! Not tracked yet, shown as 0: plans and the plan times (PostgreSQL also
+//! shows 0 while pg_stat_statements.track_planning is off, its default),
+//! local_* (temporary tables' buffers are counted as shared), the I/O times
+//! (there is no track_io_timing; 0 in PostgreSQL too while it is off), and
+//! jit_* (there is no JIT: 0 as in PostgreSQL without it).
+//!
+//! The entries survive a clean restart and are reset by a crash
+//! (`ferrogres_engine::pgstat::persist`; pg_stat_statements.save is
+//! accepted but the entries are always saved).
+//!
+//! Privileges (PostgreSQL 15's): the text and queryid of another role's
+//! entries show as `<insufficient privilege>` and NULL unless the current
+//! role has pg_read_all_stats' privileges; pg_stat_statements_reset is for
+//! superusers (the extension revokes it from PUBLIC; there are no function
+//! ACLs here to grant it back).
 
 use ferrogres_datum::errors::{Result, SqlError};
 use ferrogres_datum::types::{Type, Value};
@@ -133,8 +150,10 @@ fn ts(us: i64) -> Value {
     Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us.max(0) as u64)))
 }
 
-/// The rows of view `oid` (one of [`VIEWS`]).
-pub fn rows(oid: u32, backend: &Backend) -> Result<Vec<Vec<Value>>> {
+/// The rows of view `oid` (one of [`VIEWS`]). `visible(userid)`: whether
+/// the current role may see the text and query id of that role's entries
+/// (else `<insufficient privilege>` and a NULL queryid, as PostgreSQL 15).
+pub fn rows(oid: u32, backend: &Backend, visible: &dyn Fn(u32) -> bool) -> Result<Vec<Vec<Value>>> {
     let engine = backend.engine();
     Ok(match oid {
         PG_STAT_STATEMENTS_OID => engine
@@ -146,8 +165,8 @@ pub fn rows(oid: u32, backend: &Backend) -> Result<Vec<Vec<Value>>> {
                     Value::Oid(e.key.userid),
                     Value::Oid(e.key.dbid),
                     Value::Bool(e.key.toplevel),
-                    Value::Int8(e.key.queryid),
-                    Value::Text(e.query.to_string()),
+                    if visible(e.key.userid) { Value::Int8(e.key.queryid) } else { Value::Null },
+                    Value::Text(if visible(e.key.userid) { e.query.to_string() } else { "<insufficient privilege>".into() }),
                     int(0),
                     Value::Float8(0.0),
                     Value::Float8(0.0),
@@ -163,14 +182,18 @@ pub fn rows(oid: u32, backend: &Backend) -> Result<Vec<Vec<Value>>> {
                     int(c.rows),
                     int(c.shared_blks_hit),
                     int(c.shared_blks_read),
+                    int(c.shared_blks_dirtied),
+                    int(c.shared_blks_written),
                 ];
-                // shared dirtied/written, local x4, temp x2.
-                row.extend((0..8).map(|_| int(0)));
+                // local_blks_*: temporary tables' buffers are counted as shared.
+                row.extend((0..4).map(|_| int(0)));
+                row.push(int(c.temp_blks_read));
+                row.push(int(c.temp_blks_written));
                 // blk_read/write_time, temp_blk_read/write_time.
                 row.extend((0..4).map(|_| Value::Float8(0.0)));
-                row.push(int(0));
-                row.push(int(0));
-                row.push(Value::Numeric(ferrogres_datum::numeric::Numeric::from_i128(0)));
+                row.push(int(c.wal_records));
+                row.push(int(c.wal_fpi));
+                row.push(Value::Numeric(ferrogres_datum::numeric::Numeric::from_i128(c.wal_bytes as i128)));
                 for i in 0..8 {
                     row.push(if i % 2 == 0 { int(0) } else { Value::Float8(0.0) });
                 }

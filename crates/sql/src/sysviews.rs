@@ -272,10 +272,10 @@ pub fn source(t: Table) -> crate::plan::Source {
 }
 
 /// The rows of view `oid`, computed now.
-pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend) -> Result<Vec<Vec<Value>>> {
+pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend, snap: &ferrogres_engine::txn::snapshot::Snapshot) -> Result<Vec<Vec<Value>>> {
     match oid {
         PG_LOCKS_OID => Ok(pg_locks(backend)),
-        PG_STAT_ACTIVITY_OID => Ok(pg_stat_activity(backend)),
+        PG_STAT_ACTIVITY_OID => pg_stat_activity(backend, snap),
         PG_STAT_SSL_OID => Ok(pg_stat_ssl(backend)),
         PG_REPLICATION_SLOTS_OID => Ok(pg_replication_slots(backend)),
         PG_STAT_REPLICATION_OID => Ok(pg_stat_replication(backend)),
@@ -517,9 +517,20 @@ fn wait_sampling_profile(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec
         .collect()
 }
 
-fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+/// pg_read_all_stats' OID (PostgreSQL 15's predefined role).
+pub const PG_READ_ALL_STATS: u32 = 3375;
+
+/// pg_stat_activity. A backend whose role the current role lacks the
+/// privileges of (unless it has pg_read_all_stats') shows only datid, pid,
+/// usesysid, application_name, backend_xid and backend_xmin, with query
+/// `<insufficient privilege>`, as PostgreSQL 15's pg_stat_get_activity;
+/// auxiliary processes have no role, so only those roles see them whole.
+fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend, snap: &ferrogres_engine::txn::snapshot::Snapshot) -> Result<Vec<Vec<Value>>> {
     use ferrogres_engine::pgstat::wait_event::current_wait_event;
     let engine = backend.engine();
+    let roles = crate::acl::role_graph(backend, snap)?;
+    let me = backend.current_user;
+    let sees_all = roles.has_privs_of(me, PG_READ_ALL_STATS);
     let ts = |t: Option<i64>| {
         t.map_or(Value::Null, |us| {
             Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us as u64)))
@@ -527,7 +538,7 @@ fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Valu
     };
     let text = |s: Option<String>| s.map_or(Value::Null, Value::Text);
     let xid = |x: u32| if x == 0 { Value::Null } else { Value::Oid(x) };
-    engine
+    Ok(engine
         .activity
         .rows()
         .into_iter()
@@ -535,6 +546,19 @@ fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Valu
             let client = r.info.backend_type == "client backend";
             let wait = current_wait_event(r.backend);
             let (bxid, bxmin) = if client { engine.txn.procarray.backend_xid_xmin(r.backend) } else { (0, 0) };
+            if !sees_all && !r.info.usesysid.is_some_and(|u| roles.has_privs_of(me, u)) {
+                let mut row = vec![Value::Null; 22];
+                row[0] = r.info.datid.map_or(Value::Null, Value::Oid);
+                row[1] = text(r.info.datname);
+                row[2] = Value::Int4(r.info.pid);
+                row[4] = r.info.usesysid.map_or(Value::Null, Value::Oid);
+                row[5] = text(r.info.usename);
+                row[6] = Value::Text(r.info.application_name);
+                row[17] = xid(bxid);
+                row[18] = xid(bxmin);
+                row[20] = Value::Text("<insufficient privilege>".into());
+                return row;
+            }
             vec![
                 r.info.datid.map_or(Value::Null, Value::Oid),
                 text(r.info.datname),
@@ -560,7 +584,7 @@ fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Valu
                 Value::Text(r.info.backend_type.to_string()),
             ]
         })
-        .collect()
+        .collect())
 }
 
 fn pg_locks(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {

@@ -78,6 +78,14 @@ fn engine(env: &mut dyn crate::exec::Env) -> Result<Arc<Engine>> {
 
 /// Evaluates one of these functions (all strict: a NULL argument gives NULL).
 pub fn call(f: WalFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Result<Value> {
+    // PostgreSQL 15 revokes EXECUTE on these from PUBLIC (checked before the
+    // call, so a NULL argument does not get past it).
+    match f {
+        WalFunc::StatResetShared => env.require_superuser_for("pg_stat_reset_shared")?,
+        WalFunc::BackupStart => env.require_superuser_for("pg_backup_start")?,
+        WalFunc::BackupStop => env.require_superuser_for("pg_backup_stop")?,
+        _ => {}
+    }
     if vals.iter().any(Value::is_null) {
         return Ok(Value::Null);
     }

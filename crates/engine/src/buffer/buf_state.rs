@@ -217,6 +217,14 @@ impl BufState {
         self.word.fetch_and(!BM_LOCKED, Ordering::Release) & !BM_LOCKED
     }
 
+    /// Sets `flags`; returns the state before (mark_dirty counts a buffer
+    /// that was clean).
+    #[inline]
+    pub fn set_flags_was(&self, flags: u32) -> u32 {
+        // Release: as set_flags.
+        self.word.fetch_or(flags, Ordering::Release)
+    }
+
     /// Sets flags atomically without the header lock (mark dirty).
     #[inline]
     pub fn set_flags(&self, flags: u32) -> u32 {

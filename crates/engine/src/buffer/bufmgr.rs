@@ -483,6 +483,7 @@ impl BufferPool {
                 let Some(_g) = d.content_lock.try_shared() else { continue };
                 self.flush_buffer(id)?;
                 crate::buffer::BgWriterStats::add(&self.bgstats.buffers_backend, 1);
+                crate::pgstat::usage::count_written();
             }
             let s = d.state.load();
             if s & BM_TAG_VALID != 0 {
@@ -1194,7 +1195,9 @@ impl BufferWriteGuard<'_> {
     /// Marks the page dirty (PostgreSQL's MarkBufferDirty). Call after changing
     /// it and after setting its LSN to the WAL record that describes the change.
     pub fn mark_dirty(&mut self) {
-        self.pool.desc(self.id).state.set_flags(BM_DIRTY | BM_JUST_DIRTIED);
+        if self.pool.desc(self.id).state.set_flags_was(BM_DIRTY | BM_JUST_DIRTIED) & BM_DIRTY == 0 {
+            crate::pgstat::usage::count_dirtied();
+        }
     }
 }
 
@@ -1208,7 +1211,9 @@ impl<'a> LockedBuffer<'a> {
     }
 
     pub fn mark_dirty(&mut self) {
-        self.pin.pool.desc(self.pin.id).state.set_flags(BM_DIRTY | BM_JUST_DIRTIED);
+        if self.pin.pool.desc(self.pin.id).state.set_flags_was(BM_DIRTY | BM_JUST_DIRTIED) & BM_DIRTY == 0 {
+            crate::pgstat::usage::count_dirtied();
+        }
     }
 
     /// Releases the content lock, keeping the pin.

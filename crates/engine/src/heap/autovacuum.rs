@@ -152,6 +152,16 @@ impl TableStats {
         self.rels.read().unwrap_or_else(|e| e.into_inner()).get(&rel).cloned()
     }
 
+    /// Every relation's counters (pgstat::persist).
+    pub(crate) fn all_rels(&self) -> Vec<(RelFileLocator, Arc<RelCounters>)> {
+        self.all()
+    }
+
+    /// Every database's counters (pgstat::persist).
+    pub(crate) fn all_dbs(&self) -> Vec<(crate::storage::Oid, Arc<crate::pgstat::tabstat::DbCounters>)> {
+        self.dbs.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(d, c)| (*d, c.clone())).collect()
+    }
+
     fn all(&self) -> Vec<(RelFileLocator, Arc<RelCounters>)> {
         self.rels.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(r, c)| (*r, c.clone())).collect()
     }

@@ -517,6 +517,14 @@ impl ActivityTable {
         Some(s.info.lock().unwrap_or_else(|e| e.into_inner()).backend_type)
     }
 
+    /// The role backend `id` logged in as (pg_stat_activity.usesysid; None
+    /// for an auxiliary process), or None beyond the table. Takes the slot's
+    /// info mutex.
+    pub fn role_of(&self, id: BackendId) -> Option<Option<u32>> {
+        let s = self.slot(id)?;
+        Some(s.info.lock().unwrap_or_else(|e| e.into_inner()).usesysid)
+    }
+
     /// The backend whose pid is `pid`, if any.
     pub fn backend_of_pid(&self, pid: i32) -> Option<BackendId> {
         if pid == 0 {

@@ -3,11 +3,14 @@
 pub mod activity;
 pub mod lwlock_stats;
 #[cfg(not(loom))]
+pub mod persist;
+#[cfg(not(loom))]
 pub mod sampler;
 #[cfg(not(loom))]
 pub mod statements;
 #[cfg(not(loom))]
 pub mod tabstat;
+pub mod usage;
 pub mod wait_event;
 
 /// A backend's number: its slot in every per-backend array (wait events, ProcArray,

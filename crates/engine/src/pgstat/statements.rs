@@ -48,6 +48,9 @@ pub struct ExecUsage {
     pub rows: u64,
     pub shared_blks_hit: u64,
     pub shared_blks_read: u64,
+    /// WAL, dirtied and written buffers, temporary blocks
+    /// ([`crate::pgstat::usage`]).
+    pub usage: crate::pgstat::usage::Usage,
 }
 
 /// An entry's counters (pg_stat_statements' columns).
@@ -63,6 +66,13 @@ pub struct Counters {
     pub rows: u64,
     pub shared_blks_hit: u64,
     pub shared_blks_read: u64,
+    pub shared_blks_dirtied: u64,
+    pub shared_blks_written: u64,
+    pub temp_blks_read: u64,
+    pub temp_blks_written: u64,
+    pub wal_records: u64,
+    pub wal_fpi: u64,
+    pub wal_bytes: u64,
     /// Eviction priority: grows by one per execution, decays at each eviction.
     pub usage: f64,
 }
@@ -96,6 +106,13 @@ impl Counters {
         self.rows += u.rows;
         self.shared_blks_hit += u.shared_blks_hit;
         self.shared_blks_read += u.shared_blks_read;
+        self.shared_blks_dirtied += u.usage.shared_blks_dirtied;
+        self.shared_blks_written += u.usage.shared_blks_written;
+        self.temp_blks_read += u.usage.temp_blks_read;
+        self.temp_blks_written += u.usage.temp_blks_written;
+        self.wal_records += u.usage.wal_records;
+        self.wal_fpi += u.usage.wal_fpi;
+        self.wal_bytes += u.usage.wal_bytes;
         self.usage += USAGE_EXEC;
     }
 }
@@ -186,6 +203,18 @@ impl StatementsTable {
             }
         };
         entry.counters.lock().unwrap_or_else(|e| e.into_inner()).add(usage);
+    }
+
+    /// Puts back an entry saved at the last clean shutdown (pgstat::persist):
+    /// ignored beyond `max` (a smaller pg_stat_statements.max now).
+    pub fn restore(&self, key: StatementKey, text: Arc<str>, c: Counters) {
+        if self.count.load(Ordering::Relaxed) >= self.max {
+            return;
+        }
+        let mut map = self.parts[partition_of(&key)].write().unwrap_or_else(|e| e.into_inner());
+        if map.insert(key, Arc::new(Entry { key, query: text, counters: Mutex::new(c) })).is_none() {
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Evicts the least used entries (PostgreSQL's entry_dealloc): every

@@ -120,6 +120,11 @@ struct Pending {
     /// PostgreSQL's pgBufferUsage).
     usage_hit: u64,
     usage_read: u64,
+    /// The thread's temporary files and bytes ([`crate::pgstat::usage`]) as
+    /// of the last flush: the flush adds what came since to the database's
+    /// temp_files / temp_bytes. The backend's thread is the only one that
+    /// flushes its counts, and the cells start at 0 with it.
+    temp_flushed: (u64, u64),
 }
 
 impl Pending {
@@ -335,6 +340,8 @@ impl BackendStats {
         p.xact_commit = 0;
         p.xact_rollback = 0;
         p.deadlocks = 0;
+        let u = crate::pgstat::usage::current();
+        p.temp_flushed = (u.temp_files, u.temp_bytes);
     }
 
     /// The transaction ended (`commit`: committed). Folds its tuple counts into
@@ -426,7 +433,16 @@ impl BackendStats {
             xact_commit: std::mem::take(&mut p.xact_commit),
             xact_rollback: std::mem::take(&mut p.xact_rollback),
             deadlocks: std::mem::take(&mut p.deadlocks),
+            temp_files: 0,
+            temp_bytes: 0,
         };
+        let u = crate::pgstat::usage::current();
+        let f = Flush {
+            temp_files: u.temp_files.saturating_sub(p.temp_flushed.0),
+            temp_bytes: u.temp_bytes.saturating_sub(p.temp_flushed.1),
+            ..f
+        };
+        p.temp_flushed = (u.temp_files, u.temp_bytes);
         // Nothing is pending right after a flush (transaction counts of an
         // open transaction wait for its end, which makes them pending).
         (Some(f), None)
@@ -455,6 +471,8 @@ pub(crate) struct Flush {
     pub xact_commit: u64,
     pub xact_rollback: u64,
     pub deadlocks: u64,
+    pub temp_files: u64,
+    pub temp_bytes: u64,
 }
 
 /// A database's shared counters (pg_stat_database). Relaxed atomics: statistics.
@@ -470,6 +488,9 @@ pub struct DbCounters {
     pub tup_updated: AtomicU64,
     pub tup_deleted: AtomicU64,
     pub deadlocks: AtomicU64,
+    /// Temporary files removed by the database's backends, and their bytes.
+    pub temp_files: AtomicU64,
+    pub temp_bytes: AtomicU64,
     /// Sessions started, and the time (µs) they lasted, were active and idle in
     /// a transaction; sessions that ended abandoned, by FATAL, or killed.
     pub sessions: AtomicU64,
@@ -497,6 +518,8 @@ impl DbCounters {
             &self.tup_updated,
             &self.tup_deleted,
             &self.deadlocks,
+            &self.temp_files,
+            &self.temp_bytes,
             &self.sessions,
             &self.session_time_us,
             &self.active_time_us,
@@ -552,6 +575,8 @@ pub(crate) fn apply_flush(f: Flush, rel_of: impl Fn(RelFileLocator) -> std::sync
     add(&db.xact_commit, f.xact_commit);
     add(&db.xact_rollback, f.xact_rollback);
     add(&db.deadlocks, f.deadlocks);
+    add(&db.temp_files, f.temp_files);
+    add(&db.temp_bytes, f.temp_bytes);
     add(&db.tup_returned, ret);
     add(&db.tup_fetched, fet);
     add(&db.tup_inserted, ins);

@@ -45,6 +45,11 @@ pub struct TempFile {
     mode: Mode,
     /// Bytes written.
     size: u64,
+    /// Bytes read, and whether the written blocks were counted
+    /// (`crate::pgstat::usage`: temp_blks_read / _written, counted once
+    /// writing ends and at drop).
+    read: u64,
+    write_counted: bool,
 }
 
 impl TempFile {
@@ -65,7 +70,7 @@ impl TempFile {
             }
             Err(e) => return Err(Error::io(format!("could not create temporary file \"{shown}\""), e)),
         };
-        Ok(TempFile { path, shown, mode: Mode::Writing(BufWriter::with_capacity(BUF_SIZE, file)), size: 0 })
+        Ok(TempFile { path, shown, mode: Mode::Writing(BufWriter::with_capacity(BUF_SIZE, file)), size: 0, read: 0, write_counted: false })
     }
 
     /// The path relative to the data directory (`base/pgsql_tmp/pgsql_tmp42.7`).
@@ -88,8 +93,18 @@ impl TempFile {
         Ok(())
     }
 
+    /// Counts the blocks written, once (PostgreSQL's BufFile counts each
+    /// BLCKSZ buffer it writes out).
+    fn count_written(&mut self) {
+        if !self.write_counted {
+            self.write_counted = true;
+            crate::pgstat::usage::count_temp_blocks(0, self.size.div_ceil(BUF_SIZE as u64));
+        }
+    }
+
     /// Ends writing and positions the file at its start for reading.
     pub fn rewind(&mut self) -> Result<()> {
+        self.count_written();
         let shown = self.shown.clone();
         let err = |e: std::io::Error| Error::io(format!("could not seek in file \"{shown}\""), e);
         let mut file = match std::mem::replace(&mut self.mode, Mode::Closed) {
@@ -119,7 +134,10 @@ impl TempFile {
                         buf.len()
                     )))
                 }
-                Ok(n) => got += n,
+                Ok(n) => {
+                    got += n;
+                    self.read += n as u64;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(Error::io(format!("could not read from file \"{}\"", self.shown), e)),
             }
@@ -133,6 +151,9 @@ impl Drop for TempFile {
         // Nothing to report to: a file that cannot be removed now is removed at
         // the next start by `remove_stray`.
         let _ = std::fs::remove_file(&self.path);
+        self.count_written();
+        crate::pgstat::usage::count_temp_blocks(self.read.div_ceil(BUF_SIZE as u64), 0);
+        crate::pgstat::usage::count_temp_file(self.size);
     }
 }
 

@@ -854,6 +854,7 @@ impl Wal {
             if a.image_mask != 0 {
                 self.stats.fpi.fetch_add(a.image_mask.count_ones() as u64, Ordering::Relaxed);
             }
+            crate::pgstat::usage::count_wal(a.bytes.len() as u64, a.image_mask.count_ones() as u64);
             return Ok((start, end));
         }
     }

@@ -37,10 +37,15 @@ pub struct Client {
 
 impl Client {
     pub fn connect(port: u16) -> Client {
+        Client::connect_as(port, "postgres")
+    }
+
+    /// A session of role `user` (the test servers trust local TCP).
+    pub fn connect_as(port: u16, user: &str) -> Client {
         let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut c = Client { s, pid: 0, secret: 0 };
-        c.s.write_all(&startup(&[("user", "postgres"), ("database", "postgres")])).unwrap();
+        c.s.write_all(&startup(&[("user", user), ("database", "postgres")])).unwrap();
         loop {
             let (t, b) = c.read();
             match t {
