@@ -810,12 +810,37 @@ fn relation_by_name(backend: &Backend, snap: &Snapshot, text: &str) -> Result<u3
         _ => return Err(SqlError::new(b"42601", format!("improper relation name (too many dotted names): {text}"))),
     };
     let missing = || SqlError::new(b"42P01", format!("relation \"{text}\" does not exist"));
-    let Some(ns) = crate::namespace::relation_namespace(backend, snap, schema, name)? else { return Err(missing()) };
-    if schema.is_some() {
-        // A schema named explicitly needs USAGE, as any name lookup in it.
-        check_usage_of(backend, snap, ns)?;
+    let found = match crate::namespace::relation_namespace(backend, snap, schema, name)? {
+        Some(ns) => {
+            if schema.is_some() {
+                // A schema named explicitly needs USAGE, as any name lookup in it.
+                check_usage_of(backend, snap, ns)?;
+            }
+            crate::index::find_relation(backend, snap, ns, name)?.map(|(o, _)| o)
+        }
+        None => None,
+    };
+    // The catalogs computed by crate::pgcatalog (pg_authid, pg_roles, ...).
+    found.or_else(|| crate::pgcatalog::lookup(schema, name).map(|t| t.oid)).ok_or_else(missing)
+}
+
+/// Relation `oid`'s owner and ACL, or for a catalog view of
+/// [`crate::pgcatalog`] (no pg_class row) what initdb gives a catalog.
+fn rel_or_catalog_acl(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<Arc<RelAcl>>> {
+    if let Some(r) = rel_acl(backend, snap, oid)? {
+        return Ok(Some(r));
     }
-    crate::index::find_relation(backend, snap, ns, name)?.map(|(o, _)| o).ok_or_else(missing)
+    let Some(name) = crate::pgcatalog::view_name(oid) else { return Ok(None) };
+    let ns = crate::catalog::PG_CATALOG_NAMESPACE;
+    Ok(Some(Arc::new(RelAcl {
+        oid,
+        name: name.to_string(),
+        namespace: ns,
+        kind: ObjKind::Table,
+        relkind: "r".into(),
+        owner: BOOTSTRAP_SUPERUSER,
+        acl: rel_acl_of_row(oid, ns, ObjKind::Table, BOOTSTRAP_SUPERUSER, None),
+    })))
 }
 
 fn role_arg(roles: &RoleGraph, v: &Value) -> Result<Option<u32>> {
@@ -854,7 +879,7 @@ pub fn has_privilege(backend: &Backend, snap: &Snapshot, f: PrivFn, vals: &[Valu
                 Value::Oid(o) => *o,
                 _ => return Ok(Value::Null),
             };
-            let Some(rel) = rel_acl(backend, snap, oid)? else { return Ok(Value::Null) };
+            let Some(rel) = rel_or_catalog_acl(backend, snap, oid)? else { return Ok(Value::Null) };
             if f == PrivFn::Sequence && rel.kind != ObjKind::Sequence {
                 let Value::Text(n) = &rest[0] else { return Ok(Value::Null) };
                 return Err(SqlError::new(b"42809", format!("\"{n}\" is not a sequence")));

@@ -27,6 +27,7 @@
 //! | pg_proc, pg_description, pg_shdescription, pg_inherits, pg_range (no range types yet), pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
 //!
 //! | information_schema.tables, information_schema.columns | the tables (relkind 'r') and their columns |
+//! | information_schema.table_privileges, role_table_grants | the ACL items of tables and views, one row per privilege ([`crate::acl`]) |
 //!
 //! Functions that read catalogs (pg_get_indexdef, pg_get_constraintdef, the
 //! size functions, casts of OIDs to regclass) get an "oid:value" table built at
@@ -143,6 +144,12 @@ pub(crate) const ROLES: &[(u32, &str)] = &[
 
 fn view(name: &str) -> Option<&'static View> {
     VIEWS.iter().find(|v| v.name == name)
+}
+
+/// The name of catalog view `oid` (pg_catalog's or information_schema's),
+/// which has no pg_class row.
+pub fn view_name(oid: u32) -> Option<&'static str> {
+    VIEWS.iter().chain(INFORMATION_SCHEMA).find(|v| v.oid == oid).map(|v| v.name)
 }
 
 /// The view `schema.name` (schema None or pg_catalog) as a table to scope columns over.

@@ -22,6 +22,11 @@ SELECT c.relname, has_table_privilege('regress_a', c.oid, 'SELECT') AS a_sel,
        has_table_privilege('regress_b', c.oid, 'SELECT, UPDATE') AS b_any
   FROM pg_class c WHERE c.relname IN ('pt', 'pt2', 'regress_seq', 'role_list') ORDER BY 1;
 SELECT has_table_privilege('regress_a', 999999::oid, 'SELECT') IS NULL AS no_such_oid;
+SELECT has_table_privilege('regress_a', 'pg_authid', 'SELECT') AS authid,
+       has_table_privilege('regress_a', 'pg_catalog.pg_roles', 'SELECT') AS roles,
+       has_table_privilege('regress_a', 'pg_class', 'SELECT, UPDATE') AS class,
+       has_table_privilege('regress_a', 'pg_class', 'UPDATE') AS class_upd,
+       has_table_privilege('postgres', 'pg_authid', 'SELECT') AS su_authid;
 SELECT has_column_privilege('regress_s.pt', 99::int2, 'SELECT') IS NULL AS no_such_attnum;
 SELECT has_table_privilege('regress_a', 'nosuch', 'SELECT');
 SELECT has_table_privilege('nosuch_role', 'pt2', 'SELECT');
