@@ -193,7 +193,7 @@ mod tests {
         assert_eq!(canonical_name("Work_Mem").unwrap(), "work_mem");
         assert_eq!(canonical_name("Foo.Bar").unwrap(), "foo.bar");
         let e = canonical_name("nosuch_param").unwrap_err();
-        assert_eq!(e.to_string(), "invalid parameter name \"nosuch_param\"");
+        assert_eq!(e.to_string(), "42602: invalid parameter name \"nosuch_param\"");
         assert!(canonical_name("foo.").is_err());
     }
 
