@@ -21,6 +21,28 @@ fn privileges_script_matches_postgresql_15() {
     check_script("privileges");
 }
 
+/// `sql/privileges_parameters.sql` against PostgreSQL 15's output: ALTER
+/// SYSTEM and SET of superuser settings (SET, RESET, set_config) refused to a
+/// plain role with 42501, allowed after GRANT ALTER SYSTEM / SET ON PARAMETER
+/// (also through a group), refused again after REVOKE; RESET ALL superuser
+/// only; pg_parameter_acl rows made and removed; grant options and CASCADE;
+/// bad names and privilege types.
+#[test]
+fn parameter_privileges_match_postgresql_15() {
+    check_script("privileges_parameters");
+}
+
+/// `sql/privileges_inquiry.sql` against PostgreSQL 15's output: the
+/// has_*_privilege functions with the role and the object taken from each
+/// row (a table of role names, pg_class.oid), their NULLs (unknown OID or
+/// attnum) and errors (unknown names, bad privilege types, a schema without
+/// USAGE); information_schema.table_privileges and role_table_grants as a
+/// superuser and as a plain role.
+#[test]
+fn privilege_inquiry_matches_postgresql_15() {
+    check_script("privileges_inquiry");
+}
+
 /// A session of its own (logged in as `alice`) keeps a prepared plan; a REVOKE
 /// committed by another session makes its next execution fail, and a GRANT
 /// makes it work again.

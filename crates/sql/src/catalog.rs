@@ -141,7 +141,8 @@ impl Table {
 /// (first start of a data directory; [`crate::database::bootstrap`]).
 pub fn bootstrap(engine: &Arc<Engine>) -> Result<()> {
     crate::database::bootstrap(engine, bootstrap_database)?;
-    crate::roles::bootstrap(engine)
+    crate::roles::bootstrap(engine)?;
+    crate::param_acl::bootstrap(engine)
 }
 
 /// Makes sure the current database's catalogs exist and are filled.

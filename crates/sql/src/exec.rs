@@ -59,6 +59,13 @@ pub trait Env {
         self.lock_ctx().map(|l| &mut l.seqs)
     }
 
+    /// The backend and snapshot of the running query, for functions that read
+    /// the catalogs per row (has_table_privilege & co.); only an environment
+    /// that runs a query (a [`Ctx`]) has them.
+    fn catalog(&self) -> Option<(&Backend, &Snapshot)> {
+        None
+    }
+
     /// Every setting as (name, value, default), for pg_settings (`crate::pgcatalog`).
     fn settings(&self) -> Vec<(String, String, String)> {
         Vec::new()
@@ -141,7 +148,12 @@ impl Env for Ctx<'_> {
         self.env.get_setting(name)
     }
     fn set_setting(&mut self, name: &str, value: &str) -> Result<()> {
+        // set_config(): a superuser setting needs SET on it, as SET does.
+        crate::param_acl::check_set(self.backend, &self.snap, name)?;
         self.env.set_setting(name, value)
+    }
+    fn catalog(&self) -> Option<(&Backend, &Snapshot)> {
+        Some((&*self.backend, &self.snap))
     }
     fn pid(&self) -> i32 {
         self.env.pid()

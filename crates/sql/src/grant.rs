@@ -16,7 +16,8 @@
 //! - a NULL ACL is the owner's default; the first change stores it changed.
 //!
 //! Objects: tables, views, sequences (ON [TABLE] t, ON SEQUENCE s, ON ALL
-//! TABLES | SEQUENCES IN SCHEMA s), schemas and databases. Column privileges,
+//! TABLES | SEQUENCES IN SCHEMA s), schemas, databases and configuration
+//! parameters (ON PARAMETER p: SET, ALTER SYSTEM; [`crate::param_acl`]). Column privileges,
 //! functions (there is no stored pg_proc ACL yet) and ALTER DEFAULT PRIVILEGES
 //! are not done (0A000).
 
@@ -39,6 +40,8 @@ pub enum Targets {
     AllIn { schemas: Vec<String>, seq: bool },
     Schemas(Vec<String>),
     Databases(Vec<String>),
+    /// ON PARAMETER name, ... ([`crate::param_acl`]).
+    Parameters(Vec<String>),
 }
 
 #[derive(Clone, Debug)]
@@ -90,6 +93,7 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         }
         (T::AclTargetObject, O::ObjectSchema) => Targets::Schemas(names()),
         (T::AclTargetObject, O::ObjectDatabase) => Targets::Databases(names()),
+        (T::AclTargetObject, O::ObjectParameterAcl) => Targets::Parameters(names()),
         (_, O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine) => return Err(SqlError::not_supported("GRANT / REVOKE on functions")),
         _ => return Err(SqlError::not_supported("GRANT / REVOKE on this kind of object")),
     };
@@ -199,6 +203,19 @@ fn objects(backend: &Backend, snap: &Snapshot, roles: &RoleGraph, t: &Targets) -
                 let d = dbs.iter().find(|d| &d.name == n).ok_or_else(|| SqlError::new(b"3D000", format!("database \"{n}\" does not exist")))?;
                 let acl = d.acl.as_deref().and_then(|t| acl::parse_display(t, roles));
                 out.push(Object { kind: ObjKind::Database, oid: d.oid, name: d.name.clone(), owner: d.dba, acl });
+            }
+        }
+        Targets::Parameters(names) => {
+            for n in names {
+                let name = crate::param_acl::canonical_name(n)?;
+                let (oid, acl) = crate::param_acl::acl_of(backend, snap, &name)?;
+                out.push(Object {
+                    kind: ObjKind::Parameter,
+                    oid: oid.unwrap_or(0),
+                    name,
+                    owner: crate::roles::BOOTSTRAP_SUPERUSER,
+                    acl: Some(acl),
+                });
             }
         }
     }
@@ -350,6 +367,7 @@ fn store(backend: &mut Backend, snap: &Snapshot, o: &Object, acl: &Acl, roles: &
         }),
         ObjKind::Database => crate::database::set_acl(backend, snap, o.oid, Some(acl::display_text(acl, roles))),
         ObjKind::Function => Err(SqlError::not_supported("GRANT / REVOKE on functions")),
+        ObjKind::Parameter => crate::param_acl::store(backend, snap, &o.name, acl),
     }
 }
 

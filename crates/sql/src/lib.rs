@@ -39,6 +39,7 @@ pub mod plan_cache;
 pub mod plan;
 pub mod nestloop;
 pub mod optimizer;
+pub mod param_acl;
 pub mod prep;
 pub mod queryid;
 pub mod project_set;

@@ -20,12 +20,14 @@
 //! | pg_am | heap 2, btree 403, hash 405, gist 783, gin 2742, spgist 4000, brin 3580 |
 //! | pg_database | postgres (5) only: there are no template databases |
 //! | pg_authid, pg_shadow (superuser only: 42501), pg_roles, pg_user, pg_auth_members | the stored shared catalogs of [`crate::roles`] |
+//! | pg_parameter_acl | the stored shared catalog of [`crate::param_acl`] |
 //! | pg_tablespace | pg_default 1663, pg_global 1664 |
 //! | pg_collation | default 100, C 950, POSIX 951 |
 //! | pg_settings | the session's settings (name, setting, source, boot_val, reset_val; context, vartype, unit, min_val, max_val, enumvals from the table of known settings) |
 //! | pg_proc, pg_description, pg_shdescription, pg_inherits, pg_range (no range types yet), pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
 //!
 //! | information_schema.tables, information_schema.columns | the tables (relkind 'r') and their columns |
+//! | information_schema.table_privileges, role_table_grants | the ACL items of tables and views, one row per privilege ([`crate::acl`]) |
 //!
 //! Functions that read catalogs (pg_get_indexdef, pg_get_constraintdef, the
 //! size functions, casts of OIDs to regclass) get an "oid:value" table built at
@@ -96,6 +98,7 @@ static VIEWS: &[View] = &[
     View { name: "pg_indexes", oid: 12043, columns: &[("schemaname", Type::Name), ("tablename", Type::Name), ("indexname", Type::Name), ("tablespace", Type::Name), ("indexdef", Type::Text)] },
     View { name: "pg_views", oid: 12028, columns: &[("schemaname", Type::Name), ("viewname", Type::Name), ("viewowner", Type::Name), ("definition", Type::Text)] },
     View { name: "pg_shadow", oid: 12010, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
+    View { name: "pg_parameter_acl", oid: 6243, columns: &[("oid", Type::Oid), ("parname", Type::Text), ("paracl", TEXT_ARRAY)] },
     View { name: "pg_auth_members", oid: 1261, columns: &[("roleid", Type::Oid), ("member", Type::Oid), ("grantor", Type::Oid), ("admin_option", Type::Bool)] },
     View { name: "pg_user", oid: 12014, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
 ];
@@ -103,9 +106,23 @@ static VIEWS: &[View] = &[
 /// information_schema's views (its domains sql_identifier, cardinal_number,
 /// character_data and yes_or_no shown as name, int4 and varchar).
 static INFORMATION_SCHEMA: &[View] = &[
+    View { name: "table_privileges", oid: 13416, columns: TABLE_GRANTS },
+    View { name: "role_table_grants", oid: 13421, columns: TABLE_GRANTS },
     View { name: "tables", oid: 13425, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("table_type", Type::Varchar), ("self_referencing_column_name", Type::Name), ("reference_generation", Type::Varchar), ("user_defined_type_catalog", Type::Name), ("user_defined_type_schema", Type::Name), ("user_defined_type_name", Type::Name), ("is_insertable_into", Type::Varchar), ("is_typed", Type::Varchar), ("commit_action", Type::Varchar)] },
     View { name: "views", oid: 13483, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("view_definition", Type::Varchar), ("check_option", Type::Varchar), ("is_updatable", Type::Varchar), ("is_insertable_into", Type::Varchar), ("is_trigger_updatable", Type::Varchar), ("is_trigger_deletable", Type::Varchar), ("is_trigger_insertable_into", Type::Varchar)] },
     View { name: "columns", oid: 13295, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("column_name", Type::Name), ("ordinal_position", Type::Int4), ("column_default", Type::Varchar), ("is_nullable", Type::Varchar), ("data_type", Type::Varchar), ("character_maximum_length", Type::Int4), ("character_octet_length", Type::Int4), ("numeric_precision", Type::Int4), ("numeric_precision_radix", Type::Int4), ("numeric_scale", Type::Int4), ("datetime_precision", Type::Int4), ("interval_type", Type::Varchar), ("interval_precision", Type::Int4), ("character_set_catalog", Type::Name), ("character_set_schema", Type::Name), ("character_set_name", Type::Name), ("collation_catalog", Type::Name), ("collation_schema", Type::Name), ("collation_name", Type::Name), ("domain_catalog", Type::Name), ("domain_schema", Type::Name), ("domain_name", Type::Name), ("udt_catalog", Type::Name), ("udt_schema", Type::Name), ("udt_name", Type::Name), ("scope_catalog", Type::Name), ("scope_schema", Type::Name), ("scope_name", Type::Name), ("maximum_cardinality", Type::Int4), ("dtd_identifier", Type::Name), ("is_self_referencing", Type::Varchar), ("is_identity", Type::Varchar), ("identity_generation", Type::Varchar), ("identity_start", Type::Varchar), ("identity_increment", Type::Varchar), ("identity_maximum", Type::Varchar), ("identity_minimum", Type::Varchar), ("identity_cycle", Type::Varchar), ("is_generated", Type::Varchar), ("generation_expression", Type::Varchar), ("is_updatable", Type::Varchar)] },
+];
+
+/// The columns of information_schema.table_privileges and role_table_grants.
+const TABLE_GRANTS: &[(&str, Type)] = &[
+    ("grantor", Type::Name),
+    ("grantee", Type::Name),
+    ("table_catalog", Type::Name),
+    ("table_schema", Type::Name),
+    ("table_name", Type::Name),
+    ("privilege_type", Type::Varchar),
+    ("is_grantable", Type::Varchar),
+    ("with_hierarchy", Type::Varchar),
 ];
 
 /// The predefined roles of PostgreSQL 15 and the bootstrap superuser.
@@ -127,6 +144,12 @@ pub(crate) const ROLES: &[(u32, &str)] = &[
 
 fn view(name: &str) -> Option<&'static View> {
     VIEWS.iter().find(|v| v.name == name)
+}
+
+/// The name of catalog view `oid` (pg_catalog's or information_schema's),
+/// which has no pg_class row.
+pub fn view_name(oid: u32) -> Option<&'static str> {
+    VIEWS.iter().chain(INFORMATION_SCHEMA).find(|v| v.oid == oid).map(|v| v.name)
 }
 
 /// The view `schema.name` (schema None or pg_catalog) as a table to scope columns over.
@@ -246,6 +269,8 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
         }
         "pg_stats" => return crate::stats::pg_stats(backend, snap),
         "tables" => is_tables(v, backend, snap)?,
+        "table_privileges" => is_table_grants(v, backend, snap, false)?,
+        "role_table_grants" => is_table_grants(v, backend, snap, true)?,
         "pg_settings" => {
             let mut all = env.settings();
             all.sort();
@@ -490,6 +515,13 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                 })
                 .collect()
         }
+        "pg_parameter_acl" => {
+            let roles = crate::acl::role_graph(backend, snap)?;
+            crate::param_acl::list(backend, snap)?
+                .into_iter()
+                .map(|(_, p)| Row::new(v).oid("oid", p.oid).t("parname", &p.name).set("paracl", crate::acl::display(&p.acl, &|o| roles.name(o))))
+                .collect()
+        }
         "pg_auth_members" => crate::roles::memberships(backend, snap)?
             .into_iter()
             .map(|(_, m)| Row::new(v).oid("roleid", m.role).oid("member", m.member).oid("grantor", m.grantor).b("admin_option", m.admin))
@@ -651,6 +683,65 @@ fn schema_name(ns: &Value) -> &'static str {
         Value::Oid(catalog::PUBLIC_NAMESPACE) => "public",
         _ => "pg_catalog",
     }
+}
+
+/// information_schema.table_privileges (`roles_only`: role_table_grants):
+/// one row per relation (tables and views), ACL item and privilege, the
+/// default ACL standing for a NULL one, as PostgreSQL's aclexplode; only the
+/// items whose grantor or grantee is a role whose privileges the current user
+/// has, or (table_privileges only) whose grantee is PUBLIC. Grantable: a
+/// grant option, or a grantee with the owner's privileges.
+fn is_table_grants<'v>(v: &'v View, backend: &Backend, snap: &Snapshot, roles_only: bool) -> Result<Vec<Row<'v>>> {
+    use crate::acl;
+    let dbname = crate::database::current_name(backend, snap)?;
+    let roles = acl::role_graph(backend, snap)?;
+    let mine = roles.privs_of(backend.current_user);
+    let enabled = |r: u32| roles.superuser(backend.current_user) || mine.contains(&r);
+    const NAMES: [(u16, &str); 7] = [
+        (acl::INSERT, "INSERT"),
+        (acl::SELECT, "SELECT"),
+        (acl::UPDATE, "UPDATE"),
+        (acl::DELETE, "DELETE"),
+        (acl::TRUNCATE, "TRUNCATE"),
+        (acl::REFERENCES, "REFERENCES"),
+        (acl::TRIGGER, "TRIGGER"),
+    ];
+    let mut out = Vec::new();
+    for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
+        let (Value::Oid(oid), Value::Oid(ns), Value::Text(kind)) = (&r[0], &r[2], &r[5]) else { continue };
+        if kind != "r" && kind != "v" {
+            continue;
+        }
+        let Some(rel) = acl::rel_acl(backend, snap, *oid)? else { continue };
+        let items = rel.acl.clone().unwrap_or_else(|| acl::default_acl(rel.kind, rel.owner));
+        let schema = crate::namespace::namespace_name(backend, snap, *ns)?.unwrap_or_default();
+        for it in &items {
+            let public = it.grantee == acl::PUBLIC;
+            if !(enabled(it.grantor) || (!public && enabled(it.grantee)) || (public && !roles_only)) {
+                continue;
+            }
+            let grantee = if public { "PUBLIC".to_string() } else { roles.name(it.grantee) };
+            let owner_like = !public && roles.has_privs_of(it.grantee, rel.owner);
+            for (bit, name) in NAMES {
+                if it.privs & bit == 0 {
+                    continue;
+                }
+                let grantable = owner_like || it.goptions & bit != 0;
+                out.push(
+                    Row::new(v)
+                        .t("grantor", &roles.name(it.grantor))
+                        .t("grantee", &grantee)
+                        .t("table_catalog", &dbname)
+                        .t("table_schema", &schema)
+                        .t("table_name", &rel.name)
+                        .t("privilege_type", name)
+                        .t("is_grantable", if grantable { "YES" } else { "NO" })
+                        .t("with_hierarchy", if bit == acl::SELECT { "YES" } else { "NO" }),
+                );
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// information_schema.tables: the tables (not the catalogs' own rows).
@@ -933,10 +1024,9 @@ pub enum CatFunc {
     IsVisible,
     /// has_function_privilege(...): functions have no ACLs yet.
     True,
-    /// has_table_privilege & co. of an OID expression: whether the OID is in
-    /// the first array (objects on which the privilege is held, computed at
-    /// analysis); NULL when it is not in the second (no such object).
-    OidIn,
+    /// has_table_privilege & co., answered per row from the catalog caches
+    /// ([`crate::acl::has_privilege`]).
+    HasPrivilege(crate::acl::PrivFn),
     /// obj_description, col_description, shobj_description, pg_get_ruledef:
     /// there are no comments and no rules (views: [`crate::view`]).
     NullText,
@@ -1122,7 +1212,7 @@ pub fn to_reg(kind: RegLookup, error: bool, vals: &[Value]) -> Result<Value> {
 }
 
 /// Evaluates a catalog function.
-pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Result<Value> {
+pub fn call(f: CatFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Result<Value> {
     let null = vals.first().is_some_and(Value::is_null);
     Ok(match f {
         CatFunc::FormatType => match &vals[0] {
@@ -1155,15 +1245,9 @@ pub fn call(f: CatFunc, vals: &[Value], _env: &mut dyn crate::exec::Env) -> Resu
             (Value::Oid(o), _) => Value::Text(role_name(*o)),
             _ => Value::Null,
         },
-        CatFunc::OidIn => match (&vals[0], vals.get(1), vals.get(2)) {
-            (Value::Oid(o), Some(Value::Array(set)), Some(Value::Array(known))) => {
-                if known.items.contains(&Value::Oid(*o)) {
-                    Value::Bool(set.items.contains(&Value::Oid(*o)))
-                } else {
-                    Value::Null
-                }
-            }
-            _ => Value::Null,
+        CatFunc::HasPrivilege(f) => match env.catalog() {
+            Some((backend, snap)) => crate::acl::has_privilege(backend, snap, f, vals)?,
+            None => return Err(SqlError::not_supported("privilege inquiry functions outside a query")),
         },
         CatFunc::EncodingToChar => match &vals[0] {
             Value::Int4(6) => Value::Text("UTF8".into()),

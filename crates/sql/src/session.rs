@@ -1463,6 +1463,12 @@ impl Session {
                     self.ddl_count += 1;
                     return Ok((None, "SET".into()));
                 }
+                if crate::param_acl::set_needs_check(name) {
+                    // A superuser setting: the catalog is read only for these.
+                    self.ensure_txn()?;
+                    let snap = self.backend.txn.statement_snapshot()?;
+                    crate::param_acl::check_set(&self.backend, &snap, name)?;
+                }
                 self.set_setting(name, value.as_deref(), *local, out)?;
                 if name == "search_path" {
                     // Prepared statements resolved names with the old path: re-analyze them.
@@ -1500,6 +1506,13 @@ impl Session {
                 if self.status != TxnStatus::Idle || self.multi_statement {
                     return Err(SqlError::new(b"25001", "ALTER SYSTEM cannot run inside a transaction block"));
                 }
+                self.ensure_txn()?;
+                let snap = self.backend.txn.statement_snapshot()?;
+                let name = match cmd {
+                    crate::alter_system::AlterSystem::One { name, .. } => Some(name.as_str()),
+                    crate::alter_system::AlterSystem::ResetAll => None,
+                };
+                crate::param_acl::check_alter_system(&self.backend, &snap, name)?;
                 let datadir = std::path::PathBuf::from(self.env.get("data_directory")?);
                 crate::alter_system::execute(self.backend.engine(), &datadir, cmd)?;
                 return Ok((None, "ALTER SYSTEM".into()));

@@ -61,9 +61,18 @@ impl<'a> Analyzer<'a> {
                 }
                 return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::True), args: out, ty: Type::Bool }));
             }
-            ("has_table_privilege" | "has_sequence_privilege" | "has_schema_privilege" | "has_database_privilege", 2..=3)
+            ("has_table_privilege" | "has_sequence_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_any_column_privilege" | "has_parameter_privilege", 2..=3)
             | ("has_column_privilege", 3..=4) => {
-                return Ok(Some(self.has_privilege(name, std::mem::take(args))?));
+                let f = crate::acl::PrivFn::of_name(name).expect("a privilege inquiry function");
+                let mut out = Vec::new();
+                for (a, l) in std::mem::take(args).into_iter().zip(locs) {
+                    out.push(match a.ty() {
+                        Type::Unknown | Type::Name => self.coerce(a, Type::Text, CastContext::Implicit, *l)?,
+                        Type::Int8 => self.coerce(a, Type::Oid, CastContext::Implicit, *l)?,
+                        _ => a,
+                    });
+                }
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::HasPrivilege(f)), args: out, ty: Type::Bool }));
             }
             ("obj_description" | "shobj_description", 2) => (CatFunc::NullText, &[Type::Oid, Type::Name], Type::Text),
             ("obj_description", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
@@ -396,123 +405,5 @@ impl<'a> Analyzer<'a> {
             }
         }
         None
-    }
-}
-
-impl Analyzer<'_> {
-    /// has_table_privilege & co.: `([user,] object, privilege)`. The user and
-    /// privilege must be constants; the object a constant (answered now) or
-    /// an OID expression (answered from the set of objects on which the user
-    /// holds the privilege, computed now). Column privileges are not kept:
-    /// has_column_privilege answers for the table.
-    fn has_privilege(&mut self, name: &str, args: Vec<Expr>) -> Result<Expr> {
-        use crate::acl::{self, ObjKind};
-        let column = name == "has_column_privilege";
-        let kind = match name {
-            "has_schema_privilege" => ObjKind::Schema,
-            "has_database_privilege" => ObjKind::Database,
-            "has_sequence_privilege" => ObjKind::Sequence,
-            _ => ObjKind::Table,
-        };
-        let n_obj = if column { 2 } else { 1 };
-        let roles = acl::role_graph(self.backend, self.snap)?;
-        let mut args = args;
-        let (user, rest) = if args.len() == n_obj + 2 {
-            let u = args.remove(0);
-            let user = match &u {
-                Expr::Const(Value::Text(n), _) => roles.oid(n).ok_or_else(|| SqlError::new(b"42704", format!("role \"{n}\" does not exist")))?,
-                Expr::Const(Value::Oid(o), _) => *o,
-                Expr::Const(Value::Int4(o), _) => *o as u32,
-                _ => return Err(SqlError::not_supported(format!("{name}() with a role that is not a constant"))),
-            };
-            (user, args)
-        } else {
-            (self.backend.current_user, args)
-        };
-        let Some(Expr::Const(Value::Text(priv_text), _)) = rest.last() else {
-            return Err(SqlError::not_supported(format!("{name}() with a privilege that is not a constant")));
-        };
-        // "SELECT, INSERT WITH GRANT OPTION": any of them.
-        let mut wanted: Vec<(u16, bool)> = Vec::new();
-        for p in priv_text.split(',') {
-            let p = p.trim().to_ascii_lowercase();
-            let (p, go) = match p.strip_suffix("with grant option") {
-                Some(x) => (x.trim().to_string(), true),
-                None => (p, false),
-            };
-            let bit = acl::privilege_bit(&p).filter(|b| b & kind.all() != 0 || (kind == ObjKind::Table && column && b & kind.all() != 0));
-            let bit = bit.ok_or_else(|| SqlError::new(b"22023", format!("unrecognized privilege type: \"{p}\"")))?;
-            wanted.push((bit, go));
-        }
-        let holds = |p: u16, g: u16| wanted.iter().any(|(b, go)| if *go { g & b != 0 } else { p & b != 0 });
-        // Every object of the kind, with whether the user holds the privilege.
-        let mut objects: Vec<(u32, String, bool)> = Vec::new();
-        match kind {
-            ObjKind::Table | ObjKind::Sequence | ObjKind::View => {
-                for (_, row) in crate::rowio::scan_rows(self.backend, &crate::catalog::class_rel(), self.snap)? {
-                    let (Value::Oid(oid), Value::Text(n), Value::Text(k)) = (&row[0], &row[1], &row[5]) else { continue };
-                    if k == "i" {
-                        continue;
-                    }
-                    let owner = match row.get(acl::RELOWNER) {
-                        Some(Value::Oid(o)) => *o,
-                        _ => crate::roles::BOOTSTRAP_SUPERUSER,
-                    };
-                    let k = ObjKind::of_relkind(k);
-                    let Value::Oid(ns) = &row[2] else { continue };
-                    let rel_acl = acl::rel_acl_of_row(*oid, *ns, k, owner, row.get(acl::RELACL));
-                    let (p, g) = acl::privs(&roles, user, k, owner, rel_acl.as_deref(), roles.db_owner);
-                    objects.push((*oid, n.clone(), holds(p, g)));
-                }
-            }
-            ObjKind::Schema => {
-                for ns in acl::ns_acls(self.backend, self.snap)?.iter() {
-                    let (p, g) = acl::privs(&roles, user, kind, ns.owner, ns.acl.as_deref(), roles.db_owner);
-                    objects.push((ns.oid, ns.name.clone(), holds(p, g)));
-                }
-            }
-            ObjKind::Database => {
-                for d in crate::database::list_rows(self.backend, self.snap)? {
-                    let a = d.acl.as_deref().and_then(|t| acl::parse_display(t, &roles));
-                    let (p, g) = acl::privs(&roles, user, kind, d.dba, a.as_deref(), roles.db_owner);
-                    objects.push((d.oid, d.name.clone(), holds(p, g)));
-                }
-            }
-            ObjKind::Function => {}
-        }
-        crate::plan_cache::mark_uncacheable();
-        match &rest[0] {
-            Expr::Const(Value::Text(n), _) => {
-                let (schema, rel) = match (kind, n.split_once('.')) {
-                    (ObjKind::Table | ObjKind::Sequence, Some((s, r))) => (Some(s.to_string()), r.to_string()),
-                    _ => (None, n.clone()),
-                };
-                let found = match kind {
-                    ObjKind::Table | ObjKind::Sequence => {
-                        let ns = crate::namespace::relation_namespace(self.backend, self.snap, schema.as_deref(), &rel)?;
-                        match ns {
-                            Some(ns) => crate::index::find_relation(self.backend, self.snap, ns, &rel)?.map(|(o, _)| o),
-                            None => None,
-                        }
-                    }
-                    _ => objects.iter().find(|o| o.1 == *n).map(|o| o.0),
-                };
-                let Some(oid) = found else {
-                    return Err(match kind {
-                        ObjKind::Schema => SqlError::new(b"3F000", format!("schema \"{n}\" does not exist")),
-                        ObjKind::Database => SqlError::new(b"3D000", format!("database \"{n}\" does not exist")),
-                        _ => SqlError::new(b"42P01", format!("relation \"{n}\" does not exist")),
-                    });
-                };
-                Ok(Expr::Const(Value::Bool(objects.iter().any(|o| o.0 == oid && o.2)), Type::Bool))
-            }
-            other => {
-                let oid = self.coerce(other.clone(), Type::Oid, CastContext::Implicit, -1)?;
-                let set: Vec<Value> = objects.iter().filter(|o| o.2).map(|o| Value::Oid(o.0)).collect();
-                let known: Vec<Value> = objects.iter().map(|o| Value::Oid(o.0)).collect();
-                let arr = |v: Vec<Value>| Expr::Const(Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Oid, v))), ferrogres_datum::array::array_of(Type::Oid).expect("oid[]"));
-                Ok(Expr::Func { func: Func::Catalog(CatFunc::OidIn), args: vec![oid, arr(set), arr(known)], ty: Type::Bool })
-            }
-        }
     }
 }
