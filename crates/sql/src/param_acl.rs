@@ -45,6 +45,7 @@ fn storage() -> RelStorage {
         toast: None,
         types: vec![Type::Oid, Type::Text, Type::Array(&Type::Text)],
         missing: Vec::new(),
+        proj: None,
     }
 }
 
