@@ -12,7 +12,8 @@
 #                           suite's drivers (crates/ferrogres/tests/clients.rs): the python
 #                           ones of clients/requirements.txt (pip; into clients/.venv on
 #                           Debian's own python), node-postgres (npm ci in clients/node),
-#                           a JDK and Debian's pgjdbc, Go and Debian's pgx v4
+#                           a JDK and Debian's pgjdbc, Go and Debian's pgx v4; inferno
+#                           (cargo install) for the harness's flame graphs
 #
 # Runs apt-get as root, or through sudo when not root. Called by scripts/run.sh and
 # scripts/test.sh (README's two commands) and so by .ci/run.
@@ -117,6 +118,14 @@ PY
     echo "scripts/deps.sh: installing node-postgres $pg_wanted (npm ci in clients/node)" >&2
     (cd clients/node && npm ci --no-audit --no-fund --loglevel=error)
   fi
+fi
+
+# The flame-graph tool of the harness's wait-event profiles (bench/harness/waits.py,
+# tested by bench/tests/test_waits.py): inferno's `inferno-flamegraph`, built by cargo
+# (a few CPU-minutes, once) into cargo's bin directory when it is not on PATH.
+if [ "$what" = test ] && ! command -v inferno-flamegraph >/dev/null; then
+  echo "scripts/deps.sh: installing inferno (cargo install --locked inferno@0.12.8)" >&2
+  cargo install --locked --quiet inferno@0.12.8
 fi
 
 # The TPC-H generator of the tpch workload (bench/harness/tpch.py): the tpchgen-cli

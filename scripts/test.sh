@@ -14,6 +14,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 # What a fresh machine lacks (libclang, PostgreSQL 15, valgrind, perf, python packages).
 scripts/deps.sh test || exit 1
+# Tools deps.sh installed with `cargo install` (inferno's flame graphs) live in cargo's
+# bin directory, which a non-login shell may not have on PATH.
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
