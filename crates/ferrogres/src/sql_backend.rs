@@ -228,6 +228,19 @@ impl Backend for SqlBackend {
                 gucs.push((k.clone(), v.clone()));
             }
         }
+        // A superuser-only setting from the packet needs SET on it (pg_parameter_acl),
+        // as in PostgreSQL 15; the role's own settings (ALTER ROLE ... SET) were
+        // checked when they were stored.
+        if !role.superuser {
+            let names: Vec<&str> = gucs.iter().map(|(k, _)| k.as_str()).filter(|k| ferrogres_sql::param_acl::set_needs_check(k)).collect();
+            if !names.is_empty() {
+                s.check_startup_settings(&names).map_err(|e| {
+                    let mut p = to_pg(e);
+                    p.severity = Severity::Fatal;
+                    p
+                })?;
+            }
+        }
         // The role's own settings come before the startup packet's (PostgreSQL:
         // pg_db_role_setting is applied in InitPostgres, the packet's options after).
         for (k, v) in role_settings.iter().rev() {

@@ -153,3 +153,39 @@ fn connect_needs_the_connect_privilege() {
     let (code, stdout, stderr) = connect("alice");
     assert_eq!((code, stdout.as_str()), (Some(0), "alice\n"), "{stderr}");
 }
+
+/// A superuser-only setting in a plain role's startup packet (PGOPTIONS
+/// `-c`) needs SET on the parameter, as in PostgreSQL 15: FATAL 42501
+/// `permission denied to set parameter "x"` before, the setting after GRANT
+/// SET ON PARAMETER; ordinary settings and superusers are not checked.
+#[test]
+fn startup_options_need_set_on_superuser_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    srv.sql_ok("CREATE ROLE plain LOGIN;");
+    let connect = |user: &str, options: &str, query: &str| {
+        let out = std::process::Command::new("psql")
+            .arg("-h")
+            .arg(&srv.dir)
+            .args(["-X", "-At", "-p", &srv.port.to_string(), "-U", user, "-d", "postgres", "-c", query])
+            .env("PGOPTIONS", options)
+            .env_remove("PGSERVICE")
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for setting in ["deadlock_timeout=5s", "log_lock_waits=on"] {
+        let (code, stdout, stderr) = connect("plain", &format!("-c {setting}"), "SELECT 1");
+        let name = setting.split('=').next().unwrap();
+        assert_eq!((code, stdout.as_str()), (Some(2), ""), "{stderr}");
+        assert!(stderr.ends_with(&format!("FATAL:  permission denied to set parameter \"{name}\"\n")), "{stderr}");
+    }
+    // A user setting needs nothing; a superuser needs nothing.
+    assert_eq!(connect("plain", "-c work_mem=1MB", "SHOW work_mem").1, "1MB\n");
+    assert_eq!(connect("postgres", "-c deadlock_timeout=5s", "SHOW deadlock_timeout").1, "5s\n");
+    srv.sql_ok("GRANT SET ON PARAMETER deadlock_timeout TO plain;");
+    let (code, stdout, stderr) = connect("plain", "-c deadlock_timeout=5s", "SHOW deadlock_timeout");
+    assert_eq!((code, stdout.as_str()), (Some(0), "5s\n"), "{stderr}");
+    // The other one is still refused.
+    assert_eq!(connect("plain", "-c log_lock_waits=on", "SELECT 1").0, Some(2));
+}

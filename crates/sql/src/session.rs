@@ -997,6 +997,21 @@ impl Session {
         Ok(())
     }
 
+    /// Connection start: 42501 `permission denied to set parameter "x"`
+    /// unless the session's role may SET each of `names`, the superuser-only
+    /// settings its startup packet (PGOPTIONS `-c`, or the packet's own pairs)
+    /// asks for. PostgreSQL 15 checks pg_parameter_acl for them in
+    /// InitPostgres's transaction; this reads it in a transaction of its own.
+    pub fn check_startup_settings(&mut self, names: &[&str]) -> Result<()> {
+        self.ensure_txn()?;
+        let r = (|| -> Result<()> {
+            let snap = self.backend.txn.statement_snapshot()?;
+            names.iter().try_for_each(|n| crate::param_acl::check_set(&self.backend, &snap, n))
+        })();
+        let end = self.finish_implicit();
+        r.and(end)
+    }
+
     /// End of a simple-query string or Sync: commit the implicit transaction.
     fn finish_implicit(&mut self) -> Result<()> {
         if self.implicit && self.status == TxnStatus::Idle {
