@@ -294,3 +294,24 @@ fn reindex_in_another_session_moves_cached_plans_to_the_new_index_file() {
     assert_eq!(out, "SET\n11\n12\n12\n", "rows inserted after REINDEX are missing from an index");
     s.finish();
 }
+
+/// pg_database is read through the cache by privilege checks and per-row
+/// functions: a warm `has_database_privilege` over many rows scans no
+/// catalog, and a GRANT or REVOKE in another session is seen at the next
+/// statement.
+#[test]
+fn database_privileges_come_from_the_cache_and_follow_grants() {
+    let srv = Server::start_temp(&[]);
+    srv.sql_ok("CREATE ROLE u LOGIN; CREATE DATABASE other;");
+    let mut s = Psql::start(&srv);
+    let q = "SELECT count(*) FILTER (WHERE has_database_privilege('u', 'other', 'CREATE')) FROM generate_series(1, 500);";
+    assert_eq!(s.run(q), ["0"]);
+    assert_eq!(scans_of(&mut s, q, &["0"]), 0, "a warm has_database_privilege scanned catalogs");
+    let mut t = Psql::start(&srv);
+    assert_eq!(t.run("GRANT CREATE ON DATABASE other TO u;"), ["GRANT"]);
+    assert_eq!(s.run(q), ["500"]);
+    assert_eq!(t.run("REVOKE CREATE ON DATABASE other FROM u;"), ["REVOKE"]);
+    assert_eq!(s.run(q), ["0"]);
+    t.finish();
+    s.finish();
+}

@@ -229,7 +229,7 @@ impl RoleGraph {
         let roles = roles::list(backend, snap)?.into_iter().map(|(_, r)| (r.oid, r.name, r.superuser, r.inherit)).collect();
         let members = roles::memberships(backend, snap)?.into_iter().map(|(_, m)| (m.role, m.member)).collect();
         let db = backend.database();
-        let db_owner = crate::database::list_rows(backend, snap)?.into_iter().find(|d| d.oid == db).map_or(BOOTSTRAP_SUPERUSER, |d| d.dba);
+        let db_owner = crate::database::cached(backend, snap)?.iter().find(|d| d.oid == db).map_or(BOOTSTRAP_SUPERUSER, |d| d.dba);
         Ok(RoleGraph { roles, members, db_owner })
     }
 
@@ -577,11 +577,12 @@ pub fn display_text(acl: &[AclItem], roles: &RoleGraph) -> String {
 pub fn database_privs(backend: &Backend, snap: &Snapshot, user: u32) -> Result<(u16, String)> {
     let roles = role_graph(backend, snap)?;
     let db = backend.database();
-    let Some(row) = crate::database::list_rows(backend, snap)?.into_iter().find(|d| d.oid == db) else {
+    let dbs = crate::database::cached(backend, snap)?;
+    let Some(row) = dbs.iter().find(|d| d.oid == db) else {
         return Ok((ObjKind::Database.all(), String::new()));
     };
     let acl = row.acl.as_deref().and_then(|t| parse_display(t, &roles));
-    Ok((privs(&roles, user, ObjKind::Database, row.dba, acl.as_deref(), roles.db_owner).0, row.name))
+    Ok((privs(&roles, user, ObjKind::Database, row.dba, acl.as_deref(), roles.db_owner).0, row.name.clone()))
 }
 
 /// The privileges `user` holds on database `row` (any database: connection
@@ -902,7 +903,7 @@ pub fn has_privilege(backend: &Backend, snap: &Snapshot, f: PrivFn, vals: &[Valu
             privs(&roles, user, ObjKind::Schema, ns.owner, ns.acl.as_deref(), roles.db_owner)
         }
         PrivFn::Database => {
-            let dbs = crate::database::list_rows(backend, snap)?;
+            let dbs = crate::database::cached(backend, snap)?;
             let d = match &rest[0] {
                 Value::Text(n) => dbs.iter().find(|d| &d.name == n).ok_or_else(|| SqlError::new(b"3D000", format!("database \"{n}\" does not exist")))?,
                 Value::Oid(o) => match dbs.iter().find(|d| d.oid == *o) {

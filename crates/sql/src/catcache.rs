@@ -90,6 +90,9 @@ struct Inner {
     rel_acls: FxHashMap<u32, Arc<crate::acl::RelAcl>>,
     /// Every schema's owner and ACL.
     ns_acls: Option<Arc<Vec<crate::acl::NsAcl>>>,
+    /// Every row of pg_database (a shared catalog: any message for it clears
+    /// the cache with the rest).
+    databases: Option<Arc<Vec<crate::database::DbRow>>>,
     /// pg_authid and pg_auth_members as privilege checks read them (any
     /// message for a shared catalog clears it with the rest).
     roles: Option<Arc<crate::acl::RoleGraph>>,
@@ -134,6 +137,7 @@ impl Inner {
         self.functions.clear();
         self.rel_acls.clear();
         self.ns_acls = None;
+        self.databases = None;
         self.roles = None;
         self.names_gen += 1;
         self.global_gen += 1;
@@ -502,6 +506,25 @@ pub(crate) fn ns_acls(
     let keep = may_insert(backend, &cc.inner.borrow(), snap);
     if keep {
         cc.inner.borrow_mut().ns_acls = Some(v.clone());
+        accept(backend);
+    }
+    Ok(v)
+}
+
+/// Every row of pg_database, from the cache or `load`.
+pub(crate) fn databases(
+    backend: &Backend,
+    snap: &Snapshot,
+    load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<crate::database::DbRow>>,
+) -> ferrogres_datum::errors::Result<Arc<Vec<crate::database::DbRow>>> {
+    let cc = get(backend);
+    if let Some(d) = cc.inner.borrow().databases.clone() {
+        return Ok(d);
+    }
+    let v = Arc::new(load()?);
+    let keep = may_insert(backend, &cc.inner.borrow(), snap);
+    if keep {
+        cc.inner.borrow_mut().databases = Some(v.clone());
         accept(backend);
     }
     Ok(v)

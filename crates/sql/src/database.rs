@@ -189,6 +189,12 @@ pub fn list_rows(backend: &Backend, snap: &Snapshot) -> Result<Vec<DbRow>> {
     Ok(list(backend, snap)?.into_iter().map(|x| x.1).collect())
 }
 
+/// Every row of pg_database through the catalog cache (privilege checks and
+/// per-row functions; DDL reads [`list`] for the rows' TIDs).
+pub fn cached(backend: &Backend, snap: &Snapshot) -> Result<std::sync::Arc<Vec<DbRow>>> {
+    crate::catcache::databases(backend, snap, || list_rows(backend, snap))
+}
+
 fn find(backend: &Backend, snap: &Snapshot, name: &str) -> Result<Option<(Tid, DbRow)>> {
     Ok(list(backend, snap)?.into_iter().find(|(_, d)| d.name == name))
 }
@@ -196,7 +202,7 @@ fn find(backend: &Backend, snap: &Snapshot, name: &str) -> Result<Option<(Tid, D
 /// The name of the current database (current_database(), current_catalog).
 pub fn current_name(backend: &Backend, snap: &Snapshot) -> Result<String> {
     let db = backend.database();
-    Ok(list(backend, snap)?.into_iter().find(|(_, d)| d.oid == db).map_or_else(|| "postgres".to_string(), |(_, d)| d.name))
+    Ok(cached(backend, snap)?.iter().find(|d| d.oid == db).map_or_else(|| "postgres".to_string(), |d| d.name.clone()))
 }
 
 /// pg_database_size(name or oid): the bytes of the database's directory.

@@ -140,7 +140,7 @@ pub fn plan_lock_mode(plan: &crate::plan::Statement) -> Option<(u32, &str, LockM
 
 /// Takes the relation locks a (possibly cached) plan needs before it runs.
 pub fn lock_plan(backend: &Backend, plan: &crate::plan::Statement) -> Result<()> {
-    lock_list(backend, &plan_locks(plan))
+    visit_locks(plan, &mut |oid, name, mode| lock_relation(backend, oid, mode, false, name).map(|_| ()))
 }
 
 /// The relation locks [`lock_plan`] takes for `plan`, in the order it takes
@@ -148,23 +148,29 @@ pub fn lock_plan(backend: &Backend, plan: &crate::plan::Statement) -> Result<()>
 /// does not walk the plan for them.
 pub fn plan_locks(plan: &crate::plan::Statement) -> Vec<(u32, String, LockMode)> {
     let mut out = Vec::new();
-    collect_locks(plan, &mut out);
+    let _ = visit_locks(plan, &mut |oid, name, mode| {
+        out.push((oid, name.to_string(), mode));
+        Ok(())
+    });
     out
 }
 
-fn collect_locks(plan: &crate::plan::Statement, out: &mut Vec<(u32, String, LockMode)>) {
+/// Calls `f` for each relation lock `plan` needs, in order, stopping at the
+/// first error (names are borrowed from the plan: nothing is allocated for
+/// the tables a statement names).
+fn visit_locks(plan: &crate::plan::Statement, f: &mut dyn FnMut(u32, &str, LockMode) -> Result<()>) -> Result<()> {
     if let crate::plan::Statement::Explain(e) = plan {
-        return collect_locks(&e.stmt, out);
+        return visit_locks(&e.stmt, f);
     }
     if let crate::plan::Statement::WithDml(w) = plan {
         for (_, st) in &w.ctes {
-            collect_locks(st, out);
+            visit_locks(st, f)?;
         }
-        return collect_locks(&w.main, out);
+        return visit_locks(&w.main, f);
     }
     let main = plan_lock_mode(plan);
     if let Some((oid, name, mode)) = main {
-        out.push((oid, name.to_string(), mode));
+        f(oid, name, mode)?;
     }
     // Every other table a query reads (joins, subqueries, CTEs): AccessShareLock.
     if let crate::plan::Statement::Query(q) = plan {
@@ -172,9 +178,10 @@ fn collect_locks(plan: &crate::plan::Statement, out: &mut Vec<(u32, String, Lock
             if main.is_some_and(|(m, _, mode)| m == oid && mode == LockMode::AccessShare) {
                 continue; // the scanned table, locked just above
             }
-            out.push((oid, name.into_owned(), LockMode::AccessShare));
+            f(oid, &name, LockMode::AccessShare)?;
         }
     }
+    Ok(())
 }
 
 /// Takes `locks` (from [`plan_locks`]) in order.
