@@ -4,14 +4,15 @@
 //! Entries are keyed by (user, database, query id, top level). The table is cut
 //! into [`PARTITIONS`] hash maps, each behind its own `RwLock`; an execution
 //! takes the read lock of one partition to find its entry (a shared acquire:
-//! executions of any statements never block each other there), drops it, and
-//! adds its figures under the entry's own mutex (PostgreSQL's per-entry
-//! spinlock: only executions of the same statement meet on it). A write lock
+//! executions of any statements never block each other there) and, still
+//! under it, adds its figures under the entry's own mutex (PostgreSQL's
+//! per-entry spinlock: only executions of the same statement meet on it). The
+//! maps hash with FxHash: the key is mostly the query id, itself a hash. A write lock
 //! is taken when a statement is seen for the first time, and by reset; only
 //! eviction ([`StatementsTable::dealloc`]) takes them all, in partition order,
 //! under `dealloc_lock`.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -159,7 +160,7 @@ impl StatementsTable {
     pub fn new(max: usize) -> StatementsTable {
         StatementsTable {
             max: max.max(MIN_MAX),
-            parts: (0..PARTITIONS).map(|_| RwLock::new(HashMap::new())).collect(),
+            parts: (0..PARTITIONS).map(|_| RwLock::new(HashMap::default())).collect(),
             count: AtomicUsize::new(0),
             dealloc: AtomicU64::new(0),
             stats_reset: AtomicI64::new(crate::pgstat::activity::now_micros()),
@@ -185,23 +186,25 @@ impl StatementsTable {
     /// entry has to be made.
     pub fn record(&self, key: StatementKey, text: impl FnOnce() -> Arc<str>, usage: &ExecUsage) {
         let part = &self.parts[partition_of(&key)];
-        let found = part.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
-        let entry = match found {
-            Some(e) => e,
-            None => {
-                // Relaxed: a bound checked again by the next insert if raced.
-                if self.count.load(Ordering::Relaxed) >= self.max {
-                    self.dealloc();
-                }
-                let mut map = part.write().unwrap_or_else(|e| e.into_inner());
-                map.entry(key)
-                    .or_insert_with(|| {
-                        self.count.fetch_add(1, Ordering::Relaxed);
-                        Arc::new(Entry { key, query: text(), counters: Mutex::new(Counters { usage: USAGE_INIT, ..Default::default() }) })
-                    })
-                    .clone()
+        {
+            // The common case: the entry exists. Its counters are updated under
+            // the partition's read lock (lock order: partition, then entry), so
+            // the entry's reference count is not touched.
+            let map = part.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(e) = map.get(&key) {
+                e.counters.lock().unwrap_or_else(|e| e.into_inner()).add(usage);
+                return;
             }
-        };
+        }
+        // Relaxed: a bound checked again by the next insert if raced.
+        if self.count.load(Ordering::Relaxed) >= self.max {
+            self.dealloc();
+        }
+        let mut map = part.write().unwrap_or_else(|e| e.into_inner());
+        let entry = map.entry(key).or_insert_with(|| {
+            self.count.fetch_add(1, Ordering::Relaxed);
+            Arc::new(Entry { key, query: text(), counters: Mutex::new(Counters { usage: USAGE_INIT, ..Default::default() }) })
+        });
         entry.counters.lock().unwrap_or_else(|e| e.into_inner()).add(usage);
     }
 
