@@ -56,7 +56,11 @@ pub struct BTreeScan<'a> {
     lower: ScanKey<'a>,
     /// Stop at the first entry greater than this.
     upper: Option<ScanKey<'a>>,
-    items: VecDeque<IndexEntry>,
+    /// Entries of the current page not yet returned: the heap TID and where
+    /// the key lies in `keys` (one buffer reused page after page: a scan
+    /// that wants TIDs only allocates nothing per entry).
+    items: VecDeque<(Tid, std::ops::Range<usize>)>,
+    keys: Vec<u8>,
     /// Pin on the leaf the buffered entries came from.
     pin: Option<PinnedBuffer<'a>>,
     next_block: Option<BlockNumber>,
@@ -96,6 +100,7 @@ impl BTree {
             lower,
             upper,
             items: VecDeque::new(),
+            keys: Vec::new(),
             pin: None,
             next_block: None,
             cur_block: crate::storage::INVALID_BLOCK,
@@ -109,6 +114,11 @@ impl BTree {
 impl<'a> BTreeScan<'a> {
     /// The next entry in key order, or `None` at the end of the range.
     pub fn next_entry(&mut self) -> Result<Option<IndexEntry>> {
+        Ok(self.next_item()?.map(|(tid, r)| IndexEntry { key: self.keys[r].to_vec(), tid }))
+    }
+
+    /// The next entry's heap TID and the range of its key in `keys`.
+    fn next_item(&mut self) -> Result<Option<(Tid, std::ops::Range<usize>)>> {
         loop {
             if let Some(e) = self.items.pop_front() {
                 return Ok(Some(e));
@@ -139,7 +149,15 @@ impl<'a> BTreeScan<'a> {
         }
     }
 
+    /// Buffers a page's entries: `keys` holds only the current page's keys.
+    fn push_item(&mut self, it: &ITup<'_>) {
+        let start = self.keys.len();
+        self.keys.extend_from_slice(it.key);
+        self.items.push_back((it.heap_tid, start..self.keys.len()));
+    }
+
     fn read_page(&mut self, mut pin: PinnedBuffer<'a>, first: bool) -> Result<()> {
+        self.keys.clear();
         let tree = self.tree;
         let ctx = tree.ctx();
         // The upper bound's integer first column, if any, read once.
@@ -162,8 +180,7 @@ impl<'a> BTreeScan<'a> {
                                 break;
                             }
                         }
-                        let it = ITup::parse(item)?;
-                        self.items.push_back(IndexEntry { key: it.key.to_vec(), tid: it.heap_tid });
+                        self.push_item(&ITup::parse(item)?);
                     }
                     if o.is_rightmost() {
                         self.done = true;
@@ -198,6 +215,7 @@ impl<'a> BTreeScan<'a> {
     /// the copy of the entries happen under the same shared lock, one lock at a
     /// time (never a lock on the left while holding one on the right).
     fn step_backward(&mut self) -> Result<()> {
+        self.keys.clear();
         let tree = self.tree;
         let ctx = tree.ctx();
         let first = !self.started;
@@ -244,8 +262,7 @@ impl<'a> BTreeScan<'a> {
                     self.done = true;
                     break;
                 }
-                let it = ITup::parse(item)?;
-                self.items.push_back(IndexEntry { key: it.key.to_vec(), tid: it.heap_tid });
+                self.push_item(&ITup::parse(item)?);
             }
             if o.is_leftmost() {
                 self.done = true;
@@ -262,6 +279,6 @@ impl<'a> BTreeScan<'a> {
 impl Iterator for BTreeScan<'_> {
     type Item = Result<Tid>;
     fn next(&mut self) -> Option<Result<Tid>> {
-        self.next_entry().transpose().map(|r| r.map(|e| e.tid))
+        self.next_item().transpose().map(|r| r.map(|(tid, _)| tid))
     }
 }
