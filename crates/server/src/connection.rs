@@ -10,10 +10,10 @@ use crate::server::{ConnEntry, Shared};
 use crate::stream::Stream;
 use bytes::{BufMut, BytesMut};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyInResponse, CopyOutResponse};
-use pgwire::messages::data::{DataRow, FieldDescription, NoData, ParameterDescription, RowDescription};
-use pgwire::messages::extendedquery::{BindComplete, CloseComplete, ParseComplete, PortalSuspended};
+use pgwire::messages::data::ParameterDescription;
+use pgwire::messages::extendedquery::{CloseComplete, PortalSuspended};
 use pgwire::messages::response::{
-    CommandComplete, EmptyQueryResponse, ErrorResponse, NoticeResponse, NotificationResponse, ReadyForQuery,
+    EmptyQueryResponse, ErrorResponse, NoticeResponse, NotificationResponse,
 };
 use pgwire::messages::startup::{Authentication, BackendKeyData, NegotiateProtocolVersion, ParameterStatus, SecretKey};
 use pgwire::messages::{Message, PgWireFrontendMessage};
@@ -46,6 +46,32 @@ impl Io {
     fn new(stream: Stream) -> io::Result<Io> {
         let writer = stream.try_clone()?;
         Ok(Io { reader: BufReader::with_capacity(16 * 1024, stream), writer, out: BytesMut::with_capacity(8192), sync_lost: false })
+    }
+
+    /// A message of type `t` whose body `body` writes straight into the
+    /// output buffer ([`put_framed`]): the hot messages of a query.
+    #[inline]
+    fn put_message(&mut self, t: u8, body: impl FnOnce(&mut BytesMut)) -> Result<(), PgError> {
+        put_framed(&mut self.out, t, body)?;
+        if self.out.len() >= FLUSH_THRESHOLD {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// A message with an empty body (ParseComplete, BindComplete, NoData, ...).
+    fn send_empty(&mut self, t: u8) -> Result<(), PgError> {
+        self.put_message(t, |_| {})
+    }
+
+    /// RowDescription for `fields`.
+    fn send_row_description(&mut self, fields: &[FieldInfo]) -> Result<(), PgError> {
+        self.put_message(b'T', |b| encode_row_description(b, fields))
+    }
+
+    /// CommandComplete with `tag`.
+    fn send_command_complete(&mut self, tag: &str) -> Result<(), PgError> {
+        self.put_message(b'C', |b| put_cstr(b, tag))
     }
 
     /// A message of type `t` with body `body`, framed by hand (CopyBothResponse,
@@ -603,7 +629,7 @@ impl Connection {
         if matches!(status, TransactionStatus::Idle) {
             self.send_notifications()?;
         }
-        self.io.send(&ReadyForQuery::new(status))?;
+        self.io.put_message(b'Z', |b| b.extend_from_slice(&[status_byte(status)]))?;
         self.at_ready = true;
         self.io.flush()
     }
@@ -834,7 +860,7 @@ impl Connection {
             PgWireFrontendMessage::Parse(p) => {
                 let name = p.name.unwrap_or_default();
                 match self.session.parse(&name, &p.query, &p.type_oids) {
-                    Ok(()) => self.io.send(&ParseComplete::new()).map_err(|_| End::Closed),
+                    Ok(()) => self.io.send_empty(b'1').map_err(|_| End::Closed),
                     Err(e) => self.report_extended(e),
                 }
             }
@@ -842,7 +868,7 @@ impl Connection {
                 let portal = b.portal_name.unwrap_or_default();
                 let stmt = b.statement_name.unwrap_or_default();
                 match self.session.bind(&portal, &stmt, &b.parameter_format_codes, &b.parameters, &b.result_column_format_codes) {
-                    Ok(()) => self.io.send(&BindComplete::new()).map_err(|_| End::Closed),
+                    Ok(()) => self.io.send_empty(b'2').map_err(|_| End::Closed),
                     Err(e) => self.report_extended(e),
                 }
             }
@@ -866,7 +892,7 @@ impl Connection {
                 let max_rows = if x.max_rows <= 0 { 0 } else { x.max_rows as u32 };
                 let mut sink = WireSink { io: &mut self.io, in_execute: true };
                 match self.session.execute(&portal, max_rows, &mut sink) {
-                    Ok(ExecuteOutcome::Completed(tag)) => self.io.send(&CommandComplete::new(wire_str(&tag))),
+                    Ok(ExecuteOutcome::Completed(tag)) => self.io.send_command_complete(&tag),
                     Ok(ExecuteOutcome::Suspended) => self.io.send(&PortalSuspended::new()),
                     Ok(ExecuteOutcome::EmptyQuery) => self.io.send(&EmptyQueryResponse::new()),
                     Err(e) => return self.report_extended(e),
@@ -904,29 +930,81 @@ impl Connection {
 
     fn send_fields(&mut self, fields: Option<&[FieldInfo]>) -> Result<(), PgError> {
         match fields {
-            Some(f) => self.io.send(&row_description(f)),
-            None => self.io.send(&NoData::new()),
+            Some(f) => self.io.send_row_description(f),
+            None => self.io.send_empty(b'n'),
         }
     }
 }
 
-fn row_description(fields: &[FieldInfo]) -> RowDescription {
-    RowDescription::new(
-        fields
-            .iter()
-            .map(|f| {
-                FieldDescription::new(
-                    wire_str(&f.name),
-                    f.table_oid as i32,
-                    f.column_id,
-                    f.type_oid,
-                    f.type_size,
-                    f.type_modifier,
-                    f.format,
-                )
-            })
-            .collect(),
-    )
+/// A C string on the wire: `s` up to its first NUL (as `wire_str`), then NUL.
+#[inline]
+fn put_cstr(b: &mut BytesMut, s: &str) {
+    let bytes = s.as_bytes();
+    let n = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+    b.extend_from_slice(&bytes[..n]);
+    b.extend_from_slice(&[0]);
+}
+
+/// Frames a message of type `t` in `out`: the type byte, the length, then
+/// what `body` writes straight into the buffer (no message struct, no
+/// intermediate buffer: the hot messages of a query: RowDescription,
+/// DataRow, CommandComplete, ReadyForQuery, the extended protocol's
+/// completions). The length is filled in afterwards; a message over the
+/// protocol's limit (i32::MAX bytes) is taken back out and reported, the
+/// buffer left as it was.
+#[inline]
+fn put_framed(out: &mut BytesMut, t: u8, body: impl FnOnce(&mut BytesMut)) -> Result<(), PgError> {
+    let start = out.len();
+    out.extend_from_slice(&[t, 0, 0, 0, 0]);
+    body(out);
+    let len = out.len() - start - 1;
+    if len > i32::MAX as usize {
+        out.truncate(start);
+        return Err(PgError::internal(format!("could not encode message: message too large ({len} bytes)")));
+    }
+    out[start + 1..start + 5].copy_from_slice(&(len as i32).to_be_bytes());
+    Ok(())
+}
+
+/// ReadyForQuery's transaction status indicator.
+fn status_byte(status: TransactionStatus) -> u8 {
+    match status {
+        TransactionStatus::Idle => b'I',
+        TransactionStatus::Transaction => b'T',
+        TransactionStatus::Error => b'E',
+    }
+}
+
+/// RowDescription's body.
+fn encode_row_description(b: &mut BytesMut, fields: &[FieldInfo]) {
+    b.extend_from_slice(&(fields.len() as i16).to_be_bytes());
+    for f in fields {
+        put_cstr(b, &f.name);
+        let mut fixed = [0u8; 18];
+        fixed[0..4].copy_from_slice(&f.table_oid.to_be_bytes());
+        fixed[4..6].copy_from_slice(&f.column_id.to_be_bytes());
+        fixed[6..10].copy_from_slice(&f.type_oid.to_be_bytes());
+        fixed[10..12].copy_from_slice(&f.type_size.to_be_bytes());
+        fixed[12..16].copy_from_slice(&f.type_modifier.to_be_bytes());
+        fixed[16..18].copy_from_slice(&f.format.to_be_bytes());
+        b.extend_from_slice(&fixed);
+    }
+}
+
+/// DataRow's body: the column count, then each value's length (-1: NULL)
+/// and bytes.
+fn encode_data_row(b: &mut BytesMut, values: &[Option<&[u8]>]) {
+    b.reserve(2 + values.iter().map(|v| 4 + v.map_or(0, |x| x.len())).sum::<usize>());
+    b.extend_from_slice(&(values.len() as i16).to_be_bytes());
+    for v in values {
+        match v {
+            Some(x) => {
+                b.extend_from_slice(&(x.len() as i32).to_be_bytes());
+                b.extend_from_slice(x);
+            }
+            None => b.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
 }
 
 /// The wire layer's [`ResultSink`]: encodes straight into the output buffer.
@@ -941,25 +1019,15 @@ impl ResultSink for WireSink<'_> {
         if self.in_execute {
             return Ok(());
         }
-        self.io.send(&row_description(fields))
+        self.io.send_row_description(fields)
     }
 
     fn data_row(&mut self, values: &[Option<&[u8]>]) -> Result<(), PgError> {
-        let mut data = BytesMut::with_capacity(values.iter().map(|v| 4 + v.map_or(0, |b| b.len())).sum());
-        for v in values {
-            match v {
-                Some(b) => {
-                    data.put_i32(b.len() as i32);
-                    data.put_slice(b);
-                }
-                None => data.put_i32(-1),
-            }
-        }
-        self.io.send(&DataRow::new(data, values.len() as i16))
+        self.io.put_message(b'D', |b| encode_data_row(b, values))
     }
 
     fn command_complete(&mut self, tag: &str) -> Result<(), PgError> {
-        self.io.send(&CommandComplete::new(wire_str(tag)))
+        self.io.send_command_complete(tag)
     }
 
     fn empty_query(&mut self) -> Result<(), PgError> {
@@ -1016,5 +1084,74 @@ impl ResultSink for WireSink<'_> {
 
     fn copy_done(&mut self) -> Result<(), PgError> {
         self.io.send(&CopyDone::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The hand-framed messages are byte for byte what the `pgwire` codec
+    //! encodes for the same message.
+    use super::*;
+    use pgwire::messages::data::{DataRow, FieldDescription, RowDescription};
+    use pgwire::messages::extendedquery::{BindComplete, ParseComplete};
+    use pgwire::messages::response::{CommandComplete, ReadyForQuery};
+
+    fn ours(t: u8, body: impl FnOnce(&mut BytesMut)) -> BytesMut {
+        let mut b = BytesMut::from(&b"prefix"[..]);
+        put_framed(&mut b, t, body).unwrap();
+        b.split_off(6)
+    }
+
+    fn theirs<M: Message>(m: &M) -> BytesMut {
+        let mut b = BytesMut::new();
+        m.encode(&mut b).unwrap();
+        b
+    }
+
+    #[test]
+    fn row_description_matches_the_codec() {
+        let fields = vec![
+            FieldInfo { name: "aid".into(), table_oid: 16384, column_id: 1, type_oid: 23, type_size: 4, type_modifier: -1, format: 0 },
+            FieldInfo { name: "ünï\u{0}cut".into(), table_oid: 0, column_id: 0, type_oid: 1043, type_size: -1, type_modifier: 14, format: 1 },
+        ];
+        let codec = RowDescription::new(
+            fields
+                .iter()
+                .map(|f| {
+                    FieldDescription::new(wire_str(&f.name), f.table_oid as i32, f.column_id, f.type_oid, f.type_size, f.type_modifier, f.format)
+                })
+                .collect(),
+        );
+        assert_eq!(ours(b'T', |b| encode_row_description(b, &fields)), theirs(&codec));
+        assert_eq!(ours(b'T', |b| encode_row_description(b, &[])), theirs(&RowDescription::new(vec![])));
+    }
+
+    #[test]
+    fn data_row_matches_the_codec() {
+        let values: Vec<Option<&[u8]>> = vec![Some(b"42"), None, Some(b""), Some(&[0, 1, 2, 255])];
+        let mut data = BytesMut::new();
+        for v in &values {
+            match v {
+                Some(b) => {
+                    data.put_i32(b.len() as i32);
+                    data.put_slice(b);
+                }
+                None => data.put_i32(-1),
+            }
+        }
+        assert_eq!(ours(b'D', |b| encode_data_row(b, &values)), theirs(&DataRow::new(data, values.len() as i16)));
+        assert_eq!(ours(b'D', |b| encode_data_row(b, &[])), theirs(&DataRow::new(BytesMut::new(), 0)));
+    }
+
+    #[test]
+    fn small_messages_match_the_codec() {
+        assert_eq!(ours(b'C', |b| put_cstr(b, "SELECT 1")), theirs(&CommandComplete::new("SELECT 1".into())));
+        assert_eq!(ours(b'C', |b| put_cstr(b, "a\u{0}b")), theirs(&CommandComplete::new("a".into())));
+        assert_eq!(ours(b'1', |_| {}), theirs(&ParseComplete::new()));
+        assert_eq!(ours(b'2', |_| {}), theirs(&BindComplete::new()));
+        assert_eq!(ours(b'n', |_| {}), theirs(&pgwire::messages::data::NoData::new()));
+        for status in [TransactionStatus::Idle, TransactionStatus::Transaction, TransactionStatus::Error] {
+            assert_eq!(ours(b'Z', |b| b.extend_from_slice(&[status_byte(status)])), theirs(&ReadyForQuery::new(status)));
+        }
     }
 }
