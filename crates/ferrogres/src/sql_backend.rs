@@ -16,7 +16,6 @@ use ferrogres_server::handler::{
 use ferrogres_server::{Backend, PgError, Session, Severity};
 use ferrogres_sql::copy::CopyInEvent;
 use ferrogres_sql::{session, ColumnDesc, Output, ParamValue, SqlError, Value};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 pub struct SqlBackend {
@@ -254,7 +253,7 @@ impl Backend for SqlBackend {
             })?;
         }
         s.env.changed.clear();
-        Ok(Box::new(SqlSession { s, portal_formats: HashMap::new() }))
+        Ok(Box::new(SqlSession { s, portal_formats: PortalFormats::default(), fields_memo: None }))
     }
 }
 
@@ -264,13 +263,61 @@ struct SqlSession {
     /// Portals end with their transaction inside the SQL session; entries of
     /// ended ones are dropped where transactions end (after a simple query and
     /// at Sync), so the map never outgrows the live portals.
-    portal_formats: HashMap<String, Vec<i16>>,
+    portal_formats: PortalFormats,
+    /// The last description sent, for the columns (the session's shared
+    /// description) and result formats it was made for: a prepared
+    /// statement's Describe per execution builds nothing.
+    fields_memo: Option<(Arc<[ColumnDesc]>, Vec<i16>, Arc<[FieldInfo]>)>,
 }
 
 impl SqlSession {
     fn forget_ended_portals(&mut self) {
         let s = &self.s;
-        self.portal_formats.retain(|name, _| s.has_portal(name));
+        self.portal_formats.named.retain(|name, _| s.has_portal(name));
+        if !s.has_portal("") {
+            self.portal_formats.unnamed.clear();
+        }
+    }
+}
+
+/// Result format codes of the bound portals. The unnamed portal's (the one
+/// every driver's extended-protocol query uses) live in a buffer reused from
+/// Bind to Bind: no allocation and no hashing on that path.
+#[derive(Default)]
+struct PortalFormats {
+    unnamed: Vec<i16>,
+    named: rustc_hash::FxHashMap<String, Vec<i16>>,
+}
+
+impl PortalFormats {
+    fn get(&self, portal: &str) -> &[i16] {
+        if portal.is_empty() {
+            &self.unnamed
+        } else {
+            self.named.get(portal).map_or(&[], |v| v.as_slice())
+        }
+    }
+
+    fn set(&mut self, portal: &str, formats: &[i16]) {
+        if portal.is_empty() {
+            self.unnamed.clear();
+            self.unnamed.extend_from_slice(formats);
+        } else {
+            self.named.insert(portal.to_string(), formats.to_vec());
+        }
+    }
+
+    fn remove(&mut self, portal: &str) {
+        if portal.is_empty() {
+            self.unnamed.clear();
+        } else {
+            self.named.remove(portal);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.unnamed.clear();
+        self.named.clear();
     }
 }
 
@@ -426,7 +473,7 @@ impl Session for SqlSession {
                 result_formats.len()
             )));
         }
-        self.portal_formats.insert(portal.to_string(), result_formats.to_vec());
+        self.portal_formats.set(portal, result_formats);
         Ok(())
     }
 
@@ -438,21 +485,28 @@ impl Session for SqlSession {
         })
     }
 
-    fn describe_portal(&mut self, name: &str) -> Result<Option<Vec<FieldInfo>>, PgError> {
-        let cols = self.s.describe_portal(name).map_err(to_pg)?;
-        let formats = self.portal_formats.get(name).cloned().unwrap_or_default();
-        Ok(cols.map(|c| c.iter().enumerate().map(|(i, c)| field(c, format_of(&formats, i))).collect()))
+    fn describe_portal(&mut self, name: &str) -> Result<Option<Arc<[FieldInfo]>>, PgError> {
+        let Some(cols) = self.s.describe_portal(name).map_err(to_pg)? else { return Ok(None) };
+        let formats = self.portal_formats.get(name);
+        if let Some((c, f, fields)) = &self.fields_memo {
+            if Arc::ptr_eq(c, &cols) && f.as_slice() == formats {
+                return Ok(Some(fields.clone()));
+            }
+        }
+        let fields: Arc<[FieldInfo]> = cols.iter().enumerate().map(|(i, c)| field(c, format_of(formats, i))).collect();
+        self.fields_memo = Some((cols, formats.to_vec(), fields.clone()));
+        Ok(Some(fields))
     }
 
     fn execute(&mut self, portal: &str, max_rows: u32, sink: &mut dyn ResultSink) -> Result<ExecuteOutcome, PgError> {
-        let formats = self.portal_formats.get(portal).cloned().unwrap_or_default();
+        let formats = self.portal_formats.get(portal);
         if let Some(f) = formats.iter().find(|f| **f != 0 && **f != 1) {
             if self.s.describe_portal(portal).map_err(to_pg)?.is_some_and(|c| !c.is_empty()) {
                 self.s.fail_transaction();
                 return Err(PgError::error(b"22023", format!("unsupported format code: {f}")));
             }
         }
-        let mut out = Sink { sink, formats: &formats };
+        let mut out = Sink { sink, formats };
         Ok(match self.s.execute(portal, max_rows, &mut out).map_err(to_pg)? {
             ferrogres_sql::ExecOutcome::Completed(tag) => ExecuteOutcome::Completed(tag),
             ferrogres_sql::ExecOutcome::Suspended => ExecuteOutcome::Suspended,

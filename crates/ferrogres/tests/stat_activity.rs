@@ -201,7 +201,9 @@ fn cancel_and_terminate_across_sessions() {
     stdin.flush().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     let pid = loop {
-        let r = ctl.q("SELECT pid FROM pg_stat_activity WHERE application_name = 'victim' AND state = 'idle'");
+        // Idle after its first query (idle right after connecting is too
+        // early: the query would then meet the terminated connection).
+        let r = ctl.q("SELECT pid FROM pg_stat_activity WHERE application_name = 'victim' AND state = 'idle' AND query LIKE '%started%'");
         if let Some(row) = r.rows.first() {
             break row[0].clone().unwrap();
         }

@@ -412,7 +412,7 @@ pub trait Session: Send {
     ) -> Result<(), PgError>;
     fn describe_statement(&mut self, name: &str) -> Result<StatementDescription, PgError>;
     /// `None`: the portal returns no rows (NoData).
-    fn describe_portal(&mut self, name: &str) -> Result<Option<Vec<FieldInfo>>, PgError>;
+    fn describe_portal(&mut self, name: &str) -> Result<Option<std::sync::Arc<[FieldInfo]>>, PgError>;
     /// Execute: send up to `max_rows` rows (0 = all) through `sink.data_row`.
     fn execute(&mut self, portal: &str, max_rows: u32, sink: &mut dyn ResultSink)
         -> Result<ExecuteOutcome, PgError>;

@@ -638,7 +638,7 @@ impl Session for MinimalSession {
         Ok(StatementDescription { param_types, fields })
     }
 
-    fn describe_portal(&mut self, name: &str) -> Result<Option<Vec<FieldInfo>>, PgError> {
+    fn describe_portal(&mut self, name: &str) -> Result<Option<std::sync::Arc<[FieldInfo]>>, PgError> {
         let Some(portal) = self.portals.get(name) else {
             self.on_error();
             return Err(PgError::error(b"34000", format!("portal \"{name}\" does not exist")));

@@ -455,6 +455,10 @@ pub struct Session {
     // flooding resistance buys nothing in a map of the session's own names.
     prepared: FxHashMap<String, Prepared>,
     portals: FxHashMap<String, Portal>,
+    /// The last portal description made, with the plan it describes (held,
+    /// so its address cannot be reused by another plan): the Binds and
+    /// Describes of one prepared statement's executions share it.
+    desc_memo: Option<(Arc<Statement>, Arc<[ColumnDesc]>)>,
     /// Parse trees of recent simple-query strings, with a use stamp for eviction.
     parse_cache: FxHashMap<String, (std::sync::Arc<Vec<ParsedStmt>>, u64)>,
     parse_clock: u64,
@@ -550,6 +554,7 @@ impl Session {
             default_isolation: IsolationLevel::ReadCommitted,
             prepared: FxHashMap::default(),
             portals: FxHashMap::default(),
+            desc_memo: None,
             parse_cache: FxHashMap::default(),
             parse_clock: 0,
             plan_cache: Default::default(),
@@ -2392,12 +2397,24 @@ impl Session {
         r.inspect_err(|_| self.on_error())
     }
 
-    pub fn describe_portal(&mut self, name: &str) -> Result<Option<Vec<ColumnDesc>>> {
-        let r = match self.portals.get(name) {
-            Some(p) => Ok(self.describe_plan(&p.plan)),
-            None => Err(SqlError::new(b"34000", format!("portal \"{name}\" does not exist"))),
+    pub fn describe_portal(&mut self, name: &str) -> Result<Option<Arc<[ColumnDesc]>>> {
+        let Some(p) = self.portals.get(name) else {
+            self.on_error();
+            return Err(SqlError::new(b"34000", format!("portal \"{name}\" does not exist")));
         };
-        r.inspect_err(|_| self.on_error())
+        if let Some((plan, desc)) = &self.desc_memo {
+            if Arc::ptr_eq(plan, &p.plan) {
+                return Ok(Some(desc.clone()));
+            }
+        }
+        let plan = p.plan.clone();
+        let Some(desc) = self.describe_plan(&plan) else { return Ok(None) };
+        let desc: Arc<[ColumnDesc]> = desc.into();
+        // FETCH describes another portal's query: not a function of its plan.
+        if !matches!(*plan, Statement::Utility(crate::utility::SessionCmd::Fetch(_))) {
+            self.desc_memo = Some((plan, desc.clone()));
+        }
+        Ok(Some(desc))
     }
 
     /// Bind: decodes the parameters with the statement's types.
@@ -2485,9 +2502,9 @@ impl Session {
         if let (Some(ident), Ok(outcome)) = (&ident, &r) {
             self.portal_stat(portal, ident, started, max_rows, outcome);
         }
-        let r = r.inspect_err(|_| self.on_error());
-        self.report_idle();
-        r
+        // The backend stays "active" until Sync (ReadyForQuery), as in
+        // PostgreSQL: an Execute reports its command, not the idle state after it.
+        r.inspect_err(|_| self.on_error())
     }
 
     /// pg_stat_statements for a portal: an Execute that suspended it adds to
