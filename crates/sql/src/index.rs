@@ -865,11 +865,11 @@ pub(crate) fn candidate_paths(table: &Table, filter: Option<&Expr>) -> Vec<(usiz
     if table.indexes.is_empty() {
         return Vec::new();
     }
-    let conjuncts: Vec<&Expr> = match filter {
-        Expr::And(v) => v.iter().collect(),
-        e => vec![e],
+    let conjuncts: &[Expr] = match filter {
+        Expr::And(v) => v,
+        e => std::slice::from_ref(e),
     };
-    let mut quals: Vec<(usize, CmpOp, &Expr)> = Vec::new();
+    let mut quals: Vec<(usize, CmpOp, &Expr)> = Vec::with_capacity(conjuncts.len());
     for c in conjuncts {
         if let Expr::Compare { op, l, r } = c {
             if matches!(op, CmpOp::Ne) {
