@@ -636,7 +636,9 @@ impl PruneOp {
         for &o in &self.now_unused {
             page_set_item_id(page, o, ItemId::UNUSED)?;
         }
-        page_repair_fragmentation(page)?;
+        // Still valid: line pointers only lost storage or became redirects
+        // to offsets checked above.
+        crate::storage::page::page_repair_fragmentation_valid(page);
         page_clear_flag(page, PD_PAGE_FULL);
         set_page_prune_xid(page, self.new_prune_xid);
         Ok(())
@@ -712,6 +714,8 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
         });
     }
     let mut processed = vec![false; max + 1];
+    // One buffer for every chain's members (cleared per root).
+    let mut chain: Vec<usize> = Vec::new();
     let mut op = PruneOp::default();
     let mut ndeleted = 0;
     for root in 1..=max {
@@ -727,7 +731,7 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
         };
         processed[root] = true;
         // The chain's members in order; chain[..removable] are removed.
-        let mut chain: Vec<usize> = Vec::new();
+        chain.clear();
         let mut removable = 0;
         // Whether every member so far is Dead or RecentlyDead.
         let mut committed_run = true;

@@ -607,6 +607,14 @@ pub fn page_add_item(
 /// Afterwards `PD_HAS_FREE_LINES` says whether any line pointer is unused.
 pub fn page_repair_fragmentation(page: &mut [u8]) -> Result<()> {
     page_validate(page)?;
+    page_repair_fragmentation_valid(page);
+    Ok(())
+}
+
+/// [`page_repair_fragmentation`] of a page known to pass [`page_validate`]
+/// (validated by the caller, then changed only by line pointers losing
+/// their storage or becoming redirects within the array: pruning).
+pub(crate) fn page_repair_fragmentation_valid(page: &mut [u8]) {
     let max = page_max_offset_number(page);
     let special = page_special_offset(page);
     // Items sorted by current position, highest first, then slid up toward the special
@@ -646,7 +654,6 @@ pub fn page_repair_fragmentation(page: &mut [u8]) -> Result<()> {
     } else {
         page_clear_flag(page, PD_HAS_FREE_LINES);
     }
-    Ok(())
 }
 
 /// Deletes the item at `off` from an index page: its storage is removed, the items
