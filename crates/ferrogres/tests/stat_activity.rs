@@ -307,6 +307,33 @@ fn extended_protocol_statement_text_is_shown() {
     assert_eq!(activity(&mut ctl, pid)[..4], ["idle", "", "", "SELECT pg_sleep($1)"]);
 }
 
+/// An Execute's command stays "active" until Sync, as in PostgreSQL 15 (its
+/// state changes at ReadyForQuery, not when the Execute completes): seen from
+/// another session after CommandComplete and before Sync. (PostgreSQL 15
+/// answered the same Parse/Bind/Execute/Flush with `active`, then `idle`
+/// after Sync.)
+#[test]
+fn extended_protocol_stays_active_until_sync() {
+    let srv = Server::start_temp(&[]);
+    let mut ctl = Client::connect(srv.port);
+    let mut e = common::client::Client::connect(srv.port);
+    let pid = e.pid;
+    // Flush, not Sync: the replies come, the pipeline stays open.
+    e.send(&[common::parse("", "SELECT 1", &[]), common::bind("", "", &[], &[], &[]), common::execute("", 0), common::msg(b'H', &[])].concat());
+    // ParseComplete, BindComplete, DataRow, CommandComplete; no ReadyForQuery yet.
+    let mut seen = Vec::new();
+    while seen.last() != Some(&b'C') {
+        let (t, body) = common::read_message(&mut e.s);
+        assert_ne!(t, b'E', "{:?}", common::fields(&body));
+        seen.push(t);
+    }
+    assert_eq!(seen, b"12DC");
+    assert_eq!(activity(&mut ctl, pid)[..4], ["active", "", "", "SELECT 1"]);
+    e.send(&common::sync());
+    assert_eq!(common::read_message(&mut e.s).0, b'Z');
+    assert_eq!(activity(&mut ctl, pid)[..4], ["idle", "", "", "SELECT 1"]);
+}
+
 /// Waits until backend `pid` is active in pg_sleep (as a superuser sees it).
 fn wait_sleeping(ctl: &mut Client, pid: i32) {
     let deadline = Instant::now() + Duration::from_secs(20);
