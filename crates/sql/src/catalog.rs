@@ -86,9 +86,10 @@ pub(crate) fn class_rel() -> RelStorage {
 /// pg_attribute as stored: the six first columns, then (added by ALTER TABLE's
 /// work, NULL in rows written before) attisdropped bool, attidentity text
 /// ('a' / 'd'), attmissingval text (the value rows written before an ADD
-/// COLUMN read, in its type's text form; see [`crate::alter`]).
+/// COLUMN read, in its type's text form; see [`crate::alter`]), attacl text[]
+/// (column privileges, stored as [`crate::acl`] stores relacl; NULL: none).
 pub(crate) fn attribute_rel() -> RelStorage {
-    cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool, Type::Bool, Type::Text, Type::Text])
+    cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool, Type::Bool, Type::Text, Type::Text, Type::Array(&Type::Text)])
 }
 pub(crate) fn attrdef_rel() -> RelStorage {
     cat(PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text, Type::Text])

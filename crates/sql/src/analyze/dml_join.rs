@@ -31,6 +31,7 @@ pub(crate) fn table_rel(table: &Table, refname: &str, at: usize) -> (String, Vec
             expr: Expr::Column(at + i, c.ty),
             typmod: c.typmod,
             origin: (table.oid != 0).then_some((table.oid, i as i16 + 1)),
+            perm: None,
             rel: refname.to_string(),
         })
         .collect();
