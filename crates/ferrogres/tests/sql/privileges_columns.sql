@@ -156,3 +156,12 @@ RESET ROLE;
 SELECT attname, attacl FROM pg_attribute WHERE attrelid = 'ct'::regclass AND attnum > 0 ORDER BY attnum;
 DROP VIEW cv, cv2;
 REVOKE CREATE ON SCHEMA public FROM colv;
+-- information_schema.column_privileges: the table's items and the columns' own
+SELECT grantor, grantee, table_name, column_name, privilege_type, is_grantable
+  FROM information_schema.column_privileges WHERE table_name IN ('ct', 'ct2')
+  ORDER BY table_name, column_name, grantee, privilege_type, grantor;
+SET ROLE colu;
+SELECT grantor, grantee, table_name, column_name, privilege_type, is_grantable
+  FROM information_schema.column_privileges WHERE table_name IN ('ct', 'ct2', 'other')
+  ORDER BY table_name, column_name, grantee, privilege_type, grantor;
+RESET ROLE;
