@@ -55,6 +55,19 @@ INSERT INTO ct (a, c) VALUES (6, 1);
 INSERT INTO ct (a, b) VALUES (7, 'u') RETURNING a;
 INSERT INTO ct (a, b) VALUES (8, 't') RETURNING d;
 INSERT INTO ct (a, b) SELECT a + 100, 'q' FROM other;
+-- ON CONFLICT: the inferred columns and DO UPDATE's reads need SELECT
+-- (excluded's columns too), its targets UPDATE
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT (a) DO UPDATE SET c = 5;
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT (a) DO UPDATE SET c = excluded.a;
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT (a) DO UPDATE SET c = excluded.d;
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT (a) DO UPDATE SET c = ct.c + 1;
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT (a) DO UPDATE SET d = 5;
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT (a) DO UPDATE SET c = 6 WHERE ct.b = 'x' RETURNING a, b;
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT (a) DO UPDATE SET c = 6 WHERE ct.d = 1;
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT (a) DO UPDATE SET c = 6 RETURNING d;
+INSERT INTO ct (a, c) VALUES (1, 1) ON CONFLICT (a) DO NOTHING;
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT DO NOTHING;
+INSERT INTO ct (a, b) VALUES (1, 'x') ON CONFLICT ON CONSTRAINT ct_pkey DO UPDATE SET c = 7;
 -- DELETE needs the table's DELETE
 DELETE FROM ct WHERE a = 3;
 -- COPY with and without column lists

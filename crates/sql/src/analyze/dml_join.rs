@@ -81,6 +81,7 @@ impl Analyzer<'_> {
             if sets.iter().any(|(i, _)| *i == ci) {
                 return Err(self.err_at(SqlError::new(b"42601", format!("multiple assignments to same column \"{}\"", rt.name)), rt.location));
             }
+            self.require_column(table.oid, crate::acl::UPDATE, ci as i16 + 1);
             let Some(val) = node(&rt.val) else { continue };
             if matches!(val, NodeEnum::MultiAssignRef(_)) {
                 return Err(self.err_at(SqlError::not_supported("multiple-column assignment"), rt.location));
