@@ -24,12 +24,27 @@
 //! holds every grant option (it may GRANT and REVOKE what it revoked from
 //! itself).
 //!
+//! Column privileges: `pg_attribute.attacl` (column 9 of the stored row,
+//! [`ATTACL`]), stored like relacl; NULL means the column has no privileges
+//! of its own (its table's apply). A column holds its table's privileges and
+//! its own.
+//!
 //! Checks: analysis records what a statement needs ([`PermReq`]: relation,
-//! privileges, the role to check as: the view owner under a view) in the
-//! backend's catalog cache; the session keeps the list with the plan and runs
+//! privileges, the role to check as: the view owner under a view, and the
+//! columns named for each privilege, [`ColSets`]) in the backend's catalog
+//! cache; the session keeps the list with the plan and runs
 //! [`check_perms`] before each execution, so a cached or prepared plan is
 //! checked again every time it runs (a REVOKE takes effect on the next
-//! execution, as PostgreSQL's ExecCheckPermissions at executor start).
+//! execution, as PostgreSQL's ExecCheckPermissions at executor start). The
+//! table's ACL is looked at first; only when it falls short are the columns'
+//! ACLs read (one scan of pg_attribute), so a role with table-level grants or
+//! the owner pays nothing for column privileges:
+//! - SELECT / INSERT / UPDATE / REFERENCES missing at table level: each column
+//!   named for it must hold it on its own; none named (`count(*)`, `SELECT 1
+//!   FROM t`, `DEFAULT VALUES`): any column will do; attnum 0 (a whole row):
+//!   every column;
+//! - any other privilege missing (DELETE, TRUNCATE, ...): 42501;
+//! - the error is PostgreSQL 15's `permission denied for table t` either way.
 
 use ferrogres_datum::errors::{Result, SqlError};
 use crate::roles::{self, BOOTSTRAP_SUPERUSER};
@@ -627,7 +642,7 @@ pub fn all_column_acls(backend: &Backend, snap: &Snapshot, only: Option<u32>) ->
     let mut out: std::collections::HashMap<u32, Vec<ColAcl>> = std::collections::HashMap::new();
     for (_, row) in crate::rowio::scan_rows(backend, &crate::catalog::attribute_rel(), snap)? {
         if let [Value::Oid(r), Value::Text(name), _, Value::Int2(num), ..] = row.as_slice() {
-            if only.map_or(true, |o| o == *r) {
+            if only.is_none_or(|o| o == *r) {
                 out.entry(*r).or_default().push(ColAcl {
                     attnum: *num,
                     name: name.clone(),
@@ -1143,6 +1158,20 @@ mod tests {
         assert_eq!(a.items, vec![Value::Text("\"Mixed Case\"=ar*/postgres".into()), Value::Text("=r/postgres".into())]);
         assert_eq!(privs_text(ObjKind::Table.all(), 0), "arwdDxt");
         assert_eq!(privs_text(ObjKind::Database.all(), 0), "CTc");
+    }
+
+    #[test]
+    fn column_sets_merge_and_untracked_wins() {
+        let mut a = Some(Box::new(ColSets { select: vec![1], ..Default::default() }));
+        let b = Some(Box::new(ColSets { select: vec![1, 2], update: vec![3], ..Default::default() }));
+        ColSets::merge(&mut a, &b);
+        assert_eq!(a.as_deref().map(|c| (c.select.clone(), c.update.clone())), Some((vec![1, 2], vec![3])));
+        // A path that does not record its columns makes every column count.
+        ColSets::merge(&mut a, &None);
+        assert_eq!(a, None);
+        let mut c = ColSets::default();
+        c.add(DELETE, 1);
+        assert_eq!(c, ColSets::default());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | pg_namespace | 2615 | oid oid, nspname text |
 //! | pg_class | 1259 | oid oid, relname text, relnamespace oid, relfilenode oid, reltoastrelid oid, relkind text, relnatts int2, relam oid, relpages int4, reltuples float8 |
-//! | pg_attribute | 1249 | attrelid oid, attname text, atttypid oid, attnum int2, atttypmod int4, attnotnull bool |
+//! | pg_attribute | 1249 | attrelid oid, attname text, atttypid oid, attnum int2, atttypmod int4, attnotnull bool, then attisdropped, attidentity, attmissingval, attacl (see [`attribute_rel`]) |
 //! | pg_attrdef | 2604 | adrelid oid, adnum int2, adbin text, adsrc text (an expression default's SQL, see [`crate::constraints`]) |
 //! | pg_index | 2610 | see [`crate::index`] |
 //! | pg_constraint | 2606 | see [`crate::index`] |

@@ -16,10 +16,11 @@
 //! - a NULL ACL is the owner's default; the first change stores it changed.
 //!
 //! Objects: tables, views, sequences (ON [TABLE] t, ON SEQUENCE s, ON ALL
-//! TABLES | SEQUENCES IN SCHEMA s), schemas, databases and configuration
-//! parameters (ON PARAMETER p: SET, ALTER SYSTEM; [`crate::param_acl`]). Column privileges,
-//! functions (there is no stored pg_proc ACL yet) and ALTER DEFAULT PRIVILEGES
-//! are not done (0A000).
+//! TABLES | SEQUENCES IN SCHEMA s), their columns (`SELECT (a, b)`: the
+//! column's own ACL in pg_attribute.attacl, see [`column_grants`]), schemas,
+//! databases and configuration parameters (ON PARAMETER p: SET, ALTER
+//! SYSTEM; [`crate::param_acl`]). Functions (there is no stored pg_proc ACL
+//! yet) and ALTER DEFAULT PRIVILEGES are not done (0A000).
 
 use crate::acl::{self, Acl, AclItem, ObjKind, RoleGraph, PUBLIC};
 use ferrogres_datum::errors::{Result, SqlError};

@@ -774,7 +774,7 @@ fn is_column_privileges<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> 
             let mut seen: Vec<(u32, u32, u16, bool)> = Vec::new();
             for it in table_items.iter().chain(col.acl.iter().flatten()) {
                 let public = it.grantee == acl::PUBLIC;
-                if !(enabled(it.grantor) || (!public && enabled(it.grantee)) || public) {
+                if !public && !enabled(it.grantor) && !enabled(it.grantee) {
                     continue;
                 }
                 let owner_like = !public && roles.has_privs_of(it.grantee, rel.owner);
