@@ -47,6 +47,13 @@ UPDATE ct SET d = 1 WHERE a = 1;
 UPDATE ct SET c = 12 WHERE d = 100;
 UPDATE ct SET c = 13 WHERE a = 1 RETURNING a, b;
 UPDATE ct SET c = 13 WHERE a = 1 RETURNING c;
+-- UPDATE ... FROM and DELETE ... USING: the target's columns read
+UPDATE ct SET c = o.z FROM other o WHERE o.a = ct.a;
+UPDATE ct SET c = o.z FROM other o WHERE o.a = ct.d;
+UPDATE ct SET c = o.z FROM other o WHERE o.a = ct.a RETURNING ct.b;
+UPDATE ct SET c = o.z FROM other o WHERE o.a = ct.a RETURNING ct.c;
+UPDATE ct SET d = o.z FROM other o WHERE o.a = ct.a;
+DELETE FROM ct USING other o WHERE o.a = ct.a;
 -- INSERT: the listed columns need INSERT; defaulted columns are not inserted
 INSERT INTO ct (a, b) VALUES (3, 'z');
 INSERT INTO ct VALUES (4, 'w');
