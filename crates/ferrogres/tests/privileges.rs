@@ -43,6 +43,24 @@ fn privilege_inquiry_matches_postgresql_15() {
     check_script("privileges_inquiry");
 }
 
+/// `sql/privileges_columns.sql` against PostgreSQL 15's output: GRANT /
+/// REVOKE on columns (pg_attribute.attacl, `\dp`'s column privileges, 0LP01
+/// and 42703, grant options on columns and their warnings, CASCADE), the
+/// checks of exactly the columns each statement names (the SELECT list,
+/// WHERE, ORDER BY, GROUP BY, JOIN ON and USING, outer references from
+/// subqueries, `*` and `t.*`, `count(*)` needing any column; UPDATE's SET
+/// targets and the columns it reads; INSERT's column list with defaulted
+/// columns not inserted; RETURNING; COPY's column list; a foreign key's
+/// REFERENCES on the referenced columns), 42501 `permission denied for table`
+/// as PostgreSQL 15 words a column denial, a table-level REVOKE clearing the
+/// columns' grants, grants through a group, a prepared statement failing
+/// after a column REVOKE, views reading columns as their owner, and
+/// has_column_privilege / has_any_column_privilege from attacl.
+#[test]
+fn column_privileges_match_postgresql_15() {
+    check_script("privileges_columns");
+}
+
 /// A session of its own (logged in as `alice`) keeps a prepared plan; a REVOKE
 /// committed by another session makes its next execution fail, and a GRANT
 /// makes it work again.

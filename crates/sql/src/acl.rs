@@ -24,12 +24,27 @@
 //! holds every grant option (it may GRANT and REVOKE what it revoked from
 //! itself).
 //!
+//! Column privileges: `pg_attribute.attacl` (column 9 of the stored row,
+//! [`ATTACL`]), stored like relacl; NULL means the column has no privileges
+//! of its own (its table's apply). A column holds its table's privileges and
+//! its own.
+//!
 //! Checks: analysis records what a statement needs ([`PermReq`]: relation,
-//! privileges, the role to check as: the view owner under a view) in the
-//! backend's catalog cache; the session keeps the list with the plan and runs
+//! privileges, the role to check as: the view owner under a view, and the
+//! columns named for each privilege, [`ColSets`]) in the backend's catalog
+//! cache; the session keeps the list with the plan and runs
 //! [`check_perms`] before each execution, so a cached or prepared plan is
 //! checked again every time it runs (a REVOKE takes effect on the next
-//! execution, as PostgreSQL's ExecCheckPermissions at executor start).
+//! execution, as PostgreSQL's ExecCheckPermissions at executor start). The
+//! table's ACL is looked at first; only when it falls short are the columns'
+//! ACLs read (one scan of pg_attribute), so a role with table-level grants or
+//! the owner pays nothing for column privileges:
+//! - SELECT / INSERT / UPDATE / REFERENCES missing at table level: each column
+//!   named for it must hold it on its own; none named (`count(*)`, `SELECT 1
+//!   FROM t`, `DEFAULT VALUES`): any column will do; attnum 0 (a whole row):
+//!   every column;
+//! - any other privilege missing (DELETE, TRUNCATE, ...): 42501;
+//! - the error is PostgreSQL 15's `permission denied for table t` either way.
 
 use ferrogres_datum::errors::{Result, SqlError};
 use crate::roles::{self, BOOTSTRAP_SUPERUSER};
@@ -448,7 +463,7 @@ pub fn ns_acls(backend: &Backend, snap: &Snapshot) -> Result<Arc<Vec<NsAcl>>> {
 // ---- checks ----------------------------------------------------------------------------
 
 /// What a statement needs on one relation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PermReq {
     pub rel: u32,
     /// Privileges needed (all of them, or any one when `any`).
@@ -456,7 +471,74 @@ pub struct PermReq {
     pub any: bool,
     /// Check as this role (a view's owner) rather than the current user.
     pub check_as: Option<u32>,
+    /// The columns the statement reads, inserts and updates (PostgreSQL's
+    /// selectedCols / insertedCols / updatedCols), looked at only when the
+    /// table-level privileges fall short. `None`: the statement's path does
+    /// not track them, and every column counts as named (never less strict
+    /// than PostgreSQL).
+    pub cols: Option<Box<ColSets>>,
 }
+
+/// Column numbers (attnum, 1-based; 0: the whole row, i.e. every column) a
+/// statement names, by the privilege it needs on them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ColSets {
+    pub select: Vec<i16>,
+    pub insert: Vec<i16>,
+    pub update: Vec<i16>,
+    /// A foreign key's referenced columns (REFERENCES).
+    pub references: Vec<i16>,
+}
+
+impl ColSets {
+    /// The set kept for `privilege` (SELECT, INSERT, UPDATE or REFERENCES).
+    pub fn of_mut(&mut self, privilege: u16) -> Option<&mut Vec<i16>> {
+        match privilege {
+            SELECT => Some(&mut self.select),
+            INSERT => Some(&mut self.insert),
+            UPDATE => Some(&mut self.update),
+            REFERENCES => Some(&mut self.references),
+            _ => None,
+        }
+    }
+
+    pub fn of(&self, privilege: u16) -> &[i16] {
+        match privilege {
+            SELECT => &self.select,
+            INSERT => &self.insert,
+            UPDATE => &self.update,
+            REFERENCES => &self.references,
+            _ => &[],
+        }
+    }
+
+    /// Adds `attnum` to the set of `privilege`.
+    pub fn add(&mut self, privilege: u16, attnum: i16) {
+        // (a privilege without columns has no set: nothing to keep)
+        if let Some(v) = self.of_mut(privilege) {
+            if !v.contains(&attnum) {
+                v.push(attnum);
+            }
+        }
+    }
+
+    /// Both recordings together (`None` absorbs: an untracked path wins).
+    pub fn merge(a: &mut Option<Box<ColSets>>, b: &Option<Box<ColSets>>) {
+        match (a.as_mut(), b) {
+            (Some(x), Some(y)) => {
+                for p in [SELECT, INSERT, UPDATE, REFERENCES] {
+                    for &c in y.of(p) {
+                        x.add(p, c);
+                    }
+                }
+            }
+            _ => *a = None,
+        }
+    }
+}
+
+/// The privileges that exist on columns (PostgreSQL's ACL_ALL_RIGHTS_COLUMN).
+pub const COLUMN_PRIVS: u16 = INSERT | SELECT | UPDATE | REFERENCES;
 
 pub fn denied(kind: ObjKind, name: &str) -> SqlError {
     SqlError::new(b"42501", format!("permission denied for {} {name}", kind.word()))
@@ -491,11 +573,89 @@ pub fn check_perms(backend: &Backend, snap: &Snapshot, perms: &[PermReq]) -> Res
         let Some(rel) = rel_acl(backend, snap, p.rel)? else { continue };
         let (have, _) = privs(&roles, user, rel.kind, rel.owner, rel.acl.as_deref(), db_owner);
         let ok = if p.any { have & p.privs != 0 } else { have & p.privs == p.privs };
-        if !ok {
+        // The common case ends here: the table-level privileges suffice and
+        // no column is looked at (as PostgreSQL's ExecCheckOneRelPerms).
+        if !ok && (p.any || !columns_suffice(backend, snap, &roles, user, &rel, p.privs & !have, p.cols.as_deref())?) {
             return Err(denied(rel.kind, &rel.name));
         }
     }
     Ok(())
+}
+
+/// Whether column privileges grant what the table's ACL lacks (`missing`):
+/// SELECT, INSERT and UPDATE (and REFERENCES) on each column the statement
+/// names for it, or on any column when it names none (`count(*)`, `INSERT
+/// ... DEFAULT VALUES`); a whole-row reference (attnum 0) needs every column.
+/// An untracked statement (`cols` None) needs every column.
+fn columns_suffice(backend: &Backend, snap: &Snapshot, roles: &RoleGraph, user: u32, rel: &RelAcl, missing: u16, cols: Option<&ColSets>) -> Result<bool> {
+    if missing & !COLUMN_PRIVS != 0 || !matches!(rel.kind, ObjKind::Table | ObjKind::View) {
+        return Ok(false);
+    }
+    let acls = column_acls(backend, snap, rel.oid)?;
+    let col_privs = |c: &ColAcl| privs(roles, user, rel.kind, rel.owner, Some(c.acl.as_deref().unwrap_or(&[])), roles.db_owner).0;
+    let live = || acls.iter().filter(|c| !c.dropped);
+    for bit in [SELECT, INSERT, UPDATE, REFERENCES] {
+        if missing & bit == 0 {
+            continue;
+        }
+        let named: &[i16] = match cols {
+            Some(c) => c.of(bit),
+            None => &[0],
+        };
+        let ok = if named.is_empty() {
+            live().any(|c| col_privs(c) & bit != 0)
+        } else if named.contains(&0) {
+            live().count() > 0 && live().all(|c| col_privs(c) & bit != 0)
+        } else {
+            named.iter().all(|n| acls.iter().find(|c| c.attnum == *n).is_some_and(|c| col_privs(c) & bit != 0))
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// One column's ACL (pg_attribute.attacl).
+#[derive(Clone, Debug)]
+pub struct ColAcl {
+    pub attnum: i16,
+    pub name: String,
+    pub dropped: bool,
+    /// NULL: no privileges on the column itself (its table's apply).
+    pub acl: Option<Acl>,
+}
+
+/// Column number of attacl in the stored pg_attribute row.
+pub const ATTACL: usize = 9;
+
+/// The columns of relation `rel` with their ACLs, in attnum order. Read only
+/// when a table-level check falls short (or by GRANT and the views), so it
+/// scans pg_attribute rather than keeping a cache.
+pub fn column_acls(backend: &Backend, snap: &Snapshot, rel: u32) -> Result<Vec<ColAcl>> {
+    Ok(all_column_acls(backend, snap, Some(rel))?.remove(&rel).unwrap_or_default())
+}
+
+/// Every relation's columns with their ACLs (`only`: one relation's), by
+/// relation, in attnum order: one scan of pg_attribute.
+pub fn all_column_acls(backend: &Backend, snap: &Snapshot, only: Option<u32>) -> Result<std::collections::HashMap<u32, Vec<ColAcl>>> {
+    let mut out: std::collections::HashMap<u32, Vec<ColAcl>> = std::collections::HashMap::new();
+    for (_, row) in crate::rowio::scan_rows(backend, &crate::catalog::attribute_rel(), snap)? {
+        if let [Value::Oid(r), Value::Text(name), _, Value::Int2(num), ..] = row.as_slice() {
+            if only.is_none_or(|o| o == *r) {
+                out.entry(*r).or_default().push(ColAcl {
+                    attnum: *num,
+                    name: name.clone(),
+                    dropped: matches!(row.get(6), Some(Value::Bool(true))) || name.starts_with("........pg.dropped."),
+                    acl: from_stored(row.get(ATTACL)),
+                });
+            }
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by_key(|c| c.attnum);
+    }
+    Ok(out)
 }
 
 /// DDL on relation `oid` needs its ownership (or a superuser): PostgreSQL's
@@ -857,7 +1017,7 @@ fn role_arg(roles: &RoleGraph, v: &Value) -> Result<Option<u32>> {
 /// has_*_privilege(`[role,] object, [column,] privilege`) for one row: the
 /// role (name or OID; the current user without one), the object by name (an
 /// unknown name is an error) or OID (an unknown OID is NULL, as PostgreSQL).
-/// Column privileges are not kept: a column answers for its table.
+/// A column's privileges are its table's and its own (pg_attribute.attacl).
 pub fn has_privilege(backend: &Backend, snap: &Snapshot, f: PrivFn, vals: &[Value]) -> Result<Value> {
     if vals.iter().any(Value::is_null) {
         return Ok(Value::Null);
@@ -888,7 +1048,27 @@ pub fn has_privilege(backend: &Backend, snap: &Snapshot, f: PrivFn, vals: &[Valu
             if f == PrivFn::Column && !column_exists(backend, snap, &rel, &rest[1])? {
                 return Ok(Value::Null);
             }
-            privs(&roles, user, rel.kind, rel.owner, rel.acl.as_deref(), roles.db_owner)
+            let (mut p, mut g) = privs(&roles, user, rel.kind, rel.owner, rel.acl.as_deref(), roles.db_owner);
+            // A column's own ACL adds to its table's (any column's, for
+            // has_any_column_privilege); read only when the table's fall short.
+            let all_held = wanted.iter().all(|(b, go)| if *go { g & b != 0 } else { p & b != 0 });
+            if matches!(f, PrivFn::Column | PrivFn::AnyColumn) && !all_held {
+                for c in column_acls(backend, snap, rel.oid)? {
+                    let this = match &rest[1] {
+                        _ if f == PrivFn::AnyColumn => !c.dropped,
+                        Value::Text(n) => &c.name == n && !c.dropped,
+                        Value::Int2(i) => c.attnum == *i,
+                        Value::Int4(i) => c.attnum as i32 == *i,
+                        _ => false,
+                    };
+                    if let (true, Some(a)) = (this, c.acl.as_deref()) {
+                        let (cp, cg) = privs(&roles, user, rel.kind, rel.owner, Some(a), roles.db_owner);
+                        p |= cp;
+                        g |= cg;
+                    }
+                }
+            }
+            (p, g)
         }
         PrivFn::Schema => {
             let all = ns_acls(backend, snap)?;
@@ -979,6 +1159,20 @@ mod tests {
         assert_eq!(a.items, vec![Value::Text("\"Mixed Case\"=ar*/postgres".into()), Value::Text("=r/postgres".into())]);
         assert_eq!(privs_text(ObjKind::Table.all(), 0), "arwdDxt");
         assert_eq!(privs_text(ObjKind::Database.all(), 0), "CTc");
+    }
+
+    #[test]
+    fn column_sets_merge_and_untracked_wins() {
+        let mut a = Some(Box::new(ColSets { select: vec![1], ..Default::default() }));
+        let b = Some(Box::new(ColSets { select: vec![1, 2], update: vec![3], ..Default::default() }));
+        ColSets::merge(&mut a, &b);
+        assert_eq!(a.as_deref().map(|c| (c.select.clone(), c.update.clone())), Some((vec![1, 2], vec![3])));
+        // A path that does not record its columns makes every column count.
+        ColSets::merge(&mut a, &None);
+        assert_eq!(a, None);
+        let mut c = ColSets::default();
+        c.add(DELETE, 1);
+        assert_eq!(c, ColSets::default());
     }
 
     #[test]

@@ -91,6 +91,10 @@ struct Scope<'t> {
     /// level, while collecting aggregates: (location, name, column), checked
     /// against the grouping ([`agg_level`], rule 4).
     sub_columns: Vec<(i32, String, usize)>,
+    /// References to `table`'s columns are reads the statement makes: each is
+    /// recorded for the column privilege check (not in a CHECK constraint's
+    /// or a column default's expression).
+    reads: bool,
 }
 
 impl<'t> Scope<'t> {
@@ -108,7 +112,15 @@ impl<'t> Scope<'t> {
             grouping_locs: Vec::new(),
             agg_place: None,
             sub_columns: Vec::new(),
+            reads: false,
         }
+    }
+
+    /// A scope over `table`'s row whose column references the statement reads.
+    fn reading(table: &'t Table, refname: String) -> Scope<'t> {
+        let mut s = Scope::new(Some((table, refname)));
+        s.reads = true;
+        s
     }
 }
 
@@ -440,16 +452,43 @@ impl<'a> Analyzer<'a> {
 
     /// Records that the statement needs `privs` on relation `rel`, checked as
     /// the owner of the view being expanded if any ([`crate::acl`]).
+    /// The statement's path does not record the columns it names, so a
+    /// column-level check counts every column as named.
     pub(crate) fn require(&self, rel: u32, privs: u16) {
         if self.views.opaque || privs == 0 {
             return;
         }
-        crate::catcache::require(self.backend, crate::acl::PermReq { rel, privs, any: false, check_as: self.views.check_as });
+        crate::catcache::require(self.backend, crate::acl::PermReq { rel, privs, any: false, check_as: self.views.check_as, cols: None });
+    }
+
+    /// [`Analyzer::require`] for a path that records every column it names
+    /// ([`Analyzer::require_column`]): a column-level check looks at those.
+    pub(crate) fn require_tracked(&self, rel: u32, privs: u16) {
+        if self.views.opaque || privs == 0 {
+            return;
+        }
+        let cols = Some(Box::default());
+        crate::catcache::require(self.backend, crate::acl::PermReq { rel, privs, any: false, check_as: self.views.check_as, cols });
+    }
+
+    /// Records that the statement names column `attnum` (1-based; 0: the
+    /// whole row) of relation `rel` for `privilege` (PostgreSQL's
+    /// selectedCols / insertedCols / updatedCols).
+    pub(crate) fn require_column(&self, rel: u32, privilege: u16, attnum: i16) {
+        if self.views.opaque || rel == 0 {
+            return;
+        }
+        crate::catcache::require_column(self.backend, rel, self.views.check_as, privilege, attnum);
     }
 
     /// [`Analyzer::require`] of what DML statement `stmt` needs on its target.
     pub(crate) fn require_dml(&self, rel: u32, stmt: &NodeEnum) {
         self.require(rel, crate::acl::dml_privs(stmt));
+    }
+
+    /// [`Analyzer::require_dml`] for the paths that record their columns.
+    pub(crate) fn require_dml_tracked(&self, rel: u32, stmt: &NodeEnum) {
+        self.require_tracked(rel, crate::acl::dml_privs(stmt));
     }
 
     pub(crate) fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
@@ -535,7 +574,7 @@ impl<'a> Analyzer<'a> {
             [f] => match f.node.as_ref() {
                 Some(NodeEnum::RangeVar(rv)) => {
                     let t = self.range_table_locked(rv, rel_mode)?;
-                    self.require(t.oid, crate::acl::select_privs(rel_mode));
+                    self.require_tracked(t.oid, crate::acl::select_privs(rel_mode));
                     let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
                     if rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty()) {
                         return Err(SqlError::not_supported("column aliases in FROM"));
@@ -554,6 +593,7 @@ impl<'a> Analyzer<'a> {
             _ => return Err(SqlError::not_supported("more than one table in FROM (joins)")),
         };
         let mut scope = Scope::new(table.as_ref().map(|(t, r)| (t, r.clone())));
+        scope.reads = series.is_none();
         scope.ns = from_ns;
         scope.outer = outer.to_vec();
         let filter = match node(&s.where_clause) {
@@ -727,6 +767,9 @@ impl<'a> Analyzer<'a> {
                         }
                     }
                     for (i, col) in table.columns.iter().enumerate().filter(|(_, c)| !c.is_dropped()) {
+                        if scope.reads {
+                            self.require_column(table.oid, crate::acl::SELECT, i as i16 + 1);
+                        }
                         out.push(Target {
                             name: col.name.clone(),
                             expr: Expr::Column(i, col.ty),
@@ -929,6 +972,9 @@ impl<'a> Analyzer<'a> {
         }
         if scope.aggs.is_some() && !scope.in_agg {
             scope.seen_columns.push((c.location, format!("{refname}.{col}"), i));
+        }
+        if scope.reads {
+            self.require_column(table.oid, crate::acl::SELECT, i as i16 + 1);
         }
         Ok(Expr::Column(i, table.columns[i].ty))
     }
@@ -1645,7 +1691,7 @@ impl<'a> Analyzer<'a> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("INSERT without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
-        self.require_dml(table.oid, &NodeEnum::InsertStmt(Box::new(s.clone())));
+        self.require_dml_tracked(table.oid, &NodeEnum::InsertStmt(Box::new(s.clone())));
         // Target columns, in the order given (default: all).
         let mut cols: Vec<usize> = Vec::new();
         for c in &s.cols {
@@ -1674,6 +1720,26 @@ impl<'a> Analyzer<'a> {
             None => None,
             _ => return Err(SqlError::not_supported("this INSERT source")),
         };
+        // The inserted columns (insertedCols): those given a value, the
+        // column list's (or, without one, as many as VALUES gives); a column
+        // left to its default is not inserted. DEFAULT VALUES: none.
+        let given = match sel {
+            None => 0,
+            Some(sel) if !sel.values_lists.is_empty() => sel
+                .values_lists
+                .iter()
+                .map(|l| match &l.node {
+                    Some(NodeEnum::List(l)) => l.items.len(),
+                    _ => 0,
+                })
+                .max()
+                .unwrap_or(0),
+            Some(_) => cols.len(),
+        };
+        let given = if explicit_cols { cols.len() } else { given.min(cols.len()) };
+        for &ci in &cols[..given] {
+            self.require_column(table.oid, crate::acl::INSERT, ci as i16 + 1);
+        }
         let lists: Vec<&Vec<pb::Node>> = match sel {
             None => vec![], // DEFAULT VALUES
             Some(sel) if !sel.values_lists.is_empty() => sel
@@ -1787,7 +1853,7 @@ impl<'a> Analyzer<'a> {
         if !rc.options.is_empty() {
             return Err(SqlError::not_supported("RETURNING OLD/NEW"));
         }
-        let mut scope = Scope::new(Some((table, table.name.clone())));
+        let mut scope = Scope::reading(table, table.name.clone());
         scope.agg_place = Some("RETURNING");
         self.targets(&rc.exprs, &mut scope)
     }
@@ -1801,11 +1867,11 @@ impl<'a> Analyzer<'a> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("DELETE without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
-        self.require_dml(table.oid, &NodeEnum::DeleteStmt(Box::new(s.clone())));
+        self.require_dml_tracked(table.oid, &NodeEnum::DeleteStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let filter = match node(&s.where_clause) {
             Some(w) => {
-                let mut scope = Scope::new(Some((&table, refname)));
+                let mut scope = Scope::reading(&table, refname);
                 Some(self.bool_expr(w, &mut scope, "WHERE")?)
             }
             None => None,
@@ -1823,7 +1889,7 @@ impl<'a> Analyzer<'a> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("UPDATE without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
-        self.require_dml(table.oid, &NodeEnum::UpdateStmt(Box::new(s.clone())));
+        self.require_dml_tracked(table.oid, &NodeEnum::UpdateStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let mut sets: Vec<(usize, Expr)> = Vec::new();
         for t in &s.target_list {
@@ -1840,13 +1906,14 @@ impl<'a> Analyzer<'a> {
             if sets.iter().any(|(i, _)| *i == ci) {
                 return Err(SqlError::new(b"42601", format!("multiple assignments to same column \"{}\"", rt.name)));
             }
+            self.require_column(table.oid, crate::acl::UPDATE, ci as i16 + 1);
             let col = table.columns[ci].clone();
             let Some(val) = node(&rt.val) else { continue };
             let e = if matches!(val, NodeEnum::SetToDefault(_)) {
                 crate::constraints::default_expr(&table, ci)
             } else {
                 crate::identity::check_update(&table, ci)?;
-                let mut scope = Scope::new(Some((&table, refname.clone())));
+                let mut scope = Scope::reading(&table, refname.clone());
                 scope.windows = window::Windows::Refused("UPDATE");
                 scope.agg_place = Some("UPDATE");
                 let e = self.expr(val, &mut scope)?;
@@ -1879,7 +1946,7 @@ impl<'a> Analyzer<'a> {
         }
         let filter = match node(&s.where_clause) {
             Some(w) => {
-                let mut scope = Scope::new(Some((&table, refname)));
+                let mut scope = Scope::reading(&table, refname);
                 Some(self.bool_expr(w, &mut scope, "WHERE")?)
             }
             None => None,

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | pg_namespace | 2615 | oid oid, nspname text |
 //! | pg_class | 1259 | oid oid, relname text, relnamespace oid, relfilenode oid, reltoastrelid oid, relkind text, relnatts int2, relam oid, relpages int4, reltuples float8 |
-//! | pg_attribute | 1249 | attrelid oid, attname text, atttypid oid, attnum int2, atttypmod int4, attnotnull bool |
+//! | pg_attribute | 1249 | attrelid oid, attname text, atttypid oid, attnum int2, atttypmod int4, attnotnull bool, then attisdropped, attidentity, attmissingval, attacl (see [`attribute_rel`]) |
 //! | pg_attrdef | 2604 | adrelid oid, adnum int2, adbin text, adsrc text (an expression default's SQL, see [`crate::constraints`]) |
 //! | pg_index | 2610 | see [`crate::index`] |
 //! | pg_constraint | 2606 | see [`crate::index`] |
@@ -86,9 +86,10 @@ pub(crate) fn class_rel() -> RelStorage {
 /// pg_attribute as stored: the six first columns, then (added by ALTER TABLE's
 /// work, NULL in rows written before) attisdropped bool, attidentity text
 /// ('a' / 'd'), attmissingval text (the value rows written before an ADD
-/// COLUMN read, in its type's text form; see [`crate::alter`]).
+/// COLUMN read, in its type's text form; see [`crate::alter`]), attacl text[]
+/// (column privileges, stored as [`crate::acl`] stores relacl; NULL: none).
 pub(crate) fn attribute_rel() -> RelStorage {
-    cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool, Type::Bool, Type::Text, Type::Text])
+    cat(PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool, Type::Bool, Type::Text, Type::Text, Type::Array(&Type::Text)])
 }
 pub(crate) fn attrdef_rel() -> RelStorage {
     cat(PG_ATTRDEF, &[Type::Oid, Type::Int2, Type::Text, Type::Text])

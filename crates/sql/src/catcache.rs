@@ -566,8 +566,29 @@ pub fn require(backend: &Backend, p: crate::acl::PermReq) {
     let mut inner = cc.inner.borrow_mut();
     if let Some(q) = inner.perms.iter_mut().find(|q| q.rel == p.rel && q.any == p.any && q.check_as == p.check_as && !p.any) {
         q.privs |= p.privs;
+        crate::acl::ColSets::merge(&mut q.cols, &p.cols);
     } else if !inner.perms.contains(&p) {
         inner.perms.push(p);
+    }
+}
+
+/// Records that the statement being analyzed names column `attnum` of `rel`
+/// for `privilege` (SELECT, INSERT or UPDATE), checked as `check_as`: kept
+/// with the relation's requirement for the column-level check.
+pub fn require_column(backend: &Backend, rel: u32, check_as: Option<u32>, privilege: u16, attnum: i16) {
+    let cc = get(backend);
+    let mut inner = cc.inner.borrow_mut();
+    match inner.perms.iter_mut().find(|q| q.rel == rel && !q.any && q.check_as == check_as) {
+        Some(q) => {
+            if let Some(c) = q.cols.as_mut() {
+                c.add(privilege, attnum);
+            }
+        }
+        None => {
+            let mut c = crate::acl::ColSets::default();
+            c.add(privilege, attnum);
+            inner.perms.push(crate::acl::PermReq { rel, check_as, cols: Some(Box::new(c)), ..Default::default() });
+        }
     }
 }
 

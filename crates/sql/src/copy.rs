@@ -378,7 +378,8 @@ pub(crate) fn analyze(a: &mut Analyzer<'_>, s: &pb::CopyStmt) -> Result<Statemen
                 e.position = None;
                 e
             })?;
-            a.require(table.oid, if s.is_from { crate::acl::INSERT } else { crate::acl::SELECT });
+            let privilege = if s.is_from { crate::acl::INSERT } else { crate::acl::SELECT };
+            a.require_tracked(table.oid, privilege);
             let mut cols = Vec::new();
             for n in &s.attlist {
                 let Some(NodeEnum::String(name)) = &n.node else { continue };
@@ -395,6 +396,10 @@ pub(crate) fn analyze(a: &mut Analyzer<'_>, s: &pb::CopyStmt) -> Result<Statemen
             }
             if s.attlist.is_empty() {
                 cols = (0..table.columns.len()).filter(|&i| !table.columns[i].is_dropped()).collect();
+            }
+            // Column privileges: each copied column (PostgreSQL's DoCopy).
+            for &i in &cols {
+                a.require_column(table.oid, privilege, i as i16 + 1);
             }
             let names = cols.iter().map(|&i| table.columns[i].name.clone()).collect();
             (Some(table), None, cols, names)

@@ -16,10 +16,11 @@
 //! - a NULL ACL is the owner's default; the first change stores it changed.
 //!
 //! Objects: tables, views, sequences (ON [TABLE] t, ON SEQUENCE s, ON ALL
-//! TABLES | SEQUENCES IN SCHEMA s), schemas, databases and configuration
-//! parameters (ON PARAMETER p: SET, ALTER SYSTEM; [`crate::param_acl`]). Column privileges,
-//! functions (there is no stored pg_proc ACL yet) and ALTER DEFAULT PRIVILEGES
-//! are not done (0A000).
+//! TABLES | SEQUENCES IN SCHEMA s), their columns (`SELECT (a, b)`: the
+//! column's own ACL in pg_attribute.attacl, see [`column_grants`]), schemas,
+//! databases and configuration parameters (ON PARAMETER p: SET, ALTER
+//! SYSTEM; [`crate::param_acl`]). Functions (there is no stored pg_proc ACL
+//! yet) and ALTER DEFAULT PRIVILEGES are not done (0A000).
 
 use crate::acl::{self, Acl, AclItem, ObjKind, RoleGraph, PUBLIC};
 use ferrogres_datum::errors::{Result, SqlError};
@@ -50,6 +51,9 @@ pub struct GrantCmd {
     pub targets: Targets,
     /// The privileges named, with their names (for 0LP01); `None`: ALL.
     pub privs: Option<Vec<(u16, String)>>,
+    /// Column privileges (`SELECT (a, b)`, `ALL (a)`): the privileges, their
+    /// name, the columns.
+    pub col_privs: Vec<(u16, String, Vec<String>)>,
     pub grantees: Vec<RoleRef>,
     pub grant_option: bool,
     pub grantor: Option<RoleRef>,
@@ -97,6 +101,7 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         (_, O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine) => return Err(SqlError::not_supported("GRANT / REVOKE on functions")),
         _ => return Err(SqlError::not_supported("GRANT / REVOKE on this kind of object")),
     };
+    let mut col_privs = Vec::new();
     let privs = if s.privileges.is_empty() {
         None
     } else {
@@ -104,7 +109,23 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         for p in &s.privileges {
             let Some(NodeEnum::AccessPriv(ap)) = &p.node else { continue };
             if !ap.cols.is_empty() {
-                return Err(SqlError::not_supported("column privileges"));
+                if !matches!(targets, Targets::Rels { seq: false, .. }) {
+                    return Err(SqlError::not_supported("column privileges on this kind of object"));
+                }
+                let cols = ap.cols.iter().filter_map(|c| match &c.node {
+                    Some(NodeEnum::String(n)) => Some(n.sval.clone()),
+                    _ => None,
+                });
+                // `ALL (a)`: the privilege name is empty.
+                let (bit, name) = if ap.priv_name.is_empty() {
+                    (acl::COLUMN_PRIVS, "ALL".to_string())
+                } else {
+                    let bit = acl::privilege_bit(&ap.priv_name)
+                        .ok_or_else(|| SqlError::new(b"42601", format!("unrecognized privilege type \"{}\"", ap.priv_name)))?;
+                    (bit, ap.priv_name.to_ascii_uppercase())
+                };
+                col_privs.push((bit, name, cols.collect()));
+                continue;
             }
             let bit = acl::privilege_bit(&ap.priv_name)
                 .ok_or_else(|| SqlError::new(b"42601", format!("unrecognized privilege type \"{}\"", ap.priv_name)))?;
@@ -122,6 +143,7 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         is_grant: s.is_grant,
         targets,
         privs,
+        col_privs,
         grantees,
         grant_option: s.grant_option,
         grantor: s.grantor.as_ref().map(crate::roles::role_ref),
@@ -263,54 +285,66 @@ pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &GrantCmd, notice: &
         return Err(SqlError::new(b"0LP01", "grant options can only be granted to roles"));
     }
     for o in objects(backend, snap, &roles, &cmd.targets)? {
-        let all = o.kind.all();
-        let wanted = match &cmd.privs {
-            None => all,
-            Some(list) => {
-                let mut m = 0;
-                for (bit, name) in list {
-                    if bit & all == 0 {
-                        return Err(SqlError::new(b"0LP01", format!("invalid privilege type {name} for {}", o.kind.word())));
+        // `GRANT SELECT (a) ON t` alone names no table-level privilege.
+        let table_level = !matches!(&cmd.privs, Some(l) if l.is_empty());
+        // A table-level REVOKE takes the same privileges from every column.
+        let mut from_columns = 0;
+        if table_level {
+            let all = o.kind.all();
+            let wanted = match &cmd.privs {
+                None => all,
+                Some(list) => {
+                    let mut m = 0;
+                    for (bit, name) in list {
+                        if bit & all == 0 {
+                            return Err(SqlError::new(b"0LP01", format!("invalid privilege type {name} for {}", o.kind.word())));
+                        }
+                        m |= bit;
                     }
-                    m |= bit;
+                    m
                 }
-                m
+            };
+            let (grantor, avail) = best_grantor(&roles, me, &o);
+            if avail & wanted == 0 && !roles.superuser(me) {
+                let acl_now = o.acl.clone();
+                let (p, g) = acl::privs(&roles, grantor, o.kind, o.owner, acl_now.as_deref(), roles.db_owner);
+                if p | g == 0 {
+                    return Err(acl::denied(o.kind, &o.name));
+                }
             }
-        };
-        let (grantor, avail) = best_grantor(&roles, me, &o);
-        if avail & wanted == 0 && !roles.superuser(me) {
-            let acl_now = o.acl.clone();
-            let (p, g) = acl::privs(&roles, grantor, o.kind, o.owner, acl_now.as_deref(), roles.db_owner);
-            if p | g == 0 {
-                return Err(acl::denied(o.kind, &o.name));
+            let this = wanted & avail;
+            let what = if cmd.is_grant { "granted" } else { "revoked" };
+            let verb = if cmd.is_grant { "were" } else { "could be" };
+            let code = if cmd.is_grant { b"01007" } else { b"01006" };
+            if this == 0 {
+                warn(notice, code, format!("no privileges {verb} {what} for \"{}\"", o.name))?;
+            } else if cmd.privs.is_some() && this != wanted {
+                warn(notice, code, format!("not all privileges {verb} {what} for \"{}\"", o.name))?;
             }
-        }
-        let this = wanted & avail;
-        let what = if cmd.is_grant { "granted" } else { "revoked" };
-        let verb = if cmd.is_grant { "were" } else { "could be" };
-        let code = if cmd.is_grant { b"01007" } else { b"01006" };
-        if this == 0 {
-            warn(notice, code, format!("no privileges {verb} {what} for \"{}\"", o.name))?;
-        } else if cmd.privs.is_some() && this != wanted {
-            warn(notice, code, format!("not all privileges {verb} {what} for \"{}\"", o.name))?;
-        }
-        let mut acl = o.acl.clone().unwrap_or_else(|| acl::default_acl(o.kind, o.owner));
-        for &g in &grantees {
-            if cmd.is_grant {
-                let go = if cmd.grant_option { this } else { 0 };
-                match acl.iter_mut().find(|i| i.grantee == g && i.grantor == grantor) {
-                    Some(i) => {
-                        i.privs |= this;
-                        i.goptions |= go;
+            let mut acl = o.acl.clone().unwrap_or_else(|| acl::default_acl(o.kind, o.owner));
+            for &g in &grantees {
+                if cmd.is_grant {
+                    let go = if cmd.grant_option { this } else { 0 };
+                    match acl.iter_mut().find(|i| i.grantee == g && i.grantor == grantor) {
+                        Some(i) => {
+                            i.privs |= this;
+                            i.goptions |= go;
+                        }
+                        None if this != 0 => acl.push(AclItem { grantee: g, grantor, privs: this, goptions: go }),
+                        None => {}
                     }
-                    None if this != 0 => acl.push(AclItem { grantee: g, grantor, privs: this, goptions: go }),
-                    None => {}
+                } else {
+                    revoke(&mut acl, g, grantor, this, cmd.grant_option, cmd.cascade, o.owner)?;
                 }
-            } else {
-                revoke(&mut acl, g, grantor, this, cmd.grant_option, cmd.cascade, o.owner)?;
+            }
+            store(backend, snap, &o, &acl, &roles)?;
+            if !cmd.is_grant {
+                from_columns = this & acl::COLUMN_PRIVS;
             }
         }
-        store(backend, snap, &o, &acl, &roles)?;
+        if matches!(o.kind, ObjKind::Table | ObjKind::View) && (from_columns != 0 || !cmd.col_privs.is_empty()) {
+            column_grants(backend, snap, &roles, cmd, &o, &grantees, from_columns, notice)?;
+        }
     }
     Ok(tag.into())
 }
@@ -515,7 +549,7 @@ pub fn check_ddl(backend: &Backend, snap: &Snapshot, stmt: &crate::plan::Stateme
             }
             IndexCmd::Truncate { tables } => {
                 let perms: Vec<acl::PermReq> =
-                    tables.iter().map(|t| acl::PermReq { rel: t.oid, privs: acl::TRUNCATE, any: false, check_as: None }).collect();
+                    tables.iter().map(|t| acl::PermReq { rel: t.oid, privs: acl::TRUNCATE, any: false, check_as: None, cols: None }).collect();
                 acl::check_perms(backend, snap, &perms)
             }
             _ => Ok(()),
@@ -523,16 +557,14 @@ pub fn check_ddl(backend: &Backend, snap: &Snapshot, stmt: &crate::plan::Stateme
         Statement::Ddl(cmd) => match &**cmd {
             DdlCmd::CreateTable { base, extras } => {
                 check_ddl(backend, snap, &Statement::Index(base.clone()))?;
-                // REFERENCES on each referenced table (table level; PostgreSQL
-                // also accepts it on every key column, not stored yet).
-                let perms: Vec<acl::PermReq> =
-                    extras.fkeys.iter().map(|f| acl::PermReq { rel: f.parent, privs: acl::REFERENCES, any: false, check_as: None }).collect();
+                // REFERENCES on each referenced table, or on each of its key columns.
+                let perms: Vec<acl::PermReq> = extras.fkeys.iter().map(|f| references_req(f.parent, &f.parent_cols)).collect();
                 acl::check_perms(backend, snap, &perms)
             }
             DdlCmd::AddConstraint { table, fkey, .. } => {
                 acl::check_rel_owner(backend, snap, table.oid)?;
                 if let Some(f) = fkey {
-                    acl::check_perms(backend, snap, &[acl::PermReq { rel: f.parent, privs: acl::REFERENCES, any: false, check_as: None }])?;
+                    acl::check_perms(backend, snap, &[references_req(f.parent, &f.parent_cols)])?;
                 }
                 Ok(())
             }
@@ -547,4 +579,138 @@ pub fn check_ddl(backend: &Backend, snap: &Snapshot, stmt: &crate::plan::Stateme
         },
         _ => Ok(()),
     }
+}
+
+/// What a foreign key needs of the current user: REFERENCES on the referenced
+/// table, or on each of the referenced columns (PostgreSQL's checkFkeyPermissions).
+fn references_req(parent: u32, parent_cols: &[usize]) -> acl::PermReq {
+    let cols = acl::ColSets { references: parent_cols.iter().map(|c| *c as i16 + 1).collect(), ..Default::default() };
+    acl::PermReq { rel: parent, privs: acl::REFERENCES, any: false, check_as: None, cols: Some(Box::new(cols)) }
+}
+
+/// The column part of GRANT / REVOKE on relation `o` (PostgreSQL's
+/// ExecGrant_Attribute): each column's ACL (pg_attribute.attacl, NULL: no
+/// privileges of its own) changed by the privileges the statement names for
+/// it, plus `from_columns` for every column (a table-level REVOKE).
+#[allow(clippy::too_many_arguments)]
+fn column_grants(
+    backend: &mut Backend,
+    snap: &Snapshot,
+    roles: &RoleGraph,
+    cmd: &GrantCmd,
+    o: &Object,
+    grantees: &[u32],
+    from_columns: u16,
+    notice: &mut dyn FnMut(SqlError) -> Result<()>,
+) -> Result<()> {
+    let me = backend.current_user;
+    let mut cols = acl::column_acls(backend, snap, o.oid)?;
+    // What the statement names per column (index into `cols`): privileges,
+    // and whether named explicitly (for the "not all" warning).
+    let mut named: Vec<(usize, u16, bool)> = Vec::new();
+    for (bits, name, list) in &cmd.col_privs {
+        if bits & !acl::COLUMN_PRIVS != 0 {
+            return Err(SqlError::new(b"0LP01", format!("invalid privilege type {name} for column")));
+        }
+        for c in list {
+            let Some(i) = cols.iter().position(|x| !x.dropped && &x.name == c) else {
+                return Err(SqlError::new(b"42703", format!("column \"{c}\" of relation \"{}\" does not exist", o.name)));
+            };
+            match named.iter_mut().find(|n| n.0 == i) {
+                Some(n) => n.1 |= bits,
+                None => named.push((i, *bits, *bits != acl::COLUMN_PRIVS)),
+            }
+        }
+    }
+    let table_acl = o.acl.clone().unwrap_or_else(|| acl::default_acl(o.kind, o.owner));
+    let mut changed = vec![false; cols.len()];
+    for i in 0..cols.len() {
+        let mut wanted = from_columns;
+        let mut explicit = false;
+        if let Some(n) = named.iter().find(|n| n.0 == i) {
+            wanted |= n.1;
+            explicit = n.2;
+        }
+        if wanted == 0 || cols[i].dropped {
+            continue;
+        }
+        let mut acl = cols[i].acl.clone().unwrap_or_default();
+        // The best grantor: the owner, else the role holding the most of the
+        // grant options on the table or the column.
+        let (grantor, avail) = if roles.has_privs_of(me, o.owner) {
+            (o.owner, acl::COLUMN_PRIVS)
+        } else {
+            let mut best = (me, 0u16);
+            for r in roles.privs_of(me) {
+                let go = table_acl.iter().chain(acl.iter()).filter(|x| x.grantee == r).fold(0, |g, x| g | x.goptions) & acl::COLUMN_PRIVS;
+                if go.count_ones() > best.1.count_ones() {
+                    best = (r, go);
+                }
+            }
+            best
+        };
+        let this = wanted & avail;
+        let shown = format!("column \"{}\" of relation \"{}\"", cols[i].name, o.name);
+        // A table-level REVOKE's pass over the columns warns of nothing.
+        if named.iter().any(|n| n.0 == i) {
+            if avail & wanted == 0 && !roles.superuser(me) {
+                let (tp, tg) = acl::privs(roles, grantor, o.kind, o.owner, Some(&table_acl), roles.db_owner);
+                let (cp, cg) = acl::privs(roles, grantor, o.kind, o.owner, Some(&acl), roles.db_owner);
+                if (tp | tg | cp | cg) & acl::COLUMN_PRIVS == 0 {
+                    return Err(SqlError::new(b"42501", format!("permission denied for {shown}")));
+                }
+            }
+            let what = if cmd.is_grant { "granted" } else { "revoked" };
+            let verb = if cmd.is_grant { "were" } else { "could be" };
+            let code = if cmd.is_grant { b"01007" } else { b"01006" };
+            if this == 0 {
+                warn(notice, code, format!("no privileges {verb} {what} for {shown}"))?;
+            } else if explicit && this != wanted {
+                warn(notice, code, format!("not all privileges {verb} {what} for {shown}"))?;
+            }
+        }
+        for &g in grantees {
+            if cmd.is_grant {
+                let go = if cmd.grant_option { this } else { 0 };
+                match acl.iter_mut().find(|x| x.grantee == g && x.grantor == grantor) {
+                    Some(x) => {
+                        x.privs |= this;
+                        x.goptions |= go;
+                    }
+                    None if this != 0 => acl.push(AclItem { grantee: g, grantor, privs: this, goptions: go }),
+                    None => {}
+                }
+            } else {
+                revoke(&mut acl, g, grantor, this, cmd.grant_option, cmd.cascade, o.owner)?;
+            }
+        }
+        let acl = (!acl.is_empty()).then_some(acl);
+        if acl != cols[i].acl {
+            cols[i].acl = acl;
+            changed[i] = true;
+        }
+    }
+    for (c, _) in cols.iter().zip(&changed).filter(|(_, ch)| **ch) {
+        store_column_acl(backend, snap, o.oid, c.attnum, c.acl.as_deref())?;
+    }
+    Ok(())
+}
+
+/// Replaces pg_attribute row (rel, attnum)'s attacl.
+fn store_column_acl(backend: &mut Backend, snap: &Snapshot, rel: u32, attnum: i16, acl: Option<&[AclItem]>) -> Result<()> {
+    let st = crate::catalog::attribute_rel();
+    let Some((tid, mut row)) = scan_rows(backend, &st, snap)?.into_iter().find(|(_, r)| r[0] == Value::Oid(rel) && r[3] == Value::Int2(attnum)) else {
+        return Err(SqlError::internal(format!("no pg_attribute row for column {attnum} of relation {rel}")));
+    };
+    match crate::catcache::heap_delete(backend, st.rel, tid, Some(&row))? {
+        ferrogres_engine::txn::visibility::TmResult::Ok | ferrogres_engine::txn::visibility::TmResult::SelfModified => {}
+        _ => return Err(SqlError::new(b"40001", "could not serialize access due to concurrent update")),
+    }
+    row.resize(st.types.len(), Value::Null);
+    if row[6].is_null() {
+        row[6] = Value::Bool(false);
+    }
+    row[acl::ATTACL] = acl.map_or(Value::Null, acl::to_stored);
+    crate::rowio::insert_row(backend, &st, &row)?;
+    Ok(())
 }

@@ -449,7 +449,8 @@ pub(crate) fn update_class_row(backend: &mut Backend, snap: &Snapshot, oid: u32,
 
 /// Marks table column `col` (0-based) NOT NULL in pg_attribute.
 fn set_not_null(backend: &mut Backend, snap: &Snapshot, table: &Table, col: usize) -> Result<()> {
-    let st = cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]);
+    // The whole stored row (attidentity, attmissingval, attacl are kept).
+    let st = catalog::attribute_rel();
     let attnum = Value::Int2(col as i16 + 1);
     let Some((tid, mut row)) =
         scan_rows(backend, &st, snap)?.into_iter().find(|(_, r)| r[0] == Value::Oid(table.oid) && r[3] == attnum)

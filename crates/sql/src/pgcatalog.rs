@@ -108,6 +108,7 @@ static VIEWS: &[View] = &[
 static INFORMATION_SCHEMA: &[View] = &[
     View { name: "table_privileges", oid: 13416, columns: TABLE_GRANTS },
     View { name: "role_table_grants", oid: 13421, columns: TABLE_GRANTS },
+    View { name: "column_privileges", oid: 13286, columns: &[("grantor", Type::Name), ("grantee", Type::Name), ("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("column_name", Type::Name), ("privilege_type", Type::Varchar), ("is_grantable", Type::Varchar)] },
     View { name: "tables", oid: 13425, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("table_type", Type::Varchar), ("self_referencing_column_name", Type::Name), ("reference_generation", Type::Varchar), ("user_defined_type_catalog", Type::Name), ("user_defined_type_schema", Type::Name), ("user_defined_type_name", Type::Name), ("is_insertable_into", Type::Varchar), ("is_typed", Type::Varchar), ("commit_action", Type::Varchar)] },
     View { name: "views", oid: 13483, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("view_definition", Type::Varchar), ("check_option", Type::Varchar), ("is_updatable", Type::Varchar), ("is_insertable_into", Type::Varchar), ("is_trigger_updatable", Type::Varchar), ("is_trigger_deletable", Type::Varchar), ("is_trigger_insertable_into", Type::Varchar)] },
     View { name: "columns", oid: 13295, columns: &[("table_catalog", Type::Name), ("table_schema", Type::Name), ("table_name", Type::Name), ("column_name", Type::Name), ("ordinal_position", Type::Int4), ("column_default", Type::Varchar), ("is_nullable", Type::Varchar), ("data_type", Type::Varchar), ("character_maximum_length", Type::Int4), ("character_octet_length", Type::Int4), ("numeric_precision", Type::Int4), ("numeric_precision_radix", Type::Int4), ("numeric_scale", Type::Int4), ("datetime_precision", Type::Int4), ("interval_type", Type::Varchar), ("interval_precision", Type::Int4), ("character_set_catalog", Type::Name), ("character_set_schema", Type::Name), ("character_set_name", Type::Name), ("collation_catalog", Type::Name), ("collation_schema", Type::Name), ("collation_name", Type::Name), ("domain_catalog", Type::Name), ("domain_schema", Type::Name), ("domain_name", Type::Name), ("udt_catalog", Type::Name), ("udt_schema", Type::Name), ("udt_name", Type::Name), ("scope_catalog", Type::Name), ("scope_schema", Type::Name), ("scope_name", Type::Name), ("maximum_cardinality", Type::Int4), ("dtd_identifier", Type::Name), ("is_self_referencing", Type::Varchar), ("is_identity", Type::Varchar), ("identity_generation", Type::Varchar), ("identity_start", Type::Varchar), ("identity_increment", Type::Varchar), ("identity_maximum", Type::Varchar), ("identity_minimum", Type::Varchar), ("identity_cycle", Type::Varchar), ("is_generated", Type::Varchar), ("generation_expression", Type::Varchar), ("is_updatable", Type::Varchar)] },
@@ -271,6 +272,7 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
         "tables" => is_tables(v, backend, snap)?,
         "table_privileges" => is_table_grants(v, backend, snap, false)?,
         "role_table_grants" => is_table_grants(v, backend, snap, true)?,
+        "column_privileges" => is_column_privileges(v, backend, snap)?,
         "pg_settings" => {
             let mut all = env.settings();
             all.sort();
@@ -744,6 +746,65 @@ fn is_table_grants<'v>(v: &'v View, backend: &Backend, snap: &Snapshot, roles_on
     Ok(out)
 }
 
+/// information_schema.column_privileges: for each column of a table or
+/// view, the column privileges of its table's ACL items (the default for a
+/// NULL one) and of its own (attacl), without repeats, as PostgreSQL's
+/// view; only items whose grantor or grantee is a role whose privileges the
+/// current user has, or whose grantee is PUBLIC. Grantable: a grant option,
+/// or a grantee with the owner's privileges.
+fn is_column_privileges<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
+    use crate::acl;
+    let dbname = crate::database::current_name(backend, snap)?;
+    let roles = acl::role_graph(backend, snap)?;
+    let mine = roles.privs_of(backend.current_user);
+    let enabled = |r: u32| roles.superuser(backend.current_user) || mine.contains(&r);
+    const NAMES: [(u16, &str); 4] = [(acl::INSERT, "INSERT"), (acl::SELECT, "SELECT"), (acl::UPDATE, "UPDATE"), (acl::REFERENCES, "REFERENCES")];
+    let mut out = Vec::new();
+    let mut columns = acl::all_column_acls(backend, snap, None)?;
+    for (_, r) in scan_rows(backend, &catalog::class_rel(), snap)? {
+        let (Value::Oid(oid), Value::Oid(ns), Value::Text(kind)) = (&r[0], &r[2], &r[5]) else { continue };
+        if kind != "r" && kind != "v" {
+            continue;
+        }
+        let Some(rel) = acl::rel_acl(backend, snap, *oid)? else { continue };
+        let table_items = rel.acl.clone().unwrap_or_else(|| acl::default_acl(rel.kind, rel.owner));
+        let schema = crate::namespace::namespace_name(backend, snap, *ns)?.unwrap_or_default();
+        for col in columns.remove(oid).unwrap_or_default().into_iter().filter(|c| !c.dropped && c.attnum > 0) {
+            // (grantor, grantee, privilege, grantable), without repeats.
+            let mut seen: Vec<(u32, u32, u16, bool)> = Vec::new();
+            for it in table_items.iter().chain(col.acl.iter().flatten()) {
+                let public = it.grantee == acl::PUBLIC;
+                if !public && !enabled(it.grantor) && !enabled(it.grantee) {
+                    continue;
+                }
+                let owner_like = !public && roles.has_privs_of(it.grantee, rel.owner);
+                for (bit, _) in NAMES {
+                    let key = (it.grantor, it.grantee, bit, owner_like || it.goptions & bit != 0);
+                    if it.privs & bit != 0 && !seen.contains(&key) {
+                        seen.push(key);
+                    }
+                }
+            }
+            for (grantor, grantee, bit, grantable) in seen {
+                let name = NAMES.iter().find(|n| n.0 == bit).map_or("", |n| n.1);
+                let grantee = if grantee == acl::PUBLIC { "PUBLIC".to_string() } else { roles.name(grantee) };
+                out.push(
+                    Row::new(v)
+                        .t("grantor", &roles.name(grantor))
+                        .t("grantee", &grantee)
+                        .t("table_catalog", &dbname)
+                        .t("table_schema", &schema)
+                        .t("table_name", &rel.name)
+                        .t("column_name", &col.name)
+                        .t("privilege_type", name)
+                        .t("is_grantable", if grantable { "YES" } else { "NO" }),
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// information_schema.tables: the tables (not the catalogs' own rows).
 fn is_tables<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
     let dbname = crate::database::current_name(backend, snap)?;
@@ -846,6 +907,7 @@ fn is_columns<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec
 
 fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<Row<'v>>> {
     let defs = defaults(backend, snap)?;
+    let roles = crate::acl::role_graph(backend, snap)?;
     let mut out = Vec::new();
     let st = catalog::attribute_rel();
     let mut attrs = scan_rows(backend, &st, snap)?;
@@ -868,6 +930,13 @@ fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<V
         }
     }
     attrs.extend(index_attrs);
+    // In (attrelid, attnum) order, as PostgreSQL's scans through its index
+    // give them (psql's `\dp` lists column privileges in that order; an
+    // updated row is stored at the heap's end).
+    attrs.sort_by_key(|(_, a)| match (&a[0], &a[3]) {
+        (Value::Oid(r), Value::Int2(n)) => (*r, *n),
+        _ => (0, 0),
+    });
     for (_, r) in attrs {
         let [Value::Oid(rel), name, Value::Oid(typ), Value::Int2(num), typmod, notnull, rest @ ..] = r.as_slice() else { continue };
         let ty = Type::from_oid(*typ).unwrap_or(Type::Text);
@@ -902,7 +971,11 @@ fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<V
                 .b("attisdropped", dropped)
                 .b("attislocal", true)
                 .i4("attinhcount", 0)
-                .oid("attcollation", if collatable { 100 } else { 0 }),
+                .oid("attcollation", if collatable { 100 } else { 0 })
+                .set("attacl", match crate::acl::from_stored(rest.get(3)) {
+                    Some(acl) => crate::acl::display(&acl, &|o| roles.name(o)),
+                    None => Value::Null,
+                }),
         );
     }
     Ok(out)

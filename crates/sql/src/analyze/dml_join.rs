@@ -31,6 +31,7 @@ pub(crate) fn table_rel(table: &Table, refname: &str, at: usize) -> (String, Vec
             expr: Expr::Column(at + i, c.ty),
             typmod: c.typmod,
             origin: (table.oid != 0).then_some((table.oid, i as i16 + 1)),
+            perm: None,
             rel: refname.to_string(),
         })
         .collect();
@@ -80,6 +81,7 @@ impl Analyzer<'_> {
             if sets.iter().any(|(i, _)| *i == ci) {
                 return Err(self.err_at(SqlError::new(b"42601", format!("multiple assignments to same column \"{}\"", rt.name)), rt.location));
             }
+            self.require_column(table.oid, crate::acl::UPDATE, ci as i16 + 1);
             let Some(val) = node(&rt.val) else { continue };
             if matches!(val, NodeEnum::MultiAssignRef(_)) {
                 return Err(self.err_at(SqlError::not_supported("multiple-column assignment"), rt.location));
@@ -139,7 +141,14 @@ impl Analyzer<'_> {
             return Err(SqlError::new(b"42712", format!("table name \"{refname}\" specified more than once")));
         }
         shift_ns(&mut ns, table.columns.len());
-        Ok((src, target_ns(table, refname, ns)))
+        let mut ns = target_ns(table, refname, ns);
+        // References to the target's columns are reads of them (column
+        // privileges); the other items' columns record themselves.
+        let k = ns.rels[0].1.len();
+        for c in ns.rels[0].1.iter_mut().chain(ns.cols[..k].iter_mut()) {
+            c.perm = c.origin;
+        }
+        Ok((src, ns))
     }
 
     /// `UPDATE t SET ... FROM ...` ([`crate::dml_join`]).
@@ -149,7 +158,7 @@ impl Analyzer<'_> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("UPDATE without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
-        self.require_dml(table.oid, &NodeEnum::UpdateStmt(Box::new(s.clone())));
+        self.require_dml_tracked(table.oid, &NodeEnum::UpdateStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let (other, ns) = self.joined_items(&s.from_clause, &table, &refname)?;
         let mut scope = Self::ns_scope(ns.clone());
@@ -170,7 +179,7 @@ impl Analyzer<'_> {
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("DELETE without relation"))?;
         let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
-        self.require_dml(table.oid, &NodeEnum::DeleteStmt(Box::new(s.clone())));
+        self.require_dml_tracked(table.oid, &NodeEnum::DeleteStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let (other, ns) = self.joined_items(&s.using_clause, &table, &refname)?;
         let filter = match node(&s.where_clause) {

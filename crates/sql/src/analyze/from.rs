@@ -39,6 +39,11 @@ pub(crate) struct NsCol {
     pub expr: Expr,
     pub typmod: i32,
     pub origin: Option<(u32, i16)>,
+    /// The base relation's column this name reads directly, (relation,
+    /// attnum): each reference is recorded for the column privilege check
+    /// ([`Analyzer::require_column`]). `None` for a subquery's, a view's, a
+    /// function's or a merged USING column.
+    pub perm: Option<(u32, i16)>,
     /// The entry it belongs to (for messages), empty for a merged column.
     pub rel: String,
 }
@@ -98,7 +103,9 @@ impl Namespace {
         }
     }
 
-    fn single(t: &crate::catalog::Table, refname: &str) -> Namespace {
+    /// A relation's columns; `perm`: they are a base relation's whose
+    /// references are recorded for the column privilege check.
+    fn single(t: &crate::catalog::Table, refname: &str, perm: bool) -> Namespace {
         let cols: Vec<NsCol> = t
             .columns
             .iter()
@@ -109,6 +116,7 @@ impl Namespace {
                 expr: Expr::Column(i, c.ty),
                 typmod: c.typmod,
                 origin: (t.oid != 0).then_some((t.oid, i as i16 + 1)),
+                perm: (perm && t.oid != 0).then_some((t.oid, i as i16 + 1)),
                 rel: refname.to_string(),
             })
             .collect();
@@ -140,7 +148,7 @@ fn subquery_cols(q: &Query, refname: &str) -> Vec<NsCol> {
     q.targets
         .iter()
         .enumerate()
-        .map(|(i, t)| NsCol { name: t.name.clone(), expr: Expr::Column(i, t.expr.ty()), typmod: t.typmod, origin: t.origin, rel: refname.to_string() })
+        .map(|(i, t)| NsCol { name: t.name.clone(), expr: Expr::Column(i, t.expr.ty()), typmod: t.typmod, origin: t.origin, perm: None, rel: refname.to_string() })
         .collect()
 }
 
@@ -169,7 +177,7 @@ impl<'a> Analyzer<'a> {
             return ns.clone();
         }
         match &scope.table {
-            Some((t, refname)) => Rc::new(Namespace::single(t, refname)),
+            Some((t, refname)) => Rc::new(Namespace::single(t, refname, scope.reads)),
             None => Rc::new(Namespace::default()),
         }
     }
@@ -260,7 +268,7 @@ impl<'a> Analyzer<'a> {
                             .cols
                             .iter()
                             .enumerate()
-                            .map(|(i, (name, ty, typmod))| NsCol { name: name.clone(), expr: Expr::Column(i, *ty), typmod: *typmod, origin: None, rel: refname.clone() })
+                            .map(|(i, (name, ty, typmod))| NsCol { name: name.clone(), expr: Expr::Column(i, *ty), typmod: *typmod, origin: None, perm: None, rel: refname.clone() })
                             .collect();
                         apply_aliases(self, &mut cols, rv.alias.as_ref(), &refname, rv.location)?;
                         let source = match (&cte.query, cte.work) {
@@ -279,8 +287,8 @@ impl<'a> Analyzer<'a> {
                     return Ok(Item { source: Source::Subquery(Box::new(q)), width: ns.cols.len(), ns, lateral: false });
                 }
                 let t = self.range_table_locked(rv, mode)?;
-                self.require(t.oid, crate::acl::select_privs(mode));
-                let mut ns = Namespace::single(&t, &refname);
+                self.require_tracked(t.oid, crate::acl::select_privs(mode));
+                let mut ns = Namespace::single(&t, &refname, true);
                 apply_aliases(self, &mut ns.cols, rv.alias.as_ref(), &refname, rv.location)?;
                 ns.rels[0].1 = ns.cols.clone();
                 let width = t.columns.len();
@@ -302,19 +310,19 @@ impl<'a> Analyzer<'a> {
                 let (t, refname, scan) = crate::srf::range_function(self, rf, &sub_outer)?;
                 self.refuse_upper(outer.len(), "functions in FROM")?;
                 let q = crate::srf_from::lateral_query(&t, scan);
-                let ns = Namespace::single(&t, &refname);
+                let ns = Namespace::single(&t, &refname, false);
                 if crate::subquery::is_correlated(&q) {
                     return Ok(Item { source: Source::Subquery(Box::new(q)), width: t.columns.len(), ns, lateral: true });
                 }
                 // Analyzed again at this level: what the first pass queued goes.
                 self.restore_upper(saved);
                 let (t, refname, scan) = crate::srf::range_function(self, rf, outer)?;
-                let ns = Namespace::single(&t, &refname);
+                let ns = Namespace::single(&t, &refname, false);
                 Ok(Item { source: Source::Function(scan), width: t.columns.len(), ns, lateral: false })
             }
             NodeEnum::RangeFunction(rf) => {
                 let (t, refname, scan) = crate::srf::range_function(self, rf, outer)?;
-                let ns = Namespace::single(&t, &refname);
+                let ns = Namespace::single(&t, &refname, false);
                 Ok(Item { source: Source::Function(scan), width: t.columns.len(), ns, lateral: false })
             }
             NodeEnum::RangeSubselect(rs) => {
@@ -413,6 +421,12 @@ impl<'a> Analyzer<'a> {
                 };
                 let li = find(&lcols, "left")?;
                 let ri = find(&rcols, "right")?;
+                // Both sides' columns are read by the join condition.
+                for c in [&lcols[li], &rcols[ri]] {
+                    if let Some((rel, att)) = c.perm {
+                        self.require_column(rel, crate::acl::SELECT, att);
+                    }
+                }
                 used_l.push(li);
                 used_r.push(ri);
                 let (le, re) = (lcols[li].expr.clone(), rcols[ri].expr.clone());
@@ -430,7 +444,7 @@ impl<'a> Analyzer<'a> {
                     JoinKind::Full => Expr::Coalesce(vec![cl, cr], ty),
                 };
                 let typmod = if lcols[li].typmod == rcols[ri].typmod { lcols[li].typmod } else { -1 };
-                merged.push(NsCol { name: name.clone(), expr, typmod, origin: None, rel: String::new() });
+                merged.push(NsCol { name: name.clone(), expr, typmod, origin: None, perm: None, rel: String::new() });
             }
             let mut cols = merged;
             cols.extend(lcols.into_iter().enumerate().filter(|(i, _)| !used_l.contains(i)).map(|x| x.1));
@@ -478,6 +492,9 @@ impl<'a> Analyzer<'a> {
         for (lvl, ns) in levels.iter().enumerate() {
             match ns.lookup(qual, col) {
                 Lookup::Found(nc) => {
+                    if let Some((rel, att)) = nc.perm {
+                        self.require_column(rel, crate::acl::SELECT, att);
+                    }
                     if lvl > 0 {
                         if let Expr::Column(i, _) = nc.expr {
                             let shown = if nc.rel.is_empty() { col.to_string() } else { format!("{}.{col}", nc.rel) };
@@ -535,6 +552,11 @@ impl<'a> Analyzer<'a> {
             if let Some(c0) = cols.first() {
                 let shown = if c0.rel.is_empty() { c0.name.clone() } else { format!("{}.{}", c0.rel, c0.name) };
                 scope.bare_column = Some((c.location, shown));
+            }
+        }
+        for nc in &cols {
+            if let Some((rel, att)) = nc.perm {
+                self.require_column(rel, crate::acl::SELECT, att);
             }
         }
         Ok(Some(cols.into_iter().map(|nc| Target { name: nc.name, expr: nc.expr, typmod: nc.typmod, origin: nc.origin }).collect()))

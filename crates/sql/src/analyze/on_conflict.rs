@@ -25,7 +25,7 @@ impl Analyzer<'_> {
             }
             _ => return Err(SqlError::not_supported("this INSERT source with ON CONFLICT")),
         };
-        self.require_dml(table.oid, &NodeEnum::InsertStmt(Box::new(s.clone())));
+        self.require_dml_tracked(table.oid, &NodeEnum::InsertStmt(Box::new(s.clone())));
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("INSERT without relation"))?;
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let update = oc.action == pb::OnConflictAction::OnconflictUpdate as i32;
@@ -88,13 +88,23 @@ impl Analyzer<'_> {
                 found
             }
         };
+        // The arbiter's columns are read (PostgreSQL marks an inference
+        // clause's columns, and a named constraint's, for SELECT).
+        if oc.infer.is_some() {
+            for &ix in &arbiters {
+                let keys = &table.indexes[ix].columns;
+                for &k in &keys[..table.indexes[ix].nkey.min(keys.len())] {
+                    self.require_column(table.oid, crate::acl::SELECT, k as i16 + 1);
+                }
+            }
+        }
         let n = table.columns.len();
         let action = if update {
             let (ename, mut ecols) = table_rel(&table, "excluded", n);
             // `excluded` is reachable by qualified names only... and by
             // unqualified ones too, which then are ambiguous, as in PostgreSQL.
             let rest = Namespace { rels: vec![(ename, ecols.clone())], cols: std::mem::take(&mut ecols), ctes: vec![] };
-            let ns = target_ns(&table, &refname, rest);
+            let ns = reads_columns(target_ns(&table, &refname, rest));
             let mut scope = Self::ns_scope(ns);
             let sets = self.set_list(&oc.target_list, &table, &mut scope)?;
             let filter = match node(&oc.where_clause) {
@@ -105,8 +115,18 @@ impl Analyzer<'_> {
         } else {
             Action::Nothing
         };
-        let ret_ns = target_ns(&table, &refname, Namespace::default());
+        let ret_ns = reads_columns(target_ns(&table, &refname, Namespace::default()));
         let returning = self.returning_over(s.returning_clause.as_ref(), &ret_ns)?;
         Ok(Statement::Upsert(Box::new(Upsert { table, source, arbiters, action, returning })))
     }
+}
+
+/// `ns` with each reference to the target's columns, or to `excluded`'s,
+/// recorded as a read of the target's column (PostgreSQL 15 checks SELECT on
+/// the column for both).
+fn reads_columns(mut ns: Namespace) -> Namespace {
+    for c in ns.cols.iter_mut().chain(ns.rels.iter_mut().flat_map(|r| r.1.iter_mut())) {
+        c.perm = c.origin;
+    }
+    ns
 }
