@@ -452,13 +452,13 @@ fn heap_hot_walk<T>(
     if id.flags == LpFlags::Redirect {
         off = id.off;
     }
+    // The page's item count and bounds read once: each member costs one
+    // line-pointer read and one header parse.
+    let items = crate::storage::page::PageItems::new(&page[..])?;
     let mut prior_xmax: Option<TransactionId> = None;
     // A chain has at most one member per line pointer of the page.
     for _ in 0..max {
-        if off == 0 || off > max || page_get_item_id(&page[..], off)?.flags != LpFlags::Normal {
-            return Ok(None);
-        }
-        let t = heap_page_get_tuple(&page[..], off)?;
+        let Some(t) = items.normal(off)? else { return Ok(None) };
         let h = TupleHeader::read(t)?;
         if prior_xmax.is_some_and(|x| x != h.xmin) {
             return Ok(None);

@@ -481,6 +481,31 @@ impl<'p> PageItems<'p> {
         }
         Ok(&self.page[s..e])
     }
+
+    /// The number of line pointers.
+    #[inline]
+    pub fn max(&self) -> OffsetNumber {
+        self.max
+    }
+
+    /// The item at `off` if its line pointer is LP_NORMAL (`None` for an
+    /// offset beyond the array, or any other kind), with [`PageItems::get`]'s
+    /// checks: one read of the line pointer (a HOT chain walk).
+    #[inline]
+    pub fn normal(&self, off: OffsetNumber) -> Result<Option<&'p [u8]>> {
+        if off == 0 || off > self.max {
+            return Ok(None);
+        }
+        let id = read_item_id(self.page, off);
+        if id.flags != LpFlags::Normal {
+            return Ok(None);
+        }
+        let (s, e) = (id.off as usize, id.off as usize + id.len as usize);
+        if id.len == 0 || s < self.upper || e > self.end {
+            return Err(item_outside(self.page, off, id));
+        }
+        Ok(Some(&self.page[s..e]))
+    }
 }
 
 pub fn page_get_item_mut(page: &mut [u8], off: OffsetNumber) -> Result<&mut [u8]> {
