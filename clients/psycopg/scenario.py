@@ -17,6 +17,7 @@ import uuid
 import psycopg
 from psycopg import sql
 from psycopg.types import TypeInfo
+from psycopg.types.json import Jsonb
 
 host, port, user, dbname, sockdir = sys.argv[1:6]
 
@@ -148,6 +149,30 @@ with conn.cursor() as cur:
     out("copy out", data)
     with cur.copy("COPY cp TO STDOUT WITH (FORMAT csv, HEADER)") as cp:
         out("copy csv", b"".join(bytes(b) for b in cp))
+
+# 7b. COPY in binary: rows written with set_types, read back as rows and as bytes.
+conn.execute("CREATE TABLE cpb (a int, b text, c numeric, d timestamptz, e bytea, f int4[], g uuid, h jsonb, i bool, j float8)")
+with conn.cursor() as cur:
+    with cur.copy("COPY cpb FROM STDIN (FORMAT binary)") as cp:
+        cp.set_types(["int4", "text", "numeric", "timestamptz", "bytea", "int4[]", "uuid", "jsonb", "bool", "float8"])
+        cp.write_row((1, "one", decimal.Decimal("1.50"), dt.datetime(2024, 2, 29, 12, 0, tzinfo=dt.timezone.utc), b"\x00\xff",
+                      [1, None, 3], uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), Jsonb({"k": [1, 2]}), True, 2.5))
+        cp.write_row((2, None, None, None, None, None, None, None, None, None))
+        cp.write_row((3, "tab\there", decimal.Decimal("-12345678901234567890.0001"), dt.datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc),
+                      b"", [], uuid.UUID(int=0), Jsonb([]), False, float("-inf")))
+    out("copy binary in", cur.rowcount)
+    with cur.copy("COPY (SELECT * FROM cpb ORDER BY a) TO STDOUT (FORMAT binary)") as cp:
+        cp.set_types(["int4", "text", "numeric", "timestamptz", "bytea", "int4[]", "uuid", "jsonb", "bool", "float8"])
+        for r in cp.rows():
+            out("copy binary row", r)
+    with cur.copy("COPY cpb (a, b, i) TO STDOUT (FORMAT binary)") as cp:
+        out("copy binary bytes", b"".join(bytes(b) for b in cp))
+    try:
+        with cur.copy("COPY cpb FROM STDIN (FORMAT binary)") as cp:
+            cp.write(b"PGCOPY\n\xff\r\n\x01")
+    except psycopg.Error as e:
+        out("copy binary bad", err_line(e), e.diag.context)
+    out("after bad copy", conn.execute("SELECT count(*) FROM cpb").fetchone())
 
 # 8. Cancel of a running pg_sleep.
 def cancel_later(c):
