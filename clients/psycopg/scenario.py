@@ -213,8 +213,18 @@ for n in listener.notifies(timeout=10, stop_after=3):
 out("notifies", got)
 listener.close()
 
+# 10b. numeric[]: parameters, a column with a typmod, text and binary results.
+conn.execute("CREATE TABLE na (v numeric(6,2)[])")
+conn.execute("INSERT INTO na VALUES (%s), ('{1.005,NULL,-7}'), (NULL)", ([decimal.Decimal("1.5"), decimal.Decimal("-0.001")],))
+for binary in (False, True):
+    with conn.cursor(binary=binary) as cur:
+        cur.execute("SELECT v, v[1] AS first, array_length(v, 1) AS n FROM na ORDER BY 1 NULLS LAST")
+        out("numeric[]", binary, cur.fetchall())
+        cur.execute("SELECT %s::numeric[], ARRAY[1.50, NULL, -2]", ([decimal.Decimal("12345678901234567890.5")],))
+        out("numeric[] param", binary, cur.fetchone())
+
 # 11. psycopg's own introspection.
-for name in ("int4", "text", "uuid", "jsonb", "timestamptz"):  # numeric: no numeric[] yet
+for name in ("int4", "text", "uuid", "jsonb", "timestamptz", "numeric"):
     ti = TypeInfo.fetch(conn, name)
     out("typeinfo", name, ti.name, ti.oid, ti.array_oid, ti.regtype)
 ti = TypeInfo.fetch(conn, "no_such_type")
