@@ -12,7 +12,8 @@
 #                           suite's drivers (crates/ferrogres/tests/clients.rs): the python
 #                           ones of clients/requirements.txt (pip; into clients/.venv on
 #                           Debian's own python), node-postgres (npm ci in clients/node),
-#                           a JDK and Debian's pgjdbc, Go and Debian's pgx v4; inferno
+#                           a JDK and Debian's pgjdbc, Go and Debian's pgx v4, the
+#                           crates of clients/rust (tokio-postgres, sqlx); inferno
 #                           (cargo install) for the harness's flame graphs
 #
 # Runs apt-get as root, or through sudo when not root. Called by scripts/run.sh and
@@ -112,6 +113,9 @@ PY
     echo "scripts/deps.sh: installing the client suite's python drivers (clients/requirements.txt)" >&2
     "$client_py" -m pip install -q -r clients/requirements.txt
   fi
+  # The Rust drivers' program (tokio-postgres, sqlx): its crates, at the versions
+  # of clients/rust/Cargo.lock; the test builds it.
+  cargo fetch --locked --quiet --manifest-path clients/rust/Cargo.toml
   pg_wanted=$(sed -n 's/.*"pg": "\(.*\)".*/\1/p' clients/node/package.json)
   pg_have=$(node -p "require('./clients/node/node_modules/pg/package.json').version" 2>/dev/null || true)
   if [ "$pg_have" != "$pg_wanted" ]; then

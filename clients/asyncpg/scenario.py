@@ -134,8 +134,8 @@ async def main():
             n += r[0]
         out("cursor iter", n)
 
-    # 7. COPY in and out (asyncpg's copy_records_to_table is binary COPY, which is
-    # left out; text COPY through copy_to_table / copy_from_query).
+    # 7. COPY in and out: text COPY through copy_to_table / copy_from_query,
+    # binary COPY through copy_records_to_table.
     await conn.execute("CREATE TABLE cp (a int, b text, c numeric)")
     import io
     src = io.BytesIO(b"1\tone\t1.5\n2\t\\N\t2\n3\tthree\\ttab\t\\N\n")
@@ -146,6 +146,13 @@ async def main():
     dst = io.BytesIO()
     await conn.copy_from_table("cp", output=dst, format="csv", header=True)
     out("copy csv", dst.getvalue())
+    out("copy records", await conn.copy_records_to_table(
+        "cp", records=[(10, "ten", decimal.Decimal("10.25")), (11, None, None), (12, "", decimal.Decimal("-0.001"))],
+        columns=["a", "b", "c"]))
+    out("copy records back", await conn.fetch("SELECT * FROM cp WHERE a >= 10 ORDER BY a"))
+    dst = io.BytesIO()
+    await conn.copy_from_query("SELECT a, b FROM cp WHERE a >= 10 ORDER BY a", output=dst, format="binary")
+    out("copy binary out", dst.getvalue())
 
     # 8. Cancel: asyncpg cancels the running query when its task is cancelled.
     task = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(20)"))

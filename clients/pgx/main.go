@@ -236,8 +236,8 @@ func main() {
 	must(tx.Commit(ctx))
 	out("cursor", strings.Join(sizes, " "))
 
-	// 7. COPY in and out, text format, through pgconn (pgx's CopyFrom speaks
-	// binary COPY, which is left out of the scenario).
+	// 7. COPY in and out, text format, through pgconn; then pgx's CopyFrom,
+	// which speaks binary COPY.
 	_, err = conn.Exec(ctx, "CREATE TABLE cp (a int, b text)")
 	must(err)
 	ct, err := conn.PgConn().CopyFrom(ctx, strings.NewReader("1\tone\n2\t\\N\n3\tthree\n"), "COPY cp FROM STDIN")
@@ -247,6 +247,34 @@ func main() {
 	ct, err = conn.PgConn().CopyTo(ctx, &buf, "COPY (SELECT * FROM cp ORDER BY a) TO STDOUT WITH (FORMAT csv)")
 	must(err)
 	out("copy out", ct.RowsAffected(), fmt.Sprintf("%q", buf.String()))
+	_, err = conn.Exec(ctx, "CREATE TABLE cpb (a int8, b text, c float8, d timestamptz, e bool, f int4[], g bytea, h date)")
+	must(err)
+	cts := time.Date(2024, 2, 29, 12, 30, 0, 123456000, time.UTC)
+	cday := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	copied, err := conn.CopyFrom(ctx, pgx.Identifier{"cpb"}, []string{"a", "b", "c", "d", "e", "f", "g", "h"}, pgx.CopyFromRows([][]interface{}{
+		{int64(1), "one", 1.5, cts, true, []int32{1, 2, 3}, []byte{0, 255}, cday},
+		{int64(2), nil, nil, nil, nil, nil, nil, nil},
+		{int64(-9007199254740993), "tab\there", -0.25, cts.Add(-48 * time.Hour), false, []int32{}, []byte{}, cday.AddDate(24, 1, 28)},
+	}))
+	must(err)
+	out("copy from", copied)
+	rows, err = conn.Query(ctx, "SELECT a, b::text, c::text, d::text, e::text, f::text, g::text, h::text FROM cpb ORDER BY a")
+	must(err)
+	for rows.Next() {
+		var a int64
+		var b, c, d, e, f, g, h *string
+		must(rows.Scan(&a, &b, &c, &d, &e, &f, &g, &h))
+		show := func(p *string) string {
+			if p == nil {
+				return "NULL"
+			}
+			return *p
+		}
+		out("copy from row", a, show(b), show(c), show(d), show(e), show(f), show(g), show(h))
+	}
+	must(rows.Err())
+	_, err = conn.CopyFrom(ctx, pgx.Identifier{"cpb"}, []string{"a", "b"}, pgx.CopyFromRows([][]interface{}{{int64(9), "x"}, {nil, 1}}))
+	out("copy from bad", errLine(err))
 
 	// 8. Cancel through a cancel request, the connection kept.
 	go func() {

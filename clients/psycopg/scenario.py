@@ -17,6 +17,7 @@ import uuid
 import psycopg
 from psycopg import sql
 from psycopg.types import TypeInfo
+from psycopg.types.json import Jsonb
 
 host, port, user, dbname, sockdir = sys.argv[1:6]
 
@@ -149,6 +150,30 @@ with conn.cursor() as cur:
     with cur.copy("COPY cp TO STDOUT WITH (FORMAT csv, HEADER)") as cp:
         out("copy csv", b"".join(bytes(b) for b in cp))
 
+# 7b. COPY in binary: rows written with set_types, read back as rows and as bytes.
+conn.execute("CREATE TABLE cpb (a int, b text, c numeric, d timestamptz, e bytea, f int4[], g uuid, h jsonb, i bool, j float8)")
+with conn.cursor() as cur:
+    with cur.copy("COPY cpb FROM STDIN (FORMAT binary)") as cp:
+        cp.set_types(["int4", "text", "numeric", "timestamptz", "bytea", "int4[]", "uuid", "jsonb", "bool", "float8"])
+        cp.write_row((1, "one", decimal.Decimal("1.50"), dt.datetime(2024, 2, 29, 12, 0, tzinfo=dt.timezone.utc), b"\x00\xff",
+                      [1, None, 3], uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), Jsonb({"k": [1, 2]}), True, 2.5))
+        cp.write_row((2, None, None, None, None, None, None, None, None, None))
+        cp.write_row((3, "tab\there", decimal.Decimal("-12345678901234567890.0001"), dt.datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc),
+                      b"", [], uuid.UUID(int=0), Jsonb([]), False, float("-inf")))
+    out("copy binary in", cur.rowcount)
+    with cur.copy("COPY (SELECT * FROM cpb ORDER BY a) TO STDOUT (FORMAT binary)") as cp:
+        cp.set_types(["int4", "text", "numeric", "timestamptz", "bytea", "int4[]", "uuid", "jsonb", "bool", "float8"])
+        for r in cp.rows():
+            out("copy binary row", r)
+    with cur.copy("COPY cpb (a, b, i) TO STDOUT (FORMAT binary)") as cp:
+        out("copy binary bytes", b"".join(bytes(b) for b in cp))
+    try:
+        with cur.copy("COPY cpb FROM STDIN (FORMAT binary)") as cp:
+            cp.write(b"PGCOPY\n\xff\r\n\x01")
+    except psycopg.Error as e:
+        out("copy binary bad", err_line(e), e.diag.context)
+    out("after bad copy", conn.execute("SELECT count(*) FROM cpb").fetchone())
+
 # 8. Cancel of a running pg_sleep.
 def cancel_later(c):
     time.sleep(0.5)
@@ -188,8 +213,18 @@ for n in listener.notifies(timeout=10, stop_after=3):
 out("notifies", got)
 listener.close()
 
+# 10b. numeric[]: parameters, a column with a typmod, text and binary results.
+conn.execute("CREATE TABLE na (v numeric(6,2)[])")
+conn.execute("INSERT INTO na VALUES (%s), ('{1.005,NULL,-7}'), (NULL)", ([decimal.Decimal("1.5"), decimal.Decimal("-0.001")],))
+for binary in (False, True):
+    with conn.cursor(binary=binary) as cur:
+        cur.execute("SELECT v, v[1] AS first, array_length(v, 1) AS n FROM na ORDER BY 1 NULLS LAST")
+        out("numeric[]", binary, cur.fetchall())
+        cur.execute("SELECT %s::numeric[], ARRAY[1.50, NULL, -2]", ([decimal.Decimal("12345678901234567890.5")],))
+        out("numeric[] param", binary, cur.fetchone())
+
 # 11. psycopg's own introspection.
-for name in ("int4", "text", "uuid", "jsonb", "timestamptz"):  # numeric: no numeric[] yet
+for name in ("int4", "text", "uuid", "jsonb", "timestamptz", "numeric"):
     ti = TypeInfo.fetch(conn, name)
     out("typeinfo", name, ti.name, ti.oid, ti.array_oid, ti.regtype)
 ti = TypeInfo.fetch(conn, "no_such_type")

@@ -45,7 +45,7 @@ impl Array {
 }
 
 /// The element types that have an array type: (element, array oid, typname, SQL name).
-static ELEMS: [(Type, u32, &str, &str); 24] = [
+static ELEMS: [(Type, u32, &str, &str); 25] = [
     (Type::Bool, 1000, "_bool", "boolean[]"),
     (Type::Bytea, 1001, "_bytea", "bytea[]"),
     (Type::Char, 1002, "_char", "\"char\"[]"),
@@ -70,10 +70,11 @@ static ELEMS: [(Type, u32, &str, &str); 24] = [
     (Type::Uuid, 2951, "_uuid", "uuid[]"),
     (Type::Jsonb, 3807, "_jsonb", "jsonb[]"),
     (Type::PgLsn, 3221, "_pg_lsn", "pg_lsn[]"),
+    (Type::Numeric, 1231, "_numeric", "numeric[]"),
 ];
 
 /// The element types, as `'static` references for `Type::Array`.
-static ELEM_TYPES: [Type; 24] = [
+static ELEM_TYPES: [Type; 25] = [
     Type::Bool,
     Type::Bytea,
     Type::Char,
@@ -98,6 +99,7 @@ static ELEM_TYPES: [Type; 24] = [
     Type::Uuid,
     Type::Jsonb,
     Type::PgLsn,
+    Type::Numeric,
 ];
 
 fn entry(elem: Type) -> Option<usize> {

@@ -376,8 +376,9 @@ impl Output for Sink<'_> {
     fn notice(&mut self, n: &SqlError) -> ferrogres_sql::Result<()> {
         self.sink.notice(&to_pg(n.clone())).map_err(to_sql)
     }
-    fn copy_in_start(&mut self, ncols: usize) -> ferrogres_sql::Result<()> {
-        self.sink.copy_in_start(0, &vec![0; ncols]).map_err(to_sql)
+    fn copy_in_start(&mut self, ncols: usize, binary: bool) -> ferrogres_sql::Result<()> {
+        let f = binary as i16;
+        self.sink.copy_in_start(f as i8, &vec![f; ncols]).map_err(to_sql)
     }
     fn copy_in_read(&mut self) -> ferrogres_sql::Result<CopyInEvent> {
         Ok(match self.sink.copy_in_read().map_err(to_sql)? {
@@ -386,8 +387,9 @@ impl Output for Sink<'_> {
             ferrogres_server::handler::CopyInEvent::Fail(m) => CopyInEvent::Fail(m),
         })
     }
-    fn copy_out_start(&mut self, ncols: usize) -> ferrogres_sql::Result<()> {
-        self.sink.copy_out_start(0, &vec![0; ncols]).map_err(to_sql)
+    fn copy_out_start(&mut self, ncols: usize, binary: bool) -> ferrogres_sql::Result<()> {
+        let f = binary as i16;
+        self.sink.copy_out_start(f as i8, &vec![f; ncols]).map_err(to_sql)
     }
     fn copy_data(&mut self, data: &[u8]) -> ferrogres_sql::Result<()> {
         self.sink.copy_data(data).map_err(to_sql)

@@ -213,3 +213,39 @@ fn pgx() {
         ],
     );
 }
+
+/// The Rust drivers' program (`clients/rust`, its own cargo project and lock
+/// file), built once per test run into the target directory; its path.
+fn rust_program() -> String {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().join("clients-rust");
+        let started = Instant::now();
+        let out = Command::new(env!("CARGO"))
+            .args(["build", "--locked", "--quiet", "--manifest-path"])
+            .arg(repo_root().join("clients/rust/Cargo.toml"))
+            .env("CARGO_TARGET_DIR", &target)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        eprintln!("clients/rust built in {:?}", started.elapsed());
+        if !out.status.success() {
+            return Err(format!("building clients/rust failed:\n{}", String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(target.join("debug/ferrogres-client-scenarios"))
+    });
+    match built {
+        Ok(p) => p.display().to_string(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn tokio_postgres() {
+    check_client("client_tokio_postgres", &[rust_program(), "tokio-postgres".into()], &[]);
+}
+
+#[test]
+fn sqlx() {
+    check_client("client_sqlx", &[rust_program(), "sqlx".into()], &[]);
+}

@@ -565,3 +565,48 @@ fn correlated_cte_in_a_scalar_subquery() {
     let rows: Vec<Vec<String>> = a.rows.iter().map(|r| r.iter().map(|v| v.clone().unwrap_or_default()).collect()).collect();
     assert_eq!(rows, [["1", "3", "2"], ["10", "12", "20"]]);
 }
+
+/// What SQLAlchemy's reflection calls (issue 22): pg_get_serial_sequence
+/// (serial, bigserial and identity columns, quoted and qualified names, a
+/// missing relation), a parameter cast to regclass, and pg_get_constraintdef
+/// of foreign keys and check constraints, pretty and not; PostgreSQL 15's
+/// answers.
+#[test]
+fn serial_sequences_regclass_parameters_and_constraint_definitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let mut c = Conn::connect(srv.port);
+    c.q("CREATE SCHEMA s").ok();
+    c.q("CREATE TABLE s.parent (id int PRIMARY KEY)").ok();
+    c.q("CREATE TABLE \"Mixed\" (k serial PRIMARY KEY, \"Col\" bigserial, n int GENERATED ALWAYS AS IDENTITY, plain int, \
+         pid int REFERENCES s.parent ON DELETE SET NULL ON UPDATE RESTRICT, CONSTRAINT pos CHECK (plain > 0))")
+        .ok();
+    let a = c.q("SELECT pg_get_serial_sequence('\"Mixed\"', 'k'), pg_get_serial_sequence('public.\"Mixed\"', 'Col'), \
+                 pg_get_serial_sequence('\"Mixed\"', 'n'), pg_get_serial_sequence('\"Mixed\"', 'plain') IS NULL")
+        .ok();
+    let row: Vec<String> = a.rows[0].iter().map(|v| v.clone().unwrap_or_default()).collect();
+    assert_eq!(row, ["public.\"Mixed_k_seq\"", "public.\"Mixed_Col_seq\"", "public.\"Mixed_n_seq\"", "t"]);
+    let a = c.q("SELECT pg_get_serial_sequence('nosuch', 'k')");
+    assert_eq!((a.code(), a.message()), ("42P01", "relation \"nosuch\" does not exist"));
+    // SQLAlchemy's form: the sequence's name cast back to regclass, then oid.
+    let a = c.q("SELECT CAST(CAST(pg_get_serial_sequence(CAST(CAST(attrelid AS REGCLASS) AS TEXT), attname) AS REGCLASS) AS OID) = \
+                 'public.\"Mixed_k_seq\"'::regclass FROM pg_attribute WHERE attrelid = '\"Mixed\"'::regclass AND attname = 'k'")
+        .ok();
+    assert_eq!(a.one(), "t");
+    let a = c.extended("SELECT CAST($1 AS REGCLASS) = 'pg_catalog.pg_constraint'::regclass", &["pg_catalog.pg_constraint"]).ok();
+    assert_eq!(a.one(), "t");
+    let a = c.extended("SELECT CAST($1 AS REGCLASS)", &["nosuch"]);
+    assert_eq!((a.code(), a.message()), ("42P01", "relation \"nosuch\" does not exist"));
+    let a = c.q("SELECT conname, pg_get_constraintdef(oid, true), pg_get_constraintdef(oid) FROM pg_constraint \
+                 WHERE conrelid = '\"Mixed\"'::regclass ORDER BY conname")
+        .ok();
+    let rows: Vec<String> = a.rows.iter().map(|r| r.iter().map(|v| v.clone().unwrap_or_default()).collect::<Vec<_>>().join("|")).collect();
+    assert_eq!(
+        rows,
+        [
+            "Mixed_pid_fkey|FOREIGN KEY (pid) REFERENCES s.parent(id) ON UPDATE RESTRICT ON DELETE SET NULL|FOREIGN KEY (pid) REFERENCES s.parent(id) ON UPDATE RESTRICT ON DELETE SET NULL",
+            "Mixed_pkey|PRIMARY KEY (k)|PRIMARY KEY (k)",
+            "pos|CHECK (plain > 0)|CHECK ((plain > 0))",
+        ]
+    );
+}

@@ -1,5 +1,6 @@
 //! COPY: `COPY t [(cols)] FROM STDIN | 'file'` and `COPY t [(cols)] | (query) TO
-//! STDOUT | 'file'`, in PostgreSQL's text and CSV formats.
+//! STDOUT | 'file'`, in PostgreSQL's text, CSV and binary formats (the binary
+//! file format is in [`binary`]).
 //!
 //! ```text
 //!  client CopyData ──▶ chunk ──▶ Reader (buffer, line/record split, `\.`)
@@ -22,7 +23,9 @@
 //!   files is always allowed (PostgreSQL requires superuser or
 //!   pg_read_server_files / pg_write_server_files). Relative paths are refused
 //!   (42602 for TO, as PostgreSQL; 0A000 for FROM, which PostgreSQL reads relative
-//!   to the data directory). PROGRAM and BINARY are 0A000.
+//!   to the data directory). PROGRAM is 0A000.
+//! - COPY TO of a table reads it a page at a time ([`crate::rowio::RowScan`]);
+//!   COPY TO of a query streams from the executor.
 
 use crate::analyze::Analyzer;
 use crate::catalog::Table;
@@ -35,6 +38,8 @@ use pg_query::protobuf::{self as pb};
 use pg_query::NodeEnum;
 use ferrogres_engine::lmgr::lock::LockMode;
 use std::io::{Read, Write};
+
+pub mod binary;
 
 /// One step of COPY FROM STDIN as the session pulls it from the client.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +55,8 @@ pub enum CopyInEvent {
 pub enum CopyFormat {
     Text,
     Csv,
+    /// PostgreSQL's binary file format (see [`binary`]).
+    Binary,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,7 +220,7 @@ pub(crate) fn analyze(a: &mut Analyzer<'_>, s: &pb::CopyStmt) -> Result<Statemen
                 raw.format = Some(match f.as_str() {
                     "text" => CopyFormat::Text,
                     "csv" => CopyFormat::Csv,
-                    "binary" => return Err(SqlError::not_supported("COPY in binary format")),
+                    "binary" => CopyFormat::Binary,
                     _ => return Err(a_err(a, SqlError::new(b"22023", format!("COPY format \"{f}\" not recognized")), d.location)),
                 });
             }
@@ -311,6 +318,13 @@ pub(crate) fn analyze(a: &mut Analyzer<'_>, s: &pb::CopyStmt) -> Result<Statemen
     }
     let format = raw.format.unwrap_or(CopyFormat::Text);
     let csv = format == CopyFormat::Csv;
+    let binary = format == CopyFormat::Binary;
+    if binary && raw.delimiter.is_some() {
+        return Err(SqlError::new(b"42601", "cannot specify DELIMITER in BINARY mode"));
+    }
+    if binary && raw.null.is_some() {
+        return Err(SqlError::new(b"42601", "cannot specify NULL in BINARY mode"));
+    }
     let delimiter = raw.delimiter.clone().unwrap_or_else(|| if csv { ",".into() } else { "\t".into() });
     let null = raw.null.clone().unwrap_or_else(|| if csv { String::new() } else { "\\N".into() });
     if delimiter.len() != 1 {
@@ -325,6 +339,9 @@ pub(crate) fn analyze(a: &mut Analyzer<'_>, s: &pb::CopyStmt) -> Result<Statemen
     }
     if !csv && b"\\.abcdefghijklmnopqrstuvwxyz0123456789".contains(&delim) {
         return Err(SqlError::new(b"22023", format!("COPY delimiter cannot be \"{delimiter}\"")));
+    }
+    if binary && raw.header.is_some_and(|h| h != Header::No) {
+        return Err(SqlError::new(b"0A000", "cannot specify HEADER in BINARY mode"));
     }
     if !csv && raw.quote.is_some() {
         return Err(SqlError::new(b"0A000", "COPY quote available only in CSV mode"));
@@ -809,7 +826,7 @@ fn copy_from(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String
     let o = &c.options;
     let mut source = match &c.endpoint {
         CopyEndpoint::Client => {
-            out.copy_in_start(c.columns.len())?;
+            out.copy_in_start(c.columns.len(), o.format == CopyFormat::Binary)?;
             Source::Client(out)
         }
         CopyEndpoint::File(path) => {
@@ -829,6 +846,9 @@ fn copy_from(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String
             b"55000",
             "cannot perform COPY FREEZE because the table was not created or truncated in the current subtransaction",
         ));
+    }
+    if o.format == CopyFormat::Binary {
+        return binary::copy_from(c, table, &mut source, ctx);
     }
     let csv = o.format == CopyFormat::Csv;
     let mut reader = Reader::new(csv, o.quote, o.escape, table.name.clone());
@@ -1010,15 +1030,11 @@ fn copy_to(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String> 
     // The rows: the table's visible rows projected to the columns, or the query's.
     let mut rows: Box<dyn exec::RowIter> = match (&c.table, &c.query) {
         (_, Some(q)) => exec::run_query(q, ctx)?,
-        (Some(t), None) => {
-            let cols = c.columns.clone();
-            let all = crate::rowio::scan_rows(ctx.backend, &t.storage, &ctx.snap)?;
-            Box::new(Projected { rows: all.into_iter(), cols })
-        }
+        (Some(t), None) => Box::new(Projected { scan: crate::rowio::RowScan::new(ctx.backend, &t.storage)?, cols: c.columns.clone() }),
         (None, None) => return Err(SqlError::internal("COPY TO without table or query")),
     };
     if let Sink::Client(out) = &mut sink {
-        out.copy_out_start(c.names.len())?;
+        out.copy_out_start(c.names.len(), o.format == CopyFormat::Binary)?;
     }
     let ncols = c.names.len();
     let mut line = Vec::new();
@@ -1035,6 +1051,9 @@ fn copy_to(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String> 
         }
         line.push(b'\n');
     };
+    if o.format == CopyFormat::Binary {
+        return binary::copy_to(ncols, rows.as_mut(), sink, ctx);
+    }
     if o.header == Header::Yes {
         write_fields(&mut line, &mut c.names.iter().map(|n| Some(n.clone())));
         sink.write(&line)?;
@@ -1053,14 +1072,16 @@ fn copy_to(c: &CopyStmt, ctx: &mut Ctx, out: &mut dyn Output) -> Result<String> 
     Ok(format!("COPY {n}"))
 }
 
+/// The table's visible rows, projected to the copied columns, read a page at a
+/// time (the table is never held in memory).
 struct Projected {
-    rows: std::vec::IntoIter<(ferrogres_engine::heap::tuple::Tid, Vec<Value>)>,
+    scan: crate::rowio::RowScan,
     cols: Vec<usize>,
 }
 
 impl exec::RowIter for Projected {
-    fn next(&mut self, _: &mut Ctx) -> Result<Option<Vec<Value>>> {
-        Ok(self.rows.next().map(|(_, r)| self.cols.iter().map(|&i| r[i].clone()).collect()))
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        Ok(self.scan.next_columns(ctx.backend, &ctx.snap, &self.cols)?.map(|(_, r)| r))
     }
 }
 

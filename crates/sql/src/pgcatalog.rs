@@ -1126,6 +1126,10 @@ pub enum CatFunc {
     /// is a table built at analysis, "name:oid" (regclass, regnamespace) or
     /// "name:" (regproc); types are built in and looked up directly.
     ToReg { kind: RegLookup, error: bool },
+    /// pg_get_serial_sequence(table, column): the table's OID (regclass input
+    /// already applied), the column name, and the table built at analysis
+    /// ("table-oid NUL column NUL sequence"); NULL for a column that owns none.
+    SerialSequence,
 }
 
 /// The object kind of [`CatFunc::ToReg`].
@@ -1349,7 +1353,14 @@ pub fn call(f: CatFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resul
                 .items
                 .iter()
                 .find_map(|e| match e {
-                    Value::Text(s) => s.strip_prefix(&key).map(|d| Value::Text(if pretty { d.replacen(" ON public.", " ON ", 1) } else { d.to_string() })),
+                    Value::Text(s) => s.strip_prefix(&key).map(|d| {
+                        Value::Text(match d.strip_prefix("CHECK ((").and_then(|c| c.strip_suffix("))")) {
+                            // A check constraint's pretty form: one level of parentheses.
+                            Some(expr) if pretty => format!("CHECK ({expr})"),
+                            _ if pretty => d.replacen(" ON public.", " ON ", 1),
+                            _ => d.to_string(),
+                        })
+                    }),
                     _ => None,
                 })
                 .unwrap_or(Value::Null)
@@ -1394,6 +1405,18 @@ pub fn call(f: CatFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resul
                 .unwrap_or(Value::Null)
         }
         CatFunc::ToReg { kind, error } => to_reg(kind, error, vals)?,
+        CatFunc::SerialSequence => {
+            let (Value::Oid(o), Value::Text(col), Value::Array(table)) = (&vals[0], &vals[1], &vals[2]) else { return Ok(Value::Null) };
+            let key = format!("{o}\0{col}\0");
+            table
+                .items
+                .iter()
+                .find_map(|e| match e {
+                    Value::Text(s) => s.strip_prefix(&key).map(|seq| Value::Text(seq.to_string())),
+                    _ => None,
+                })
+                .unwrap_or(Value::Null)
+        }
         CatFunc::SizePretty => match vals[0].as_i64() {
             Some(n) => Value::Text(size_pretty(n)),
             None => Value::Null,
@@ -1549,20 +1572,61 @@ pub fn index_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
 /// `oid:definition` of every constraint (pg_get_constraintdef).
 pub fn constraint_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
     let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;
+    let attname = |rel: &Value, num: i16| {
+        attrs.iter().find(|(_, a)| &a[0] == rel && a[3] == Value::Int2(num)).map_or_else(|| num.to_string(), |(_, a)| quote_ident(&text_of(&a[1])))
+    };
+    let classes = scan_rows(backend, &catalog::class_rel(), snap)?;
+    let hidden: std::collections::HashSet<u32> = crate::namespace::invisible_relations(backend, snap)?.into_iter().collect();
+    let schemas: std::collections::HashMap<u32, String> = crate::namespace::namespaces(backend, snap)?.into_iter().collect();
+    // A relation's name as PostgreSQL prints it in a definition: qualified
+    // when the search path would not find it.
+    let relname = |oid: u32| -> String {
+        let Some((_, c)) = classes.iter().find(|(_, c)| c[0] == Value::Oid(oid)) else { return oid.to_string() };
+        let name = quote_ident(&text_of(&c[1]));
+        match (&c[2], hidden.contains(&oid)) {
+            (Value::Oid(ns), true) => format!("{}.{name}", quote_ident(schemas.get(ns).map_or("?", String::as_str))),
+            _ => name,
+        }
+    };
     let mut out = Vec::new();
     for (_, r) in scan_rows(backend, &crate::index::constraint_rel(), snap)? {
         let kind = match text_of(&r[3]).as_str() {
             "p" => "PRIMARY KEY",
             "u" => "UNIQUE",
+            // The stored text of the expression, with the outer parentheses
+            // of the non-pretty form (Lookup drops them for pretty).
+            "c" => {
+                out.push(format!("{}:CHECK (({}))", text_of(&r[0]), text_of(&r[7])));
+                continue;
+            }
+            "f" => {
+                let Some(fk) = crate::foreign_key::decode(&text_of(&r[1]), 0, &text_of(&r[6]), &text_of(&r[7])) else { continue };
+                let cols: Vec<String> = fk.cols.iter().map(|&c| attname(&r[4], c as i16 + 1)).collect();
+                let pcols: Vec<String> = fk.parent_cols.iter().map(|&c| attname(&Value::Oid(fk.parent), c as i16 + 1)).collect();
+                let mut def = format!("FOREIGN KEY ({}) REFERENCES {}({})", cols.join(", "), relname(fk.parent), pcols.join(", "));
+                for (what, action) in [("UPDATE", fk.on_update), ("DELETE", fk.on_delete)] {
+                    let action = match action {
+                        'r' => "RESTRICT",
+                        'c' => "CASCADE",
+                        'n' => "SET NULL",
+                        'd' => "SET DEFAULT",
+                        _ => continue,
+                    };
+                    def += &format!(" ON {what} {action}");
+                }
+                if !fk.validated {
+                    def += " NOT VALID";
+                }
+                out.push(format!("{}:{def}", text_of(&r[0])));
+                continue;
+            }
             _ => continue,
         };
         let cols: Vec<String> = text_of(&r[6])
             .trim_matches(|c| c == '{' || c == '}')
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter_map(|x| x.parse::<i16>().ok())
-            .map(|num| {
-                attrs.iter().find(|(_, a)| a[0] == r[4] && a[3] == Value::Int2(num)).map_or_else(|| num.to_string(), |(_, a)| quote_ident(&text_of(&a[1])))
-            })
+            .map(|num| attname(&r[4], num))
             .collect();
         out.push(format!("{}:{kind} ({})", text_of(&r[0]), cols.join(", ")));
     }

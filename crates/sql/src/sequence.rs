@@ -912,6 +912,39 @@ pub fn identity_options(a: &crate::analyze::Analyzer, ty: Type, options: &[pb::N
     resolve(&raw, None)
 }
 
+/// Every sequence owned by a column (SERIAL, identity): (table OID, column
+/// name, the sequence's schema-qualified name quoted as needed), for
+/// pg_get_serial_sequence.
+pub fn owned_sequences(backend: &Backend, snap: &Snapshot) -> Result<Vec<(u32, String, String)>> {
+    let schemas: std::collections::HashMap<u32, String> = crate::namespace::namespaces(backend, snap)?.into_iter().collect();
+    let mut owned = Vec::new();
+    for (_, row) in scan_rows(backend, &class_rel(), snap)? {
+        if let [Value::Oid(oid), Value::Text(n), Value::Oid(ns), _, _, Value::Text(kind), ..] = row.as_slice() {
+            if kind == "S" {
+                if let Some((table, attnum)) = owner_of(backend, *oid)? {
+                    let schema = schemas.get(ns).map(String::as_str).unwrap_or("public");
+                    let name = format!("{}.{}", crate::pgcatalog::quote_ident(schema), crate::pgcatalog::quote_ident(n));
+                    owned.push((table, attnum, name));
+                }
+            }
+        }
+    }
+    if owned.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for (_, row) in scan_rows(backend, &catalog::attribute_rel(), snap)? {
+        if let [Value::Oid(rel), Value::Text(att), _, Value::Int2(num), ..] = row.as_slice() {
+            for (table, attnum, name) in &owned {
+                if table == rel && attnum == num {
+                    out.push((*table, att.clone(), name.clone()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The owning column (table OID, attnum) of sequence `oid`, if it has one.
 pub fn owner_of(backend: &Backend, oid: u32) -> Result<Option<(u32, i16)>> {
     Ok(read_file(backend.engine(), oid)?.map(|s| s.owner).filter(|o| o.0 != 0))

@@ -71,16 +71,17 @@ pub trait Output {
     fn command_complete(&mut self, tag: &str) -> Result<()>;
     fn empty_query(&mut self) -> Result<()>;
     fn notice(&mut self, notice: &SqlError) -> Result<()>;
-    /// COPY FROM STDIN: CopyInResponse (text format, `ncols` columns); then
-    /// [`Output::copy_in_read`] until Done or Fail.
-    fn copy_in_start(&mut self, _ncols: usize) -> Result<()> {
+    /// COPY FROM STDIN: CopyInResponse (`ncols` columns, all text or all
+    /// binary); then [`Output::copy_in_read`] until Done or Fail.
+    fn copy_in_start(&mut self, _ncols: usize, _binary: bool) -> Result<()> {
         Err(SqlError::not_supported("COPY FROM STDIN on this connection"))
     }
     fn copy_in_read(&mut self) -> Result<crate::copy::CopyInEvent> {
         Err(SqlError::not_supported("COPY FROM STDIN on this connection"))
     }
-    /// COPY TO STDOUT: CopyOutResponse, then [`Output::copy_data`]* and [`Output::copy_done`].
-    fn copy_out_start(&mut self, _ncols: usize) -> Result<()> {
+    /// COPY TO STDOUT: CopyOutResponse (`ncols` columns, all text or all
+    /// binary), then [`Output::copy_data`]* and [`Output::copy_done`].
+    fn copy_out_start(&mut self, _ncols: usize, _binary: bool) -> Result<()> {
         Err(SqlError::not_supported("COPY TO STDOUT on this connection"))
     }
     fn copy_data(&mut self, _data: &[u8]) -> Result<()> {

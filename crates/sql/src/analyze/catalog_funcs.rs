@@ -41,6 +41,19 @@ impl<'a> Analyzer<'a> {
                 let arg = self.coerce(arg, Type::Text, CastContext::Implicit, locs[0])?;
                 return Ok(Some(self.reg_lookup(kind, arg, false)?));
             }
+            ("pg_get_serial_sequence", 2) => {
+                // The table name is regclass input (42P01 for none), the
+                // column name is taken as written (case kept).
+                let mut given = std::mem::take(args).into_iter();
+                let (rel, col) = (given.next().expect("two arguments"), given.next().expect("two arguments"));
+                let rel = self.coerce(rel, Type::Text, CastContext::Implicit, locs[0])?;
+                let rel = self.reg_lookup(RegKind::Class, rel, true)?;
+                let col = self.coerce(col, Type::Text, CastContext::Implicit, locs[1])?;
+                let owned = crate::sequence::owned_sequences(self.backend, self.snap)?;
+                let table = owned.into_iter().map(|(t, c, s)| Value::Text(format!("{t}\0{c}\0{s}"))).collect();
+                let table = Expr::Const(Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, table))), ferrogres_datum::array::array_of(Type::Text).expect("text[]"));
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::SerialSequence), args: vec![rel, col, table], ty: Type::Text }));
+            }
             ("pg_encoding_to_char", 1) => (CatFunc::EncodingToChar, &[Type::Int4], Type::Name),
             ("pg_table_is_visible", 1) => {
                 let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");
@@ -284,6 +297,12 @@ impl<'a> Analyzer<'a> {
             return Ok(Some(Expr::Const(Value::Oid(oid), Type::Oid)));
         }
         let t = arg.ty();
+        if t == Type::Unknown {
+            // A parameter of unknown type (`CAST($1 AS regclass)`): the
+            // client's value is the type's text input, as regclassin reads it.
+            let arg = self.coerce(arg, Type::Text, CastContext::Explicit, loc)?;
+            return Ok(Some(self.reg_lookup(kind, arg, true)?));
+        }
         if matches!(t, Type::Text | Type::Varchar | Type::Bpchar | Type::Name) {
             // A string value read as the type's input at run time
             // (`$1::text::regtype`): its OID (regproc: its name).
@@ -389,9 +408,12 @@ impl<'a> Analyzer<'a> {
     }
 
     fn relation_oid(&self, name: &str) -> Option<u32> {
-        let (schema, rel) = match name.split_once('.') {
-            Some((s, r)) => (Some(s), r),
-            None => (None, name),
+        // regclass input: quoted parts keep their case, others fold to lower.
+        let parts = pgcatalog::split_qualified_name(name)?;
+        let (schema, rel) = match parts.as_slice() {
+            [s, r] => (Some(s.as_str()), r.as_str()),
+            [r] => (None, r.as_str()),
+            _ => return None,
         };
         if let Some(t) = pgcatalog::lookup(schema, rel) {
             return Some(t.oid);
