@@ -30,6 +30,9 @@ use ferrogres_datum::types::{self, Value};
 /// The 11-byte signature that starts every binary COPY file.
 pub const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
 
+/// The largest field COPY FROM reads (PostgreSQL's MaxAllocSize - 1).
+const MAX_FIELD: usize = 0x3fff_fffe;
+
 /// Flag bit 16 of the header: the file has OIDs (PostgreSQL before 12).
 const FLAG_WITH_OIDS: u32 = 1 << 16;
 
@@ -155,6 +158,14 @@ pub(super) fn copy_from(c: &CopyStmt, table: &Table, source: &mut Source, ctx: &
             row[ci] = match len {
                 -1 => Value::Null,
                 len if len < 0 => return Err(bad_format("invalid field size").with_context(at_col())),
+                // PostgreSQL's enlargeStringInfo refuses a field past
+                // MaxAllocSize before reading it: no field of 1 GB or more
+                // is buffered.
+                len if len as usize > MAX_FIELD => {
+                    return Err(SqlError::new(b"54000", "out of memory")
+                        .with_detail(format!("Cannot enlarge string buffer containing 0 bytes by {len} more bytes."))
+                        .with_context(at_col()))
+                }
                 len => {
                     let bytes = input.take(len as usize).map_err(|e| e.with_context(at_col()))?;
                     let bytes = bytes.ok_or_else(|| bad_format("unexpected EOF in COPY data").with_context(at_col()))?;
