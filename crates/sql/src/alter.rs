@@ -149,7 +149,7 @@ enum ColDefault {
 }
 
 fn analyzer<'a>(backend: &'a Backend, snap: &'a Snapshot, sql: &'a str) -> Analyzer<'a> {
-    Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: Default::default() }
+    Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: Default::default(), fold_error: None }
 }
 
 fn analyze_default(backend: &Backend, snap: &Snapshot, sql: &str, raw: &NodeEnum, ty: Type, typmod: i32) -> Result<ColDefault> {

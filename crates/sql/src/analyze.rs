@@ -57,6 +57,10 @@ pub struct Analyzer<'a> {
     pub(crate) upper: agg_level::Upper,
     /// The planner's settings (the session's, when it analyses).
     pub planner: crate::optimizer::PlannerSettings,
+    /// The first error raised by constant folding
+    /// ([`crate::optimizer::fold`]); [`Analyzer::statement`] raises it for
+    /// a statement planned to run, not for a view or function definition.
+    pub fold_error: Option<SqlError>,
 }
 
 /// What column references can see.
@@ -313,7 +317,20 @@ impl<'a> Analyzer<'a> {
         }
     }
 
+    /// Analyzes (and, for a query, plans) one statement. An error of
+    /// constant folding is raised here, as PostgreSQL raises it when it
+    /// plans, except for a view or function definition, which is not planned.
     pub fn statement(&mut self, stmt: &NodeEnum) -> Result<Statement> {
+        let st = self.statement_unfolded(stmt);
+        let folded_error = self.fold_error.take();
+        let st = st?;
+        match folded_error {
+            Some(e) if !matches!(stmt, NodeEnum::ViewStmt(_) | NodeEnum::CreateFunctionStmt(_)) => Err(e),
+            _ => Ok(st),
+        }
+    }
+
+    fn statement_unfolded(&mut self, stmt: &NodeEnum) -> Result<Statement> {
         if let Some(st) = self.view_dml_hook(stmt)? {
             return Ok(st);
         }
@@ -692,10 +709,34 @@ impl<'a> Analyzer<'a> {
         if from_source.is_some() && !s.locking_clause.is_empty() {
             return Err(SqlError::not_supported("FOR UPDATE/SHARE over joins, subqueries or CTEs"));
         }
+        // Constant folding of the level's expressions, before the join
+        // search estimates its conditions (`optimizer::fold`).
+        let mut filter = filter;
+        let (mut targets, mut hidden, mut aggregates, mut grouping, mut limit, mut offset) = (targets, hidden, aggregates, grouping, limit, offset);
+        {
+            use crate::optimizer::fold::fold_in_place as f;
+            let mut st = crate::optimizer::fold::Folded::default();
+            if let Some(src) = from_source.as_mut() {
+                crate::optimizer::fold::fold_source(src, &mut st);
+            }
+            for e in filter.iter_mut().chain(targets.iter_mut().map(|t| &mut t.expr)).chain(hidden.iter_mut()).chain(limit.iter_mut()).chain(offset.iter_mut()) {
+                f(e, &mut st);
+            }
+            for a in aggregates.iter_mut() {
+                for e in a.arg.iter_mut().chain(a.filter.iter_mut()).chain(a.arg2.iter_mut()) {
+                    f(e, &mut st);
+                }
+            }
+            if let Some(h) = grouping.as_mut().and_then(|g| g.having.as_mut()) {
+                f(h, &mut st);
+            }
+            if self.fold_error.is_none() {
+                self.fold_error = st.error;
+            }
+        }
         // The width of the level's row, for the sublink pull-up below.
         let width = scope.ns.as_ref().map(|ns| ns.cols.len()).or(table.as_ref().map(|(t, _)| t.columns.len())).unwrap_or(0);
         let mut source = from_source;
-        let mut filter = filter;
         if let Some(src) = source.as_mut() {
             if s.locking_clause.is_empty() {
                 // The columns read above the FROM tree (no window functions:

@@ -97,7 +97,7 @@ pub(crate) fn parse_expr(sql: &str) -> Result<NodeEnum> {
 }
 
 fn analyzer<'a>(backend: &'a Backend, snap: &'a Snapshot, sql: &'a str) -> crate::analyze::Analyzer<'a> {
-    crate::analyze::Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: Default::default() }
+    crate::analyze::Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: Default::default(), fold_error: None }
 }
 
 /// Analyzes a default's text for column `ci` of `table` (coerced to its type).

@@ -201,6 +201,13 @@ pub fn eval_const(e: &Expr) -> Result<Option<Value>> {
     if !is_const(e) {
         return Ok(None);
     }
+    eval_no_row(e).map(Some)
+}
+
+/// Evaluates an expression that reads no row, parameter, aggregate or
+/// session state (constant folding, `crate::optimizer::fold`): a session
+/// function called here fails.
+pub fn eval_no_row(e: &Expr) -> Result<Value> {
     struct NoEnv;
     impl Env for NoEnv {
         fn check_interrupts(&self) -> Result<()> {
@@ -219,7 +226,7 @@ pub fn eval_const(e: &Expr) -> Result<Option<Value>> {
             String::new()
         }
     }
-    eval_pure(e, &[], &[], &[], &mut NoEnv).map(Some)
+    eval_pure(e, &[], &[], &[], &mut NoEnv)
 }
 
 fn arith_int(op: ArithOp, a: i64, b: i64, ty: Type) -> Result<Value> {

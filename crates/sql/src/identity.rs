@@ -65,7 +65,7 @@ pub fn create(backend: &mut Backend, snap: &Snapshot, sql: &str, t: &Table, col:
         return Err(SqlError::new(b"22023", "identity column type must be smallint, integer, or bigint".to_string()));
     }
     let opts = {
-        let a = Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: Default::default() };
+        let a = Analyzer { backend, snap, sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: Default::default(), fold_error: None };
         crate::sequence::identity_options(&a, ty, options)?
     };
     let name = sequence_name(backend, snap, &t.name, colname, &[])?;

@@ -579,6 +579,11 @@ pub fn reorder_inner_joins(source: &mut Source, filter: &mut Option<Expr>, pc: &
         let r = reads(q);
         !has_subplan(q) && !r.parent && !r.other && crate::subquery::columns_read(q).iter().all(|&c| c < width)
     };
+    // Equalities implied by transitivity between items (equivalence
+    // classes): the search may join through them; they are placed and
+    // evaluated like the written ones (true whenever those are).
+    let implied = crate::optimizer::estimate::implied_equalities(&quals.iter().filter(|q| movable(q)).collect::<Vec<_>>(), &leaf_of);
+    quals.extend(implied);
     let n = leaves.len();
     let (rels, clauses) = crate::optimizer::estimate::join_problem(&leaves.iter().map(|l| (&l.source, l.offset, l.types.len())).collect::<Vec<_>>(), &quals.iter().filter(|q| movable(q)).collect::<Vec<_>>(), &leaf_of, pc);
     let tree = crate::optimizer::joinsearch::search(&rels, &clauses, pc.settings, &mut || true);

@@ -1313,7 +1313,7 @@ impl Session {
                 curcid: 0,
                 completion_count: 0,
             };
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
             let r = a.statement(&st.node);
             *param_types = a.params;
             return r;
@@ -1326,7 +1326,7 @@ impl Session {
         self.ensure_txn()?;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
-        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
+        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
         let r = a.statement(&st.node);
         *param_types = a.params;
         r
@@ -1341,7 +1341,7 @@ impl Session {
         let plan = (*self.prepared[&e.name].plan).clone();
         let options = {
             let snap = self.backend.txn.statement_snapshot()?;
-            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
+            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
             crate::explain::options(&a, x)?
         };
         let mut stmt = crate::explain::explain_of(options, plan)?;
@@ -2202,7 +2202,7 @@ impl Session {
         if !p.argtypes.is_empty() {
             self.ensure_txn()?;
             let snap = self.backend.txn.statement_snapshot()?;
-            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
+            let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
             for n in &p.argtypes {
                 let Some(pg_query::NodeEnum::TypeName(tn)) = n.node.as_ref() else {
                     return Err(SqlError::not_supported("this PREPARE parameter type"));
@@ -2261,7 +2261,7 @@ impl Session {
         let mut exprs = Vec::with_capacity(types.len());
         {
             let snap = self.backend.txn.statement_snapshot()?;
-            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env) };
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
             for (i, (n, ty)) in e.params.iter().zip(&types).enumerate() {
                 let Some(node) = n.node.as_ref() else { return Err(SqlError::syntax("empty EXECUTE parameter")) };
                 let ex = a.scalar_expr(node)?;

@@ -176,7 +176,7 @@ impl<'a> Analyzer<'a> {
         let stmts = crate::parser::parse(&text)?;
         if let Some(NodeEnum::SelectStmt(sel)) = stmts.first().map(|s| &s.node) {
             let mut sub =
-                Analyzer { backend: self.backend, snap: self.snap, sql: &text, params: Vec::new(), params_allowed: false, views: self.views.clone(), upper: Default::default(), planner: self.planner.clone() };
+                Analyzer { backend: self.backend, snap: self.snap, sql: &text, params: Vec::new(), params_allowed: false, views: self.views.clone(), upper: Default::default(), planner: self.planner.clone(), fold_error: None };
             sub.select(sel).map_err(|mut e| {
                 e.position = None;
                 e

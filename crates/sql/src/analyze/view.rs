@@ -200,11 +200,15 @@ impl<'a> Analyzer<'a> {
         // The view is read by the current role; what it reads, by its owner.
         self.require(v.oid, crate::acl::SELECT);
         views.check_as = Some(crate::acl::rel_acl(self.backend, self.snap, v.oid)?.map_or(crate::roles::BOOTSTRAP_SUPERUSER, |r| r.owner));
-        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, views, upper: Default::default(), planner: self.planner.clone() };
+        let mut sub = Analyzer { backend: self.backend, snap: self.snap, sql: &v.sql, params: Vec::new(), params_allowed: false, views, upper: Default::default(), planner: self.planner.clone(), fold_error: None };
         let mut q = sub.select(sel).map_err(|mut e| {
             e.position = None;
             e
         })?;
+        // An error of constant folding in the view's body is the using statement's.
+        if self.fold_error.is_none() {
+            self.fold_error = sub.fold_error.take();
+        }
         if q.targets.len() < v.columns.len() {
             return Err(SqlError::new(b"42P16", format!("view \"{}\" no longer has the columns it was created with", v.name)).at(self.sql, rv.location));
         }

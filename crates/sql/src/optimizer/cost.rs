@@ -34,22 +34,45 @@ pub fn index_pages_fetched(tuples_fetched: f64, pages: f64, cache: f64) -> f64 {
     pf.ceil()
 }
 
-/// An index scan run `loops` times (the inner side of a parameterized
-/// nested loop), each fetching `rows_per_loop` rows of a table of `pages`
-/// pages and `tuples` rows, evaluating `nquals` more clauses per row: the
-/// total over all loops. Each loop descends the tree (PostgreSQL charges
-/// `log2(tuples)` comparisons plus 50 operator costs per level); the heap
-/// pages come from [`index_pages_fetched`] at `random_page_cost` each.
-pub fn param_index_scan(p: &PlannerSettings, tuples: f64, pages: f64, rows_per_loop: f64, loops: f64, nquals: usize) -> f64 {
-    let loops = loops.max(1.0);
+/// One execution of an index scan that is the inner side of a
+/// parameterized nested loop, fetching `rows_per_loop` rows of a table of
+/// `pages` pages and `tuples` rows and evaluating `nquals` more clauses per
+/// row, when the scan is expected to run about `loop_count` times
+/// (PostgreSQL's cost_index with loop_count > 1; the caller multiplies by
+/// the outer rows it really has):
+/// - the descent: `ceil(log2(tuples))` comparisons plus 50 operator costs
+///   per level of the tree (height estimated from the tuples, fan-out 256);
+/// - the index's leaf pages, one per `INDEX_TUPLES_PER_PAGE` entries read,
+///   and the heap pages: over all `loop_count` loops by Mackert-Lohman
+///   ([`index_pages_fetched`]: a page read by an earlier loop is still
+///   cached while the table fits), at `random_page_cost`, divided by the
+///   loops. The heap pages go from one per row (`max`, uncorrelated) to
+///   the fraction of the table the rows fill (`min`, the index's order is
+///   the heap's), interpolated by the squared `correlation` of the index's
+///   leading column, as PostgreSQL does;
+/// - per row: an index tuple, a heap tuple and the extra clauses.
+#[allow(clippy::too_many_arguments)]
+pub fn param_index_scan(p: &PlannerSettings, tuples: f64, pages: f64, rows_per_loop: f64, loop_count: f64, nquals: usize, correlation: f64) -> f64 {
+    let loop_count = loop_count.max(1.0);
+    let tuples = tuples.max(1.0);
     let height = (tuples.max(2.0).ln() / 256f64.ln()).ceil().max(1.0);
-    let descent = (tuples.max(2.0).log2() + (height + 1.0) * 50.0) * p.cpu_operator_cost;
-    let fetched = rows_per_loop * loops;
-    let heap_pages = index_pages_fetched(fetched, pages, p.effective_cache_size);
-    let cpu = fetched * (p.cpu_index_tuple_cost + p.cpu_tuple_cost + p.cpu_operator_cost * nquals as f64);
-    let c = loops * descent + heap_pages * p.random_page_cost + cpu;
+    let descent = (tuples.max(2.0).log2().ceil() + (height + 1.0) * 50.0) * p.cpu_operator_cost;
+    let index_pages = (tuples / INDEX_TUPLES_PER_PAGE).ceil().max(1.0);
+    let leaf_pages = (rows_per_loop * index_pages / tuples).ceil().max(1.0);
+    let index_io = index_pages_fetched(leaf_pages * loop_count, index_pages, p.effective_cache_size) * p.random_page_cost / loop_count;
+    let max_io = index_pages_fetched(rows_per_loop * loop_count, pages, p.effective_cache_size) * p.random_page_cost / loop_count;
+    let min_pages = (rows_per_loop / tuples * pages.max(1.0)).ceil();
+    let min_io = index_pages_fetched(min_pages * loop_count, pages, p.effective_cache_size) * p.random_page_cost / loop_count;
+    let c2 = (correlation * correlation).clamp(0.0, 1.0);
+    let heap_io = max_io + c2 * (min_io - max_io);
+    let cpu = rows_per_loop * (p.cpu_index_tuple_cost + p.cpu_tuple_cost + p.cpu_operator_cost * nquals as f64);
+    let c = descent + index_io + heap_io + cpu;
     if p.enable_indexscan { c } else { c + DISABLE_COST }
 }
+
+/// Entries of a B-tree leaf page assumed by [`param_index_scan`] (an int4
+/// or int8 key with its tuple header and line pointer: about 300 in 8 kB).
+pub const INDEX_TUPLES_PER_PAGE: f64 = 300.0;
 
 /// A hash join: the inner (build) side hashed, the outer side probing it,
 /// `nkeys` hash clauses. Beyond `work_mem` the build side goes to disk in
@@ -98,5 +121,18 @@ mod tests {
         // PostgreSQL's seq scan of 10 pages, 1000 rows, one qual: 22.5.
         assert_eq!(seq_scan(&on, 10.0, 1000.0, 1), 22.5);
         assert_eq!(seq_scan(&off, 10.0, 1000.0, 1), 22.5 + DISABLE_COST);
+    }
+
+    #[test]
+    fn a_correlated_index_reads_fewer_heap_pages_per_probe() {
+        let p = PlannerSettings::default();
+        // TPC-H SF0.1 lineitem (600,572 rows, 11,777 pages) probed by order
+        // key, 4 rows a probe, about 4,600 loops.
+        let uncorrelated = param_index_scan(&p, 600_572.0, 11_777.0, 4.0, 4_600.0, 0, 0.0);
+        let correlated = param_index_scan(&p, 600_572.0, 11_777.0, 4.0, 4_600.0, 0, 1.0);
+        assert!(correlated < uncorrelated, "{correlated} < {uncorrelated}");
+        // PostgreSQL 15 charges 2.77 a probe with 22,863 loops; within 25 %.
+        let pg = param_index_scan(&p, 600_572.0, 11_777.0, 4.0, 22_863.0, 0, 1.0);
+        assert!((pg - 2.77).abs() < 0.7, "{pg}");
     }
 }

@@ -125,12 +125,20 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
                         scan = scan.min(c);
                     }
                 }
-                let indexes = t.indexes.iter().enumerate().filter(|(_, ix)| !ix.columns.is_empty()).map(|(k, ix)| (k, ix.columns[0])).collect();
+                let indexes: Vec<(usize, usize)> = t.indexes.iter().enumerate().filter(|(_, ix)| !ix.columns.is_empty()).map(|(k, ix)| (k, ix.columns[0])).collect();
+                // A hash index's order says nothing of the heap's (correlation 0).
+                let correlation = indexes
+                    .iter()
+                    .map(|&(k, c)| match t.indexes[k].am {
+                        crate::index::IndexAm::Hash => 0.0,
+                        _ => size.stats.as_ref().and_then(|s| s.cols.get(c).and_then(|x| x.as_ref())).map_or(0.0, |cs| cs.correlation),
+                    })
+                    .collect();
                 rels.push(Rel {
                     rows,
                     cost: scan,
                     width: carried_width(offset, t.columns.len(), &|i| column_width(t, size.stats.as_deref(), i)),
-                    table: Some(TableRel { tuples: size.tuples, pages: size.pages, nquals: own.len(), indexes }),
+                    table: Some(TableRel { tuples: size.tuples, pages: size.pages, nquals: own.len(), indexes, correlation }),
                 });
                 sizes.push(Some(size));
             }
@@ -156,13 +164,15 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
         Source::Table(t) => Some(t),
         _ => None,
     };
+    let classes = equivalence_classes(quals);
     let mut clauses = Vec::new();
     for q in quals {
         let m = mask_of(q);
         if m.count_ones() < 2 {
             continue;
         }
-        let mut c = Clause { rels: m, sel: DEFAULT_INEQ_SEL, sides: None, param: Vec::new() };
+        let ec = column_equality(q).and_then(|(a, _, _)| classes.get(&a).copied()).filter(|_| m.count_ones() == 2);
+        let mut c = Clause { rels: m, sel: DEFAULT_INEQ_SEL, sides: None, param: Vec::new(), ec };
         if let Expr::Compare { op: CmpOp::Eq, l, r } = q {
             let (ml, mr) = (mask_of(l), mask_of(r));
             c.sel = DEFAULT_EQ_SEL;
@@ -191,6 +201,82 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
         clauses.push(c);
     }
     (rels, clauses)
+}
+
+/// The equivalence classes of a level's columns (PostgreSQL's
+/// EquivalenceClass, for plain columns only): two columns are in one class
+/// when a chain of conjuncts `x = y` between columns of the same type
+/// links them. Returns each linked column's class (its smallest member).
+pub fn equivalence_classes(quals: &[&Expr]) -> std::collections::BTreeMap<usize, usize> {
+    fn find(p: &mut std::collections::BTreeMap<usize, usize>, x: usize) -> usize {
+        let mut r = x;
+        while let Some(&up) = p.get(&r).filter(|&&up| up != r) {
+            r = up;
+        }
+        p.insert(x, r);
+        r
+    }
+    let mut parent = std::collections::BTreeMap::new();
+    for q in quals {
+        if let Some((a, b, _)) = column_equality(q) {
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            // The smaller column is the class's name.
+            let (lo, hi) = (ra.min(rb), ra.max(rb));
+            parent.insert(hi, lo);
+            parent.entry(lo).or_insert(lo);
+        }
+    }
+    let cols: Vec<usize> = parent.keys().copied().collect();
+    cols.into_iter().map(|c| (c, find(&mut parent, c))).collect()
+}
+
+/// `x = y` between two distinct columns of the same type: (x, y, type).
+fn column_equality(q: &Expr) -> Option<(usize, usize, Type)> {
+    match q {
+        Expr::Compare { op: CmpOp::Eq, l, r } => match (&**l, &**r) {
+            (Expr::Column(a, ta), Expr::Column(b, tb)) if ta == tb && a != b => Some((*a, *b, *ta)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The equalities between columns of different items (`leaf_of`) that the
+/// conjuncts imply by transitivity and do not state (`a = b AND b = c`
+/// gives `a = c`), so that the join search can join the items of `a` and
+/// `c` directly, hash on that key or probe an index with it, as
+/// PostgreSQL's equivalence classes allow (TPC-H Q5 joins customer with
+/// nation through `c_nationkey = s_nationkey AND s_nationkey =
+/// n_nationkey`). Their selectivity is not counted twice: the search
+/// multiplies, per class, only the clauses that join items not already
+/// joined ([`crate::optimizer::joinsearch`]'s `set_rows`).
+pub fn implied_equalities(quals: &[&Expr], leaf_of: &dyn Fn(usize) -> usize) -> Vec<Expr> {
+    let classes = equivalence_classes(quals);
+    let mut stated = std::collections::BTreeSet::new();
+    let mut types = std::collections::BTreeMap::new();
+    for q in quals {
+        if let Some((a, b, t)) = column_equality(q) {
+            stated.insert((a.min(b), a.max(b)));
+            types.insert(a, t);
+            types.insert(b, t);
+        }
+    }
+    let mut members: std::collections::BTreeMap<usize, Vec<usize>> = std::collections::BTreeMap::new();
+    for (&c, &class) in &classes {
+        members.entry(class).or_default().push(c);
+    }
+    let mut out = Vec::new();
+    for cols in members.values() {
+        for (i, &a) in cols.iter().enumerate() {
+            for &b in &cols[i + 1..] {
+                if leaf_of(a) != leaf_of(b) && !stated.contains(&(a, b)) {
+                    let t = types[&a];
+                    out.push(Expr::Compare { op: CmpOp::Eq, l: Box::new(Expr::Column(a, t)), r: Box::new(Expr::Column(b, t)) });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// For the joins of a tree whose conditions are placed: a parameterized

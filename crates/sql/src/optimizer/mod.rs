@@ -2,6 +2,7 @@
 
 pub mod cost;
 pub mod estimate;
+pub mod fold;
 pub mod joinsearch;
 pub mod projection;
 pub mod selectivity;

@@ -50,14 +50,34 @@ fn scalar(v: &Value) -> Option<f64> {
         Value::Float8(f) => *f,
         Value::Float4(f) => *f as f64,
         Value::Numeric(n) => n.to_f64()?,
-        Value::Date(d) => *d as f64,
+        // A date as the timestamp of its midnight, so that a date column's
+        // histogram and a timestamp bound (`date_col < '1995-01-01
+        // 00:00'::timestamp`) are on one line; within dates only the ratio counts.
+        Value::Date(d) => (*d as i64 * ferrogres_datum::datetime::USECS_PER_DAY) as f64,
         Value::Time(t) | Value::Timestamp(t) | Value::Timestamptz(t) => *t as f64,
         _ => return None,
     })
 }
 
 fn cmp(a: &Value, b: &Value) -> Ordering {
-    crate::exec::compare(a, b)
+    // date against timestamp (PostgreSQL's cross-type date_lt_timestamp & co.):
+    // the date as its midnight.
+    let midnight = |d: i32| d as i64 * ferrogres_datum::datetime::USECS_PER_DAY;
+    match (a, b) {
+        (Value::Date(d), Value::Timestamp(t)) => midnight(*d).cmp(t),
+        (Value::Timestamp(t), Value::Date(d)) => t.cmp(&midnight(*d)),
+        _ => crate::exec::compare(a, b),
+    }
+}
+
+/// The column a clause side reads, for estimation: [`crate::index::column_of`]
+/// and also through a cast of a date to timestamp (order-preserving; its
+/// statistics are the date column's, compared with [`cmp`] across the types).
+fn est_column_of(e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Cast { arg, from: ferrogres_datum::types::Type::Date, to: ferrogres_datum::types::Type::Timestamp, .. } => est_column_of(arg),
+        _ => crate::index::column_of(e),
+    }
 }
 
 /// `col = v` (v `None`: a value unknown at planning time, such as a
@@ -233,7 +253,7 @@ fn flip(op: CmpOp) -> CmpOp {
 /// the operator as seen from the column, and the other side.
 fn column_compare(e: &Expr) -> Option<(usize, CmpOp, &Expr)> {
     let Expr::Compare { op, l, r } = e else { return None };
-    match (crate::index::column_of(l), crate::index::column_of(r)) {
+    match (est_column_of(l), est_column_of(r)) {
         (Some(c), _) if crate::index::row_free(r) => Some((c, *op, &**r)),
         (_, Some(c)) if crate::index::row_free(l) => Some((c, flip(*op), &**l)),
         _ => None,
