@@ -267,8 +267,12 @@ struct SqlSession {
     /// The last description sent, for the columns (the session's shared
     /// description) and result formats it was made for: a prepared
     /// statement's Describe per execution builds nothing.
-    fields_memo: Option<(Arc<[ColumnDesc]>, Vec<i16>, Arc<[FieldInfo]>)>,
+    fields_memo: Option<FieldsMemo>,
 }
+
+/// A description sent: the session's columns (compared by pointer), the
+/// result formats, and the fields made from them.
+type FieldsMemo = (Arc<[ColumnDesc]>, Vec<i16>, Arc<[FieldInfo]>);
 
 impl SqlSession {
     fn forget_ended_portals(&mut self) {

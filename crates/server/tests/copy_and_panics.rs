@@ -91,7 +91,7 @@ impl Session for TestSession {
     fn describe_statement(&mut self, _name: &str) -> Result<StatementDescription, PgError> {
         Ok(StatementDescription { param_types: vec![], fields: None })
     }
-    fn describe_portal(&mut self, _name: &str) -> Result<Option<Vec<FieldInfo>>, PgError> {
+    fn describe_portal(&mut self, _name: &str) -> Result<Option<std::sync::Arc<[FieldInfo]>>, PgError> {
         Ok(None)
     }
     fn execute(&mut self, portal: &str, _max: u32, sink: &mut dyn ResultSink) -> Result<ExecuteOutcome, PgError> {
