@@ -109,6 +109,20 @@ pub fn arm(limit: isize) {
     });
 }
 
+/// This thread's soft limit and recorded crossing, to put back with
+/// [`restore`] after a nested, tighter bound.
+pub fn state() -> (isize, usize) {
+    ACCOUNT.try_with(|a| (a.mark.get(), a.crossed.get())).unwrap_or((isize::MAX, 0))
+}
+
+/// Puts back a [`state`].
+pub fn restore(s: (isize, usize)) {
+    let _ = ACCOUNT.try_with(|a| {
+        a.mark.set(s.0);
+        a.crossed.set(s.1);
+    });
+}
+
 /// Disarms the soft limit.
 pub fn disarm() {
     arm(isize::MAX);

@@ -165,3 +165,22 @@ fn prepared_statements_keep_their_parameters() {
         assert_eq!(r.one(), want);
     }
 }
+
+/// A call whose value is large is left to run with the statement, under its
+/// statement_memory_limit: planning never computes and keeps a large value
+/// (a cached plan would hold it). EXPLAIN shows the call unfolded, a small
+/// one folded, and the memory limit still fails the large one at execution.
+#[test]
+fn large_values_are_left_to_the_executor() {
+    let srv = Server::start_temp(&[]);
+    let mut c = Client::connect(srv.port);
+    let p = plan(&mut c, "VERBOSE SELECT length(repeat('x', 2000000))");
+    assert!(p.contains("repeat("), "{p}");
+    let p = plan(&mut c, "VERBOSE SELECT length(repeat('x', 20))");
+    assert!(!p.contains("repeat("), "{p}");
+    assert_eq!(rows(&mut c, "SELECT length(repeat('x', 2000000))"), ["2000000"]);
+    ok(&c.q("SET statement_memory_limit = '64MB'"));
+    let r = c.q("SELECT length(repeat('u', 100000000))");
+    assert_eq!(r.code(), "53200", "{:?}", r.error);
+    assert_eq!(rows(&mut c, "SELECT 1"), ["1"]);
+}

@@ -96,6 +96,23 @@ pub fn end_statement() {
     memacct::disarm();
 }
 
+/// Runs `f` under a tighter bound: at most `budget` more bytes (never more
+/// than the statement's own limit), then puts the statement's limit back.
+/// Returns `f`'s result, whether the bound was crossed, and the bytes `f`
+/// left allocated (what its result holds; 0 without the counting allocator).
+/// Constant folding evaluates under it, so a large value is computed when
+/// the statement runs, under the statement's limit, not at planning time.
+pub fn with_budget<T>(budget: usize, f: impl FnOnce() -> T) -> (T, bool, usize) {
+    let saved = memacct::state();
+    let before = memacct::thread_net();
+    memacct::arm(saved.0.min(before.saturating_add(budget.min(isize::MAX as usize) as isize)));
+    let r = f();
+    let crossed = memacct::crossed().is_some();
+    let kept = memacct::thread_net().saturating_sub(before).max(0) as usize;
+    memacct::restore(saved);
+    (r, crossed, kept)
+}
+
 /// 53200 when the running statement passed its limit.
 pub fn check() -> Result<()> {
     match memacct::crossed() {

@@ -122,12 +122,24 @@ fn is_null_const(e: &Expr) -> bool {
     matches!(e, Expr::Const(Value::Null, _))
 }
 
+/// Memory a folded call may use while it is evaluated.
+const FOLD_BUDGET: usize = 64 << 20;
+/// The largest value kept as a folded constant (a plan holds it, a cached
+/// plan for long, and execution copies it).
+const FOLD_MAX_VALUE: usize = 1 << 20;
+
 /// Evaluates `e` (whose inputs are constants) and replaces it by its value;
-/// an error leaves it as it is and is recorded.
+/// an error leaves it as it is and is recorded. A call that needs more than
+/// [`FOLD_BUDGET`] to evaluate, or whose value is over [`FOLD_MAX_VALUE`], is
+/// left to run with the statement, under its memory limit
+/// (`statement_memory_limit`): planning never holds a large value.
 fn evaluate(e: Expr, st: &mut Folded) -> Expr {
     let ty = e.ty();
-    match crate::exec::eval_no_row(&e) {
+    let (r, crossed, kept) = crate::memory::with_budget(FOLD_BUDGET, || crate::exec::eval_no_row(&e));
+    match r {
+        Ok(_) if crossed || kept > FOLD_MAX_VALUE => e,
         Ok(v) => Expr::Const(v, ty),
+        Err(err) if crossed || &err.code == b"53200" => e,
         Err(err) => {
             st.record(err);
             e
