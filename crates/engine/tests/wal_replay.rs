@@ -379,6 +379,50 @@ fn concurrent_inserters_each_record_found_exactly_once() {
 }
 
 #[test]
+fn pages_initialized_ahead_by_the_wal_writer_carry_records_intact() {
+    // Ring of 8 pages. After a flush, every slot but the one holding the current
+    // (partly written) page can be prepared for the pages that follow it.
+    let o = opts();
+    let (dir, wal) = fresh(&o);
+    let first = insert_n(&wal, 0, 3);
+    wal.flush(first.last().unwrap().1).unwrap();
+    assert_eq!(wal.preinit_buffers(), 7, "all slots but the current page's");
+    assert_eq!(wal.preinit_buffers(), 0, "nothing more until WAL is written");
+    // Records written into the prepared pages (and beyond, wrapping the ring) read
+    // back after a crash, while another thread keeps preparing pages.
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let wal = Arc::new(wal);
+    let stop = Arc::new(AtomicBool::new(false));
+    let prepared = Arc::new(AtomicUsize::new(0));
+    let helper = {
+        let (wal, stop, prepared) = (wal.clone(), stop.clone(), prepared.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                prepared.fetch_add(wal.preinit_buffers(), Ordering::Relaxed);
+                std::thread::yield_now();
+            }
+        })
+    };
+    let mut lsns = first;
+    let mut next = 3;
+    // At least 40 rounds, and on until the helper has prepared pages while records
+    // were being inserted.
+    while next < 403 || prepared.load(Ordering::Relaxed) == 0 {
+        assert!(next < 1_000_000, "the helper never prepared a page");
+        let more = insert_n(&wal, next, 10);
+        wal.flush(more.last().unwrap().1).unwrap();
+        lsns.extend(more);
+        next += 10;
+    }
+    stop.store(true, Ordering::Relaxed);
+    helper.join().unwrap();
+    drop(Arc::try_unwrap(wal).ok().unwrap());
+    let (_w, recs, _) = recover_all(dir.path(), &o);
+    assert_eq!(recs.len() as u64, next);
+    check_sequence(&recs, 0, &lsns);
+}
+
+#[test]
 fn async_commit_is_flushed_by_the_wal_writer() {
     let o = WalOptions { synchronous_commit: false, wal_writer_delay: Duration::from_millis(20), ..opts() };
     let (_dir, wal) = fresh(&o);

@@ -36,9 +36,14 @@ pub fn heap_page_get_tuple_mut(page: &mut [u8], off: OffsetNumber) -> Result<&mu
     page_get_item_mut(page, off)
 }
 
-/// The decoded header of the tuple at `off`.
+/// The decoded header of the tuple at `off` ([`heap_page_get_tuple`]'s checks,
+/// one parse).
 pub fn heap_page_get_header(page: &[u8], off: OffsetNumber) -> Result<TupleHeader> {
-    TupleHeader::read(heap_page_get_tuple(page, off)?)
+    let id = page_get_item_id(page, off)?;
+    if id.flags != LpFlags::Normal {
+        return Err(Error::corrupt(format!("heap line pointer {off} is not a tuple: {id:?}")));
+    }
+    TupleHeader::read(page_get_item(page, off)?)
 }
 
 /// Walks the normal line pointers of a page in offset order, yielding each tuple, or
@@ -704,14 +709,18 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
     // (index 0 unused); each status is computed once.
     let mut tuples: Vec<Option<(TupleHeader, HtsvResult)>> = Vec::with_capacity(max + 1);
     tuples.push(None);
-    for o in 1..=max as OffsetNumber {
-        let id = page_get_item_id(page, o)?;
-        tuples.push(if id.flags == LpFlags::Normal {
-            let h = heap_page_get_header(page, o)?;
-            Some((h, status(&h)))
-        } else {
-            None
-        });
+    {
+        // Validated above: one line-pointer read and one header parse per tuple.
+        let items = PageItems::new(page)?;
+        for o in 1..=max as OffsetNumber {
+            tuples.push(match items.normal(o)? {
+                Some(t) => {
+                    let h = TupleHeader::read(t)?;
+                    Some((h, status(&h)))
+                }
+                None => None,
+            });
+        }
     }
     let mut processed = vec![false; max + 1];
     // One buffer for every chain's members (cleared per root).

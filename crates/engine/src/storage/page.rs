@@ -332,7 +332,9 @@ pub fn page_validate(page: &[u8]) -> Result<()> {
     page_validate_header(page)?;
     let (upper, special) = (page_upper(page), page_special_offset(page));
     let max = page_max_offset_number(page);
-    let mut extents: Vec<(usize, usize)> = Vec::new();
+    // The MAXALIGN units items occupy (an item ends at its maxaligned length): two
+    // items overlap when they share a unit.
+    let mut units = [0u64; BLCKSZ / MAXALIGN / 64];
     for off in FIRST_OFFSET_NUMBER..=max {
         let id = read_item_id(page, off);
         let bad = |why: &str| Err(Error::corrupt(format!("line pointer {off} {why}: {id:?}")));
@@ -349,16 +351,29 @@ pub fn page_validate(page: &[u8]) -> Result<()> {
             if s < upper || e > special || s % MAXALIGN != 0 {
                 return bad("points outside the item area");
             }
-            extents.push((s, e));
-        }
-    }
-    extents.sort_unstable();
-    for w in extents.windows(2) {
-        if maxalign(w[0].1) > w[1].0 {
-            return Err(Error::corrupt(format!("items overlap at page offset {}", w[1].0)));
+            if !mark_units(&mut units, s / MAXALIGN, maxalign(e) / MAXALIGN) {
+                return Err(Error::corrupt(format!("items overlap at page offset {s}")));
+            }
         }
     }
     Ok(())
+}
+
+/// Marks units `[from, to)` of `bits` (`to` at most its length in bits); false when
+/// one of them was marked already.
+fn mark_units(bits: &mut [u64], from: usize, to: usize) -> bool {
+    let mut u = from;
+    while u < to {
+        let (w, lo) = (u / 64, u % 64);
+        let hi = (to - w * 64).min(64);
+        let mask = if hi - lo == 64 { !0 } else { ((1u64 << (hi - lo)) - 1) << lo };
+        if bits[w] & mask != 0 {
+            return false;
+        }
+        bits[w] |= mask;
+        u = w * 64 + hi;
+    }
+    true
 }
 
 /// Number of line pointers (the largest offset number in use or not).
@@ -662,8 +677,9 @@ pub(crate) fn page_repair_fragmentation_valid(page: &mut [u8]) {
         let p = item_id_pos(o);
         page[p..p + 4].copy_from_slice(&id.encode().to_le_bytes());
     }
-    let lower = page_lower(page);
-    page[lower..upper].fill(0);
+    // The free space between pd_lower and the new pd_upper keeps whatever bytes it
+    // had (PostgreSQL does not clear it either): nothing reads them, and a
+    // full-page image leaves that hole out.
     set_upper(page, upper);
     let mut any_unused = false;
     for o in FIRST_OFFSET_NUMBER..=max {

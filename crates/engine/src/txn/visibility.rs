@@ -76,7 +76,8 @@ pub trait XidOracle {
     fn cmin(&self, t: &TupleVisibilityInfo) -> CommandId;
     /// cmax of a tuple deleted by the current transaction.
     fn cmax(&self, t: &TupleVisibilityInfo) -> CommandId;
-    /// Is `xid` running according to `snap` (snapshot + subtrans)?
+    /// Is `xid` running according to `snap` (snapshot + subtrans)? Never for an
+    /// xid preceding `snap.xmin` (callers skip the call then).
     fn in_snapshot(&self, xid: TransactionId, snap: &Snapshot) -> bool;
     /// The members of multixact `multi` (None: forgotten, every member ended
     /// without a committed update; see txn::multixact's retention rule).
@@ -190,6 +191,13 @@ fn examine_xmin(t: &TupleVisibilityInfo, o: &dyn XidOracle, hints: &mut u16) -> 
     }
 }
 
+/// `o.in_snapshot`, answering without the call for an xid older than every xid the
+/// snapshot saw running (the common case on a HOT chain of old versions).
+#[inline]
+fn in_snapshot(o: &dyn XidOracle, xid: TransactionId, snap: &Snapshot) -> bool {
+    !xid_precedes(xid, snap.xmin) && o.in_snapshot(xid, snap)
+}
+
 /// MVCC visibility (HeapTupleSatisfiesMVCC): is the tuple visible to `snap`, given
 /// the current transaction's own changes up to `snap.curcid`?
 pub fn satisfies_mvcc(t: &TupleVisibilityInfo, snap: &Snapshot, o: &dyn XidOracle) -> Result<Visibility> {
@@ -223,7 +231,7 @@ pub fn satisfies_mvcc(t: &TupleVisibilityInfo, snap: &Snapshot, o: &dyn XidOracl
             }
             return if o.cmax(t) >= snap.curcid { yes(hints) } else { no(hints) };
         }
-        if o.in_snapshot(t.xmin, snap) {
+        if in_snapshot(o, t.xmin, snap) {
             return no(hints);
         }
         // Not running for the snapshot, so finished before it was taken; the clog
@@ -233,7 +241,7 @@ pub fn satisfies_mvcc(t: &TupleVisibilityInfo, snap: &Snapshot, o: &dyn XidOracl
         } else {
             return no(hints | HEAP_XMIN_INVALID);
         }
-    } else if !t.xmin_frozen() && !o.is_current_xid(t.xmin) && o.in_snapshot(t.xmin, snap) {
+    } else if !t.xmin_frozen() && in_snapshot(o, t.xmin, snap) && !o.is_current_xid(t.xmin) {
         // Committed (hint set) but after our snapshot was taken.
         return no(hints);
     }
@@ -249,14 +257,14 @@ pub fn satisfies_mvcc(t: &TupleVisibilityInfo, snap: &Snapshot, o: &dyn XidOracl
         if o.is_current_xid(t.xmax) {
             return if o.cmax(t) >= snap.curcid { yes(hints) } else { no(hints) };
         }
-        if o.in_snapshot(t.xmax, snap) {
+        if in_snapshot(o, t.xmax, snap) {
             return yes(hints);
         }
         if o.status(t.xmax)? != XidStatus::Committed {
             return yes(hints | HEAP_XMAX_INVALID);
         }
         hints |= committed_hint(o, t.xmax, HEAP_XMAX_COMMITTED);
-    } else if o.in_snapshot(t.xmax, snap) {
+    } else if in_snapshot(o, t.xmax, snap) {
         return yes(hints);
     }
     no(hints)

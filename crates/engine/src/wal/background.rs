@@ -156,8 +156,12 @@ pub fn start_wal_writer_with(wal: Arc<Wal>, on_start: OnStart, on_error: impl Fn
     // Hibernating (after 50 idle rounds), it sleeps 25 delays (PostgreSQL's
     // HIBERNATE_FACTOR); an asynchronous commit wakes it (`Wal::commit`).
     BackgroundWorker::spawn("wal writer", delay, "WalWriterMain", on_start, latch, 25, move || {
-        match wal.background_flush() {
-            Ok(flushed) => flushed,
+        // Pages initialized ahead of inserters count as work: a WAL writer that
+        // keeps them ahead does not hibernate while WAL is being generated.
+        let flushed = wal.background_flush();
+        let initialized = wal.preinit_buffers() > 0;
+        match flushed {
+            Ok(flushed) => flushed || initialized,
             Err(e) => {
                 on_error(e);
                 true

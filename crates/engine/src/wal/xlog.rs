@@ -946,31 +946,62 @@ impl Wal {
             if self.xlblocks[want_idx].load(Ordering::Acquire) == upto + PS {
                 return Ok(());
             }
-            let next = *init;
-            if next > upto {
+            if *init > upto {
                 return Err(Error::internal("WAL buffer initialization went past a page not yet seen"));
             }
-            let idx = ((next / PS) % self.n_pages) as usize;
-            let old_end = self.xlblocks[idx].load(Ordering::Acquire);
-            if old_end > self.written.load(Ordering::Acquire) {
+            if let Err(old_end) = self.init_next_page(&mut init) {
                 // The ring is full: the page there must be written first. Never wait
                 // with the mapping lock held (README, lock ordering).
                 drop(init);
                 self.stats.buffer_full_waits.fetch_add(1, Ordering::Relaxed);
                 self.write_out(old_end)?;
-                continue;
             }
-            // SAFETY: the old page in this slot is written (old_end <= written) and
-            // no inserter uses it (they would have advertised below old_end); new
-            // content is published by the Release store to xlblocks.
-            unsafe {
-                let p = std::slice::from_raw_parts_mut(self.ring.add(idx * PS as usize), PS as usize);
-                p.fill(0);
-                PageHeader { magic: WAL_PAGE_MAGIC, info: 0, tli: TIMELINE, pageaddr: next, rem_len: 0 }.encode(p);
-            }
-            self.xlblocks[idx].store(next + PS, Ordering::Release);
-            *init = next + PS;
         }
+    }
+
+    /// With the mapping lock held (`init` is its value: the next WAL page to
+    /// initialize): zeroes the ring slot of that page and gives it its header, if the
+    /// page the slot held before is written out; otherwise `Err` with that old
+    /// page's end, which must be written first.
+    fn init_next_page(&self, init: &mut u64) -> std::result::Result<(), u64> {
+        let next = *init;
+        let idx = ((next / PS) % self.n_pages) as usize;
+        let old_end = self.xlblocks[idx].load(Ordering::Acquire);
+        if old_end > self.written.load(Ordering::Acquire) {
+            return Err(old_end);
+        }
+        // SAFETY: the old page in this slot is written (old_end <= written) and no
+        // inserter uses it (they would have advertised below old_end); new content
+        // is published by the Release store to xlblocks.
+        unsafe {
+            let p = std::slice::from_raw_parts_mut(self.ring.add(idx * PS as usize), PS as usize);
+            p.fill(0);
+            PageHeader { magic: WAL_PAGE_MAGIC, info: 0, tli: TIMELINE, pageaddr: next, rem_len: 0 }.encode(p);
+        }
+        self.xlblocks[idx].store(next + PS, Ordering::Release);
+        *init = next + PS;
+        Ok(())
+    }
+
+    /// The WAL writer's opportunistic step (PostgreSQL's XLogBackgroundFlush ends
+    /// with the same): initializes ring pages ahead of the inserters, as many as
+    /// the ring holds whose old pages are written out, so that an inserter rarely
+    /// zeroes a page itself. Never writes or waits; takes the mapping lock once per
+    /// page. Returns how many pages it initialized. Only in production: recovery
+    /// and shutdown position the ring themselves.
+    pub fn preinit_buffers(&self) -> usize {
+        if self.run_state() != RunState::Production {
+            return 0;
+        }
+        let mut n = 0;
+        while n < self.n_pages as usize {
+            let mut init = lock(&self.mapping);
+            if self.init_next_page(&mut init).is_err() {
+                break;
+            }
+            n += 1;
+        }
+        n
     }
 
     /// Waits until every insertion into WAL below `upto` has finished (clamped to the
