@@ -114,13 +114,58 @@ pub struct RecordBuilder<'a> {
 }
 
 /// A record assembled for given redo pointer / full_page_writes: everything but
-/// xl_prev and the CRC, which are known only once space is reserved.
-pub(crate) struct Assembled {
+/// xl_prev and the CRC, which are known only once space is reserved. Page images
+/// are not copied: they stay borrowed from the registered pages (whose content
+/// locks the caller holds) until the record is copied into the WAL buffers, as
+/// PostgreSQL's rdata chain does.
+pub(crate) struct Assembled<'a> {
+    /// The record without its images.
     pub(crate) bytes: Vec<u8>,
-    /// CRC-32C of bytes[RECORD_HEADER_SIZE..].
+    /// The image pieces, each inserted before `bytes[at..]`, in order (an image
+    /// with a hole is two pieces at the same position).
+    pub(crate) images: Vec<(usize, &'a [u8])>,
+    /// Total length of the record: `bytes` plus the image pieces.
+    pub(crate) len: usize,
+    /// CRC-32C of the record after its header.
     pub(crate) payload_crc: u32,
     /// Bit i set: block reference i carries an image.
     pub(crate) image_mask: u64,
+}
+
+impl<'a> Assembled<'a> {
+    /// The record's pieces in order: runs of `bytes` and image pieces.
+    pub(crate) fn chunks(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut from = 0;
+        let mut images = self.images.iter();
+        let mut pending: Option<&[u8]> = None;
+        std::iter::from_fn(move || loop {
+            if let Some(img) = pending.take() {
+                return Some(img);
+            }
+            match images.next() {
+                Some(&(at, img)) => {
+                    pending = Some(img);
+                    if at > from {
+                        let run = &self.bytes[from..at];
+                        from = at;
+                        return Some(run);
+                    }
+                }
+                None if from < self.bytes.len() => {
+                    let run = &self.bytes[from..];
+                    from = self.bytes.len();
+                    return Some(run);
+                }
+                None => return None,
+            }
+        })
+    }
+
+    /// The whole record in one buffer (tests, and readers of a record just built).
+    #[cfg(test)]
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        self.chunks().flat_map(|c| c.iter().copied()).collect()
+    }
 }
 
 impl<'a> RecordBuilder<'a> {
@@ -196,9 +241,12 @@ impl<'a> RecordBuilder<'a> {
     }
 
     /// Encodes the record (xl_prev and xl_crc left zero).
-    pub(crate) fn assemble(&self, redo: Lsn, fpw: bool) -> Result<Assembled> {
-        let mut out = Vec::with_capacity(RECORD_HEADER_SIZE + 64 + self.main.len());
+    pub(crate) fn assemble(&self, redo: Lsn, fpw: bool) -> Result<Assembled<'a>> {
+        let data: usize = self.blocks.iter().map(|b| b.data.len() + 24).sum();
+        let mut out = Vec::with_capacity(RECORD_HEADER_SIZE + data + self.main.len());
         out.resize(RECORD_HEADER_SIZE, 0);
+        let mut images: Vec<(usize, &'a [u8])> = Vec::new();
+        let mut image_len = 0;
         let mut mask = 0;
         let mut prev_rel: Option<RelFileLocator> = None;
         for (i, b) in self.blocks.iter().enumerate() {
@@ -243,28 +291,38 @@ impl<'a> RecordBuilder<'a> {
             }
             out.extend_from_slice(&b.tag.block.to_le_bytes());
             if image {
-                let page = b.page.unwrap();
-                out.extend_from_slice(&page[..hole.0]);
-                out.extend_from_slice(&page[hole.0 + hole.1..]);
+                let page: &'a [u8] = b.page.unwrap();
+                images.push((out.len(), &page[..hole.0]));
+                images.push((out.len(), &page[hole.0 + hole.1..]));
+                image_len += BLCKSZ - hole.1;
             }
             out.extend_from_slice(&b.data);
             prev_rel = Some(b.tag.rel);
         }
         out.extend_from_slice(&self.main);
-        if out.len() > MAX_RECORD_SIZE {
+        let total = out.len() + image_len;
+        if total > MAX_RECORD_SIZE {
             return Err(Error::user(
                 crate::SqlState::PROGRAM_LIMIT_EXCEEDED,
-                format!("WAL record of {} bytes is too large", out.len()),
+                format!("WAL record of {total} bytes is too large"),
             ));
         }
-        let len = out.len() as u32;
-        out[0..4].copy_from_slice(&len.to_le_bytes());
+        out[0..4].copy_from_slice(&(total as u32).to_le_bytes());
         out[4..8].copy_from_slice(&self.xid.to_le_bytes());
         out[16] = self.info;
         out[17] = self.rmgr as u8;
         out[18] = self.blocks.len() as u8;
-        let payload_crc = crc32c::crc32c(&out[RECORD_HEADER_SIZE..]);
-        Ok(Assembled { bytes: out, payload_crc, image_mask: mask })
+        let mut a = Assembled { bytes: out, images, len: total, payload_crc: 0, image_mask: mask };
+        // The header is the first RECORD_HEADER_SIZE bytes of the first chunk.
+        let mut crc = 0;
+        let mut skip = RECORD_HEADER_SIZE;
+        for c in a.chunks() {
+            let k = skip.min(c.len());
+            skip -= k;
+            crc = crc32c::crc32c_append(crc, &c[k..]);
+        }
+        a.payload_crc = crc;
+        Ok(a)
     }
 }
 
@@ -572,8 +630,10 @@ mod tests {
     fn roundtrip(rb: &RecordBuilder, redo: Lsn, fpw: bool) -> DecodedRecord {
         let mut a = rb.assemble(redo, fpw).unwrap();
         finish_record(&mut a.bytes, a.payload_crc, Lsn(0x1234));
-        assert!(record_crc_ok(&a.bytes));
-        decode_record(&a.bytes, Lsn(0x2000), Lsn(0x2000 + a.bytes.len() as u64)).unwrap()
+        let bytes = a.to_vec();
+        assert_eq!(bytes.len(), a.len);
+        assert!(record_crc_ok(&bytes));
+        decode_record(&bytes, Lsn(0x2000), Lsn(0x2000 + bytes.len() as u64)).unwrap()
     }
 
     #[test]
@@ -620,21 +680,22 @@ mod tests {
         rb.register_buffer(0, tag(1, 2), &p1, regbuf::STANDARD).append_main_data(&[9; 50]);
         let mut a = rb.assemble(Lsn(10), true).unwrap();
         finish_record(&mut a.bytes, a.payload_crc, Lsn(0));
-        for i in 0..a.bytes.len() {
-            let mut c = a.bytes.clone();
+        let a_bytes = a.to_vec();
+        for i in 0..a_bytes.len() {
+            let mut c = a_bytes.clone();
             c[i] ^= 0x04;
             assert!(!record_crc_ok(&c), "flip at {i} not detected");
         }
         // Structure errors (after a valid CRC) are errors, not panics.
-        let mut c = a.bytes.clone();
+        let mut c = a_bytes.clone();
         c[18] = 40; // nblocks
         assert!(decode_record(&c, Lsn(24), Lsn(24)).is_err());
-        let mut c = a.bytes.clone();
+        let mut c = a_bytes.clone();
         c[RECORD_HEADER_SIZE + 4] = 0xFF; // image length
         c[RECORD_HEADER_SIZE + 5] = 0xFF;
         assert!(decode_record(&c, Lsn(24), Lsn(24)).is_err());
         for cut in [0, 10, 24, 30, 60] {
-            let mut c = a.bytes[..cut.min(a.bytes.len())].to_vec();
+            let mut c = a_bytes[..cut.min(a_bytes.len())].to_vec();
             if c.len() >= 4 {
                 let n = c.len() as u32;
                 c[0..4].copy_from_slice(&n.to_le_bytes());

@@ -837,24 +837,24 @@ impl Wal {
                 drop(slot);
                 continue;
             }
-            let size = align_record(a.bytes.len() as u64);
+            let size = align_record(a.len as u64);
             let (s, e, p) = self.pos.reserve(size);
             let start = bytepos_to_lsn(s);
             let end = bytepos_to_end_lsn(e);
             let prev = if s == 0 { Lsn(0) } else { bytepos_to_lsn(p) };
             finish_record(&mut a.bytes, a.payload_crc, prev);
-            if let Err(err) = self.copy_record(slot.slot, &a.bytes, start) {
+            if let Err(err) = self.copy_record(slot.slot, a.chunks(), a.len, start) {
                 // Space is reserved but not filled: nothing after it can be trusted.
                 self.poisoned.store(true, Ordering::SeqCst);
                 return Err(err);
             }
             drop(slot);
             self.stats.records.fetch_add(1, Ordering::Relaxed);
-            self.stats.bytes.fetch_add(a.bytes.len() as u64, Ordering::Relaxed);
+            self.stats.bytes.fetch_add(a.len as u64, Ordering::Relaxed);
             if a.image_mask != 0 {
                 self.stats.fpi.fetch_add(a.image_mask.count_ones() as u64, Ordering::Relaxed);
             }
-            crate::pgstat::usage::count_wal(a.bytes.len() as u64, a.image_mask.count_ones() as u64);
+            crate::pgstat::usage::count_wal(a.len as u64, a.image_mask.count_ones() as u64);
             return Ok((start, end));
         }
     }
@@ -887,31 +887,38 @@ impl Wal {
         SlotGuard { slot, _lock: g }
     }
 
-    /// Step 2: copy the record into the ring, page by page.
-    fn copy_record(&self, slot: &InsertSlot, bytes: &[u8], start: Lsn) -> Result<()> {
+    /// Step 2: copy the record (`len` bytes, in `chunks`) into the ring, page by
+    /// page.
+    fn copy_record<'c>(&self, slot: &InsertSlot, chunks: impl Iterator<Item = &'c [u8]>, len: usize, start: Lsn) -> Result<()> {
         let mut lsn = start.0;
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            let page_start = lsn - lsn % PS;
-            let mut off = lsn % PS;
-            let page = self.get_buffer(slot, page_start, lsn)?;
-            if off == 0 {
-                // Our record continues onto this page: mark it so in the header.
-                // SAFETY: only the inserter whose record continues here writes these
-                // header fields after initialization; `page` is a ring page.
-                unsafe {
-                    let info = XLP_FIRST_IS_CONTRECORD.to_le_bytes();
-                    std::ptr::copy_nonoverlapping(info.as_ptr(), page.add(2), 2);
-                    let rem = (rest.len() as u32).to_le_bytes();
-                    std::ptr::copy_nonoverlapping(rem.as_ptr(), page.add(16), 4);
+        // Bytes of the record not yet copied (a continuation page's header says
+        // how many remain).
+        let mut left = len;
+        for chunk in chunks {
+            let mut rest = chunk;
+            while !rest.is_empty() {
+                let page_start = lsn - lsn % PS;
+                let mut off = lsn % PS;
+                let page = self.get_buffer(slot, page_start, lsn)?;
+                if off == 0 {
+                    // Our record continues onto this page: mark it so in the header.
+                    // SAFETY: only the inserter whose record continues here writes
+                    // these header fields after initialization; `page` is a ring page.
+                    unsafe {
+                        let info = XLP_FIRST_IS_CONTRECORD.to_le_bytes();
+                        std::ptr::copy_nonoverlapping(info.as_ptr(), page.add(2), 2);
+                        let rem = (left as u32).to_le_bytes();
+                        std::ptr::copy_nonoverlapping(rem.as_ptr(), page.add(16), 4);
+                    }
+                    off = PAGE_HEADER_SIZE;
                 }
-                off = PAGE_HEADER_SIZE;
+                let n = ((PS - off) as usize).min(rest.len());
+                // SAFETY: [lsn, lsn+n) is inside our reservation and inside this page.
+                unsafe { std::ptr::copy_nonoverlapping(rest.as_ptr(), page.add(off as usize), n) };
+                rest = &rest[n..];
+                left -= n;
+                lsn = page_start + off + n as u64;
             }
-            let n = ((PS - off) as usize).min(rest.len());
-            // SAFETY: [lsn, lsn+n) is inside our reservation and inside this page.
-            unsafe { std::ptr::copy_nonoverlapping(rest.as_ptr(), page.add(off as usize), n) };
-            rest = &rest[n..];
-            lsn = page_start + off + n as u64;
         }
         Ok(())
     }
