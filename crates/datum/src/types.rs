@@ -399,24 +399,21 @@ fn invalid_syntax(ty: Type, s: &str) -> SqlError {
 /// optional sign, decimal digits (PostgreSQL 16's `_` separators and hex are not
 /// accepted, as in 15).
 fn parse_int(ty: Type, s: &str, min: i64, max: i64) -> Result<i64> {
-    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
-    let (neg, digits) = match t.as_bytes().first() {
+    let t = s.as_bytes().trim_ascii();
+    let (neg, digits) = match t.first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
     };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return Err(invalid_syntax(ty, s));
     }
     let range = || SqlError::new(b"22003", format!("value \"{s}\" is out of range for type {}", ty.sql_name()));
-    let mut v: i128 = 0;
-    for b in digits.bytes() {
-        v = v * 10 + (b - b'0') as i128;
-        if v > (1i128 << 64) {
-            return Err(range());
-        }
+    let mut v: u64 = 0;
+    for &b in digits {
+        v = v.checked_mul(10).and_then(|v| v.checked_add((b - b'0') as u64)).ok_or_else(range)?;
     }
-    let v = if neg { -v } else { v };
+    let v = if neg { -(v as i128) } else { v as i128 };
     if v < min as i128 || v > max as i128 {
         return Err(range());
     }
@@ -713,6 +710,10 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
 /// pg_verify_mbstr does: valid UTF-8 and no NUL, else 22021 naming the bytes of
 /// the bad character (`0xe2 0x82 0x41`).
 pub fn verify_utf8(b: &[u8]) -> Result<&str> {
+    // The common case, ASCII without NUL (bytes 1..=0x7f), in one pass.
+    if b.iter().all(|&c| c.wrapping_sub(1) < 0x7f) {
+        return Ok(std::str::from_utf8(b).expect("ASCII is UTF-8"));
+    }
     let bad_at = match std::str::from_utf8(b) {
         Ok(s) => match s.find('\0') {
             None => return Ok(s),
