@@ -718,6 +718,7 @@ impl Engine {
             session_user: 10,
             current_user: 10,
             ext: std::cell::OnceCell::new(),
+            session_clock: std::cell::Cell::new(None),
         })
     }
 }
@@ -756,6 +757,23 @@ pub struct Backend {
     /// owned by this backend and dropped with it, reached through `&Backend`
     /// by [`Backend::ext`]. Set once, on first use; one type per backend.
     ext: std::cell::OnceCell<Box<dyn std::any::Any + Send>>,
+    /// A client session's clock (set by [`Backend::report_connect`]): where
+    /// the session time not yet added to its database's counters starts.
+    session_clock: std::cell::Cell<Option<std::time::Instant>>,
+}
+
+/// How a client session ended (PostgreSQL's SessionEndType), for
+/// pg_stat_database's sessions_abandoned / _fatal / _killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DisconnectCause {
+    /// The client said goodbye (Terminate).
+    Normal,
+    /// The connection to the client was lost (abandoned).
+    ClientEof,
+    /// A FATAL error ended it (an idle timeout, a protocol violation, ...).
+    Fatal,
+    /// An operator ended it (pg_terminate_backend, a shutdown).
+    Killed,
 }
 
 impl Backend {
@@ -807,8 +825,53 @@ impl Backend {
             let stats = &self.engine.pgstat_tables;
             let db = stats.db(f.db);
             crate::pgstat::tabstat::apply_flush(f, |r| stats.rel(r), &db);
+            self.flush_session_times(&db);
         }
         due_in
+    }
+
+    /// This backend serves a client session (PostgreSQL's
+    /// pgstat_report_connect): its database counts one more session, and from
+    /// now on the session's time, and its time active and idle in a
+    /// transaction, are added to the database's counters at each statistics
+    /// flush and at [`Backend::report_disconnect`].
+    pub fn report_connect(&self) {
+        self.engine.pgstat_tables.db(self.db_oid).sessions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.session_clock.set(Some(std::time::Instant::now()));
+    }
+
+    /// The client session ends (PostgreSQL's pgstat_report_disconnect): its
+    /// last times are added, and how it ended is counted. Nothing for a
+    /// backend that is no client session.
+    pub fn report_disconnect(&self, cause: DisconnectCause) {
+        if self.session_clock.get().is_none() {
+            return;
+        }
+        let db = self.engine.pgstat_tables.db(self.db_oid);
+        self.flush_session_times(&db);
+        self.session_clock.set(None);
+        let counter = match cause {
+            DisconnectCause::Normal => return,
+            DisconnectCause::ClientEof => &db.sessions_abandoned,
+            DisconnectCause::Fatal => &db.sessions_fatal,
+            DisconnectCause::Killed => &db.sessions_killed,
+        };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Adds the session's time since the last flush, and its active and
+    /// idle-in-transaction time (from its pg_stat_activity slot), to `db`.
+    fn flush_session_times(&self, db: &crate::pgstat::tabstat::DbCounters) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(since) = self.session_clock.get() else { return };
+        let now = std::time::Instant::now();
+        db.session_time_us.fetch_add(now.duration_since(since).as_micros() as u64, Relaxed);
+        self.session_clock.set(Some(now));
+        if let Some(slot) = self.engine.activity.slot(self.id) {
+            let (active, idle) = slot.take_state_times();
+            db.active_time_us.fetch_add(active, Relaxed);
+            db.idle_in_transaction_time_us.fetch_add(idle, Relaxed);
+        }
     }
 }
 

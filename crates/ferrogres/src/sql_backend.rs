@@ -253,6 +253,10 @@ impl Backend for SqlBackend {
             })?;
         }
         s.env.changed.clear();
+        // PostgreSQL counts client backends' sessions only (not walsenders').
+        if startup.replication == ferrogres_server::handler::Replication::No {
+            s.report_connect();
+        }
         Ok(Box::new(SqlSession { s, portal_formats: PortalFormats::default(), fields_memo: None }))
     }
 }
@@ -539,6 +543,17 @@ impl Session for SqlSession {
 
     fn error_reported(&mut self) {
         self.s.fail_transaction();
+    }
+
+    fn disconnected(&mut self, how: ferrogres_server::handler::Disconnect) {
+        use ferrogres_engine::engine::DisconnectCause as C;
+        use ferrogres_server::handler::Disconnect as D;
+        self.s.report_disconnect(match how {
+            D::Normal => C::Normal,
+            D::ClientEof => C::ClientEof,
+            D::Fatal => C::Fatal,
+            D::Killed => C::Killed,
+        });
     }
 
     fn terminate(&mut self) {

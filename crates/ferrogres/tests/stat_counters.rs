@@ -169,3 +169,60 @@ fn views_have_postgres_15s_columns() {
     assert!(err.is_empty(), "{err}");
     assert_eq!(out.trim(), "t");
 }
+
+/// pg_stat_database's session counters (PostgreSQL 14+): sessions, their
+/// time, their time active and idle in a transaction, and how they ended:
+/// Terminate (normal), a lost connection (abandoned), a FATAL error (an idle
+/// timeout) and pg_terminate_backend (killed), as PostgreSQL 15 counts them.
+#[test]
+fn session_counters_count_how_sessions_ended() {
+    let srv = Server::start_temp(&["-c", "autovacuum=off"]);
+    let mut ctl = Client::connect(srv.port);
+    let counts = |c: &mut Client| {
+        nums(
+            c,
+            "SELECT sessions, sessions_abandoned, sessions_fatal, sessions_killed, \
+             session_time::bigint, active_time::bigint, idle_in_transaction_time::bigint \
+             FROM pg_stat_database WHERE datname = current_database()",
+        )
+    };
+    let before = counts(&mut ctl);
+
+    // Normal: 300 ms active, 400 ms idle in a transaction, then Terminate.
+    let mut a = Client::connect(srv.port);
+    ok(&a.q("SELECT pg_sleep(0.3)"));
+    ok(&a.q("BEGIN"));
+    std::thread::sleep(Duration::from_millis(400));
+    ok(&a.q("COMMIT"));
+    a.s.write_all(b"X\0\0\0\x04").unwrap();
+    let mut rest = Vec::new();
+    let _ = a.s.read_to_end(&mut rest);
+    // Abandoned: the socket closes without Terminate.
+    let b = Client::connect(srv.port);
+    drop(b);
+    // FATAL: idle_session_timeout.
+    let mut c = Client::connect(srv.port);
+    ok(&c.q("SET idle_session_timeout = '100ms'"));
+    let (t, body) = c.read();
+    assert_eq!(t, b'E', "{}", String::from_utf8_lossy(&body));
+    // Killed: pg_terminate_backend.
+    let d = Client::connect(srv.port);
+    ok(&ctl.q(&format!("SELECT pg_terminate_backend({})", d.pid)));
+
+    let start = Instant::now();
+    let after = loop {
+        let now = counts(&mut ctl);
+        if diff(&now, &before)[1..4] == [1, 1, 1] {
+            break now;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{before:?} -> {now:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let d = diff(&after, &before);
+    assert_eq!(d[0], 4, "four sessions started: {before:?} -> {after:?}");
+    // Times in ms: a's 300 ms statement and 400 ms open transaction at least;
+    // the sessions together lasted longer than a's 700 ms.
+    assert!(d[5] >= 300, "active_time {d:?}");
+    assert!(d[6] >= 400, "idle_in_transaction_time {d:?}");
+    assert!(d[4] >= 700, "session_time {d:?}");
+}

@@ -2,7 +2,7 @@
 //! the connection's own thread. See README.md for the state machines.
 
 use crate::error::{wire_str, PgError};
-use crate::handler::{
+use crate::handler::{Disconnect, 
     CopyInEvent, ExecuteOutcome, FieldInfo, Interrupts, Replication, ResultSink, Session, StartupInfo, TransactionStatus,
 };
 use crate::protocol::{self, Frontend};
@@ -40,12 +40,14 @@ pub(crate) struct Io {
     /// Set when the client broke the protocol in a way that loses message
     /// boundaries (a foreign message during COPY IN): the connection must end.
     sync_lost: bool,
+    /// A FATAL error was sent: the session ends because of it.
+    fatal_sent: bool,
 }
 
 impl Io {
     fn new(stream: Stream) -> io::Result<Io> {
         let writer = stream.try_clone()?;
-        Ok(Io { reader: BufReader::with_capacity(16 * 1024, stream), writer, out: BytesMut::with_capacity(8192), sync_lost: false })
+        Ok(Io { reader: BufReader::with_capacity(16 * 1024, stream), writer, out: BytesMut::with_capacity(8192), sync_lost: false, fatal_sent: false })
     }
 
     /// A message of type `t` whose body `body` writes straight into the
@@ -104,6 +106,7 @@ impl Io {
     }
 
     fn send_error(&mut self, e: &PgError) -> Result<(), PgError> {
+        self.fatal_sent |= e.severity.ends_session();
         self.send(&ErrorResponse::new(e.wire_fields()))
     }
 
@@ -259,6 +262,8 @@ pub(crate) struct Connection {
     at_ready: bool,
     /// The walsender of a replication connection (`replication=true/database`).
     walsender: Option<crate::walsender::WalSender>,
+    /// The client sent Terminate.
+    said_goodbye: bool,
 }
 
 /// Entry point of a connection thread.
@@ -274,6 +279,18 @@ pub(crate) fn serve(stream: Stream, shared: Arc<Shared>, entry: Arc<ConnEntry>) 
     conn.interrupts.set_client_socket(conn.io.reader.get_ref().raw_fd());
     let End::Closed = conn.run();
     conn.interrupts.set_client_socket(-1);
+    // How it ended, for pg_stat_database (PostgreSQL's pgStatSessionEndCause):
+    // an operator's terminate request wins over the FATAL it causes.
+    let cause = if conn.interrupts.terminate_requested() {
+        Disconnect::Killed
+    } else if conn.said_goodbye {
+        Disconnect::Normal
+    } else if conn.io.fatal_sent {
+        Disconnect::Fatal
+    } else {
+        Disconnect::ClientEof
+    };
+    conn.session.disconnected(cause);
     conn.session.terminate();
     let _ = conn.io.flush();
 }
@@ -610,7 +627,7 @@ fn startup(mut io: Io, shared: &Arc<Shared>, entry: &Arc<ConnEntry>) -> Option<C
     }
     ok &= io.send(&BackendKeyData::new(pid, SecretKey::I32(secret))).is_ok();
     let walsender = engine.map(|e| crate::walsender::WalSender::new(e, &info));
-    let mut conn = Connection { io, session, interrupts, ignore_till_sync: false, at_ready: true, walsender };
+    let mut conn = Connection { io, session, interrupts, ignore_till_sync: false, at_ready: true, walsender, said_goodbye: false };
     ok &= conn.ready_for_query().is_ok();
     if !ok {
         conn.session.terminate();
@@ -919,7 +936,10 @@ impl Connection {
                 self.ready_for_query().map_err(|_| End::Closed)
             }
             PgWireFrontendMessage::Flush(_) => self.io.flush().map_err(|_| End::Closed),
-            PgWireFrontendMessage::Terminate(_) => Err(End::Closed),
+            PgWireFrontendMessage::Terminate(_) => {
+                self.said_goodbye = true;
+                Err(End::Closed)
+            }
             other => {
                 // decode() yields no other variant; treat one as a broken stream.
                 fatal_and_close(&mut self.io, PgError::protocol_fatal(format!("unexpected frontend message {other:?}")));

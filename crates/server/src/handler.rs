@@ -428,6 +428,9 @@ pub trait Session: Send {
     fn error_reported(&mut self);
     /// The connection is ending (Terminate, EOF, FATAL, shutdown): roll back.
     fn terminate(&mut self);
+    /// How the connection ended, told just before `terminate` (for
+    /// pg_stat_database's session counters). Nothing by default.
+    fn disconnected(&mut self, _how: Disconnect) {}
     /// How long the connection may wait for the client's next message
     /// (idle_session_timeout, idle_in_transaction_session_timeout); asked
     /// before each wait. None by default.
@@ -456,6 +459,19 @@ pub trait Session: Send {
     fn notify_flag(&self) -> Option<std::sync::Arc<ferrogres_engine::notify::NotifySignal>> {
         None
     }
+}
+
+/// How a client connection ended (PostgreSQL's SessionEndType).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disconnect {
+    /// The client sent Terminate.
+    Normal,
+    /// The connection was lost without Terminate (abandoned).
+    ClientEof,
+    /// A FATAL error ended the session.
+    Fatal,
+    /// pg_terminate_backend or a shutdown ended it.
+    Killed,
 }
 
 /// The idle timeouts a session's settings ask for (`None`: off).

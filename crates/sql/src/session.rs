@@ -2724,6 +2724,17 @@ impl Session {
         self.on_error();
     }
 
+    /// This session is a client's (not a walsender's): counted in its
+    /// database's pg_stat_database.sessions, its times from now on.
+    pub fn report_connect(&mut self) {
+        self.backend.report_connect();
+    }
+
+    /// How the client's connection ended (pg_stat_database's session counters).
+    pub fn report_disconnect(&mut self, cause: ferrogres_engine::engine::DisconnectCause) {
+        self.backend.report_disconnect(cause);
+    }
+
     /// The connection ends: roll back.
     pub fn terminate(&mut self) {
         let _ = self.end_txn(false);

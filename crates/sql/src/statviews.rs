@@ -23,9 +23,10 @@
 //! conflicts is 0, which is right without a hot standby.
 //!
 //! Not counted yet: buffer reads of indexes (the B-tree reads its pages with no
-//! backend at hand), so idx_blks_* stay 0; checksum failures, the I/O timings
-//! and the session counters (sessions, session_time, active_time, ...) of
-//! pg_stat_database are 0 or NULL because nothing produces them yet.
+//! backend at hand), so idx_blks_* stay 0; checksum failures and the I/O
+//! timings are 0 or NULL because nothing produces them yet. The session
+//! counters (sessions, session_time, active_time, ...) come from the engine's
+//! `Backend::report_connect` / `report_disconnect`.
 //!
 //! pg_stat_reset and pg_stat_reset_single_table_counters are for superusers
 //! (PostgreSQL 15 revokes EXECUTE from PUBLIC).

@@ -143,6 +143,15 @@ pub struct ActivitySlot {
     /// The table's sampler latch, woken when this slot becomes busy while the
     /// sampler hibernates.
     latch: Arc<SamplerLatch>,
+    /// Time (µs) spent active and idle in a transaction since the owner last
+    /// took these (pg_stat_database's active_time, idle_in_transaction_time):
+    /// added by the owner when its state changes, taken by the owner at a
+    /// statistics flush ([`ActivitySlot::take_state_times`]).
+    active_us: AtomicU64,
+    idle_in_xact_us: AtomicU64,
+    /// Where the current state's uncounted time starts (µs since the epoch; 0:
+    /// no state): the state change, or the last take, whichever is later.
+    state_clock: AtomicI64,
 }
 
 /// What pg_cancel_backend / pg_terminate_backend ask of a backend.
@@ -185,6 +194,9 @@ impl ActivitySlot {
             info: Mutex::new(BackendInfo::default()),
             signal: Mutex::new(None),
             latch,
+            active_us: AtomicU64::new(0),
+            idle_in_xact_us: AtomicU64::new(0),
+            state_clock: AtomicI64::new(0),
         }
     }
 
@@ -204,6 +216,27 @@ impl ActivitySlot {
         self.changecount.store(c.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
         let mut became_busy = false;
+        if r.state.is_some() || r.query.is_some() {
+            // The state (or the statement) the backend leaves ends here: its
+            // time counts as active or idle in a transaction, as PostgreSQL's
+            // pgstat_report_activity counts it.
+            let since = self.state_clock.load(Ordering::Relaxed);
+            let old = BackendState::from_u8(self.state.load(Ordering::Relaxed));
+            let leaves = r.state.is_some_and(|s| s as u8 != old as u8) || r.query.is_some();
+            if since != 0 && leaves && now > since {
+                let counter = match old {
+                    BackendState::Active => Some(&self.active_us),
+                    BackendState::IdleInTransaction | BackendState::IdleInTransactionAborted => Some(&self.idle_in_xact_us),
+                    _ => None,
+                };
+                if let Some(c) = counter {
+                    c.fetch_add((now - since) as u64, Ordering::Relaxed);
+                }
+            }
+            if leaves {
+                self.state_clock.store(now, Ordering::Relaxed);
+            }
+        }
         if let Some(s) = r.state {
             // SeqCst: published by the counter's Release store below, and
             // ordered before the load of the sampler's `hibernating` flag in
@@ -229,6 +262,26 @@ impl ActivitySlot {
         if became_busy {
             self.latch.note_busy();
         }
+    }
+
+    /// Takes the active and idle-in-transaction time (µs) accumulated since the
+    /// last call, the current state's time so far included (its clock restarts
+    /// now). For the owner only.
+    pub fn take_state_times(&self) -> (u64, u64) {
+        let now = now_micros();
+        let since = self.state_clock.load(Ordering::Relaxed);
+        let cur = match BackendState::from_u8(self.state.load(Ordering::Relaxed)) {
+            BackendState::Active => Some(&self.active_us),
+            BackendState::IdleInTransaction | BackendState::IdleInTransactionAborted => Some(&self.idle_in_xact_us),
+            _ => None,
+        };
+        if let Some(c) = cur {
+            if since != 0 && now > since {
+                c.fetch_add((now - since) as u64, Ordering::Relaxed);
+                self.state_clock.store(now, Ordering::Relaxed);
+            }
+        }
+        (self.active_us.swap(0, Ordering::Relaxed), self.idle_in_xact_us.swap(0, Ordering::Relaxed))
     }
 
     fn store_query(&self, q: &str) {
@@ -445,6 +498,9 @@ impl ActivityTable {
         s.xact_start.store(0, Ordering::Relaxed);
         s.query_start.store(0, Ordering::Relaxed);
         s.state_change.store(if state == BackendState::Undefined { 0 } else { now }, Ordering::Relaxed);
+        s.state_clock.store(if state == BackendState::Undefined { 0 } else { now }, Ordering::Relaxed);
+        s.active_us.store(0, Ordering::Relaxed);
+        s.idle_in_xact_us.store(0, Ordering::Relaxed);
         // SeqCst: before the load of the sampler's flag (SamplerLatch).
         s.state.store(state as u8, Ordering::SeqCst);
         s.query_len.store(0, Ordering::Relaxed);
