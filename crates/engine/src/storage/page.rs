@@ -663,7 +663,11 @@ pub(crate) fn page_repair_fragmentation_valid(page: &mut [u8]) {
         .map(|o| (o, read_item_id(page, o)))
         .filter(|(_, id)| id.has_storage())
         .collect();
-    items.sort_unstable_by_key(|&(_, id)| std::cmp::Reverse(id.off));
+    // Items are usually stored at decreasing positions as their line pointers
+    // grow (each new one below the last): then they are in order already.
+    if !items.windows(2).all(|w| w[0].1.off > w[1].1.off) {
+        items.sort_unstable_by_key(|&(_, id)| std::cmp::Reverse(id.off));
+    }
     let mut upper = special;
     for (o, mut id) in items {
         let size = maxalign(id.len as usize);
