@@ -26,3 +26,8 @@ fn regular_expressions_match_postgres_15() {
 fn set_returning_functions_in_select_list_match_postgres_15() {
     check_script("srf");
 }
+
+#[test]
+fn md5_and_sha2_digests_match_postgres_15() {
+    check_script("digests");
+}

@@ -49,6 +49,7 @@ const TEMP_PREFIX: &str = "pgsql_tmp";
 enum ChecksumKind {
     None,
     Crc32c,
+    Sha224,
     Sha256,
     Sha384,
     Sha512,
@@ -59,6 +60,7 @@ impl ChecksumKind {
         match self {
             ChecksumKind::None => "NONE",
             ChecksumKind::Crc32c => "CRC32C",
+            ChecksumKind::Sha224 => "SHA224",
             ChecksumKind::Sha256 => "SHA256",
             ChecksumKind::Sha384 => "SHA384",
             ChecksumKind::Sha512 => "SHA512",
@@ -71,6 +73,7 @@ enum Checksum {
     None,
     Crc(u32),
     Sha(Box<ring::digest::Context>),
+    Sha224(Box<sha2::Sha224>),
 }
 
 impl Checksum {
@@ -79,6 +82,7 @@ impl Checksum {
         match kind {
             ChecksumKind::None => Checksum::None,
             ChecksumKind::Crc32c => Checksum::Crc(0),
+            ChecksumKind::Sha224 => Checksum::Sha224(Box::default()),
             ChecksumKind::Sha256 => Checksum::Sha(Box::new(Context::new(&SHA256))),
             ChecksumKind::Sha384 => Checksum::Sha(Box::new(Context::new(&SHA384))),
             ChecksumKind::Sha512 => Checksum::Sha(Box::new(Context::new(&SHA512))),
@@ -89,6 +93,7 @@ impl Checksum {
             Checksum::None => {}
             Checksum::Crc(c) => *c = crc32c::crc32c_append(*c, b),
             Checksum::Sha(ctx) => ctx.update(b),
+            Checksum::Sha224(h) => sha2::Digest::update(h.as_mut(), b),
         }
     }
     /// Lower-case hex of the checksum's bytes as PostgreSQL stores them (a
@@ -98,6 +103,7 @@ impl Checksum {
             Checksum::None => None,
             Checksum::Crc(c) => Some(hex(&c.to_le_bytes())),
             Checksum::Sha(ctx) => Some(hex(ctx.finish().as_ref())),
+            Checksum::Sha224(h) => Some(hex(&sha2::Digest::finalize(*h))),
         }
     }
 }
@@ -198,9 +204,7 @@ impl Options {
                         "SHA256" => ChecksumKind::Sha256,
                         "SHA384" => ChecksumKind::Sha384,
                         "SHA512" => ChecksumKind::Sha512,
-                        "SHA224" => {
-                            return Err(PgError::error(b"0A000", "SHA224 manifest checksums are not supported by ferrogres"))
-                        }
+                        "SHA224" => ChecksumKind::Sha224,
                         _ => return Err(PgError::error(b"22023", format!("unrecognized checksum algorithm: \"{v}\""))),
                     }
                 }

@@ -191,6 +191,10 @@ pub static BUILTINS: &[Builtin] = &[
     f("to_hex", &[I8], T, s::to_hex64),
     f("md5", &[T], T, s::md5),
     f("md5", &[Type::Bytea], T, s::md5),
+    f("sha224", &[Type::Bytea], Type::Bytea, s::sha224),
+    f("sha256", &[Type::Bytea], Type::Bytea, s::sha256),
+    f("sha384", &[Type::Bytea], Type::Bytea, s::sha384),
+    f("sha512", &[Type::Bytea], Type::Bytea, s::sha512),
     // PostgreSQL's hash support functions (`crate::hash_index`).
     f("hashint2", &[Type::Int2], I4, crate::hash_index::sql_hash),
     f("hashint4", &[I4], I4, crate::hash_index::sql_hash),

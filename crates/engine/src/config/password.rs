@@ -78,7 +78,8 @@ pub fn password_type(stored: &str) -> PasswordType {
     }
 }
 
-fn md5_hex(data: &[u8]) -> String {
+/// MD5 of `data` as 32 lower-case hex digits (the md-5 crate).
+pub fn md5_hex(data: &[u8]) -> String {
     use md5::Digest;
     md5::Md5::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }

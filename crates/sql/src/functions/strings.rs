@@ -557,43 +557,28 @@ pub fn format(a: &[Value]) -> Result<Value> {
     t(out)
 }
 
-/// MD5 (RFC 1321) as 32 lower-case hex digits.
-pub fn md5_hex(input: &[u8]) -> String {
-    const S: [u32; 64] = [
-        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 4, 11, 16, 23, 4, 11, 16, 23,
-        4, 11, 16, 23, 4, 11, 16, 23, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
-    ];
-    let k: Vec<u32> = (0..64).map(|i| ((i as f64 + 1.0).sin().abs() * 4294967296.0) as u32).collect();
-    let mut h: [u32; 4] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476];
-    let mut msg = input.to_vec();
-    let bit_len = (input.len() as u64).wrapping_mul(8);
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&bit_len.to_le_bytes());
-    for chunk in msg.chunks(64) {
-        let w: Vec<u32> = chunk.chunks(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        let [mut a, mut b, mut c, mut d] = h;
-        for i in 0..64 {
-            let (f, g) = match i / 16 {
-                0 => ((b & c) | (!b & d), i),
-                1 => ((d & b) | (!d & c), (5 * i + 1) % 16),
-                2 => (b ^ c ^ d, (3 * i + 5) % 16),
-                _ => (c ^ (b | !d), (7 * i) % 16),
-            };
-            let f = f.wrapping_add(a).wrapping_add(k[i]).wrapping_add(w[g]);
-            a = d;
-            d = c;
-            c = b;
-            b = b.wrapping_add(f.rotate_left(S[i]));
-        }
-        h[0] = h[0].wrapping_add(a);
-        h[1] = h[1].wrapping_add(b);
-        h[2] = h[2].wrapping_add(c);
-        h[3] = h[3].wrapping_add(d);
-    }
-    h.iter().flat_map(|x| x.to_le_bytes()).map(|b| format!("{b:02x}")).collect()
+pub use ferrogres_engine::config::password::md5_hex;
+
+/// sha224(bytea), sha256, sha384, sha512 (PostgreSQL 11+): the digest as
+/// bytea (the sha2 crate).
+pub fn sha224(a: &[Value]) -> Result<Value> {
+    sha::<sha2::Sha224>(a)
+}
+pub fn sha256(a: &[Value]) -> Result<Value> {
+    sha::<sha2::Sha256>(a)
+}
+pub fn sha384(a: &[Value]) -> Result<Value> {
+    sha::<sha2::Sha384>(a)
+}
+pub fn sha512(a: &[Value]) -> Result<Value> {
+    sha::<sha2::Sha512>(a)
+}
+fn sha<D: sha2::Digest>(a: &[Value]) -> Result<Value> {
+    let digest = match &a[0] {
+        Value::Bytea(b) => D::digest(b),
+        v => D::digest(text(v).as_bytes()),
+    };
+    Ok(Value::Bytea(digest.to_vec()))
 }
 
 /// PostgreSQL 15's keywords that are not unreserved (quote_ident quotes them):
