@@ -9,6 +9,7 @@
 //!   text) is estimated from the column's MCVs, as PostgreSQL's `bpchar =`;
 //! - semi- and anti-joins (EXISTS, NOT EXISTS, IN) are estimated as the
 //!   fraction of outer rows with a match (eqjoinsel_semi).
+//!
 //! Every answer and every PostgreSQL number below was taken from a
 //! PostgreSQL 15 server loaded with the same statements.
 

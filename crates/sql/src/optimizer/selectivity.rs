@@ -71,6 +71,10 @@ fn cmp(a: &Value, b: &Value) -> Ordering {
     }
 }
 
+/// A column as a clause reads it: its number, and whether through a
+/// `character(n)` to text cast ([`est_column_of`]).
+type SeenColumn = (usize, bool);
+
 /// The column a clause side reads, for estimation: [`crate::index::column_of`]
 /// and also through a cast of a date to timestamp (order-preserving; its
 /// statistics are the date column's, compared with [`cmp`] across the types)
@@ -79,7 +83,7 @@ fn cmp(a: &Value, b: &Value) -> Ordering {
 /// it to text (`l_returnflag = 'R'` is `(l_returnflag)::text = 'R'::text`),
 /// so its statistics, which hold the padded values, are seen trimmed
 /// ([`seen_stats`]).
-fn est_column_of(e: &Expr) -> Option<(usize, bool)> {
+fn est_column_of(e: &Expr) -> Option<SeenColumn> {
     use ferrogres_datum::types::Type;
     match e {
         Expr::Cast { arg, from: Type::Date, to: Type::Timestamp, .. } => est_column_of(arg),
@@ -277,7 +281,7 @@ fn flip(op: CmpOp) -> CmpOp {
 /// `col OP expr` or `expr OP col` with `expr` free of the row: the column
 /// (with [`est_column_of`]'s flag), the operator as seen from the column,
 /// and the other side.
-fn column_compare(e: &Expr) -> Option<((usize, bool), CmpOp, &Expr)> {
+fn column_compare(e: &Expr) -> Option<(SeenColumn, CmpOp, &Expr)> {
     let Expr::Compare { op, l, r } = e else { return None };
     match (est_column_of(l), est_column_of(r)) {
         (Some(c), _) if crate::index::row_free(r) => Some((c, *op, &**r)),
@@ -298,7 +302,7 @@ pub fn clause_selectivity(stats: Option<&TableStats>, e: &Expr, params: &[Value]
         Expr::And(v) => return conjunction_selectivity(stats, v.iter(), params),
         Expr::Or(v) => {
             // An IN list: `col = c1 OR col = c2 ...` (disjoint equalities).
-            let eqs: Option<Vec<((usize, bool), Option<Value>)>> = v
+            let eqs: Option<Vec<(SeenColumn, Option<Value>)>> = v
                 .iter()
                 .map(|b| match column_compare(b) {
                     Some((c, CmpOp::Eq, other)) => Some((c, const_value(other, params))),
