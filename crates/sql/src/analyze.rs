@@ -779,6 +779,8 @@ impl<'a> Analyzer<'a> {
         let mut query = query;
         if s.locking_clause.is_empty() && !matches!(query.source, Source::OneRow | Source::Virtual(_)) {
             crate::prep::pull_up_sublinks(&mut query, width);
+            let pc = crate::prep::PlanCtx { backend: self.backend, snap: self.snap, settings: &self.planner, needed: None };
+            crate::optimizer::estimate::semi_join_estimates(&mut query.source, &pc);
         }
         self.window_query(query, windows)
     }

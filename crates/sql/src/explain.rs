@@ -990,7 +990,7 @@ impl Builder<'_> {
                         }
                         h.children.push(r);
                         r = h;
-                        n.rows = j.plan.rows.unwrap_or_else(|| (l.rows * hash_rows / hash_rows.max(l.rows).max(1.0)).max(1.0));
+                        n.rows = j.plan.rows.or_else(|| semi_rows(j, l.rows)).unwrap_or_else(|| (l.rows * hash_rows / hash_rows.max(l.rows).max(1.0)).max(1.0));
                         n.startup = r.total;
                         n.total = j.plan.cost.unwrap_or(r.total + l.total + l.rows * self.cost.cpu_operator_cost + n.rows * self.cost.cpu_tuple_cost);
                     }
@@ -999,7 +999,7 @@ impl Builder<'_> {
                         if kind.is_empty() {
                             n.name = "Nested Loop".into();
                         }
-                        n.rows = j.plan.rows.unwrap_or_else(|| (l.rows * r.rows * if j.cond.is_some() { 0.33 } else { 1.0 }).max(1.0));
+                        n.rows = j.plan.rows.or_else(|| semi_rows(j, l.rows)).unwrap_or_else(|| (l.rows * r.rows * if j.cond.is_some() { 0.33 } else { 1.0 }).max(1.0));
                         n.total = j.plan.cost.unwrap_or(l.total + r.total + l.rows * r.rows * self.cost.cpu_operator_cost);
                         // The inner side is read once and kept (Materialize).
                         if !j.lateral && r.name != "Result" && !r.name.starts_with("Values") {
@@ -1307,6 +1307,19 @@ fn row_width(cols: &[crate::catalog::Column]) -> i32 {
 /// are parenthesized together.
 fn and_list(v: Vec<String>) -> String {
     if v.len() == 1 { v.into_iter().next().expect("one") } else { format!("({})", v.join(" AND ")) }
+}
+
+/// A semi-join's rows: its outer rows times the fraction that has a match
+/// (`JoinPlan::semi_frac`, PostgreSQL's eqjoinsel_semi); an anti-join's,
+/// times the fraction that has none. `None` when not estimated.
+fn semi_rows(j: &crate::join::Join, outer_rows: f64) -> Option<f64> {
+    let f = j.plan.semi_frac?;
+    let rows = match j.kind {
+        crate::join::JoinKind::Semi => outer_rows * f,
+        crate::join::JoinKind::Anti => outer_rows * (1.0 - f),
+        _ => return None,
+    };
+    Some(rows.max(1.0))
 }
 
 fn strip(s: String) -> String {

@@ -582,6 +582,12 @@ pub fn reorder_inner_joins(source: &mut Source, filter: &mut Option<Expr>, pc: &
     // Equalities implied by transitivity between items (equivalence
     // classes): the search may join through them; they are placed and
     // evaluated like the written ones (true whenever those are).
+    // Restrictions of single items implied by ORs over several
+    // (`optimizer::orclauses`): filters of those items' scans; the ORs stay.
+    let item_list: Vec<(&Source, usize, usize)> = leaves.iter().map(|l| (&l.source, l.offset, l.types.len())).collect();
+    let derived = crate::optimizer::estimate::or_restrictions(&item_list, &quals.iter().filter(|q| movable(q)).collect::<Vec<_>>(), &leaf_of, pc);
+    drop(item_list);
+    quals.extend(derived);
     let implied = crate::optimizer::estimate::implied_equalities(&quals.iter().filter(|q| movable(q)).collect::<Vec<_>>(), &leaf_of);
     quals.extend(implied);
     let n = leaves.len();
@@ -661,7 +667,7 @@ fn build_tree(t: &crate::optimizer::joinsearch::Tree, slots: &mut [Option<Source
                 lw,
                 rw,
                 lateral: false,
-                plan: JoinPlan { method, rows: Some(*rows), cost: Some(*cost), out: None },
+                plan: JoinPlan { method, rows: Some(*rows), cost: Some(*cost), out: None, semi_frac: None },
             };
             (Source::Join(Box::new(join)), lw + rw)
         }

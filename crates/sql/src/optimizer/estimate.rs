@@ -4,7 +4,8 @@
 //! placed ([`check_methods`]).
 
 use super::joinsearch::{Clause, Rel, TableRel};
-use super::selectivity::{conjunction_selectivity, eqjoinsel, DEFAULT_EQ_SEL, DEFAULT_INEQ_SEL};
+use super::selectivity::{conjunction_selectivity, distinct_values, eqjoinsel, DEFAULT_EQ_SEL, DEFAULT_INEQ_SEL};
+use crate::stats::ColStats;
 use super::{cost, JoinMethod};
 use crate::catalog::Table;
 use crate::plan::{CmpOp, Expr, Source};
@@ -165,6 +166,15 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
         _ => None,
     };
     let classes = equivalence_classes(quals);
+    // A restriction of one item, over the level's row: its selectivity
+    // with the item's statistics.
+    let leaf_sel = |leaf: usize, e: &Expr| -> f64 {
+        let mut e = e.clone();
+        shift_columns(&mut e, -(leaves[leaf].1 as isize));
+        let stats = sizes[leaf].as_ref().and_then(|s| s.stats.as_deref());
+        conjunction_selectivity(stats, std::iter::once(&e), &[])
+    };
+    let is_table = |leaf: usize| matches!(leaves[leaf].0, Source::Table(_));
     let mut clauses = Vec::new();
     for q in quals {
         let m = mask_of(q);
@@ -173,6 +183,21 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
         }
         let ec = column_equality(q).and_then(|(a, _, _)| classes.get(&a).copied()).filter(|_| m.count_ones() == 2);
         let mut c = Clause { rels: m, sel: DEFAULT_INEQ_SEL, sides: None, param: Vec::new(), ec };
+        if matches!(q, Expr::Or(_) | Expr::Not(_)) {
+            c.sel = join_clause_sel(q, &mask_of, &|e| leaf_sel(leaf_of(columns_read(e)[0]), e));
+            // The restrictions this OR implies were added as filters of
+            // their items ([`or_restrictions`]) and cut those items' rows:
+            // the OR's own selectivity is divided by theirs, so that the
+            // estimate of the join where it is evaluated stays what it was
+            // (PostgreSQL's orclauses.c corrects it the same way).
+            for (leaf, r) in super::orclauses::implied_restrictions(q, leaves.len(), leaf_of, &is_table) {
+                let s = leaf_sel(leaf, &r);
+                if s <= MAX_OR_RESTRICTION_SEL && s > 0.0 {
+                    c.sel /= s;
+                }
+            }
+            c.sel = c.sel.clamp(0.0, 1.0);
+        }
         if let Expr::Compare { op: CmpOp::Eq, l, r } = q {
             let (ml, mr) = (mask_of(l), mask_of(r));
             c.sel = DEFAULT_EQ_SEL;
@@ -201,6 +226,53 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
         clauses.push(c);
     }
     (rels, clauses)
+}
+
+/// A restriction implied by a join's OR is added only when it keeps at most
+/// this fraction of its item's rows (PostgreSQL's orclauses.c: above it, the
+/// extra evaluations cost more than the rows they save).
+pub const MAX_OR_RESTRICTION_SEL: f64 = 0.9;
+
+/// The restrictions that the multi-item OR conjuncts of a level imply on
+/// its table items ([`super::orclauses`]), each over the level's row, kept
+/// when selective enough ([`MAX_OR_RESTRICTION_SEL`]); the caller adds them
+/// to the level's conjuncts (and keeps the ORs).
+pub fn or_restrictions(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of: &dyn Fn(usize) -> usize, pc: &PlanCtx) -> Vec<Expr> {
+    let is_table = |leaf: usize| matches!(leaves[leaf].0, Source::Table(_));
+    let mut out = Vec::new();
+    for q in quals {
+        for (leaf, r) in super::orclauses::implied_restrictions(q, leaves.len(), leaf_of, &is_table) {
+            let Source::Table(t) = leaves[leaf].0 else { continue };
+            let stats = table_size(t, pc).stats;
+            let mut local = r.clone();
+            shift_columns(&mut local, -(leaves[leaf].1 as isize));
+            if conjunction_selectivity(stats.as_deref(), std::iter::once(&local), &[]) <= MAX_OR_RESTRICTION_SEL {
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+/// The selectivity of a conjunct reading several items that is not an
+/// equality between them (an OR, a NOT): its parts over one item each
+/// estimated with that item's statistics (`leaf_sel`), combined as
+/// PostgreSQL's clause_selectivity combines them (AND multiplies, OR is
+/// `s1 + s2 - s1 * s2`, NOT is `1 - s`); a part reading several items
+/// takes the default of its kind.
+fn join_clause_sel(e: &Expr, mask_of: &dyn Fn(&Expr) -> u32, leaf_sel: &dyn Fn(&Expr) -> f64) -> f64 {
+    let sel = match e {
+        e if mask_of(e).count_ones() == 1 => leaf_sel(e),
+        Expr::And(v) => v.iter().map(|b| join_clause_sel(b, mask_of, leaf_sel)).product(),
+        Expr::Or(v) => v.iter().fold(0.0, |s, b| {
+            let b = join_clause_sel(b, mask_of, leaf_sel);
+            s + b - s * b
+        }),
+        Expr::Not(inner) => 1.0 - join_clause_sel(inner, mask_of, leaf_sel),
+        Expr::Compare { op: CmpOp::Eq, .. } => DEFAULT_EQ_SEL,
+        _ => DEFAULT_INEQ_SEL,
+    };
+    sel.clamp(0.0, 1.0)
 }
 
 /// The equivalence classes of a level's columns (PostgreSQL's
@@ -292,5 +364,162 @@ pub fn check_methods(s: &mut Source) {
         if crate::nestloop::probe_keys(j, index).is_none() {
             j.plan.method = JoinMethod::Auto;
         }
+    }
+}
+
+/// What the estimates of a semi- or anti-join know of one of its key
+/// columns: its statistics (`None`: never analyzed), its table's rows, and
+/// the rows of its side after that side's restrictions.
+struct KeyColumn {
+    stats: Option<ColStats>,
+    tuples: f64,
+    rows: f64,
+}
+
+/// The table column that expression `e` (over `src`'s row, `filter`
+/// restricting `src`) reads, through inner joins and plain subqueries.
+fn key_column(src: &Source, filter: Option<&Expr>, e: &Expr, pc: &PlanCtx) -> Option<KeyColumn> {
+    let c = crate::index::column_of(e)?;
+    match src {
+        Source::Table(t) => {
+            let size = table_size(t, pc);
+            let cols: Vec<&Expr> = filter.into_iter().collect();
+            let sel = conjunction_selectivity(size.stats.as_deref(), cols.into_iter(), &[]);
+            let stats = size.stats.as_ref().and_then(|s| s.cols.get(c).cloned().flatten());
+            Some(KeyColumn { stats, tuples: size.tuples, rows: (size.tuples * sel).max(1.0) })
+        }
+        Source::Join(j) if !j.lateral => {
+            let ty = e.ty();
+            if c < j.lw {
+                key_column(&j.left, j.left_filter.as_ref(), &Expr::Column(c, ty), pc)
+            } else if !j.kind.left_only() && c < j.lw + j.rw {
+                key_column(&j.right, j.right_filter.as_ref(), &Expr::Column(c - j.lw, ty), pc)
+            } else {
+                None
+            }
+        }
+        Source::Subquery(q) if q.aggregates.is_empty() && q.grouping.is_none() => {
+            let t = q.targets.get(c)?;
+            key_column(&q.source, q.filter.as_ref(), &t.expr, pc)
+        }
+        _ => None,
+    }
+}
+
+/// PostgreSQL's DEFAULT_NUM_DISTINCT: the distinct values assumed of a
+/// column without statistics in a table of at least that many rows.
+const DEFAULT_NUM_DISTINCT: f64 = 200.0;
+
+/// The fraction of outer rows with at least one inner row of an equal key
+/// (PostgreSQL's eqjoinsel_semi, written from its reasoning): with MCV
+/// lists on both sides, the outer MCVs found among the inner ones match for
+/// certain; of the other outer rows, all match when the outer side has no
+/// more distinct values than the inner side, else the share `nd2 / nd1`
+/// (after taking the matched MCVs off both counts). Without MCVs the same
+/// `nd2 / nd1` rule on all non-null rows; without statistics on either
+/// side, half of them. The inner side's distinct count is never more than
+/// its rows after its restrictions.
+fn eqjoinsel_semi(outer: &KeyColumn, inner: &KeyColumn) -> f64 {
+    let nd = |k: &KeyColumn| match &k.stats {
+        Some(s) => (distinct_values(s, k.tuples), false),
+        None if k.tuples < DEFAULT_NUM_DISTINCT => (k.tuples.max(1.0), false),
+        None => (DEFAULT_NUM_DISTINCT, true),
+    };
+    let (mut nd1, default1) = nd(outer);
+    let (mut nd2, mut default2) = nd(inner);
+    if nd2 >= inner.rows {
+        nd2 = inner.rows;
+        default2 = false;
+    }
+    let nullfrac1 = outer.stats.as_ref().map_or(0.0, |s| s.null_frac);
+    let sel = match (&outer.stats, &inner.stats) {
+        (Some(a), Some(b)) if !default1 && !default2 && !a.mcv.is_empty() && !b.mcv.is_empty() => {
+            // Only as many inner MCVs as the inner side can still hold
+            // distinct values.
+            let n2 = b.mcv.len().min(nd2.max(0.0) as usize);
+            let mut matched2 = vec![false; n2];
+            let (mut matchfreq1, mut nmatches) = (0.0, 0.0);
+            for (v1, f1) in a.mcv.iter().zip(&a.mcf) {
+                if let Some(j) = (0..n2).find(|&j| !matched2[j] && crate::exec::compare(v1, &b.mcv[j]) == std::cmp::Ordering::Equal) {
+                    matched2[j] = true;
+                    matchfreq1 += f1;
+                    nmatches += 1.0;
+                }
+            }
+            nd1 -= nmatches;
+            nd2 -= nmatches;
+            let uncertainfrac = if nd1 <= nd2 || nd2 < 0.0 { 1.0 } else { nd2 / nd1 };
+            let uncertain = (1.0 - matchfreq1 - nullfrac1).clamp(0.0, 1.0);
+            matchfreq1 + uncertainfrac * uncertain
+        }
+        _ if !default1 && !default2 => {
+            if nd1 <= nd2 || nd2 < 0.0 {
+                1.0 - nullfrac1
+            } else {
+                nd2 / nd1 * (1.0 - nullfrac1)
+            }
+        }
+        _ => 0.5 * (1.0 - nullfrac1),
+    };
+    sel.clamp(0.0, 1.0)
+}
+
+/// Sets `JoinPlan::semi_frac` on the semi- and anti-joins of `s` (those
+/// `prep` pulled up from EXISTS / NOT EXISTS / IN, their hash keys placed):
+/// from the first hash key pair that reads a table column on each side,
+/// [`eqjoinsel_semi`]. EXPLAIN multiplies the outer rows by it (an
+/// anti-join by `1 - frac`), as PostgreSQL's join size estimate does.
+pub fn semi_join_estimates(s: &mut Source, pc: &PlanCtx) {
+    match s {
+        Source::Join(j) => {
+            semi_join_estimates(&mut j.left, pc);
+            semi_join_estimates(&mut j.right, pc);
+            if !j.kind.left_only() || j.lateral {
+                return;
+            }
+            let Some((lk, rk)) = &j.hash else { return };
+            let frac = lk.iter().zip(rk).find_map(|(l, r)| {
+                let outer = key_column(&j.left, j.left_filter.as_ref(), l, pc)?;
+                let inner = key_column(&j.right, j.right_filter.as_ref(), r, pc)?;
+                Some(eqjoinsel_semi(&outer, &inner))
+            });
+            j.plan.semi_frac = frac;
+        }
+        Source::Subquery(q) => semi_join_estimates(&mut q.source, pc),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrogres_datum::types::Value;
+
+    fn distinct(nd: f64, null_frac: f64) -> Option<ColStats> {
+        Some(ColStats { null_frac, width: 4, n_distinct: nd, ..Default::default() })
+    }
+
+    #[test]
+    fn semi_join_fraction() {
+        // 1,000 outer keys, 300 inner: 30 % of the outer rows match.
+        let outer = KeyColumn { stats: distinct(1000.0, 0.0), tuples: 10_000.0, rows: 10_000.0 };
+        let inner = KeyColumn { stats: distinct(300.0, 0.0), tuples: 3_000.0, rows: 3_000.0 };
+        assert!((eqjoinsel_semi(&outer, &inner) - 0.3).abs() < 1e-12);
+        // Fewer outer keys than inner ones: every non-null outer row.
+        let few = KeyColumn { stats: distinct(300.0, 0.1), tuples: 3_000.0, rows: 3_000.0 };
+        assert!((eqjoinsel_semi(&few, &outer) - 0.9).abs() < 1e-12);
+        // The inner side restricted to 150 rows holds at most 150 keys.
+        let cut = KeyColumn { rows: 150.0, ..KeyColumn { stats: distinct(300.0, 0.0), tuples: 3_000.0, rows: 0.0 } };
+        assert!((eqjoinsel_semi(&outer, &cut) - 0.15).abs() < 1e-12);
+        // No statistics on a large side: half of the rows.
+        let unknown = KeyColumn { stats: None, tuples: 10_000.0, rows: 10_000.0 };
+        assert!((eqjoinsel_semi(&unknown, &inner) - 0.5).abs() < 1e-12);
+        // MCVs on both sides: the matched outer MCV counts for certain.
+        let m1 = Some(ColStats { null_frac: 0.0, width: 4, n_distinct: 100.0, mcv: vec![Value::Int4(1)], mcf: vec![0.5], ..Default::default() });
+        let m2 = Some(ColStats { null_frac: 0.0, width: 4, n_distinct: 11.0, mcv: vec![Value::Int4(1)], mcf: vec![0.2], ..Default::default() });
+        let o = KeyColumn { stats: m1, tuples: 1000.0, rows: 1000.0 };
+        let i = KeyColumn { stats: m2, tuples: 1000.0, rows: 1000.0 };
+        // 0.5 + (10 / 99) * 0.5
+        assert!((eqjoinsel_semi(&o, &i) - (0.5 + 10.0 / 99.0 * 0.5)).abs() < 1e-12);
     }
 }

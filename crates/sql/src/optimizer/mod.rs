@@ -4,6 +4,7 @@ pub mod cost;
 pub mod estimate;
 pub mod fold;
 pub mod joinsearch;
+pub mod orclauses;
 pub mod projection;
 pub mod selectivity;
 
@@ -147,6 +148,11 @@ pub struct JoinPlan {
     /// [`projection`] found them: what EXPLAIN's and the cost model's
     /// `width` of the join counts (PostgreSQL's join rel `reltarget`).
     pub out: Option<Vec<bool>>,
+    /// For a semi-join, the estimated fraction of its outer (left) rows
+    /// that have a match (PostgreSQL's eqjoinsel_semi,
+    /// [`estimate::semi_join_estimates`]); an anti-join keeps the others.
+    /// `None`: not estimated (no hash key over columns).
+    pub semi_frac: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

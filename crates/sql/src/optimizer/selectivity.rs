@@ -13,6 +13,7 @@
 use crate::plan::{CmpOp, Expr};
 use crate::stats::{ColStats, TableStats};
 use ferrogres_datum::types::Value;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// `col = const` without statistics (PostgreSQL's DEFAULT_EQ_SEL).
@@ -70,14 +71,42 @@ fn cmp(a: &Value, b: &Value) -> Ordering {
     }
 }
 
+/// A column as a clause reads it: its number, and whether through a
+/// `character(n)` to text cast ([`est_column_of`]).
+type SeenColumn = (usize, bool);
+
 /// The column a clause side reads, for estimation: [`crate::index::column_of`]
 /// and also through a cast of a date to timestamp (order-preserving; its
-/// statistics are the date column's, compared with [`cmp`] across the types).
-fn est_column_of(e: &Expr) -> Option<usize> {
+/// statistics are the date column's, compared with [`cmp`] across the types)
+/// or of a `character(n)` to text or varchar. The flag says the latter: the
+/// analyzer compares `character(n)` without its trailing blanks by casting
+/// it to text (`l_returnflag = 'R'` is `(l_returnflag)::text = 'R'::text`),
+/// so its statistics, which hold the padded values, are seen trimmed
+/// ([`seen_stats`]).
+fn est_column_of(e: &Expr) -> Option<SeenColumn> {
+    use ferrogres_datum::types::Type;
     match e {
-        Expr::Cast { arg, from: ferrogres_datum::types::Type::Date, to: ferrogres_datum::types::Type::Timestamp, .. } => est_column_of(arg),
-        _ => crate::index::column_of(e),
+        Expr::Cast { arg, from: Type::Date, to: Type::Timestamp, .. } => est_column_of(arg),
+        Expr::Cast { arg, from: Type::Bpchar, to: Type::Text | Type::Varchar, .. } => est_column_of(arg).map(|(c, _)| (c, true)),
+        _ => crate::index::column_of(e).map(|c| (c, false)),
     }
+}
+
+/// A column's statistics as a clause sees them: as stored, or (`trimmed`:
+/// read through `character(n)::text`) with the trailing blanks of its MCVs
+/// and histogram bounds removed, as the cast removes them from each value.
+/// The order and the frequencies are unchanged (blank-padded values of one
+/// column compare as their trimmed forms).
+fn seen_stats(stats: Option<&TableStats>, col: usize, trimmed: bool) -> Option<Cow<'_, ColStats>> {
+    let s = col_stats(stats, col)?;
+    if !trimmed {
+        return Some(Cow::Borrowed(s));
+    }
+    let trim = |v: &Value| match v {
+        Value::Text(t) => Value::Text(t.trim_end_matches(' ').to_string()),
+        v => v.clone(),
+    };
+    Some(Cow::Owned(ColStats { mcv: s.mcv.iter().map(trim).collect(), hist: s.hist.iter().map(trim).collect(), ..s.clone() }))
 }
 
 /// `col = v` (v `None`: a value unknown at planning time, such as a
@@ -249,9 +278,10 @@ fn flip(op: CmpOp) -> CmpOp {
     }
 }
 
-/// `col OP expr` or `expr OP col` with `expr` free of the row: the column,
-/// the operator as seen from the column, and the other side.
-fn column_compare(e: &Expr) -> Option<(usize, CmpOp, &Expr)> {
+/// `col OP expr` or `expr OP col` with `expr` free of the row: the column
+/// (with [`est_column_of`]'s flag), the operator as seen from the column,
+/// and the other side.
+fn column_compare(e: &Expr) -> Option<(SeenColumn, CmpOp, &Expr)> {
     let Expr::Compare { op, l, r } = e else { return None };
     match (est_column_of(l), est_column_of(r)) {
         (Some(c), _) if crate::index::row_free(r) => Some((c, *op, &**r)),
@@ -272,7 +302,7 @@ pub fn clause_selectivity(stats: Option<&TableStats>, e: &Expr, params: &[Value]
         Expr::And(v) => return conjunction_selectivity(stats, v.iter(), params),
         Expr::Or(v) => {
             // An IN list: `col = c1 OR col = c2 ...` (disjoint equalities).
-            let eqs: Option<Vec<(usize, Option<Value>)>> = v
+            let eqs: Option<Vec<(SeenColumn, Option<Value>)>> = v
                 .iter()
                 .map(|b| match column_compare(b) {
                     Some((c, CmpOp::Eq, other)) => Some((c, const_value(other, params))),
@@ -280,8 +310,8 @@ pub fn clause_selectivity(stats: Option<&TableStats>, e: &Expr, params: &[Value]
                 })
                 .collect();
             if let Some(eqs) = eqs.filter(|e| !e.is_empty() && e.windows(2).all(|w| w[0].0 == w[1].0)) {
-                let s = col_stats(stats, eqs[0].0);
-                let sum: f64 = eqs.iter().map(|(_, v)| eq_sel(s, tuples, v.as_ref())).sum();
+                let s = seen_stats(stats, eqs[0].0 .0, eqs[0].0 .1);
+                let sum: f64 = eqs.iter().map(|(_, v)| eq_sel(s.as_deref(), tuples, v.as_ref())).sum();
                 if sum <= 1.0 {
                     return sum;
                 }
@@ -295,7 +325,7 @@ pub fn clause_selectivity(stats: Option<&TableStats>, e: &Expr, params: &[Value]
         }
         Expr::Not(inner) => 1.0 - clause_selectivity(stats, inner, params),
         Expr::IsNull { arg, negated } => {
-            let nf = crate::index::column_of(arg).and_then(|c| col_stats(stats, c)).map(|c| c.null_frac);
+            let nf = est_column_of(arg).and_then(|(c, _)| col_stats(stats, c)).map(|c| c.null_frac);
             match (nf, negated) {
                 (Some(nf), false) => nf,
                 (Some(nf), true) => 1.0 - nf,
@@ -303,16 +333,17 @@ pub fn clause_selectivity(stats: Option<&TableStats>, e: &Expr, params: &[Value]
                 (None, true) => 1.0 - DEFAULT_NULL_SEL,
             }
         }
-        Expr::Like { arg, pat, escape: None, ci: false } => match (crate::index::column_of(arg), const_value(pat, params)) {
-            (Some(c), Some(Value::Text(p))) => like_sel(col_stats(stats, c), tuples, &p),
+        Expr::Like { arg, pat, escape: None, ci: false } => match (est_column_of(arg), const_value(pat, params)) {
+            (Some((c, trimmed)), Some(Value::Text(p))) => like_sel(seen_stats(stats, c, trimmed).as_deref(), tuples, &p),
             _ => DEFAULT_MATCH_SEL,
         },
         Expr::Like { .. } => DEFAULT_MATCH_SEL,
         Expr::Const(Value::Bool(b), _) => f64::from(u8::from(*b)),
         Expr::Const(Value::Null, _) => 0.0,
         Expr::Compare { op, .. } => match column_compare(e) {
-            Some((c, op, other)) => {
-                let s = col_stats(stats, c);
+            Some(((c, trimmed), op, other)) => {
+                let s = seen_stats(stats, c, trimmed);
+                let s = s.as_deref();
                 let v = const_value(other, params);
                 match op {
                     CmpOp::Eq => eq_sel(s, tuples, v.as_ref()),
@@ -338,7 +369,7 @@ pub fn conjunction_selectivity<'a>(stats: Option<&TableStats>, clauses: impl Ite
     let mut ranges: Vec<(usize, Option<f64>, Option<f64>)> = Vec::new();
     let mut sel = 1.0;
     for c in clauses {
-        if let Some((col, op @ (CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge), _)) = column_compare(c) {
+        if let Some(((col, _), op @ (CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge), _)) = column_compare(c) {
             let s = clause_selectivity(stats, c, params);
             let at = match ranges.iter().position(|r| r.0 == col) {
                 Some(i) => i,
