@@ -35,9 +35,9 @@
 //! executor's functions see no catalog.
 //!
 //! Column types PostgreSQL has and we do not are shown as: regproc as text
-//! (the function's name), pg_node_tree, int2vector, oidvector, anyarray as
-//! text (int2vector's "1 2" form; pg_publication_rel.prattrs, which psql
-//! subscripts, is int2[]), aclitem[] as text[].
+//! (the function's name), pg_node_tree and anyarray as text, aclitem[] as
+//! text[]. int2vector and oidvector columns (pg_index.indkey, indclass,
+//! pg_proc.proargtypes, ...) have their own types, subscripted from 0.
 
 use crate::catalog::{self, Column, Table};
 use ferrogres_datum::errors::{Result, SqlError};
@@ -74,15 +74,15 @@ static VIEWS: &[View] = &[
     View { name: "pg_database", oid: 1262, columns: &[("oid", Type::Oid), ("datname", Type::Name), ("datdba", Type::Oid), ("encoding", Type::Int4), ("datlocprovider", Type::Char), ("datistemplate", Type::Bool), ("datallowconn", Type::Bool), ("datconnlimit", Type::Int4), ("datfrozenxid", Type::Xid), ("datminmxid", Type::Xid), ("dattablespace", Type::Oid), ("datcollate", Type::Text), ("datctype", Type::Text), ("daticulocale", Type::Text), ("datcollversion", Type::Text), ("datacl", TEXT_ARRAY)] },
     View { name: "pg_description", oid: 2609, columns: &[("objoid", Type::Oid), ("classoid", Type::Oid), ("objsubid", Type::Int4), ("description", Type::Text)] },
     View { name: "pg_foreign_table", oid: 3118, columns: &[("ftrelid", Type::Oid), ("ftserver", Type::Oid), ("ftoptions", TEXT_ARRAY)] },
-    View { name: "pg_index", oid: 2610, columns: &[("indexrelid", Type::Oid), ("indrelid", Type::Oid), ("indnatts", Type::Int2), ("indnkeyatts", Type::Int2), ("indisunique", Type::Bool), ("indnullsnotdistinct", Type::Bool), ("indisprimary", Type::Bool), ("indisexclusion", Type::Bool), ("indimmediate", Type::Bool), ("indisclustered", Type::Bool), ("indisvalid", Type::Bool), ("indcheckxmin", Type::Bool), ("indisready", Type::Bool), ("indislive", Type::Bool), ("indisreplident", Type::Bool), ("indkey", Type::Text), ("indcollation", Type::Text), ("indclass", Type::Text), ("indoption", Type::Text), ("indexprs", Type::Text), ("indpred", Type::Text)] },
+    View { name: "pg_index", oid: 2610, columns: &[("indexrelid", Type::Oid), ("indrelid", Type::Oid), ("indnatts", Type::Int2), ("indnkeyatts", Type::Int2), ("indisunique", Type::Bool), ("indnullsnotdistinct", Type::Bool), ("indisprimary", Type::Bool), ("indisexclusion", Type::Bool), ("indimmediate", Type::Bool), ("indisclustered", Type::Bool), ("indisvalid", Type::Bool), ("indcheckxmin", Type::Bool), ("indisready", Type::Bool), ("indislive", Type::Bool), ("indisreplident", Type::Bool), ("indkey", Type::Int2Vector), ("indcollation", Type::OidVector), ("indclass", Type::OidVector), ("indoption", Type::Int2Vector), ("indexprs", Type::Text), ("indpred", Type::Text)] },
     // Empty until range types exist; regproc columns as text (see above).
     View { name: "pg_range", oid: 3541, columns: &[("rngtypid", Type::Oid), ("rngsubtype", Type::Oid), ("rngmultitypid", Type::Oid), ("rngcollation", Type::Oid), ("rngsubopc", Type::Oid), ("rngcanonical", Type::Text), ("rngsubdiff", Type::Text)] },
     View { name: "pg_sequence", oid: 2224, columns: &[("seqrelid", Type::Oid), ("seqtypid", Type::Oid), ("seqstart", Type::Int8), ("seqincrement", Type::Int8), ("seqmax", Type::Int8), ("seqmin", Type::Int8), ("seqcache", Type::Int8), ("seqcycle", Type::Bool)] },
     View { name: "pg_inherits", oid: 2611, columns: &[("inhrelid", Type::Oid), ("inhparent", Type::Oid), ("inhseqno", Type::Int4), ("inhdetachpending", Type::Bool)] },
     View { name: "pg_namespace", oid: 2615, columns: &[("oid", Type::Oid), ("nspname", Type::Name), ("nspowner", Type::Oid), ("nspacl", TEXT_ARRAY)] },
-    View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Text), ("partclass", Type::Text), ("partcollation", Type::Text), ("partexprs", Type::Text)] },
+    View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Int2Vector), ("partclass", Type::OidVector), ("partcollation", Type::OidVector), ("partexprs", Type::Text)] },
     View { name: "pg_policy", oid: 3256, columns: &[("oid", Type::Oid), ("polname", Type::Name), ("polrelid", Type::Oid), ("polcmd", Type::Char), ("polpermissive", Type::Bool), ("polroles", OID_ARRAY), ("polqual", Type::Text), ("polwithcheck", Type::Text)] },
-    View { name: "pg_proc", oid: 1255, columns: &[("oid", Type::Oid), ("proname", Type::Name), ("pronamespace", Type::Oid), ("proowner", Type::Oid), ("prolang", Type::Oid), ("procost", Type::Float4), ("prorows", Type::Float4), ("provariadic", Type::Oid), ("prosupport", Type::Text), ("prokind", Type::Char), ("prosecdef", Type::Bool), ("proleakproof", Type::Bool), ("proisstrict", Type::Bool), ("proretset", Type::Bool), ("provolatile", Type::Char), ("proparallel", Type::Char), ("pronargs", Type::Int2), ("pronargdefaults", Type::Int2), ("prorettype", Type::Oid), ("proargtypes", Type::Text), ("proallargtypes", OID_ARRAY), ("proargmodes", CHAR_ARRAY), ("proargnames", TEXT_ARRAY), ("proargdefaults", Type::Text), ("protrftypes", OID_ARRAY), ("prosrc", Type::Text), ("probin", Type::Text), ("prosqlbody", Type::Text), ("proconfig", TEXT_ARRAY), ("proacl", TEXT_ARRAY)] },
+    View { name: "pg_proc", oid: 1255, columns: &[("oid", Type::Oid), ("proname", Type::Name), ("pronamespace", Type::Oid), ("proowner", Type::Oid), ("prolang", Type::Oid), ("procost", Type::Float4), ("prorows", Type::Float4), ("provariadic", Type::Oid), ("prosupport", Type::Text), ("prokind", Type::Char), ("prosecdef", Type::Bool), ("proleakproof", Type::Bool), ("proisstrict", Type::Bool), ("proretset", Type::Bool), ("provolatile", Type::Char), ("proparallel", Type::Char), ("pronargs", Type::Int2), ("pronargdefaults", Type::Int2), ("prorettype", Type::Oid), ("proargtypes", Type::OidVector), ("proallargtypes", OID_ARRAY), ("proargmodes", CHAR_ARRAY), ("proargnames", TEXT_ARRAY), ("proargdefaults", Type::Text), ("protrftypes", OID_ARRAY), ("prosrc", Type::Text), ("probin", Type::Text), ("prosqlbody", Type::Text), ("proconfig", TEXT_ARRAY), ("proacl", TEXT_ARRAY)] },
     View { name: "pg_publication", oid: 6104, columns: &[("oid", Type::Oid), ("pubname", Type::Name), ("pubowner", Type::Oid), ("puballtables", Type::Bool), ("pubinsert", Type::Bool), ("pubupdate", Type::Bool), ("pubdelete", Type::Bool), ("pubtruncate", Type::Bool), ("pubviaroot", Type::Bool)] },
     View { name: "pg_publication_namespace", oid: 6237, columns: &[("oid", Type::Oid), ("pnpubid", Type::Oid), ("pnnspid", Type::Oid)] },
     View { name: "pg_publication_rel", oid: 6106, columns: &[("oid", Type::Oid), ("prpubid", Type::Oid), ("prrelid", Type::Oid), ("prqual", Type::Text), ("prattrs", INT2_ARRAY)] },
@@ -91,9 +91,9 @@ static VIEWS: &[View] = &[
     View { name: "pg_settings", oid: 12104, columns: &[("name", Type::Text), ("setting", Type::Text), ("unit", Type::Text), ("category", Type::Text), ("short_desc", Type::Text), ("extra_desc", Type::Text), ("context", Type::Text), ("vartype", Type::Text), ("source", Type::Text), ("min_val", Type::Text), ("max_val", Type::Text), ("enumvals", TEXT_ARRAY), ("boot_val", Type::Text), ("reset_val", Type::Text), ("sourcefile", Type::Text), ("sourceline", Type::Int4), ("pending_restart", Type::Bool)] },
     View { name: "pg_shdescription", oid: 2396, columns: &[("objoid", Type::Oid), ("classoid", Type::Oid), ("description", Type::Text)] },
     View { name: "pg_stats", oid: 12050, columns: &[("schemaname", Type::Name), ("tablename", Type::Name), ("attname", Type::Name), ("inherited", Type::Bool), ("null_frac", Type::Float4), ("avg_width", Type::Int4), ("n_distinct", Type::Float4), ("most_common_vals", Type::Text), ("most_common_freqs", Type::Text), ("histogram_bounds", Type::Text), ("correlation", Type::Float4), ("most_common_elems", Type::Text), ("most_common_elem_freqs", Type::Text), ("elem_count_histogram", Type::Text)] },
-    View { name: "pg_statistic_ext", oid: 3381, columns: &[("oid", Type::Oid), ("stxrelid", Type::Oid), ("stxname", Type::Name), ("stxnamespace", Type::Oid), ("stxowner", Type::Oid), ("stxstattarget", Type::Int4), ("stxkeys", Type::Text), ("stxkind", CHAR_ARRAY), ("stxexprs", Type::Text)] },
+    View { name: "pg_statistic_ext", oid: 3381, columns: &[("oid", Type::Oid), ("stxrelid", Type::Oid), ("stxname", Type::Name), ("stxnamespace", Type::Oid), ("stxowner", Type::Oid), ("stxstattarget", Type::Int4), ("stxkeys", Type::Int2Vector), ("stxkind", CHAR_ARRAY), ("stxexprs", Type::Text)] },
     View { name: "pg_tablespace", oid: 1213, columns: &[("oid", Type::Oid), ("spcname", Type::Name), ("spcowner", Type::Oid), ("spcacl", TEXT_ARRAY), ("spcoptions", TEXT_ARRAY)] },
-    View { name: "pg_trigger", oid: 2620, columns: &[("oid", Type::Oid), ("tgrelid", Type::Oid), ("tgparentid", Type::Oid), ("tgname", Type::Name), ("tgfoid", Type::Oid), ("tgtype", Type::Int2), ("tgenabled", Type::Char), ("tgisinternal", Type::Bool), ("tgconstrrelid", Type::Oid), ("tgconstrindid", Type::Oid), ("tgconstraint", Type::Oid), ("tgdeferrable", Type::Bool), ("tginitdeferred", Type::Bool), ("tgnargs", Type::Int2), ("tgattr", Type::Text), ("tgargs", Type::Bytea), ("tgqual", Type::Text), ("tgoldtable", Type::Name), ("tgnewtable", Type::Name)] },
+    View { name: "pg_trigger", oid: 2620, columns: &[("oid", Type::Oid), ("tgrelid", Type::Oid), ("tgparentid", Type::Oid), ("tgname", Type::Name), ("tgfoid", Type::Oid), ("tgtype", Type::Int2), ("tgenabled", Type::Char), ("tgisinternal", Type::Bool), ("tgconstrrelid", Type::Oid), ("tgconstrindid", Type::Oid), ("tgconstraint", Type::Oid), ("tgdeferrable", Type::Bool), ("tginitdeferred", Type::Bool), ("tgnargs", Type::Int2), ("tgattr", Type::Int2Vector), ("tgargs", Type::Bytea), ("tgqual", Type::Text), ("tgoldtable", Type::Name), ("tgnewtable", Type::Name)] },
     View { name: "pg_type", oid: 1247, columns: &[("oid", Type::Oid), ("typname", Type::Name), ("typnamespace", Type::Oid), ("typowner", Type::Oid), ("typlen", Type::Int2), ("typbyval", Type::Bool), ("typtype", Type::Char), ("typcategory", Type::Char), ("typispreferred", Type::Bool), ("typisdefined", Type::Bool), ("typdelim", Type::Char), ("typrelid", Type::Oid), ("typsubscript", Type::Text), ("typelem", Type::Oid), ("typarray", Type::Oid), ("typinput", Type::Text), ("typoutput", Type::Text), ("typreceive", Type::Text), ("typsend", Type::Text), ("typmodin", Type::Text), ("typmodout", Type::Text), ("typanalyze", Type::Text), ("typalign", Type::Char), ("typstorage", Type::Char), ("typnotnull", Type::Bool), ("typbasetype", Type::Oid), ("typtypmod", Type::Int4), ("typndims", Type::Int4), ("typcollation", Type::Oid), ("typdefaultbin", Type::Text), ("typdefault", Type::Text), ("typacl", TEXT_ARRAY)] },
     View { name: "pg_indexes", oid: 12043, columns: &[("schemaname", Type::Name), ("tablename", Type::Name), ("indexname", Type::Name), ("tablespace", Type::Name), ("indexdef", Type::Text)] },
     View { name: "pg_views", oid: 12028, columns: &[("schemaname", Type::Name), ("viewname", Type::Name), ("viewowner", Type::Name), ("definition", Type::Text)] },
@@ -340,7 +340,14 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                     Value::Int2(n) => *n as usize,
                     _ => 0,
                 };
+                // The stored catalog keeps indkey and indoption as int2vector's text.
+                let vector = |ty: Type, v: &Value| match v {
+                    Value::Text(s) => types::input(ty, s, -1),
+                    _ => Ok(Value::Null),
+                };
+                // Operator classes and collations are not recorded yet: 0 for each column.
                 let zeros = vec!["0"; ncols].join(" ");
+                let zeros = types::input(Type::OidVector, &zeros, -1)?;
                 out.push(
                     Row::new(v)
                         .set("indexrelid", r[0].clone())
@@ -358,10 +365,10 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                         .b("indisready", true)
                         .b("indislive", true)
                         .b("indisreplident", false)
-                        .set("indkey", r[6].clone())
-                        .t("indcollation", &zeros)
-                        .t("indclass", &zeros)
-                        .set("indoption", r[7].clone()),
+                        .set("indkey", vector(Type::Int2Vector, &r[6])?)
+                        .set("indcollation", zeros.clone())
+                        .set("indclass", zeros)
+                        .set("indoption", vector(Type::Int2Vector, &r[7])?),
                 );
             }
             out
@@ -996,7 +1003,7 @@ fn typalign(t: Type) -> &'static str {
 }
 
 fn typstorage(t: Type) -> &'static str {
-    if t.typlen() == -1 { "x" } else { "p" }
+    if t.typlen() == -1 && !t.is_vector() { "x" } else { "p" }
 }
 
 
@@ -1026,11 +1033,12 @@ fn pg_type(v: &View) -> Vec<Row<'_>> {
             };
             let elem = match t {
                 Type::Array(e) => e.oid(),
+                Type::Int2Vector | Type::OidVector => t.elem().map_or(0, |e| e.oid()),
                 Type::Name => 18,
                 _ => 0,
             };
             let subscript = match t {
-                Type::Array(_) => "array_subscript_handler",
+                Type::Array(_) | Type::Int2Vector | Type::OidVector => "array_subscript_handler",
                 Type::Name => "raw_array_subscript_handler",
                 _ => "-",
             };
