@@ -17,6 +17,7 @@
 //! | pg_index, pg_constraint | stored rows of [`crate::index`] |
 //! | pg_sequence | the sequences of pg_class (relkind 'S') with the options of their state files ([`crate::sequence`]) |
 //! | pg_type | the built-in types of [`ferrogres_datum::types`] and their array types |
+//! | pg_opclass | the default btree and hash operator classes of the built-in types ([`OPCLASSES`], PostgreSQL 15's OIDs); no other classes exist yet |
 //! | pg_am | heap 2, btree 403, hash 405, gist 783, gin 2742, spgist 4000, brin 3580 |
 //! | pg_database | postgres (5) only: there are no template databases |
 //! | pg_authid, pg_shadow (superuser only: 42501), pg_roles, pg_user, pg_auth_members | the stored shared catalogs of [`crate::roles`] |
@@ -78,6 +79,7 @@ static VIEWS: &[View] = &[
     // Empty until range types exist; regproc columns as text (see above).
     View { name: "pg_range", oid: 3541, columns: &[("rngtypid", Type::Oid), ("rngsubtype", Type::Oid), ("rngmultitypid", Type::Oid), ("rngcollation", Type::Oid), ("rngsubopc", Type::Oid), ("rngcanonical", Type::Text), ("rngsubdiff", Type::Text)] },
     View { name: "pg_sequence", oid: 2224, columns: &[("seqrelid", Type::Oid), ("seqtypid", Type::Oid), ("seqstart", Type::Int8), ("seqincrement", Type::Int8), ("seqmax", Type::Int8), ("seqmin", Type::Int8), ("seqcache", Type::Int8), ("seqcycle", Type::Bool)] },
+    View { name: "pg_opclass", oid: 2616, columns: &[("oid", Type::Oid), ("opcmethod", Type::Oid), ("opcname", Type::Name), ("opcnamespace", Type::Oid), ("opcowner", Type::Oid), ("opcfamily", Type::Oid), ("opcintype", Type::Oid), ("opcdefault", Type::Bool), ("opckeytype", Type::Oid)] },
     View { name: "pg_inherits", oid: 2611, columns: &[("inhrelid", Type::Oid), ("inhparent", Type::Oid), ("inhseqno", Type::Int4), ("inhdetachpending", Type::Bool)] },
     View { name: "pg_namespace", oid: 2615, columns: &[("oid", Type::Oid), ("nspname", Type::Name), ("nspowner", Type::Oid), ("nspacl", TEXT_ARRAY)] },
     View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Int2Vector), ("partclass", Type::OidVector), ("partcollation", Type::OidVector), ("partexprs", Type::Text)] },
@@ -334,6 +336,18 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
         }
         "pg_index" => {
             let mut out = Vec::new();
+            // (index OID, access method) and each table column's type.
+            let classes: Vec<(Value, u32)> = scan_rows(backend, &catalog::class_rel(), snap)?
+                .into_iter()
+                .filter(|(_, c)| c.get(5) == Some(&Value::Text("i".into())))
+                .map(|(_, c)| (c[0].clone(), c.get(7).map_or(BTREE_AM_OID, index_am)))
+                .collect();
+            let mut col_types: std::collections::HashMap<(u32, i16), Type> = std::collections::HashMap::new();
+            for (_, a) in scan_rows(backend, &catalog::attribute_rel(), snap)? {
+                if let [Value::Oid(rel), _, Value::Oid(typ), Value::Int2(num), ..] = a.as_slice() {
+                    col_types.insert((*rel, *num), Type::from_oid(*typ).unwrap_or(Type::Text));
+                }
+            }
             for (_, r) in scan_rows(backend, &crate::index::index_rel(), snap)? {
                 let nkey = r[3].clone();
                 let ncols = match &r[2] {
@@ -345,9 +359,15 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                     Value::Text(s) => types::input(ty, s, -1),
                     _ => Ok(Value::Null),
                 };
-                // Operator classes and collations are not recorded yet: 0 for each column.
-                let zeros = vec!["0"; ncols].join(" ");
-                let zeros = types::input(Type::OidVector, &zeros, -1)?;
+                // Each key column's default operator class for the index's
+                // access method, and its collation (0 for an expression).
+                let am = classes.iter().find(|c| c.0 == r[0]).map_or(BTREE_AM_OID, |c| c.1);
+                let keys: Vec<i16> = text_of(&r[6]).split_whitespace().map(|k| k.parse().unwrap_or(0)).collect();
+                let key_type = |k: &i16| col_types.get(&(oid_of(&r[1]), *k)).copied();
+                let class: Vec<Value> = keys.iter().map(|k| Value::Oid(key_type(k).map_or(0, |t| default_opclass(am, t)))).collect();
+                let collation: Vec<Value> = keys.iter().map(|k| Value::Oid(key_type(k).map_or(0, type_collation))).collect();
+                debug_assert!(keys.len() == ncols || ncols == 0);
+                let vec_of = |items: Vec<Value>| Value::Array(Box::new(ferrogres_datum::array::Array::vector(Type::Oid, items)));
                 out.push(
                     Row::new(v)
                         .set("indexrelid", r[0].clone())
@@ -366,8 +386,8 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                         .b("indislive", true)
                         .b("indisreplident", false)
                         .set("indkey", vector(Type::Int2Vector, &r[6])?)
-                        .set("indcollation", zeros.clone())
-                        .set("indclass", zeros)
+                        .set("indcollation", vec_of(collation))
+                        .set("indclass", vec_of(class))
                         .set("indoption", vector(Type::Int2Vector, &r[7])?),
                 );
             }
@@ -436,6 +456,22 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
             out
         }
         "pg_type" => pg_type(v),
+        "pg_opclass" => OPCLASSES
+            .iter()
+            .map(|(oid, am, name, family, ty)| {
+                Row::new(v)
+                    .oid("oid", *oid)
+                    .oid("opcmethod", *am)
+                    .t("opcname", name)
+                    .oid("opcnamespace", catalog::PG_CATALOG_NAMESPACE)
+                    .oid("opcowner", BOOTSTRAP_SUPERUSER)
+                    .oid("opcfamily", *family)
+                    .oid("opcintype", ty.oid())
+                    .b("opcdefault", true)
+                    // btree's name_ops stores cstring keys.
+                    .oid("opckeytype", if *oid == 10028 { 2275 } else { 0 })
+            })
+            .collect(),
         "pg_am" => [(2, "heap", "heap_tableam_handler", "t"), (403, "btree", "bthandler", "i"), (405, "hash", "hashhandler", "i"), (783, "gist", "gisthandler", "i"), (2742, "gin", "ginhandler", "i"), (4000, "spgist", "spghandler", "i"), (3580, "brin", "brinhandler", "i")]
             .iter()
             .map(|(o, n, h, t)| Row::new(v).oid("oid", *o).t("amname", n).t("amhandler", h).t("amtype", t))
@@ -671,6 +707,105 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
 
 /// An index's access method from its pg_class row's relam (B-tree when the row
 /// predates the column's use).
+const BTREE_AM_OID: u32 = 403;
+const ANYARRAY_OID: u32 = 2277;
+
+/// The default operator classes of the built-in types: (oid, access method,
+/// name, family, input type), as PostgreSQL 15 numbers them. Arrays share
+/// array_ops, whose input type is anyarray ([`OpcType::ANYARRAY`]).
+static OPCLASSES: &[(u32, u32, &str, u32, OpcType)] = &[
+    (1978, 403, "int4_ops", 1976, OpcType(Type::Int4)),
+    (1979, 403, "int2_ops", 1976, OpcType(Type::Int2)),
+    (1981, 403, "oid_ops", 1989, OpcType(Type::Oid)),
+    (3122, 403, "date_ops", 434, OpcType(Type::Date)),
+    (3123, 403, "float8_ops", 1970, OpcType(Type::Float8)),
+    (3124, 403, "int8_ops", 1976, OpcType(Type::Int8)),
+    (3125, 403, "numeric_ops", 1988, OpcType(Type::Numeric)),
+    (3126, 403, "text_ops", 1994, OpcType(Type::Text)),
+    (3127, 403, "timestamptz_ops", 434, OpcType(Type::Timestamptz)),
+    (3128, 403, "timestamp_ops", 434, OpcType(Type::Timestamp)),
+    (10000, 403, "array_ops", 397, OpcType::ANYARRAY),
+    (10003, 403, "bool_ops", 424, OpcType(Type::Bool)),
+    (10004, 403, "bpchar_ops", 426, OpcType(Type::Bpchar)),
+    (10006, 403, "bytea_ops", 428, OpcType(Type::Bytea)),
+    (10007, 403, "char_ops", 429, OpcType(Type::Char)),
+    (10012, 403, "float4_ops", 1970, OpcType(Type::Float4)),
+    (10022, 403, "interval_ops", 1982, OpcType(Type::Interval)),
+    (10028, 403, "name_ops", 1994, OpcType(Type::Name)),
+    (10032, 403, "oidvector_ops", 1991, OpcType(Type::OidVector)),
+    (10038, 403, "time_ops", 1996, OpcType(Type::Time)),
+    (10041, 403, "timetz_ops", 2000, OpcType(Type::TimeTz)),
+    (10065, 403, "uuid_ops", 2968, OpcType(Type::Uuid)),
+    (10067, 403, "pg_lsn_ops", 3253, OpcType(Type::PgLsn)),
+    (10088, 403, "jsonb_ops", 4033, OpcType(Type::Jsonb)),
+    (10001, 405, "array_ops", 627, OpcType::ANYARRAY),
+    (10005, 405, "bpchar_ops", 427, OpcType(Type::Bpchar)),
+    (10008, 405, "char_ops", 431, OpcType(Type::Char)),
+    (10011, 405, "date_ops", 435, OpcType(Type::Date)),
+    (10013, 405, "float4_ops", 1971, OpcType(Type::Float4)),
+    (10014, 405, "float8_ops", 1971, OpcType(Type::Float8)),
+    (10019, 405, "int2_ops", 1977, OpcType(Type::Int2)),
+    (10020, 405, "int4_ops", 1977, OpcType(Type::Int4)),
+    (10021, 405, "int8_ops", 1977, OpcType(Type::Int8)),
+    (10023, 405, "interval_ops", 1983, OpcType(Type::Interval)),
+    (10029, 405, "name_ops", 1995, OpcType(Type::Name)),
+    (10030, 405, "numeric_ops", 1998, OpcType(Type::Numeric)),
+    (10031, 405, "oid_ops", 1990, OpcType(Type::Oid)),
+    (10033, 405, "oidvector_ops", 1992, OpcType(Type::OidVector)),
+    (10037, 405, "text_ops", 1995, OpcType(Type::Text)),
+    (10039, 405, "time_ops", 1997, OpcType(Type::Time)),
+    (10040, 405, "timestamptz_ops", 1999, OpcType(Type::Timestamptz)),
+    (10042, 405, "timetz_ops", 2001, OpcType(Type::TimeTz)),
+    (10046, 405, "timestamp_ops", 2040, OpcType(Type::Timestamp)),
+    (10048, 405, "bool_ops", 2222, OpcType(Type::Bool)),
+    (10049, 405, "bytea_ops", 2223, OpcType(Type::Bytea)),
+    (10051, 405, "xid_ops", 2225, OpcType(Type::Xid)),
+    (10066, 405, "uuid_ops", 2969, OpcType(Type::Uuid)),
+    (10068, 405, "pg_lsn_ops", 3254, OpcType(Type::PgLsn)),
+    (10089, 405, "jsonb_ops", 4034, OpcType(Type::Jsonb)),
+];
+
+/// An operator class's input type: a built-in type, or anyarray (array_ops).
+#[derive(Clone, Copy)]
+struct OpcType(Type);
+
+impl OpcType {
+    /// anyarray has no `Type`: void stands for it in [`OPCLASSES`].
+    const ANYARRAY: OpcType = OpcType(Type::Void);
+    fn oid(self) -> u32 {
+        if self.0 == Type::Void { ANYARRAY_OID } else { self.0.oid() }
+    }
+}
+
+/// The default operator class of access method `am` for a key of type `ty`
+/// (0 when it has none): varchar uses text's (binary coercible), arrays array_ops.
+fn default_opclass(am: u32, ty: Type) -> u32 {
+    let ty = match ty {
+        Type::Varchar => Type::Text,
+        Type::Array(_) => Type::Void,
+        t => t,
+    };
+    OPCLASSES.iter().find(|c| c.1 == am && c.4 .0 == ty).map_or(0, |c| c.0)
+}
+
+/// A column's collation as pg_attribute.attcollation has it: the database
+/// default (100) for the string types, C (950) for name, else 0.
+fn type_collation(ty: Type) -> u32 {
+    match ty {
+        Type::Text | Type::Varchar | Type::Bpchar => 100,
+        Type::Array(Type::Text | Type::Varchar | Type::Bpchar) => 100,
+        Type::Name => 950,
+        _ => 0,
+    }
+}
+
+fn oid_of(v: &Value) -> u32 {
+    match v {
+        Value::Oid(o) => *o,
+        _ => 0,
+    }
+}
+
 fn index_am(relam: &Value) -> u32 {
     match relam {
         Value::Oid(a) if *a == crate::hash_index::HASH_AM_OID => *a,
