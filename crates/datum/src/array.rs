@@ -529,15 +529,16 @@ pub fn vector_input(elem: Type, s: &str) -> Result<Value> {
 }
 
 /// int2vectorrecv / oidvectorrecv: array_recv's format, one dimension with
-/// lower bound 0 and no NULLs (else 22023 "invalid int2vector data").
+/// lower bound 0 and no NULLs (else 22P03 "invalid int2vector data"). As in
+/// PostgreSQL, an empty one is refused (array_recv makes it dimensionless),
+/// though [`send`] writes it with its one dimension of length 0.
 pub fn vector_recv(elem: Type, b: &[u8]) -> Result<Value> {
     let vector_name = if elem == Type::Int2 { "int2vector" } else { "oidvector" };
     match recv(elem, b)? {
-        // One dimension (an empty vector too) with lower bound 0: recv gives lower 1 for no dimension.
-        Value::Array(a) if a.lower == 0 && !a.items.iter().any(Value::is_null) => {
+        Value::Array(a) if a.lower == 0 && !a.items.is_empty() && !a.items.iter().any(Value::is_null) => {
             Ok(Value::Array(Box::new(Array::vector(elem, a.items))))
         }
-        _ => Err(SqlError::new(b"22023", format!("invalid {vector_name} data"))),
+        _ => Err(SqlError::new(b"22P03", format!("invalid {vector_name} data"))),
     }
 }
 
