@@ -5,8 +5,8 @@ Usage: scenario.py HOST PORT USER DBNAME SOCKETDIR
 
 ORM models with a relationship, create_all(checkfirst=True) (twice: the second
 finds every table), the Inspector's reflection of every table (names, columns with defaults and
-serial sequences, foreign keys, check constraints; primary keys, indexes, unique
-constraints and MetaData.reflect() are left out, see below), sessions with savepoints, IntegrityError
+serial sequences, primary keys, foreign keys, unique and check constraints,
+indexes) and MetaData.reflect(), sessions with savepoints, IntegrityError
 fields, stream_results in partitions. Prints a transcript; the test compares it
 with the run against PostgreSQL 15.
 """
@@ -148,17 +148,25 @@ with engine.begin() as c:
     c.execute(text("CREATE VIEW book_titles AS SELECT id, title FROM book"))
 insp = inspect(engine)
 out("tables", sorted(insp.get_table_names()), "views", insp.get_view_names())
-# Every table's columns, foreign keys and check constraints through the
-# Inspector. get_pk_constraint, get_unique_constraints, get_indexes and so
-# MetaData.reflect() are left out: their queries unnest() pg_index.indkey and
-# call generate_subscripts() on it, and ferrogres's pg_index shows int2vector
-# and oidvector columns as text (no int2vector type yet).
+# Every table's columns, primary key, foreign keys, unique and check
+# constraints and indexes through the Inspector (the primary key, unique and
+# index queries unnest() pg_index's int2vector and oidvector columns and call
+# generate_subscripts() on them), then MetaData.reflect() of them all.
 for t in sorted(insp.get_table_names()):
     for col in insp.get_columns(t):
         out("column", t, col["name"], repr(col["type"]), col["nullable"], col["default"],
             col.get("autoincrement"), col.get("comment"), col.get("identity"))
+    out("pk", t, insp.get_pk_constraint(t))
     out("fks", t, insp.get_foreign_keys(t))
+    out("uniques", t, insp.get_unique_constraints(t))
     out("checks", t, insp.get_check_constraints(t))
+    out("indexes", t, insp.get_indexes(t))
+reflected = MetaData()
+reflected.reflect(bind=engine)
+for t in sorted(reflected.tables.values(), key=lambda t: t.name):
+    out("reflected", t.name, [c.name for c in t.primary_key.columns],
+        sorted((i.name, i.unique, [c.name for c in i.columns]) for i in t.indexes),
+        sorted(c.name for c in t.constraints if isinstance(c, UniqueConstraint)))
 # get_view_definition is left out too: pg_get_viewdef prints `SELECT id, title
 # FROM book;` where PostgreSQL qualifies the columns (`book.id, book.title`).
 

@@ -36,16 +36,23 @@ pub struct Array {
     /// The subscript of the first element (1 unless written `[lo:hi]=...`).
     pub lower: i32,
     pub items: Vec<Value>,
+    /// An int2vector or oidvector (elem int2 or oid, lower bound 0): the same
+    /// value as an array, but text I/O is the elements separated by spaces.
+    pub vector: bool,
 }
 
 impl Array {
     pub fn new(elem: Type, items: Vec<Value>) -> Array {
-        Array { elem, lower: 1, items }
+        Array { elem, lower: 1, items, vector: false }
+    }
+    /// An int2vector (`elem` int2) or oidvector (`elem` oid): lower bound 0.
+    pub fn vector(elem: Type, items: Vec<Value>) -> Array {
+        Array { elem, lower: 0, items, vector: true }
     }
 }
 
 /// The element types that have an array type: (element, array oid, typname, SQL name).
-static ELEMS: [(Type, u32, &str, &str); 25] = [
+static ELEMS: [(Type, u32, &str, &str); 27] = [
     (Type::Bool, 1000, "_bool", "boolean[]"),
     (Type::Bytea, 1001, "_bytea", "bytea[]"),
     (Type::Char, 1002, "_char", "\"char\"[]"),
@@ -71,10 +78,12 @@ static ELEMS: [(Type, u32, &str, &str); 25] = [
     (Type::Jsonb, 3807, "_jsonb", "jsonb[]"),
     (Type::PgLsn, 3221, "_pg_lsn", "pg_lsn[]"),
     (Type::Numeric, 1231, "_numeric", "numeric[]"),
+    (Type::Int2Vector, 1006, "_int2vector", "int2vector[]"),
+    (Type::OidVector, 1013, "_oidvector", "oidvector[]"),
 ];
 
 /// The element types, as `'static` references for `Type::Array`.
-static ELEM_TYPES: [Type; 25] = [
+static ELEM_TYPES: [Type; 27] = [
     Type::Bool,
     Type::Bytea,
     Type::Char,
@@ -100,6 +109,8 @@ static ELEM_TYPES: [Type; 25] = [
     Type::Jsonb,
     Type::PgLsn,
     Type::Numeric,
+    Type::Int2Vector,
+    Type::OidVector,
 ];
 
 fn entry(elem: Type) -> Option<usize> {
@@ -353,6 +364,10 @@ pub fn input(elem: Type, s: &str, typmod: i32) -> Result<Value> {
 /// array_out: `{1,2,NULL}`; elements quoted when needed; `[lo:hi]=` when the
 /// lower bound is not 1.
 pub fn output(a: &Array) -> String {
+    if a.vector {
+        // int2vectorout / oidvectorout: "1 2" (the elements are never NULL).
+        return a.items.iter().filter_map(types::output).collect::<Vec<_>>().join(" ");
+    }
     let mut out = String::new();
     if a.lower != 1 && !a.items.is_empty() {
         out.push_str(&format!("[{}:{}]=", a.lower, a.lower as i64 + a.items.len() as i64 - 1));
@@ -390,7 +405,8 @@ pub fn output(a: &Array) -> String {
 /// array_send (also the stored form).
 pub fn send(a: &Array) -> Vec<u8> {
     let mut b = Vec::new();
-    let ndim: i32 = if a.items.is_empty() { 0 } else { 1 };
+    // An empty vector still has its one dimension (of length 0, from 0).
+    let ndim: i32 = if a.items.is_empty() && !a.vector { 0 } else { 1 };
     b.extend_from_slice(&ndim.to_be_bytes());
     b.extend_from_slice(&(a.items.iter().any(Value::is_null) as i32).to_be_bytes());
     b.extend_from_slice(&a.elem.oid().to_be_bytes());
@@ -502,13 +518,34 @@ pub fn recv(elem: Type, b: &[u8]) -> Result<Value> {
     if pos != b.len() {
         return Err(SqlError::new(b"22P03", "incorrect binary data format"));
     }
-    Ok(Value::Array(Box::new(Array { elem, lower, items })))
+    Ok(Value::Array(Box::new(Array { elem, lower, items, vector: false })))
+}
+
+/// int2vectorin / oidvectorin: the elements separated by white space, each read
+/// by the element type's input function (so its error texts), lower bound 0.
+pub fn vector_input(elem: Type, s: &str) -> Result<Value> {
+    let items = s.split_ascii_whitespace().map(|t| types::input(elem, t, -1)).collect::<Result<Vec<_>>>()?;
+    Ok(Value::Array(Box::new(Array::vector(elem, items))))
+}
+
+/// int2vectorrecv / oidvectorrecv: array_recv's format, one dimension with
+/// lower bound 0 and no NULLs (else 22P03 "invalid int2vector data"). As in
+/// PostgreSQL, an empty one is refused (array_recv makes it dimensionless),
+/// though [`send`] writes it with its one dimension of length 0.
+pub fn vector_recv(elem: Type, b: &[u8]) -> Result<Value> {
+    let vector_name = if elem == Type::Int2 { "int2vector" } else { "oidvector" };
+    match recv(elem, b)? {
+        Value::Array(a) if a.lower == 0 && !a.items.is_empty() && !a.items.iter().any(Value::is_null) => {
+            Ok(Value::Array(Box::new(Array::vector(elem, a.items))))
+        }
+        _ => Err(SqlError::new(b"22P03", format!("invalid {vector_name} data"))),
+    }
 }
 
 /// A cast between array types, element by element.
 pub fn cast(a: &Array, to_elem: Type, typmod: i32, explicit: bool) -> Result<Value> {
     let items = a.items.iter().map(|v| types::cast(v.clone(), a.elem, to_elem, typmod, explicit)).collect::<Result<Vec<_>>>()?;
-    Ok(Value::Array(Box::new(Array { elem: to_elem, lower: a.lower, items })))
+    Ok(Value::Array(Box::new(Array { elem: to_elem, lower: a.lower, items, vector: false })))
 }
 
 /// btarraycmp: element by element (NULL after every value), then the shorter first.
@@ -658,7 +695,7 @@ pub fn call(f: ArrayFunc, vals: &[Value], ty: Type) -> Result<Value> {
                 }
                 let mut items = a.items.clone();
                 items.extend(b.items.iter().cloned());
-                Value::Array(Box::new(Array { elem: a.elem, lower: a.lower, items }))
+                Value::Array(Box::new(Array { elem: a.elem, lower: a.lower, items, vector: false }))
             }
             (Some(_), None) => vals[0].clone(),
             (None, Some(_)) => vals[1].clone(),

@@ -34,6 +34,8 @@
 //! | json | 114 | -1 | i | `Json` (the text as written; [`crate::json`]) |
 //! | jsonb | 3802 | -1 | i | `Jsonb` (canonical text; [`crate::json`]) |
 //! | pg_lsn | 3220 | 8 | d | `PgLsn` ([`crate::pg_lsn`]) |
+//! | int2vector | 22 | -1 | i | `Array` of int2 from 0, `vector` set (text "1 2"; [`crate::array`]) |
+//! | oidvector | 30 | -1 | i | `Array` of oid from 0, `vector` set |
 //!
 //! | numeric | 1700 | -1 | i | `Numeric` ([`crate::numeric`]; typmod = (p << 16 | s) + 4) |
 
@@ -79,9 +81,14 @@ pub enum Type {
     Jsonb,
     /// A WAL position ([`crate::pg_lsn`]).
     PgLsn,
+    /// int2vector (22): pg_index.indkey and indoption; held as a
+    /// `Value::Array` of int2 with lower bound 0 and `vector` set.
+    Int2Vector,
+    /// oidvector (30): pg_index.indclass, pg_proc.proargtypes; as int2vector, of oid.
+    OidVector,
 }
 
-pub const TYPES: [Type; 24] = [
+pub const TYPES: [Type; 26] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -106,6 +113,8 @@ pub const TYPES: [Type; 24] = [
     Type::Json,
     Type::Jsonb,
     Type::PgLsn,
+    Type::Int2Vector,
+    Type::OidVector,
 ];
 
 impl Type {
@@ -139,7 +148,23 @@ impl Type {
             Type::Json => 114,
             Type::Jsonb => 3802,
             Type::PgLsn => crate::pg_lsn::PG_LSN_OID,
+            Type::Int2Vector => 22,
+            Type::OidVector => 30,
         }
+    }
+    /// The element type of an array type, or of int2vector/oidvector (which
+    /// subscript, unnest and `= ANY` like arrays, from 0).
+    pub fn elem(self) -> Option<Type> {
+        match self {
+            Type::Array(e) => Some(*e),
+            Type::Int2Vector => Some(Type::Int2),
+            Type::OidVector => Some(Type::Oid),
+            _ => None,
+        }
+    }
+    /// Whether the type is int2vector or oidvector.
+    pub fn is_vector(self) -> bool {
+        matches!(self, Type::Int2Vector | Type::OidVector)
     }
     pub fn from_oid(oid: u32) -> Option<Type> {
         match oid {
@@ -166,7 +191,7 @@ impl Type {
             Type::Unknown => ('X', false),
             Type::Void => ('P', false),
             Type::Char => ('Z', false),
-            Type::Array(_) => ('A', false),
+            Type::Array(_) | Type::Int2Vector | Type::OidVector => ('A', false),
             _ => ('U', false),
         }
     }
@@ -201,6 +226,8 @@ impl Type {
             Type::Json => "json",
             Type::Jsonb => "jsonb",
             Type::PgLsn => "pg_lsn",
+            Type::Int2Vector => "int2vector",
+            Type::OidVector => "oidvector",
         }
     }
     /// The name format_type() shows in messages.
@@ -234,6 +261,8 @@ impl Type {
             Type::Json => "json",
             Type::Jsonb => "jsonb",
             Type::PgLsn => "pg_lsn",
+            Type::Int2Vector => "int2vector",
+            Type::OidVector => "oidvector",
         }
     }
     /// The name with its modifier, as format_type(oid, typmod).
@@ -261,6 +290,7 @@ impl Type {
             Type::Interval => 16,
             Type::TimeTz => 12,
             Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea | Type::Array(_) | Type::Json | Type::Jsonb => -1,
+            Type::Int2Vector | Type::OidVector => -1,
             Type::Uuid => 16,
             Type::Unknown => -2,
             Type::Name => 64,
@@ -278,6 +308,7 @@ impl Type {
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
             // name and "char" are stored as varlena here (PostgreSQL: 64 and 1 fixed bytes).
             Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea | Type::Name | Type::Char | Type::Array(_) | Type::Numeric => AttrDesc::varlena(),
+            Type::Int2Vector | Type::OidVector => AttrDesc::varlena(),
             // uuid is a 16-byte varlena here (PostgreSQL: fixed length 16).
             Type::Uuid | Type::Json | Type::Jsonb => AttrDesc::varlena(),
             Type::Unknown | Type::Void => return None,
@@ -330,6 +361,8 @@ impl Type {
             "json" => Type::Json,
             "jsonb" => Type::Jsonb,
             "pg_lsn" => Type::PgLsn,
+            "int2vector" => Type::Int2Vector,
+            "oidvector" => Type::OidVector,
             _ => return crate::array::from_typname(name),
         })
     }
@@ -537,6 +570,8 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Name => Value::Text(crate::array::name_in(s)),
         Type::Char => Value::Text(crate::array::char_in(s)),
         Type::Array(e) => crate::array::input(*e, s, typmod)?,
+        Type::Int2Vector => crate::array::vector_input(Type::Int2, s)?,
+        Type::OidVector => crate::array::vector_input(Type::Oid, s)?,
         Type::Uuid => Value::Uuid(crate::uuid::input(s)?),
         Type::Json => Value::Json(crate::json::json_in(s)?),
         Type::Jsonb => Value::Jsonb(crate::json::jsonb_in(s)?),
@@ -790,6 +825,8 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
             Value::TimeTz(i64::from_be_bytes(b[..8].try_into().unwrap()), i32::from_be_bytes(b[8..].try_into().unwrap()))
         }
         Type::Array(e) => crate::array::recv(*e, b)?,
+        Type::Int2Vector => crate::array::vector_recv(Type::Int2, b)?,
+        Type::OidVector => crate::array::vector_recv(Type::Oid, b)?,
         Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar | Type::Name => Value::Text(utf8(b)?),
         Type::Void => Value::Null,
         Type::Numeric => Value::Numeric(crate::numeric::Numeric::recv(b)?),
@@ -820,7 +857,9 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Float8, Value::Float8(f)) => Datum::ByVal(f.to_bits()),
         (Type::Float4, Value::Float4(f)) => Datum::ByVal(f.to_bits() as u64),
         (Type::Text | Type::Varchar | Type::Bpchar | Type::Name | Type::Char, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
-        (Type::Array(_), Value::Array(_)) => return Err(SqlError::internal("array datums are formed by rowio from types::fixed_bytes")),
+        (Type::Array(_) | Type::Int2Vector | Type::OidVector, Value::Array(_)) => {
+            return Err(SqlError::internal("array datums are formed by rowio from types::fixed_bytes"))
+        }
         (Type::Bytea, Value::Bytea(b)) => Datum::Varlena(b),
         (Type::Numeric, Value::Numeric(n)) => Datum::Varlena(n.as_bytes()),
         (Type::Uuid, Value::Uuid(u)) => Datum::Varlena(u),
@@ -885,6 +924,9 @@ pub fn from_varlena_typed(ty: Type, bytes: &[u8]) -> Result<Value> {
     match ty {
         Type::Bytea => Ok(Value::Bytea(bytes.to_vec())),
         Type::Array(e) => crate::array::recv(e.to_owned(), bytes).map_err(|er| SqlError::new(b"XX001", format!("stored array is corrupt: {}", er.message))),
+        Type::Int2Vector | Type::OidVector => {
+            recv(ty, bytes).map_err(|er| SqlError::new(b"XX001", format!("stored {} is corrupt: {}", ty.typname(), er.message)))
+        }
         Type::Numeric => Ok(Value::Numeric(crate::numeric::Numeric::from_bytes(bytes)?)),
         Type::Uuid => bytes.try_into().map(Value::Uuid).map_err(|_| SqlError::new(b"XX001", "stored uuid of the wrong length")),
         Type::Json => from_varlena(bytes).map(|v| match v { Value::Text(s) => Value::Json(s), v => v }),
@@ -913,7 +955,8 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
     if let Some(r) = crate::json::cast(&v, from, to) {
         return r;
     }
-    if let (Type::Array(_), Type::Array(te), Value::Array(a)) = (from, to, &v) {
+    if let (Type::Array(_) | Type::Int2Vector | Type::OidVector, Type::Array(te), Value::Array(a)) = (from, to, &v) {
+        // int2vector -> int2[] keeps the lower bound 0 (`[0:1]={1,2}`).
         return crate::array::cast(a, *te, typmod, explicit);
     }
     if datetime::is_datetime(from) && datetime::is_datetime(to) {
@@ -1021,6 +1064,15 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
     }
     if let (Array(f), Array(t)) = (from, to) {
         return cast_allowed(*f, *t, context);
+    }
+    // pg_cast: int2vector -> int2[] and oidvector -> oid[] implicitly (binary
+    // coercible), so on to any array type whose element the element casts to;
+    // nothing casts to them but text (their input function).
+    if let (Int2Vector | OidVector, Array(t)) = (from, to) {
+        return from.elem().is_some_and(|e| e == *t || cast_allowed(e, *t, context));
+    }
+    if matches!(to, Int2Vector | OidVector) {
+        return from.is_string() && context == CastContext::Explicit || matches!(from, Unknown);
     }
     if let Some((implicit, assignment)) = datetime::cast_context(from, to) {
         return match context {

@@ -1363,7 +1363,7 @@ impl<'a> Analyzer<'a> {
             Type::Oid
         } else if lt == rt && lt == Type::Bytea && cmp.is_some() {
             Type::Bytea
-        } else if lt == rt && matches!(lt, Type::Array(_) | Type::Uuid | Type::Jsonb | Type::PgLsn) && cmp.is_some() {
+        } else if lt == rt && matches!(lt, Type::Array(_) | Type::Int2Vector | Type::OidVector | Type::Uuid | Type::Jsonb | Type::PgLsn) && cmp.is_some() {
             lt
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));
@@ -1653,6 +1653,9 @@ impl<'a> Analyzer<'a> {
             return Ok(e);
         }
         if let Some(e) = self.array_func(&name, &mut args, &arg_locs, f.location)? {
+            return Ok(e);
+        }
+        if let Some(e) = self.array_srf(&name, &mut args, &arg_locs, f, scope)? {
             return Ok(e);
         }
         if let Some(e) = self.catalog_func(&name, &mut args, &arg_locs, f.location)? {

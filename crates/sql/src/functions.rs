@@ -370,6 +370,11 @@ pub static BUILTINS: &[Builtin] = &[
     f("to_timestamp", &[T, T], Type::Timestamptz, ferrogres_datum::formatting::dch::to_timestamp).stable(),
     f("to_timestamp", &[F8], Type::Timestamptz, ferrogres_datum::formatting::dch::to_timestamp_epoch),
     // --- set-returning
+    // unnest(anyarray) and generate_subscripts(anyarray, int4 [, bool]) in the
+    // select list: polymorphic, so typed by `Analyzer::array_srf` (arrays,
+    // int2vector, oidvector), which alone builds calls of these rows.
+    set("unnest", &[], T, array_unnest),
+    set("generate_subscripts", &[], I4, array_subscripts),
     set("generate_series", &[I4, I4], I4, m::series),
     set("generate_series", &[I4, I4, I4], I4, m::series),
     set("generate_series", &[I8, I8], I8, m::series),
@@ -611,6 +616,35 @@ pub fn call_set(id: FuncId, vals: &[Value]) -> Result<SetIter> {
         Imp::Checked(fun) => Ok(Box::new(std::iter::once(fun(vals, &ferrogres_datum::errors::NoInterrupts)))),
         Imp::Missing(what) => Err(SqlError::not_supported(what)),
     }
+}
+
+/// unnest(anyarray): the elements in order (NULL elements too).
+fn array_unnest(a: &[Value]) -> Result<SetIter> {
+    let items = match a.first() {
+        Some(Value::Array(arr)) => arr.items.clone(),
+        _ => Vec::new(),
+    };
+    Ok(Box::new(items.into_iter().map(Ok)))
+}
+
+/// generate_subscripts(anyarray, dim [, reverse]): the subscripts of
+/// dimension `dim` (only 1 exists), from the lower bound, or downwards.
+fn array_subscripts(a: &[Value]) -> Result<SetIter> {
+    let (Some(Value::Array(arr)), Some(1)) = (a.first(), a.get(1).and_then(Value::as_i64)) else {
+        return Ok(Box::new(std::iter::empty()));
+    };
+    let lower = arr.lower as i64;
+    let mut subs: Vec<Value> = (0..arr.items.len() as i64).map(|i| Value::Int4((lower + i) as i32)).collect();
+    if a.get(2) == Some(&Value::Bool(true)) {
+        subs.reverse();
+    }
+    Ok(Box::new(subs.into_iter().map(Ok)))
+}
+
+/// The row of [`BUILTINS`] named `name` with no declared arguments (the
+/// polymorphic rows that analysis types itself).
+pub fn polymorphic(name: &str) -> Option<FuncId> {
+    BUILTINS.iter().position(|b| b.name == name && b.args.is_empty() && b.returns_set()).map(|i| FuncId(i as u16))
 }
 
 /// A string argument (the declared type is a string type).

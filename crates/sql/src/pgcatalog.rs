@@ -17,6 +17,7 @@
 //! | pg_index, pg_constraint | stored rows of [`crate::index`] |
 //! | pg_sequence | the sequences of pg_class (relkind 'S') with the options of their state files ([`crate::sequence`]) |
 //! | pg_type | the built-in types of [`ferrogres_datum::types`] and their array types |
+//! | pg_opclass | the default btree and hash operator classes of the built-in types ([`OPCLASSES`], PostgreSQL 15's OIDs); no other classes exist yet |
 //! | pg_am | heap 2, btree 403, hash 405, gist 783, gin 2742, spgist 4000, brin 3580 |
 //! | pg_database | postgres (5) only: there are no template databases |
 //! | pg_authid, pg_shadow (superuser only: 42501), pg_roles, pg_user, pg_auth_members | the stored shared catalogs of [`crate::roles`] |
@@ -35,9 +36,9 @@
 //! executor's functions see no catalog.
 //!
 //! Column types PostgreSQL has and we do not are shown as: regproc as text
-//! (the function's name), pg_node_tree, int2vector, oidvector, anyarray as
-//! text (int2vector's "1 2" form; pg_publication_rel.prattrs, which psql
-//! subscripts, is int2[]), aclitem[] as text[].
+//! (the function's name), pg_node_tree and anyarray as text, aclitem[] as
+//! text[]. int2vector and oidvector columns (pg_index.indkey, indclass,
+//! pg_proc.proargtypes, ...) have their own types, subscripted from 0.
 
 use crate::catalog::{self, Column, Table};
 use ferrogres_datum::errors::{Result, SqlError};
@@ -74,15 +75,16 @@ static VIEWS: &[View] = &[
     View { name: "pg_database", oid: 1262, columns: &[("oid", Type::Oid), ("datname", Type::Name), ("datdba", Type::Oid), ("encoding", Type::Int4), ("datlocprovider", Type::Char), ("datistemplate", Type::Bool), ("datallowconn", Type::Bool), ("datconnlimit", Type::Int4), ("datfrozenxid", Type::Xid), ("datminmxid", Type::Xid), ("dattablespace", Type::Oid), ("datcollate", Type::Text), ("datctype", Type::Text), ("daticulocale", Type::Text), ("datcollversion", Type::Text), ("datacl", TEXT_ARRAY)] },
     View { name: "pg_description", oid: 2609, columns: &[("objoid", Type::Oid), ("classoid", Type::Oid), ("objsubid", Type::Int4), ("description", Type::Text)] },
     View { name: "pg_foreign_table", oid: 3118, columns: &[("ftrelid", Type::Oid), ("ftserver", Type::Oid), ("ftoptions", TEXT_ARRAY)] },
-    View { name: "pg_index", oid: 2610, columns: &[("indexrelid", Type::Oid), ("indrelid", Type::Oid), ("indnatts", Type::Int2), ("indnkeyatts", Type::Int2), ("indisunique", Type::Bool), ("indnullsnotdistinct", Type::Bool), ("indisprimary", Type::Bool), ("indisexclusion", Type::Bool), ("indimmediate", Type::Bool), ("indisclustered", Type::Bool), ("indisvalid", Type::Bool), ("indcheckxmin", Type::Bool), ("indisready", Type::Bool), ("indislive", Type::Bool), ("indisreplident", Type::Bool), ("indkey", Type::Text), ("indcollation", Type::Text), ("indclass", Type::Text), ("indoption", Type::Text), ("indexprs", Type::Text), ("indpred", Type::Text)] },
+    View { name: "pg_index", oid: 2610, columns: &[("indexrelid", Type::Oid), ("indrelid", Type::Oid), ("indnatts", Type::Int2), ("indnkeyatts", Type::Int2), ("indisunique", Type::Bool), ("indnullsnotdistinct", Type::Bool), ("indisprimary", Type::Bool), ("indisexclusion", Type::Bool), ("indimmediate", Type::Bool), ("indisclustered", Type::Bool), ("indisvalid", Type::Bool), ("indcheckxmin", Type::Bool), ("indisready", Type::Bool), ("indislive", Type::Bool), ("indisreplident", Type::Bool), ("indkey", Type::Int2Vector), ("indcollation", Type::OidVector), ("indclass", Type::OidVector), ("indoption", Type::Int2Vector), ("indexprs", Type::Text), ("indpred", Type::Text)] },
     // Empty until range types exist; regproc columns as text (see above).
     View { name: "pg_range", oid: 3541, columns: &[("rngtypid", Type::Oid), ("rngsubtype", Type::Oid), ("rngmultitypid", Type::Oid), ("rngcollation", Type::Oid), ("rngsubopc", Type::Oid), ("rngcanonical", Type::Text), ("rngsubdiff", Type::Text)] },
     View { name: "pg_sequence", oid: 2224, columns: &[("seqrelid", Type::Oid), ("seqtypid", Type::Oid), ("seqstart", Type::Int8), ("seqincrement", Type::Int8), ("seqmax", Type::Int8), ("seqmin", Type::Int8), ("seqcache", Type::Int8), ("seqcycle", Type::Bool)] },
+    View { name: "pg_opclass", oid: 2616, columns: &[("oid", Type::Oid), ("opcmethod", Type::Oid), ("opcname", Type::Name), ("opcnamespace", Type::Oid), ("opcowner", Type::Oid), ("opcfamily", Type::Oid), ("opcintype", Type::Oid), ("opcdefault", Type::Bool), ("opckeytype", Type::Oid)] },
     View { name: "pg_inherits", oid: 2611, columns: &[("inhrelid", Type::Oid), ("inhparent", Type::Oid), ("inhseqno", Type::Int4), ("inhdetachpending", Type::Bool)] },
     View { name: "pg_namespace", oid: 2615, columns: &[("oid", Type::Oid), ("nspname", Type::Name), ("nspowner", Type::Oid), ("nspacl", TEXT_ARRAY)] },
-    View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Text), ("partclass", Type::Text), ("partcollation", Type::Text), ("partexprs", Type::Text)] },
+    View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Int2Vector), ("partclass", Type::OidVector), ("partcollation", Type::OidVector), ("partexprs", Type::Text)] },
     View { name: "pg_policy", oid: 3256, columns: &[("oid", Type::Oid), ("polname", Type::Name), ("polrelid", Type::Oid), ("polcmd", Type::Char), ("polpermissive", Type::Bool), ("polroles", OID_ARRAY), ("polqual", Type::Text), ("polwithcheck", Type::Text)] },
-    View { name: "pg_proc", oid: 1255, columns: &[("oid", Type::Oid), ("proname", Type::Name), ("pronamespace", Type::Oid), ("proowner", Type::Oid), ("prolang", Type::Oid), ("procost", Type::Float4), ("prorows", Type::Float4), ("provariadic", Type::Oid), ("prosupport", Type::Text), ("prokind", Type::Char), ("prosecdef", Type::Bool), ("proleakproof", Type::Bool), ("proisstrict", Type::Bool), ("proretset", Type::Bool), ("provolatile", Type::Char), ("proparallel", Type::Char), ("pronargs", Type::Int2), ("pronargdefaults", Type::Int2), ("prorettype", Type::Oid), ("proargtypes", Type::Text), ("proallargtypes", OID_ARRAY), ("proargmodes", CHAR_ARRAY), ("proargnames", TEXT_ARRAY), ("proargdefaults", Type::Text), ("protrftypes", OID_ARRAY), ("prosrc", Type::Text), ("probin", Type::Text), ("prosqlbody", Type::Text), ("proconfig", TEXT_ARRAY), ("proacl", TEXT_ARRAY)] },
+    View { name: "pg_proc", oid: 1255, columns: &[("oid", Type::Oid), ("proname", Type::Name), ("pronamespace", Type::Oid), ("proowner", Type::Oid), ("prolang", Type::Oid), ("procost", Type::Float4), ("prorows", Type::Float4), ("provariadic", Type::Oid), ("prosupport", Type::Text), ("prokind", Type::Char), ("prosecdef", Type::Bool), ("proleakproof", Type::Bool), ("proisstrict", Type::Bool), ("proretset", Type::Bool), ("provolatile", Type::Char), ("proparallel", Type::Char), ("pronargs", Type::Int2), ("pronargdefaults", Type::Int2), ("prorettype", Type::Oid), ("proargtypes", Type::OidVector), ("proallargtypes", OID_ARRAY), ("proargmodes", CHAR_ARRAY), ("proargnames", TEXT_ARRAY), ("proargdefaults", Type::Text), ("protrftypes", OID_ARRAY), ("prosrc", Type::Text), ("probin", Type::Text), ("prosqlbody", Type::Text), ("proconfig", TEXT_ARRAY), ("proacl", TEXT_ARRAY)] },
     View { name: "pg_publication", oid: 6104, columns: &[("oid", Type::Oid), ("pubname", Type::Name), ("pubowner", Type::Oid), ("puballtables", Type::Bool), ("pubinsert", Type::Bool), ("pubupdate", Type::Bool), ("pubdelete", Type::Bool), ("pubtruncate", Type::Bool), ("pubviaroot", Type::Bool)] },
     View { name: "pg_publication_namespace", oid: 6237, columns: &[("oid", Type::Oid), ("pnpubid", Type::Oid), ("pnnspid", Type::Oid)] },
     View { name: "pg_publication_rel", oid: 6106, columns: &[("oid", Type::Oid), ("prpubid", Type::Oid), ("prrelid", Type::Oid), ("prqual", Type::Text), ("prattrs", INT2_ARRAY)] },
@@ -91,9 +93,9 @@ static VIEWS: &[View] = &[
     View { name: "pg_settings", oid: 12104, columns: &[("name", Type::Text), ("setting", Type::Text), ("unit", Type::Text), ("category", Type::Text), ("short_desc", Type::Text), ("extra_desc", Type::Text), ("context", Type::Text), ("vartype", Type::Text), ("source", Type::Text), ("min_val", Type::Text), ("max_val", Type::Text), ("enumvals", TEXT_ARRAY), ("boot_val", Type::Text), ("reset_val", Type::Text), ("sourcefile", Type::Text), ("sourceline", Type::Int4), ("pending_restart", Type::Bool)] },
     View { name: "pg_shdescription", oid: 2396, columns: &[("objoid", Type::Oid), ("classoid", Type::Oid), ("description", Type::Text)] },
     View { name: "pg_stats", oid: 12050, columns: &[("schemaname", Type::Name), ("tablename", Type::Name), ("attname", Type::Name), ("inherited", Type::Bool), ("null_frac", Type::Float4), ("avg_width", Type::Int4), ("n_distinct", Type::Float4), ("most_common_vals", Type::Text), ("most_common_freqs", Type::Text), ("histogram_bounds", Type::Text), ("correlation", Type::Float4), ("most_common_elems", Type::Text), ("most_common_elem_freqs", Type::Text), ("elem_count_histogram", Type::Text)] },
-    View { name: "pg_statistic_ext", oid: 3381, columns: &[("oid", Type::Oid), ("stxrelid", Type::Oid), ("stxname", Type::Name), ("stxnamespace", Type::Oid), ("stxowner", Type::Oid), ("stxstattarget", Type::Int4), ("stxkeys", Type::Text), ("stxkind", CHAR_ARRAY), ("stxexprs", Type::Text)] },
+    View { name: "pg_statistic_ext", oid: 3381, columns: &[("oid", Type::Oid), ("stxrelid", Type::Oid), ("stxname", Type::Name), ("stxnamespace", Type::Oid), ("stxowner", Type::Oid), ("stxstattarget", Type::Int4), ("stxkeys", Type::Int2Vector), ("stxkind", CHAR_ARRAY), ("stxexprs", Type::Text)] },
     View { name: "pg_tablespace", oid: 1213, columns: &[("oid", Type::Oid), ("spcname", Type::Name), ("spcowner", Type::Oid), ("spcacl", TEXT_ARRAY), ("spcoptions", TEXT_ARRAY)] },
-    View { name: "pg_trigger", oid: 2620, columns: &[("oid", Type::Oid), ("tgrelid", Type::Oid), ("tgparentid", Type::Oid), ("tgname", Type::Name), ("tgfoid", Type::Oid), ("tgtype", Type::Int2), ("tgenabled", Type::Char), ("tgisinternal", Type::Bool), ("tgconstrrelid", Type::Oid), ("tgconstrindid", Type::Oid), ("tgconstraint", Type::Oid), ("tgdeferrable", Type::Bool), ("tginitdeferred", Type::Bool), ("tgnargs", Type::Int2), ("tgattr", Type::Text), ("tgargs", Type::Bytea), ("tgqual", Type::Text), ("tgoldtable", Type::Name), ("tgnewtable", Type::Name)] },
+    View { name: "pg_trigger", oid: 2620, columns: &[("oid", Type::Oid), ("tgrelid", Type::Oid), ("tgparentid", Type::Oid), ("tgname", Type::Name), ("tgfoid", Type::Oid), ("tgtype", Type::Int2), ("tgenabled", Type::Char), ("tgisinternal", Type::Bool), ("tgconstrrelid", Type::Oid), ("tgconstrindid", Type::Oid), ("tgconstraint", Type::Oid), ("tgdeferrable", Type::Bool), ("tginitdeferred", Type::Bool), ("tgnargs", Type::Int2), ("tgattr", Type::Int2Vector), ("tgargs", Type::Bytea), ("tgqual", Type::Text), ("tgoldtable", Type::Name), ("tgnewtable", Type::Name)] },
     View { name: "pg_type", oid: 1247, columns: &[("oid", Type::Oid), ("typname", Type::Name), ("typnamespace", Type::Oid), ("typowner", Type::Oid), ("typlen", Type::Int2), ("typbyval", Type::Bool), ("typtype", Type::Char), ("typcategory", Type::Char), ("typispreferred", Type::Bool), ("typisdefined", Type::Bool), ("typdelim", Type::Char), ("typrelid", Type::Oid), ("typsubscript", Type::Text), ("typelem", Type::Oid), ("typarray", Type::Oid), ("typinput", Type::Text), ("typoutput", Type::Text), ("typreceive", Type::Text), ("typsend", Type::Text), ("typmodin", Type::Text), ("typmodout", Type::Text), ("typanalyze", Type::Text), ("typalign", Type::Char), ("typstorage", Type::Char), ("typnotnull", Type::Bool), ("typbasetype", Type::Oid), ("typtypmod", Type::Int4), ("typndims", Type::Int4), ("typcollation", Type::Oid), ("typdefaultbin", Type::Text), ("typdefault", Type::Text), ("typacl", TEXT_ARRAY)] },
     View { name: "pg_indexes", oid: 12043, columns: &[("schemaname", Type::Name), ("tablename", Type::Name), ("indexname", Type::Name), ("tablespace", Type::Name), ("indexdef", Type::Text)] },
     View { name: "pg_views", oid: 12028, columns: &[("schemaname", Type::Name), ("viewname", Type::Name), ("viewowner", Type::Name), ("definition", Type::Text)] },
@@ -334,13 +336,38 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
         }
         "pg_index" => {
             let mut out = Vec::new();
+            // (index OID, access method) and each table column's type.
+            let classes: Vec<(Value, u32)> = scan_rows(backend, &catalog::class_rel(), snap)?
+                .into_iter()
+                .filter(|(_, c)| c.get(5) == Some(&Value::Text("i".into())))
+                .map(|(_, c)| (c[0].clone(), c.get(7).map_or(BTREE_AM_OID, index_am)))
+                .collect();
+            let mut col_types: std::collections::HashMap<(u32, i16), Type> = std::collections::HashMap::new();
+            for (_, a) in scan_rows(backend, &catalog::attribute_rel(), snap)? {
+                if let [Value::Oid(rel), _, Value::Oid(typ), Value::Int2(num), ..] = a.as_slice() {
+                    col_types.insert((*rel, *num), Type::from_oid(*typ).unwrap_or(Type::Text));
+                }
+            }
             for (_, r) in scan_rows(backend, &crate::index::index_rel(), snap)? {
                 let nkey = r[3].clone();
                 let ncols = match &r[2] {
                     Value::Int2(n) => *n as usize,
                     _ => 0,
                 };
-                let zeros = vec!["0"; ncols].join(" ");
+                // The stored catalog keeps indkey and indoption as int2vector's text.
+                let vector = |ty: Type, v: &Value| match v {
+                    Value::Text(s) => types::input(ty, s, -1),
+                    _ => Ok(Value::Null),
+                };
+                // Each key column's default operator class for the index's
+                // access method, and its collation (0 for an expression).
+                let am = classes.iter().find(|c| c.0 == r[0]).map_or(BTREE_AM_OID, |c| c.1);
+                let keys: Vec<i16> = text_of(&r[6]).split_whitespace().map(|k| k.parse().unwrap_or(0)).collect();
+                let key_type = |k: &i16| col_types.get(&(oid_of(&r[1]), *k)).copied();
+                let class: Vec<Value> = keys.iter().map(|k| Value::Oid(key_type(k).map_or(0, |t| default_opclass(am, t)))).collect();
+                let collation: Vec<Value> = keys.iter().map(|k| Value::Oid(key_type(k).map_or(0, type_collation))).collect();
+                debug_assert!(keys.len() == ncols || ncols == 0);
+                let vec_of = |items: Vec<Value>| Value::Array(Box::new(ferrogres_datum::array::Array::vector(Type::Oid, items)));
                 out.push(
                     Row::new(v)
                         .set("indexrelid", r[0].clone())
@@ -358,10 +385,10 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                         .b("indisready", true)
                         .b("indislive", true)
                         .b("indisreplident", false)
-                        .set("indkey", r[6].clone())
-                        .t("indcollation", &zeros)
-                        .t("indclass", &zeros)
-                        .set("indoption", r[7].clone()),
+                        .set("indkey", vector(Type::Int2Vector, &r[6])?)
+                        .set("indcollation", vec_of(collation))
+                        .set("indclass", vec_of(class))
+                        .set("indoption", vector(Type::Int2Vector, &r[7])?),
                 );
             }
             out
@@ -429,6 +456,22 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
             out
         }
         "pg_type" => pg_type(v),
+        "pg_opclass" => OPCLASSES
+            .iter()
+            .map(|(oid, am, name, family, ty)| {
+                Row::new(v)
+                    .oid("oid", *oid)
+                    .oid("opcmethod", *am)
+                    .t("opcname", name)
+                    .oid("opcnamespace", catalog::PG_CATALOG_NAMESPACE)
+                    .oid("opcowner", BOOTSTRAP_SUPERUSER)
+                    .oid("opcfamily", *family)
+                    .oid("opcintype", ty.oid())
+                    .b("opcdefault", true)
+                    // btree's name_ops stores cstring keys.
+                    .oid("opckeytype", if *oid == 10028 { 2275 } else { 0 })
+            })
+            .collect(),
         "pg_am" => [(2, "heap", "heap_tableam_handler", "t"), (403, "btree", "bthandler", "i"), (405, "hash", "hashhandler", "i"), (783, "gist", "gisthandler", "i"), (2742, "gin", "ginhandler", "i"), (4000, "spgist", "spghandler", "i"), (3580, "brin", "brinhandler", "i")]
             .iter()
             .map(|(o, n, h, t)| Row::new(v).oid("oid", *o).t("amname", n).t("amhandler", h).t("amtype", t))
@@ -664,6 +707,105 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
 
 /// An index's access method from its pg_class row's relam (B-tree when the row
 /// predates the column's use).
+const BTREE_AM_OID: u32 = 403;
+const ANYARRAY_OID: u32 = 2277;
+
+/// The default operator classes of the built-in types: (oid, access method,
+/// name, family, input type), as PostgreSQL 15 numbers them. Arrays share
+/// array_ops, whose input type is anyarray ([`OpcType::ANYARRAY`]).
+static OPCLASSES: &[(u32, u32, &str, u32, OpcType)] = &[
+    (1978, 403, "int4_ops", 1976, OpcType(Type::Int4)),
+    (1979, 403, "int2_ops", 1976, OpcType(Type::Int2)),
+    (1981, 403, "oid_ops", 1989, OpcType(Type::Oid)),
+    (3122, 403, "date_ops", 434, OpcType(Type::Date)),
+    (3123, 403, "float8_ops", 1970, OpcType(Type::Float8)),
+    (3124, 403, "int8_ops", 1976, OpcType(Type::Int8)),
+    (3125, 403, "numeric_ops", 1988, OpcType(Type::Numeric)),
+    (3126, 403, "text_ops", 1994, OpcType(Type::Text)),
+    (3127, 403, "timestamptz_ops", 434, OpcType(Type::Timestamptz)),
+    (3128, 403, "timestamp_ops", 434, OpcType(Type::Timestamp)),
+    (10000, 403, "array_ops", 397, OpcType::ANYARRAY),
+    (10003, 403, "bool_ops", 424, OpcType(Type::Bool)),
+    (10004, 403, "bpchar_ops", 426, OpcType(Type::Bpchar)),
+    (10006, 403, "bytea_ops", 428, OpcType(Type::Bytea)),
+    (10007, 403, "char_ops", 429, OpcType(Type::Char)),
+    (10012, 403, "float4_ops", 1970, OpcType(Type::Float4)),
+    (10022, 403, "interval_ops", 1982, OpcType(Type::Interval)),
+    (10028, 403, "name_ops", 1994, OpcType(Type::Name)),
+    (10032, 403, "oidvector_ops", 1991, OpcType(Type::OidVector)),
+    (10038, 403, "time_ops", 1996, OpcType(Type::Time)),
+    (10041, 403, "timetz_ops", 2000, OpcType(Type::TimeTz)),
+    (10065, 403, "uuid_ops", 2968, OpcType(Type::Uuid)),
+    (10067, 403, "pg_lsn_ops", 3253, OpcType(Type::PgLsn)),
+    (10088, 403, "jsonb_ops", 4033, OpcType(Type::Jsonb)),
+    (10001, 405, "array_ops", 627, OpcType::ANYARRAY),
+    (10005, 405, "bpchar_ops", 427, OpcType(Type::Bpchar)),
+    (10008, 405, "char_ops", 431, OpcType(Type::Char)),
+    (10011, 405, "date_ops", 435, OpcType(Type::Date)),
+    (10013, 405, "float4_ops", 1971, OpcType(Type::Float4)),
+    (10014, 405, "float8_ops", 1971, OpcType(Type::Float8)),
+    (10019, 405, "int2_ops", 1977, OpcType(Type::Int2)),
+    (10020, 405, "int4_ops", 1977, OpcType(Type::Int4)),
+    (10021, 405, "int8_ops", 1977, OpcType(Type::Int8)),
+    (10023, 405, "interval_ops", 1983, OpcType(Type::Interval)),
+    (10029, 405, "name_ops", 1995, OpcType(Type::Name)),
+    (10030, 405, "numeric_ops", 1998, OpcType(Type::Numeric)),
+    (10031, 405, "oid_ops", 1990, OpcType(Type::Oid)),
+    (10033, 405, "oidvector_ops", 1992, OpcType(Type::OidVector)),
+    (10037, 405, "text_ops", 1995, OpcType(Type::Text)),
+    (10039, 405, "time_ops", 1997, OpcType(Type::Time)),
+    (10040, 405, "timestamptz_ops", 1999, OpcType(Type::Timestamptz)),
+    (10042, 405, "timetz_ops", 2001, OpcType(Type::TimeTz)),
+    (10046, 405, "timestamp_ops", 2040, OpcType(Type::Timestamp)),
+    (10048, 405, "bool_ops", 2222, OpcType(Type::Bool)),
+    (10049, 405, "bytea_ops", 2223, OpcType(Type::Bytea)),
+    (10051, 405, "xid_ops", 2225, OpcType(Type::Xid)),
+    (10066, 405, "uuid_ops", 2969, OpcType(Type::Uuid)),
+    (10068, 405, "pg_lsn_ops", 3254, OpcType(Type::PgLsn)),
+    (10089, 405, "jsonb_ops", 4034, OpcType(Type::Jsonb)),
+];
+
+/// An operator class's input type: a built-in type, or anyarray (array_ops).
+#[derive(Clone, Copy)]
+struct OpcType(Type);
+
+impl OpcType {
+    /// anyarray has no `Type`: void stands for it in [`OPCLASSES`].
+    const ANYARRAY: OpcType = OpcType(Type::Void);
+    fn oid(self) -> u32 {
+        if self.0 == Type::Void { ANYARRAY_OID } else { self.0.oid() }
+    }
+}
+
+/// The default operator class of access method `am` for a key of type `ty`
+/// (0 when it has none): varchar uses text's (binary coercible), arrays array_ops.
+fn default_opclass(am: u32, ty: Type) -> u32 {
+    let ty = match ty {
+        Type::Varchar => Type::Text,
+        Type::Array(_) => Type::Void,
+        t => t,
+    };
+    OPCLASSES.iter().find(|c| c.1 == am && c.4 .0 == ty).map_or(0, |c| c.0)
+}
+
+/// A column's collation as pg_attribute.attcollation has it: the database
+/// default (100) for the string types, C (950) for name, else 0.
+fn type_collation(ty: Type) -> u32 {
+    match ty {
+        Type::Text | Type::Varchar | Type::Bpchar => 100,
+        Type::Array(Type::Text | Type::Varchar | Type::Bpchar) => 100,
+        Type::Name => 950,
+        _ => 0,
+    }
+}
+
+fn oid_of(v: &Value) -> u32 {
+    match v {
+        Value::Oid(o) => *o,
+        _ => 0,
+    }
+}
+
 fn index_am(relam: &Value) -> u32 {
     match relam {
         Value::Oid(a) if *a == crate::hash_index::HASH_AM_OID => *a,
@@ -996,7 +1138,7 @@ fn typalign(t: Type) -> &'static str {
 }
 
 fn typstorage(t: Type) -> &'static str {
-    if t.typlen() == -1 { "x" } else { "p" }
+    if t.typlen() == -1 && !t.is_vector() { "x" } else { "p" }
 }
 
 
@@ -1026,11 +1168,12 @@ fn pg_type(v: &View) -> Vec<Row<'_>> {
             };
             let elem = match t {
                 Type::Array(e) => e.oid(),
+                Type::Int2Vector | Type::OidVector => t.elem().map_or(0, |e| e.oid()),
                 Type::Name => 18,
                 _ => 0,
             };
             let subscript = match t {
-                Type::Array(_) => "array_subscript_handler",
+                Type::Array(_) | Type::Int2Vector | Type::OidVector => "array_subscript_handler",
                 Type::Name => "raw_array_subscript_handler",
                 _ => "-",
             };

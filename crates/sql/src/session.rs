@@ -194,6 +194,20 @@ impl SessionEnv {
         };
         let value = match lname.as_str() {
             "client_encoding" => ferrogres_datum::encoding::check_client_encoding(&value)?,
+            "default_table_access_method" => match value.as_str() {
+                "heap" => value,
+                "" => {
+                    return Err(SqlError::new(b"22023", "invalid value for parameter \"default_table_access_method\": \"\"")
+                        .with_detail("default_table_access_method cannot be empty."))
+                }
+                "btree" | "hash" | "gist" | "gin" | "spgist" | "brin" => {
+                    return Err(SqlError::new(b"55000", format!("access method \"{value}\" is not of type TABLE")))
+                }
+                _ => {
+                    return Err(SqlError::new(b"22023", format!("invalid value for parameter \"default_table_access_method\": \"{value}\""))
+                        .with_detail(format!("Table access method \"{value}\" does not exist.")))
+                }
+            },
             "datestyle" => ferrogres_datum::datestyle::check_datestyle(&value, &self.settings[idx].value)?,
             "bytea_output" => {
                 let v = value.to_ascii_lowercase();

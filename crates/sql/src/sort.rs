@@ -170,6 +170,9 @@ fn tag_of(v: &Value) -> Result<(u8, Type)> {
         Value::Json(_) => Type::Json,
         Value::Jsonb(_) => Type::Jsonb,
         Value::PgLsn(_) => Type::PgLsn,
+        // int2vector and oidvector have their own tags (their recv keeps them vectors).
+        Value::Array(a) if a.vector && a.elem == Type::Int2 => Type::Int2Vector,
+        Value::Array(a) if a.vector => Type::OidVector,
         Value::Array(a) => {
             let i = TYPES.iter().position(|t| *t == a.elem).ok_or_else(|| SqlError::internal(format!("array of {} spilled", a.elem.typname())))?;
             let ty = ferrogres_datum::array::array_of(a.elem).ok_or_else(|| SqlError::internal(format!("array of {} spilled", a.elem.typname())))?;

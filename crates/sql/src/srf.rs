@@ -60,12 +60,12 @@ pub(crate) fn range_function(
     let unnest = if name == "unnest" && f.args.len() == 1 && !f.agg_star && !f.agg_distinct && f.over.is_none() {
         let Some(n) = f.args[0].node.as_ref() else { return Err(SqlError::internal("unnest without argument")) };
         let e = a.outer_expr(n, outer)?;
-        let Type::Array(elem) = e.ty() else {
+        let Some(elem) = e.ty().elem() else {
             return Err(SqlError::new(b"42883", format!("function unnest({}) does not exist", e.ty().sql_name()))
                 .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
                 .at(a.sql, f.location));
         };
-        Some((e, *elem))
+        Some((e, elem))
     } else {
         None
     };

@@ -43,6 +43,8 @@ pub enum Call {
     Series { ty: Type, start: usize, stop: usize, step: Option<usize> },
     /// generate_subscripts(array, dim [, reverse]).
     Subscripts { arr: usize, dim: usize, reverse: Option<usize> },
+    /// The positions 1..n of the elements of an array (argument index).
+    Positions(usize),
     /// regexp_split_to_table(text, pattern [, flags]).
     Split { s: usize, pattern: usize, flags: Option<usize> },
     /// pg_backup_stop([wait_for_archive]): one row (lsn, labelfile, spcmapfile).
@@ -167,12 +169,12 @@ pub(crate) fn range_function(
         match name.as_str() {
             "unnest" if !args.is_empty() => {
                 for (i, e) in args.into_iter().enumerate() {
-                    let Type::Array(elem) = e.ty() else {
+                    let Some(elem) = e.ty().elem() else {
                         return Err(not_exist(a, "unnest", &[e], f.location));
                     };
                     scan.args.push(e);
                     scan.calls.push(Call::Unnest(base + i));
-                    cols.push(("unnest".into(), *elem, false));
+                    cols.push(("unnest".into(), elem, false));
                 }
             }
             "json_each" | "jsonb_each" | "json_each_text" | "jsonb_each_text" if args.len() == 1 => {
@@ -199,22 +201,21 @@ pub(crate) fn range_function(
                 cols.push(("generate_series".into(), ty, false));
             }
             // information_schema._pg_expandarray(anyarray): (x, n), each
-            // element with its position from 1 (the array's subscripts from
-            // its lower bound, which is 1 for every array here).
+            // element with its position from 1, whatever the array's lower
+            // bound (an int2vector's subscripts start at 0).
             "information_schema._pg_expandarray" if args.len() == 1 => {
                 let e = args.pop().expect("one argument");
-                let Type::Array(elem) = e.ty() else {
+                let Some(elem) = e.ty().elem() else {
                     return Err(not_exist(a, &name, &[e], f.location));
                 };
                 scan.args.push(e);
-                scan.args.push(Expr::Const(Value::Int4(1), Type::Int4));
                 scan.calls.push(Call::Unnest(base));
-                scan.calls.push(Call::Subscripts { arr: base, dim: base + 1, reverse: None });
-                cols.push(("x".into(), *elem, true));
+                scan.calls.push(Call::Positions(base));
+                cols.push(("x".into(), elem, true));
                 cols.push(("n".into(), Type::Int4, true));
             }
             "generate_subscripts" if args.len() == 2 || args.len() == 3 => {
-                if !matches!(args[0].ty(), Type::Array(_)) || !(args[1].ty().is_integer() || args[1].ty() == Type::Unknown) {
+                if args[0].ty().elem().is_none() || !(args[1].ty().is_integer() || args[1].ty() == Type::Unknown) {
                     return Err(not_exist(a, &name, &args, f.location));
                 }
                 let n = args.len();
@@ -392,6 +393,10 @@ fn call_rows(c: &Call, v: &[Value], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
                 subs.reverse();
             }
             one(subs)
+        }
+        Call::Positions(arr) => {
+            let Value::Array(a) = &v[*arr] else { return Ok(vec![]) };
+            one((1..=a.items.len() as i64).map(|i| Value::Int4(i as i32)).collect())
         }
         Call::Split { s, pattern, flags } => {
             let (Value::Text(s), Value::Text(p)) = (&v[*s], &v[*pattern]) else { return Ok(vec![]) };

@@ -330,6 +330,8 @@ pub static GUCS: &[Guc] = &[
     guc!("extra_float_digits", User, int(-15, 3, Unit::None), "1"),
     guc!("bytea_output", User, en(&["escape", "hex"]), "hex"),
     guc!("search_path", User, Kind::String, "\"$user\", public"),
+    // heap is the only table access method (SQLAlchemy's reflection reads it).
+    guc!("default_table_access_method", User, Kind::String, "heap"),
     guc!("default_transaction_isolation", User, en(&["serializable", "repeatable read", "read committed", "read uncommitted"]), "read committed"),
     guc!("default_transaction_read_only", User, Kind::Bool, "off", report),
     guc!("default_transaction_deferrable", User, Kind::Bool, "off"),

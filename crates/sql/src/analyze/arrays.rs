@@ -14,11 +14,10 @@ fn afunc(f: ArrayFunc, args: Vec<Expr>, ty: Type) -> Expr {
     Expr::Func { func: Func::Array(f), args, ty }
 }
 
+/// The element type of an array, or of int2vector/oidvector (subscripted,
+/// unnested and compared with ANY as arrays).
 fn elem(t: Type) -> Option<Type> {
-    match t {
-        Type::Array(e) => Some(*e),
-        _ => None,
-    }
+    t.elem()
 }
 
 impl<'a> Analyzer<'a> {
@@ -125,7 +124,8 @@ impl<'a> Analyzer<'a> {
                     }
                 }
             };
-            let ty = e.ty();
+            // A slice of an int2vector or oidvector is an int2[] or oid[] from 1.
+            let ty = if e.ty().is_vector() { array_of(et).unwrap_or(e.ty()) } else { e.ty() };
             if ix.is_slice {
                 let lo = sub(self, &ix.lidx)?;
                 let hi = sub(self, &ix.uidx)?;
@@ -166,7 +166,7 @@ impl<'a> Analyzer<'a> {
                 let l = self.coerce(l, lt, CastContext::Implicit, location(ln))?;
                 (l, self.coerce(r, at, CastContext::Implicit, location(rn))?)
             }
-            (_, Type::Array(_)) => (l, r),
+            (_, Type::Array(_) | Type::Int2Vector | Type::OidVector) => (l, r),
             _ => {
                 return Err(self.err_at(SqlError::new(b"42809", "op ANY/ALL (array) requires array on right side"), a.location));
             }
@@ -212,6 +212,55 @@ impl<'a> Analyzer<'a> {
             (Type::Array(_), _) | (_, Type::Array(_)) => return Err(self.no_operator("||", Some(lt), rt, loc)),
             _ => return Ok(None),
         }))
+    }
+
+    /// unnest(anyarray) and generate_subscripts(anyarray, int4 [, bool]) in
+    /// an expression (the select list: `crate::project_set`); `None` for
+    /// another name. unnest's result is the element type.
+    pub(super) fn array_srf(&mut self, name: &str, args: &mut Vec<Expr>, locs: &[i32], f: &pb::FuncCall, scope: &Scope) -> Result<Option<Expr>> {
+        if name != "unnest" && name != "generate_subscripts" {
+            return Ok(None);
+        }
+        let types: Vec<Type> = args.iter().map(|a| a.ty()).collect();
+        let no_fn = |this: &Self| {
+            let names: Vec<&str> = types.iter().map(|t| if *t == Type::Unknown { "unknown" } else { t.sql_name() }).collect();
+            this.err_at(
+                SqlError::new(b"42883", format!("function {name}({}) does not exist", names.join(", ")))
+                    .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."),
+                f.location,
+            )
+        };
+        let Some(et) = types.first().and_then(|t| elem(*t)) else { return Err(no_fn(self)) };
+        let mut args = std::mem::take(args);
+        let ty = if name == "unnest" {
+            if args.len() != 1 {
+                return Err(no_fn(self));
+            }
+            et
+        } else {
+            if !(args.len() == 2 || args.len() == 3) {
+                return Err(no_fn(self));
+            }
+            let want = [Type::Int4, Type::Bool];
+            for (k, w) in want.iter().enumerate().take(args.len() - 1) {
+                let t = args[k + 1].ty();
+                let ok = if *w == Type::Int4 { t.is_integer() || t == Type::Unknown } else { t == Type::Bool || t == Type::Unknown };
+                if !ok {
+                    return Err(no_fn(self));
+                }
+                let a = std::mem::replace(&mut args[k + 1], Expr::Const(ferrogres_datum::types::Value::Null, *w));
+                args[k + 1] = self.coerce(a, *w, CastContext::Implicit, locs[k + 1])?;
+            }
+            Type::Int4
+        };
+        if let Some(place) = scope.no_srf {
+            return Err(self.err_at(SqlError::new(b"0A000", format!("set-returning functions are not allowed in {place}")), f.location));
+        }
+        if args.iter().any(crate::project_set::contains_srf) {
+            return Err(self.err_at(SqlError::not_supported("nested set-returning functions"), f.location));
+        }
+        let id = crate::functions::polymorphic(name).ok_or_else(|| SqlError::internal(format!("no built-in row for {name}")))?;
+        Ok(Some(Expr::Func { func: Func::Builtin(id), args, ty }))
     }
 
     /// The array functions, `None` for another name.
