@@ -87,6 +87,9 @@ pub enum ObjKind {
     Schema,
     Database,
     Function,
+    /// A type (only default privileges name types so far: there are no
+    /// user-defined types yet).
+    Type,
     /// A configuration parameter (pg_parameter_acl, [`crate::param_acl`]).
     Parameter,
 }
@@ -100,6 +103,7 @@ impl ObjKind {
             ObjKind::Schema => USAGE | CREATE,
             ObjKind::Database => CREATE | TEMP | CONNECT,
             ObjKind::Function => EXECUTE,
+            ObjKind::Type => USAGE,
             ObjKind::Parameter => SET | ALTER_SYSTEM,
         }
     }
@@ -113,6 +117,7 @@ impl ObjKind {
             ObjKind::Schema => "schema",
             ObjKind::Database => "database",
             ObjKind::Function => "function",
+            ObjKind::Type => "type",
             ObjKind::Parameter => "parameter",
         }
     }
@@ -145,6 +150,7 @@ pub fn default_acl(kind: ObjKind, owner: u32) -> Acl {
     match kind {
         ObjKind::Database => vec![AclItem { grantee: PUBLIC, grantor: owner, privs: TEMP | CONNECT, goptions: 0 }, own],
         ObjKind::Function => vec![AclItem { grantee: PUBLIC, grantor: owner, privs: EXECUTE, goptions: 0 }, own],
+        ObjKind::Type => vec![AclItem { grantee: PUBLIC, grantor: owner, privs: USAGE, goptions: 0 }, own],
         _ => vec![own],
     }
 }

@@ -43,6 +43,10 @@ pub enum Targets {
     Databases(Vec<String>),
     /// ON PARAMETER name, ... ([`crate::param_acl`]).
     Parameters(Vec<String>),
+    /// ALTER DEFAULT PRIVILEGES [FOR ROLE r, ...] [IN SCHEMA s, ...] GRANT |
+    /// REVOKE ... ON TABLES | SEQUENCES | FUNCTIONS | TYPES | SCHEMAS
+    /// ([`crate::default_acl`]); `roles` empty: the current user.
+    Defaults { roles: Vec<RoleRef>, schemas: Vec<String>, objtype: u8 },
 }
 
 #[derive(Clone, Debug)]
@@ -73,9 +77,6 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
     use pb::ObjectType as O;
     let target = T::try_from(s.targtype).unwrap_or(T::Undefined);
     let objtype = O::try_from(s.objtype).unwrap_or(O::Undefined);
-    if target == T::AclTargetDefaults {
-        return Err(SqlError::not_supported("ALTER DEFAULT PRIVILEGES"));
-    }
     let names = || -> Vec<String> {
         s.objects
             .iter()
@@ -98,6 +99,17 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         (T::AclTargetObject, O::ObjectSchema) => Targets::Schemas(names()),
         (T::AclTargetObject, O::ObjectDatabase) => Targets::Databases(names()),
         (T::AclTargetObject, O::ObjectParameterAcl) => Targets::Parameters(names()),
+        (T::AclTargetDefaults, _) => {
+            let objtype = match objtype {
+                O::ObjectTable => crate::default_acl::RELATION,
+                O::ObjectSequence => crate::default_acl::SEQUENCE,
+                O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine => crate::default_acl::FUNCTION,
+                O::ObjectType => crate::default_acl::TYPE,
+                O::ObjectSchema => crate::default_acl::SCHEMA,
+                _ => return Err(SqlError::not_supported("default privileges on this kind of object")),
+            };
+            Targets::Defaults { roles: Vec::new(), schemas: Vec::new(), objtype }
+        }
         (_, O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine) => return Err(SqlError::not_supported("GRANT / REVOKE on functions")),
         _ => return Err(SqlError::not_supported("GRANT / REVOKE on this kind of object")),
     };
@@ -109,6 +121,9 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         for p in &s.privileges {
             let Some(NodeEnum::AccessPriv(ap)) = &p.node else { continue };
             if !ap.cols.is_empty() {
+                if matches!(targets, Targets::Defaults { .. }) {
+                    return Err(SqlError::new(b"0LP01", "default privileges cannot be set for columns"));
+                }
                 if !matches!(targets, Targets::Rels { seq: false, .. }) {
                     return Err(SqlError::not_supported("column privileges on this kind of object"));
                 }
@@ -149,6 +164,118 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         grantor: s.grantor.as_ref().map(crate::roles::role_ref),
         cascade: s.behavior == pb::DropBehavior::DropCascade as i32,
     })
+}
+
+/// ALTER DEFAULT PRIVILEGES, analyzed: its GRANT / REVOKE with the roles
+/// (FOR ROLE) and schemas (IN SCHEMA) of its options.
+pub fn analyze_defaults(s: &pb::AlterDefaultPrivilegesStmt) -> Result<GrantCmd> {
+    let Some(action) = &s.action else { return Err(SqlError::internal("ALTER DEFAULT PRIVILEGES without an action")) };
+    let mut cmd = analyze(action)?;
+    let Targets::Defaults { roles, schemas, .. } = &mut cmd.targets else { return Err(SqlError::internal("ALTER DEFAULT PRIVILEGES without defaults")) };
+    let (mut seen_roles, mut seen_schemas) = (false, false);
+    for o in &s.options {
+        let Some(NodeEnum::DefElem(d)) = &o.node else { continue };
+        let items: Vec<pb::Node> = match d.arg.as_ref().and_then(|a| a.node.as_ref()) {
+            Some(NodeEnum::List(l)) => l.items.clone(),
+            _ => Vec::new(),
+        };
+        let seen = if d.defname == "roles" { &mut seen_roles } else { &mut seen_schemas };
+        if *seen {
+            return Err(SqlError::new(b"42601", "conflicting or redundant options"));
+        }
+        *seen = true;
+        for it in items {
+            match (d.defname.as_str(), it.node) {
+                ("roles", Some(NodeEnum::RoleSpec(r))) => roles.push(crate::roles::role_ref(&r)),
+                ("schemas", Some(NodeEnum::String(n))) => schemas.push(n.sval),
+                _ => {}
+            }
+        }
+    }
+    Ok(cmd)
+}
+
+/// Runs ALTER DEFAULT PRIVILEGES (PostgreSQL 15's ExecAlterDefaultPrivilegesStmt
+/// and SetDefaultACL, written from their design): grantees resolved, the
+/// privileges checked against the object type (0LP01), then for each target
+/// role (the current user's membership in it needed: 42501 `must be member of
+/// role "r"`) and each schema (3F000 for an unknown one; no privilege on it
+/// needed) the entry's ACL changed with the role as grantor, stored sorted, or
+/// removed when it is its starting point again.
+fn execute_defaults(backend: &mut Backend, snap: &Snapshot, cmd: &GrantCmd, targets: (&[RoleRef], &[String], u8)) -> Result<String> {
+    let (for_roles, schemas, objtype) = targets;
+    let roles = acl::role_graph(backend, snap)?;
+    let me = backend.current_user;
+    let mut grantees = Vec::new();
+    for g in &cmd.grantees {
+        grantees.push(resolve_role(&roles, backend, g)?);
+    }
+    let kind = crate::default_acl::kind_of(objtype);
+    let word = if objtype == crate::default_acl::RELATION { "relation" } else { kind.word() };
+    let privs = match &cmd.privs {
+        None => kind.all(),
+        Some(list) => {
+            let mut m = 0;
+            for (bit, name) in list {
+                if bit & !kind.all() != 0 {
+                    return Err(SqlError::new(b"0LP01", format!("invalid privilege type {name} for {word}")));
+                }
+                m |= bit;
+            }
+            m
+        }
+    };
+    let targets: Vec<u32> = if for_roles.is_empty() {
+        vec![me]
+    } else {
+        let members = crate::roles::memberships(backend, snap)?;
+        let mut out = Vec::new();
+        for r in for_roles {
+            let oid = resolve_role(&roles, backend, r)?;
+            if !roles.superuser(me) && !crate::roles::is_member_of(&members, me, oid) {
+                return Err(SqlError::new(b"42501", format!("must be member of role \"{}\"", roles.name(oid))));
+            }
+            out.push(oid);
+        }
+        out
+    };
+    let mut namespaces = Vec::new();
+    for s in schemas {
+        let ns = crate::namespace::schema_oid(backend, snap, s)?.ok_or_else(|| SqlError::new(b"3F000", format!("schema \"{s}\" does not exist")))?;
+        namespaces.push(ns);
+    }
+    if namespaces.is_empty() {
+        namespaces.push(0);
+    } else if objtype == crate::default_acl::SCHEMA {
+        return Err(SqlError::new(b"0LP01", "cannot use IN SCHEMA clause when using GRANT/REVOKE ON SCHEMAS"));
+    }
+    if cmd.is_grant && cmd.grant_option && grantees.contains(&PUBLIC) {
+        return Err(SqlError::new(b"0LP01", "grant options can only be granted to roles"));
+    }
+    for role in targets {
+        for &ns in &namespaces {
+            // Each change sees the ones before it (FOR ROLE a, a).
+            let snap = backend.txn.statement_snapshot()?;
+            let mut acl = crate::default_acl::current(backend, &snap, role, ns, objtype)?;
+            for &g in &grantees {
+                if cmd.is_grant {
+                    let go = if cmd.grant_option { privs } else { 0 };
+                    match acl.iter_mut().find(|i| i.grantee == g && i.grantor == role) {
+                        Some(i) => {
+                            i.privs |= privs;
+                            i.goptions |= go;
+                        }
+                        None => acl.push(AclItem { grantee: g, grantor: role, privs, goptions: go }),
+                    }
+                } else {
+                    revoke(&mut acl, g, role, privs, cmd.grant_option, cmd.cascade, role)?;
+                }
+            }
+            crate::default_acl::store(backend, &snap, role, ns, objtype, &acl)?;
+            backend.txn.command_counter_increment()?;
+        }
+    }
+    Ok("ALTER DEFAULT PRIVILEGES".into())
 }
 
 /// One object a GRANT names, with its current owner and ACL.
@@ -227,6 +354,7 @@ fn objects(backend: &Backend, snap: &Snapshot, roles: &RoleGraph, t: &Targets) -
                 out.push(Object { kind: ObjKind::Database, oid: d.oid, name: d.name.clone(), owner: d.dba, acl });
             }
         }
+        Targets::Defaults { .. } => {}
         Targets::Parameters(names) => {
             for n in names {
                 let name = crate::param_acl::canonical_name(n)?;
@@ -269,6 +397,9 @@ fn warn(out: &mut dyn FnMut(SqlError) -> Result<()>, code: &[u8; 5], text: Strin
 
 /// Runs GRANT / REVOKE in the session's transaction.
 pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &GrantCmd, notice: &mut dyn FnMut(SqlError) -> Result<()>) -> Result<String> {
+    if let Targets::Defaults { roles, schemas, objtype } = &cmd.targets {
+        return execute_defaults(backend, snap, cmd, (roles, schemas, *objtype));
+    }
     let tag = if cmd.is_grant { "GRANT" } else { "REVOKE" };
     let roles = acl::role_graph(backend, snap)?;
     let me = backend.current_user;
@@ -400,7 +531,7 @@ fn store(backend: &mut Backend, snap: &Snapshot, o: &Object, acl: &Acl, roles: &
             row[acl::NSPACL] = acl::to_stored(acl);
         }),
         ObjKind::Database => crate::database::set_acl(backend, snap, o.oid, Some(acl::display_text(acl, roles))),
-        ObjKind::Function => Err(SqlError::not_supported("GRANT / REVOKE on functions")),
+        ObjKind::Function | ObjKind::Type => Err(SqlError::not_supported("GRANT / REVOKE on functions and types")),
         ObjKind::Parameter => crate::param_acl::store(backend, snap, &o.name, acl),
     }
 }
