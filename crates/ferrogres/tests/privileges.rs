@@ -74,6 +74,19 @@ fn default_privileges_match_postgresql_15() {
     check_script("privileges_defaults");
 }
 
+/// `sql/privileges_owned.sql` against PostgreSQL 15's output: DROP ROLE's
+/// 2BP01 with the DETAIL of what depends on the role (owned relations,
+/// schemas and default privileges; privileges on tables, columns, views,
+/// schemas and in default privileges), REASSIGN OWNED and DROP OWNED with
+/// their 42501 / 42704 / 2BP01 errors, ownership and the owner's grants
+/// moved (column grants too; default privileges left), DROP OWNED revoking
+/// with CASCADE and removing default privileges, a plain role losing access
+/// and the new owner gaining it, a rolled back REASSIGN.
+#[test]
+fn reassign_and_drop_owned_match_postgresql_15() {
+    check_script("privileges_owned");
+}
+
 /// Default privileges are catalog rows: they survive a crash (kill -9, so
 /// the entry is only in the WAL) and still apply to new objects afterwards.
 #[test]

@@ -449,6 +449,8 @@ impl<'a> Analyzer<'a> {
             NodeEnum::DropRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_drop(s)?)),
             NodeEnum::GrantRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_grant(s)?)),
             NodeEnum::GrantStmt(s) => Ok(Statement::Grant(Box::new(crate::grant::analyze(s)?))),
+            NodeEnum::ReassignOwnedStmt(s) => Ok(Statement::Owner(Box::new(crate::grant::analyze_reassign(s)?))),
+            NodeEnum::DropOwnedStmt(s) => Ok(Statement::Owner(Box::new(crate::grant::analyze_drop_owned(s)?))),
             NodeEnum::AlterDefaultPrivilegesStmt(s) => Ok(Statement::Grant(Box::new(crate::grant::analyze_defaults(s)?))),
             NodeEnum::AlterOwnerStmt(s) if s.object_type == pb::ObjectType::ObjectSchema as i32 => {
                 let name = match s.object.as_ref().and_then(|o| o.node.as_ref()) {

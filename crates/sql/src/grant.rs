@@ -69,6 +69,191 @@ pub struct GrantCmd {
 pub enum OwnerCmd {
     Rel { schema: Option<String>, name: String, new_owner: RoleRef, missing_ok: bool },
     Schema { name: String, new_owner: RoleRef },
+    /// REASSIGN OWNED BY r, ... TO new.
+    Reassign { roles: Vec<RoleRef>, new_owner: RoleRef },
+    /// DROP OWNED BY r, ... [CASCADE].
+    DropOwned { roles: Vec<RoleRef>, cascade: bool },
+}
+
+/// REASSIGN OWNED, analyzed.
+pub fn analyze_reassign(s: &pb::ReassignOwnedStmt) -> Result<OwnerCmd> {
+    let roles = s.roles.iter().filter_map(|r| if let Some(NodeEnum::RoleSpec(r)) = &r.node { Some(crate::roles::role_ref(r)) } else { None }).collect();
+    let new_owner = s.newrole.as_ref().map(crate::roles::role_ref).ok_or_else(|| SqlError::internal("REASSIGN OWNED without a role"))?;
+    Ok(OwnerCmd::Reassign { roles, new_owner })
+}
+
+/// DROP OWNED, analyzed.
+pub fn analyze_drop_owned(s: &pb::DropOwnedStmt) -> Result<OwnerCmd> {
+    let roles = s.roles.iter().filter_map(|r| if let Some(NodeEnum::RoleSpec(r)) = &r.node { Some(crate::roles::role_ref(r)) } else { None }).collect();
+    Ok(OwnerCmd::DropOwned { roles, cascade: s.behavior == pb::DropBehavior::DropCascade as i32 })
+}
+
+/// The roles REASSIGN / DROP OWNED name, checked as PostgreSQL 15 does: each
+/// must exist (42704) and the current user must have its privileges (42501
+/// `permission denied to <what>`).
+fn owned_roles(backend: &Backend, roles: &RoleGraph, list: &[RoleRef], what: &str) -> Result<Vec<u32>> {
+    let me = backend.current_user;
+    let mut out = Vec::new();
+    for r in list {
+        let oid = resolve_role(roles, backend, r)?;
+        if !roles.has_privs_of(me, oid) {
+            return Err(SqlError::new(b"42501", format!("permission denied to {what}")));
+        }
+        out.push(oid);
+    }
+    Ok(out)
+}
+
+/// Removes every item granted to `role` from `acl`, with the grants that
+/// depended on its grant options (PostgreSQL's RemoveRoleFromObjectACL:
+/// REVOKE ALL ... CASCADE).
+fn remove_grantee(acl: &mut Acl, role: u32, owner: u32) -> Result<()> {
+    while let Some(i) = acl.iter().find(|i| i.grantee == role).copied() {
+        revoke(acl, role, i.grantor, i.privs | i.goptions, false, true, owner)?;
+        acl.retain(|x| !(x.grantee == role && x.grantor == i.grantor));
+    }
+    Ok(())
+}
+
+/// REASSIGN OWNED BY old, ... TO new: the relations, their columns' ACLs,
+/// schemas and databases `old` owns get `new` as owner, with `old`'s ACL
+/// items moved to `new` (as ALTER ... OWNER TO). Default privileges are not
+/// reassigned (PostgreSQL leaves them to DROP OWNED), nor are functions
+/// (they record no owner yet).
+fn reassign_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef], new_owner: &RoleRef) -> Result<String> {
+    let roles = acl::role_graph(backend, snap)?;
+    let olds = owned_roles(backend, &roles, list, "reassign objects")?;
+    let new = resolve_role(&roles, backend, new_owner)?;
+    if !roles.has_privs_of(backend.current_user, new) {
+        return Err(SqlError::new(b"42501", "permission denied to reassign objects"));
+    }
+    for &old in &olds {
+        if old == crate::roles::BOOTSTRAP_SUPERUSER {
+            return Err(SqlError::new(
+                b"2BP01",
+                format!("cannot reassign ownership of objects owned by role {} because they are required by the database system", roles.name(old)),
+            ));
+        }
+    }
+    for old in olds.into_iter().filter(|o| *o != new) {
+        let mut rels = Vec::new();
+        for (_, row) in scan_rows(backend, &crate::catalog::class_rel(), snap)? {
+            if let Some(Value::Oid(oid)) = row.first() {
+                if matches!(row.get(acl::RELOWNER), Some(Value::Oid(o)) if *o == old) {
+                    rels.push((*oid, acl::from_stored(row.get(acl::RELACL))));
+                }
+            }
+        }
+        for (oid, acl_now) in rels {
+            let stored = acl_now.as_ref().map(|a| acl::to_stored(&new_owner_acl(a, old, new)));
+            crate::index::update_class_row(backend, snap, oid, &|row: &mut Vec<Value>| {
+                row.resize(acl::RELACL + 1, Value::Null);
+                row[acl::RELOWNER] = Value::Oid(new);
+                if let Some(a) = &stored {
+                    row[acl::RELACL] = a.clone();
+                }
+            })?;
+            for c in acl::column_acls(backend, snap, oid)? {
+                if let Some(a) = c.acl.as_deref().filter(|a| acl::mentions(a, old)) {
+                    store_column_acl(backend, snap, oid, c.attnum, Some(&new_owner_acl(&a.to_vec(), old, new)))?;
+                }
+            }
+        }
+        for ns in acl::ns_acls(backend, snap)?.iter().filter(|n| n.owner == old) {
+            let acl_new = ns.acl.as_ref().map(|a| new_owner_acl(a, old, new));
+            update_namespace_row(backend, snap, ns.oid, &|row| {
+                row[acl::NSPOWNER] = Value::Oid(new);
+                if let Some(a) = &acl_new {
+                    row[acl::NSPACL] = acl::to_stored(a);
+                }
+            })?;
+        }
+        for d in crate::database::list_rows(backend, snap)?.into_iter().filter(|d| d.dba == old) {
+            let acl_new = d.acl.as_deref().and_then(|t| acl::parse_display(t, &roles)).map(|a| acl::display_text(&new_owner_acl(&a, old, new), &roles));
+            crate::database::set_owner(backend, snap, d.oid, new, acl_new.or(d.acl.clone()))?;
+        }
+    }
+    Ok("REASSIGN OWNED".into())
+}
+
+/// DROP OWNED BY r, ...: every privilege granted to the roles on relations,
+/// columns, schemas, databases and in default privileges is revoked (with
+/// CASCADE), and their default-privilege entries removed. Dropping the
+/// objects they own is not done yet: while a role owns a relation or a
+/// schema, DROP OWNED answers 0A000 (REASSIGN OWNED first, or DROP them).
+fn drop_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef]) -> Result<String> {
+    let roles = acl::role_graph(backend, snap)?;
+    let doomed = owned_roles(backend, &roles, list, "drop objects")?;
+    for &r in &doomed {
+        if r == crate::roles::BOOTSTRAP_SUPERUSER {
+            return Err(SqlError::new(
+                b"2BP01",
+                format!("cannot drop objects owned by role {} because they are required by the database system", roles.name(r)),
+            ));
+        }
+    }
+    let owns: Vec<String> = doomed.iter().map(|r| acl::role_dependents(backend, snap, *r)).collect::<Result<Vec<_>>>()?.concat();
+    let owned: Vec<&String> = owns.iter().filter(|d| d.starts_with("owner of ") && !d.starts_with("owner of default privileges") && !d.starts_with("owner of database")).collect();
+    if !owned.is_empty() {
+        return Err(SqlError::not_supported("DROP OWNED of a role that owns relations or schemas")
+            .with_detail(owned.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"))
+            .with_hint("Use REASSIGN OWNED, or drop the objects first."));
+    }
+    for &r in &doomed {
+        let mut rels = Vec::new();
+        for (_, row) in scan_rows(backend, &crate::catalog::class_rel(), snap)? {
+            if let Some(Value::Oid(oid)) = row.first() {
+                let owner = match row.get(acl::RELOWNER) {
+                    Some(Value::Oid(o)) => *o,
+                    _ => crate::roles::BOOTSTRAP_SUPERUSER,
+                };
+                if let Some(a) = acl::from_stored(row.get(acl::RELACL)).filter(|a| a.iter().any(|i| i.grantee == r)) {
+                    rels.push((*oid, owner, a));
+                }
+            }
+        }
+        for (oid, owner, mut a) in rels {
+            remove_grantee(&mut a, r, owner)?;
+            let v = acl::to_stored(&a);
+            crate::index::update_class_row(backend, snap, oid, &|row: &mut Vec<Value>| {
+                row.resize(acl::RELACL + 1, Value::Null);
+                row[acl::RELACL] = v.clone();
+            })?;
+        }
+        for (rel, cols) in acl::all_column_acls(backend, snap, None)? {
+            for c in cols {
+                let Some(mut a) = c.acl.clone().filter(|a| a.iter().any(|i| i.grantee == r)) else { continue };
+                let owner = acl::rel_acl(backend, snap, rel)?.map_or(crate::roles::BOOTSTRAP_SUPERUSER, |x| x.owner);
+                remove_grantee(&mut a, r, owner)?;
+                store_column_acl(backend, snap, rel, c.attnum, (!a.is_empty()).then_some(a.as_slice()))?;
+            }
+        }
+        let nss: Vec<acl::NsAcl> = acl::ns_acls(backend, snap)?.iter().filter(|n| n.acl.as_deref().is_some_and(|a| a.iter().any(|i| i.grantee == r))).cloned().collect();
+        for ns in nss {
+            let mut a = ns.acl.clone().unwrap_or_default();
+            remove_grantee(&mut a, r, ns.owner)?;
+            update_namespace_row(backend, snap, ns.oid, &|row| {
+                row[acl::NSPOWNER] = Value::Oid(ns.owner);
+                row[acl::NSPACL] = acl::to_stored(&a);
+            })?;
+        }
+        for d in crate::database::list_rows(backend, snap)? {
+            let Some(mut a) = d.acl.as_deref().and_then(|t| acl::parse_display(t, &roles)).filter(|a| a.iter().any(|i| i.grantee == r)) else { continue };
+            remove_grantee(&mut a, r, d.dba)?;
+            crate::database::set_acl(backend, snap, d.oid, Some(acl::display_text(&a, &roles)))?;
+        }
+        crate::default_acl::remove_where(backend, snap, &|d| d.role == r)?;
+        backend.txn.command_counter_increment()?;
+        let snap2 = backend.txn.statement_snapshot()?;
+        let entries: Vec<crate::default_acl::DefAcl> = crate::default_acl::list(backend, &snap2)?.iter().filter(|d| d.acl.iter().any(|i| i.grantee == r)).cloned().collect();
+        for d in entries {
+            let mut a = d.acl.clone();
+            remove_grantee(&mut a, r, d.role)?;
+            crate::default_acl::store(backend, &snap2, d.role, d.namespace, d.objtype, &a)?;
+        }
+        backend.txn.command_counter_increment()?;
+    }
+    Ok("DROP OWNED".into())
 }
 
 /// GRANT / REVOKE's statement, analyzed (names are resolved when it runs).
@@ -579,6 +764,11 @@ fn new_owner_acl(acl: &Acl, old: u32, new: u32) -> Acl {
 pub fn alter_owner(backend: &mut Backend, snap: &Snapshot, cmd: &OwnerCmd, notice: &mut dyn FnMut(SqlError) -> Result<()>) -> Result<String> {
     let roles = acl::role_graph(backend, snap)?;
     let me = backend.current_user;
+    match cmd {
+        OwnerCmd::Reassign { roles, new_owner } => return reassign_owned(backend, snap, roles, new_owner),
+        OwnerCmd::DropOwned { roles, .. } => return drop_owned(backend, snap, roles),
+        _ => {}
+    }
     let members = crate::roles::memberships(backend, snap)?;
     let may_become = |new: u32| roles.superuser(me) || crate::roles::is_member_of(&members, me, new);
     match cmd {
@@ -644,6 +834,7 @@ pub fn alter_owner(backend: &mut Backend, snap: &Snapshot, cmd: &OwnerCmd, notic
             })?;
             Ok("ALTER SCHEMA".into())
         }
+        OwnerCmd::Reassign { .. } | OwnerCmd::DropOwned { .. } => Err(SqlError::internal("REASSIGN / DROP OWNED reached ALTER OWNER")),
     }
 }
 
