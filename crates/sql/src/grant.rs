@@ -69,6 +69,8 @@ pub struct GrantCmd {
 pub enum OwnerCmd {
     Rel { schema: Option<String>, name: String, new_owner: RoleRef, missing_ok: bool },
     Schema { name: String, new_owner: RoleRef },
+    /// ALTER DATABASE d OWNER TO role.
+    Database { name: String, new_owner: RoleRef },
     /// REASSIGN OWNED BY r, ... TO new.
     Reassign { roles: Vec<RoleRef>, new_owner: RoleRef },
     /// DROP OWNED BY r, ... [CASCADE].
@@ -833,6 +835,31 @@ pub fn alter_owner(backend: &mut Backend, snap: &Snapshot, cmd: &OwnerCmd, notic
                 }
             })?;
             Ok("ALTER SCHEMA".into())
+        }
+        OwnerCmd::Database { name, new_owner } => {
+            // PostgreSQL 15's AlterDatabaseOwner: the owner (or a superuser)
+            // who may become the new owner and holds CREATEDB.
+            let dbs = crate::database::list_rows(backend, snap)?;
+            let d = dbs.iter().find(|d| &d.name == name).ok_or_else(|| SqlError::new(b"3D000", format!("database \"{name}\" does not exist")))?;
+            let new = resolve_role(&roles, backend, new_owner)?;
+            if d.dba == new {
+                return Ok("ALTER DATABASE".into());
+            }
+            if !roles.superuser(me) {
+                if !roles.has_privs_of(me, d.dba) {
+                    return Err(acl::not_owner(ObjKind::Database, name));
+                }
+                if !may_become(new) {
+                    return Err(SqlError::new(b"42501", format!("must be member of role \"{}\"", roles.name(new))));
+                }
+                let createdb = crate::roles::list(backend, snap)?.iter().any(|(_, r)| r.oid == me && r.createdb);
+                if !createdb {
+                    return Err(SqlError::new(b"42501", "permission denied to change owner of database"));
+                }
+            }
+            let acl_new = d.acl.as_deref().and_then(|t| acl::parse_display(t, &roles)).map(|a| acl::display_text(&new_owner_acl(&a, d.dba, new), &roles));
+            crate::database::set_owner(backend, snap, d.oid, new, acl_new.or(d.acl.clone()))?;
+            Ok("ALTER DATABASE".into())
         }
         OwnerCmd::Reassign { .. } | OwnerCmd::DropOwned { .. } => Err(SqlError::internal("REASSIGN / DROP OWNED reached ALTER OWNER")),
     }
