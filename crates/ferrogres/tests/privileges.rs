@@ -61,6 +61,56 @@ fn column_privileges_match_postgresql_15() {
     check_script("privileges_columns");
 }
 
+/// `sql/privileges_defaults.sql` against PostgreSQL 15's output: ALTER
+/// DEFAULT PRIVILEGES global and per-schema entries (pg_default_acl, `\ddp`),
+/// the ACLs new tables, views, sequences (serial ones too) and schemas get
+/// from them (`\dp`, `\dn+`), a plain role denied with 42501 before and
+/// allowed after, the owner revoking from itself, entries removed when back
+/// at their default, grant options and groups, FOR ROLE (membership) and IN
+/// SCHEMA with their errors, functions' and types' entries, a rolled back
+/// change, DROP SCHEMA taking its entries.
+#[test]
+fn default_privileges_match_postgresql_15() {
+    check_script("privileges_defaults");
+}
+
+/// `sql/privileges_owned.sql` against PostgreSQL 15's output: DROP ROLE's
+/// 2BP01 with the DETAIL of what depends on the role (owned relations,
+/// schemas and default privileges; privileges on tables, columns, views,
+/// schemas and in default privileges), REASSIGN OWNED and DROP OWNED with
+/// their 42501 / 42704 / 2BP01 errors, ownership and the owner's grants
+/// moved (column grants too; default privileges left), DROP OWNED revoking
+/// with CASCADE and removing default privileges, a plain role losing access
+/// and the new owner gaining it, a rolled back REASSIGN.
+#[test]
+fn reassign_and_drop_owned_match_postgresql_15() {
+    check_script("privileges_owned");
+}
+
+/// Default privileges are catalog rows: they survive a crash (kill -9, so
+/// the entry is only in the WAL) and still apply to new objects afterwards.
+#[test]
+fn default_privileges_survive_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srv = Server::start(dir.path());
+    srv.sql_ok(
+        "CREATE ROLE dr LOGIN; CREATE SCHEMA ds;
+         ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO dr;
+         ALTER DEFAULT PRIVILEGES IN SCHEMA ds GRANT INSERT ON TABLES TO dr;
+         GRANT USAGE ON SCHEMA ds TO dr;",
+    );
+    srv.signal(libc::SIGKILL);
+    let srv = Server::start(dir.path());
+    let ddp = "SELECT pg_get_userbyid(defaclrole), coalesce(n.nspname, '-'), defaclobjtype, defaclacl::text \
+               FROM pg_default_acl d LEFT JOIN pg_namespace n ON n.oid = d.defaclnamespace ORDER BY 2;";
+    assert_eq!(srv.sql_ok(ddp), "postgres|-|r|{postgres=arwdDxt/postgres,dr=r/postgres}\npostgres|ds|r|{dr=a/postgres}\n");
+    srv.sql_ok("CREATE TABLE ds.t (a int); INSERT INTO ds.t VALUES (1);");
+    assert_eq!(srv.sql_ok("SET ROLE dr;\nINSERT INTO ds.t VALUES (2);\nSELECT count(*) FROM ds.t;"), "SET\nINSERT 0 1\n2\n");
+    let (_, err) = srv.sql("SET ROLE dr; DELETE FROM ds.t;");
+    assert!(err.contains("ERROR:  permission denied for table t"), "{err}");
+    assert_eq!(srv.sql_ok("SELECT relacl::text FROM pg_class WHERE relname = 't';"), "{postgres=arwdDxt/postgres,dr=ar/postgres}\n");
+}
+
 /// A session of its own (logged in as `alice`) keeps a prepared plan; a REVOKE
 /// committed by another session makes its next execution fail, and a GRANT
 /// makes it work again.

@@ -87,6 +87,9 @@ pub enum ObjKind {
     Schema,
     Database,
     Function,
+    /// A type (only default privileges name types so far: there are no
+    /// user-defined types yet).
+    Type,
     /// A configuration parameter (pg_parameter_acl, [`crate::param_acl`]).
     Parameter,
 }
@@ -100,6 +103,7 @@ impl ObjKind {
             ObjKind::Schema => USAGE | CREATE,
             ObjKind::Database => CREATE | TEMP | CONNECT,
             ObjKind::Function => EXECUTE,
+            ObjKind::Type => USAGE,
             ObjKind::Parameter => SET | ALTER_SYSTEM,
         }
     }
@@ -113,6 +117,7 @@ impl ObjKind {
             ObjKind::Schema => "schema",
             ObjKind::Database => "database",
             ObjKind::Function => "function",
+            ObjKind::Type => "type",
             ObjKind::Parameter => "parameter",
         }
     }
@@ -145,6 +150,7 @@ pub fn default_acl(kind: ObjKind, owner: u32) -> Acl {
     match kind {
         ObjKind::Database => vec![AclItem { grantee: PUBLIC, grantor: owner, privs: TEMP | CONNECT, goptions: 0 }, own],
         ObjKind::Function => vec![AclItem { grantee: PUBLIC, grantor: owner, privs: EXECUTE, goptions: 0 }, own],
+        ObjKind::Type => vec![AclItem { grantee: PUBLIC, grantor: owner, privs: USAGE, goptions: 0 }, own],
         _ => vec![own],
     }
 }
@@ -1130,6 +1136,99 @@ fn column_exists(backend: &Backend, snap: &Snapshot, rel: &RelAcl, col: &Value) 
         Value::Int4(i) => *i >= 1 && t.columns.get(*i as usize - 1).is_some_and(live),
         _ => false,
     })
+}
+
+// ---- what depends on a role ------------------------------------------------------
+
+/// Whether `acl` names `role` other than as the owner's grantor (PostgreSQL
+/// records such a role as a shared dependency of the object).
+pub fn mentions(acl: &[AclItem], role: u32) -> bool {
+    acl.iter().any(|i| i.grantee == role || i.grantor == role)
+}
+
+/// The words of pg_default_acl's object types in PostgreSQL's descriptions.
+fn defacl_words(objtype: u8) -> &'static str {
+    match objtype {
+        crate::default_acl::SEQUENCE => "sequences",
+        crate::default_acl::FUNCTION => "functions",
+        crate::default_acl::TYPE => "types",
+        crate::default_acl::SCHEMA => "schemas",
+        _ => "relations",
+    }
+}
+
+/// The objects that depend on role `role` (PostgreSQL's pg_shdepend rows of
+/// the current database and the shared catalogs, computed here from the
+/// catalogs themselves): `owner of ...` for what it owns (relations,
+/// schemas, default privileges, databases), `privileges for ...` for ACLs
+/// that name it (relations, columns, schemas, default privileges,
+/// databases), in OID order as PostgreSQL sorts them. Read by DROP ROLE only.
+pub fn role_dependents(backend: &Backend, snap: &Snapshot, role: u32) -> Result<Vec<String>> {
+    let roles = role_graph(backend, snap)?;
+    let nss = ns_acls(backend, snap)?;
+    let ns_name = |ns: u32| nss.iter().find(|n| n.oid == ns).map(|n| n.name.clone()).unwrap_or_default();
+    // (oid, subid, text)
+    let mut out: Vec<(u32, i16, String)> = Vec::new();
+    let mut rels: Vec<(u32, String, u32)> = Vec::new();
+    for (_, row) in crate::rowio::scan_rows(backend, &crate::catalog::class_rel(), snap)? {
+        let (Value::Oid(oid), Value::Text(name), Value::Oid(ns), Value::Text(kind)) = (&row[0], &row[1], &row[2], &row[5]) else { continue };
+        if kind == "i" {
+            continue;
+        }
+        let word = match kind.as_str() {
+            "v" => "view",
+            "S" => "sequence",
+            _ => "table",
+        };
+        let shown = if *ns == crate::catalog::PUBLIC_NAMESPACE || *ns == crate::catalog::PG_CATALOG_NAMESPACE {
+            format!("{word} {name}")
+        } else {
+            format!("{word} {}.{name}", ns_name(*ns))
+        };
+        let owner = oid_col(&row, RELOWNER, BOOTSTRAP_SUPERUSER);
+        if owner == role {
+            out.push((*oid, 0, format!("owner of {shown}")));
+        } else if from_stored(row.get(RELACL)).is_some_and(|a| mentions(&a, role)) {
+            out.push((*oid, 0, format!("privileges for {shown}")));
+        }
+        rels.push((*oid, shown, owner));
+    }
+    for (rel, cols) in all_column_acls(backend, snap, None)? {
+        // The owner's own grants record no dependency on it.
+        let Some((_, shown, _)) = rels.iter().find(|(o, _, owner)| *o == rel && *owner != role) else { continue };
+        for c in cols {
+            if !c.dropped && c.acl.as_deref().is_some_and(|a| mentions(a, role)) {
+                out.push((rel, c.attnum, format!("privileges for column {} of {shown}", c.name)));
+            }
+        }
+    }
+    for n in nss.iter() {
+        if n.owner == role {
+            out.push((n.oid, 0, format!("owner of schema {}", n.name)));
+        } else if n.acl.as_deref().is_some_and(|a| mentions(a, role)) {
+            out.push((n.oid, 0, format!("privileges for schema {}", n.name)));
+        }
+    }
+    for d in crate::default_acl::list(backend, snap)?.iter() {
+        let mut what = format!("default privileges on new {} belonging to role {}", defacl_words(d.objtype), roles.name(d.role));
+        if d.namespace != 0 {
+            what.push_str(&format!(" in schema {}", ns_name(d.namespace)));
+        }
+        if d.role == role {
+            out.push((d.oid, 0, format!("owner of {what}")));
+        } else if mentions(&d.acl, role) {
+            out.push((d.oid, 0, format!("privileges for {what}")));
+        }
+    }
+    for d in crate::database::list_rows(backend, snap)? {
+        if d.dba == role {
+            out.push((d.oid, 0, format!("owner of database {}", d.name)));
+        } else if d.acl.as_deref().and_then(|t| parse_display(t, &roles)).is_some_and(|a| mentions(&a, role)) {
+            out.push((d.oid, 0, format!("privileges for database {}", d.name)));
+        }
+    }
+    out.sort_by_key(|(o, s, _)| (*o, *s));
+    Ok(out.into_iter().map(|(_, _, t)| t).collect())
 }
 
 /// What reading a relation in FROM needs: SELECT, and UPDATE too under FOR

@@ -449,6 +449,17 @@ impl<'a> Analyzer<'a> {
             NodeEnum::DropRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_drop(s)?)),
             NodeEnum::GrantRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_grant(s)?)),
             NodeEnum::GrantStmt(s) => Ok(Statement::Grant(Box::new(crate::grant::analyze(s)?))),
+            NodeEnum::ReassignOwnedStmt(s) => Ok(Statement::Owner(Box::new(crate::grant::analyze_reassign(s)?))),
+            NodeEnum::DropOwnedStmt(s) => Ok(Statement::Owner(Box::new(crate::grant::analyze_drop_owned(s)?))),
+            NodeEnum::AlterDefaultPrivilegesStmt(s) => Ok(Statement::Grant(Box::new(crate::grant::analyze_defaults(s)?))),
+            NodeEnum::AlterOwnerStmt(s) if s.object_type == pb::ObjectType::ObjectDatabase as i32 => {
+                let name = match s.object.as_ref().and_then(|o| o.node.as_ref()) {
+                    Some(NodeEnum::String(n)) => n.sval.clone(),
+                    _ => return Err(SqlError::not_supported("this ALTER DATABASE OWNER form")),
+                };
+                let new_owner = s.newowner.as_ref().map(crate::roles::role_ref).ok_or_else(|| SqlError::internal("OWNER TO without a role"))?;
+                Ok(Statement::Owner(Box::new(crate::grant::OwnerCmd::Database { name, new_owner })))
+            }
             NodeEnum::AlterOwnerStmt(s) if s.object_type == pb::ObjectType::ObjectSchema as i32 => {
                 let name = match s.object.as_ref().and_then(|o| o.node.as_ref()) {
                     Some(NodeEnum::String(n)) => n.sval.clone(),

@@ -202,6 +202,8 @@ fn bootstrap_database(engine: &Arc<Engine>) -> Result<()> {
 }
 
 fn insert_catalog_rows(backend: &mut Backend, t: &Table) -> Result<()> {
+    let owner = backend.current_user;
+    let relacl = crate::default_acl::initial_stored(backend, crate::default_acl::RELATION, t.namespace, owner)?;
     insert_row(
         backend,
         &class_rel(),
@@ -216,8 +218,8 @@ fn insert_catalog_rows(backend: &mut Backend, t: &Table) -> Result<()> {
             Value::Oid(0),
             Value::Int4(0),
             Value::Float8(-1.0),
-            Value::Oid(backend.current_user),
-            Value::Null,
+            Value::Oid(owner),
+            relacl,
         ],
     )?;
     for (i, c) in t.columns.iter().enumerate() {

@@ -96,6 +96,8 @@ struct Inner {
     /// pg_authid and pg_auth_members as privilege checks read them (any
     /// message for a shared catalog clears it with the rest).
     roles: Option<Arc<crate::acl::RoleGraph>>,
+    /// Every row of pg_default_acl (read when an object is created).
+    default_acls: Option<Arc<Vec<crate::default_acl::DefAcl>>>,
 }
 
 /// What a plan was analyzed under. Valid while every generation is unchanged.
@@ -139,6 +141,7 @@ impl Inner {
         self.ns_acls = None;
         self.databases = None;
         self.roles = None;
+        self.default_acls = None;
         self.names_gen += 1;
         self.global_gen += 1;
     }
@@ -544,6 +547,25 @@ pub(crate) fn role_graph(
     let keep = may_insert(backend, &cc.inner.borrow(), snap);
     if keep {
         cc.inner.borrow_mut().roles = Some(v.clone());
+        accept(backend);
+    }
+    Ok(v)
+}
+
+/// Every pg_default_acl entry, from the cache or `load`.
+pub(crate) fn default_acls(
+    backend: &Backend,
+    snap: &Snapshot,
+    load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<crate::default_acl::DefAcl>>,
+) -> ferrogres_datum::errors::Result<Arc<Vec<crate::default_acl::DefAcl>>> {
+    let cc = get(backend);
+    if let Some(d) = cc.inner.borrow().default_acls.clone() {
+        return Ok(d);
+    }
+    let v = Arc::new(load()?);
+    let keep = may_insert(backend, &cc.inner.borrow(), snap);
+    if keep {
+        cc.inner.borrow_mut().default_acls = Some(v.clone());
         accept(backend);
     }
     Ok(v)

@@ -613,6 +613,19 @@ pub(crate) fn set_acl(backend: &mut Backend, snap: &Snapshot, oid: u32, acl: Opt
     Ok(())
 }
 
+/// Sets database `oid`'s owner and datacl (ALTER DATABASE ... OWNER TO,
+/// REASSIGN OWNED) in the current transaction.
+pub(crate) fn set_owner(backend: &mut Backend, snap: &Snapshot, oid: u32, dba: u32, acl: Option<String>) -> Result<()> {
+    let Some((tid, mut row)) = list(backend, snap)?.into_iter().find(|(_, d)| d.oid == oid) else {
+        return Err(SqlError::internal(format!("no pg_database row for database {oid}")));
+    };
+    delete_row(backend, tid, &row.name.clone())?;
+    row.dba = dba;
+    row.acl = acl;
+    insert_row(backend, &database_rel(), &row.values())?;
+    Ok(())
+}
+
 fn delete_row(backend: &mut Backend, tid: Tid, name: &str) -> Result<()> {
     match crate::catcache::heap_delete(backend, database_rel().rel, tid, None)? {
         TmResult::Ok | TmResult::SelfModified => Ok(()),

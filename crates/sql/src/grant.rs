@@ -43,6 +43,10 @@ pub enum Targets {
     Databases(Vec<String>),
     /// ON PARAMETER name, ... ([`crate::param_acl`]).
     Parameters(Vec<String>),
+    /// ALTER DEFAULT PRIVILEGES [FOR ROLE r, ...] [IN SCHEMA s, ...] GRANT |
+    /// REVOKE ... ON TABLES | SEQUENCES | FUNCTIONS | TYPES | SCHEMAS
+    /// ([`crate::default_acl`]); `roles` empty: the current user.
+    Defaults { roles: Vec<RoleRef>, schemas: Vec<String>, objtype: u8 },
 }
 
 #[derive(Clone, Debug)]
@@ -65,6 +69,193 @@ pub struct GrantCmd {
 pub enum OwnerCmd {
     Rel { schema: Option<String>, name: String, new_owner: RoleRef, missing_ok: bool },
     Schema { name: String, new_owner: RoleRef },
+    /// ALTER DATABASE d OWNER TO role.
+    Database { name: String, new_owner: RoleRef },
+    /// REASSIGN OWNED BY r, ... TO new.
+    Reassign { roles: Vec<RoleRef>, new_owner: RoleRef },
+    /// DROP OWNED BY r, ... [CASCADE].
+    DropOwned { roles: Vec<RoleRef>, cascade: bool },
+}
+
+/// REASSIGN OWNED, analyzed.
+pub fn analyze_reassign(s: &pb::ReassignOwnedStmt) -> Result<OwnerCmd> {
+    let roles = s.roles.iter().filter_map(|r| if let Some(NodeEnum::RoleSpec(r)) = &r.node { Some(crate::roles::role_ref(r)) } else { None }).collect();
+    let new_owner = s.newrole.as_ref().map(crate::roles::role_ref).ok_or_else(|| SqlError::internal("REASSIGN OWNED without a role"))?;
+    Ok(OwnerCmd::Reassign { roles, new_owner })
+}
+
+/// DROP OWNED, analyzed.
+pub fn analyze_drop_owned(s: &pb::DropOwnedStmt) -> Result<OwnerCmd> {
+    let roles = s.roles.iter().filter_map(|r| if let Some(NodeEnum::RoleSpec(r)) = &r.node { Some(crate::roles::role_ref(r)) } else { None }).collect();
+    Ok(OwnerCmd::DropOwned { roles, cascade: s.behavior == pb::DropBehavior::DropCascade as i32 })
+}
+
+/// The roles REASSIGN / DROP OWNED name, checked as PostgreSQL 15 does: each
+/// must exist (42704) and the current user must have its privileges (42501
+/// `permission denied to <what>`).
+fn owned_roles(backend: &Backend, roles: &RoleGraph, list: &[RoleRef], what: &str) -> Result<Vec<u32>> {
+    let me = backend.current_user;
+    let mut out = Vec::new();
+    for r in list {
+        let oid = resolve_role(roles, backend, r)?;
+        if !roles.has_privs_of(me, oid) {
+            return Err(SqlError::new(b"42501", format!("permission denied to {what}")));
+        }
+        out.push(oid);
+    }
+    Ok(out)
+}
+
+/// Removes every item granted to `role` from `acl`, with the grants that
+/// depended on its grant options (PostgreSQL's RemoveRoleFromObjectACL:
+/// REVOKE ALL ... CASCADE).
+fn remove_grantee(acl: &mut Acl, role: u32, owner: u32) -> Result<()> {
+    while let Some(i) = acl.iter().find(|i| i.grantee == role).copied() {
+        revoke(acl, role, i.grantor, i.privs | i.goptions, false, true, owner)?;
+        acl.retain(|x| !(x.grantee == role && x.grantor == i.grantor));
+    }
+    Ok(())
+}
+
+/// REASSIGN OWNED BY old, ... TO new: the relations, their columns' ACLs,
+/// schemas and databases `old` owns get `new` as owner, with `old`'s ACL
+/// items moved to `new` (as ALTER ... OWNER TO). Default privileges are not
+/// reassigned (PostgreSQL leaves them to DROP OWNED), nor are functions
+/// (they record no owner yet).
+fn reassign_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef], new_owner: &RoleRef) -> Result<String> {
+    let roles = acl::role_graph(backend, snap)?;
+    let olds = owned_roles(backend, &roles, list, "reassign objects")?;
+    let new = resolve_role(&roles, backend, new_owner)?;
+    if !roles.has_privs_of(backend.current_user, new) {
+        return Err(SqlError::new(b"42501", "permission denied to reassign objects"));
+    }
+    for &old in &olds {
+        if old == crate::roles::BOOTSTRAP_SUPERUSER {
+            return Err(SqlError::new(
+                b"2BP01",
+                format!("cannot reassign ownership of objects owned by role {} because they are required by the database system", roles.name(old)),
+            ));
+        }
+    }
+    for old in olds.into_iter().filter(|o| *o != new) {
+        let mut rels = Vec::new();
+        for (_, row) in scan_rows(backend, &crate::catalog::class_rel(), snap)? {
+            if let Some(Value::Oid(oid)) = row.first() {
+                if matches!(row.get(acl::RELOWNER), Some(Value::Oid(o)) if *o == old) {
+                    rels.push((*oid, acl::from_stored(row.get(acl::RELACL))));
+                }
+            }
+        }
+        for (oid, acl_now) in rels {
+            let stored = acl_now.as_ref().map(|a| acl::to_stored(&new_owner_acl(a, old, new)));
+            crate::index::update_class_row(backend, snap, oid, &|row: &mut Vec<Value>| {
+                row.resize(acl::RELACL + 1, Value::Null);
+                row[acl::RELOWNER] = Value::Oid(new);
+                if let Some(a) = &stored {
+                    row[acl::RELACL] = a.clone();
+                }
+            })?;
+            for c in acl::column_acls(backend, snap, oid)? {
+                if let Some(a) = c.acl.as_deref().filter(|a| acl::mentions(a, old)) {
+                    store_column_acl(backend, snap, oid, c.attnum, Some(&new_owner_acl(&a.to_vec(), old, new)))?;
+                }
+            }
+        }
+        for ns in acl::ns_acls(backend, snap)?.iter().filter(|n| n.owner == old) {
+            let acl_new = ns.acl.as_ref().map(|a| new_owner_acl(a, old, new));
+            update_namespace_row(backend, snap, ns.oid, &|row| {
+                row[acl::NSPOWNER] = Value::Oid(new);
+                if let Some(a) = &acl_new {
+                    row[acl::NSPACL] = acl::to_stored(a);
+                }
+            })?;
+        }
+        for d in crate::database::list_rows(backend, snap)?.into_iter().filter(|d| d.dba == old) {
+            let acl_new = d.acl.as_deref().and_then(|t| acl::parse_display(t, &roles)).map(|a| acl::display_text(&new_owner_acl(&a, old, new), &roles));
+            crate::database::set_owner(backend, snap, d.oid, new, acl_new.or(d.acl.clone()))?;
+        }
+    }
+    Ok("REASSIGN OWNED".into())
+}
+
+/// DROP OWNED BY r, ...: every privilege granted to the roles on relations,
+/// columns, schemas, databases and in default privileges is revoked (with
+/// CASCADE), and their default-privilege entries removed. Dropping the
+/// objects they own is not done yet: while a role owns a relation or a
+/// schema, DROP OWNED answers 0A000 (REASSIGN OWNED first, or DROP them).
+fn drop_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef]) -> Result<String> {
+    let roles = acl::role_graph(backend, snap)?;
+    let doomed = owned_roles(backend, &roles, list, "drop objects")?;
+    for &r in &doomed {
+        if r == crate::roles::BOOTSTRAP_SUPERUSER {
+            return Err(SqlError::new(
+                b"2BP01",
+                format!("cannot drop objects owned by role {} because they are required by the database system", roles.name(r)),
+            ));
+        }
+    }
+    let owns: Vec<String> = doomed.iter().map(|r| acl::role_dependents(backend, snap, *r)).collect::<Result<Vec<_>>>()?.concat();
+    let owned: Vec<&String> = owns.iter().filter(|d| d.starts_with("owner of ") && !d.starts_with("owner of default privileges") && !d.starts_with("owner of database")).collect();
+    if !owned.is_empty() {
+        return Err(SqlError::not_supported("DROP OWNED of a role that owns relations or schemas")
+            .with_detail(owned.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"))
+            .with_hint("Use REASSIGN OWNED, or drop the objects first."));
+    }
+    for &r in &doomed {
+        let mut rels = Vec::new();
+        for (_, row) in scan_rows(backend, &crate::catalog::class_rel(), snap)? {
+            if let Some(Value::Oid(oid)) = row.first() {
+                let owner = match row.get(acl::RELOWNER) {
+                    Some(Value::Oid(o)) => *o,
+                    _ => crate::roles::BOOTSTRAP_SUPERUSER,
+                };
+                if let Some(a) = acl::from_stored(row.get(acl::RELACL)).filter(|a| a.iter().any(|i| i.grantee == r)) {
+                    rels.push((*oid, owner, a));
+                }
+            }
+        }
+        for (oid, owner, mut a) in rels {
+            remove_grantee(&mut a, r, owner)?;
+            let v = acl::to_stored(&a);
+            crate::index::update_class_row(backend, snap, oid, &|row: &mut Vec<Value>| {
+                row.resize(acl::RELACL + 1, Value::Null);
+                row[acl::RELACL] = v.clone();
+            })?;
+        }
+        for (rel, cols) in acl::all_column_acls(backend, snap, None)? {
+            for c in cols {
+                let Some(mut a) = c.acl.clone().filter(|a| a.iter().any(|i| i.grantee == r)) else { continue };
+                let owner = acl::rel_acl(backend, snap, rel)?.map_or(crate::roles::BOOTSTRAP_SUPERUSER, |x| x.owner);
+                remove_grantee(&mut a, r, owner)?;
+                store_column_acl(backend, snap, rel, c.attnum, (!a.is_empty()).then_some(a.as_slice()))?;
+            }
+        }
+        let nss: Vec<acl::NsAcl> = acl::ns_acls(backend, snap)?.iter().filter(|n| n.acl.as_deref().is_some_and(|a| a.iter().any(|i| i.grantee == r))).cloned().collect();
+        for ns in nss {
+            let mut a = ns.acl.clone().unwrap_or_default();
+            remove_grantee(&mut a, r, ns.owner)?;
+            update_namespace_row(backend, snap, ns.oid, &|row| {
+                row[acl::NSPOWNER] = Value::Oid(ns.owner);
+                row[acl::NSPACL] = acl::to_stored(&a);
+            })?;
+        }
+        for d in crate::database::list_rows(backend, snap)? {
+            let Some(mut a) = d.acl.as_deref().and_then(|t| acl::parse_display(t, &roles)).filter(|a| a.iter().any(|i| i.grantee == r)) else { continue };
+            remove_grantee(&mut a, r, d.dba)?;
+            crate::database::set_acl(backend, snap, d.oid, Some(acl::display_text(&a, &roles)))?;
+        }
+        crate::default_acl::remove_where(backend, snap, &|d| d.role == r)?;
+        backend.txn.command_counter_increment()?;
+        let snap2 = backend.txn.statement_snapshot()?;
+        let entries: Vec<crate::default_acl::DefAcl> = crate::default_acl::list(backend, &snap2)?.iter().filter(|d| d.acl.iter().any(|i| i.grantee == r)).cloned().collect();
+        for d in entries {
+            let mut a = d.acl.clone();
+            remove_grantee(&mut a, r, d.role)?;
+            crate::default_acl::store(backend, &snap2, d.role, d.namespace, d.objtype, &a)?;
+        }
+        backend.txn.command_counter_increment()?;
+    }
+    Ok("DROP OWNED".into())
 }
 
 /// GRANT / REVOKE's statement, analyzed (names are resolved when it runs).
@@ -73,9 +264,6 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
     use pb::ObjectType as O;
     let target = T::try_from(s.targtype).unwrap_or(T::Undefined);
     let objtype = O::try_from(s.objtype).unwrap_or(O::Undefined);
-    if target == T::AclTargetDefaults {
-        return Err(SqlError::not_supported("ALTER DEFAULT PRIVILEGES"));
-    }
     let names = || -> Vec<String> {
         s.objects
             .iter()
@@ -98,6 +286,17 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         (T::AclTargetObject, O::ObjectSchema) => Targets::Schemas(names()),
         (T::AclTargetObject, O::ObjectDatabase) => Targets::Databases(names()),
         (T::AclTargetObject, O::ObjectParameterAcl) => Targets::Parameters(names()),
+        (T::AclTargetDefaults, _) => {
+            let objtype = match objtype {
+                O::ObjectTable => crate::default_acl::RELATION,
+                O::ObjectSequence => crate::default_acl::SEQUENCE,
+                O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine => crate::default_acl::FUNCTION,
+                O::ObjectType => crate::default_acl::TYPE,
+                O::ObjectSchema => crate::default_acl::SCHEMA,
+                _ => return Err(SqlError::not_supported("default privileges on this kind of object")),
+            };
+            Targets::Defaults { roles: Vec::new(), schemas: Vec::new(), objtype }
+        }
         (_, O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine) => return Err(SqlError::not_supported("GRANT / REVOKE on functions")),
         _ => return Err(SqlError::not_supported("GRANT / REVOKE on this kind of object")),
     };
@@ -109,6 +308,9 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         for p in &s.privileges {
             let Some(NodeEnum::AccessPriv(ap)) = &p.node else { continue };
             if !ap.cols.is_empty() {
+                if matches!(targets, Targets::Defaults { .. }) {
+                    return Err(SqlError::new(b"0LP01", "default privileges cannot be set for columns"));
+                }
                 if !matches!(targets, Targets::Rels { seq: false, .. }) {
                     return Err(SqlError::not_supported("column privileges on this kind of object"));
                 }
@@ -149,6 +351,118 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
         grantor: s.grantor.as_ref().map(crate::roles::role_ref),
         cascade: s.behavior == pb::DropBehavior::DropCascade as i32,
     })
+}
+
+/// ALTER DEFAULT PRIVILEGES, analyzed: its GRANT / REVOKE with the roles
+/// (FOR ROLE) and schemas (IN SCHEMA) of its options.
+pub fn analyze_defaults(s: &pb::AlterDefaultPrivilegesStmt) -> Result<GrantCmd> {
+    let Some(action) = &s.action else { return Err(SqlError::internal("ALTER DEFAULT PRIVILEGES without an action")) };
+    let mut cmd = analyze(action)?;
+    let Targets::Defaults { roles, schemas, .. } = &mut cmd.targets else { return Err(SqlError::internal("ALTER DEFAULT PRIVILEGES without defaults")) };
+    let (mut seen_roles, mut seen_schemas) = (false, false);
+    for o in &s.options {
+        let Some(NodeEnum::DefElem(d)) = &o.node else { continue };
+        let items: Vec<pb::Node> = match d.arg.as_ref().and_then(|a| a.node.as_ref()) {
+            Some(NodeEnum::List(l)) => l.items.clone(),
+            _ => Vec::new(),
+        };
+        let seen = if d.defname == "roles" { &mut seen_roles } else { &mut seen_schemas };
+        if *seen {
+            return Err(SqlError::new(b"42601", "conflicting or redundant options"));
+        }
+        *seen = true;
+        for it in items {
+            match (d.defname.as_str(), it.node) {
+                ("roles", Some(NodeEnum::RoleSpec(r))) => roles.push(crate::roles::role_ref(&r)),
+                ("schemas", Some(NodeEnum::String(n))) => schemas.push(n.sval),
+                _ => {}
+            }
+        }
+    }
+    Ok(cmd)
+}
+
+/// Runs ALTER DEFAULT PRIVILEGES (PostgreSQL 15's ExecAlterDefaultPrivilegesStmt
+/// and SetDefaultACL, written from their design): grantees resolved, the
+/// privileges checked against the object type (0LP01), then for each target
+/// role (the current user's membership in it needed: 42501 `must be member of
+/// role "r"`) and each schema (3F000 for an unknown one; no privilege on it
+/// needed) the entry's ACL changed with the role as grantor, stored sorted, or
+/// removed when it is its starting point again.
+fn execute_defaults(backend: &mut Backend, snap: &Snapshot, cmd: &GrantCmd, targets: (&[RoleRef], &[String], u8)) -> Result<String> {
+    let (for_roles, schemas, objtype) = targets;
+    let roles = acl::role_graph(backend, snap)?;
+    let me = backend.current_user;
+    let mut grantees = Vec::new();
+    for g in &cmd.grantees {
+        grantees.push(resolve_role(&roles, backend, g)?);
+    }
+    let kind = crate::default_acl::kind_of(objtype);
+    let word = if objtype == crate::default_acl::RELATION { "relation" } else { kind.word() };
+    let privs = match &cmd.privs {
+        None => kind.all(),
+        Some(list) => {
+            let mut m = 0;
+            for (bit, name) in list {
+                if bit & !kind.all() != 0 {
+                    return Err(SqlError::new(b"0LP01", format!("invalid privilege type {name} for {word}")));
+                }
+                m |= bit;
+            }
+            m
+        }
+    };
+    let targets: Vec<u32> = if for_roles.is_empty() {
+        vec![me]
+    } else {
+        let members = crate::roles::memberships(backend, snap)?;
+        let mut out = Vec::new();
+        for r in for_roles {
+            let oid = resolve_role(&roles, backend, r)?;
+            if !roles.superuser(me) && !crate::roles::is_member_of(&members, me, oid) {
+                return Err(SqlError::new(b"42501", format!("must be member of role \"{}\"", roles.name(oid))));
+            }
+            out.push(oid);
+        }
+        out
+    };
+    let mut namespaces = Vec::new();
+    for s in schemas {
+        let ns = crate::namespace::schema_oid(backend, snap, s)?.ok_or_else(|| SqlError::new(b"3F000", format!("schema \"{s}\" does not exist")))?;
+        namespaces.push(ns);
+    }
+    if namespaces.is_empty() {
+        namespaces.push(0);
+    } else if objtype == crate::default_acl::SCHEMA {
+        return Err(SqlError::new(b"0LP01", "cannot use IN SCHEMA clause when using GRANT/REVOKE ON SCHEMAS"));
+    }
+    if cmd.is_grant && cmd.grant_option && grantees.contains(&PUBLIC) {
+        return Err(SqlError::new(b"0LP01", "grant options can only be granted to roles"));
+    }
+    for role in targets {
+        for &ns in &namespaces {
+            // Each change sees the ones before it (FOR ROLE a, a).
+            let snap = backend.txn.statement_snapshot()?;
+            let mut acl = crate::default_acl::current(backend, &snap, role, ns, objtype)?;
+            for &g in &grantees {
+                if cmd.is_grant {
+                    let go = if cmd.grant_option { privs } else { 0 };
+                    match acl.iter_mut().find(|i| i.grantee == g && i.grantor == role) {
+                        Some(i) => {
+                            i.privs |= privs;
+                            i.goptions |= go;
+                        }
+                        None => acl.push(AclItem { grantee: g, grantor: role, privs, goptions: go }),
+                    }
+                } else {
+                    revoke(&mut acl, g, role, privs, cmd.grant_option, cmd.cascade, role)?;
+                }
+            }
+            crate::default_acl::store(backend, &snap, role, ns, objtype, &acl)?;
+            backend.txn.command_counter_increment()?;
+        }
+    }
+    Ok("ALTER DEFAULT PRIVILEGES".into())
 }
 
 /// One object a GRANT names, with its current owner and ACL.
@@ -227,6 +541,7 @@ fn objects(backend: &Backend, snap: &Snapshot, roles: &RoleGraph, t: &Targets) -
                 out.push(Object { kind: ObjKind::Database, oid: d.oid, name: d.name.clone(), owner: d.dba, acl });
             }
         }
+        Targets::Defaults { .. } => {}
         Targets::Parameters(names) => {
             for n in names {
                 let name = crate::param_acl::canonical_name(n)?;
@@ -269,6 +584,9 @@ fn warn(out: &mut dyn FnMut(SqlError) -> Result<()>, code: &[u8; 5], text: Strin
 
 /// Runs GRANT / REVOKE in the session's transaction.
 pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &GrantCmd, notice: &mut dyn FnMut(SqlError) -> Result<()>) -> Result<String> {
+    if let Targets::Defaults { roles, schemas, objtype } = &cmd.targets {
+        return execute_defaults(backend, snap, cmd, (roles, schemas, *objtype));
+    }
     let tag = if cmd.is_grant { "GRANT" } else { "REVOKE" };
     let roles = acl::role_graph(backend, snap)?;
     let me = backend.current_user;
@@ -400,7 +718,7 @@ fn store(backend: &mut Backend, snap: &Snapshot, o: &Object, acl: &Acl, roles: &
             row[acl::NSPACL] = acl::to_stored(acl);
         }),
         ObjKind::Database => crate::database::set_acl(backend, snap, o.oid, Some(acl::display_text(acl, roles))),
-        ObjKind::Function => Err(SqlError::not_supported("GRANT / REVOKE on functions")),
+        ObjKind::Function | ObjKind::Type => Err(SqlError::not_supported("GRANT / REVOKE on functions and types")),
         ObjKind::Parameter => crate::param_acl::store(backend, snap, &o.name, acl),
     }
 }
@@ -448,6 +766,11 @@ fn new_owner_acl(acl: &Acl, old: u32, new: u32) -> Acl {
 pub fn alter_owner(backend: &mut Backend, snap: &Snapshot, cmd: &OwnerCmd, notice: &mut dyn FnMut(SqlError) -> Result<()>) -> Result<String> {
     let roles = acl::role_graph(backend, snap)?;
     let me = backend.current_user;
+    match cmd {
+        OwnerCmd::Reassign { roles, new_owner } => return reassign_owned(backend, snap, roles, new_owner),
+        OwnerCmd::DropOwned { roles, .. } => return drop_owned(backend, snap, roles),
+        _ => {}
+    }
     let members = crate::roles::memberships(backend, snap)?;
     let may_become = |new: u32| roles.superuser(me) || crate::roles::is_member_of(&members, me, new);
     match cmd {
@@ -513,6 +836,32 @@ pub fn alter_owner(backend: &mut Backend, snap: &Snapshot, cmd: &OwnerCmd, notic
             })?;
             Ok("ALTER SCHEMA".into())
         }
+        OwnerCmd::Database { name, new_owner } => {
+            // PostgreSQL 15's AlterDatabaseOwner: the owner (or a superuser)
+            // who may become the new owner and holds CREATEDB.
+            let dbs = crate::database::list_rows(backend, snap)?;
+            let d = dbs.iter().find(|d| &d.name == name).ok_or_else(|| SqlError::new(b"3D000", format!("database \"{name}\" does not exist")))?;
+            let new = resolve_role(&roles, backend, new_owner)?;
+            if d.dba == new {
+                return Ok("ALTER DATABASE".into());
+            }
+            if !roles.superuser(me) {
+                if !roles.has_privs_of(me, d.dba) {
+                    return Err(acl::not_owner(ObjKind::Database, name));
+                }
+                if !may_become(new) {
+                    return Err(SqlError::new(b"42501", format!("must be member of role \"{}\"", roles.name(new))));
+                }
+                let createdb = crate::roles::list(backend, snap)?.iter().any(|(_, r)| r.oid == me && r.createdb);
+                if !createdb {
+                    return Err(SqlError::new(b"42501", "permission denied to change owner of database"));
+                }
+            }
+            let acl_new = d.acl.as_deref().and_then(|t| acl::parse_display(t, &roles)).map(|a| acl::display_text(&new_owner_acl(&a, d.dba, new), &roles));
+            crate::database::set_owner(backend, snap, d.oid, new, acl_new.or(d.acl.clone()))?;
+            Ok("ALTER DATABASE".into())
+        }
+        OwnerCmd::Reassign { .. } | OwnerCmd::DropOwned { .. } => Err(SqlError::internal("REASSIGN / DROP OWNED reached ALTER OWNER")),
     }
 }
 

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod acl;
+pub mod default_acl;
 pub mod agg_order;
 pub mod alter;
 pub mod alter_system;

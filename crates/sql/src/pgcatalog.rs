@@ -22,6 +22,7 @@
 //! | pg_database | postgres (5) only: there are no template databases |
 //! | pg_authid, pg_shadow (superuser only: 42501), pg_roles, pg_user, pg_auth_members | the stored shared catalogs of [`crate::roles`] |
 //! | pg_parameter_acl | the stored shared catalog of [`crate::param_acl`] |
+//! | pg_default_acl | the stored catalog of [`crate::default_acl`] |
 //! | pg_tablespace | pg_default 1663, pg_global 1664 |
 //! | pg_collation | default 100, C 950, POSIX 951 |
 //! | pg_settings | the session's settings (name, setting, source, boot_val, reset_val; context, vartype, unit, min_val, max_val, enumvals from the table of known settings) |
@@ -100,6 +101,7 @@ static VIEWS: &[View] = &[
     View { name: "pg_indexes", oid: 12043, columns: &[("schemaname", Type::Name), ("tablename", Type::Name), ("indexname", Type::Name), ("tablespace", Type::Name), ("indexdef", Type::Text)] },
     View { name: "pg_views", oid: 12028, columns: &[("schemaname", Type::Name), ("viewname", Type::Name), ("viewowner", Type::Name), ("definition", Type::Text)] },
     View { name: "pg_shadow", oid: 12010, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
+    View { name: "pg_default_acl", oid: 826, columns: &[("oid", Type::Oid), ("defaclrole", Type::Oid), ("defaclnamespace", Type::Oid), ("defaclobjtype", Type::Char), ("defaclacl", TEXT_ARRAY)] },
     View { name: "pg_parameter_acl", oid: 6243, columns: &[("oid", Type::Oid), ("parname", Type::Text), ("paracl", TEXT_ARRAY)] },
     View { name: "pg_auth_members", oid: 1261, columns: &[("roleid", Type::Oid), ("member", Type::Oid), ("grantor", Type::Oid), ("admin_option", Type::Bool)] },
     View { name: "pg_user", oid: 12014, columns: &[("usename", Type::Name), ("usesysid", Type::Oid), ("usecreatedb", Type::Bool), ("usesuper", Type::Bool), ("userepl", Type::Bool), ("usebypassrls", Type::Bool), ("passwd", Type::Text), ("valuntil", Type::Timestamptz), ("useconfig", TEXT_ARRAY)] },
@@ -557,6 +559,20 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                             }
                         }
                     }
+                })
+                .collect()
+        }
+        "pg_default_acl" => {
+            let roles = crate::acl::role_graph(backend, snap)?;
+            crate::default_acl::list(backend, snap)?
+                .iter()
+                .map(|d| {
+                    Row::new(v)
+                        .oid("oid", d.oid)
+                        .oid("defaclrole", d.role)
+                        .oid("defaclnamespace", d.namespace)
+                        .t("defaclobjtype", &(d.objtype as char).to_string())
+                        .set("defaclacl", crate::acl::display(&d.acl, &|o| roles.name(o)))
                 })
                 .collect()
         }

@@ -771,7 +771,6 @@ pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &RoleCmd, encryption
             if !me.superuser && !me.createrole {
                 return Err(SqlError::new(b"42501", "permission denied to drop role"));
             }
-            let dbs = crate::database::list_rows(backend, snap)?;
             for name in names {
                 let Some((tid, row)) = find(name) else {
                     if *missing_ok {
@@ -792,7 +791,7 @@ pub fn execute(backend: &mut Backend, snap: &Snapshot, cmd: &RoleCmd, encryption
                 if BUILTIN.iter().any(|(o, _)| *o == row.oid) {
                     return Err(SqlError::new(b"2BP01", format!("cannot drop role {name} because it is required by the database system")));
                 }
-                let owned: Vec<String> = dbs.iter().filter(|d| d.dba == row.oid).map(|d| format!("owner of database {}", d.name)).collect();
+                let owned = crate::acl::role_dependents(backend, snap, row.oid)?;
                 if !owned.is_empty() {
                     return Err(SqlError::new(b"2BP01", format!("role \"{name}\" cannot be dropped because some objects depend on it"))
                         .with_detail(owned.join("\n")));

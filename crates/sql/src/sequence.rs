@@ -385,6 +385,8 @@ pub fn create(backend: &mut Backend, ns: u32, name: &str, opts: &SeqOptions, own
     let ns = crate::namespace::materialize(backend, ns)?;
     let engine = backend.engine().clone();
     let oid = engine.new_oid();
+    let seq_owner = backend.current_user;
+    let relacl = crate::default_acl::initial_stored(backend, crate::default_acl::SEQUENCE, ns, seq_owner)?;
     insert_row(
         backend,
         &class_rel(),
@@ -399,8 +401,8 @@ pub fn create(backend: &mut Backend, ns: u32, name: &str, opts: &SeqOptions, own
             Value::Oid(0),
             Value::Int4(1),
             Value::Float8(1.0),
-            Value::Oid(backend.current_user),
-            Value::Null,
+            Value::Oid(seq_owner),
+            relacl,
         ],
     )?;
     let state = SeqState { opts: opts.clone(), last_value: opts.start, is_called: false, log_cnt: 0, owner };

@@ -269,6 +269,8 @@ pub fn execute(cmd: &ViewCmd, backend: &mut Backend, snap: &Snapshot, notice: No
             match crate::index::find_relation(backend, snap, namespace, name)? {
                 None => {
                     let oid = backend.engine().new_oid();
+                    let relacl = crate::default_acl::initial_acl(backend, snap, crate::default_acl::RELATION, namespace, backend.current_user)?
+                        .map_or(Value::Null, |a| crate::acl::to_stored(&a));
                     insert_row(
                         backend,
                         &class_rel(),
@@ -284,7 +286,7 @@ pub fn execute(cmd: &ViewCmd, backend: &mut Backend, snap: &Snapshot, notice: No
                             Value::Int4(0),
                             Value::Float8(-1.0),
                             Value::Oid(backend.current_user),
-                            Value::Null,
+                            relacl,
                         ],
                     )?;
                     insert_body(backend, oid, sql, search_path, columns, deps)?;

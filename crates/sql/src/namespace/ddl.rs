@@ -116,7 +116,8 @@ pub fn execute(cmd: &SchemaCmd, backend: &mut Backend, snap: &Snapshot, notice: 
             }
             check_name(name)?;
             let oid = backend.engine().new_oid();
-            insert_row(backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(name.clone()), Value::Oid(owner), Value::Null])?;
+            let nspacl = crate::default_acl::initial_acl(backend, snap, crate::default_acl::SCHEMA, 0, owner)?.map_or(Value::Null, |a| crate::acl::to_stored(&a));
+            insert_row(backend, &namespace_rel(), &[Value::Oid(oid), Value::Text(name.clone()), Value::Oid(owner), nspacl])?;
             Ok("CREATE SCHEMA".into())
         }
         SchemaCmd::Rename { from, to } => {
@@ -179,6 +180,10 @@ pub fn execute(cmd: &SchemaCmd, backend: &mut Backend, snap: &Snapshot, notice: 
             for (oid, _) in &found {
                 super::drop_namespace_contents(backend, *oid)?;
             }
+            // The schema's default privileges go with it (PostgreSQL: an
+            // automatic dependency of pg_default_acl on the schema).
+            let doomed: Vec<u32> = found.iter().map(|(o, _)| *o).collect();
+            crate::default_acl::remove_where(backend, snap, &|d| doomed.contains(&d.namespace))?;
             Ok("DROP SCHEMA".into())
         }
     }
