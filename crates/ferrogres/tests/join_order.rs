@@ -9,18 +9,8 @@
 //! statements.
 
 mod common;
-use common::session_client::{ok, Client};
+use common::session_client::{ok, rows, plan, Client};
 use common::server::Server;
-
-fn rows(c: &mut Client, sql: &str) -> Vec<String> {
-    let r = c.q(sql);
-    assert!(r.error.is_none(), "{sql}: {:?}", r.error);
-    r.rows.iter().map(|row| row.iter().map(|v| v.clone().unwrap_or_else(|| "NULL".into())).collect::<Vec<_>>().join("|")).collect()
-}
-
-fn plan(c: &mut Client, sql: &str) -> String {
-    rows(c, &format!("EXPLAIN {sql}")).join("\n")
-}
 
 /// `rows=N` of a plan's first line.
 fn top_rows(plan: &str) -> f64 {

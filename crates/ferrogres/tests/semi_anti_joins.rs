@@ -8,19 +8,8 @@
 //! a join equality. EXPLAIN shows the joins PostgreSQL's plans name.
 
 mod common;
-use common::session_client::{ok, Client};
+use common::session_client::{ok, rows, plan, Client};
 use common::server::Server;
-
-/// The rows of `sql`, each as its columns joined by `|` (NULL as `NULL`).
-fn rows(c: &mut Client, sql: &str) -> Vec<String> {
-    let r = c.q(sql);
-    assert!(r.error.is_none(), "{sql}: {:?}", r.error);
-    r.rows.iter().map(|row| row.iter().map(|v| v.clone().unwrap_or_else(|| "NULL".into())).collect::<Vec<_>>().join("|")).collect()
-}
-
-fn plan(c: &mut Client, sql: &str) -> String {
-    rows(c, &format!("EXPLAIN {sql}")).join("\n")
-}
 
 fn small_tables(c: &mut Client) {
     ok(&c.q("CREATE TABLE o (id int, k int, v text); CREATE TABLE i (k int, w int); CREATE TABLE e (k int)"));

@@ -138,3 +138,16 @@ pub fn ok(r: &Reply) {
     assert!(r.error.is_none(), "unexpected error {:?}", r.error);
 }
 
+
+/// The rows of `sql`, each as its columns joined by `|` (NULL as `NULL`); the
+/// query must succeed.
+pub fn rows(c: &mut Client, sql: &str) -> Vec<String> {
+    let r = c.q(sql);
+    assert!(r.error.is_none(), "{sql}: {:?}", r.error);
+    r.rows.iter().map(|row| row.iter().map(|v| v.clone().unwrap_or_else(|| "NULL".into())).collect::<Vec<_>>().join("|")).collect()
+}
+
+/// `EXPLAIN sql`, its lines joined by newlines.
+pub fn plan(c: &mut Client, sql: &str) -> String {
+    rows(c, &format!("EXPLAIN {sql}")).join("\n")
+}
