@@ -224,12 +224,7 @@ impl ActivitySlot {
             let old = BackendState::from_u8(self.state.load(Ordering::Relaxed));
             let leaves = r.state.is_some_and(|s| s as u8 != old as u8) || r.query.is_some();
             if since != 0 && leaves && now > since {
-                let counter = match old {
-                    BackendState::Active => Some(&self.active_us),
-                    BackendState::IdleInTransaction | BackendState::IdleInTransactionAborted => Some(&self.idle_in_xact_us),
-                    _ => None,
-                };
-                if let Some(c) = counter {
+                if let Some(c) = self.time_counter(old) {
                     c.fetch_add((now - since) as u64, Ordering::Relaxed);
                 }
             }
@@ -270,18 +265,22 @@ impl ActivitySlot {
     pub fn take_state_times(&self) -> (u64, u64) {
         let now = now_micros();
         let since = self.state_clock.load(Ordering::Relaxed);
-        let cur = match BackendState::from_u8(self.state.load(Ordering::Relaxed)) {
-            BackendState::Active => Some(&self.active_us),
-            BackendState::IdleInTransaction | BackendState::IdleInTransactionAborted => Some(&self.idle_in_xact_us),
-            _ => None,
-        };
-        if let Some(c) = cur {
+        if let Some(c) = self.time_counter(BackendState::from_u8(self.state.load(Ordering::Relaxed))) {
             if since != 0 && now > since {
                 c.fetch_add((now - since) as u64, Ordering::Relaxed);
                 self.state_clock.store(now, Ordering::Relaxed);
             }
         }
         (self.active_us.swap(0, Ordering::Relaxed), self.idle_in_xact_us.swap(0, Ordering::Relaxed))
+    }
+
+    /// The counter a state's time goes to (none for idle and the others).
+    fn time_counter(&self, s: BackendState) -> Option<&AtomicU64> {
+        match s {
+            BackendState::Active => Some(&self.active_us),
+            BackendState::IdleInTransaction | BackendState::IdleInTransactionAborted => Some(&self.idle_in_xact_us),
+            _ => None,
+        }
     }
 
     fn store_query(&self, q: &str) {
