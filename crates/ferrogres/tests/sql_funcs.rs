@@ -31,3 +31,8 @@ fn set_returning_functions_in_select_list_match_postgres_15() {
 fn md5_and_sha2_digests_match_postgres_15() {
     check_script("digests");
 }
+
+#[test]
+fn encode_and_decode_match_postgres_15() {
+    check_script("encode");
+}

@@ -191,6 +191,8 @@ pub static BUILTINS: &[Builtin] = &[
     f("to_hex", &[I8], T, s::to_hex64),
     f("md5", &[T], T, s::md5),
     f("md5", &[Type::Bytea], T, s::md5),
+    f("encode", &[Type::Bytea, T], T, s::encode),
+    f("decode", &[T, T], Type::Bytea, s::decode),
     f("sha224", &[Type::Bytea], Type::Bytea, s::sha224),
     f("sha256", &[Type::Bytea], Type::Bytea, s::sha256),
     f("sha384", &[Type::Bytea], Type::Bytea, s::sha384),

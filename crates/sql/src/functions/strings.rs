@@ -559,6 +559,20 @@ pub fn format(a: &[Value]) -> Result<Value> {
 
 pub use ferrogres_engine::config::password::md5_hex;
 
+/// encode(bytea, text): hex, base64 or escape text of the bytes.
+pub fn encode(a: &[Value]) -> Result<Value> {
+    let Value::Bytea(b) = &a[0] else { return Err(SqlError::internal("encode of a non-bytea value")) };
+    // The longest result (hex, or escape's 4 bytes per byte) must be
+    // allocatable, as PostgreSQL checks before encoding.
+    check_result_len(b.len().saturating_mul(4))?;
+    t(ferrogres_datum::bytea::encode(b, text(&a[1]))?)
+}
+
+/// decode(text, text): the bytes that hex, base64 or escape text stands for.
+pub fn decode(a: &[Value]) -> Result<Value> {
+    Ok(Value::Bytea(ferrogres_datum::bytea::decode(text(&a[0]), text(&a[1]))?))
+}
+
 /// sha224(bytea), sha256, sha384, sha512 (PostgreSQL 11+): the digest as
 /// bytea (the sha2 crate).
 pub fn sha224(a: &[Value]) -> Result<Value> {
