@@ -495,23 +495,34 @@ pub(crate) fn put_rel_acl(backend: &Backend, snap: &Snapshot, r: &Arc<crate::acl
     accept(backend);
 }
 
+/// A whole-catalog entry of the cache (`slot` picks it), or `load`ed and kept
+/// when the snapshot allows (`may_insert`).
+fn cached<T>(
+    backend: &Backend,
+    snap: &Snapshot,
+    slot: fn(&mut Inner) -> &mut Option<Arc<T>>,
+    load: impl FnOnce() -> ferrogres_datum::errors::Result<T>,
+) -> ferrogres_datum::errors::Result<Arc<T>> {
+    let cc = get(backend);
+    if let Some(v) = slot(&mut cc.inner.borrow_mut()).clone() {
+        return Ok(v);
+    }
+    let v = Arc::new(load()?);
+    let keep = may_insert(backend, &cc.inner.borrow(), snap);
+    if keep {
+        *slot(&mut cc.inner.borrow_mut()) = Some(v.clone());
+        accept(backend);
+    }
+    Ok(v)
+}
+
 /// Every schema's owner and ACL, from the cache or `load`.
 pub(crate) fn ns_acls(
     backend: &Backend,
     snap: &Snapshot,
     load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<crate::acl::NsAcl>>,
 ) -> ferrogres_datum::errors::Result<Arc<Vec<crate::acl::NsAcl>>> {
-    let cc = get(backend);
-    if let Some(n) = cc.inner.borrow().ns_acls.clone() {
-        return Ok(n);
-    }
-    let v = Arc::new(load()?);
-    let keep = may_insert(backend, &cc.inner.borrow(), snap);
-    if keep {
-        cc.inner.borrow_mut().ns_acls = Some(v.clone());
-        accept(backend);
-    }
-    Ok(v)
+    cached(backend, snap, |i| &mut i.ns_acls, load)
 }
 
 /// Every row of pg_database, from the cache or `load`.
@@ -520,17 +531,7 @@ pub(crate) fn databases(
     snap: &Snapshot,
     load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<crate::database::DbRow>>,
 ) -> ferrogres_datum::errors::Result<Arc<Vec<crate::database::DbRow>>> {
-    let cc = get(backend);
-    if let Some(d) = cc.inner.borrow().databases.clone() {
-        return Ok(d);
-    }
-    let v = Arc::new(load()?);
-    let keep = may_insert(backend, &cc.inner.borrow(), snap);
-    if keep {
-        cc.inner.borrow_mut().databases = Some(v.clone());
-        accept(backend);
-    }
-    Ok(v)
+    cached(backend, snap, |i| &mut i.databases, load)
 }
 
 /// The role graph, from the cache or `load`.
@@ -539,17 +540,7 @@ pub(crate) fn role_graph(
     snap: &Snapshot,
     load: impl FnOnce() -> ferrogres_datum::errors::Result<crate::acl::RoleGraph>,
 ) -> ferrogres_datum::errors::Result<Arc<crate::acl::RoleGraph>> {
-    let cc = get(backend);
-    if let Some(r) = cc.inner.borrow().roles.clone() {
-        return Ok(r);
-    }
-    let v = Arc::new(load()?);
-    let keep = may_insert(backend, &cc.inner.borrow(), snap);
-    if keep {
-        cc.inner.borrow_mut().roles = Some(v.clone());
-        accept(backend);
-    }
-    Ok(v)
+    cached(backend, snap, |i| &mut i.roles, load)
 }
 
 /// Every pg_default_acl entry, from the cache or `load`.
@@ -558,17 +549,7 @@ pub(crate) fn default_acls(
     snap: &Snapshot,
     load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<crate::default_acl::DefAcl>>,
 ) -> ferrogres_datum::errors::Result<Arc<Vec<crate::default_acl::DefAcl>>> {
-    let cc = get(backend);
-    if let Some(d) = cc.inner.borrow().default_acls.clone() {
-        return Ok(d);
-    }
-    let v = Arc::new(load()?);
-    let keep = may_insert(backend, &cc.inner.borrow(), snap);
-    if keep {
-        cc.inner.borrow_mut().default_acls = Some(v.clone());
-        accept(backend);
-    }
-    Ok(v)
+    cached(backend, snap, |i| &mut i.default_acls, load)
 }
 
 /// Starts recording the privileges an analysis finds its statement needs.
