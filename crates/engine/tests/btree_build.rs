@@ -144,11 +144,11 @@ fn leaves_are_filled_to_the_fill_factor() {
         let report = t.check_invariants(&engine).unwrap();
         let leaves = *report.pages_per_level.last().unwrap();
         assert_eq!(stats.pages_per_level[0], leaves);
-        // An entry: 16-byte index tuple header + 24-byte tuple header + 8 bytes,
-        // maxaligned, plus a 4-byte line pointer. A page takes items while the
-        // free space stays at BLCKSZ * (100 - ff) / 100 or more; a closed page
-        // gives its last item up as the high key.
-        let item = 48 + 4;
+        // An entry: 8-byte index tuple header + 8 bytes of key, maxaligned, plus
+        // a 4-byte line pointer. A page takes items while the free space stays
+        // at BLCKSZ * (100 - ff) / 100 or more; a closed page gives its last
+        // item up as the high key.
+        let item = 16 + 4;
         let cap = BLCKSZ - 24 - 16;
         let reserve = BLCKSZ * (100 - ff as usize) / 100;
         let per_leaf = (cap - reserve) / item - 1;

@@ -7,8 +7,8 @@
 
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
-use ferrogres_engine::heap::tuple::{deform_tuple, AttrDesc, Datum, Tid};
-use ferrogres_engine::nbtree::{BTree, BuiltinComparator, KeyKind, ScanBounds};
+use ferrogres_engine::heap::tuple::{AttrDesc, Datum, Tid};
+use ferrogres_engine::nbtree::{BTree, BuiltinComparator, IndexEntry, KeyKind, ScanBounds};
 use ferrogres_engine::storage::RelFileLocator;
 use rand::{Rng, SeedableRng};
 use std::ops::Bound;
@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 const INSERTERS: u64 = 6;
 const PER_THREAD: u64 = 8_000;
 
-fn int_of(key: &[u8]) -> i64 {
-    match deform_tuple(&[AttrDesc::fixed(8)], key).unwrap()[0] {
+fn int_of(e: &IndexEntry) -> i64 {
+    match e.values(&[AttrDesc::fixed(8)]).unwrap()[0] {
         Some(Datum::ByVal(v)) => v as i64,
         ref other => panic!("bad key {other:?}"),
     }
@@ -62,7 +62,7 @@ fn concurrent_inserts_and_scans_never_miss_a_key() {
                     let mut got = std::collections::HashSet::new();
                     let mut last: Option<(i64, Tid)> = None;
                     while let Some(e) = scan.next_entry().unwrap() {
-                        let x = (int_of(&e.key), e.tid);
+                        let x = (int_of(&e), e.tid);
                         assert!(x.0 >= lo && x.0 <= hi, "entry {x:?} outside [{lo}, {hi}]");
                         if let Some(l) = last {
                             assert!(if backward { l > x } else { l < x }, "scan order broken: {l:?} then {x:?}");
@@ -109,7 +109,7 @@ fn concurrent_inserts_and_scans_never_miss_a_key() {
     let mut scan = tree.scan(&engine, ScanBounds::all());
     let mut got = Vec::new();
     while let Some(e) = scan.next_entry().unwrap() {
-        got.push((int_of(&e.key), e.tid));
+        got.push((int_of(&e), e.tid));
     }
     assert_eq!(got, all);
     eprintln!("{} scans during the inserts; tree {:?}", scans.load(Ordering::Relaxed), r.pages_per_level);

@@ -13,7 +13,7 @@
 
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
-use ferrogres_engine::heap::tuple::{deform_tuple, AttrDesc, Datum, Tid};
+use ferrogres_engine::heap::tuple::{AttrDesc, Datum, Tid};
 use ferrogres_engine::nbtree::{testing, BTree, BuiltinComparator, KeyKind, ScanBounds};
 use ferrogres_engine::storage::{ForkNumber, RelFileLocator};
 use ferrogres_engine::txn::IsolationLevel;
@@ -192,7 +192,7 @@ fn verify(dir: &Path, reported: &HashSet<(i64, Tid)>, aborted_after_split: bool)
     let mut scan = t.scan(&engine, ScanBounds::all());
     let mut last: Option<(i64, Tid)> = None;
     while let Some(e) = scan.next_entry().unwrap() {
-        let Some(Datum::ByVal(k)) = deform_tuple(&t.desc, &e.key).unwrap()[0] else { panic!() };
+        let Some(Datum::ByVal(k)) = e.values(&t.desc).unwrap()[0] else { panic!() };
         let x = (k as i64, e.tid);
         assert!(last.is_none_or(|l| l < x));
         last = Some(x);

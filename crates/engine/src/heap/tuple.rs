@@ -569,18 +569,43 @@ pub fn form_tuple(desc: &[AttrDesc], values: &[Option<Datum>]) -> Result<Vec<u8>
     let mut infomask = HEAP_XMAX_INVALID;
     if has_nulls {
         infomask |= HEAP_HASNULL;
-    }
-    let mut off = hoff;
-    for (i, (a, v)) in desc.iter().zip(values).enumerate() {
-        let Some(d) = v else { continue };
-        if has_nulls {
-            t[T_BITS + i / 8] |= 1 << (i % 8);
+        for (i, v) in values.iter().enumerate() {
+            if v.is_some() {
+                t[T_BITS + i / 8] |= 1 << (i % 8);
+            }
         }
+    }
+    let (bits, off) = fill_data(desc, values, &mut t, hoff);
+    infomask |= bits;
+    debug_assert_eq!(off, size);
+    let h = TupleHeader {
+        xmin: 0,
+        xmax: 0,
+        cid: 0,
+        ctid: Tid::INVALID,
+        infomask2: natts as u16,
+        infomask,
+        hoff: hoff as u8,
+    };
+    h.write(&mut t);
+    Ok(t)
+}
+
+/// Writes the non-null `values` into `t` from `start` on, each aligned relative
+/// to `start` (the data area of a heap tuple at t_hoff, or of a B-tree key after
+/// its null bitmap; `t` is zeroed and large enough, as
+/// [`heap_compute_data_size`] says). Returns the HASVARWIDTH and HASEXTERNAL
+/// infomask bits the values call for, and the end of the data.
+pub fn fill_data(desc: &[AttrDesc], values: &[Option<Datum>], t: &mut [u8], start: usize) -> (u16, usize) {
+    let mut infomask = 0;
+    let mut off = start;
+    for (a, v) in desc.iter().zip(values) {
+        let Some(d) = v else { continue };
         if a.is_varlena() {
             infomask |= HEAP_HASVARWIDTH;
         }
         if !(a.is_varlena() && datum_is_short(d)) {
-            off = hoff + align_to(off - hoff, a.align_bytes());
+            off = start + align_to(off - start, a.align_bytes());
         }
         match d {
             Datum::ByVal(v) => {
@@ -619,18 +644,7 @@ pub fn form_tuple(desc: &[AttrDesc], values: &[Option<Datum>]) -> Result<Vec<u8>
             }
         }
     }
-    debug_assert_eq!(off, size);
-    let h = TupleHeader {
-        xmin: 0,
-        xmax: 0,
-        cid: 0,
-        ctid: Tid::INVALID,
-        infomask2: natts as u16,
-        infomask,
-        hoff: hoff as u8,
-    };
-    h.write(&mut t);
-    Ok(t)
+    (infomask, off)
 }
 
 /// Whether attribute `i` (0-based) of the tuple is null. Attributes beyond the
@@ -677,15 +691,28 @@ pub fn first_attr_byval(a: &AttrDesc, tuple: &[u8]) -> Option<u64> {
 
 /// [`deform_tuple`] without the vector: `push` gets each attribute's value in
 /// order (hot paths such as B-tree key comparisons deform into a stack buffer).
-pub fn deform_tuple_each<'a>(desc: &[AttrDesc], tuple: &'a [u8], mut push: impl FnMut(Option<Datum<'a>>)) -> Result<()> {
+pub fn deform_tuple_each<'a>(desc: &[AttrDesc], tuple: &'a [u8], push: impl FnMut(Option<Datum<'a>>)) -> Result<()> {
     let h = TupleHeader::read(tuple)?;
-    let corrupt = |i: usize, what: &str| {
-        Error::corrupt(format!("heap tuple attribute {} {what} (tuple length {})", i + 1, tuple.len()))
-    };
-    let hoff = h.hoff as usize;
+    deform_data_each(desc, tuple, h.hoff as usize, |i| tuple_attr_is_null(tuple, &h, i), "heap tuple", push)
+}
+
+/// Reads the data area of `tuple` from `start` on (laid out by [`fill_data`]):
+/// `push` gets each attribute of `desc` in order, `None` where `is_null` says
+/// so. `what` names the tuple in corruption errors.
+#[inline]
+pub fn deform_data_each<'a>(
+    desc: &[AttrDesc],
+    tuple: &'a [u8],
+    start: usize,
+    is_null: impl Fn(usize) -> bool,
+    what: &str,
+    mut push: impl FnMut(Option<Datum<'a>>),
+) -> Result<()> {
+    let corrupt = |i: usize, e: &str| Error::corrupt(format!("{what} attribute {} {e} (tuple length {})", i + 1, tuple.len()));
+    let hoff = start;
     let mut off = hoff;
     for (i, a) in desc.iter().enumerate() {
-        if tuple_attr_is_null(tuple, &h, i) {
+        if is_null(i) {
             push(None);
             continue;
         }

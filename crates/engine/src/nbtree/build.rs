@@ -32,7 +32,7 @@ use crate::buffer::LockedBuffer;
 use crate::config::BLCKSZ;
 use crate::engine::Engine;
 use crate::error::{Error, Result, SqlState};
-use crate::heap::tuple::{form_tuple, Datum, Tid};
+use crate::heap::tuple::{Datum, Tid};
 use crate::storage::page::{maxalign, page_add_item, PAGE_HEADER_SIZE};
 use crate::storage::{BlockNumber, INVALID_BLOCK};
 use std::cmp::Ordering;
@@ -150,8 +150,9 @@ impl<'e> BTreeBuild<'e> {
         if values.len() != tree.desc.len() {
             return Err(Error::internal(format!("btree build of {} values into {} columns", values.len(), tree.desc.len())));
         }
-        self.key_buf = form_tuple(&tree.desc, values)?;
-        let itup = make_itup(INVALID_BLOCK, heap_tid, 0, &self.key_buf);
+        // One buffer for every entry (taken while the page code borrows self).
+        let mut itup = std::mem::take(&mut self.key_buf);
+        form_leaf_itup(&mut itup, &tree.desc, values, heap_tid)?;
         if itup.len() > BTREE_MAX_ITEM {
             return Err(Error::user(
                 SqlState::PROGRAM_LIMIT_EXCEEDED,
@@ -167,7 +168,9 @@ impl<'e> BTreeBuild<'e> {
         self.last.clear();
         self.last.extend_from_slice(&itup);
         self.leaf_tuples += 1;
-        self.add_at(0, &itup)
+        let r = self.add_at(0, &itup);
+        self.key_buf = itup;
+        r
     }
 
     /// Adds `item` to the open page of `level` (a leaf entry, or a downlink whose

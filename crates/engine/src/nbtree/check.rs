@@ -73,6 +73,12 @@ impl BTree {
                 let max = max_offset(&g);
                 let first = o.first_data_key();
                 let high_key = if o.is_rightmost() { None } else { Some(page_get_item(&g, P_HIKEY)?.to_vec()) };
+                if let Some(hk) = &high_key {
+                    let h = ITup::parse(hk)?;
+                    if h.minus_inf() || h.child != INVALID_BLOCK {
+                        return bad(format!("page {cur}: the high key is a downlink"));
+                    }
+                }
                 let mut downlinks = Vec::new();
                 let mut last: Option<&[u8]> = None;
                 for off in first..=max {
@@ -81,6 +87,9 @@ impl BTree {
                     if level > 0 {
                         if it.minus_inf() != (off == first) {
                             return bad(format!("page {cur} item {off}: minus-infinity flag {}", it.minus_inf()));
+                        }
+                        if it.child == INVALID_BLOCK {
+                            return bad(format!("page {cur} item {off}: internal item without a downlink"));
                         }
                         downlinks.push((it.child, item.to_vec()));
                     } else {

@@ -3,7 +3,7 @@
 
 use crate::config::BLCKSZ;
 use crate::error::{Error, Result};
-use crate::heap::tuple::{deform_tuple, deform_tuple_each, first_attr_byval, AttrDesc, Datum, Tid};
+use crate::heap::tuple::{bitmap_len, deform_data_each, fill_data, heap_compute_data_size, AttrDesc, Datum, Tid};
 use crate::storage::page::{
     page_get_item, page_init, page_max_offset_number, page_special, page_special_mut, OffsetNumber, PAGE_HEADER_SIZE,
 };
@@ -30,7 +30,7 @@ const BTP_VALID: u16 = 0x003f;
 
 /// Magic number and version of the metapage.
 pub const BTREE_MAGIC: u32 = 0x4652_4254; // "FRBT"
-pub const BTREE_VERSION: u32 = 1;
+pub const BTREE_VERSION: u32 = 2;
 pub const METAPAGE_BLOCK: BlockNumber = 0;
 const META_OFF: usize = PAGE_HEADER_SIZE;
 const META_SIZE: usize = 24;
@@ -38,11 +38,18 @@ const META_SIZE: usize = 24;
 /// Offset number of the high key on a non-rightmost page.
 pub const P_HIKEY: OffsetNumber = 1;
 
-/// Index tuple header size; the key (a `form_tuple` image) follows.
-pub const ITUP_HEADER: usize = 16;
+/// Index tuple header size: the heap TID and the flags. A pivot's downlink
+/// (4 bytes) follows when [`ITUP_PIVOT`] is set, then the key image.
+pub const ITUP_HEADER: usize = 8;
 /// Index tuple flag: a pivot without key (the first item of an internal page: minus
 /// infinity).
 pub const ITUP_MINUS_INF: u16 = 0x0001;
+/// Index tuple flag: the key has NULLs, and its image starts with a null bitmap.
+pub const ITUP_HAS_NULLS: u16 = 0x0002;
+/// Index tuple flag: a downlink (child block) follows the header (every item of
+/// an internal page; never a leaf item or a high key).
+pub const ITUP_PIVOT: u16 = 0x0004;
+const ITUP_FLAGS: u16 = ITUP_MINUS_INF | ITUP_HAS_NULLS | ITUP_PIVOT;
 
 /// Largest index tuple: three must fit on a page (plus a high key).
 pub const BTREE_MAX_ITEM: usize = (BLCKSZ - PAGE_HEADER_SIZE - BT_SPECIAL_SIZE) / 3 - 4 - 8;
@@ -159,22 +166,99 @@ pub fn read_meta(page: &[u8]) -> Result<BtMeta> {
 
 // ----- index tuples ----------------------------------------------------------------
 
-/// Builds an index tuple: header (child block, heap TID, flags) + key image.
+/// Builds an index tuple: header (heap TID, flags), the downlink when `child`
+/// is a block ([`ITUP_PIVOT`]), and the key image. `flags` carries
+/// [`ITUP_MINUS_INF`] or the image's [`ITUP_HAS_NULLS`].
 pub fn make_itup(child: BlockNumber, heap_tid: Tid, flags: u16, key: &[u8]) -> Vec<u8> {
-    let mut t = vec![0u8; ITUP_HEADER + key.len()];
-    t[0..4].copy_from_slice(&child.to_le_bytes());
-    t[4..10].copy_from_slice(&heap_tid.encode());
-    t[10..12].copy_from_slice(&flags.to_le_bytes());
-    t[ITUP_HEADER..].copy_from_slice(key);
+    let (flags, kstart) = if child == INVALID_BLOCK { (flags & !ITUP_PIVOT, ITUP_HEADER) } else { (flags | ITUP_PIVOT, ITUP_HEADER + 4) };
+    let mut t = vec![0u8; kstart + key.len()];
+    t[0..6].copy_from_slice(&heap_tid.encode());
+    t[6..8].copy_from_slice(&flags.to_le_bytes());
+    if child != INVALID_BLOCK {
+        t[8..12].copy_from_slice(&child.to_le_bytes());
+    }
+    t[kstart..].copy_from_slice(key);
     t
+}
+
+/// Builds the leaf index tuple of (key `values`, `heap_tid`) into `out`: the
+/// key image is a null bitmap over the key columns (only when a value is NULL)
+/// followed by the non-null values, each aligned relative to the start of the
+/// data as in a heap tuple's data area (no heap tuple header).
+pub fn form_leaf_itup(out: &mut Vec<u8>, desc: &[AttrDesc], values: &[Option<Datum>], heap_tid: Tid) -> Result<()> {
+    if desc.len() != values.len() {
+        return Err(Error::internal(format!("index tuple of {} values for {} columns", values.len(), desc.len())));
+    }
+    let has_nulls = values.iter().any(|v| v.is_none());
+    let data = ITUP_HEADER + if has_nulls { bitmap_len(desc.len()) } else { 0 };
+    let size = data + heap_compute_data_size(desc, values)?;
+    out.clear();
+    out.resize(size, 0);
+    out[0..6].copy_from_slice(&heap_tid.encode());
+    let flags = if has_nulls { ITUP_HAS_NULLS } else { 0 };
+    out[6..8].copy_from_slice(&flags.to_le_bytes());
+    if has_nulls {
+        for (i, v) in values.iter().enumerate() {
+            if v.is_some() {
+                out[ITUP_HEADER + i / 8] |= 1 << (i % 8);
+            }
+        }
+    }
+    let (_, end) = fill_data(desc, values, out, data);
+    debug_assert_eq!(end, size);
+    Ok(())
+}
+
+/// The first `n` key columns of a key image (as [`ITup::key`]; `has_nulls`
+/// from its flags), in order, to `push`. `desc` is the whole key descriptor:
+/// the null bitmap covers every column.
+#[inline]
+pub fn deform_key_each<'a>(
+    desc: &[AttrDesc],
+    n: usize,
+    key: &'a [u8],
+    has_nulls: bool,
+    push: impl FnMut(Option<Datum<'a>>),
+) -> Result<()> {
+    if !has_nulls {
+        return deform_data_each(&desc[..n], key, 0, |_| false, "index tuple", push);
+    }
+    let start = bitmap_len(desc.len());
+    if key.len() < start {
+        return Err(Error::corrupt(format!("index tuple key of {} bytes has no null bitmap", key.len())));
+    }
+    deform_data_each(&desc[..n], key, start, |i| key[i / 8] & (1 << (i % 8)) == 0, "index tuple", push)
+}
+
+/// Every key column of a key image.
+pub fn deform_key<'a>(desc: &[AttrDesc], key: &'a [u8], has_nulls: bool) -> Result<Vec<Option<Datum<'a>>>> {
+    let mut out = Vec::with_capacity(desc.len());
+    deform_key_each(desc, desc.len(), key, has_nulls, |d| out.push(d))?;
+    Ok(out)
+}
+
+/// The first key column when it is stored by value and the key has no NULLs:
+/// read in place. `None` means "use the general path".
+#[inline(always)]
+fn first_key_byval(a: &AttrDesc, key: &[u8], has_nulls: bool) -> Option<u64> {
+    let n = a.len as usize;
+    if has_nulls || !a.by_val || !matches!(n, 1 | 2 | 4 | 8) {
+        return None;
+    }
+    let b = key.get(..n)?;
+    let mut v = [0u8; 8];
+    v[..n].copy_from_slice(b);
+    Some(u64::from_le_bytes(v))
 }
 
 /// A view of an index tuple's header fields.
 #[derive(Clone, Copy, Debug)]
 pub struct ITup<'a> {
+    /// The downlink of a pivot; `INVALID_BLOCK` for leaf items and high keys.
     pub child: BlockNumber,
     pub heap_tid: Tid,
     pub flags: u16,
+    /// The key image: null bitmap (if [`ITUP_HAS_NULLS`]) and data.
     pub key: &'a [u8],
 }
 
@@ -183,19 +267,27 @@ impl<'a> ITup<'a> {
         if t.len() < ITUP_HEADER {
             return Err(Error::corrupt(format!("index tuple of {} bytes", t.len())));
         }
-        let flags = u16::from_le_bytes([t[10], t[11]]);
-        if flags & !ITUP_MINUS_INF != 0 {
+        let flags = u16::from_le_bytes([t[6], t[7]]);
+        if flags & !ITUP_FLAGS != 0 {
             return Err(Error::corrupt(format!("index tuple flags {flags:#x}")));
         }
-        Ok(ITup {
-            child: u32::from_le_bytes(t[0..4].try_into().unwrap()),
-            heap_tid: Tid::decode(&t[4..10]),
-            flags,
-            key: &t[ITUP_HEADER..],
-        })
+        let (child, kstart) = if flags & ITUP_PIVOT != 0 {
+            let c = t.get(8..12).ok_or_else(|| Error::corrupt(format!("pivot index tuple of {} bytes", t.len())))?;
+            (u32::from_le_bytes(c.try_into().unwrap()), ITUP_HEADER + 4)
+        } else {
+            (INVALID_BLOCK, ITUP_HEADER)
+        };
+        Ok(ITup { child, heap_tid: Tid::decode(&t[0..6]), flags, key: &t[kstart..] })
     }
     pub fn minus_inf(&self) -> bool {
         self.flags & ITUP_MINUS_INF != 0
+    }
+    pub fn has_nulls(&self) -> bool {
+        self.flags & ITUP_HAS_NULLS != 0
+    }
+    /// Every key column.
+    pub fn values(&self, desc: &[AttrDesc]) -> Result<Vec<Option<Datum<'a>>>> {
+        deform_key(desc, self.key, self.has_nulls())
     }
 }
 
@@ -204,10 +296,10 @@ pub fn page_itup(page: &[u8], off: OffsetNumber) -> Result<ITup<'_>> {
 }
 
 /// The same tuple with another downlink (the separator keeps key and heap TID).
+/// `INVALID_BLOCK` makes it a high key (no downlink).
 pub fn with_child(t: &[u8], child: BlockNumber) -> Vec<u8> {
-    let mut v = t.to_vec();
-    v[0..4].copy_from_slice(&child.to_le_bytes());
-    v
+    let it = ITup::parse(t).expect("tuple parsed before");
+    make_itup(child, it.heap_tid, it.flags, it.key)
 }
 
 /// The minus-infinity version of a pivot: its key is dropped.
@@ -353,17 +445,14 @@ enum InPlace {
 /// (the general path handles it, and reports corruption).
 #[inline(always)]
 fn first_key_in_place(a: &AttrDesc, item: &[u8]) -> Option<InPlace> {
-    if item.len() < ITUP_HEADER {
-        return None;
-    }
-    let flags = u16::from_le_bytes([item[10], item[11]]);
-    if flags == ITUP_MINUS_INF {
-        return Some(InPlace::MinusInf);
-    }
-    if flags != 0 {
-        return None;
-    }
-    first_attr_byval(a, &item[ITUP_HEADER..]).map(InPlace::Value)
+    let flags = u16::from_le_bytes([*item.get(6)?, *item.get(7)?]);
+    let kstart = match flags {
+        0 => ITUP_HEADER,
+        ITUP_PIVOT => ITUP_HEADER + 4,
+        f if f == ITUP_PIVOT | ITUP_MINUS_INF => return Some(InPlace::MinusInf),
+        _ => return None,
+    };
+    first_key_byval(a, item.get(kstart..)?, false).map(InPlace::Value)
 }
 
 impl KeyCtx<'_> {
@@ -432,7 +521,7 @@ impl KeyCtx<'_> {
         // keys) is read straight from its place after the header.
         if n >= 1 {
             if let Some(x) = &sk.values[0] {
-                if let Some(v) = first_attr_byval(&self.desc[0], it.key) {
+                if let Some(v) = first_key_byval(&self.desc[0], it.key, it.has_nulls()) {
                     let o = self.cmp.compare(0, x, &Datum::ByVal(v));
                     if o != Ordering::Equal {
                         return Ok(o);
@@ -446,13 +535,13 @@ impl KeyCtx<'_> {
         let o = if n <= INLINE_KEYS {
             let mut buf: [Option<Datum>; INLINE_KEYS] = Default::default();
             let mut k = 0;
-            deform_tuple_each(&self.desc[..n], it.key, |d| {
+            deform_key_each(self.desc, n, it.key, it.has_nulls(), |d| {
                 buf[k] = d;
                 k += 1;
             })?;
             self.compare_values(&sk.values, &buf[..n])
         } else {
-            let vals = deform_tuple(self.desc, it.key)?;
+            let vals = it.values(self.desc)?;
             self.compare_values(&sk.values, &vals[..sk.values.len().min(vals.len())])
         };
         if o != Ordering::Equal {
@@ -476,7 +565,7 @@ impl KeyCtx<'_> {
         if ia.minus_inf() {
             return Ok(Ordering::Less);
         }
-        let va = deform_tuple(self.desc, ia.key)?;
+        let va = ia.values(self.desc)?;
         self.compare(&ScanKey { values: va, tid: TidBound::Exact(ia.heap_tid) }, b)
     }
 }
@@ -484,7 +573,6 @@ impl KeyCtx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heap::tuple::form_tuple;
 
     /// A comparator that orders its first column as an integer but never says
     /// so (`int_key` is `None`): the general path, to check the in-place one.
@@ -493,6 +581,56 @@ mod tests {
         fn compare(&self, col: usize, a: &Datum, b: &Datum) -> Ordering {
             self.0.compare(col, a, b)
         }
+    }
+
+    #[test]
+    fn index_tuples_round_trip_and_carry_no_heap_header() {
+        let desc = vec![AttrDesc::fixed(2), AttrDesc::varlena(), AttrDesc::fixed(8), AttrDesc::fixed_by_ref(16, b'c')];
+        let long = vec![b'x'; 300];
+        let uuid = [7u8; 16];
+        let rows: Vec<Vec<Option<Datum>>> = vec![
+            vec![Some(Datum::ByVal(0xfffe)), Some(Datum::Varlena(b"abc")), Some(Datum::ByVal(u64::MAX)), Some(Datum::Fixed(&uuid))],
+            vec![None, Some(Datum::Varlena(&long)), None, Some(Datum::Fixed(&uuid))],
+            vec![None, None, None, None],
+            vec![Some(Datum::ByVal(1)), Some(Datum::Varlena(b"")), Some(Datum::ByVal(5)), None],
+        ];
+        for (n, vals) in rows.iter().enumerate() {
+            let tid = Tid::new(n as u32 * 1000 + 7, n as u16 + 1);
+            let mut t = Vec::new();
+            form_leaf_itup(&mut t, &desc, vals, tid).unwrap();
+            let it = ITup::parse(&t).unwrap();
+            assert_eq!((it.child, it.heap_tid, it.minus_inf()), (INVALID_BLOCK, tid, false));
+            assert_eq!(it.has_nulls(), vals.iter().any(|v| v.is_none()));
+            assert_eq!(&it.values(&desc).unwrap(), vals);
+            // A prefix of the columns reads the same values.
+            for k in 0..=desc.len() {
+                let mut got = Vec::new();
+                deform_key_each(&desc, k, it.key, it.has_nulls(), |d| got.push(d)).unwrap();
+                assert_eq!(&got[..], &vals[..k]);
+            }
+            // A downlink added and removed: the key and TID stay, the flag follows.
+            let p = with_child(&t, 42);
+            let pit = ITup::parse(&p).unwrap();
+            assert_eq!((pit.child, pit.heap_tid, pit.flags & ITUP_PIVOT), (42, tid, ITUP_PIVOT));
+            assert_eq!(&pit.values(&desc).unwrap(), vals);
+            assert_eq!(with_child(&p, INVALID_BLOCK), t);
+            let mi = minus_inf_of(&p);
+            let m = ITup::parse(&mi).unwrap();
+            assert_eq!((m.child, m.minus_inf(), m.key.len()), (42, true, 0));
+        }
+        // The header is all the overhead: 8 bytes plus the value.
+        for (len, width) in [(4i16, 12usize), (8, 16)] {
+            let mut t = Vec::new();
+            form_leaf_itup(&mut t, &[AttrDesc::fixed(len)], &[Some(Datum::ByVal(3))], Tid::new(1, 1)).unwrap();
+            assert_eq!(t.len(), width);
+        }
+        // Unknown flags and a pivot cut short are corruption.
+        let mut t = Vec::new();
+        form_leaf_itup(&mut t, &[AttrDesc::fixed(4)], &[Some(Datum::ByVal(3))], Tid::new(1, 1)).unwrap();
+        t[6] = 0x40;
+        assert!(ITup::parse(&t).is_err());
+        t[6] = ITUP_PIVOT as u8;
+        assert!(ITup::parse(&t[..10]).is_err());
     }
 
     #[test]
@@ -510,12 +648,15 @@ mod tests {
             let mut items = vec![make_itup(3, Tid::INVALID, ITUP_MINUS_INF, &[])];
             for (n, &a) in vals.iter().enumerate() {
                 for b in [0i64, 2] {
-                    let key = form_tuple(&desc, &[Some(Datum::ByVal(raw(a))), Some(Datum::ByVal(raw(b)))]).unwrap();
-                    items.push(make_itup(0, Tid::new(n as u32, 1 + b as u16), 0, &key));
+                    let mut t = Vec::new();
+                    let vals = [Some(Datum::ByVal(raw(a))), Some(Datum::ByVal(raw(b)))];
+                    form_leaf_itup(&mut t, &desc, &vals, Tid::new(n as u32, 1 + b as u16)).unwrap();
+                    items.push(t);
                 }
                 // A NULL second column: the general path reads it.
-                let key = form_tuple(&desc, &[Some(Datum::ByVal(raw(a))), None]).unwrap();
-                items.push(make_itup(0, Tid::new(n as u32, 9), 0, &key));
+                let mut t = Vec::new();
+                form_leaf_itup(&mut t, &desc, &[Some(Datum::ByVal(raw(a))), None], Tid::new(n as u32, 9)).unwrap();
+                items.push(t);
             }
             for &a in &vals {
                 for second in [None, Some(None), Some(Some(1i64))] {

@@ -14,7 +14,7 @@ use super::tree::BTree;
 use crate::buffer::PinnedBuffer;
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::heap::tuple::{Datum, Tid};
+use crate::heap::tuple::{AttrDesc, Datum, Tid};
 use crate::storage::page::{page_get_item, PageItems};
 use crate::storage::BlockNumber;
 use std::cmp::Ordering;
@@ -41,12 +41,20 @@ impl<'a> ScanBounds<'a> {
     }
 }
 
-/// One entry returned by a scan: the key (a `form_tuple` image over the index's
-/// key descriptor) and the heap TID.
+/// One entry returned by a scan: the key image (see `form_leaf_itup`: a null
+/// bitmap when `has_nulls`, then the data) and the heap TID.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexEntry {
     pub key: Vec<u8>,
+    pub has_nulls: bool,
     pub tid: Tid,
+}
+
+impl IndexEntry {
+    /// The key's values, one per column of `desc` (the index's key descriptor).
+    pub fn values<'a>(&'a self, desc: &[AttrDesc]) -> Result<Vec<Option<Datum<'a>>>> {
+        deform_key(desc, &self.key, self.has_nulls)
+    }
 }
 
 /// A forward scan (an iterator of heap TIDs; `next_entry` gives keys too).
@@ -59,7 +67,7 @@ pub struct BTreeScan<'a> {
     /// Entries of the current page not yet returned: the heap TID and where
     /// the key lies in `keys` (one buffer reused page after page: a scan
     /// that wants TIDs only allocates nothing per entry).
-    items: VecDeque<(Tid, std::ops::Range<usize>)>,
+    items: VecDeque<(Tid, std::ops::Range<usize>, bool)>,
     keys: Vec<u8>,
     /// Pin on the leaf the buffered entries came from.
     pin: Option<PinnedBuffer<'a>>,
@@ -114,11 +122,11 @@ impl BTree {
 impl<'a> BTreeScan<'a> {
     /// The next entry in key order, or `None` at the end of the range.
     pub fn next_entry(&mut self) -> Result<Option<IndexEntry>> {
-        Ok(self.next_item()?.map(|(tid, r)| IndexEntry { key: self.keys[r].to_vec(), tid }))
+        Ok(self.next_item()?.map(|(tid, r, has_nulls)| IndexEntry { key: self.keys[r].to_vec(), has_nulls, tid }))
     }
 
     /// The next entry's heap TID and the range of its key in `keys`.
-    fn next_item(&mut self) -> Result<Option<(Tid, std::ops::Range<usize>)>> {
+    fn next_item(&mut self) -> Result<Option<(Tid, std::ops::Range<usize>, bool)>> {
         loop {
             if let Some(e) = self.items.pop_front() {
                 return Ok(Some(e));
@@ -153,7 +161,7 @@ impl<'a> BTreeScan<'a> {
     fn push_item(&mut self, it: &ITup<'_>) {
         let start = self.keys.len();
         self.keys.extend_from_slice(it.key);
-        self.items.push_back((it.heap_tid, start..self.keys.len()));
+        self.items.push_back((it.heap_tid, start..self.keys.len(), it.has_nulls()));
     }
 
     fn read_page(&mut self, mut pin: PinnedBuffer<'a>, first: bool) -> Result<()> {
@@ -279,6 +287,6 @@ impl<'a> BTreeScan<'a> {
 impl Iterator for BTreeScan<'_> {
     type Item = Result<Tid>;
     fn next(&mut self) -> Option<Result<Tid>> {
-        self.next_item().transpose().map(|r| r.map(|(tid, _)| tid))
+        self.next_item().transpose().map(|r| r.map(|(tid, _, _)| tid))
     }
 }

@@ -8,7 +8,7 @@ use crate::buffer::{LockedBuffer, PinnedBuffer};
 use crate::config::BLCKSZ;
 use crate::engine::Engine;
 use crate::error::{Error, Result, SqlState};
-use crate::heap::tuple::{deform_tuple, form_tuple, AttrDesc, Datum, Tid};
+use crate::heap::tuple::{AttrDesc, Datum, Tid};
 use crate::lmgr::lock::LockOptions;
 use crate::pgstat::BackendId;
 use crate::storage::page::{maxalign, page_add_item, page_free_space, page_get_item, page_validate_header, OffsetNumber, PageItems};
@@ -325,8 +325,8 @@ impl BTree {
         if values.len() != self.desc.len() {
             return Err(Error::internal(format!("btree insert of {} values into {} columns", values.len(), self.desc.len())));
         }
-        let key = form_tuple(&self.desc, values)?;
-        let itup = make_itup(INVALID_BLOCK, heap_tid, 0, &key);
+        let mut itup = Vec::new();
+        form_leaf_itup(&mut itup, &self.desc, values, heap_tid)?;
         if itup.len() > BTREE_MAX_ITEM {
             return Err(Error::user(
                 SqlState::PROGRAM_LIMIT_EXCEEDED,
@@ -420,7 +420,7 @@ impl BTree {
             let start = if is_first { self.first_greater(page, &sk, o.first_data_key(), max)? } else { o.first_data_key() };
             for off in start..=max {
                 let it = page_itup(page, off)?;
-                let vals = deform_tuple(&self.desc, it.key)?;
+                let vals = it.values(&self.desc)?;
                 if ctx.compare_values(values, &vals) != Ordering::Equal {
                     return Ok(Ok(UniqueOutcome::Ok));
                 }
@@ -440,7 +440,7 @@ impl BTree {
                 return Ok(Ok(UniqueOutcome::Ok));
             }
             let hk = page_itup(page, P_HIKEY)?;
-            let hv = deform_tuple(&self.desc, hk.key)?;
+            let hv = hk.values(&self.desc)?;
             if ctx.compare_values(values, &hv) != Ordering::Equal {
                 return Ok(Ok(UniqueOutcome::Ok));
             }
@@ -652,7 +652,7 @@ impl BTree {
         mut hint: Option<BlockNumber>,
     ) -> Result<(LockedBuffer<'e>, OffsetNumber)> {
         let it = ITup::parse(sep)?;
-        let vals = deform_tuple(&self.desc, it.key)?;
+        let vals = it.values(&self.desc)?;
         let sk = ScanKey { values: vals, tid: TidBound::Exact(it.heap_tid) };
         'outer: loop {
             let mut blk = match hint.take() {
