@@ -5,6 +5,7 @@ pub mod default_acl;
 pub mod agg_order;
 pub mod alter;
 pub mod alter_system;
+pub mod bulk_insert;
 pub mod analyze;
 pub mod statviews;
 pub mod cte_dml;

@@ -87,6 +87,16 @@ fn datums_typed<'a>(types: &[Type], row: &'a [Value], fixed: &'a [Option<Vec<u8>
 /// A row shorter than the relation's columns gets NULLs for the rest (catalog
 /// rows written by code that predates a column added to the catalog).
 pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Tid> {
+    let tuple = form_row(backend, st, row)?;
+    let tid = heapam::heap_insert(backend, st.rel, &tuple)?;
+    crate::catcache::catalog_row_inserted(backend, st.rel, row);
+    Ok(tid)
+}
+
+/// The heap tuple of one new row of `st` (its oversized values compressed or
+/// stored in the TOAST relation now, by the current transaction), for
+/// [`insert_row`] and for batched inserts (`heapam::heap_multi_insert`).
+pub fn form_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Result<Vec<u8>> {
     let padded;
     let row = if row.len() < st.types.len() {
         let mut r = row.to_vec();
@@ -99,9 +109,7 @@ pub fn insert_row(backend: &mut Backend, st: &RelStorage, row: &[Value]) -> Resu
     let descs = st.descs()?;
     let fixed: Vec<Option<Vec<u8>>> = row.iter().map(types::fixed_bytes).collect();
     let datums = datums_of(st, row, &fixed)?;
-    let tid = heapam::heap_insert_values(backend, st.rel, st.toast, &descs, &datums)?;
-    crate::catcache::catalog_row_inserted(backend, st.rel, row);
-    Ok(tid)
+    Ok(heapam::heap_toast_form_tuple(backend, st.toast, &descs, &datums)?)
 }
 
 /// Every row of the relation visible to `snapshot`, with its TID, in physical order,

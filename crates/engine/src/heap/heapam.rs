@@ -22,7 +22,7 @@
 //! them without extending again.
 
 use super::page::{
-    heap_page_add_tuple, heap_page_delete, heap_page_get_tuple, heap_page_init, heap_page_lock_tuple,
+    heap_page_add_tuple, heap_page_add_tuples, heap_page_delete, heap_page_get_tuple, heap_page_init, heap_page_lock_tuple,
     heap_page_update, HeapOp, HeapXmaxOp, RowLockMode, UpdateFlags,
 };
 use super::pruneheap::{heap_page_prune_opt, prune_is_due, scan_page_tracked, set_hint_bits_from_visibility, visibility_info};
@@ -145,6 +145,81 @@ pub fn heap_insert(backend: &mut Backend, rel: RelFileLocator, tuple: &[u8]) -> 
     }
 }
 
+/// Inserts `tuples` (each from `form_tuple`) into `rel` as the backend's current
+/// transaction and command, filling each page with as many as fit under one
+/// exclusive content lock and one WAL record (`HeapOp::MultiInsert`), as
+/// PostgreSQL's heap_multi_insert. Returns their TIDs, in order. `frozen` inserts
+/// them with `HEAP_XMIN_FROZEN` (COPY FREEZE: the caller has checked that no other
+/// transaction can see the relation's file before this one commits).
+///
+/// Per page: the choice is `heap_insert`'s (target block, FSM, spare pages, last
+/// page, extension), but an extension adds the pages the remaining tuples need at
+/// once (at most [`MAX_EXTRA_BLOCKS`] and an eighth of the pool); a page left full
+/// is recorded in the FSM once, after its lock is released. The statistics
+/// (n_tup_ins, autovacuum's insert count) and the SSI write check are the same as
+/// for one `heap_insert` per tuple.
+pub fn heap_multi_insert<T: AsRef<[u8]>>(backend: &mut Backend, rel: RelFileLocator, tuples: &[T], frozen: bool) -> Result<Vec<Tid>> {
+    for t in tuples {
+        check_tuple_size(t.as_ref().len())?;
+        TupleHeader::read(t.as_ref())?;
+    }
+    let mut tids = Vec::with_capacity(tuples.len());
+    if tuples.is_empty() {
+        return Ok(tids);
+    }
+    let xid = backend.txn.assign_xid_if_needed()?;
+    let cid = backend.txn.current_command_id();
+    let engine = backend.engine().clone();
+    let per_page = BLCKSZ - PAGE_HEADER_SIZE;
+    let mut done = 0;
+    let mut choice = PageChoice::default();
+    while done < tuples.len() {
+        let rest = &tuples[done..];
+        let bytes: usize = rest.iter().map(|t| t.as_ref().len().next_multiple_of(8) + ITEM_ID_SIZE).sum();
+        choice.want_pages = bytes.div_ceil(per_page) as u32;
+        let block = choose_insert_page(backend, &engine, rel, rest[0].as_ref().len(), None, &mut choice)?;
+        let tag = BufferTag::new(rel, ForkNumber::Main, block);
+        let (pin, hit) = engine.buffers.read_buffer_hit(tag, None)?;
+        backend.txn.pgstat.count_buffer(rel, hit);
+        let mut page = pin.into_locked();
+        if page_is_new(&page[..]) {
+            heap_page_init(&mut page[..]);
+        }
+        let op = heap_page_add_tuples(&mut page[..], block, rest, xid, cid, frozen)?;
+        let placed = op.items.len();
+        if placed > 0 {
+            tids.extend(op.items.iter().map(|it| Tid::new(block, it.offset)));
+            log_page_change(&engine, tag, xid, &HeapOp::MultiInsert(op), &mut page);
+            done += placed;
+            for _ in 0..placed {
+                backend.txn.pgstat.count_insert(rel);
+            }
+        }
+        if done == tuples.len() {
+            drop(page);
+            backend.target_blocks.insert(rel, block);
+            ssi_conflict_in(backend, rel, None)?;
+            break;
+        }
+        // The page is full for the next tuple: forget it as the target, tell the FSM
+        // what it really has (after unlocking it), and search again.
+        backend.target_blocks.remove(&rel);
+        if placed == 0 && choice.extended == Some(block) && page_max_offset_number(&page[..]) == 0 {
+            return Err(Error::internal(format!("tuple of {} bytes does not fit on an empty page", rest[0].as_ref().len())));
+        }
+        let avail = page_heap_free_space(&page[..]);
+        drop(page);
+        freespace::record_free_space(&engine, rel, block, avail)?;
+        if placed > 0 {
+            ssi_conflict_in(backend, rel, None)?;
+            // Progress: a new search for the rest. Without progress the search
+            // goes on (each round consumes a candidate or extends, so it ends).
+            choice = PageChoice::default();
+        }
+    }
+    Ok(tids)
+}
+
 fn check_tuple_size(len: usize) -> Result<()> {
     if len > MAX_HEAP_TUPLE_SIZE {
         return Err(Error::user(
@@ -164,6 +239,9 @@ struct PageChoice {
     fsm_tries: u32,
     /// The block this search added by extending, if it did.
     extended: Option<BlockNumber>,
+    /// Pages the caller will fill (a multi-insert's remaining tuples): an extension
+    /// adds at least this many at once (capped as contention extension is).
+    want_pages: u32,
 }
 
 // ---------------------------------------------------------------------------------
@@ -230,7 +308,7 @@ fn choose_insert_page(
     let others = space.extenders.fetch_add(1, Ordering::SeqCst);
     // The new pages are all pinned at once: never more than an eighth of the pool.
     let cap = (engine.buffers.nbuffers() / 8).clamp(1, MAX_EXTRA_BLOCKS as usize) as u32;
-    let n = (1 + others * EXTRA_BLOCKS_PER_WAITER).min(cap);
+    let n = (1 + others * EXTRA_BLOCKS_PER_WAITER).max(choice.want_pages).min(cap);
     let result = engine.buffers.extend(rel, ForkNumber::Main, n, None);
     space.extenders.fetch_sub(1, Ordering::SeqCst);
     let pages = result?;
@@ -1563,9 +1641,23 @@ pub fn heap_insert_values(
     desc: &[super::tuple::AttrDesc],
     values: &[Option<super::tuple::Datum<'_>>],
 ) -> Result<Tid> {
+    let tuple = heap_toast_form_tuple(backend, toast_rel, desc, values)?;
+    heap_insert(backend, rel, &tuple)
+}
+
+/// The tuple [`heap_insert_values`] would insert: values that make the row too big
+/// compressed, and if still too big stored out of line in `toast_rel` (inserted now,
+/// by the current transaction). For callers that insert many rows at once with
+/// [`heap_multi_insert`].
+pub fn heap_toast_form_tuple(
+    backend: &mut Backend,
+    toast_rel: Option<RelFileLocator>,
+    desc: &[super::tuple::AttrDesc],
+    values: &[Option<super::tuple::Datum<'_>>],
+) -> Result<Vec<u8>> {
     let plan = super::toast::toast_plan(desc, values)?;
     if plan.is_noop() {
-        return heap_insert(backend, rel, &super::tuple::form_tuple(desc, values)?);
+        return super::tuple::form_tuple(desc, values);
     }
     let mut oids = Vec::new();
     let toast_relid = toast_rel.map_or(0, |t| t.rel_number);
@@ -1579,7 +1671,7 @@ pub fn heap_insert_values(
         oids.push(super::toastam::toast_save_value(backend, toast_rel, data)?);
     }
     let finished = plan.finish(values, toast_relid, &oids)?;
-    heap_insert(backend, rel, &super::tuple::form_tuple(desc, &finished)?)
+    super::tuple::form_tuple(desc, &finished)
 }
 
 /// Deletes, in the current transaction, the out-of-line chunks of the values

@@ -132,6 +132,8 @@ pub(super) fn copy_from(c: &CopyStmt, table: &Table, source: &mut Source, ctx: &
     let ncols = c.columns.len();
     let mut line: u64 = 0;
     let mut n: u64 = 0;
+    let single = crate::bulk_insert::row_at_a_time(table, &c.columns, false);
+    let mut batch = crate::bulk_insert::BulkInsert::new(table, single, c.options.freeze, true);
     loop {
         line += 1;
         let at_line = |line: u64| format!("COPY {}, line {line}", table.name);
@@ -174,12 +176,13 @@ pub(super) fn copy_from(c: &CopyStmt, table: &Table, source: &mut Source, ctx: &
             };
         }
         // A foreign-key failure has no line (PostgreSQL checks it after the rows).
-        exec::insert_one(table, &row, ctx).map_err(|e| if e.context.is_some() || &e.code == b"23503" { e } else { e.with_context(at_line(line)) })?;
+        batch.add(row, line, ctx).map_err(|e| if e.context.is_some() || &e.code == b"23503" { e } else { e.with_context(at_line(line)) })?;
         n += 1;
         if n.is_multiple_of(1024) {
             ctx.env.check_interrupts()?;
         }
     }
+    batch.finish(ctx)?;
     Ok(format!("COPY {n}"))
 }
 
