@@ -1691,6 +1691,31 @@ impl Session {
                 catalog::create_table(&mut self.backend, *namespace, name, columns.clone())?;
                 Ok((None, "CREATE TABLE".into()))
             }
+            Statement::CreateTableAs(c) => {
+                if crate::index::find_relation(&self.backend, &snap, c.namespace, &c.name)?.is_some() {
+                    if c.if_not_exists {
+                        if self.env.shows(Severity::Notice) {
+                            out.notice(&SqlError::notice(b"42P07", format!("relation \"{}\" already exists, skipping", c.name)))?;
+                        }
+                        return Ok((None, "CREATE TABLE AS".into()));
+                    }
+                    return Err(SqlError::new(b"42P07", format!("relation \"{}\" already exists", c.name)));
+                }
+                self.did_ddl = true;
+                self.ddl_count += 1;
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let Some(fill) = crate::create_as::create(c, &mut ctx)? else {
+                    // PostgreSQL's tag for AS EXECUTE ... WITH NO DATA is SELECT 0.
+                    let tag = if c.form == crate::plan::CtasForm::Execute { "SELECT 0" } else { "CREATE TABLE AS" };
+                    return Ok((None, tag.into()));
+                };
+                let Statement::Query(q) = &*c.query else {
+                    return Err(SqlError::internal("CREATE TABLE AS of a statement other than a query"));
+                };
+                // EXPLAIN ANALYZE counts the copy's rows as the plan's.
+                let (n, _) = crate::explain::with_alias(q, &fill.query, || crate::insert_select::execute(&fill, &mut ctx))?;
+                Ok((None, format!("SELECT {n}")))
+            }
             Statement::DropTables { tables, missing_ok } => {
                 let mut found = Vec::new();
                 for (schema, name) in tables {
@@ -1956,6 +1981,11 @@ impl Session {
             pg_query::NodeEnum::DeallocateStmt(d) => return self.sql_deallocate(d, out),
             pg_query::NodeEnum::DeclareCursorStmt(d) => return self.sql_declare(st, d, out),
             pg_query::NodeEnum::FetchStmt(f) => return self.sql_fetch(f, out),
+            pg_query::NodeEnum::CreateTableAsStmt(c) => {
+                if let Some(pg_query::NodeEnum::ExecuteStmt(e)) = c.query.as_ref().and_then(|q| q.node.as_ref()) {
+                    return self.sql_create_as_execute(st, c, e, out);
+                }
+            }
             _ => {}
         }
         let (plan, ident, perms) = self.simple_plan(st, index)?;
@@ -2255,6 +2285,40 @@ impl Session {
                 out.row(&r)?;
             }
         }
+        out.command_complete(&tag)
+    }
+
+    /// `CREATE TABLE t AS EXECUTE name(args)`: the prepared statement's
+    /// current plan (a query: 42809 otherwise, as PostgreSQL) fills the new
+    /// table, run with the arguments.
+    fn sql_create_as_execute(
+        &mut self,
+        st: &ParsedStmt,
+        c: &pg_query::protobuf::CreateTableAsStmt,
+        e: &pg_query::protobuf::ExecuteStmt,
+        out: &mut dyn Output,
+    ) -> Result<()> {
+        if c.objtype == pg_query::protobuf::ObjectType::ObjectMatview as i32 {
+            return Err(SqlError::not_supported("CREATE MATERIALIZED VIEW"));
+        }
+        let exprs = self.execute_args(st, e)?;
+        let mut values = Vec::with_capacity(exprs.len());
+        for ex in &exprs {
+            values.push(exec::eval_pure(ex, &[], &[], &[], &mut self.env)?);
+        }
+        self.revalidate_prepared(&e.name)?;
+        let prepared = &self.prepared[&e.name];
+        let (plan, perms) = (prepared.plan.clone(), prepared.version.perms.clone());
+        let Statement::Query(q) = &*plan else {
+            return Err(SqlError::new(b"42809", "prepared statement is not a SELECT"));
+        };
+        let into = c.into.as_deref().ok_or_else(|| SqlError::internal("CREATE TABLE AS without a target"))?;
+        let ctas = {
+            let snap = self.backend.txn.statement_snapshot()?;
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
+            a.create_as_target(into, q.clone(), c.if_not_exists, crate::plan::CtasForm::Execute)?
+        };
+        let (_, tag) = self.run(&ctas, &perms, &values, out)?;
         out.command_complete(&tag)
     }
 
