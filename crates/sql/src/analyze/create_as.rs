@@ -86,7 +86,7 @@ impl Analyzer<'_> {
         }
         let mut columns: Vec<Column> = Vec::with_capacity(query.targets.len());
         for (i, t) in query.targets.iter_mut().enumerate() {
-            let name = names.get(i).map_or(t.name.as_str(), |n| n).to_string();
+            let name = names.get(i).copied().unwrap_or(t.name.as_str()).to_string();
             if columns.iter().any(|c| c.name == name) {
                 return Err(SqlError::new(b"42701", format!("column \"{name}\" specified more than once")));
             }
