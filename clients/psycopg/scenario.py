@@ -124,6 +124,17 @@ cur = conn.execute("SELECT g, md5(g::text) FROM generate_series(1, 10000) g")
 rows = cur.fetchall()
 out("rows", len(rows), rows[0], rows[-1], sum(r[0] for r in rows))
 
+# 5b. CREATE TABLE ... AS and SELECT ... INTO, their parameters sent through
+# Parse/Bind; rowcount and the status come from the command tag.
+with conn.cursor() as cur:
+    cur.execute("CREATE TABLE ctas AS SELECT g, md5(g::text) AS h FROM generate_series(1, %s) g", (500,))
+    out("ctas", cur.rowcount, cur.statusmessage, cur.description)
+    cur.execute("SELECT g INTO TEMP ctas_into FROM ctas WHERE g > %s", (490,))
+    out("select into", cur.rowcount, cur.statusmessage)
+    cur.execute("CREATE TABLE ctas_empty AS SELECT * FROM ctas WITH NO DATA")
+    out("with no data", cur.rowcount, cur.statusmessage)
+out("ctas rows", conn.execute("SELECT count(*), sum(g) FROM ctas").fetchone(), conn.execute("SELECT count(*) FROM ctas_into").fetchone())
+
 # 6. A server-side (named) cursor read in chunks.
 with conn.transaction():
     with conn.cursor(name="chunks") as cur:

@@ -153,7 +153,7 @@ fn toasted_values_in_a_batch_come_back() {
     for t in &rows {
         let v = deform_tuple(&desc(), t).unwrap();
         let Some(Datum::ByVal(k)) = v[0] else { panic!() };
-        let d = v[1].clone().unwrap();
+        let d = v[1].unwrap();
         assert_eq!(&heap_detoast(&b, main, &d, &snap).unwrap()[..], &value(k)[..], "value of row {k}");
     }
     b.txn.commit().unwrap();

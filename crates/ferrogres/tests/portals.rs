@@ -241,8 +241,8 @@ fn sql_cursors_fetch_move_close() {
 /// DECLARE and FETCH / MOVE through Parse/Bind/Execute, as psycopg's named
 /// cursors and pgx send them: DECLARE takes Bind's parameters and describes as
 /// NoData, a FETCH describes as its cursor's columns; the answers and tags are
-/// PostgreSQL 15's. A FETCH portal run with a row limit is 0A000 (PostgreSQL
-/// keeps the fetched rows for the next Execute).
+/// PostgreSQL 15's. A FETCH portal run with a row limit: see
+/// `fetch_with_a_row_limit_matches_postgres_15`.
 #[test]
 fn declare_and_fetch_through_the_extended_protocol() {
     let srv = Server::start_temp(&[]);
@@ -263,12 +263,73 @@ fn declare_and_fetch_through_the_extended_protocol() {
     c.send(&[parse("", "FETCH 1 FROM nope", &[]), bind("", "", &[], &[], &[]), execute("", 0), sync()].concat());
     assert_eq!(trace(&mut c), v(&["1", "2", "E:34000", "Z:E"]));
     assert!(c.query("ROLLBACK").error.is_none());
-    // A row limit on a FETCH portal.
+    assert_eq!(c.query("SELECT 'usable'").rows[0][0].as_deref(), Some("usable"));
+}
+
+/// The messages of [`fetch_limit_script`] as one server answers them.
+fn fetch_limit_trace(port: u16) -> Vec<Vec<String>> {
+    let mut c = Client::connect(port);
+    let mut out = Vec::new();
     assert!(c.query("BEGIN").error.is_none());
-    c.send(&[parse("", "DECLARE c CURSOR FOR SELECT 1", &[]), bind("", "", &[], &[], &[]), execute("", 0), parse("", "FETCH ALL FROM c", &[]), bind("", "", &[], &[], &[]), execute("", 1), sync()].concat());
-    assert_eq!(trace(&mut c), v(&["1", "2", "C:DECLARE CURSOR", "1", "2", "E:0A000", "Z:E"]));
+    assert!(c.query("DECLARE c CURSOR FOR SELECT g FROM generate_series(1, 10) g").error.is_none());
+    let fetch = |sql: &str, limits: &[i32]| {
+        let mut m = vec![parse("", sql, &[]), bind("", "", &[], &[], &[])];
+        m.extend(limits.iter().map(|&n| execute("", n)));
+        m.push(sync());
+        m.concat()
+    };
+    // FETCH n in pieces: exactly the last rows is a suspension, then FETCH 0.
+    c.send(&fetch("FETCH 4 FROM c", &[2, 2, 2]));
+    out.push(trace(&mut c));
+    // FETCH ALL in pieces of 3; the last Execute without a limit.
+    c.send(&fetch("FETCH ALL FROM c", &[3, 1, 0]));
+    out.push(trace(&mut c));
+    // The cursor is at its end.
+    c.send(&fetch("FETCH 3 FROM c", &[5]));
+    out.push(trace(&mut c));
+    // A limit larger than the FETCH's count: one Execute completes it.
+    assert!(c.query("DECLARE d CURSOR FOR SELECT g, g * 10 AS t FROM generate_series(1, 5) g").error.is_none());
+    c.send(&fetch("FETCH 2 FROM d", &[5]));
+    out.push(trace(&mut c));
+    // FETCH ALL stopping short of the limit; ABSOLUTE / RELATIVE with a limit.
+    c.send(&fetch("FETCH ALL FROM d", &[2, 2]));
+    out.push(trace(&mut c));
+    assert!(c.query("DECLARE e CURSOR FOR SELECT g FROM generate_series(1, 5) g").error.is_none());
+    c.send(&fetch("FETCH ABSOLUTE 2 FROM e", &[1, 1]));
+    out.push(trace(&mut c));
+    c.send(&fetch("FETCH RELATIVE 2 FROM e", &[3]));
+    out.push(trace(&mut c));
+    // MOVE sends no rows: a limit does not suspend it.
+    c.send(&fetch("MOVE ALL IN e", &[1]));
+    out.push(trace(&mut c));
+    // A named portal suspended while the unnamed one runs a query.
+    c.send(&[parse("", "DECLARE f CURSOR FOR SELECT g FROM generate_series(1, 6) g", &[]), bind("", "", &[], &[], &[]), execute("", 0)].concat());
+    c.send(&[parse("fs", "FETCH 5 FROM f", &[]), bind("p", "fs", &[], &[], &[]), execute("p", 2)].concat());
+    c.send(&[parse("", "SELECT 'between'", &[]), bind("", "", &[], &[], &[]), execute("", 0), execute("p", 2), execute("p", 2), sync()].concat());
+    out.push(trace(&mut c));
+    // A FETCH portal of a cursor that does not exist.
+    c.send(&fetch("FETCH 2 FROM nope", &[1]));
+    out.push(trace(&mut c));
     assert!(c.query("ROLLBACK").error.is_none());
     assert_eq!(c.query("SELECT 'usable'").rows[0][0].as_deref(), Some("usable"));
+    out
+}
+
+/// An Execute with a row limit on a FETCH portal (pgjdbc's fetch size on a
+/// cursor, psycopg's named cursors with itersize): at most that many rows,
+/// then PortalSuspended, the rest at the next Execute, and the tags, answered
+/// as PostgreSQL 15 answers them (run side by side).
+#[test]
+fn fetch_with_a_row_limit_matches_postgres_15() {
+    use common::pg15::Pg15;
+    let pg_dir = tempfile::tempdir().unwrap();
+    let pg = Pg15::start(&pg_dir.path().join("pg"));
+    let srv = Server::start_temp(&[]);
+    let want = fetch_limit_trace(pg.port);
+    let got = fetch_limit_trace(srv.port);
+    assert_eq!(got, want);
+    // The traces say what they should (not only that both servers agree).
+    assert_eq!(want[0], v(&["1", "2", "1", "2", "s", "3", "4", "s", "C:FETCH 0", "Z:T"]));
 }
 
 /// psql's FETCH_COUNT reads a result through a cursor (DECLARE, FETCH

@@ -29,6 +29,7 @@ mod index_ddl;
 mod ddl_alter;
 pub(crate) mod ddl_alter_column;
 mod ddl_create;
+mod create_as;
 mod setop;
 mod sublink;
 mod numeric_fn;
@@ -347,6 +348,10 @@ impl<'a> Analyzer<'a> {
             {
                 self.drop_view(s)
             }
+            NodeEnum::SelectStmt(s) if create_as::select_into_clause(s).is_some() => {
+                self.select_into(s)?.ok_or_else(|| SqlError::internal("SELECT INTO analysis"))
+            }
+            NodeEnum::CreateTableAsStmt(s) => self.create_table_as(s),
             NodeEnum::SelectStmt(s) if !s.locking_clause.is_empty() => crate::locking::analyze_locking_select(self, s),
             NodeEnum::SelectStmt(s) => {
                 let mut q = self.select(s)?;

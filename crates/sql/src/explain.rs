@@ -61,6 +61,16 @@ pub fn analyze(a: &mut crate::analyze::Analyzer, s: &pg_query::protobuf::Explain
     };
     let stmt = match inner {
         NodeEnum::SelectStmt(_) | NodeEnum::InsertStmt(_) | NodeEnum::UpdateStmt(_) | NodeEnum::DeleteStmt(_) => a.statement(inner)?,
+        // Without ANALYZE only the query is planned (no table is made).
+        NodeEnum::CreateTableAsStmt(_) => match a.statement(inner)? {
+            Statement::CreateTableAs(c) if !o.analyze => {
+                if !c.if_not_exists && crate::index::find_relation(a.backend, a.snap, c.namespace, &c.name)?.is_some() {
+                    return Err(SqlError::new(b"42P07", format!("relation \"{}\" already exists", c.name)));
+                }
+                *c.query
+            }
+            st => st,
+        },
         NodeEnum::ExecuteStmt(_) => return Err(SqlError::internal("EXPLAIN EXECUTE is run by the session")),
         _ => return Err(SqlError::not_supported("EXPLAIN of this statement")),
     };
@@ -71,7 +81,7 @@ pub fn analyze(a: &mut crate::analyze::Analyzer, s: &pg_query::protobuf::Explain
 pub fn explain_of(options: Options, stmt: Statement) -> Result<Statement> {
     match &stmt {
         Statement::Query(_) | Statement::Insert { .. } | Statement::Update { .. } | Statement::Delete { .. } => {}
-        Statement::InsertSelect(_) => {}
+        Statement::InsertSelect(_) | Statement::CreateTableAs(_) => {}
         _ => return Err(SqlError::not_supported("EXPLAIN of this statement")),
     }
     Ok(Statement::Explain(Box::new(Explain { options, stmt, args: Vec::new() })))
@@ -203,8 +213,21 @@ pub fn stop() -> Counters {
     INSTR.with(|i| std::mem::take(&mut *i.borrow_mut()).counters)
 }
 
+/// The original a copy's key counts for, through copies of copies (a
+/// CREATE TABLE AS's query copied into its insert, then bound with its
+/// InitPlans); a chain is as long as the copies nested, a handful at most.
 fn resolve(p: usize) -> usize {
-    INSTR.with(|i| *i.borrow().aliases.get(&p).unwrap_or(&p))
+    INSTR.with(|i| {
+        let i = i.borrow();
+        let mut p = p;
+        for _ in 0..16 {
+            match i.aliases.get(&p) {
+                Some(&o) if o != p => p = o,
+                _ => break,
+            }
+        }
+        p
+    })
 }
 
 /// The key of a plan structure.
@@ -473,6 +496,7 @@ fn tables_of_stmt(s: &Statement, out: &mut Vec<(u32, usize)>) {
             out.push((i.table.oid, i.table.columns.len()));
             tables_of_query(&i.query, out);
         }
+        Statement::CreateTableAs(c) => tables_of_stmt(&c.query, out),
         _ => {}
     }
 }
@@ -518,6 +542,7 @@ fn multi_rel_stmt(s: &Statement) -> bool {
     match s {
         Statement::Query(q) => rels(q) > 1,
         Statement::InsertSelect(i) => rels(&i.query) >= 1,
+        Statement::CreateTableAs(c) => multi_rel_stmt(&c.query),
         _ => false,
     }
 }
@@ -616,6 +641,9 @@ impl Builder<'_> {
                 let (child, _) = self.query(&i.query);
                 self.modify("Insert", &i.table, child)
             }
+            // PostgreSQL shows the query's plan alone (the rows go to a
+            // DestReceiver, not through a ModifyTable node).
+            Statement::CreateTableAs(c) => self.statement(&c.query),
             Statement::Update { table, filter, .. } | Statement::Delete { table, filter, .. } => {
                 let scope = table_scope(table, &table.name);
                 let mut scan = self.table_scan(table, filter.as_ref(), &scope, None);

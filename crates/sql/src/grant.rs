@@ -891,6 +891,7 @@ pub fn check_ddl(backend: &Backend, snap: &Snapshot, stmt: &crate::plan::Stateme
     use crate::plan::Statement;
     match stmt {
         Statement::CreateTable { namespace, .. } => acl::check_create_in(backend, snap, *namespace),
+        Statement::CreateTableAs(c) => acl::check_create_in(backend, snap, c.namespace),
         Statement::Index(cmd) => match cmd {
             IndexCmd::CreateTable { namespace, .. } => acl::check_create_in(backend, snap, *namespace),
             IndexCmd::CreateIndex { table, .. } | IndexCmd::AddConstraints { table, .. } | IndexCmd::Reindex { table: Some(table), .. } => {

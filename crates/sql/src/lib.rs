@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod catcache;
 pub mod constraints;
 pub mod copy;
+pub mod create_as;
 pub mod dml_join;
 pub mod database;
 pub mod exec;

@@ -162,6 +162,9 @@ fn visit_locks(plan: &crate::plan::Statement, f: &mut dyn FnMut(u32, &str, LockM
     if let crate::plan::Statement::Explain(e) = plan {
         return visit_locks(&e.stmt, f);
     }
+    if let crate::plan::Statement::CreateTableAs(c) = plan {
+        return visit_locks(&c.query, f);
+    }
     if let crate::plan::Statement::WithDml(w) = plan {
         for (_, st) in &w.ctes {
             visit_locks(st, f)?;

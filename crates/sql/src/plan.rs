@@ -278,6 +278,34 @@ pub enum TxnCmd {
     SetModes(Option<ferrogres_engine::txn::IsolationLevel>, TxnModes),
 }
 
+/// CREATE TABLE ... AS / SELECT ... INTO: the table to create with the
+/// columns of `query`'s output, filled from it unless `with_data` is false.
+#[derive(Clone, Debug)]
+pub struct CreateTableAs {
+    pub namespace: u32,
+    pub name: String,
+    /// One per output column of `query`, of its type (unknown made text).
+    pub columns: Vec<Column>,
+    pub if_not_exists: bool,
+    /// `WITH NO DATA`: false, the table is created empty and the query not run.
+    pub with_data: bool,
+    /// How it was written (the command PostgreSQL names, the tag of WITH NO DATA).
+    pub form: CtasForm,
+    /// Always a [`Statement::Query`] (so lock and permission walks see it).
+    pub query: Box<Statement>,
+}
+
+/// The spellings of [`CreateTableAs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtasForm {
+    /// CREATE TABLE ... AS query.
+    Query,
+    /// SELECT ... INTO: a read-only transaction's error names SELECT INTO.
+    SelectInto,
+    /// CREATE TABLE ... AS EXECUTE: WITH NO DATA's tag is `SELECT 0`.
+    Execute,
+}
+
 /// A transaction's access mode and deferrability as BEGIN / SET TRANSACTION give
 /// them (`None`: not given).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -294,6 +322,8 @@ pub enum Statement {
     /// `sets`: (column index, new value over the old row).
     Update { table: Table, sets: Vec<(usize, Expr)>, filter: Option<Expr>, returning: Vec<Target> },
     CreateTable { namespace: u32, name: String, columns: Vec<Column>, if_not_exists: bool },
+    /// CREATE TABLE ... AS, SELECT ... INTO (`analyze::create_as`).
+    CreateTableAs(Box<CreateTableAs>),
     DropTables { tables: Vec<(Option<String>, String)>, missing_ok: bool },
     Transaction(TxnCmd),
     /// SET [LOCAL] name = value; RESET name (`value` None). `local`: SET LOCAL,

@@ -377,6 +377,13 @@ enum PortalState {
     /// A statement without rows ran and was reported: running the portal again
     /// is PostgreSQL's 55000 `portal "p" cannot be run` (PORTAL_DONE).
     Finished,
+    /// A FETCH run with a row limit that stopped at it: the rest of its rows
+    /// are the next `left` rows (`None`: all) of SQL cursor `cursor`, read by
+    /// the next Execute. PostgreSQL runs the FETCH to its end at once and keeps
+    /// its rows in the portal; reading them from the cursor when asked keeps
+    /// nothing in memory and sends the same rows, unless the cursor is moved
+    /// or closed by another statement in between.
+    Fetching { cursor: String, left: Option<u64> },
 }
 
 /// A query's executor kept open between protocol messages (a suspended
@@ -1691,6 +1698,31 @@ impl Session {
                 catalog::create_table(&mut self.backend, *namespace, name, columns.clone())?;
                 Ok((None, "CREATE TABLE".into()))
             }
+            Statement::CreateTableAs(c) => {
+                if crate::index::find_relation(&self.backend, &snap, c.namespace, &c.name)?.is_some() {
+                    if c.if_not_exists {
+                        if self.env.shows(Severity::Notice) {
+                            out.notice(&SqlError::notice(b"42P07", format!("relation \"{}\" already exists, skipping", c.name)))?;
+                        }
+                        return Ok((None, "CREATE TABLE AS".into()));
+                    }
+                    return Err(SqlError::new(b"42P07", format!("relation \"{}\" already exists", c.name)));
+                }
+                self.did_ddl = true;
+                self.ddl_count += 1;
+                let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
+                let Some(fill) = crate::create_as::create(c, &mut ctx)? else {
+                    // PostgreSQL's tag for AS EXECUTE ... WITH NO DATA is SELECT 0.
+                    let tag = if c.form == crate::plan::CtasForm::Execute { "SELECT 0" } else { "CREATE TABLE AS" };
+                    return Ok((None, tag.into()));
+                };
+                let Statement::Query(q) = &*c.query else {
+                    return Err(SqlError::internal("CREATE TABLE AS of a statement other than a query"));
+                };
+                // EXPLAIN ANALYZE counts the copy's rows as the plan's.
+                let (n, _) = crate::explain::with_alias(q, &fill.query, || crate::insert_select::execute(&fill, &mut ctx))?;
+                Ok((None, format!("SELECT {n}")))
+            }
             Statement::DropTables { tables, missing_ok } => {
                 let mut found = Vec::new();
                 for (schema, name) in tables {
@@ -1956,6 +1988,11 @@ impl Session {
             pg_query::NodeEnum::DeallocateStmt(d) => return self.sql_deallocate(d, out),
             pg_query::NodeEnum::DeclareCursorStmt(d) => return self.sql_declare(st, d, out),
             pg_query::NodeEnum::FetchStmt(f) => return self.sql_fetch(f, out),
+            pg_query::NodeEnum::CreateTableAsStmt(c) => {
+                if let Some(pg_query::NodeEnum::ExecuteStmt(e)) = c.query.as_ref().and_then(|q| q.node.as_ref()) {
+                    return self.sql_create_as_execute(st, c, e, out);
+                }
+            }
             _ => {}
         }
         let (plan, ident, perms) = self.simple_plan(st, index)?;
@@ -2097,21 +2134,30 @@ impl Session {
 
     /// FETCH / MOVE on cursor `f.portalname`; returns the command tag.
     fn fetch_named(&mut self, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<String> {
+        Ok(self.fetch_named_capped(f, out, None)?.0)
+    }
+
+    /// [`Session::fetch_named`] sending at most `cap` rows (an Execute's row
+    /// limit): also returns, when it stopped at `cap`, how many rows of the
+    /// FETCH are left to send (`Some(None)`: all the cursor has).
+    fn fetch_named_capped(&mut self, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output, cap: Option<u64>) -> Result<(String, Option<Option<u64>>)> {
         let name = &f.portalname;
         let Some(mut p) = self.portals.remove(name) else {
             return Err(SqlError::new(b"34000", format!("cursor \"{name}\" does not exist")));
         };
-        let r = self.fetch_portal(&mut p, f, out);
+        let r = self.fetch_portal(&mut p, f, out, cap);
         // A cursor whose FETCH failed goes with its (failed) transaction.
         if r.is_ok() {
             self.portals.insert(name.clone(), p);
         }
-        let n = r?;
-        Ok(format!("{} {n}", if f.ismove { "MOVE" } else { "FETCH" }))
+        let (n, left) = r?;
+        Ok((format!("{} {n}", if f.ismove { "MOVE" } else { "FETCH" }), left))
     }
 
-    /// Runs one FETCH or MOVE on a forward-only cursor; returns the row count of its tag.
-    fn fetch_portal(&mut self, p: &mut Portal, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output) -> Result<u64> {
+    /// Runs one FETCH or MOVE on a forward-only cursor; returns the row count
+    /// of its tag and, when `cap` (at most that many rows sent) stopped it,
+    /// the count of rows it had left to read (`Some(None)`: all).
+    fn fetch_portal(&mut self, p: &mut Portal, f: &pg_query::protobuf::FetchStmt, out: &mut dyn Output, cap: Option<u64>) -> Result<(u64, Option<Option<u64>>)> {
         use pg_query::protobuf::FetchDirection as D;
         let backward = || {
             SqlError::new(b"55000", "cursor can only scan forward").with_hint("Declare it with SCROLL option to enable backward scan.")
@@ -2120,7 +2166,7 @@ impl Session {
         let Some(cur) = p.cursor.as_mut() else {
             // A protocol-level portal: FETCH reads it as a forward cursor.
             p.cursor = Some(CursorPos::default());
-            return self.fetch_portal(p, f, out);
+            return self.fetch_portal(p, f, out, cap);
         };
         let (pos, at_end) = (cur.pos, cur.at_end);
         // (rows to skip, rows to return), forward from the current position.
@@ -2171,7 +2217,7 @@ impl Session {
             if let Some(cur) = p.cursor.as_mut() {
                 cur.at_end = true;
             }
-            return Ok(0);
+            return Ok((0, None));
         };
         let mut done = false;
         let mut skipped = 0;
@@ -2181,11 +2227,23 @@ impl Session {
             done = d;
         }
         let mut got = 0;
+        // The rows this call reads: the FETCH's, at most `cap` of them.
+        let limit = match (take, cap) {
+            (Some(t), Some(c)) => Some(t.min(c)),
+            (t, None) => t,
+            (None, c) => c,
+        };
+        let mut left = None;
         if !done && take != Some(0) {
             let mut send = |row: Vec<Value>| if f.ismove { Ok(()) } else { out.row(&row) };
-            let (k, d) = self.pull(q, &p.params, take, &mut send)?;
+            let (k, d) = self.pull(q, &p.params, limit, &mut send)?;
             got = k;
             done = d;
+            // Stopped by the cap, not by the FETCH's own count: as
+            // PostgreSQL's portal, exactly `cap` rows sent is a suspension.
+            if cap.is_some() && limit == cap && !done && Some(got) == cap {
+                left = Some(take.map(|t| t - got));
+            }
         }
         if done {
             p.state = PortalState::Exhausted;
@@ -2195,7 +2253,7 @@ impl Session {
         cur.at_end = done;
         // FETCH and MOVE FORWARD n count the rows read (MOVE passes them);
         // ABSOLUTE and RELATIVE the row they landed on.
-        Ok(got)
+        Ok((got, left))
     }
 
     // ---- PREPARE / EXECUTE / DEALLOCATE -----------------------------------------
@@ -2255,6 +2313,40 @@ impl Session {
                 out.row(&r)?;
             }
         }
+        out.command_complete(&tag)
+    }
+
+    /// `CREATE TABLE t AS EXECUTE name(args)`: the prepared statement's
+    /// current plan (a query: 42809 otherwise, as PostgreSQL) fills the new
+    /// table, run with the arguments.
+    fn sql_create_as_execute(
+        &mut self,
+        st: &ParsedStmt,
+        c: &pg_query::protobuf::CreateTableAsStmt,
+        e: &pg_query::protobuf::ExecuteStmt,
+        out: &mut dyn Output,
+    ) -> Result<()> {
+        if c.objtype == pg_query::protobuf::ObjectType::ObjectMatview as i32 {
+            return Err(SqlError::not_supported("CREATE MATERIALIZED VIEW"));
+        }
+        let exprs = self.execute_args(st, e)?;
+        let mut values = Vec::with_capacity(exprs.len());
+        for ex in &exprs {
+            values.push(exec::eval_pure(ex, &[], &[], &[], &mut self.env)?);
+        }
+        self.revalidate_prepared(&e.name)?;
+        let prepared = &self.prepared[&e.name];
+        let (plan, perms) = (prepared.plan.clone(), prepared.version.perms.clone());
+        let Statement::Query(q) = &*plan else {
+            return Err(SqlError::new(b"42809", "prepared statement is not a SELECT"));
+        };
+        let into = c.into.as_deref().ok_or_else(|| SqlError::internal("CREATE TABLE AS without a target"))?;
+        let ctas = {
+            let snap = self.backend.txn.statement_snapshot()?;
+            let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
+            a.create_as_target(into, q.clone(), c.if_not_exists, crate::plan::CtasForm::Execute)?
+        };
+        let (_, tag) = self.run(&ctas, &perms, &values, out)?;
         out.command_complete(&tag)
     }
 
@@ -2581,16 +2673,43 @@ impl Session {
                     p.state = PortalState::Done("DECLARE CURSOR".into());
                 }
                 crate::utility::SessionCmd::Fetch(f) => {
-                    if max_rows != 0 && !f.ismove {
-                        // PostgreSQL keeps the fetched rows for the next Execute;
-                        // these go to the client as they are read.
-                        return Err(SqlError::not_supported("FETCH through a portal with a row limit"));
+                    // A row limit on a FETCH (MOVE sends no rows): at most
+                    // `max_rows` now, the rest at the next Execute.
+                    let cap = (max_rows != 0 && !f.ismove).then_some(max_rows as u64);
+                    let (tag, left) = self.fetch_named_capped(&f.to_stmt(), out, cap)?;
+                    if let Some(left) = left {
+                        p.state = PortalState::Fetching { cursor: f.portalname.clone(), left };
+                        self.portals.insert(portal.to_string(), p);
+                        return Ok(ExecOutcome::Suspended);
                     }
-                    let tag = self.fetch_named(&f.to_stmt(), out)?;
                     p.state = PortalState::Done(tag);
                 }
                 _ => {}
             }
+        }
+        if let PortalState::Fetching { cursor, left } = &p.state {
+            // The rest of a suspended FETCH: forward from where it stopped.
+            use pg_query::protobuf::FetchDirection as D;
+            let (cursor, left) = (cursor.clone(), *left);
+            let f = pg_query::protobuf::FetchStmt {
+                portalname: cursor.clone(),
+                direction: D::FetchForward as i32,
+                how_many: left.map_or(i64::MAX, |n| n as i64),
+                ismove: false,
+            };
+            let cap = (max_rows != 0).then_some(max_rows as u64);
+            let (tag, more) = if left == Some(0) {
+                // Suspended after exactly its last row: nothing more to read.
+                ("FETCH 0".to_string(), None)
+            } else {
+                self.fetch_named_capped(&f, out, cap)?
+            };
+            if let Some(left) = more {
+                p.state = PortalState::Fetching { cursor, left };
+                self.portals.insert(portal.to_string(), p);
+                return Ok(ExecOutcome::Suspended);
+            }
+            p.state = PortalState::Done(tag);
         }
         if let PortalState::NotStarted = p.state {
             // A query's executor is opened and kept; other statements run to
@@ -2606,7 +2725,7 @@ impl Session {
             };
         }
         let outcome = match &mut p.state {
-            PortalState::NotStarted | PortalState::Finished => return Err(SqlError::internal("portal not started")),
+            PortalState::NotStarted | PortalState::Finished | PortalState::Fetching { .. } => return Err(SqlError::internal("portal not started")),
             PortalState::Done(tag) => {
                 let tag = std::mem::take(tag);
                 p.state = PortalState::Finished;

@@ -186,6 +186,8 @@ pub fn read_only_violation(plan: &Statement) -> Option<(&'static str, Option<u32
         }
         Statement::Explain(_) => return None,
         Statement::CreateTable { .. } => ("CREATE TABLE", None),
+        Statement::CreateTableAs(c) if c.form == crate::plan::CtasForm::SelectInto => ("SELECT INTO", None),
+        Statement::CreateTableAs(_) => ("CREATE TABLE AS", None),
         Statement::DropTables { .. } => ("DROP TABLE", None),
         Statement::Lock { mode, .. } if (*mode as u8) > (ferrogres_engine::lmgr::lock::LockMode::RowExclusive as u8) => ("LOCK TABLE", None),
         Statement::Index(cmd) => match cmd {
