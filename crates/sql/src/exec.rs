@@ -14,6 +14,7 @@ use crate::rowio::insert_row;
 use ferrogres_datum::types::{self, out_of_range, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// What the executor needs from the session besides the engine.
@@ -285,6 +286,25 @@ fn arith_float(op: ArithOp, a: f64, b: f64) -> Result<Value> {
 // Value comparison is datum-level (arrays and jsonb order their elements with it).
 pub use ferrogres_datum::types::compare;
 
+/// `e`'s value, borrowed when it is a column, constant, parameter or
+/// aggregate result (no clone: a numeric or text operand of a comparison or
+/// of arithmetic is read where it is), else evaluated by [`eval_pure`].
+#[inline]
+pub(crate) fn operand<'v>(e: &'v Expr, row: &'v [Value], params: &'v [Value], aggs: &'v [Value], env: &mut dyn Env) -> Result<Cow<'v, Value>> {
+    let found = match e {
+        Expr::Const(v, _) => Some(v),
+        Expr::Column(i, _) => row.get(*i),
+        Expr::Param(i, _) => params.get(*i),
+        Expr::AggRef(i, _) => aggs.get(*i),
+        _ => None,
+    };
+    match found {
+        Some(v) => Ok(Cow::Borrowed(v)),
+        // Anything else, and the errors of a reference out of range.
+        None => Ok(Cow::Owned(eval_pure(e, row, params, aggs, env)?)),
+    }
+}
+
 /// Evaluates `e` over an input row, parameters and aggregate results.
 pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
     ferrogres_datum::stack_depth::check()?;
@@ -296,14 +316,14 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
         Expr::AggRef(i, _) => aggs.get(*i).cloned().ok_or_else(|| SqlError::internal("aggregate out of range"))?,
         Expr::Cast { arg, from, to, typmod, explicit } => types::cast(ev(arg, env)?, *from, *to, *typmod, *explicit)?,
         Expr::Arith { op, l, r, ty } => {
-            let (a, b) = (ev(l, env)?, ev(r, env)?);
+            let (a, b) = (operand(l, row, params, aggs, env)?, operand(r, row, params, aggs, env)?);
             if a.is_null() || b.is_null() {
                 return Ok(Value::Null);
             }
-            match (a, b) {
-                (Value::Float8(x), Value::Float8(y)) => arith_float(*op, x, y)?,
-                (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(ferrogres_datum::numeric::arith(*op, &x, &y)?),
-                (Value::Float4(x), Value::Float4(y)) => types::float4_arith(*op == ArithOp::Mod, arith_float(*op, x as f64, y as f64)?, x, y)?,
+            match (&*a, &*b) {
+                (Value::Float8(x), Value::Float8(y)) => arith_float(*op, *x, *y)?,
+                (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(ferrogres_datum::numeric::arith(*op, x, y)?),
+                (Value::Float4(x), Value::Float4(y)) => types::float4_arith(*op == ArithOp::Mod, arith_float(*op, *x as f64, *y as f64)?, *x, *y)?,
                 (a, b) => match (a.as_i64(), b.as_i64()) {
                     (Some(x), Some(y)) => arith_int(*op, x, y, *ty)?,
                     _ => return Err(SqlError::internal("arithmetic on non-numbers")),
@@ -318,7 +338,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             v => arith_int(ArithOp::Sub, 0, v.as_i64().unwrap_or(0), *ty)?,
         },
         Expr::Compare { op, l, r } => {
-            let (a, b) = (ev(l, env)?, ev(r, env)?);
+            let (a, b) = (operand(l, row, params, aggs, env)?, operand(r, row, params, aggs, env)?);
             if a.is_null() || b.is_null() {
                 return Ok(Value::Null);
             }
@@ -804,20 +824,33 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
         .iter()
         .map(|a| if matches!(a.kind, AggKind::CountStar | AggKind::Count) { Value::Int8(0) } else { Value::Null })
         .collect();
+    // sum of numeric: the running totals (added to without allocating),
+    // made the state's value after the last row.
+    let mut totals: Vec<Option<ferrogres_datum::numeric::SumAccum>> = vec![None; aggs.len()];
     let mut t = Ticker::default();
     while let Some(row) = input.next(ctx)? {
         t.tick(&*ctx.env)?;
-        for (a, st) in aggs.iter().zip(state.iter_mut()) {
+        for ((a, st), total) in aggs.iter().zip(state.iter_mut()).zip(totals.iter_mut()) {
             let params = ctx.params;
             let v = match &a.arg {
-                Some(e) => eval_pure(e, &row, params, &[], ctx)?,
-                None => Value::Bool(true),
+                Some(e) => operand(e, &row, params, &[], ctx)?,
+                None => Cow::Owned(Value::Bool(true)),
             };
             if v.is_null() {
                 continue;
             }
+            if a.kind == AggKind::Sum && a.ty == Type::Numeric {
+                let x = match &*v {
+                    Value::Numeric(x) => Cow::Borrowed(x),
+                    other => Cow::Owned(
+                        ferrogres_datum::numeric::of_value(other).ok_or_else(|| SqlError::internal(format!("numeric sum of {other:?}")))?,
+                    ),
+                };
+                total.get_or_insert_with(Default::default).add(&x)?;
+                continue;
+            }
+            let v = v.into_owned();
             *st = match (a.kind, std::mem::replace(st, Value::Null)) {
-                (AggKind::Sum, acc) if a.ty == Type::Numeric => ferrogres_datum::numeric::agg_add(acc, &v)?,
                 (AggKind::CountStar | AggKind::Count, Value::Int8(n)) => Value::Int8(n + 1),
                 (AggKind::Sum, Value::Null) => match v {
                     Value::Float8(f) => Value::Float8(f),
@@ -833,6 +866,11 @@ fn aggregate(aggs: &[Aggregate], input: &mut Box<dyn RowIter>, ctx: &mut Ctx) ->
                 (AggKind::Max, cur) => if cur.is_null() || compare(&v, &cur) == Ordering::Greater { v } else { cur },
                 (_, other) => other,
             };
+        }
+    }
+    for (st, total) in state.iter_mut().zip(totals) {
+        if let Some(total) = total {
+            *st = Value::Numeric(total.value());
         }
     }
     Ok(state)

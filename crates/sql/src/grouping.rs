@@ -1,10 +1,14 @@
 //! GROUP BY / HAVING, aggregates per group (with FILTER, DISTINCT and avg), and
 //! SELECT DISTINCT [ON].
 //!
-//! Grouping is hash-free and sort-free: groups are found through an ordered map
-//! keyed by the GROUP BY values ([`Key`], ordered by [`crate::exec::compare`] with
-//! NULLs equal to each other, as GROUP BY treats them), and kept in the order
-//! they were first seen. A group keeps its first input row: the target list, the
+//! Grouping is sort-free: groups are found by the GROUP BY values, equal as
+//! [`Key`] orders them ([`crate::exec::compare`] with NULLs equal to each other,
+//! as GROUP BY treats them), through a hash table of group numbers by
+//! [`crate::hashjoin::key_hash`] (which follows that equality) when every key's
+//! type hashes, else through an ordered map of the keys ([`GroupIndex`]); a
+//! row's key values are read in place (borrowed from the row), so finding an
+//! existing group copies nothing. Groups are kept in the order they were first
+//! seen. A group keeps its first input row: the target list, the
 //! hidden sort expressions and HAVING are evaluated over that row and the group's
 //! aggregate results. That is sound because analysis rejects (42803) any column
 //! reference outside an aggregate that is not inside a GROUP BY expression, so
@@ -20,7 +24,9 @@
 //! (42P10), so the row kept is the first in ORDER BY order, as in PostgreSQL.
 
 use ferrogres_datum::errors::Result;
-use crate::exec::{compare, eval_pure, Ctx, RowIter};
+use crate::exec::{compare, eval_pure, operand, Ctx, RowIter};
+use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use crate::plan::{AggKind, Aggregate, Expr, SortKey};
 use ferrogres_datum::types::{out_of_range, Type, Value};
 use std::cmp::Ordering;
@@ -86,13 +92,17 @@ pub(crate) struct AggState {
     seen: Option<BTreeSet<Key>>,
     /// `agg(... ORDER BY ...)`: the rows given so far, fed in at the end.
     buffer: Option<crate::agg_order::Buffer>,
+    /// sum/avg of numeric: the running total, kept here rather than in `acc`
+    /// so that a row's value is added without allocating (`None` before the
+    /// first non-NULL value; `acc` stays NULL until [`AggState::finish`]).
+    num: Option<ferrogres_datum::numeric::SumAccum>,
 }
 
 impl AggState {
     pub(crate) fn new(a: &Aggregate) -> AggState {
         let acc = if matches!(a.kind, AggKind::CountStar | AggKind::Count) { Value::Int8(0) } else { Value::Null };
         let buffer = (!a.order.is_empty()).then(crate::agg_order::Buffer::default);
-        AggState { acc, n: 0, seen: a.distinct.then(BTreeSet::new), buffer }
+        AggState { acc, n: 0, seen: a.distinct.then(BTreeSet::new), buffer, num: None }
     }
 
     pub(crate) fn advance(&mut self, a: &Aggregate, row: &[Value], ctx: &mut Ctx) -> Result<()> {
@@ -103,9 +113,10 @@ impl AggState {
             }
         }
         let params = ctx.params;
+        // The argument borrowed where it is a column or constant.
         let v = match &a.arg {
-            Some(e) => eval_pure(e, row, params, &[], ctx)?,
-            None => Value::Bool(true),
+            Some(e) => operand(e, row, params, &[], ctx)?,
+            None => Cow::Owned(Value::Bool(true)),
         };
         let v2 = match &a.arg2 {
             Some(e) => eval_pure(e, row, params, &[], ctx)?,
@@ -113,30 +124,40 @@ impl AggState {
         };
         if let Some(buf) = &mut self.buffer {
             let keys = a.order.iter().map(|k| eval_pure(&k.expr, row, params, &[], ctx)).collect::<Result<_>>()?;
-            buf.0.push((keys, v, v2));
+            buf.0.push((keys, v.into_owned(), v2));
             return Ok(());
         }
         self.accumulate(a, v, v2)
     }
 
     /// The transition for one row's argument values (after FILTER and ORDER BY).
-    fn accumulate(&mut self, a: &Aggregate, v: Value, v2: Value) -> Result<()> {
+    fn accumulate(&mut self, a: &Aggregate, v: Cow<'_, Value>, v2: Value) -> Result<()> {
         let keeps_nulls = matches!(a.kind, AggKind::ArrayAgg | AggKind::JsonAgg { .. } | AggKind::JsonObjectAgg { .. });
         if v.is_null() && !keeps_nulls {
             return Ok(());
         }
         if let Some(seen) = &mut self.seen {
-            let key = if a.arg2.is_some() { vec![v.clone(), v2.clone()] } else { vec![v.clone()] };
+            let key = if a.arg2.is_some() { vec![v.as_ref().clone(), v2.clone()] } else { vec![v.as_ref().clone()] };
             if !seen.insert(Key(key)) {
                 return Ok(());
             }
         }
         self.n += 1;
+        if matches!(a.kind, AggKind::Sum | AggKind::Avg) && a.ty == Type::Numeric {
+            let total = self.num.get_or_insert_with(Default::default);
+            return match &*v {
+                Value::Numeric(x) => total.add(x),
+                // sum(int8) and avg of integers total in numeric.
+                other => total.add(&ferrogres_datum::numeric::of_value(other).ok_or_else(|| {
+                    ferrogres_datum::errors::SqlError::internal(format!("numeric sum of {other:?}"))
+                })?),
+            };
+        }
+        let v = v.into_owned();
         self.acc = match (a.kind, std::mem::replace(&mut self.acc, Value::Null)) {
             (AggKind::JsonAgg { .. }, acc) => crate::agg_order::json_agg(acc, &v, a.delim.is_some())?,
             (AggKind::JsonObjectAgg { .. }, acc) => crate::agg_order::json_object_agg(acc, &v, &v2)?,
             (AggKind::Variance { .. }, acc) => ferrogres_datum::numeric::math::var_accum(acc, &v, self.n)?,
-            (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Numeric => ferrogres_datum::numeric::agg_add(acc, &v)?,
             (AggKind::Sum | AggKind::Avg, acc) if a.ty == Type::Interval => ferrogres_datum::datetime::fns::interval_agg_add(acc, &v)?,
             (AggKind::CountStar | AggKind::Count, Value::Int8(n)) => Value::Int8(n + 1),
             (AggKind::Sum | AggKind::Avg, Value::Null) => match v {
@@ -197,7 +218,7 @@ impl AggState {
 
     /// The result over the rows advanced so far, the state kept for more rows.
     pub(crate) fn peek(&self, a: &Aggregate) -> Result<Value> {
-        AggState { acc: self.acc.clone(), n: self.n, seen: self.seen.clone(), buffer: self.buffer.clone() }.finish(a)
+        AggState { acc: self.acc.clone(), n: self.n, seen: self.seen.clone(), buffer: self.buffer.clone(), num: self.num.clone() }.finish(a)
     }
 
     pub(crate) fn finish(mut self, a: &Aggregate) -> Result<Value> {
@@ -206,8 +227,11 @@ impl AggState {
                 return crate::agg_order::ordered_set(a.kind, buf.sorted(&a.order));
             }
             for (v, v2) in buf.sorted(&a.order) {
-                self.accumulate(a, v, v2)?;
+                self.accumulate(a, Cow::Owned(v), v2)?;
             }
+        }
+        if let Some(total) = self.num.take() {
+            self.acc = Value::Numeric(total.value());
         }
         Ok(match (a.kind, self.acc) {
             (AggKind::JsonAgg { jsonb }, acc) => crate::agg_order::json_final(acc, false, jsonb)?,
@@ -245,7 +269,11 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs:
     let mem = crate::sort::sort_mem(ctx)?;
     let work_mem = mem.work_mem;
     let nkeys = g.keys.len();
-    let mut index: BTreeMap<Key, usize> = BTreeMap::new();
+    let mut index = if g.keys.iter().all(|k| hashable(k.ty())) {
+        GroupIndex::Hash(FxHashMap::default(), Vec::new())
+    } else {
+        GroupIndex::Ordered(BTreeMap::new())
+    };
     let mut groups: Vec<(Vec<Value>, Vec<AggState>)> = Vec::new();
     let mut used = 0usize;
     let mut spill: Option<crate::sort::Sorter> = None;
@@ -262,11 +290,17 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs:
             0
         } else {
             let params = ctx.params;
-            let key = Key(g.keys.iter().map(|k| eval_pure(k, &row, params, &[], ctx)).collect::<Result<_>>()?);
-            match index.get(&key) {
-                Some(i) => *i,
+            // The key values borrowed from the row where they are columns:
+            // finding an existing group copies nothing.
+            let mut key: Vec<Cow<'_, Value>> = Vec::with_capacity(nkeys);
+            for k in &g.keys {
+                key.push(operand(k, &row, params, &[], ctx)?);
+            }
+            match index.find(&key) {
+                Some(i) => i,
                 None if spill.is_none() && used <= work_mem => {
-                    used += group_mem(&key.0, &row, aggs.len());
+                    let key: Vec<Value> = key.into_iter().map(Cow::into_owned).collect();
+                    used += group_mem(&key, &row, aggs.len());
                     index.insert(key, groups.len());
                     groups.push((row.clone(), aggs.iter().map(AggState::new).collect()));
                     groups.len() - 1
@@ -274,7 +308,7 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs:
                 None => {
                     let keys = (0..nkeys).map(|column| SortKey { column, desc: false, nulls_first: false }).collect();
                     let sorter = spill.get_or_insert_with(|| crate::sort::Sorter::new(keys, None, mem.clone()));
-                    let mut spilled = key.0;
+                    let mut spilled: Vec<Value> = key.into_iter().map(Cow::into_owned).collect();
                     spilled.extend(row);
                     sorter.put(spilled, &*ctx.env)?;
                     continue;
@@ -302,6 +336,59 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs:
         pending: None,
         tick: crate::exec::Ticker::default(),
     }))
+}
+
+/// Whether GROUP BY values of type `t` may be found by hash: the types whose
+/// equality under [`Key`]'s order [`crate::hashjoin::value_hash`] follows and
+/// spreads (arrays and json hash to one value: an ordered map finds those).
+fn hashable(t: Type) -> bool {
+    use Type::*;
+    matches!(
+        t,
+        Bool | Int2 | Int4 | Int8 | Oid | Xid | Float4 | Float8 | Numeric | Text | Varchar | Unknown | Bpchar | Name | Char | Date | Time
+            | Timestamp | Timestamptz | Interval | TimeTz | Bytea | Uuid | PgLsn
+    )
+}
+
+/// How the groups in memory are found from a row's GROUP BY values.
+enum GroupIndex {
+    /// Key types that hash ([`hashable`]): the group numbers of each key hash
+    /// ([`crate::hashjoin::key_hash`]), and each group's key by its number.
+    Hash(FxHashMap<u32, Vec<usize>>, Vec<Vec<Value>>),
+    /// Other key types: an ordered map of the keys.
+    Ordered(BTreeMap<Key, usize>),
+}
+
+impl GroupIndex {
+    /// The number of the group whose key equals `key` (NULLs equal), if any.
+    fn find(&self, key: &[Cow<'_, Value>]) -> Option<usize> {
+        match self {
+            GroupIndex::Hash(map, keys) => {
+                let candidates = map.get(&hash_of(key))?;
+                candidates.iter().copied().find(|&gi| keys[gi].iter().zip(key).all(|(a, b)| cmp_nulls_last(a, b) == Ordering::Equal))
+            }
+            GroupIndex::Ordered(map) => map.get(&Key(key.iter().map(|v| v.as_ref().clone()).collect())).copied(),
+        }
+    }
+
+    /// Adds group `gi` with key `key`.
+    fn insert(&mut self, key: Vec<Value>, gi: usize) {
+        match self {
+            GroupIndex::Hash(map, keys) => {
+                debug_assert_eq!(keys.len(), gi);
+                map.entry(crate::hashjoin::key_hash(&key)).or_default().push(gi);
+                keys.push(key);
+            }
+            GroupIndex::Ordered(map) => {
+                map.insert(Key(key), gi);
+            }
+        }
+    }
+}
+
+/// [`crate::hashjoin::key_hash`] of borrowed values.
+fn hash_of(key: &[Cow<'_, Value>]) -> u32 {
+    key.iter().fold(0u32, |h, v| h.rotate_left(1) ^ crate::hashjoin::value_hash(v))
 }
 
 /// The memory a new group holds: its key, its first row, its aggregate states

@@ -100,7 +100,7 @@ impl HashStats {
 /// NaN = NaN), numeric without its display scale, interval by its span.
 /// Types whose equality is not plain (json, jsonb, arrays) hash to 0: correct,
 /// only not spread over batches.
-fn value_hash(v: &Value) -> u32 {
+pub(crate) fn value_hash(v: &Value) -> u32 {
     if let Some(i) = v.as_i64() {
         return hf::hash_int8(i);
     }
@@ -121,7 +121,7 @@ fn value_hash(v: &Value) -> u32 {
     }
 }
 
-fn key_hash(key: &[Value]) -> u32 {
+pub(crate) fn key_hash(key: &[Value]) -> u32 {
     key.iter().fold(0u32, |h, v| h.rotate_left(1) ^ value_hash(v))
 }
 
