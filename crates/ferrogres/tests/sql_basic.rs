@@ -771,11 +771,7 @@ fn pg_lsn_binary_io_and_wal_statistics_move() {
     let num = |s: &str| -> Vec<u64> { s.split('|').map(|x| x.trim().parse().unwrap()).collect() };
     srv.sql_ok("CREATE TABLE w (id int, pad text)");
     let before = num(srv.sql_ok("SELECT wal_records, wal_bytes, wal_write FROM pg_stat_wal").trim());
-    // 100 single-row INSERTs (one simple query, one implicit transaction): a
-    // heap record each. (INSERT ... SELECT would log whole pages of rows per
-    // record: heap_multi_insert.)
-    let inserts: String = (1..=100).map(|g| format!("INSERT INTO w VALUES ({g}, repeat('x', 100));")).collect();
-    srv.sql_ok(&inserts);
+    srv.sql_ok("INSERT INTO w SELECT g, repeat('x', 100) FROM generate_series(1, 100) g");
     let after = num(srv.sql_ok("SELECT wal_records, wal_bytes, wal_write FROM pg_stat_wal").trim());
     assert!(after[0] >= before[0] + 100, "100 rows are at least 100 records: {before:?} -> {after:?}");
     assert!(after[1] >= before[1] + 100 * 100, "and at least their bytes: {before:?} -> {after:?}");

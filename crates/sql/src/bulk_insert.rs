@@ -1,5 +1,6 @@
-//! Batched inserts for COPY FROM and INSERT ... SELECT (PostgreSQL's
-//! CopyMultiInsertBuffer in copyfrom.c).
+//! Batched inserts for COPY FROM (PostgreSQL's CopyMultiInsertBuffer in
+//! copyfrom.c). INSERT ... SELECT and CREATE TABLE AS insert row by row, as in
+//! PostgreSQL: their WAL and pg_stat_statements figures count a record per row.
 //!
 //! ```text
 //!  row ──▶ NOT NULL, CHECK (per row, at once) ──▶ heap tuple (TOAST now)

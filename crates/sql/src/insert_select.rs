@@ -1,10 +1,6 @@
 //! `INSERT INTO t [(cols)] SELECT ...`: any query the analyzer supports feeds the
-//! insert. Rows stream from the query's iterator into [`crate::bulk_insert`]
-//! (batches of at most 1000 rows / 64 kB, one heap multi-insert each), or into
-//! [`crate::exec::insert_one`] one at a time when the statement needs it
-//! (RETURNING, foreign keys, a subquery among the row's expressions: see
-//! `bulk_insert::row_at_a_time`). Only a query with ORDER BY materializes, as
-//! any sort does.
+//! insert. Rows stream from the query's iterator into [`crate::exec::insert_one`]
+//! one at a time (only a query with ORDER BY materializes, as any sort does).
 //! Columns not listed get their DEFAULT; each query column is converted to its
 //! target column's type with an assignment cast (an untyped literal such as `''`
 //! is read directly as the column's type, as PostgreSQL does).
@@ -121,30 +117,14 @@ pub fn execute(i: &InsertSelect, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)
     let mut rows = run_query(&i.query, ctx)?;
     let mut n = 0;
     let mut out = Vec::new();
-    // Every column's value comes from `row` (defaults included), so no default
-    // is "not given" for the row-at-a-time test.
-    let all: Vec<usize> = (0..i.table.columns.len()).collect();
-    let single = crate::bulk_insert::row_at_a_time(&i.table, &all, !i.returning.is_empty())
-        .or_else(|| i.row.iter().any(crate::bulk_insert::has_subquery).then_some(crate::bulk_insert::RowAtATime::SubqueryDefault));
-    if single.is_some() {
-        while let Some(src) = rows.next(ctx)? {
-            ctx.env.check_interrupts()?;
-            let row: Vec<Value> = i.row.iter().map(|e| eval_pure(e, &src, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
-            insert_one(&i.table, &row, ctx)?;
-            n += 1;
-            if !i.returning.is_empty() {
-                out.push(i.returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
-            }
-        }
-        return Ok((n, out));
-    }
-    let mut batch = crate::bulk_insert::BulkInsert::new(&i.table, None, false, false);
     while let Some(src) = rows.next(ctx)? {
         ctx.env.check_interrupts()?;
         let row: Vec<Value> = i.row.iter().map(|e| eval_pure(e, &src, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
-        batch.add(row, n + 1, ctx)?;
+        insert_one(&i.table, &row, ctx)?;
         n += 1;
+        if !i.returning.is_empty() {
+            out.push(i.returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+        }
     }
-    batch.finish(ctx)?;
     Ok((n, out))
 }
