@@ -13,6 +13,8 @@
 //! Rounds: `FERROGRES_HASH_CRASH_KILLS` (default 20).
 #![cfg(not(loom))]
 
+mod common;
+use common::child::run_then_kill;
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::hash::{testing, HashIndex};
@@ -21,10 +23,10 @@ use ferrogres_engine::storage::{ForkNumber, RelFileLocator};
 use ferrogres_engine::txn::IsolationLevel;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const CHILD_ENV: &str = "FERROGRES_HASH_CRASH_CHILD_DIR";
 const REL: RelFileLocator = RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: 52000 };
@@ -111,9 +113,7 @@ fn run_child(dir: &Path, base: u32, run_for: Duration, fault: Fault, reported: &
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--ignored", "--exact", "hash_crash_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, dir)
-        .env("FERROGRES_HASH_CRASH_BASE", base.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env("FERROGRES_HASH_CRASH_BASE", base.to_string());
     match fault {
         Fault::Kill => {}
         Fault::AfterAllocations(n) => {
@@ -123,53 +123,18 @@ fn run_child(dir: &Path, base: u32, run_for: Duration, fault: Fault, reported: &
             cmd.env("FERROGRES_HASH_ABORT_AFTER_SPLIT_PAGES", n.to_string());
         }
     }
-    let mut child = cmd.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut lines = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(l) if l.ends_with("READY") => break,
-            Ok(l) => lines.push(l),
-            Err(_) if Instant::now() > deadline => panic!("child did not start"),
-            Err(_) => {
-                if let Some(status) = child.try_wait().unwrap() {
-                    let mut err = String::new();
-                    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-                    panic!("child exited before READY: {status}\n{err}");
-                }
-            }
-        }
-    }
-    let until = Instant::now() + run_for;
-    while Instant::now() < until && child.try_wait().unwrap().is_none() {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let _ = child.kill(); // SIGKILL (the child may have aborted itself already)
-    let status = child.wait().unwrap();
-    reader.join().unwrap();
-    lines.extend(rx.try_iter());
-    for line in lines {
+    let end = run_then_kill(cmd, Duration::from_secs(60), run_for);
+    for line in &end.lines {
         if let ["C", b, o] = line.split(' ').collect::<Vec<_>>().as_slice() {
             reported.insert(Tid::new(b.parse().unwrap(), o.parse().unwrap()));
         }
     }
     use std::os::unix::process::ExitStatusExt;
-    let sig = status.signal();
-    let mut err = String::new();
-    let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut err));
+    let (sig, err) = (end.status.signal(), &end.stderr);
     assert!(
         sig == Some(libc::SIGKILL) || (fault != Fault::Kill && sig == Some(libc::SIGABRT) && err.contains("test fault injection")),
-        "child ended by itself: {status}; stderr: {err}"
+        "child ended by itself: {}; stderr: {err}",
+        end.status
     );
     sig == Some(libc::SIGABRT)
 }

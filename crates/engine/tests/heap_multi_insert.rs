@@ -7,6 +7,8 @@
 
 #![cfg(not(loom))]
 
+mod common;
+use common::child::run_then_kill;
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::heapam::{self, heap_detoast, heap_multi_insert, heap_toast_form_tuple};
@@ -15,11 +17,10 @@ use ferrogres_engine::storage::page::page_verify;
 use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::IsolationLevel;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn rel(n: u32) -> RelFileLocator {
     RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: n }
@@ -283,44 +284,12 @@ fn multi_insert_crash_child() {
 }
 
 fn run_child(dir: &Path, base: u64, run_for: Duration, committed: &mut Vec<(u64, u64)>, aborted: &mut Vec<(u64, u64)>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "multi_insert_crash_child", "--nocapture", "--test-threads=1"])
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--ignored", "--exact", "multi_insert_crash_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, dir)
-        .env("FERROGRES_MULTI_INSERT_BASE", base.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(l) if l.ends_with("READY") => break,
-            Ok(_) => {}
-            Err(_) if Instant::now() > deadline => panic!("child did not start"),
-            Err(_) => {
-                if let Some(status) = child.try_wait().unwrap() {
-                    let mut err = String::new();
-                    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-                    panic!("child exited before READY: {status}\n{err}");
-                }
-            }
-        }
-    }
-    std::thread::sleep(run_for);
-    child.kill().unwrap(); // SIGKILL
-    let status = child.wait().unwrap();
-    reader.join().unwrap();
-    for line in rx.try_iter() {
+        .env("FERROGRES_MULTI_INSERT_BASE", base.to_string());
+    let end = run_then_kill(cmd, Duration::from_secs(120), run_for);
+    for line in &end.lines {
         let f: Vec<&str> = line.split(' ').collect();
         match f.as_slice() {
             ["C", a, n] => committed.push((a.parse().unwrap(), n.parse().unwrap())),
@@ -329,7 +298,7 @@ fn run_child(dir: &Path, base: u64, run_for: Duration, committed: &mut Vec<(u64,
         }
     }
     use std::os::unix::process::ExitStatusExt;
-    assert_eq!(status.signal(), Some(libc::SIGKILL), "child ended by itself: {status}");
+    assert_eq!(end.status.signal(), Some(libc::SIGKILL), "child ended by itself: {}; stderr: {}", end.status, end.stderr);
 }
 
 #[test]

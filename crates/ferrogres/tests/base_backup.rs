@@ -18,7 +18,7 @@
 //!   WAL is its own) accepts the manifest, and rejects it once a file changed.
 
 mod common;
-use common::server::Server;
+use common::server::{run_with_stdin, Server};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -241,7 +241,6 @@ fn a_backup_without_its_wal_does_not_start() {
 /// `backup_label`) from which a server recovers.
 #[test]
 fn pg_backup_start_and_stop_through_psql() {
-    use std::io::Write;
     let srv = Server::start_temp(&[]);
     one(&srv, "CREATE TABLE t (id int PRIMARY KEY, v text)");
     one(&srv, "INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 5000) g");
@@ -266,17 +265,9 @@ fn pg_backup_start_and_stop_through_psql() {
         copy = copy.display(),
         label = label.display(),
     );
-    let mut p = srv
-        .psql_cmd()
-        .args(["-At", "-v", "ON_ERROR_STOP=0"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    p.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    let o = p.wait_with_output().unwrap();
-    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
+    let mut psql = srv.psql_cmd();
+    psql.args(["-At", "-v", "ON_ERROR_STOP=0"]);
+    let (out, err) = run_with_stdin(psql, &script);
     // PostgreSQL 15's errors; the session goes on after each.
     let errors: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(

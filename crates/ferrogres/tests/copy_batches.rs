@@ -1,5 +1,5 @@
-//! COPY FROM and INSERT ... SELECT in batches (heap multi-insert, then each row's
-//! index entries), through psql, side by side with PostgreSQL 15: the same
+//! COPY FROM in batches (heap multi-insert, then each row's index entries),
+//! and INSERT ... SELECT (row by row, as in PostgreSQL) beside it, through psql, side by side with PostgreSQL 15: the same
 //! script gives the same output on both (rows, index lookups, errors with
 //! their DETAIL and CONTEXT lines): tables with indexes, a unique violation in
 //! the middle of a batch (nothing inserted; CONTEXT names the line only), a
@@ -11,24 +11,16 @@
 mod common;
 use common::client::Client;
 use common::pg15::Pg15;
-use common::server::Server;
-use std::io::Write;
-use std::process::{Command, Stdio};
+use common::server::{run_with_stdin, Server};
+use std::process::Command;
 
 /// Runs `script` through `psql -f -` against `cmd`'s server; stdout and stderr.
 fn psql_script(mut cmd: Command, script: &str) -> String {
-    let mut p = cmd
-        .args(["-X", "-At", "-q", "-v", "ON_ERROR_STOP=0", "-d", "postgres", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    p.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    let out = p.wait_with_output().unwrap();
+    cmd.args(["-X", "-At", "-q", "-v", "ON_ERROR_STOP=0", "-d", "postgres", "-f", "-"]);
+    let (out, err) = run_with_stdin(cmd, script);
     // stderr after stdout: psql writes each to its own stream, so their
     // interleaving is not stable; each stream's order is.
-    format!("{}--- stderr ---\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!("{out}--- stderr ---\n{err}")
 }
 
 fn script() -> String {

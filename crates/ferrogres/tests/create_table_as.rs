@@ -7,9 +7,8 @@
 mod common;
 use common::client::Client;
 use common::pg15::Pg15;
-use common::server::{check_script, Server};
-use std::io::Write;
-use std::process::{Command, Stdio};
+use common::server::{check_script, run_with_stdin, Server};
+use std::process::Command;
 
 #[test]
 fn create_table_as_matches_postgres_15() {
@@ -18,16 +17,9 @@ fn create_table_as_matches_postgres_15() {
 
 /// `script` run by psql (`-At`, tags shown, errors in the output) through `cmd`.
 fn tags_of(mut cmd: Command, script: &str) -> String {
-    let mut p = cmd
-        .args(["-X", "-At", "-v", "ON_ERROR_STOP=0", "-d", "postgres"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    p.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    let o = p.wait_with_output().unwrap();
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    cmd.args(["-X", "-At", "-v", "ON_ERROR_STOP=0", "-d", "postgres"]);
+    let (out, err) = run_with_stdin(cmd, script);
+    format!("{out}{err}")
 }
 
 const TAGS: &str = "\\set VERBOSITY terse

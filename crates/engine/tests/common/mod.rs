@@ -3,6 +3,8 @@
 //! fresh engine with one two-column relation (`setup`) and its rows.
 #![allow(dead_code)]
 
+pub mod child;
+
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::heapam::{heap_insert, heap_scan, DeleteOptions, UpdateOptions, WaitPolicy};

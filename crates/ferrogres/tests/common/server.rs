@@ -332,3 +332,13 @@ pub fn with_temp_file_watch<T>(dir: &Path, f: impl FnOnce() -> T) -> (T, usize) 
     watcher.join().unwrap();
     (r, seen.load(Ordering::Relaxed))
 }
+
+/// Runs `cmd` (a psql command line, usually) with `input` on its standard
+/// input; returns its standard output and standard error.
+pub fn run_with_stdin(mut cmd: Command, input: &str) -> (String, String) {
+    use std::io::Write;
+    let mut p = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    p.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let o = p.wait_with_output().unwrap();
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
