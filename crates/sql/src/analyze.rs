@@ -791,6 +791,7 @@ impl<'a> Analyzer<'a> {
             offset,
             grouping: grouping.map(Box::new),
             distinct,
+            paths: Default::default(),
         };
         let mut query = query;
         if s.locking_clause.is_empty() && !matches!(query.source, Source::OneRow | Source::Virtual(_)) {
@@ -1939,7 +1940,7 @@ impl<'a> Analyzer<'a> {
             None => None,
         };
         let returning = self.returning(s.returning_clause.as_ref(), &table)?;
-        Ok(Statement::Delete { table, filter, returning })
+        Ok(Statement::Delete { table, filter, returning, paths: Default::default() })
     }
 
     fn update(&mut self, s: &pb::UpdateStmt) -> Result<Statement> {
@@ -2014,7 +2015,7 @@ impl<'a> Analyzer<'a> {
             None => None,
         };
         let returning = self.returning(s.returning_clause.as_ref(), &table)?;
-        Ok(Statement::Update { table, sets, filter, returning })
+        Ok(Statement::Update { table, sets, filter, returning, paths: Default::default() })
     }
 
     fn create(&mut self, s: &pb::CreateStmt) -> Result<Statement> {

@@ -709,7 +709,7 @@ pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
 /// by page, or the rows of the index scan [`crate::index::open_table_scan`]
 /// chooses for `filter`. The caller still applies `filter`.
 pub fn table_rows(t: &crate::catalog::Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
-    Ok(match crate::index::open_table_scan(t, filter, ctx)? {
+    Ok(match crate::index::open_table_scan(t, filter, &crate::index::PathCache::default(), ctx)? {
         crate::index::TableScan::Seq(scan) => Box::new(SeqScan(*scan)),
         crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
     })
@@ -732,7 +732,7 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Source::Virtual(oid) => Box::new(VecIter(crate::sysviews::rows(*oid, ctx.backend, &ctx.snap)?.into_iter())),
         Source::Table(t) => match crate::index::ordered_scan(t, q, ctx)? {
             Some(rows) => Box::new(VecIter(rows.into_iter())),
-            None => match crate::index::open_table_scan(t, q.filter.as_ref(), ctx)? {
+            None => match crate::index::open_table_scan(t, q.filter.as_ref(), &q.paths, ctx)? {
                 crate::index::TableScan::Seq(scan) => Box::new(SeqScan(*scan)),
                 crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
             },
@@ -902,10 +902,11 @@ pub fn update(
     sets: &[(usize, Expr)],
     filter: &Option<Expr>,
     returning: &[Target],
+    paths: &crate::index::PathCache,
     ctx: &mut Ctx,
 ) -> Result<(u64, Vec<Vec<Value>>)> {
     use ferrogres_engine::heap::heapam::{heap_update, UpdateOptions, UpdateOutcome, WaitPolicy};
-    let mut rows = DmlRows::open(table, filter.as_ref(), ctx)?;
+    let mut rows = DmlRows::open(table, filter.as_ref(), paths, ctx)?;
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
@@ -972,8 +973,8 @@ enum DmlRows {
 }
 
 impl DmlRows {
-    fn open(table: &crate::catalog::Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<DmlRows> {
-        Ok(match crate::index::open_table_scan(table, filter, ctx)? {
+    fn open(table: &crate::catalog::Table, filter: Option<&Expr>, paths: &crate::index::PathCache, ctx: &mut Ctx) -> Result<DmlRows> {
+        Ok(match crate::index::open_table_scan(table, filter, paths, ctx)? {
             crate::index::TableScan::Seq(scan) => DmlRows::Seq(scan, 0),
             crate::index::TableScan::Rows(rows) => DmlRows::Rows(rows.into_iter(), 0),
         })
@@ -1071,10 +1072,11 @@ pub fn delete(
     table: &crate::catalog::Table,
     filter: &Option<Expr>,
     returning: &[Target],
+    paths: &crate::index::PathCache,
     ctx: &mut Ctx,
 ) -> Result<(u64, Vec<Vec<Value>>)> {
     use ferrogres_engine::heap::heapam::{heap_delete_ext, DeleteOptions, DeleteOutcome, WaitPolicy};
-    let mut rows = DmlRows::open(table, filter.as_ref(), ctx)?;
+    let mut rows = DmlRows::open(table, filter.as_ref(), paths, ctx)?;
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();

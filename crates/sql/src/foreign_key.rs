@@ -252,12 +252,12 @@ fn on_parent_change(table: &Table, old: &[Value], new: Option<&[Value]>, ctx: &m
         with_ri_snapshot(ctx, |ctx| -> Result<()> {
             match action {
                 'c' if new.is_none() => {
-                    crate::exec::delete(&child, &filter, &[], ctx)?;
+                    crate::exec::delete(&child, &filter, &[], &Default::default(), ctx)?;
                 }
                 'c' => {
                     let new = new.unwrap_or_default();
                     let sets = fk.cols.iter().zip(&fk.parent_cols).map(|(c, p)| (*c, Expr::Const(new[*p].clone(), child.columns[*c].ty))).collect::<Vec<_>>();
-                    crate::exec::update(&child, &sets, &filter, &[], ctx)?;
+                    crate::exec::update(&child, &sets, &filter, &[], &Default::default(), ctx)?;
                 }
                 'n' | 'd' => {
                     let sets: Vec<(usize, Expr)> = fk
@@ -268,7 +268,7 @@ fn on_parent_change(table: &Table, old: &[Value], new: Option<&[Value]>, ctx: &m
                             (*c, e)
                         })
                         .collect();
-                    crate::exec::update(&child, &sets, &filter, &[], ctx)?;
+                    crate::exec::update(&child, &sets, &filter, &[], &Default::default(), ctx)?;
                 }
                 _ => {
                     let f = filter.as_ref().expect("filter");

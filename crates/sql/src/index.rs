@@ -849,13 +849,46 @@ fn flip(op: CmpOp) -> CmpOp {
 
 /// Chooses an index scan for `filter` on `table`, or `None` (sequential scan).
 pub fn choose_path(table: &Table, filter: Option<&Expr>) -> Option<IndexPath> {
-    let mut best: Option<(usize, IndexPath)> = None;
-    for (score, path) in candidate_paths(table, filter) {
-        if best.as_ref().is_none_or(|b| score > b.0) {
-            best = Some((score, path));
+    best_path(&candidate_paths(table, filter)).cloned()
+}
+
+/// The best-scored of `candidates` ([`candidate_paths`]'s list); the first on a tie.
+pub(crate) fn best_path(candidates: &[(usize, IndexPath)]) -> Option<&IndexPath> {
+    let mut best: Option<&(usize, IndexPath)> = None;
+    for c in candidates {
+        if best.is_none_or(|b| c.0 > b.0) {
+            best = Some(c);
         }
     }
-    best.map(|b| b.1)
+    best.map(|b| &b.1)
+}
+
+/// The candidate index paths ([`candidate_paths`]) of one plan node's table and
+/// filter, found at its first execution and kept with the plan, so that a
+/// prepared statement does not analyse its filter again at each execution.
+/// They depend only on the table descriptor and the filter, which a plan never
+/// changes once built (a changed table gives a new plan). A clone starts
+/// empty: whoever clones a node may give the clone another filter.
+#[derive(Default)]
+pub struct PathCache(std::sync::OnceLock<Vec<(usize, IndexPath)>>);
+
+impl Clone for PathCache {
+    fn clone(&self) -> PathCache {
+        PathCache::default()
+    }
+}
+
+impl std::fmt::Debug for PathCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PathCache")
+    }
+}
+
+impl PathCache {
+    /// The candidates of `table` and `filter`, computed on the first call.
+    pub fn get(&self, table: &Table, filter: Option<&Expr>) -> &[(usize, IndexPath)] {
+        self.0.get_or_init(|| candidate_paths(table, filter))
+    }
 }
 
 /// Every usable index scan for `filter` with its score (equalities count
@@ -954,7 +987,7 @@ fn as_key(v: Value, from: Type, ty: Type) -> Option<Value> {
 /// `filter` on every row. Collected: DML reads its target rows before changing
 /// any; a query streams them with [`open_table_scan`].
 pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Vec<(Tid, Vec<Value>)>> {
-    match open_table_scan(table, filter, ctx)? {
+    match open_table_scan(table, filter, &PathCache::default(), ctx)? {
         TableScan::Seq(mut scan) => {
             let mut out = Vec::new();
             while let Some(r) = scan.next(ctx.backend, &ctx.snap)? {
@@ -979,9 +1012,10 @@ pub enum TableScan {
 
 /// The rows of `table` that may match `filter`, as [`scan_table`] chooses them,
 /// without collecting a sequential scan.
-pub fn open_table_scan(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<TableScan> {
+pub fn open_table_scan(table: &Table, filter: Option<&Expr>, paths: &PathCache, ctx: &mut Ctx) -> Result<TableScan> {
     let seq = |ctx: &mut Ctx| -> Result<TableScan> { Ok(TableScan::Seq(Box::new(crate::rowio::RowScan::new(ctx.backend, &table.storage)?))) };
-    let Some(path) = crate::stats::choose_scan_loaded(ctx.backend, &ctx.snap, table, filter, ctx.params) else {
+    let candidates = paths.get(table, filter);
+    let Some(path) = crate::stats::choose_scan_among(ctx.backend, &ctx.snap, table, filter, ctx.params, candidates) else {
         return seq(ctx);
     };
     let ix = &table.indexes[path.index];

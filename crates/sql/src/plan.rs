@@ -242,6 +242,8 @@ pub struct Query {
     /// SELECT DISTINCT [ON]: the projected columns (targets, then hidden) whose
     /// values identify a row; the first row of each set in ORDER BY order is kept.
     pub distinct: Option<Vec<usize>>,
+    /// The index paths of `source` (a table) under `filter`, kept once found.
+    pub paths: crate::index::PathCache,
 }
 
 impl Query {
@@ -259,6 +261,7 @@ impl Query {
             offset: None,
             grouping: None,
             distinct: None,
+            paths: Default::default(),
         }
     }
 }
@@ -318,9 +321,9 @@ pub struct TxnModes {
 pub enum Statement {
     Query(Query),
     Insert { table: Table, rows: Vec<Vec<Expr>>, returning: Vec<Target> },
-    Delete { table: Table, filter: Option<Expr>, returning: Vec<Target> },
+    Delete { table: Table, filter: Option<Expr>, returning: Vec<Target>, paths: crate::index::PathCache },
     /// `sets`: (column index, new value over the old row).
-    Update { table: Table, sets: Vec<(usize, Expr)>, filter: Option<Expr>, returning: Vec<Target> },
+    Update { table: Table, sets: Vec<(usize, Expr)>, filter: Option<Expr>, returning: Vec<Target>, paths: crate::index::PathCache },
     CreateTable { namespace: u32, name: String, columns: Vec<Column>, if_not_exists: bool },
     /// CREATE TABLE ... AS, SELECT ... INTO (`analyze::create_as`).
     CreateTableAs(Box<CreateTableAs>),

@@ -1672,14 +1672,14 @@ impl Session {
                 let (n, rows) = exec::insert(table, rows, r, &mut ctx)?;
                 Ok((returning(rows, r), format!("INSERT 0 {n}")))
             }
-            Statement::Delete { table, filter, returning: r } => {
+            Statement::Delete { table, filter, returning: r, paths } => {
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
-                let (n, rows) = exec::delete(table, filter, r, &mut ctx)?;
+                let (n, rows) = exec::delete(table, filter, r, paths, &mut ctx)?;
                 Ok((returning(rows, r), format!("DELETE {n}")))
             }
-            Statement::Update { table, sets, filter, returning: r } => {
+            Statement::Update { table, sets, filter, returning: r, paths } => {
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
-                let (n, rows) = exec::update(table, sets, filter, r, &mut ctx)?;
+                let (n, rows) = exec::update(table, sets, filter, r, paths, &mut ctx)?;
                 Ok((returning(rows, r), format!("UPDATE {n}")))
             }
             Statement::CreateTable { namespace, name, columns, if_not_exists } => {

@@ -529,13 +529,27 @@ pub fn selectivity_with(_table: &Table, stats: Option<&TableStats>, filter: Opti
 /// cheaper (a key that is not selective). An equality on every column of a
 /// unique index is taken without looking at statistics (pgbench's hot path).
 pub fn choose_scan_loaded(backend: &Backend, snap: &Snapshot, table: &Table, filter: Option<&Expr>, params: &[Value]) -> Option<IndexPath> {
-    let path = crate::index::choose_path(table, filter)?;
+    let candidates = crate::index::candidate_paths(table, filter);
+    choose_scan_among(backend, snap, table, filter, params, &candidates).cloned()
+}
+
+/// [`choose_scan_loaded`] over candidates already found (a plan node's
+/// [`crate::index::PathCache`]).
+pub fn choose_scan_among<'a>(
+    backend: &Backend,
+    snap: &Snapshot,
+    table: &Table,
+    filter: Option<&Expr>,
+    params: &[Value],
+    candidates: &'a [(usize, IndexPath)],
+) -> Option<&'a IndexPath> {
+    let path = crate::index::best_path(candidates)?;
     let ix = &table.indexes[path.index];
     if ix.unique && path.eq.len() == ix.columns.len() {
         return Some(path);
     }
     match get(backend, snap, table) {
-        Some(stats) => cheapest(table, filter, params, &stats),
+        Some(stats) => cheapest(table, filter, params, &stats, candidates),
         None => Some(path),
     }
 }
@@ -547,13 +561,13 @@ pub fn choose_scan_loaded(backend: &Backend, snap: &Snapshot, table: &Table, fil
 /// (uncorrelated) and reading the matching fraction of pages in order
 /// (correlation 1), interpolated by the squared correlation of the index's
 /// first column, plus per-row CPU costs of the index and the heap.
-fn cheapest(table: &Table, filter: Option<&Expr>, params: &[Value], s: &TableStats) -> Option<IndexPath> {
+fn cheapest<'a>(table: &Table, filter: Option<&Expr>, params: &[Value], s: &TableStats, candidates: &'a [(usize, IndexPath)]) -> Option<&'a IndexPath> {
     let pages = s.pages.max(1.0);
     let nquals = conjuncts(filter).len() as f64;
     let seq = pages * 1.0 + s.tuples * (0.01 + 0.0025 * nquals);
-    let mut best: Option<(f64, IndexPath)> = None;
-    for (_, path) in crate::index::candidate_paths(table, filter) {
-        let cost = index_cost(table, filter, params, s, &path);
+    let mut best: Option<(f64, &IndexPath)> = None;
+    for (_, path) in candidates {
+        let cost = index_cost(table, filter, params, s, path);
         if cost < seq && best.as_ref().is_none_or(|b| cost < b.0) {
             best = Some((cost, path));
         }

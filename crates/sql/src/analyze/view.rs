@@ -277,6 +277,7 @@ fn opaque_view(v: &ViewDef) -> Query {
         offset: None,
         grouping: None,
         distinct: None,
+        paths: Default::default(),
     }
 }
 

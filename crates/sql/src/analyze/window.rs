@@ -682,7 +682,7 @@ impl<'a> Analyzer<'a> {
             }
             ordered.push(w);
         }
-        let Query { source, filter, aggregates, targets, hidden, order, limit, offset, grouping, distinct } = q;
+        let Query { source, filter, aggregates, targets, hidden, order, limit, offset, grouping, distinct, paths: _ } = q;
         let mut outer_targets = Vec::new();
         for t in targets {
             outer_targets.push(Target { expr: pusher.outer(t.expr)?, ..t });
@@ -702,6 +702,7 @@ impl<'a> Analyzer<'a> {
             offset: None,
             grouping,
             distinct: None,
+            paths: Default::default(),
         };
         Ok(Query {
             source: Source::WindowAgg(Box::new(WindowAgg { input, windows: ordered, funcs })),
@@ -714,6 +715,7 @@ impl<'a> Analyzer<'a> {
             offset,
             grouping: None,
             distinct,
+            paths: Default::default(),
         })
     }
 }
