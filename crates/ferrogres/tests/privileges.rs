@@ -87,6 +87,44 @@ fn reassign_and_drop_owned_match_postgresql_15() {
     check_script("privileges_owned");
 }
 
+/// `sql/privileges_functions.sql` against PostgreSQL 15's output: EXECUTE on
+/// SQL functions. pg_proc.proowner and proacl (NULL: the owner's default with
+/// EXECUTE for PUBLIC), GRANT / REVOKE ON FUNCTION | ROUTINE | PROCEDURE and
+/// ON ALL FUNCTIONS IN SCHEMA with their errors (42725 an overloaded name
+/// without arguments, 42883, 42809, 0LP01) and warnings, grant options and
+/// CASCADE, groups; 42501 `permission denied for function f1` at call time in
+/// the SELECT list and WHERE, through a view (checked as the querying role),
+/// and for a prepared statement after a REVOKE; has_function_privilege by
+/// signature and by OID; ALTER FUNCTION OWNER TO, DROP and CREATE OR REPLACE
+/// needing ownership, CREATE FUNCTION needing CREATE on the schema; default
+/// privileges on new functions; DROP ROLE's list of functions, REASSIGN
+/// OWNED and DROP OWNED.
+#[test]
+fn function_privileges_match_postgresql_15() {
+    check_script("privileges_functions");
+}
+
+/// A function's owner and ACL are its pg_proc row: after a crash (kill -9:
+/// the change is only in the WAL) the REVOKE still holds and the GRANT too.
+#[test]
+fn function_acl_survives_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srv = Server::start(dir.path());
+    srv.sql_ok(
+        "CREATE ROLE fr1 LOGIN; CREATE ROLE fr2 LOGIN;
+         CREATE FUNCTION inc(int) RETURNS int LANGUAGE sql AS 'SELECT $1 + 1';
+         REVOKE EXECUTE ON FUNCTION inc(int) FROM PUBLIC;
+         GRANT EXECUTE ON FUNCTION inc(int) TO fr1;
+         ALTER FUNCTION inc(int) OWNER TO fr2;",
+    );
+    srv.signal(libc::SIGKILL);
+    let srv = Server::start(dir.path());
+    assert_eq!(srv.sql_ok("SELECT pg_get_userbyid(proowner), proacl::text FROM pg_proc WHERE proname = 'inc';"), "fr2|{fr2=X/fr2,fr1=X/fr2}\n");
+    assert_eq!(srv.sql_ok("SET ROLE fr1;\nSELECT inc(1);"), "SET\n2\n");
+    let (_, err) = srv.sql("CREATE ROLE fr3; SET ROLE fr3; SELECT inc(1);");
+    assert!(err.contains("ERROR:  permission denied for function inc"), "{err}");
+}
+
 /// Default privileges are catalog rows: they survive a crash (kill -9, so
 /// the entry is only in the WAL) and still apply to new objects afterwards.
 #[test]

@@ -9,7 +9,8 @@
 //! grant option for it. Grantee 0 is PUBLIC (written as an empty name).
 //!
 //! Storage: `pg_class.relacl` (column 11 of the stored row, after `relowner`),
-//! `pg_namespace.nspacl` (column 3, after `nspowner`), as `text[]` whose items
+//! `pg_namespace.nspacl` (column 3, after `nspowner`), `pg_proc.proacl`
+//! (column 13 after `proowner`, [`crate::sqlfunc`]), as `text[]` whose items
 //! name roles by OID (`16384=arwdDxt/10`), so that renaming a role changes
 //! nothing stored; the pg_catalog views print names (`alice=arwdDxt/postgres`)
 //! as PostgreSQL's aclitem output does. NULL means the owner's default
@@ -45,6 +46,12 @@
 //!   every column;
 //! - any other privilege missing (DELETE, TRUNCATE, ...): 42501;
 //! - the error is PostgreSQL 15's `permission denied for table t` either way.
+//!
+//! A call of a SQL function records EXECUTE on it ([`PermReq::func`]),
+//! checked at the same time against pg_proc.proacl as the current user,
+//! also under a view (PostgreSQL checks function calls as the caller):
+//! `permission denied for function f`. Built-in functions keep PUBLIC's
+//! EXECUTE (has_function_privilege answers from that default for them).
 
 use ferrogres_datum::errors::{Result, SqlError};
 use crate::roles::{self, BOOTSTRAP_SUPERUSER};
@@ -483,6 +490,10 @@ pub struct PermReq {
     /// not track them, and every column counts as named (never less strict
     /// than PostgreSQL).
     pub cols: Option<Box<ColSets>>,
+    /// `rel` is a function (pg_proc OID) and `privs` EXECUTE: a call of a SQL
+    /// function, checked as the current user even under a view (as
+    /// PostgreSQL's executor checks EXECUTE as the caller).
+    pub func: bool,
 }
 
 /// Column numbers (attnum, 1-based; 0: the whole row, i.e. every column) a
@@ -574,6 +585,14 @@ pub fn check_perms(backend: &Backend, snap: &Snapshot, perms: &[PermReq]) -> Res
     for p in perms {
         let user = p.check_as.unwrap_or(me);
         if roles.superuser(user) {
+            continue;
+        }
+        if p.func {
+            // A function dropped since the plan was made: its call fails elsewhere.
+            let Some(f) = crate::sqlfunc::by_oid(backend, snap, p.rel)? else { continue };
+            if privs(&roles, user, ObjKind::Function, f.owner, f.acl.as_deref(), db_owner).0 & EXECUTE == 0 {
+                return Err(denied(ObjKind::Function, &f.name));
+            }
             continue;
         }
         let Some(rel) = rel_acl(backend, snap, p.rel)? else { continue };
@@ -882,6 +901,7 @@ pub enum PrivFn {
     Column,
     AnyColumn,
     Parameter,
+    Function,
 }
 
 impl PrivFn {
@@ -894,6 +914,7 @@ impl PrivFn {
             "has_column_privilege" => PrivFn::Column,
             "has_any_column_privilege" => PrivFn::AnyColumn,
             "has_parameter_privilege" => PrivFn::Parameter,
+            "has_function_privilege" => PrivFn::Function,
             _ => return None,
         })
     }
@@ -916,6 +937,7 @@ impl PrivFn {
             PrivFn::Database => ObjKind::Database.all(),
             PrivFn::Column | PrivFn::AnyColumn => SELECT | INSERT | UPDATE | REFERENCES,
             PrivFn::Parameter => ObjKind::Parameter.all(),
+            PrivFn::Function => ObjKind::Function.all(),
         }
     }
 }
@@ -1105,8 +1127,73 @@ pub fn has_privilege(backend: &Backend, snap: &Snapshot, f: PrivFn, vals: &[Valu
             let Value::Text(n) = &rest[0] else { return Ok(Value::Null) };
             crate::param_acl::privs(backend, snap, user, n)?
         }
+        PrivFn::Function => {
+            let f = match &rest[0] {
+                Value::Text(t) => function_by_signature(backend, snap, t)?,
+                Value::Oid(o) => match crate::sqlfunc::by_oid(backend, snap, *o)? {
+                    Some(f) => Some(f),
+                    // A built-in function's OID (below the first user OID): PUBLIC's EXECUTE.
+                    None if *o < ferrogres_engine::engine::FIRST_NORMAL_OBJECT_ID => None,
+                    None => return Ok(Value::Null),
+                },
+                _ => return Ok(Value::Null),
+            };
+            match f {
+                Some(f) => privs(&roles, user, ObjKind::Function, f.owner, f.acl.as_deref(), roles.db_owner),
+                // Built-in functions keep initdb's ACL: EXECUTE for PUBLIC.
+                None => privs(&roles, user, ObjKind::Function, BOOTSTRAP_SUPERUSER, None, roles.db_owner),
+            }
+        }
     };
     Ok(Value::Bool(wanted.iter().any(|(b, go)| if *go { g & b != 0 } else { p & b != 0 })))
+}
+
+/// A function named as regprocedure input (`f(integer)`, `s.f(int4, text)`):
+/// the SQL function of that signature, `None` for a built-in function (any
+/// name not of a SQL function: their signatures are not recorded here);
+/// 22P02 without an argument list, 42883 for a SQL function name with other
+/// argument types, as PostgreSQL's regprocedurein.
+fn function_by_signature(backend: &Backend, snap: &Snapshot, text: &str) -> Result<Option<crate::sqlfunc::ProcDef>> {
+    let Some((name, args)) = text.trim().split_once('(') else {
+        return Err(SqlError::new(b"22P02", "expected a left parenthesis"));
+    };
+    let Some(args) = args.trim_end().strip_suffix(')') else {
+        return Err(SqlError::new(b"22P02", "expected a right parenthesis"));
+    };
+    let missing = || SqlError::new(b"42883", format!("function \"{text}\" does not exist"));
+    let parts = qualified_name(name.trim());
+    let (schema, name) = match parts.as_slice() {
+        [n] => (None, n.as_str()),
+        [s, n] => (Some(s.as_str()), n.as_str()),
+        _ => return Err(missing()),
+    };
+    let mut types = Vec::new();
+    let mut depth = 0;
+    let mut cur = String::new();
+    for c in args.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                types.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() || !types.is_empty() {
+        types.push(cur);
+    }
+    let types: Vec<Type> = types.iter().map(|t| crate::pgcatalog::parse_type_name(t)).collect::<Option<_>>().ok_or_else(missing)?;
+    if schema == Some("pg_catalog") {
+        return Ok(None);
+    }
+    let cands = crate::sqlfunc::lookup(backend, snap, schema, name)?;
+    if cands.is_empty() {
+        return Ok(None);
+    }
+    cands.into_iter().find(|p| p.args == types).map(Some).ok_or_else(missing)
 }
 
 /// Whether `col` (a name or an attnum) is a column of `rel`: an unknown name
@@ -1160,9 +1247,9 @@ fn defacl_words(objtype: u8) -> &'static str {
 /// The objects that depend on role `role` (PostgreSQL's pg_shdepend rows of
 /// the current database and the shared catalogs, computed here from the
 /// catalogs themselves): `owner of ...` for what it owns (relations,
-/// schemas, default privileges, databases), `privileges for ...` for ACLs
-/// that name it (relations, columns, schemas, default privileges,
-/// databases), in OID order as PostgreSQL sorts them. Read by DROP ROLE only.
+/// schemas, default privileges, functions, databases), `privileges for ...`
+/// for ACLs that name it (relations, columns, schemas, default privileges,
+/// functions, databases), in OID order as PostgreSQL sorts them. Read by DROP ROLE only.
 pub fn role_dependents(backend: &Backend, snap: &Snapshot, role: u32) -> Result<Vec<String>> {
     let roles = role_graph(backend, snap)?;
     let nss = ns_acls(backend, snap)?;
@@ -1218,6 +1305,14 @@ pub fn role_dependents(backend: &Backend, snap: &Snapshot, role: u32) -> Result<
             out.push((d.oid, 0, format!("owner of {what}")));
         } else if mentions(&d.acl, role) {
             out.push((d.oid, 0, format!("privileges for {what}")));
+        }
+    }
+    for f in crate::sqlfunc::all(backend, snap)? {
+        let shown = if f.namespace == crate::catalog::PUBLIC_NAMESPACE { f.signature() } else { format!("{}.{}", ns_name(f.namespace), f.signature()) };
+        if f.owner == role {
+            out.push((f.oid, 0, format!("owner of function {shown}")));
+        } else if f.acl.as_deref().is_some_and(|a| mentions(a, role)) {
+            out.push((f.oid, 0, format!("privileges for function {shown}")));
         }
     }
     for d in crate::database::list_rows(backend, snap)? {

@@ -453,7 +453,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::AlterRoleSetStmt(s) => Ok(Statement::Role(crate::roles::analyze_set(s)?)),
             NodeEnum::DropRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_drop(s)?)),
             NodeEnum::GrantRoleStmt(s) => Ok(Statement::Role(crate::roles::analyze_grant(s)?)),
-            NodeEnum::GrantStmt(s) => Ok(Statement::Grant(Box::new(crate::grant::analyze(s)?))),
+            NodeEnum::GrantStmt(s) => Ok(Statement::Grant(Box::new(crate::grant::analyze(s, &mut |tn| self.type_name(Some(tn)).map(|t| t.0))?))),
             NodeEnum::ReassignOwnedStmt(s) => Ok(Statement::Owner(Box::new(crate::grant::analyze_reassign(s)?))),
             NodeEnum::DropOwnedStmt(s) => Ok(Statement::Owner(Box::new(crate::grant::analyze_drop_owned(s)?))),
             NodeEnum::AlterDefaultPrivilegesStmt(s) => Ok(Statement::Grant(Box::new(crate::grant::analyze_defaults(s)?))),
@@ -464,6 +464,17 @@ impl<'a> Analyzer<'a> {
                 };
                 let new_owner = s.newowner.as_ref().map(crate::roles::role_ref).ok_or_else(|| SqlError::internal("OWNER TO without a role"))?;
                 Ok(Statement::Owner(Box::new(crate::grant::OwnerCmd::Database { name, new_owner })))
+            }
+            NodeEnum::AlterOwnerStmt(s)
+                if [pb::ObjectType::ObjectFunction, pb::ObjectType::ObjectProcedure, pb::ObjectType::ObjectRoutine].map(|t| t as i32).contains(&s.object_type) =>
+            {
+                let Some(NodeEnum::ObjectWithArgs(ow)) = s.object.as_ref().and_then(|o| o.node.as_ref()) else {
+                    return Err(SqlError::internal("ALTER FUNCTION OWNER without a function"));
+                };
+                let item = crate::grant::function_item(ow, &mut |tn| self.type_name(Some(tn)).map(|t| t.0))?;
+                let new_owner = s.newowner.as_ref().map(crate::roles::role_ref).ok_or_else(|| SqlError::internal("OWNER TO without a role"))?;
+                let procedure = s.object_type == pb::ObjectType::ObjectProcedure as i32;
+                Ok(Statement::Owner(Box::new(crate::grant::OwnerCmd::Function { item, procedure, new_owner })))
             }
             NodeEnum::AlterOwnerStmt(s) if s.object_type == pb::ObjectType::ObjectSchema as i32 => {
                 let name = match s.object.as_ref().and_then(|o| o.node.as_ref()) {
@@ -491,7 +502,7 @@ impl<'a> Analyzer<'a> {
         if self.views.opaque || privs == 0 {
             return;
         }
-        crate::catcache::require(self.backend, crate::acl::PermReq { rel, privs, any: false, check_as: self.views.check_as, cols: None });
+        crate::catcache::require(self.backend, crate::acl::PermReq { rel, privs, any: false, check_as: self.views.check_as, cols: None, func: false });
     }
 
     /// [`Analyzer::require`] for a path that records every column it names
@@ -501,7 +512,7 @@ impl<'a> Analyzer<'a> {
             return;
         }
         let cols = Some(Box::default());
-        crate::catcache::require(self.backend, crate::acl::PermReq { rel, privs, any: false, check_as: self.views.check_as, cols });
+        crate::catcache::require(self.backend, crate::acl::PermReq { rel, privs, any: false, check_as: self.views.check_as, cols, func: false });
     }
 
     /// Records that the statement names column `attnum` (1-based; 0: the

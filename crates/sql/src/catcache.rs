@@ -63,6 +63,8 @@ struct Inner {
     namespaces: Option<Arc<Vec<(u32, String)>>>,
     /// SQL functions (pg_proc) by name, in every schema.
     functions: FxHashMap<String, Arc<Vec<crate::sqlfunc::ProcDef>>>,
+    /// Every SQL function (privilege checks find them by OID).
+    all_functions: Option<Arc<Vec<crate::sqlfunc::ProcDef>>>,
     /// Per relation: messages seen for it (plan validity).
     rel_gen: FxHashMap<u32, u64>,
     /// Bumped when name resolution may change (pg_class rows created or
@@ -137,6 +139,7 @@ impl Inner {
         self.names.clear();
         self.namespaces = None;
         self.functions.clear();
+        self.all_functions = None;
         self.rel_acls.clear();
         self.ns_acls = None;
         self.databases = None;
@@ -552,6 +555,15 @@ pub(crate) fn default_acls(
     cached(backend, snap, |i| &mut i.default_acls, load)
 }
 
+/// Every SQL function, from the cache or `load`.
+pub(crate) fn all_functions(
+    backend: &Backend,
+    snap: &Snapshot,
+    load: impl FnOnce() -> ferrogres_datum::errors::Result<Vec<crate::sqlfunc::ProcDef>>,
+) -> ferrogres_datum::errors::Result<Arc<Vec<crate::sqlfunc::ProcDef>>> {
+    cached(backend, snap, |i| &mut i.all_functions, load)
+}
+
 /// Starts recording the privileges an analysis finds its statement needs.
 pub fn begin_perms(backend: &Backend) -> Vec<crate::acl::PermReq> {
     std::mem::take(&mut get(backend).inner.borrow_mut().perms)
@@ -567,7 +579,7 @@ pub fn take_perms(backend: &Backend, outer: Vec<crate::acl::PermReq>) -> Vec<cra
 pub fn require(backend: &Backend, p: crate::acl::PermReq) {
     let cc = get(backend);
     let mut inner = cc.inner.borrow_mut();
-    if let Some(q) = inner.perms.iter_mut().find(|q| q.rel == p.rel && q.any == p.any && q.check_as == p.check_as && !p.any) {
+    if let Some(q) = inner.perms.iter_mut().find(|q| q.rel == p.rel && q.func == p.func && q.any == p.any && q.check_as == p.check_as && !p.any) {
         q.privs |= p.privs;
         crate::acl::ColSets::merge(&mut q.cols, &p.cols);
     } else if !inner.perms.contains(&p) {
@@ -581,7 +593,7 @@ pub fn require(backend: &Backend, p: crate::acl::PermReq) {
 pub fn require_column(backend: &Backend, rel: u32, check_as: Option<u32>, privilege: u16, attnum: i16) {
     let cc = get(backend);
     let mut inner = cc.inner.borrow_mut();
-    match inner.perms.iter_mut().find(|q| q.rel == rel && !q.any && q.check_as == check_as) {
+    match inner.perms.iter_mut().find(|q| q.rel == rel && !q.func && !q.any && q.check_as == check_as) {
         Some(q) => {
             if let Some(c) = q.cols.as_mut() {
                 c.add(privilege, attnum);
@@ -600,7 +612,7 @@ pub fn require_column(backend: &Backend, rel: u32, check_as: Option<u32>, privil
 pub fn reassign_perms(backend: &Backend, rel: u32, from: Option<u32>, to: Option<u32>) {
     let cc = get(backend);
     let mut inner = cc.inner.borrow_mut();
-    for p in inner.perms.iter_mut().filter(|p| p.rel == rel && p.check_as == from) {
+    for p in inner.perms.iter_mut().filter(|p| p.rel == rel && !p.func && p.check_as == from) {
         p.check_as = to;
     }
 }

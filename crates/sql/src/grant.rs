@@ -19,8 +19,10 @@
 //! TABLES | SEQUENCES IN SCHEMA s), their columns (`SELECT (a, b)`: the
 //! column's own ACL in pg_attribute.attacl, see [`column_grants`]), schemas,
 //! databases and configuration parameters (ON PARAMETER p: SET, ALTER
-//! SYSTEM; [`crate::param_acl`]). Functions (there is no stored pg_proc ACL
-//! yet) and ALTER DEFAULT PRIVILEGES are not done (0A000).
+//! SYSTEM; [`crate::param_acl`]), SQL functions (ON FUNCTION | ROUTINE |
+//! PROCEDURE f(args), ON ALL FUNCTIONS IN SCHEMA s: EXECUTE in
+//! pg_proc.proacl, [`crate::sqlfunc`]), and ALTER DEFAULT PRIVILEGES
+//! ([`crate::default_acl`]). Types have no ACL here (0A000).
 
 use crate::acl::{self, Acl, AclItem, ObjKind, RoleGraph, PUBLIC};
 use ferrogres_datum::errors::{Result, SqlError};
@@ -43,6 +45,10 @@ pub enum Targets {
     Databases(Vec<String>),
     /// ON PARAMETER name, ... ([`crate::param_acl`]).
     Parameters(Vec<String>),
+    /// ON FUNCTION | ROUTINE | PROCEDURE f(args), ...; `procedure`: ON PROCEDURE.
+    Funcs { items: Vec<crate::sqlfunc::DropItem>, procedure: bool },
+    /// ON ALL FUNCTIONS | ROUTINES IN SCHEMA s, ...
+    AllFuncsIn(Vec<String>),
     /// ALTER DEFAULT PRIVILEGES [FOR ROLE r, ...] [IN SCHEMA s, ...] GRANT |
     /// REVOKE ... ON TABLES | SEQUENCES | FUNCTIONS | TYPES | SCHEMAS
     /// ([`crate::default_acl`]); `roles` empty: the current user.
@@ -71,6 +77,8 @@ pub enum OwnerCmd {
     Schema { name: String, new_owner: RoleRef },
     /// ALTER DATABASE d OWNER TO role.
     Database { name: String, new_owner: RoleRef },
+    /// ALTER FUNCTION | ROUTINE | PROCEDURE f(args) OWNER TO role.
+    Function { item: crate::sqlfunc::DropItem, procedure: bool, new_owner: RoleRef },
     /// REASSIGN OWNED BY r, ... TO new.
     Reassign { roles: Vec<RoleRef>, new_owner: RoleRef },
     /// DROP OWNED BY r, ... [CASCADE].
@@ -118,10 +126,9 @@ fn remove_grantee(acl: &mut Acl, role: u32, owner: u32) -> Result<()> {
 }
 
 /// REASSIGN OWNED BY old, ... TO new: the relations, their columns' ACLs,
-/// schemas and databases `old` owns get `new` as owner, with `old`'s ACL
-/// items moved to `new` (as ALTER ... OWNER TO). Default privileges are not
-/// reassigned (PostgreSQL leaves them to DROP OWNED), nor are functions
-/// (they record no owner yet).
+/// schemas, databases and functions `old` owns get `new` as owner, with
+/// `old`'s ACL items moved to `new` (as ALTER ... OWNER TO). Default
+/// privileges are not reassigned (PostgreSQL leaves them to DROP OWNED).
 fn reassign_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef], new_owner: &RoleRef) -> Result<String> {
     let roles = acl::role_graph(backend, snap)?;
     let olds = owned_roles(backend, &roles, list, "reassign objects")?;
@@ -174,15 +181,23 @@ fn reassign_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef], new_
             let acl_new = d.acl.as_deref().and_then(|t| acl::parse_display(t, &roles)).map(|a| acl::display_text(&new_owner_acl(&a, old, new), &roles));
             crate::database::set_owner(backend, snap, d.oid, new, acl_new.or(d.acl.clone()))?;
         }
+        for f in crate::sqlfunc::all(backend, snap)?.into_iter().filter(|f| f.owner == old) {
+            let acl_new = f.acl.as_ref().map(|a| new_owner_acl(a, old, new));
+            crate::sqlfunc::update(backend, snap, f.oid, &|p| {
+                p.owner = new;
+                p.acl = acl_new.clone();
+            })?;
+        }
     }
     Ok("REASSIGN OWNED".into())
 }
 
 /// DROP OWNED BY r, ...: every privilege granted to the roles on relations,
-/// columns, schemas, databases and in default privileges is revoked (with
-/// CASCADE), and their default-privilege entries removed. Dropping the
-/// objects they own is not done yet: while a role owns a relation or a
-/// schema, DROP OWNED answers 0A000 (REASSIGN OWNED first, or DROP them).
+/// columns, schemas, databases, functions and in default privileges is
+/// revoked (with CASCADE), their default-privilege entries removed and the
+/// functions they own dropped. Dropping the other objects they own is not
+/// done yet: while a role owns a relation or a schema, DROP OWNED answers
+/// 0A000 (REASSIGN OWNED first, or DROP them).
 fn drop_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef]) -> Result<String> {
     let roles = acl::role_graph(backend, snap)?;
     let doomed = owned_roles(backend, &roles, list, "drop objects")?;
@@ -195,7 +210,10 @@ fn drop_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef]) -> Resul
         }
     }
     let owns: Vec<String> = doomed.iter().map(|r| acl::role_dependents(backend, snap, *r)).collect::<Result<Vec<_>>>()?.concat();
-    let owned: Vec<&String> = owns.iter().filter(|d| d.starts_with("owner of ") && !d.starts_with("owner of default privileges") && !d.starts_with("owner of database")).collect();
+    let owned: Vec<&String> = owns
+        .iter()
+        .filter(|d| d.starts_with("owner of ") && !d.starts_with("owner of default privileges") && !d.starts_with("owner of database") && !d.starts_with("owner of function"))
+        .collect();
     if !owned.is_empty() {
         return Err(SqlError::not_supported("DROP OWNED of a role that owns relations or schemas")
             .with_detail(owned.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"))
@@ -244,6 +262,20 @@ fn drop_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef]) -> Resul
             remove_grantee(&mut a, r, d.dba)?;
             crate::database::set_acl(backend, snap, d.oid, Some(acl::display_text(&a, &roles)))?;
         }
+        // Functions: those it owns are dropped, its grants on others revoked.
+        // (a snapshot that sees the earlier roles' changes)
+        let fsnap = backend.txn.statement_snapshot()?;
+        let snap = &fsnap;
+        let doomed_funcs: Vec<u32> = crate::sqlfunc::all(backend, snap)?.iter().filter(|f| f.owner == r).map(|f| f.oid).collect();
+        crate::sqlfunc::drop_oids(backend, snap, &doomed_funcs)?;
+        for f in crate::sqlfunc::all(backend, snap)? {
+            let Some(mut a) = f.acl.clone().filter(|a| a.iter().any(|i| i.grantee == r)) else { continue };
+            if doomed_funcs.contains(&f.oid) {
+                continue;
+            }
+            remove_grantee(&mut a, r, f.owner)?;
+            crate::sqlfunc::update(backend, snap, f.oid, &|p| p.acl = Some(a.clone()))?;
+        }
         crate::default_acl::remove_where(backend, snap, &|d| d.role == r)?;
         backend.txn.command_counter_increment()?;
         let snap2 = backend.txn.statement_snapshot()?;
@@ -258,8 +290,32 @@ fn drop_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef]) -> Resul
     Ok("DROP OWNED".into())
 }
 
-/// GRANT / REVOKE's statement, analyzed (names are resolved when it runs).
-pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
+/// A function's name and argument types as GRANT and ALTER FUNCTION name
+/// it (`types` resolves a type name).
+pub fn function_item(ow: &pb::ObjectWithArgs, types: &mut dyn FnMut(&pb::TypeName) -> Result<ferrogres_datum::types::Type>) -> Result<crate::sqlfunc::DropItem> {
+    let names: Vec<String> = ow.objname.iter().filter_map(|n| if let Some(NodeEnum::String(s)) = &n.node { Some(s.sval.clone()) } else { None }).collect();
+    let (schema, name) = match names.as_slice() {
+        [n] => (None, n.clone()),
+        [.., s, n] => (Some(s.clone()), n.clone()),
+        [] => return Err(SqlError::internal("a function without a name")),
+    };
+    let args = if ow.args_unspecified {
+        None
+    } else {
+        let mut v = Vec::new();
+        for a in &ow.objargs {
+            if let Some(NodeEnum::TypeName(tn)) = &a.node {
+                v.push(types(tn)?);
+            }
+        }
+        Some(v)
+    };
+    Ok((schema, name, args, String::new()))
+}
+
+/// GRANT / REVOKE's statement, analyzed (names are resolved when it runs,
+/// but for the argument types of functions, resolved by `types`).
+pub fn analyze(s: &pb::GrantStmt, types: &mut dyn FnMut(&pb::TypeName) -> Result<ferrogres_datum::types::Type>) -> Result<GrantCmd> {
     use pb::GrantTargetType as T;
     use pb::ObjectType as O;
     let target = T::try_from(s.targtype).unwrap_or(T::Undefined);
@@ -297,7 +353,16 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
             };
             Targets::Defaults { roles: Vec::new(), schemas: Vec::new(), objtype }
         }
-        (_, O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine) => return Err(SqlError::not_supported("GRANT / REVOKE on functions")),
+        (T::AclTargetAllInSchema, O::ObjectFunction | O::ObjectRoutine) => Targets::AllFuncsIn(names()),
+        (T::AclTargetObject, O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine) => {
+            let mut items = Vec::new();
+            for o in &s.objects {
+                let Some(NodeEnum::ObjectWithArgs(ow)) = &o.node else { return Err(SqlError::not_supported("this GRANT target")) };
+                items.push(function_item(ow, types)?);
+            }
+            Targets::Funcs { items, procedure: objtype == O::ObjectProcedure }
+        }
+        (_, O::ObjectFunction | O::ObjectProcedure | O::ObjectRoutine) => return Err(SqlError::not_supported("GRANT / REVOKE on all procedures")),
         _ => return Err(SqlError::not_supported("GRANT / REVOKE on this kind of object")),
     };
     let mut col_privs = Vec::new();
@@ -357,7 +422,7 @@ pub fn analyze(s: &pb::GrantStmt) -> Result<GrantCmd> {
 /// (FOR ROLE) and schemas (IN SCHEMA) of its options.
 pub fn analyze_defaults(s: &pb::AlterDefaultPrivilegesStmt) -> Result<GrantCmd> {
     let Some(action) = &s.action else { return Err(SqlError::internal("ALTER DEFAULT PRIVILEGES without an action")) };
-    let mut cmd = analyze(action)?;
+    let mut cmd = analyze(action, &mut |_| Err(SqlError::internal("ALTER DEFAULT PRIVILEGES names no function")))?;
     let Targets::Defaults { roles, schemas, .. } = &mut cmd.targets else { return Err(SqlError::internal("ALTER DEFAULT PRIVILEGES without defaults")) };
     let (mut seen_roles, mut seen_schemas) = (false, false);
     for o in &s.options {
@@ -542,6 +607,19 @@ fn objects(backend: &Backend, snap: &Snapshot, roles: &RoleGraph, t: &Targets) -
             }
         }
         Targets::Defaults { .. } => {}
+        Targets::Funcs { items, procedure } => {
+            for item in items {
+                out.push(function_object(crate::sqlfunc::resolve(backend, snap, item, *procedure)?));
+            }
+        }
+        Targets::AllFuncsIn(schemas) => {
+            for s in schemas {
+                let ns = crate::namespace::schema_oid(backend, snap, s)?.ok_or_else(|| SqlError::new(b"3F000", format!("schema \"{s}\" does not exist")))?;
+                for f in crate::sqlfunc::all(backend, snap)?.into_iter().filter(|f| f.namespace == ns) {
+                    out.push(function_object(f));
+                }
+            }
+        }
         Targets::Parameters(names) => {
             for n in names {
                 let name = crate::param_acl::canonical_name(n)?;
@@ -557,6 +635,10 @@ fn objects(backend: &Backend, snap: &Snapshot, roles: &RoleGraph, t: &Targets) -
         }
     }
     Ok(out)
+}
+
+fn function_object(f: crate::sqlfunc::ProcDef) -> Object {
+    Object { kind: ObjKind::Function, oid: f.oid, name: f.name, owner: f.owner, acl: f.acl }
 }
 
 /// PostgreSQL's select_best_grantor: (grantor, grant options it holds).
@@ -718,7 +800,11 @@ fn store(backend: &mut Backend, snap: &Snapshot, o: &Object, acl: &Acl, roles: &
             row[acl::NSPACL] = acl::to_stored(acl);
         }),
         ObjKind::Database => crate::database::set_acl(backend, snap, o.oid, Some(acl::display_text(acl, roles))),
-        ObjKind::Function | ObjKind::Type => Err(SqlError::not_supported("GRANT / REVOKE on functions and types")),
+        ObjKind::Function => {
+            let acl = acl.clone();
+            crate::sqlfunc::update(backend, snap, o.oid, &|f| f.acl = Some(acl.clone()))
+        }
+        ObjKind::Type => Err(SqlError::not_supported("GRANT / REVOKE on types")),
         ObjKind::Parameter => crate::param_acl::store(backend, snap, &o.name, acl),
     }
 }
@@ -861,6 +947,34 @@ pub fn alter_owner(backend: &mut Backend, snap: &Snapshot, cmd: &OwnerCmd, notic
             crate::database::set_owner(backend, snap, d.oid, new, acl_new.or(d.acl.clone()))?;
             Ok("ALTER DATABASE".into())
         }
+        OwnerCmd::Function { item, procedure, new_owner } => {
+            // PostgreSQL 15's AlterObjectOwner_internal: the owner (or a
+            // superuser) who may become the new owner, which needs CREATE on
+            // the function's schema.
+            let f = crate::sqlfunc::resolve(backend, snap, item, *procedure)?;
+            let new = resolve_role(&roles, backend, new_owner)?;
+            if f.owner == new {
+                return Ok("ALTER FUNCTION".into());
+            }
+            if !roles.superuser(me) {
+                if !roles.has_privs_of(me, f.owner) {
+                    return Err(acl::not_owner(ObjKind::Function, &f.name));
+                }
+                if !may_become(new) {
+                    return Err(SqlError::new(b"42501", format!("must be member of role \"{}\"", roles.name(new))));
+                }
+                if acl::ns_privs(backend, snap, new, f.namespace)? & acl::CREATE == 0 {
+                    let nsname = crate::namespace::namespace_name(backend, snap, f.namespace)?.unwrap_or_default();
+                    return Err(acl::denied(ObjKind::Schema, &nsname));
+                }
+            }
+            let acl_new = f.acl.as_ref().map(|a| new_owner_acl(a, f.owner, new));
+            crate::sqlfunc::update(backend, snap, f.oid, &|p| {
+                p.owner = new;
+                p.acl = acl_new.clone();
+            })?;
+            Ok("ALTER FUNCTION".into())
+        }
         OwnerCmd::Reassign { .. } | OwnerCmd::DropOwned { .. } => Err(SqlError::internal("REASSIGN / DROP OWNED reached ALTER OWNER")),
     }
 }
@@ -899,7 +1013,7 @@ pub fn check_ddl(backend: &Backend, snap: &Snapshot, stmt: &crate::plan::Stateme
             }
             IndexCmd::Truncate { tables } => {
                 let perms: Vec<acl::PermReq> =
-                    tables.iter().map(|t| acl::PermReq { rel: t.oid, privs: acl::TRUNCATE, any: false, check_as: None, cols: None }).collect();
+                    tables.iter().map(|t| acl::PermReq { rel: t.oid, privs: acl::TRUNCATE, any: false, check_as: None, cols: None, func: false }).collect();
                 acl::check_perms(backend, snap, &perms)
             }
             _ => Ok(()),
@@ -925,6 +1039,7 @@ pub fn check_ddl(backend: &Backend, snap: &Snapshot, stmt: &crate::plan::Stateme
             DdlCmd::Seq(crate::sequence::SeqCmd::Create { namespace, .. }) => acl::check_create_in(backend, snap, *namespace),
             DdlCmd::Seq(crate::sequence::SeqCmd::Alter { oid, .. }) => acl::check_rel_owner(backend, snap, *oid),
             DdlCmd::View(crate::view::ViewCmd::Create { namespace, .. }) => acl::check_create_in(backend, snap, *namespace),
+            DdlCmd::Func(crate::sqlfunc::FuncCmd::Create { def, .. }) => acl::check_create_in(backend, snap, def.namespace),
             _ => Ok(()),
         },
         _ => Ok(()),
@@ -935,7 +1050,7 @@ pub fn check_ddl(backend: &Backend, snap: &Snapshot, stmt: &crate::plan::Stateme
 /// table, or on each of the referenced columns (PostgreSQL's checkFkeyPermissions).
 fn references_req(parent: u32, parent_cols: &[usize]) -> acl::PermReq {
     let cols = acl::ColSets { references: parent_cols.iter().map(|c| *c as i16 + 1).collect(), ..Default::default() };
-    acl::PermReq { rel: parent, privs: acl::REFERENCES, any: false, check_as: None, cols: Some(Box::new(cols)) }
+    acl::PermReq { rel: parent, privs: acl::REFERENCES, any: false, check_as: None, cols: Some(Box::new(cols)), func: false }
 }
 
 /// The column part of GRANT / REVOKE on relation `o` (PostgreSQL's

@@ -24,9 +24,11 @@
 //! | pg_parameter_acl | the stored shared catalog of [`crate::param_acl`] |
 //! | pg_default_acl | the stored catalog of [`crate::default_acl`] |
 //! | pg_tablespace | pg_default 1663, pg_global 1664 |
+//! | pg_language | internal 12, c 13, sql 14 (no procedural languages) |
 //! | pg_collation | default 100, C 950, POSIX 951 |
 //! | pg_settings | the session's settings (name, setting, source, boot_val, reset_val; context, vartype, unit, min_val, max_val, enumvals from the table of known settings) |
-//! | pg_proc, pg_description, pg_shdescription, pg_inherits, pg_range (no range types yet), pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
+//! | pg_proc | the SQL functions of [`crate::sqlfunc`] (prosrc: the body as stored; owner and ACL) |
+//! | pg_description, pg_shdescription, pg_inherits, pg_range (no range types yet), pg_partitioned_table, pg_trigger, pg_policy, pg_publication, pg_publication_rel, pg_publication_namespace, pg_statistic_ext, pg_foreign_table, pg_rewrite | empty |
 //!
 //! | information_schema.tables, information_schema.columns | the tables (relkind 'r') and their columns |
 //! | information_schema.table_privileges, role_table_grants | the ACL items of tables and views, one row per privilege ([`crate::acl`]) |
@@ -58,6 +60,8 @@ pub const BOOTSTRAP_SUPERUSER: u32 = 10;
 pub const PG_TOAST_NAMESPACE: u32 = 99;
 pub const INFORMATION_SCHEMA_NAMESPACE: u32 = 13207;
 pub const PG_DATABASE_OWNER: u32 = 6171;
+/// pg_language's `sql`.
+const SQL_LANGUAGE: u32 = 14;
 
 struct View {
     name: &'static str,
@@ -85,6 +89,7 @@ static VIEWS: &[View] = &[
     View { name: "pg_namespace", oid: 2615, columns: &[("oid", Type::Oid), ("nspname", Type::Name), ("nspowner", Type::Oid), ("nspacl", TEXT_ARRAY)] },
     View { name: "pg_partitioned_table", oid: 3350, columns: &[("partrelid", Type::Oid), ("partstrat", Type::Char), ("partnatts", Type::Int2), ("partdefid", Type::Oid), ("partattrs", Type::Int2Vector), ("partclass", Type::OidVector), ("partcollation", Type::OidVector), ("partexprs", Type::Text)] },
     View { name: "pg_policy", oid: 3256, columns: &[("oid", Type::Oid), ("polname", Type::Name), ("polrelid", Type::Oid), ("polcmd", Type::Char), ("polpermissive", Type::Bool), ("polroles", OID_ARRAY), ("polqual", Type::Text), ("polwithcheck", Type::Text)] },
+    View { name: "pg_language", oid: 2612, columns: &[("oid", Type::Oid), ("lanname", Type::Name), ("lanowner", Type::Oid), ("lanispl", Type::Bool), ("lanpltrusted", Type::Bool), ("lanplcallfoid", Type::Oid), ("laninline", Type::Oid), ("lanvalidator", Type::Oid), ("lanacl", TEXT_ARRAY)] },
     View { name: "pg_proc", oid: 1255, columns: &[("oid", Type::Oid), ("proname", Type::Name), ("pronamespace", Type::Oid), ("proowner", Type::Oid), ("prolang", Type::Oid), ("procost", Type::Float4), ("prorows", Type::Float4), ("provariadic", Type::Oid), ("prosupport", Type::Text), ("prokind", Type::Char), ("prosecdef", Type::Bool), ("proleakproof", Type::Bool), ("proisstrict", Type::Bool), ("proretset", Type::Bool), ("provolatile", Type::Char), ("proparallel", Type::Char), ("pronargs", Type::Int2), ("pronargdefaults", Type::Int2), ("prorettype", Type::Oid), ("proargtypes", Type::OidVector), ("proallargtypes", OID_ARRAY), ("proargmodes", CHAR_ARRAY), ("proargnames", TEXT_ARRAY), ("proargdefaults", Type::Text), ("protrftypes", OID_ARRAY), ("prosrc", Type::Text), ("probin", Type::Text), ("prosqlbody", Type::Text), ("proconfig", TEXT_ARRAY), ("proacl", TEXT_ARRAY)] },
     View { name: "pg_publication", oid: 6104, columns: &[("oid", Type::Oid), ("pubname", Type::Name), ("pubowner", Type::Oid), ("puballtables", Type::Bool), ("pubinsert", Type::Bool), ("pubupdate", Type::Bool), ("pubdelete", Type::Bool), ("pubtruncate", Type::Bool), ("pubviaroot", Type::Bool)] },
     View { name: "pg_publication_namespace", oid: 6237, columns: &[("oid", Type::Oid), ("pnpubid", Type::Oid), ("pnnspid", Type::Oid)] },
@@ -562,6 +567,54 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                 })
                 .collect()
         }
+        "pg_proc" => {
+            let roles = crate::acl::role_graph(backend, snap)?;
+            crate::sqlfunc::all(backend, snap)?
+                .iter()
+                .map(|f| {
+                    let argtypes = f.args.iter().map(|t| Value::Oid(t.oid())).collect();
+                    let names: Vec<Value> = f.arg_names.iter().map(|n| Value::Text(n.clone())).collect();
+                    Row::new(v)
+                        .oid("oid", f.oid)
+                        .t("proname", &f.name)
+                        .oid("pronamespace", f.namespace)
+                        .oid("proowner", f.owner)
+                        .oid("prolang", SQL_LANGUAGE)
+                        .set("procost", Value::Float4(100.0))
+                        .set("prorows", Value::Float4(if f.retset { 1000.0 } else { 0.0 }))
+                        .oid("provariadic", 0)
+                        .t("prosupport", "-")
+                        .t("prokind", "f")
+                        .b("prosecdef", false)
+                        .b("proleakproof", false)
+                        .b("proisstrict", f.strict)
+                        .b("proretset", f.retset)
+                        .t("provolatile", &f.volatility.to_string())
+                        .t("proparallel", "u")
+                        .i2("pronargs", f.args.len() as i16)
+                        .i2("pronargdefaults", f.n_defaults() as i16)
+                        .oid("prorettype", f.ret.oid())
+                        .set("proargtypes", Value::Array(Box::new(ferrogres_datum::array::Array::vector(Type::Oid, argtypes))))
+                        .set("proargnames", if f.arg_names.iter().all(String::is_empty) { Value::Null } else { Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Text, names))) })
+                        .t("prosrc", &f.src)
+                        .set("proacl", f.acl.as_ref().map_or(Value::Null, |a| crate::acl::display(a, &|o| roles.name(o))))
+                })
+                .collect()
+        }
+        "pg_language" => [(12, "internal", false, 2246), (13, "c", false, 2247), (SQL_LANGUAGE, "sql", true, 2248)]
+            .iter()
+            .map(|(oid, name, trusted, validator)| {
+                Row::new(v)
+                    .oid("oid", *oid)
+                    .t("lanname", name)
+                    .oid("lanowner", BOOTSTRAP_SUPERUSER)
+                    .b("lanispl", false)
+                    .b("lanpltrusted", *trusted)
+                    .oid("lanplcallfoid", 0)
+                    .oid("laninline", 0)
+                    .oid("lanvalidator", *validator)
+            })
+            .collect(),
         "pg_default_acl" => {
             let roles = crate::acl::role_graph(backend, snap)?;
             crate::default_acl::list(backend, snap)?
@@ -1254,8 +1307,6 @@ pub enum CatFunc {
     /// pg_table_is_visible(oid) and the other *_is_visible: every relation is
     /// in pg_catalog or public, both on the search path.
     IsVisible,
-    /// has_function_privilege(...): functions have no ACLs yet.
-    True,
     /// has_table_privilege & co., answered per row from the catalog caches
     /// ([`crate::acl::has_privilege`]).
     HasPrivilege(crate::acl::PrivFn),
@@ -1496,8 +1547,6 @@ pub fn call(f: CatFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resul
             (Value::Oid(o), Some(Value::Array(hidden))) => Value::Bool(!hidden.items.contains(&Value::Oid(*o))),
             _ => Value::Bool(true),
         },
-        CatFunc::True if null => Value::Null,
-        CatFunc::True => Value::Bool(true),
         CatFunc::NullText => Value::Null,
         CatFunc::GetExpr => vals[0].clone(),
         CatFunc::Lookup => {
@@ -1672,6 +1721,33 @@ pub fn relation_sizes(backend: &Backend, snap: &Snapshot, func: &str) -> Result<
 
 /// `oid:definition` of every index (pg_get_indexdef) as `snap` sees them, and
 /// `oid/n:column` for each of its columns (pg_get_indexdef(oid, n, pretty)).
+/// pg_get_function_result / pg_get_function_arguments of each SQL function
+/// as "oid:text" (`result`: the first, else the second), as PostgreSQL
+/// prints them: `integer`, `SETOF integer`, `TABLE(a integer, b text)`;
+/// `x integer, y text DEFAULT 'a'::text` (defaults as written here).
+pub fn function_texts(backend: &Backend, snap: &Snapshot, result: bool) -> Result<Vec<String>> {
+    let named = |n: &str, t: Type| if n.is_empty() { t.name_with_typmod(-1) } else { format!("{n} {}", t.name_with_typmod(-1)) };
+    Ok(crate::sqlfunc::all(backend, snap)?
+        .iter()
+        .map(|f| {
+            let text = if result {
+                match (f.out.is_empty(), f.retset) {
+                    (false, _) => format!("TABLE({})", f.out.iter().map(|(n, t)| named(n, *t)).collect::<Vec<_>>().join(", ")),
+                    (true, true) => format!("SETOF {}", f.ret.name_with_typmod(-1)),
+                    (true, false) => f.ret.name_with_typmod(-1),
+                }
+            } else {
+                let args = f.args.iter().zip(&f.arg_names).zip(&f.defaults).map(|((t, n), d)| match d {
+                    Some(d) => format!("{} DEFAULT {d}", named(n, *t)),
+                    None => named(n, *t),
+                });
+                args.collect::<Vec<_>>().join(", ")
+            };
+            format!("{}:{text}", f.oid)
+        })
+        .collect())
+}
+
 pub fn index_defs(backend: &Backend, snap: &Snapshot) -> Result<Vec<String>> {
     let classes = scan_rows(backend, &catalog::class_rel(), snap)?;
     let attrs = scan_rows(backend, &catalog::cat(catalog::PG_ATTRIBUTE, &[Type::Oid, Type::Text, Type::Oid, Type::Int2, Type::Int4, Type::Bool]), snap)?;

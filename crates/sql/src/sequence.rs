@@ -890,7 +890,7 @@ pub fn analyze_call(a: &mut crate::analyze::Analyzer, name: &str, f: &pb::FuncCa
         SeqFunc::Currval => (crate::acl::SELECT | crate::acl::USAGE, true),
         _ => (crate::acl::UPDATE, false),
     };
-    crate::catcache::require(a.backend, crate::acl::PermReq { rel: oid, privs, any, check_as: a.views.check_as, cols: None });
+    crate::catcache::require(a.backend, crate::acl::PermReq { rel: oid, privs, any, check_as: a.views.check_as, cols: None, func: false });
     let mut args = vec![Expr::Const(Value::Oid(oid), Type::Oid), Expr::Const(Value::Text(rel), Type::Text)];
     if func == SeqFunc::Setval {
         for (i, n) in f.args[1..].iter().enumerate() {

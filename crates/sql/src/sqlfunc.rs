@@ -17,6 +17,8 @@
 //! | provolatile text, proisstrict bool | `i`/`s`/`v`; STRICT |
 //! | prosrc text | the body: a query (AS '...') or, for RETURN expr, `SELECT expr` |
 //! | proout text | TABLE (...) output columns `name:typeoid`, comma-separated |
+//! | proowner oid | the owner: the role that created it (NULL in rows written before owners were stored: the bootstrap superuser) |
+//! | proacl text[] | its ACL as [`crate::acl`] stores ACLs; NULL: the default (owner all, PUBLIC EXECUTE) |
 //!
 //! A call is expanded at analysis, as PostgreSQL inlines simple SQL
 //! functions: the body's parameter references (`$n` and the argument names)
@@ -56,6 +58,8 @@ fn proc_rel() -> RelStorage {
             Type::Bool,
             Type::Text,
             Type::Text,
+            Type::Oid,
+            Type::Array(&Type::Text),
         ],
     )
 }
@@ -84,6 +88,10 @@ pub struct ProcDef {
     pub src: String,
     /// TABLE (...) columns.
     pub out: Vec<(String, Type)>,
+    /// pg_proc.proowner.
+    pub owner: u32,
+    /// pg_proc.proacl (`None`: the default).
+    pub acl: Option<crate::acl::Acl>,
 }
 
 impl ProcDef {
@@ -101,6 +109,8 @@ impl ProcDef {
             Value::Bool(self.strict),
             Value::Text(self.src.clone()),
             Value::Text(self.out.iter().map(|(n, t)| format!("{n}:{}", t.oid())).collect::<Vec<_>>().join(",")),
+            Value::Oid(self.owner),
+            self.acl.as_deref().map_or(Value::Null, crate::acl::to_stored),
         ]
     }
 
@@ -109,9 +119,14 @@ impl ProcDef {
             Value::Text(s) => s.clone(),
             _ => String::new(),
         };
-        let [Value::Oid(oid), name, Value::Oid(ns), args, names, defaults, Value::Oid(ret), Value::Bool(retset), vol, Value::Bool(strict), src, out] = r else {
+        let [Value::Oid(oid), name, Value::Oid(ns), args, names, defaults, Value::Oid(ret), Value::Bool(retset), vol, Value::Bool(strict), src, out, rest @ ..] = r else {
             return None;
         };
+        let owner = match rest.first() {
+            Some(Value::Oid(o)) => *o,
+            _ => crate::roles::BOOTSTRAP_SUPERUSER,
+        };
+        let acl = crate::acl::from_stored(rest.get(1));
         let args: Vec<Type> = txt(args).split_whitespace().filter_map(|o| o.parse().ok().and_then(Type::from_oid)).collect();
         let n = args.len();
         let mut arg_names: Vec<String> = txt(names).split(',').map(str::to_string).collect();
@@ -139,7 +154,14 @@ impl ProcDef {
             strict: *strict,
             src: txt(src),
             out,
+            owner,
+            acl,
         })
+    }
+
+    /// `name(type, ...)`, as PostgreSQL's dependency lists print it.
+    pub fn signature(&self) -> String {
+        signature(&self.name, &self.args)
     }
 
     /// How many arguments may be left out (they have DEFAULTs).
@@ -225,6 +247,7 @@ pub fn execute(cmd: &FuncCmd, backend: &mut Backend, snap: &Snapshot, notice: &m
                 .find(|(_, r)| ProcDef::from_row(r).is_some_and(|p| p.name == def.name && p.namespace == namespace && p.args == def.args));
             let mut def = def.clone();
             def.namespace = namespace;
+            def.owner = backend.current_user;
             match same {
                 Some(_) if !replace => {
                     return Err(SqlError::new(b"42723", format!("function \"{}\" already exists with same argument types", def.name)))
@@ -241,10 +264,21 @@ pub fn execute(cmd: &FuncCmd, backend: &mut Backend, snap: &Snapshot, notice: &m
                         return Err(SqlError::new(b"42P13", format!("cannot change name of input parameter \"{o}\""))
                             .with_hint(format!("Use DROP FUNCTION {} first.", signature(&def.name, &def.args))));
                     }
+                    // Replacing needs ownership; owner and ACL stay.
+                    let roles = crate::acl::role_graph(backend, snap)?;
+                    if !roles.has_privs_of(backend.current_user, old.owner) {
+                        return Err(crate::acl::not_owner(crate::acl::ObjKind::Function, &def.name));
+                    }
                     def.oid = old.oid;
+                    def.owner = old.owner;
+                    def.acl = old.acl.clone();
                     delete(backend, tid, &def.name)?;
                 }
-                None => def.oid = engine.new_oid(),
+                None => {
+                    def.oid = engine.new_oid();
+                    // ALTER DEFAULT PRIVILEGES ... ON FUNCTIONS of the owner.
+                    def.acl = crate::default_acl::initial_acl(backend, snap, crate::default_acl::FUNCTION, namespace, def.owner)?;
+                }
             }
             insert_row(backend, &proc_rel(), &def.row())?;
             Ok("CREATE FUNCTION".into())
@@ -273,16 +307,76 @@ pub fn execute(cmd: &FuncCmd, backend: &mut Backend, snap: &Snapshot, notice: &m
                     }
                 }
             }
-            for (tid, r) in scan_rows(backend, &proc_rel(), snap)? {
-                if let Some(Value::Oid(o)) = r.first() {
-                    if doomed.contains(o) {
-                        delete(backend, tid, "function")?;
-                    }
+            // Dropping needs ownership (or a superuser's rights).
+            let roles = crate::acl::role_graph(backend, snap)?;
+            for p in all(backend, snap)?.iter().filter(|p| doomed.contains(&p.oid)) {
+                if !roles.has_privs_of(backend.current_user, p.owner) {
+                    return Err(crate::acl::not_owner(crate::acl::ObjKind::Function, &p.name));
                 }
             }
+            drop_oids(backend, snap, &doomed)?;
             Ok("DROP FUNCTION".into())
         }
     }
+}
+
+/// The one function `item` names (GRANT, ALTER FUNCTION: PostgreSQL's
+/// LookupFuncWithArgs): without an argument list the name must be unique
+/// (42725), else the argument types must match (42883). `procedure`: ON
+/// PROCEDURE, which no SQL function answers (there are no procedures).
+pub fn resolve(backend: &Backend, snap: &Snapshot, item: &DropItem, procedure: bool) -> Result<ProcDef> {
+    let (schema, name, args, _) = item;
+    let word = if procedure { "procedure" } else { "function" };
+    let cands = lookup(backend, snap, schema.as_deref(), name)?;
+    let hits: Vec<ProcDef> = cands.into_iter().filter(|p| args.as_ref().is_none_or(|a| &p.args == a)).collect();
+    let one = match (hits.len(), args) {
+        (0, None) => return Err(SqlError::new(b"42883", format!("could not find a {word} named \"{name}\""))),
+        (0, Some(a)) => return Err(SqlError::new(b"42883", format!("{word} {} does not exist", signature(name, a)))),
+        (1, _) | (_, Some(_)) => hits.into_iter().next().expect("one found"),
+        (_, None) => {
+            return Err(SqlError::new(b"42725", format!("{word} name \"{name}\" is not unique")).with_hint(format!("Specify the argument list to select the {word} unambiguously.")))
+        }
+    };
+    if procedure {
+        return Err(SqlError::new(b"42809", format!("{} is not a procedure", one.signature())));
+    }
+    Ok(one)
+}
+
+/// Deletes the pg_proc rows of the functions `doomed`.
+pub fn drop_oids(backend: &mut Backend, snap: &Snapshot, doomed: &[u32]) -> Result<()> {
+    if doomed.is_empty() {
+        return Ok(());
+    }
+    for (tid, r) in scan_rows(backend, &proc_rel(), snap)? {
+        if let Some(Value::Oid(o)) = r.first() {
+            if doomed.contains(o) {
+                delete(backend, tid, "function")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The SQL function with OID `oid`, from the catalog cache.
+pub fn by_oid(backend: &Backend, snap: &Snapshot, oid: u32) -> Result<Option<ProcDef>> {
+    if !functions_exist(backend) {
+        return Ok(None);
+    }
+    let every = crate::catcache::all_functions(backend, snap, || all(backend, snap))?;
+    Ok(every.iter().find(|p| p.oid == oid).cloned())
+}
+
+/// Replaces function `oid`'s row by `f`'s change of it (owner, ACL).
+pub fn update(backend: &mut Backend, snap: &Snapshot, oid: u32, f: &dyn Fn(&mut ProcDef)) -> Result<()> {
+    let found = scan_rows(backend, &proc_rel(), snap)?.into_iter().find_map(|(tid, r)| ProcDef::from_row(&r).filter(|p| p.oid == oid).map(|p| (tid, p)));
+    let Some((tid, mut def)) = found else {
+        return Err(SqlError::internal(format!("no pg_proc row for function {oid}")));
+    };
+    delete(backend, tid, &def.name)?;
+    f(&mut def);
+    insert_row(backend, &proc_rel(), &def.row())?;
+    Ok(())
 }
 
 fn delete(backend: &mut Backend, tid: ferrogres_engine::heap::tuple::Tid, name: &str) -> Result<()> {

@@ -66,15 +66,7 @@ impl<'a> Analyzer<'a> {
             ("pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible", 1) => {
                 (CatFunc::IsVisible, &[Type::Oid], Type::Bool)
             }
-            ("has_function_privilege", 2..=3) => {
-                // Functions have EXECUTE for PUBLIC by default and no stored ACL yet.
-                let mut out = Vec::new();
-                for (a, l) in std::mem::take(args).into_iter().zip(locs) {
-                    out.push(if a.ty() == Type::Unknown { self.coerce(a, Type::Text, CastContext::Implicit, *l)? } else { a });
-                }
-                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::True), args: out, ty: Type::Bool }));
-            }
-            ("has_table_privilege" | "has_sequence_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_any_column_privilege" | "has_parameter_privilege", 2..=3)
+            ("has_table_privilege" | "has_sequence_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_any_column_privilege" | "has_parameter_privilege" | "has_function_privilege", 2..=3)
             | ("has_column_privilege", 3..=4) => {
                 let f = crate::acl::PrivFn::of_name(name).expect("a privilege inquiry function");
                 let mut out = Vec::new();
@@ -123,6 +115,16 @@ impl<'a> Analyzer<'a> {
             ("pg_relation_is_publishable", 1) => (CatFunc::IsVisible, &[Type::Oid], Type::Bool),
             ("pg_get_expr", 2) => (CatFunc::GetExpr, &[Type::Text, Type::Oid], Type::Text),
             ("pg_get_expr", 3) => (CatFunc::GetExpr, &[Type::Text, Type::Oid, Type::Bool], Type::Text),
+            ("pg_get_function_result" | "pg_get_function_arguments", 1) => {
+                let oid_arg = std::mem::take(args).into_iter().next().expect("one argument");
+                let oid_arg = self.coerce(oid_arg, Type::Oid, CastContext::Implicit, locs[0])?;
+                let texts = pgcatalog::function_texts(self.backend, self.snap, name == "pg_get_function_result")?;
+                let table = ferrogres_datum::array::Array::new(Type::Text, texts.into_iter().map(Value::Text).collect());
+                let table = Expr::Const(Value::Array(Box::new(table)), ferrogres_datum::array::array_of(Type::Text).expect("text[]"));
+                return Ok(Some(Expr::Func { func: Func::Catalog(CatFunc::Lookup), args: vec![oid_arg, table, Expr::Const(Value::Bool(false), Type::Bool)], ty: Type::Text }));
+            }
+            // Bodies are stored as their query (prosrc); there is no separate SQL-standard body.
+            ("pg_get_function_sqlbody", 1) => (CatFunc::NullText, &[Type::Oid], Type::Text),
             ("pg_get_indexdef", 1 | 3) | ("pg_get_constraintdef", 1 | 2) => {
                 let mut given = std::mem::take(args).into_iter();
                 let oid_arg = given.next().expect("one argument or more");

@@ -169,7 +169,7 @@ impl<'a> Analyzer<'a> {
             (None, None) => return Err(SqlError::new(b"42P13", "no function body specified")),
         };
         let namespace = crate::namespace::creation_namespace(self.backend, self.snap, schema.as_deref(), false, &name)?;
-        let def = ProcDef { oid: 0, name, namespace, args, arg_names, defaults, ret, retset, volatility, strict, src, out };
+        let def = ProcDef { oid: 0, name, namespace, args, arg_names, defaults, ret, retset, volatility, strict, src, out, owner: 0, acl: None };
         // The body is checked now, as PostgreSQL does (check_function_bodies).
         let nulls: Vec<String> = def.args.iter().map(|t| format!("CAST(NULL AS {})", type_text(*t))).collect();
         let text = self.expansion(&def, &nulls, def.retset || def.ret == Type::Void)?;
@@ -177,7 +177,12 @@ impl<'a> Analyzer<'a> {
         if let Some(NodeEnum::SelectStmt(sel)) = stmts.first().map(|s| &s.node) {
             let mut sub =
                 Analyzer { backend: self.backend, snap: self.snap, sql: &text, params: Vec::new(), params_allowed: false, views: self.views.clone(), upper: Default::default(), planner: self.planner.clone(), fold_error: None };
-            sub.select(sel).map_err(|mut e| {
+            // Validating the body needs no privilege on what it names (they
+            // are checked when it is called).
+            let outer = crate::catcache::begin_perms(self.backend);
+            let checked = sub.select(sel);
+            crate::catcache::take_perms(self.backend, outer);
+            checked.map_err(|mut e| {
                 e.position = None;
                 e
             })?;
@@ -304,6 +309,8 @@ impl<'a> Analyzer<'a> {
             }
         };
         let def = cands[id].clone();
+        // EXECUTE, checked at each execution as the caller (under a view too).
+        crate::catcache::require(self.backend, crate::acl::PermReq { rel: def.oid, privs: crate::acl::EXECUTE, func: true, ..Default::default() });
         let mut args: Vec<String> = texts.iter().zip(&def.args).map(|(t, ty)| format!("CAST(({t}) AS {})", type_text(*ty))).collect();
         for i in n..def.args.len() {
             let d = def.defaults[i].clone().unwrap_or_else(|| "NULL".into());
