@@ -571,6 +571,121 @@ impl RowIter for SeqScan {
     }
 }
 
+/// Each conjunct of a filter with the columns it reads that no earlier one did.
+type Stages = Vec<(Vec<usize>, Expr)>;
+
+/// A sequential scan that evaluates the filter above it itself, conjunct by
+/// conjunct, each conjunct's columns made into values just before it (issue
+/// 19, TPC-H Q6: the scan was bound by making every read column of every
+/// tuple): a tuple that fails a conjunct costs the columns read so far, and
+/// the other columns the scan passes up are made only for the tuples that
+/// pass. Its caller still applies the filter to the rows that come out, so
+/// this is used only where evaluating it twice changes nothing (a filter of
+/// plain operators and non-volatile built-in functions, no subquery), and
+/// not under EXPLAIN ANALYZE, whose row counts are taken between the scan
+/// and the filter. A conjunct that is not true (false or NULL) ends the
+/// tuple, as PostgreSQL's qual evaluation does.
+struct FilteredSeqScan {
+    scan: crate::rowio::RowScan,
+    stages: Stages,
+    /// The other columns the scan reads, made once a tuple passed.
+    rest: Vec<usize>,
+    /// The row being made, reused while tuples fail.
+    row: Vec<Value>,
+}
+
+impl FilteredSeqScan {
+    /// The stages and the other columns of a scan of `scan`'s relation under
+    /// `filter`; `None` when `filter` does not qualify (see the type's doc).
+    fn plan(scan: &crate::rowio::RowScan, filter: &Expr) -> Option<(Stages, Vec<usize>)> {
+        if crate::explain::instrumenting() || !repeatable(filter) {
+            return None;
+        }
+        let width = scan.width();
+        let conjuncts: Vec<&Expr> = match filter {
+            Expr::And(args) => args.iter().collect(),
+            e => vec![e],
+        };
+        let mut made = vec![false; width];
+        let mut stages = Vec::with_capacity(conjuncts.len());
+        for c in conjuncts {
+            let mut cols = crate::subquery::columns_read(c);
+            cols.sort_unstable();
+            cols.dedup();
+            if cols.iter().any(|&i| i >= width || !scan.reads(i)) {
+                return None;
+            }
+            cols.retain(|&i| !std::mem::replace(&mut made[i], true));
+            stages.push((cols, c.clone()));
+        }
+        let rest = (0..width).filter(|&i| !made[i] && scan.reads(i)).collect();
+        Some((stages, rest))
+    }
+}
+
+/// Whether evaluating `e` twice over a row is the same as once: operators,
+/// constants, columns, parameters and non-volatile built-in functions only.
+fn repeatable(e: &Expr) -> bool {
+    let mut ok = true;
+    crate::subquery::visit_expr(e, 0, true, &mut |e, _| {
+        ok &= match e {
+            Expr::Func { func: Func::Builtin(id), .. } => {
+                let b = id.get();
+                b.volatility != crate::functions::Volatility::Volatile && !b.returns_set()
+            }
+            Expr::Const(..)
+            | Expr::Column(..)
+            | Expr::Param(..)
+            | Expr::Cast { .. }
+            | Expr::Arith { .. }
+            | Expr::Neg(..)
+            | Expr::Compare { .. }
+            | Expr::Concat(..)
+            | Expr::And(_)
+            | Expr::Or(_)
+            | Expr::Not(_)
+            | Expr::IsNull { .. }
+            | Expr::Case { .. }
+            | Expr::Coalesce(..)
+            | Expr::NullIf { .. }
+            | Expr::MinMax { .. }
+            | Expr::Distinct { .. }
+            | Expr::Like { .. } => true,
+            _ => false,
+        }
+    });
+    ok
+}
+
+impl RowIter for FilteredSeqScan {
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        'tuple: loop {
+            if self.scan.at_page_boundary() {
+                ctx.env.check_interrupts()?;
+            }
+            if !self.scan.step(ctx.backend, &ctx.snap)? {
+                return Ok(None);
+            }
+            for s in 0..self.stages.len() {
+                let (cols, cond) = &self.stages[s];
+                self.scan.fill(ctx.backend, &ctx.snap, cols, &mut self.row)?;
+                let params = ctx.params;
+                if eval_pure(cond, &self.row, params, &[], ctx)? != Value::Bool(true) {
+                    for (cols, _) in &self.stages[..=s] {
+                        for &i in cols {
+                            self.row[i] = Value::Null;
+                        }
+                    }
+                    continue 'tuple;
+                }
+            }
+            self.scan.fill(ctx.backend, &ctx.snap, &self.rest, &mut self.row)?;
+            let width = self.row.len();
+            return Ok(Some(std::mem::replace(&mut self.row, vec![Value::Null; width])));
+        }
+    }
+}
+
 struct SeriesIter {
     cur: i64,
     end: i64,
@@ -604,8 +719,7 @@ impl<I: RowIter> RowIter for Filter<I> {
     fn next(&mut self, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
         while let Some(row) = self.input.next(ctx)? {
             self.tick.tick(&*ctx.env)?;
-            let params = ctx.params;
-            if eval_pure(&self.pred, &row, params, &[], ctx)? == Value::Bool(true) {
+            if qual(&self.pred, &row, ctx)? {
                 return Ok(Some(row));
             }
         }
@@ -710,9 +824,21 @@ pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
 /// chooses for `filter`. The caller still applies `filter`.
 pub fn table_rows(t: &crate::catalog::Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     Ok(match crate::index::open_table_scan(t, filter, &crate::index::PathCache::default(), ctx)? {
-        crate::index::TableScan::Seq(scan) => Box::new(SeqScan(*scan)),
+        crate::index::TableScan::Seq(scan) => seq_scan(*scan, filter),
         crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
     })
+}
+
+/// A sequential scan under `filter` (which its caller applies):
+/// [`FilteredSeqScan`] where it may, else a plain [`SeqScan`].
+fn seq_scan(scan: crate::rowio::RowScan, filter: Option<&Expr>) -> Box<dyn RowIter> {
+    match filter.and_then(|f| FilteredSeqScan::plan(&scan, f)) {
+        Some((stages, rest)) => {
+            let row = vec![Value::Null; scan.width()];
+            Box::new(FilteredSeqScan { scan, stages, rest, row })
+        }
+        None => Box::new(SeqScan(scan)),
+    }
 }
 
 /// Runs a query to a row iterator of its output columns.
@@ -733,7 +859,7 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Source::Table(t) => match crate::index::ordered_scan(t, q, ctx)? {
             Some(rows) => Box::new(VecIter(rows.into_iter())),
             None => match crate::index::open_table_scan(t, q.filter.as_ref(), &q.paths, ctx)? {
-                crate::index::TableScan::Seq(scan) => Box::new(SeqScan(*scan)),
+                crate::index::TableScan::Seq(scan) => seq_scan(*scan, q.filter.as_ref()),
                 crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
             },
         },
@@ -1003,13 +1129,29 @@ impl DmlRows {
 
 /// Whether `row` passes a WHERE (true when there is none; NULL does not pass).
 fn passes(filter: Option<&Expr>, row: &[Value], ctx: &mut Ctx) -> Result<bool> {
-    Ok(match filter {
-        Some(p) => {
-            let params = ctx.params;
-            eval_pure(p, row, params, &[], ctx)? == Value::Bool(true)
+    match filter {
+        Some(p) => qual(p, row, ctx),
+        None => Ok(true),
+    }
+}
+
+/// Whether `pred`, a WHERE list or a join condition, holds for `row`: its
+/// AND-ed conjuncts in order, stopping at the first that is not true (false
+/// or NULL), as PostgreSQL's ExecQual does; a later conjunct is not
+/// evaluated for such a row, so its errors do not happen.
+pub(crate) fn qual(pred: &Expr, row: &[Value], ctx: &mut Ctx) -> Result<bool> {
+    let params = ctx.params;
+    match pred {
+        Expr::And(args) => {
+            for a in args {
+                if eval_pure(a, row, params, &[], ctx)? != Value::Bool(true) {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
         }
-        None => true,
-    })
+        p => Ok(eval_pure(p, row, params, &[], ctx)? == Value::Bool(true)),
+    }
 }
 
 /// READ COMMITTED's re-check after a row the statement meant to change or lock

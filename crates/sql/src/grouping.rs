@@ -8,13 +8,15 @@
 //! type hashes, else through an ordered map of the keys ([`GroupIndex`]); a
 //! row's key values are read in place (borrowed from the row), so finding an
 //! existing group copies nothing. Groups are kept in the order they were first
-//! seen. A group keeps its first input row: the target list, the
-//! hidden sort expressions and HAVING are evaluated over that row and the group's
+//! seen. A group keeps its first input row, cut down to the columns the target
+//! list, the hidden sort expressions and HAVING read (NULL in the others when
+//! it comes out): those are evaluated over that row and the group's
 //! aggregate results. That is sound because analysis rejects (42803) any column
 //! reference outside an aggregate that is not inside a GROUP BY expression, so
 //! every column such an expression reads has one value in the group.
 //!
-//! Groups are kept in memory up to `work_mem`; the rows of groups beyond it are
+//! Groups are kept in memory up to `work_mem` times `hash_mem_multiplier`
+//! (PostgreSQL 15's bound of a hash aggregation); the rows of groups beyond it are
 //! spilled to an external sort and aggregated from it ([`run`]).
 //!
 //! DISTINCT sorts the projected rows by the ORDER BY keys and then by the
@@ -252,8 +254,9 @@ impl AggState {
 /// Runs the grouping: one output row (the projected `exprs`) per group that
 /// passes HAVING.
 ///
-/// Groups live in an ordered map while their memory (key, first row, states:
-/// [`group_mem`]) stays within `work_mem`. Past it, no new group is made in
+/// Groups live in an ordered map while their memory (key, first row cut down
+/// to the columns the output and HAVING read, states: [`group_mem`]) stays
+/// within `work_mem`. Past it, no new group is made in
 /// memory: a row of a group already there still advances it, and a row of any
 /// other group is spilled, with its key in front, into an external sort on that
 /// key ([`crate::sort::Sorter`]; PostgreSQL 13 spills such rows too, by hash
@@ -267,7 +270,9 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs:
         return Ok(Box::new(crate::exec::rows_iter(rows)));
     }
     let mem = crate::sort::sort_mem(ctx)?;
-    let work_mem = mem.work_mem;
+    // The groups' bound: work_mem times hash_mem_multiplier, as PostgreSQL's
+    // hash aggregation (the sort it spills into keeps work_mem).
+    let work_mem = mem.hash_mem;
     let nkeys = g.keys.len();
     let mut index = if g.keys.iter().all(|k| hashable(k.ty())) {
         GroupIndex::Hash(FxHashMap::default(), Vec::new())
@@ -280,8 +285,10 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs:
     if g.keys.is_empty() {
         groups.push((vec![], aggs.iter().map(AggState::new).collect()));
     }
+    let mut layout = FirstRow::new(g, exprs);
     let mut n: u64 = 0;
     while let Some(row) = input.next(ctx)? {
+        layout.width = row.len();
         n += 1;
         if n.is_multiple_of(1024) {
             ctx.env.check_interrupts()?;
@@ -300,9 +307,10 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs:
                 Some(i) => i,
                 None if spill.is_none() && used <= work_mem => {
                     let key: Vec<Value> = key.into_iter().map(Cow::into_owned).collect();
-                    used += group_mem(&key, &row, aggs.len());
+                    let first = layout.cut(&row);
+                    used += group_mem(&key, &first, aggs.len());
                     index.insert(key, groups.len());
-                    groups.push((row.clone(), aggs.iter().map(AggState::new).collect()));
+                    groups.push((first, aggs.iter().map(AggState::new).collect()));
                     groups.len() - 1
                 }
                 None => {
@@ -321,7 +329,7 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs:
         }
     }
     drop(input);
-    drop(index);
+    let keys = index.into_keys(groups.len());
     let spilled = match spill {
         Some(s) => Some(s.finish(&*ctx.env)?.0),
         None => None,
@@ -330,7 +338,8 @@ pub fn run(g: &Grouping, aggs: &[Aggregate], mut input: Box<dyn RowIter>, exprs:
         aggs: aggs.to_vec(),
         exprs: exprs.to_vec(),
         having: g.having.clone(),
-        in_memory: groups.into_iter(),
+        in_memory: groups.into_iter().zip(keys),
+        layout,
         spilled,
         nkeys,
         pending: None,
@@ -371,6 +380,23 @@ impl GroupIndex {
         }
     }
 
+    /// The keys by group number, `n` groups (a group without an entry, the
+    /// one group of a query without GROUP BY, gets the empty key).
+    fn into_keys(self, n: usize) -> Vec<Vec<Value>> {
+        let mut keys = match self {
+            GroupIndex::Hash(_, keys) => keys,
+            GroupIndex::Ordered(map) => {
+                let mut keys = vec![Vec::new(); n];
+                for (k, gi) in map {
+                    keys[gi] = k.0;
+                }
+                keys
+            }
+        };
+        keys.resize(n, Vec::new());
+        keys
+    }
+
     /// Adds group `gi` with key `key`.
     fn insert(&mut self, key: Vec<Value>, gi: usize) {
         match self {
@@ -391,6 +417,55 @@ fn hash_of(key: &[Cow<'_, Value>]) -> u32 {
     key.iter().fold(0u32, |h, v| h.rotate_left(1) ^ crate::hashjoin::value_hash(v))
 }
 
+/// What a group keeps of its first row: the columns its output and HAVING
+/// read (the aggregates read every row as it passes), but for those that are
+/// a GROUP BY column, which come back from the group's key (equal values:
+/// the key is the first row's).
+struct FirstRow {
+    /// The columns kept, ascending.
+    kept: Vec<usize>,
+    /// (column, its position in the key).
+    from_key: Vec<(usize, usize)>,
+    /// The input row's width.
+    width: usize,
+}
+
+impl FirstRow {
+    fn new(g: &Grouping, exprs: &[Expr]) -> FirstRow {
+        let mut read: Vec<usize> = exprs.iter().chain(g.having.as_ref()).flat_map(crate::subquery::columns_read).collect();
+        read.sort_unstable();
+        read.dedup();
+        let key_of = |c: usize| g.keys.iter().position(|k| matches!(k, Expr::Column(i, _) if *i == c));
+        let (mut kept, mut from_key) = (Vec::new(), Vec::new());
+        for c in read {
+            match key_of(c) {
+                Some(k) => from_key.push((c, k)),
+                None => kept.push(c),
+            }
+        }
+        FirstRow { kept, from_key, width: 0 }
+    }
+
+    fn cut(&self, row: &[Value]) -> Vec<Value> {
+        self.kept.iter().map(|&i| row.get(i).cloned().unwrap_or(Value::Null)).collect()
+    }
+
+    /// The first row again at the input's width, NULL where nothing reads.
+    fn widen(&self, kept: Vec<Value>, mut key: Vec<Value>) -> Vec<Value> {
+        let last = self.kept.iter().chain(self.from_key.iter().map(|(c, _)| c)).max().map_or(0, |&c| c + 1);
+        let mut row = vec![Value::Null; self.width.max(last)];
+        for (v, &i) in kept.into_iter().zip(&self.kept) {
+            row[i] = v;
+        }
+        for &(c, k) in &self.from_key {
+            if let Some(v) = key.get_mut(k) {
+                row[c] = std::mem::replace(v, Value::Null);
+            }
+        }
+        row
+    }
+}
+
 /// The memory a new group holds: its key, its first row, its aggregate states
 /// and its map entry (aggregates that collect values, array_agg or DISTINCT,
 /// grow past this: not counted).
@@ -398,12 +473,18 @@ fn group_mem(key: &[Value], row: &[Value], naggs: usize) -> usize {
     crate::sort::row_mem(key) + crate::sort::row_mem(row) + naggs * std::mem::size_of::<AggState>() + 64
 }
 
+/// The groups in memory as they come out: (first row, states), key.
+type InMemory = std::iter::Zip<std::vec::IntoIter<(Vec<Value>, Vec<AggState>)>, std::vec::IntoIter<Vec<Value>>>;
+
 /// The grouped rows as they are asked for (see [`run`]).
 struct GroupOutput {
     aggs: Vec<Aggregate>,
     exprs: Vec<Expr>,
     having: Option<Expr>,
-    in_memory: std::vec::IntoIter<(Vec<Value>, Vec<AggState>)>,
+    /// The groups in memory: their first rows as `layout` cut them, their
+    /// states, their keys.
+    in_memory: InMemory,
+    layout: FirstRow,
     /// The spilled rows, `[key..., row...]`, sorted on the key.
     spilled: Option<crate::sort::Sorted>,
     nkeys: usize,
@@ -460,7 +541,7 @@ impl RowIter for GroupOutput {
         loop {
             self.tick.tick(&*ctx.env)?;
             let (row, states) = match self.in_memory.next() {
-                Some(g) => g,
+                Some(((first, states), key)) => (self.layout.widen(first, key), states),
                 None => match self.next_spilled(ctx)? {
                     Some(g) => g,
                     None => return Ok(None),

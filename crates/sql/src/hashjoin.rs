@@ -1,6 +1,8 @@
 //! The hash join within `work_mem` (PostgreSQL's hybrid hash join,
 //! nodeHashjoin.c / nodeHash.c: the ideas, not the code), for every join that
-//! is not LATERAL: inner, left, right, full, semi and anti.
+//! is not LATERAL: inner, left, right, full, semi and anti. As in PostgreSQL
+//! 15, a hash table's bound is `work_mem` times `hash_mem_multiplier`
+//! (default 2): "`work_mem`" below means that product.
 //!
 //! One input, the *build* side, is read into a hash table keyed by its hash
 //! keys; the other, the *probe* side, streams through it. Without hash keys
@@ -11,7 +13,12 @@
 //! hashes its inner side) and the left rows already read are written to a
 //! temporary file, probed first. Semi- and anti-joins always build on the
 //! right, each build row cut down to the columns the keys and the condition
-//! read.
+//! read. Inner and outer joins cut the rows of both inputs down to the
+//! columns read above the join (the projection's `JoinPlan::out`), by its
+//! condition or by its keys, as they are read, and widen them back (NULL in
+//! the other positions) as joined rows come out: the table, the batch files
+//! and `work_mem`'s count hold only those columns, as PostgreSQL's hash table
+//! holds only its inner side's target list.
 //!
 //! Batches. A build row's hash (`join_hash` of its key values) picks its batch:
 //! `hash & (nbatch - 1)`, `nbatch` a power of two, 1 at the start. The rows of
@@ -145,11 +152,71 @@ fn eval_key(exprs: &[Expr], row: &[Value], ctx: &mut Ctx) -> Result<Option<Vec<V
 }
 
 
-fn concat(l: &[Value], r: &[Value]) -> Vec<Value> {
-    let mut row = Vec::with_capacity(l.len() + r.len());
-    row.extend_from_slice(l);
-    row.extend_from_slice(r);
-    row
+/// The values of `row` at the positions `keep`, in that order.
+fn cut(mut row: Vec<Value>, keep: &[usize]) -> Vec<Value> {
+    keep.iter().map(|&i| row.get_mut(i).map(|v| std::mem::replace(v, Value::Null)).unwrap_or(Value::Null)).collect()
+}
+
+/// Appends one side of a joined row, `width` columns: `part` as it is (no
+/// `keep`), or spread back to its positions `keep` with NULL in the others,
+/// or all NULL (`part` is `None`: the side is NULL-extended).
+fn widen(out: &mut Vec<Value>, part: Option<&[Value]>, keep: Option<&[usize]>, width: usize) {
+    match (part, keep) {
+        (Some(p), None) => out.extend_from_slice(p),
+        (Some(p), Some(k)) => {
+            let base = out.len();
+            out.resize(base + width, Value::Null);
+            for (v, &i) in p.iter().zip(k) {
+                out[base + i] = v.clone();
+            }
+        }
+        (None, _) => out.resize(out.len() + width, Value::Null),
+    }
+}
+
+/// For an inner or outer join: the columns of one input the join keeps
+/// (those read above it, by its condition or by its keys; `None`: all of
+/// them), from the join's needs as the projection found them
+/// ([`crate::optimizer::JoinPlan::out`]). Its rows are held (in the hash table,
+/// in batch files) cut down to those, as PostgreSQL's hash table holds only
+/// the inner side's target list, and widened back to the join's row as they
+/// come out.
+fn kept_columns(j: &Join, left: bool) -> Option<Vec<usize>> {
+    let out = j.plan.out.as_ref()?;
+    let (lw, rw) = (j.lw, j.rw);
+    let (from, width) = if left { (0, lw) } else { (lw, rw) };
+    let mut used: Vec<bool> = (0..width).map(|i| out.get(from + i).copied().unwrap_or(true)).collect();
+    if let Some(c) = &j.cond {
+        for i in columns_read(c) {
+            if i >= lw + rw {
+                return None;
+            }
+            if (from..from + width).contains(&i) {
+                used[i - from] = true;
+            }
+        }
+    }
+    if let Some((lk, rk)) = &j.hash {
+        for i in (if left { lk } else { rk }).iter().flat_map(columns_read) {
+            *used.get_mut(i)? = true;
+        }
+    }
+    let keep: Vec<usize> = used.iter().enumerate().filter(|(_, &u)| u).map(|(i, _)| i).collect();
+    (keep.len() < width).then_some(keep)
+}
+
+/// `exprs` renumbered to read a row cut down to `keep`.
+fn renumber(exprs: &[Expr], keep: Option<&[usize]>) -> Vec<Expr> {
+    let Some(keep) = keep else { return exprs.to_vec() };
+    let pos = |i: usize| keep.binary_search(&i).unwrap_or(0);
+    exprs
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            map_columns(&mut e, &pos);
+            e
+        })
+        .collect()
 }
 
 /// One input of a join as it streams: its rows that pass its filter.
@@ -159,6 +226,8 @@ pub(crate) struct Input {
     /// EXPLAIN's key of the input.
     key: usize,
     done: bool,
+    /// The columns its rows are cut down to, in order (`None`: all).
+    keep: Option<Vec<usize>>,
 }
 
 impl Input {
@@ -169,7 +238,14 @@ impl Input {
         };
         let key = crate::explain::key(s);
         let rows = crate::explain::wrap(rows, key, crate::explain::Stage::Scan);
-        Ok(Input { rows, filter: filter.clone(), key, done: false })
+        Ok(Input { rows, filter: filter.clone(), key, done: false, keep: None })
+    }
+
+    /// The same input with each row cut down to the columns `keep` (after
+    /// its filter, which reads the whole row).
+    fn keeping(mut self, keep: Option<Vec<usize>>) -> Input {
+        self.keep = keep;
+        self
     }
 
     pub(crate) fn next(&mut self, tick: &mut Ticker, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
@@ -184,7 +260,10 @@ impl Input {
                 }
                 crate::explain::count_row(self.key, crate::explain::Stage::Filter);
             }
-            return Ok(Some(r));
+            return Ok(Some(match &self.keep {
+                Some(k) => cut(r, k),
+                None => r,
+            }));
         }
         self.done = true;
         Ok(None)
@@ -285,6 +364,10 @@ pub(crate) struct HashJoin {
     probe_keys: Option<Vec<Expr>>,
     /// Semi/anti: the build input's columns kept.
     build_proj: Option<Vec<usize>>,
+    /// Inner and outer joins: the columns of the left (right) input its rows
+    /// are cut down to while the join holds them ([`kept_columns`]).
+    keep_l: Option<Vec<usize>>,
+    keep_r: Option<Vec<usize>>,
     work_mem: usize,
     spill: Spill,
     nbatch: usize,
@@ -319,7 +402,8 @@ pub(crate) struct HashJoin {
 /// Starts a join that is not LATERAL.
 pub(crate) fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     let mem: SortMem = crate::sort::sort_mem(ctx)?;
-    let work_mem = mem.work_mem;
+    // The table's bound: work_mem times hash_mem_multiplier, as PostgreSQL's.
+    let work_mem = mem.hash_mem;
     let mut tick = Ticker::default();
     let mode = match j.kind {
         JoinKind::Semi => Mode::Semi,
@@ -337,6 +421,8 @@ pub(crate) fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         build_keys: None,
         probe_keys: None,
         build_proj: None,
+        keep_l: None,
+        keep_r: None,
         work_mem,
         spill: Spill::new(mem),
         nbatch: 1,
@@ -372,8 +458,10 @@ pub(crate) fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         hj.finish_build();
         return Ok(Box::new(hj));
     }
-    let mut left = Input::open(&j.left, &j.left_filter, ctx)?;
-    let mut right = Input::open(&j.right, &j.right_filter, ctx)?;
+    hj.keep_l = kept_columns(j, true);
+    hj.keep_r = kept_columns(j, false);
+    let mut left = Input::open(&j.left, &j.left_filter, ctx)?.keeping(hj.keep_l.clone());
+    let mut right = Input::open(&j.right, &j.right_filter, ctx)?.keeping(hj.keep_r.clone());
     let (mut lrows, mut rrows) = (Vec::new(), Vec::new());
     let mut held = 0usize;
     while !left.done && !right.done && held <= work_mem {
@@ -395,9 +483,11 @@ pub(crate) fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         if hj.build_is_left { (left, right, lrows, rrows) } else { (right, left, rrows, lrows) };
     (hj.build_preserved, hj.probe_preserved) = if hj.build_is_left { (left_preserved, right_preserved) } else { (right_preserved, left_preserved) };
     if let Some((lk, rk)) = &j.hash {
+        let lk = renumber(lk, hj.keep_l.as_deref());
+        let rk = renumber(rk, hj.keep_r.as_deref());
         let (bk, pk) = if hj.build_is_left { (lk, rk) } else { (rk, lk) };
-        hj.build_keys = Some(bk.clone());
-        hj.probe_keys = Some(pk.clone());
+        hj.build_keys = Some(bk);
+        hj.probe_keys = Some(pk);
     }
     if build_in.done {
         hj.pending = probe_rows.into();
@@ -585,12 +675,21 @@ impl HashJoin {
         crate::explain::record_hash(self.plan_key, self.stats);
     }
 
+    /// The join's row of a left and a right part (`None`: NULL-extended),
+    /// each widened back from its kept columns.
+    fn joined(&self, l: Option<&[Value]>, r: Option<&[Value]>) -> Vec<Value> {
+        let mut row = Vec::with_capacity(self.lw + self.rw);
+        widen(&mut row, l, self.keep_l.as_deref(), self.lw);
+        widen(&mut row, r, self.keep_r.as_deref(), self.rw);
+        row
+    }
+
     /// The joined row of a probe row and a build row.
     fn pair(&self, probe: &[Value], build: &[Value]) -> Vec<Value> {
         if self.build_is_left {
-            concat(build, probe)
+            self.joined(Some(build), Some(probe))
         } else {
-            concat(probe, build)
+            self.joined(Some(probe), Some(build))
         }
     }
 
@@ -598,17 +697,17 @@ impl HashJoin {
     /// row alone for an anti-join.
     fn probe_unmatched(&self, row: Vec<Value>) -> Vec<Value> {
         match self.mode {
-            Mode::Pairs if self.build_is_left => concat(&vec![Value::Null; self.lw], &row),
-            Mode::Pairs => concat(&row, &vec![Value::Null; self.rw]),
+            Mode::Pairs if self.build_is_left => self.joined(None, Some(&row)),
+            Mode::Pairs => self.joined(Some(&row), None),
             _ => row,
         }
     }
 
     fn build_unmatched(&self, row: &[Value]) -> Vec<Value> {
         if self.build_is_left {
-            concat(row, &vec![Value::Null; self.rw])
+            self.joined(Some(row), None)
         } else {
-            concat(&vec![Value::Null; self.lw], row)
+            self.joined(None, Some(row))
         }
     }
 

@@ -27,7 +27,7 @@
 //! sides become hash keys.
 
 use ferrogres_datum::errors::Result;
-use crate::exec::{eval_pure, Ctx, RowIter, Ticker};
+use crate::exec::{Ctx, RowIter, Ticker};
 use crate::plan::{CmpOp, Expr, Source};
 use crate::subquery::{columns_read, has_subplan, shift_columns};
 use ferrogres_datum::types::Value;
@@ -88,8 +88,7 @@ fn input_rows(s: &Source, filter: &Option<Expr>, ctx: &mut Ctx) -> Result<Vec<Ve
     let mut t = Ticker::default();
     for r in rows {
         t.tick(&*ctx.env)?;
-        let params = ctx.params;
-        if eval_pure(f, &r, params, &[], ctx)? == Value::Bool(true) {
+        if crate::exec::qual(f, &r, ctx)? {
             out.push(r);
         }
     }
@@ -145,13 +144,10 @@ fn concat(l: &[Value], r: &[Value]) -> Vec<Value> {
 
 /// Whether a join condition (none: always) is true for `row`.
 pub(crate) fn passes(cond: &Option<Expr>, row: &[Value], ctx: &mut Ctx) -> Result<bool> {
-    Ok(match cond {
-        Some(c) => {
-            let params = ctx.params;
-            eval_pure(c, row, params, &[], ctx)? == Value::Bool(true)
-        }
-        None => true,
-    })
+    match cond {
+        Some(c) => crate::exec::qual(c, row, ctx),
+        None => Ok(true),
+    }
 }
 
 /// Splits a condition into its AND-ed conjuncts.

@@ -5,7 +5,7 @@ use ferrogres_datum::errors::{Result, SqlError};
 use ferrogres_datum::types::{self, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::heap::heapam;
-use ferrogres_engine::heap::tuple::{deform_tuple, AttrDesc, Datum, Tid};
+use ferrogres_engine::heap::tuple::{deform_tuple, deform_tuple_each, AttrDesc, Datum, Tid};
 use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::snapshot::Snapshot;
 
@@ -138,6 +138,8 @@ pub struct RowScan {
     items: Vec<(Tid, std::ops::Range<usize>)>,
     /// The next item of `items` to return.
     at: usize,
+    /// The tuple [`RowScan::step`] stopped at, in `page`.
+    cur: std::ops::Range<usize>,
     /// The relation's pending statistics (seq_tup_read counted row by row).
     stat: ferrogres_engine::pgstat::tabstat::TabHandle,
 }
@@ -155,6 +157,7 @@ impl RowScan {
             page: Vec::new(),
             items: Vec::new(),
             at: 0,
+            cur: 0..0,
             stat,
         })
     }
@@ -192,6 +195,59 @@ impl RowScan {
     pub fn next(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<(Tid, Vec<Value>)>> {
         let Some((tid, range)) = self.next_tuple(backend, snapshot)? else { return Ok(None) };
         Ok(Some((tid, deform_row(backend, &self.st, &self.descs, &self.page[range], snapshot)?)))
+    }
+
+    /// Steps to the next visible tuple without making any value of it (see
+    /// [`RowScan::fill`]); false after the last page.
+    pub fn step(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<bool> {
+        match self.next_tuple(backend, snapshot)? {
+            Some((_, range)) => {
+                self.cur = range;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The relation's column count (the width of the rows made).
+    pub fn width(&self) -> usize {
+        self.st.types.len()
+    }
+
+    /// The columns the scan reads: all, or those of its projection.
+    pub fn reads(&self, i: usize) -> bool {
+        self.st.proj.as_ref().is_none_or(|p| p.read.get(i).copied().unwrap_or(true))
+    }
+
+    /// Makes the values of columns `cols` (ascending) of the tuple
+    /// [`RowScan::step`] stopped at into their places in `row` (one place per
+    /// column of the relation): the tuple is walked up to the last of them.
+    pub fn fill(&self, backend: &Backend, snapshot: &Snapshot, cols: &[usize], row: &mut [Value]) -> Result<()> {
+        let Some(&last) = cols.last() else { return Ok(()) };
+        let t = &self.page[self.cur.clone()];
+        let natts = if self.st.missing.is_empty() { usize::MAX } else { ferrogres_engine::heap::tuple::TupleHeader::read(t)?.natts() };
+        let (mut i, mut next) = (0usize, 0usize);
+        let mut failed = None;
+        deform_tuple_each(&self.descs[..(last + 1).min(self.descs.len())], t, |d| {
+            if next < cols.len() && cols[next] == i {
+                next += 1;
+                if failed.is_none() {
+                    match datum_value(backend, &self.st, d, natts, i, snapshot) {
+                        Ok(v) => row[i] = v,
+                        Err(e) => failed = Some(e),
+                    }
+                }
+            }
+            i += 1;
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        // Columns past the descriptors walked (none of a stored tuple's).
+        for &c in &cols[next..] {
+            row[c] = datum_value(backend, &self.st, None, natts, c, snapshot)?;
+        }
+        Ok(())
     }
 
     /// [`RowScan::next`] with only the columns `cols` (in that order) made into
@@ -255,12 +311,27 @@ impl<'s> PageRows<'s> {
 /// value is neither decoded nor fetched from the TOAST relation.
 pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], snapshot: &Snapshot) -> Result<Vec<Value>> {
     let upto = st.proj.as_ref().map_or(descs.len(), |p| p.read_upto().min(descs.len()));
-    let datums = deform_tuple(&descs[..upto], t)?;
     let natts = if st.missing.is_empty() { usize::MAX } else { ferrogres_engine::heap::tuple::TupleHeader::read(t)?.natts() };
+    let reads = |i: usize| st.proj.as_ref().is_none_or(|p| p.read.get(i).copied().unwrap_or(true));
+    // Each value made as the tuple is walked, straight into the row.
     let mut row = Vec::with_capacity(st.types.len());
-    for i in 0..st.types.len() {
-        let read = st.proj.as_ref().is_none_or(|p| p.read.get(i).copied().unwrap_or(true));
-        row.push(if read { column_value(backend, st, &datums, natts, i, snapshot)? } else { Value::Null });
+    let mut failed = None;
+    deform_tuple_each(&descs[..upto], t, |d| {
+        let i = row.len();
+        row.push(match (reads(i) && failed.is_none()).then(|| datum_value(backend, st, d, natts, i, snapshot)) {
+            Some(Ok(v)) => v,
+            Some(Err(e)) => {
+                failed = Some(e);
+                Value::Null
+            }
+            None => Value::Null,
+        });
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    for i in row.len()..st.types.len() {
+        row.push(if reads(i) { datum_value(backend, st, None, natts, i, snapshot)? } else { Value::Null });
     }
     Ok(row)
 }
@@ -276,6 +347,11 @@ pub fn deform_columns(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t:
 
 /// Column `i`'s value from the tuple's deformed `datums` (`natts` attributes stored).
 fn column_value(backend: &Backend, st: &RelStorage, datums: &[Option<Datum>], natts: usize, i: usize, snapshot: &Snapshot) -> Result<Value> {
+    datum_value(backend, st, datums.get(i).copied().flatten(), natts, i, snapshot)
+}
+
+/// Column `i`'s value from its datum `d` (`natts` attributes stored).
+fn datum_value(backend: &Backend, st: &RelStorage, d: Option<Datum>, natts: usize, i: usize, snapshot: &Snapshot) -> Result<Value> {
     let ty = st.types[i];
     // A column added after the row was written reads as its missing value, else NULL.
     if i >= natts {
@@ -283,7 +359,7 @@ fn column_value(backend: &Backend, st: &RelStorage, datums: &[Option<Datum>], na
             return Ok(v.clone());
         }
     }
-    Ok(match datums.get(i).copied().flatten() {
+    Ok(match d {
         None => Value::Null,
         Some(Datum::ByVal(raw)) => types::from_byval(ty, raw)?,
         Some(Datum::Varlena(b)) => types::from_varlena_typed(ty, b)?,

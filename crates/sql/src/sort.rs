@@ -52,6 +52,11 @@ use std::path::PathBuf;
 pub(crate) struct SortMem {
     /// `work_mem` in bytes.
     pub work_mem: usize,
+    /// What a hash table (hash join, hash aggregation) may hold, in bytes:
+    /// `work_mem` times `hash_mem_multiplier` (PostgreSQL's
+    /// get_hash_memory_limit). A sort, and the sort a hash aggregation spills
+    /// into, hold `work_mem`.
+    pub hash_mem: usize,
     /// `temp_file_limit` in bytes; `None` for -1 (no limit).
     pub temp_file_limit: Option<u64>,
     datadir: PathBuf,
@@ -76,7 +81,15 @@ impl SortMem {
         };
         let work_mem = (kb(memory)?.max(64) as usize).saturating_mul(1024);
         let limit = kb("temp_file_limit")?;
-        Ok(SortMem { work_mem, temp_file_limit: (limit >= 0).then(|| limit as u64 * 1024), datadir, pid: env.pid() })
+        let multiplier = {
+            let name = "hash_mem_multiplier";
+            let g = ferrogres_engine::config::guc::find(name).ok_or_else(|| SqlError::internal(format!("no setting {name}")))?;
+            let v = env.get_setting(name).unwrap_or_else(|_| g.boot.to_string());
+            g.parse(name, &v)?.as_real()
+        };
+        // Bounded as PostgreSQL bounds it (at most what fits in a size).
+        let hash_mem = (work_mem as f64 * multiplier).min(isize::MAX as f64 / 2.0) as usize;
+        Ok(SortMem { work_mem, hash_mem, temp_file_limit: (limit >= 0).then(|| limit as u64 * 1024), datadir, pid: env.pid() })
     }
 }
 
@@ -532,7 +545,7 @@ mod tests {
     #[test]
     fn spilled_rows_read_back_equal() {
         let dir = std::env::temp_dir().join(format!("ferrogres-sort-{}", std::process::id()));
-        let mem = SortMem { work_mem: 64 * 1024, temp_file_limit: None, datadir: dir.clone(), pid: 1 };
+        let mem = SortMem { work_mem: 64 * 1024, hash_mem: 128 * 1024, temp_file_limit: None, datadir: dir.clone(), pid: 1 };
         let mut spill = Spill { mem, written: 0, run_bytes: 0, scratch: Vec::new() };
         let mut f = spill.new_file().unwrap();
         let rows = vec![

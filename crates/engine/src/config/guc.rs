@@ -243,6 +243,9 @@ pub static GUCS: &[Guc] = &[
     guc!("max_pred_locks_per_relation", Sighup, int(i32::MIN as i64, INT_MAX, Unit::None), "-2"),
     guc!("max_pred_locks_per_page", Sighup, int(0, INT_MAX, Unit::None), "2"),
     guc!("work_mem", User, int(64, INT_MAX, Unit::Kb), "4MB"),
+    // Hash joins and hash aggregation hold up to work_mem times this
+    // (ferrogres_sql::sort::SortMem::hash_mem), as PostgreSQL 15.
+    guc!("hash_mem_multiplier", User, real(1.0, 1000.0), "2"),
     // CREATE INDEX / REINDEX sort within it (ferrogres_sql::index_build).
     guc!("maintenance_work_mem", User, int(1024, INT_MAX, Unit::Kb), "64MB"),
     // ferrogres's own (ferrogres_sql::memory): what one statement may allocate, -1 none.

@@ -78,7 +78,7 @@ pub fn param_index_scan(p: &PlannerSettings, tuples: f64, pages: f64, rows_per_l
 pub const INDEX_TUPLES_PER_PAGE: f64 = 300.0;
 
 /// A hash join: the inner (build) side hashed, the outer side probing it,
-/// `nkeys` hash clauses. Beyond `work_mem` the build side goes to disk in
+/// `nkeys` hash clauses. Beyond `work_mem` times `hash_mem_multiplier` the build side goes to disk in
 /// batches: its pages and the outer side's written and read once more.
 pub fn hash_join(p: &PlannerSettings, outer_rows: f64, inner_rows: f64, inner_width: f64, outer_width: f64, nkeys: usize, out_rows: f64) -> f64 {
     let k = nkeys.max(1) as f64;
@@ -86,7 +86,7 @@ pub fn hash_join(p: &PlannerSettings, outer_rows: f64, inner_rows: f64, inner_wi
     let probe = outer_rows * p.cpu_operator_cost * k;
     let emit = out_rows * p.cpu_tuple_cost;
     let inner_bytes = inner_rows * (inner_width + 24.0);
-    let spill = if inner_bytes > p.work_mem * 1024.0 {
+    let spill = if inner_bytes > p.work_mem * p.hash_mem_multiplier * 1024.0 {
         let pages = (inner_bytes + outer_rows * (outer_width + 24.0)) / 8192.0;
         2.0 * pages * p.seq_page_cost
     } else {

@@ -23,6 +23,8 @@ pub struct PlannerSettings {
     pub effective_cache_size: f64,
     /// In kB.
     pub work_mem: f64,
+    /// A hash table holds up to `work_mem` times this.
+    pub hash_mem_multiplier: f64,
     pub enable_seqscan: bool,
     pub enable_indexscan: bool,
     pub enable_hashjoin: bool,
@@ -47,6 +49,7 @@ impl Default for PlannerSettings {
             cpu_operator_cost: 0.0025,
             effective_cache_size: 524_288.0,
             work_mem: 4096.0,
+            hash_mem_multiplier: 2.0,
             enable_seqscan: true,
             enable_indexscan: true,
             enable_hashjoin: true,
@@ -96,6 +99,7 @@ impl PlannerSettings {
             cpu_operator_cost: f("cpu_operator_cost", d.cpu_operator_cost),
             effective_cache_size: get("effective_cache_size").and_then(|v| parse_size(&v, 8192.0)).unwrap_or(d.effective_cache_size),
             work_mem: get("work_mem").and_then(|v| parse_size(&v, 1024.0)).unwrap_or(d.work_mem),
+            hash_mem_multiplier: f("hash_mem_multiplier", d.hash_mem_multiplier),
             enable_seqscan: b("enable_seqscan", true),
             enable_indexscan: b("enable_indexscan", true),
             enable_hashjoin: b("enable_hashjoin", true),
