@@ -732,24 +732,20 @@ fn insert_entry(backend: &Backend, table: &Table, ix: &IndexInfo, tree: &BTree, 
     let shown = shown.join(", ");
     let fmt = move |_: &[Option<Datum>]| (cols.clone(), shown.clone());
     let uc = UniqueCheck { backend: backend.id(), heap: &heap, index_name: &ix.name, format_key: &fmt };
-    tree.insert(backend.engine(), &datums, tid, ix.unique.then_some(&uc)).map_err(|e| {
+    // SERIALIZABLE: the leaf page the entry goes into is checked against the
+    // SIREAD locks of its readers; a duplicate this transaction's snapshot may
+    // not see is checked the same way first, so that a serialization failure
+    // is reported rather than masked by the unique violation (README of lmgr,
+    // "Predicate locks and SSI").
+    let sx = backend.txn.serializable_xact().map(|x| &**x);
+    tree.insert_serializable(backend.engine(), &datums, tid, ix.unique.then_some(&uc), sx).map_err(|e| {
         let e = SqlError::from(e);
         if &e.code == b"23505" {
-            // SERIALIZABLE: a duplicate this transaction's snapshot may not
-            // see is first checked as a write into the index, so that a
-            // serialization failure is reported rather than masked by the
-            // unique violation (PostgreSQL's _bt_check_unique does the same).
-            if let Err(ssi) = heapam::ssi_conflict_in(backend, ix.rel, None) {
-                return SqlError::from(ssi);
-            }
             e.with_objects(table.error_objects(Some(&ix.name), None))
         } else {
             e
         }
     })?;
-    // SERIALIZABLE: an entry went into an index others may have read (after the
-    // insert: README of lmgr, "Predicate locks and SSI").
-    heapam::ssi_conflict_in(backend, ix.rel, None)?;
     Ok(())
 }
 
@@ -1093,18 +1089,20 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, paths: &PathCache, 
         bound(hi_at, upper.as_ref().is_none_or(|b| b.1)),
     );
     let engine = ctx.backend.engine().clone();
-    // SERIALIZABLE: the index is read-locked as a whole (page locks on the
-    // leaves visited are not done yet), before any entry is read.
-    heapam::predicate_lock_relation(ctx.backend, ix.rel);
     let roots: Vec<Tid> = match ix.am {
         IndexAm::Btree => {
+            // SERIALIZABLE: SIREAD locks on the leaf pages read.
+            let sx = ctx.backend.txn.serializable_xact().cloned();
             let mut roots = Vec::new();
-            for t in ix.btree()?.scan(&engine, bounds) {
+            for t in ix.btree()?.scan(&engine, bounds).serializable(sx) {
                 roots.push(t?);
             }
             roots
         }
         IndexAm::Hash => {
+            // SERIALIZABLE: the hash index is read-locked as a whole (no
+            // bucket page locks yet), before any entry is read.
+            heapam::predicate_lock_relation(ctx.backend, ix.rel);
             let env = &mut *ctx.env;
             crate::hash_index::scan_roots(&engine, ix, &eq_vals[0], &mut || env.check_interrupts())?
         }
@@ -1176,18 +1174,19 @@ pub fn index_probe(table: &Table, index: usize, key: &[Value], ctx: &mut Ctx) ->
         }
     }
     let engine = ctx.backend.engine().clone();
-    heapam::predicate_lock_relation(ctx.backend, ix.rel);
     let roots: Vec<Tid> = match ix.am {
         IndexAm::Btree => {
             let datums: Vec<Option<Datum<'_>>> = vals.iter().enumerate().map(|(i, v)| types::to_datum(ix.types[i], v)).collect::<Result<_>>()?;
             let bounds = ScanBounds::range(Bound::Included(datums.clone()), Bound::Included(datums));
+            let sx = ctx.backend.txn.serializable_xact().cloned();
             let mut roots = Vec::new();
-            for t in ix.btree()?.scan(&engine, bounds) {
+            for t in ix.btree()?.scan(&engine, bounds).serializable(sx) {
                 roots.push(t?);
             }
             roots
         }
         IndexAm::Hash => {
+            heapam::predicate_lock_relation(ctx.backend, ix.rel);
             let env = &mut *ctx.env;
             crate::hash_index::scan_roots(&engine, ix, &vals[0], &mut || env.check_interrupts())?
         }
@@ -1226,8 +1225,9 @@ pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Res
     let tree = ix.btree()?;
     let engine = ctx.backend.engine().clone();
     let descs = table.storage.descs()?;
-    heapam::predicate_lock_relation(ctx.backend, ix.rel);
-    let mut scan = if key.desc { tree.scan_backward(&engine, ScanBounds::all()) } else { tree.scan(&engine, ScanBounds::all()) };
+    let sx = ctx.backend.txn.serializable_xact().cloned();
+    let scan = if key.desc { tree.scan_backward(&engine, ScanBounds::all()) } else { tree.scan(&engine, ScanBounds::all()) };
+    let mut scan = scan.serializable(sx);
     let stat = ctx.backend.txn.pgstat.handle(ix.rel);
     ctx.backend.txn.pgstat.count_scan_h(&stat);
     let mut seen: HashSet<Tid> = HashSet::new();

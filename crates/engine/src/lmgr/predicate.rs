@@ -12,7 +12,7 @@ use crate::storage::{BlockNumber, RelFileLocator};
 use crate::txn::xid::TransactionId;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Partitions of the predicate-lock target table (PostgreSQL's
@@ -221,6 +221,10 @@ pub struct PredicateLockManager {
     per_transaction: i64,
     per_relation: AtomicI64,
     per_page: AtomicI64,
+    /// Serializable transactions known to the graph (running, or committed
+    /// and kept): `xacts.len()`, written under the graph mutex. Read without
+    /// it by page splits (`page_split`): 0 means no SIREAD lock exists.
+    known: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -235,6 +239,7 @@ impl PredicateLockManager {
             per_transaction: cfg.per_transaction,
             per_relation: AtomicI64::new(cfg.per_relation),
             per_page: AtomicI64::new(cfg.per_page),
+            known: AtomicUsize::new(0),
         }
     }
 
@@ -285,6 +290,7 @@ impl PredicateLockManager {
             safe_wait: Vec::new(),
         };
         g.xacts.insert(id, st);
+        self.known.store(g.xacts.len(), Ordering::Relaxed);
         xact
     }
 
@@ -391,6 +397,45 @@ impl PredicateLockManager {
             if e.held {
                 self.remove_holder(t, x.id);
             }
+        }
+    }
+
+    /// A B-tree leaf `old` of index `rel` split and the upper part of its key
+    /// range moved to the new right page `new` (PostgreSQL's
+    /// PredicateLockPageSplit): every transaction holding a SIREAD lock on
+    /// `old` gets one on `new` too, so that a later insert landing on `new`
+    /// still meets the readers of that range. Called by the splitter while it
+    /// holds both pages exclusively: a reader locks a page under its shared
+    /// content lock, so every lock on `old` taken before the split is seen,
+    /// and none can be taken during it. Holders that released meanwhile are
+    /// skipped; a holder that promoted to the relation is covered already.
+    /// Nothing but one atomic load when no serializable transaction exists.
+    pub fn page_split(&self, rel: RelFileLocator, old: BlockNumber, new: BlockNumber) {
+        // Relaxed: a reader registered (incrementing `known` under the graph
+        // mutex) before it locked `old` under its content lock, which the
+        // splitter acquired after the reader released it: that release/acquire
+        // pair orders the store before this load.
+        if self.known.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        self.page_split_slow(rel, old, new);
+    }
+
+    #[cold]
+    fn page_split_slow(&self, rel: RelFileLocator, old: BlockNumber, new: BlockNumber) {
+        let from = PredTarget::Page(rel, old);
+        let holders: Vec<SxactId> = match lock(&self.partitions[from.partition()]).get(&from) {
+            Some(hs) => hs.clone(),
+            None => return,
+        };
+        // Lock order: the graph mutex alone (to find the holders), then each
+        // holder's list and a partition (as `acquire`).
+        let xacts: Vec<Arc<SerializableXact>> = {
+            let g = lock(&self.graph);
+            holders.iter().filter_map(|h| g.xacts.get(h).map(|s| s.xact.clone())).collect()
+        };
+        for x in xacts {
+            self.acquire(&x, PredTarget::Page(rel, new));
         }
     }
 
@@ -567,6 +612,7 @@ impl PredicateLockManager {
                     freed.push(st.xact);
                 }
             }
+            self.known.store(g.xacts.len(), Ordering::Relaxed);
         }
         // Outside the graph mutex (lock order: a lock list, then partitions).
         for x in freed {
@@ -627,6 +673,12 @@ impl PredicateLockManager {
         } else {
             SnapshotSafety::Safe
         }
+    }
+
+    /// Is there an rw-edge `reader` -rw-> `writer` (the reader read what the
+    /// writer wrote)? For tests.
+    pub fn has_rw_conflict(&self, reader: &SerializableXact, writer: &SerializableXact) -> bool {
+        lock(&self.graph).xacts.get(&reader.id).is_some_and(|r| r.out_conflicts.contains(&writer.id))
     }
 
     /// Serializable transactions known (running, or committed and kept).

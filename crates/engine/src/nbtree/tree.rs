@@ -10,6 +10,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result, SqlState};
 use crate::heap::tuple::{AttrDesc, Datum, Tid};
 use crate::lmgr::lock::LockOptions;
+use crate::lmgr::predicate::{PredTarget, SerializableXact};
 use crate::pgstat::BackendId;
 use crate::storage::page::{maxalign, page_add_item, page_free_space, page_get_item, page_validate_header, OffsetNumber, PageItems};
 use crate::storage::{BlockNumber, BufferTag, ForkNumber, RelFileLocator, INVALID_BLOCK};
@@ -322,6 +323,46 @@ impl BTree {
         heap_tid: Tid,
         unique: Option<&UniqueCheck>,
     ) -> Result<()> {
+        self.insert_serializable(engine, values, heap_tid, unique, None)
+    }
+
+    /// Does SSI track this tree? An index of a user relation (not a catalog's,
+    /// not a TOAST chunk index, whose blocks share the TOAST relation's name).
+    pub(crate) fn ssi_tracked(&self) -> bool {
+        self.fork == ForkNumber::Main && crate::heap::heapam::ssi_tracked(self.rel)
+    }
+
+    /// SERIALIZABLE: a write into leaf `block` (locked exclusive): every other
+    /// concurrent holder of a SIREAD lock on the page, or on the whole index,
+    /// gets an rw-edge to `sx` (PostgreSQL's CheckForSerializableConflictIn on
+    /// the index page). Checked before the entry goes in, under the same
+    /// exclusive lock: a reader locks the page under its shared lock, so either
+    /// its lock is seen here or it reads the page after the entry is in (and
+    /// meets the writer's heap tuple: a conflict out).
+    fn ssi_check_in(&self, engine: &Engine, sx: Option<&SerializableXact>, block: BlockNumber) -> Result<()> {
+        match sx {
+            Some(sx) if self.ssi_tracked() => engine
+                .txn
+                .predicate
+                .check_conflict_in(sx, &[PredTarget::Page(self.rel, block), PredTarget::Relation(self.rel)]),
+            _ => Ok(()),
+        }
+    }
+
+    /// `insert` by the serializable transaction `sx` (`None`: any other
+    /// transaction, the same as `insert`): the leaf page the entry goes into
+    /// is checked against SIREAD locks first (see `ssi_check_in`); a unique
+    /// violation is checked the same way on the first page of the key before
+    /// it is reported, so that a serialization failure is not masked by it
+    /// (PostgreSQL's _bt_check_unique does the same).
+    pub fn insert_serializable(
+        &self,
+        engine: &Engine,
+        values: &[Option<Datum>],
+        heap_tid: Tid,
+        unique: Option<&UniqueCheck>,
+        sx: Option<&SerializableXact>,
+    ) -> Result<()> {
         if values.len() != self.desc.len() {
             return Err(Error::internal(format!("btree insert of {} values into {} columns", values.len(), self.desc.len())));
         }
@@ -339,6 +380,7 @@ impl BTree {
         let check = unique.filter(|_| self.unique && ukey.iter().all(|v| v.is_some()));
         let Some(uc) = check else {
             let (leaf, mut stack) = self.descend_write(engine, &sk)?;
+            self.ssi_check_in(engine, sx, leaf.block())?;
             let o = opaque(&leaf)?;
             let pos = self.first_greater(&leaf, &sk, o.first_data_key(), max_offset(&leaf))?;
             return self.insert_into_page(engine, leaf, pos, itup, None, None, &mut stack);
@@ -354,6 +396,7 @@ impl BTree {
                     continue;
                 }
                 UniqueOutcome::Duplicate => {
+                    self.ssi_check_in(engine, sx, first.block())?;
                     let (cols, vals) = (uc.format_key)(ukey);
                     return Err(Error::user(
                         SqlState(*b"23505"),
@@ -386,6 +429,7 @@ impl BTree {
                 self.finish_split(engine, page)?;
                 continue;
             }
+            self.ssi_check_in(engine, sx, cur.as_ref().unwrap_or(&first).block())?;
             return match cur {
                 None => {
                     let o = opaque(&first)?;
@@ -611,6 +655,11 @@ impl BTree {
         }
         log_changes(engine, XLOG_BTREE_SPLIT, &mut changes);
         drop(changes);
+        if lo.is_leaf() && self.ssi_tracked() {
+            // The upper part of the page's key range is on the new page now:
+            // its SIREAD locks go there too, before either page is unlocked.
+            engine.txn.predicate.page_split(self.rel, page.block(), right_blk);
+        }
         if testing::split_done(lo.level) {
             // Fault injection for crash tests: the split is durable, its downlink
             // is not (PostgreSQL's case for _bt_finish_split).
