@@ -12,6 +12,8 @@
 
 #![cfg(not(loom))]
 
+mod common;
+use common::child::run_then_kill;
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::heapam;
@@ -21,10 +23,10 @@ use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::IsolationLevel;
 use rand::{Rng, SeedableRng};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const CHILD_ENV: &str = "FERROGRES_CRASH_CHILD_DIR";
 const THREADS: u32 = 4;
@@ -122,45 +124,13 @@ struct Reported {
 }
 
 fn run_child(dir: &Path, base: u64, run_for: Duration, reported: &mut Reported) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "crash_child", "--nocapture", "--test-threads=1"])
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--ignored", "--exact", "crash_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, dir)
-        .env("FERROGRES_CRASH_TXN_BASE", base.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    // Wait for READY (startup includes recovery), then let it run, then kill.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(l) if l.ends_with("READY") => break,
-            Ok(_) => {}
-            Err(_) if Instant::now() > deadline => panic!("child did not start"),
-            Err(_) => {
-                if let Some(status) = child.try_wait().unwrap() {
-                    let mut err = String::new();
-                    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-                    panic!("child exited before READY: {status}\n{err}");
-                }
-            }
-        }
-    }
-    std::thread::sleep(run_for);
-    child.kill().unwrap(); // SIGKILL
-    let status = child.wait().unwrap();
-    reader.join().unwrap();
-    for line in rx.try_iter() {
+        .env("FERROGRES_CRASH_TXN_BASE", base.to_string());
+    // READY comes after startup, which includes recovery.
+    let end = run_then_kill(cmd, Duration::from_secs(60), run_for);
+    for line in &end.lines {
         let f: Vec<&str> = line.split(' ').collect();
         match f.as_slice() {
             ["C", t, x, n] => {
@@ -173,11 +143,7 @@ fn run_child(dir: &Path, base: u64, run_for: Duration, reported: &mut Reported) 
         }
     }
     // A child that died on its own (a panic) is a failure, not a crash we caused.
-    assert!(status.signal_is_kill(), "child ended by itself: {status}; stderr: {}", {
-        let mut err = String::new();
-        let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut err));
-        err
-    });
+    assert!(end.status.signal_is_kill(), "child ended by itself: {}; stderr: {}", end.status, end.stderr);
 }
 
 trait KillStatus {
