@@ -226,6 +226,18 @@ fn sireads(obs: &mut Client) -> Vec<Vec<Option<String>>> {
     r.rows
 }
 
+/// A server on `dir` with table `t (id int PRIMARY KEY, v int)` holding ids
+/// 1..10 (v = id), two sessions and a third that watches pg_locks.
+fn two_sessions_and_an_observer(dir: &std::path::Path) -> (Server, Client, Client, Client) {
+    let server = Server::start(dir);
+    let mut a = Client::connect(server.port);
+    let b = Client::connect(server.port);
+    let obs = Client::connect(server.port);
+    assert!(a.query("CREATE TABLE t (id int PRIMARY KEY, v int)").error.is_none());
+    assert!(a.query("INSERT INTO t SELECT g, g FROM generate_series(1, 10) g").error.is_none());
+    (server, a, b, obs)
+}
+
 /// A serializable index probe locks the B-tree leaf page it read (not the
 /// whole index) and the row it returned, as PostgreSQL 15 shows them (its
 /// rows for the same statements: `page t_pkey 1`, `tuple t 0 5`); a probe
@@ -236,12 +248,7 @@ fn sireads(obs: &mut Client) -> Vec<Vec<Option<String>>> {
 #[test]
 fn index_probe_locks_the_leaf_page_it_read() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = Server::start(tmp.path());
-    let mut a = Client::connect(server.port);
-    let mut b = Client::connect(server.port);
-    let mut obs = Client::connect(server.port);
-    assert!(a.query("CREATE TABLE t (id int PRIMARY KEY, v int)").error.is_none());
-    assert!(a.query("INSERT INTO t SELECT g, g FROM generate_series(1, 10) g").error.is_none());
+    let (_server, mut a, mut b, mut obs) = two_sessions_and_an_observer(tmp.path());
     assert!(a.query("BEGIN ISOLATION LEVEL SERIALIZABLE").error.is_none());
     assert_eq!(a.query("SELECT v FROM t WHERE id = 5").one(), "5");
     let pid = Some(a.pid.to_string());
@@ -293,12 +300,7 @@ fn index_probe_locks_the_leaf_page_it_read() {
 #[test]
 fn siread_locks_in_pg_locks_and_their_lifetime() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = Server::start(tmp.path());
-    let mut a = Client::connect(server.port);
-    let mut b = Client::connect(server.port);
-    let mut obs = Client::connect(server.port);
-    assert!(a.query("CREATE TABLE t (id int PRIMARY KEY, v int)").error.is_none());
-    assert!(a.query("INSERT INTO t SELECT g, g FROM generate_series(1, 10) g").error.is_none());
+    let (_server, mut a, mut b, mut obs) = two_sessions_and_an_observer(tmp.path());
     // READ COMMITTED: no predicate locks.
     assert!(a.query("SELECT count(*) FROM t").error.is_none());
     assert!(sireads(&mut obs).is_empty());
