@@ -657,44 +657,57 @@ pub fn page_repair_fragmentation(page: &mut [u8]) -> Result<()> {
 pub(crate) fn page_repair_fragmentation_valid(page: &mut [u8]) {
     let max = page_max_offset_number(page);
     let special = page_special_offset(page);
-    // Items sorted by current position, highest first, then slid up toward the special
-    // space; moving the highest first never overwrites an item not yet moved.
-    let mut items: Vec<(OffsetNumber, ItemId)> = (FIRST_OFFSET_NUMBER..=max)
-        .map(|o| (o, read_item_id(page, o)))
-        .filter(|(_, id)| id.has_storage())
-        .collect();
-    // Items are usually stored at decreasing positions as their line pointers
-    // grow (each new one below the last): then they are in order already.
-    if !items.windows(2).all(|w| w[0].1.off > w[1].1.off) {
-        items.sort_unstable_by_key(|&(_, id)| std::cmp::Reverse(id.off));
-    }
-    let mut upper = special;
-    for (o, mut id) in items {
-        let size = maxalign(id.len as usize);
-        upper -= size;
-        let src = id.off as usize;
-        if src != upper {
-            page.copy_within(src..src + id.len as usize, upper);
-            page[upper + id.len as usize..upper + size].fill(0);
+    let old_upper = page_upper(page);
+    // Items are packed toward the special space in line pointer order: offset 1
+    // highest. When they already lie in that order (each new item is placed below
+    // the last, so a page that only had inserts is), each slides up in place,
+    // highest first, never over an item not yet moved. Otherwise (HOT updates
+    // reuse space out of order) the item area is copied aside first and the items
+    // placed from the copy: no sort (PostgreSQL's compactify_tuples does the same).
+    let mut presorted = true;
+    let mut any_unused = false;
+    let mut last = usize::MAX;
+    for o in FIRST_OFFSET_NUMBER..=max {
+        let id = read_item_id(page, o);
+        any_unused |= id.flags == LpFlags::Unused;
+        if id.has_storage() {
+            presorted &= (id.off as usize) < last;
+            last = id.off as usize;
         }
-        id.off = upper as u16;
-        let p = item_id_pos(o);
-        page[p..p + 4].copy_from_slice(&id.encode().to_le_bytes());
+    }
+    let scratch: Vec<u8> = if presorted { Vec::new() } else { page[old_upper..special].to_vec() };
+    let mut upper = special;
+    for o in FIRST_OFFSET_NUMBER..=max {
+        let mut id = read_item_id(page, o);
+        if !id.has_storage() {
+            continue;
+        }
+        let (src, len) = (id.off as usize, id.len as usize);
+        let size = maxalign(len);
+        upper -= size;
+        if src != upper {
+            if presorted {
+                page.copy_within(src..src + len, upper);
+            } else {
+                page[upper..upper + len].copy_from_slice(&scratch[src - old_upper..src - old_upper + len]);
+            }
+            page[upper + len..upper + size].fill(0);
+            id.off = upper as u16;
+            let p = item_id_pos(o);
+            page[p..p + 4].copy_from_slice(&id.encode().to_le_bytes());
+        }
     }
     // The free space between pd_lower and the new pd_upper keeps whatever bytes it
     // had (PostgreSQL does not clear it either): nothing reads them, and a
     // full-page image leaves that hole out.
     set_upper(page, upper);
-    let mut any_unused = false;
-    for o in FIRST_OFFSET_NUMBER..=max {
-        let id = read_item_id(page, o);
-        if id.flags == LpFlags::Unused {
-            any_unused = true;
-            let p = item_id_pos(o);
-            page[p..p + 4].fill(0);
-        }
-    }
     if any_unused {
+        for o in FIRST_OFFSET_NUMBER..=max {
+            if read_item_id(page, o).flags == LpFlags::Unused {
+                let p = item_id_pos(o);
+                page[p..p + 4].fill(0);
+            }
+        }
         page_set_flag(page, PD_HAS_FREE_LINES);
     } else {
         page_clear_flag(page, PD_HAS_FREE_LINES);
