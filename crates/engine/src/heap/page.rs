@@ -814,6 +814,9 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
     page_validate(page)?;
     let before = page_free_space(page);
     let max = page_max_offset_number(page) as usize;
+    if max > MAX_HEAP_TUPLES_PER_PAGE {
+        return Err(Error::corrupt(format!("heap page with {max} line pointers")));
+    }
     // tuples[o]: the header and vacuum status of the normal tuple at offset o
     // (index 0 unused); each status is computed once.
     let mut tuples: Vec<Option<(TupleHeader, HtsvResult)>> = Vec::with_capacity(max + 1);
@@ -825,13 +828,20 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
             tuples.push(match items.normal(o)? {
                 Some(t) => {
                     let h = TupleHeader::read(t)?;
-                    Some((h, status(&h)))
+                    // Most tuples of a page being pruned are plainly live: the
+                    // inserter hinted committed (or frozen), never deleted or
+                    // locked. `status` would say Live; it is not asked.
+                    let plain_live = h.xmax_invalid() && !h.xmax_is_multi() && (h.xmin_committed() || h.xmin_frozen());
+                    Some((h, if plain_live { HtsvResult::Live } else { status(&h) }))
                 }
                 None => None,
             });
         }
     }
-    let mut processed = vec![false; max + 1];
+    // Per offset: reached by a chain walk (`processed`) or losing its storage
+    // or line pointer (`gone`). On the stack: a heap page has at most
+    // MAX_HEAP_TUPLES_PER_PAGE line pointers (validated above).
+    let mut processed = [false; MAX_HEAP_TUPLES_PER_PAGE + 1];
     // One buffer for every chain's members (cleared per root).
     let mut chain: Vec<usize> = Vec::new();
     let mut op = PruneOp::default();
@@ -913,7 +923,7 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
         }
     }
     // The oldest xmax that may still make a remaining tuple prunable.
-    let mut gone = vec![false; max + 1];
+    let mut gone = [false; MAX_HEAP_TUPLES_PER_PAGE + 1];
     for o in op.now_unused.iter().chain(&op.now_dead).chain(op.redirected.iter().map(|(r, _)| r)) {
         gone[*o as usize] = true;
     }
