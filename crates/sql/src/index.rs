@@ -1054,40 +1054,37 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, paths: &PathCache, 
         Some(None) => return Ok(TableScan::Rows(Vec::new())),
         Some(Some(b)) => b,
     };
-    let mut all_vals: Vec<Value> = eq_vals.clone();
-    let lo_at = lower.as_ref().map(|(v, _)| {
-        all_vals.push(v.clone());
-        all_vals.len() - 1
-    });
-    let hi_at = upper.as_ref().map(|(v, _)| {
-        all_vals.push(v.clone());
-        all_vals.len() - 1
-    });
-    let datums: Vec<Option<Datum<'_>>> = all_vals
-        .iter()
-        .enumerate()
-        .map(|(i, v)| types::to_datum(ix.types[i.min(k)], v))
-        .collect::<Result<_>>()?;
-    let prefix: Vec<Option<Datum<'_>>> = datums[..k].to_vec();
-    let bound = |at: Option<usize>, inc: bool| -> Bound<Vec<Option<Datum<'_>>>> {
-        match at {
-            None if k == 0 => Bound::Unbounded,
-            None => Bound::Included(prefix.clone()),
-            Some(i) => {
-                let mut v = prefix.clone();
-                v.push(datums[i]);
-                if inc {
-                    Bound::Included(v)
-                } else {
-                    Bound::Excluded(v)
-                }
-            }
+    // The key images borrow the values: the equal prefix, then each range bound
+    // after it (a point lookup has no range bound and shares one prefix).
+    let mut prefix: Vec<Option<Datum<'_>>> = Vec::with_capacity(k + 1);
+    for (i, v) in eq_vals.iter().enumerate() {
+        prefix.push(types::to_datum(ix.types[i], v)?);
+    }
+    // A range bound is on the key column after the equal prefix.
+    fn key_bound<'v>(ty: Option<&Type>, b: &'v Option<(Value, bool)>) -> Result<Option<(Option<Datum<'v>>, bool)>> {
+        let Some((v, inc)) = b else { return Ok(None) };
+        let ty = ty.ok_or_else(|| SqlError::internal("index range bound beyond the key columns"))?;
+        Ok(Some((types::to_datum(*ty, v)?, *inc)))
+    }
+    let (lo, hi) = (key_bound(ix.types.get(k), &lower)?, key_bound(ix.types.get(k), &upper)?);
+    fn with<'a>(prefix: &[Option<Datum<'a>>], (d, inc): (Option<Datum<'a>>, bool)) -> Bound<Vec<Option<Datum<'a>>>> {
+        let mut key = Vec::with_capacity(prefix.len() + 1);
+        key.extend_from_slice(prefix);
+        key.push(d);
+        if inc {
+            Bound::Included(key)
+        } else {
+            Bound::Excluded(key)
         }
+    }
+    let whole = |p| if k == 0 { Bound::Unbounded } else { Bound::Included(p) };
+    let (lo, hi) = match (lo, hi) {
+        (Some(l), Some(h)) => (with(&prefix, l), with(&prefix, h)),
+        (Some(l), None) => (with(&prefix, l), whole(prefix)),
+        (None, Some(h)) => (whole(prefix.clone()), with(&prefix, h)),
+        (None, None) => (whole(prefix.clone()), whole(prefix)),
     };
-    let bounds = ScanBounds::range(
-        bound(lo_at, lower.as_ref().is_none_or(|b| b.1)),
-        bound(hi_at, upper.as_ref().is_none_or(|b| b.1)),
-    );
+    let bounds = ScanBounds::range(lo, hi);
     let engine = ctx.backend.engine().clone();
     let roots: Vec<Tid> = match ix.am {
         IndexAm::Btree => {
