@@ -788,6 +788,13 @@ impl Wal {
                 rd.end_reason().unwrap_or("")
             )));
         }
+        if target.is_some() && stopped.is_none() {
+            // PostgreSQL 14+: the archive ended first; nothing is promoted.
+            return Err(Error::user(
+                SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "recovery ended before configured recovery target was reached",
+            ));
+        }
         let target_action = match (stopped, &target) {
             (Some(_), Some(t)) => Some(t.action),
             _ => None,
