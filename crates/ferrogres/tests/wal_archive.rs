@@ -182,6 +182,25 @@ fn point_in_time_recovery_stops_at_its_target() {
     let dir = shared_dir(tmp.path(), "pitr-xid-exclusive");
     let before = restore(&backup, &dir, &archive, &["-c", &format!("recovery_target_xid={xid}"), "-c", "recovery_target_inclusive=off", "-c", "recovery_target_action=promote"]);
     assert_eq!(one(&before, "SELECT count(*) FROM t"), "100");
+    drop(before);
+    // recovery_target_action = shutdown: replays to the target and stops,
+    // changing nothing (recovery.signal and backup_label stay); a start with
+    // promote then ends recovery at the same point.
+    let dir = shared_dir(tmp.path(), "pitr-shutdown");
+    let data = dir.join("data");
+    assert!(Command::new("cp").arg("-a").arg(&backup).arg(&data).status().unwrap().success());
+    std::fs::write(data.join("recovery.signal"), "").unwrap();
+    let restore_cmd = format!("restore_command=cp {}/%f %p", archive.display());
+    let port = common::server::unused_port().to_string();
+    let (code, log) = common::server::run_to_exit(
+        &["-D", data.to_str().unwrap(), "-p", &port, "-k", dir.to_str().unwrap(), "-c", &restore_cmd, "-c", "recovery_target_name=before_300", "-c", "recovery_target_action=shutdown"],
+        Duration::from_secs(30),
+    );
+    assert!(code.is_some(), "{log}");
+    assert!(log.contains("shutdown at recovery target") && !log.contains("ready to accept connections"), "{log}");
+    assert!(data.join("recovery.signal").exists() && data.join("backup_label").exists());
+    let srv = Server::start_with(&dir, &["-c", &restore_cmd, "-c", "recovery_target_name=before_300", "-c", "recovery_target_action=promote"]);
+    assert_eq!(one(&srv, DIGEST), at_200);
 }
 
 #[test]
