@@ -314,17 +314,17 @@ fn archive_timeout_switches_a_segment_with_wal() {
     wait_until("archive_timeout", &srv, 20, || archive.join(&seg).exists());
 }
 
-/// The settings' names, contexts, types and defaults, and pg_stat_archiver's
-/// columns, side by side with PostgreSQL 15.
+/// The settings' names, contexts, types and defaults, pg_stat_archiver's
+/// columns, and what a failing archive_command does to pg_stat_archiver and
+/// archive_status, side by side with PostgreSQL 15.
 #[test]
 fn settings_and_pg_stat_archiver_match_postgresql_15() {
     let tmp = tempfile::tempdir().unwrap();
-    let pg = Pg15::start(&tmp.path().join("pg"));
-    let srv = Server::start_temp(&[]);
-    let settings = "SELECT name, context, vartype, boot_val, coalesce(unit, ''), coalesce(array_to_string(enumvals, ','), '') \
+    let pg = Pg15::start_with(&tmp.path().join("pg"), "-c archive_mode=on -c archive_command=false");
+    let srv = Server::start_temp(&["-c", "archive_mode=on", "-c", "archive_command=false"]);
+    let settings = "SELECT name, context, vartype, setting, coalesce(unit, ''), coalesce(array_to_string(enumvals, ','), '') \
                     FROM pg_settings WHERE name ~ '^(archive_|restore_command|recovery_target)' ORDER BY 1";
     let columns = "SELECT * FROM pg_stat_archiver LIMIT 0";
-    let funcs = "SELECT pg_switch_wal() IS NOT NULL, pg_create_restore_point('p') IS NOT NULL, archived_count FROM pg_stat_archiver";
     let long_name = "SELECT pg_create_restore_point(repeat('a', 64))";
     let pg_out = |sql: &str| {
         let o = pg.cmd("psql").args(["-X", "-d", "postgres", "-c", sql]).output().unwrap();
@@ -334,7 +334,31 @@ fn settings_and_pg_stat_archiver_match_postgresql_15() {
         let o = srv.psql_cmd().args(["-c", sql]).output().unwrap();
         (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
     };
-    for sql in [settings, columns, funcs, long_name] {
+    for sql in [settings, columns, long_name, "SHOW archive_command", "SELECT pg_create_restore_point('p') IS NOT NULL"] {
         assert_eq!(ours(sql), pg_out(sql), "{sql}");
     }
+    // A segment with WAL, switched: both fail three times in a row on it and
+    // leave it .ready.
+    let setup = "CREATE TABLE t (g int); INSERT INTO t SELECT generate_series(1, 1000)";
+    assert_eq!(ours(setup).1, pg_out(setup).1);
+    let seg_sql = "SELECT pg_walfile_name(pg_switch_wal())";
+    let (our_seg, pg_seg) = (ours(seg_sql).0, pg_out(seg_sql).0);
+    let seg = |out: &str| out.lines().nth(2).unwrap().trim().to_string();
+    let (our_seg, pg_seg) = (seg(&our_seg), seg(&pg_seg));
+    let failing = "SELECT failed_count >= 3 FROM pg_stat_archiver";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(ours(failing).0.contains(" t\n") && pg_out(failing).0.contains(" t\n")) {
+        assert!(Instant::now() < deadline, "no failures counted:\n{}\n{}", srv.log(), pg.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let shape = |s: &str| {
+        format!("SELECT archived_count, last_archived_wal IS NULL, last_failed_wal = '{s}', last_failed_time IS NOT NULL, stats_reset IS NOT NULL FROM pg_stat_archiver")
+    };
+    assert_eq!(ours(&shape(&our_seg)), pg_out(&shape(&pg_seg)));
+    let ready = |dir: &Path, s: &str| dir.join("data/pg_wal/archive_status").join(format!("{s}.ready")).exists();
+    assert!(ready(&srv.dir, &our_seg) && ready(&pg.dir, &pg_seg));
+    let reset = "SELECT pg_stat_reset_shared('archiver')";
+    assert_eq!(ours(reset), pg_out(reset));
+    let after = "SELECT archived_count, last_failed_wal IS NULL, failed_count <= 3 FROM pg_stat_archiver";
+    assert_eq!(ours(after), pg_out(after));
 }
