@@ -98,6 +98,31 @@ pub struct Settings {
     /// wal_keep_size in bytes: WAL kept before the insert position at
     /// checkpoints, slot or not (PostgreSQL 13+); 0 = none.
     pub wal_keep_size: u64,
+    /// archive_mode on or always (crate::replication::archive: segments are
+    /// marked .ready and archived).
+    pub archive_mode: bool,
+    /// archive_command at start (reloads reach the archiver through
+    /// `Archiver::set_command`).
+    pub archive_command: String,
+    /// archive_timeout in seconds; 0 = off.
+    pub archive_timeout_s: u64,
+    /// archive_library: must stay empty (archive modules are not supported).
+    pub archive_library: String,
+    /// restore_command for archive recovery (`recovery.signal`).
+    pub restore_command: String,
+    /// The recovery_target* settings as given (checked by
+    /// `replication::archive::RecoveryTarget::from_settings`).
+    pub recovery_target: String,
+    pub recovery_target_lsn: String,
+    pub recovery_target_xid: String,
+    pub recovery_target_name: String,
+    pub recovery_target_time: String,
+    /// recovery_target_time as microseconds since 2000-01-01 UTC, filled by the
+    /// binary (the engine has no timestamp parser); None while not converted.
+    pub recovery_target_time_us: Option<i64>,
+    pub recovery_target_inclusive: bool,
+    /// pause, promote or shutdown.
+    pub recovery_target_action: String,
 }
 
 impl Default for Settings {
@@ -138,6 +163,19 @@ impl Default for Settings {
             max_wal_senders: 10,
             wal_sender_timeout_ms: 60_000,
             wal_keep_size: 0,
+            archive_mode: false,
+            archive_command: String::new(),
+            archive_timeout_s: 0,
+            archive_library: String::new(),
+            restore_command: String::new(),
+            recovery_target: String::new(),
+            recovery_target_lsn: String::new(),
+            recovery_target_xid: String::new(),
+            recovery_target_name: String::new(),
+            recovery_target_time: String::new(),
+            recovery_target_time_us: None,
+            recovery_target_inclusive: true,
+            recovery_target_action: "pause".into(),
         }
     }
 }
@@ -214,6 +252,27 @@ impl Settings {
             "max_wal_senders" => self.max_wal_senders = n as usize,
             "wal_sender_timeout" => self.wal_sender_timeout_ms = n as u64,
             "wal_keep_size" => self.wal_keep_size = n as u64 * 1024 * 1024,
+            "archive_mode" => self.archive_mode = matches!(&v, guc::Value::Text(t) if matches!(t.as_str(), "on" | "always" | "true" | "yes" | "1")),
+            "archive_timeout" => self.archive_timeout_s = n as u64,
+            "recovery_target_inclusive" => self.recovery_target_inclusive = v.as_bool(),
+            "archive_command" | "archive_library" | "restore_command" | "recovery_target" | "recovery_target_lsn"
+            | "recovery_target_xid" | "recovery_target_name" | "recovery_target_time" | "recovery_target_action" => {
+                let t = match v {
+                    guc::Value::Text(t) => t,
+                    _ => String::new(),
+                };
+                match g.name {
+                    "archive_command" => self.archive_command = t,
+                    "archive_library" => self.archive_library = t,
+                    "restore_command" => self.restore_command = t,
+                    "recovery_target" => self.recovery_target = t,
+                    "recovery_target_lsn" => self.recovery_target_lsn = t,
+                    "recovery_target_xid" => self.recovery_target_xid = t,
+                    "recovery_target_name" => self.recovery_target_name = t,
+                    "recovery_target_time" => self.recovery_target_time = t,
+                    _ => self.recovery_target_action = t,
+                }
+            }
             _ => {}
         }
         Ok(())

@@ -66,6 +66,8 @@ const OID_PREFETCH: u32 = 8192;
 /// One open data directory.
 pub struct Engine {
     settings: Settings,
+    /// The WAL archiver (replication::archive): pg_stat_archiver, reloads.
+    pub archiver: Arc<crate::replication::archive::Archiver>,
     datadir: PathBuf,
     pub smgr: Arc<Smgr>,
     pub wal: Arc<Wal>,
@@ -308,7 +310,9 @@ impl Engine {
             settings.fsync,
             wal.clone(),
         )?);
+        let archiver = crate::replication::archive::Archiver::new(&datadir, &settings, wal.archiver_notify.clone());
         let engine = Arc::new(Engine {
+            archiver,
             slots,
             walsenders: Default::default(),
             datadir: datadir.clone(),
@@ -379,6 +383,7 @@ impl Engine {
                     next_oid = next_oid.max(u32::from_le_bytes(b));
                     Ok(())
                 }
+                RmgrId::Xlog if rec.info != wal::XLOG_CHECKPOINT_ONLINE && rec.info != wal::XLOG_CHECKPOINT_SHUTDOWN => Ok(()),
                 RmgrId::Xlog => {
                     if let Ok(ck) = wal::CheckpointRecord::decode(&rec.main_data) {
                         next_oid = next_oid.max(ck.info.next_oid);
@@ -397,6 +402,10 @@ impl Engine {
             }
         };
         let result = self.wal.recover(&mut redo)?;
+        if result.shutdown_at_target {
+            eprintln!("LOG:  shutdown at recovery target");
+            return Err(Error::user(SqlState::ADMIN_SHUTDOWN, "shutdown at recovery target"));
+        }
         // The WAL is open for insertion from here: page writes flush it again.
         in_recovery.store(false, Ordering::Release);
         // xids seen in the WAL were handed out: never hand them out again.
@@ -428,6 +437,17 @@ impl Engine {
                 crate::wal::control::fsync_dir(&self.datadir)?;
             }
             eprintln!("LOG:  consistent recovery state reached at {}", result.end);
+        }
+        let signal = self.datadir.join(crate::replication::archive::RECOVERY_SIGNAL);
+        if signal.exists() {
+            // Archive recovery is over (the end-of-recovery checkpoint is
+            // durable): the next start is an ordinary one. ferrogres stays on
+            // timeline 1 (no .history file; README "Archiving").
+            std::fs::remove_file(&signal).map_err(|e| Error::io(signal.display(), e))?;
+            if self.settings.fsync {
+                crate::wal::control::fsync_dir(&self.datadir)?;
+            }
+            eprintln!("LOG:  archive recovery complete; continuing on timeline 1");
         }
         Ok(())
     }
@@ -493,6 +513,9 @@ impl Engine {
             },
             |e| eprintln!("ERROR:  checkpoint failed: {e}"),
         ));
+        if self.archiver.enabled() {
+            self.archiver.start(self.wal.clone(), self.aux_start("archiver"));
+        }
     }
 
     /// Stops the autovacuum launcher, the checkpointer, the background writer and the
@@ -500,6 +523,7 @@ impl Engine {
     fn stop_workers(&self) {
         self.pgstat_tables.stop_launcher();
         self.sampler.stop();
+        self.archiver.stop();
         let mut w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(mut c) = w.checkpointer.take() {
             c.stop();

@@ -165,7 +165,15 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
 
     // The engine initializes an empty directory (initdb) or opens an existing one,
     // running crash recovery if it was not shut down cleanly.
-    let (engine, report) = ferrogres_engine::engine::Engine::open(".", opts.settings.clone())?;
+    let mut settings = opts.settings.clone();
+    if !settings.recovery_target_time.is_empty() {
+        // The engine has no timestamp parser: the binary converts the target.
+        let t = &settings.recovery_target_time;
+        let us = ferrogres_datum::datetime::timestamptz_in(t)
+            .map_err(|_| fatal(format!("invalid value for parameter \"recovery_target_time\": \"{t}\"")))?;
+        settings.recovery_target_time_us = Some(us);
+    }
+    let (engine, report) = ferrogres_engine::engine::Engine::open(".", settings)?;
     if report.initialized {
         eprintln!("LOG:  initialized database cluster in \"{}\"", datadir.display());
     }
@@ -189,6 +197,7 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
         // SIGHUP (or pg_reload_conf()): the configuration files again.
         let datadir = datadir.clone();
         let mut current = opts;
+        let engine = engine.clone();
         server.on_reload(Box::new(move |runtime| {
             match load_hba(&datadir.join(ferrogres_engine::config::conffile::HBA_FILE)) {
                 Some(h) => runtime.set_hba(h),
@@ -196,6 +205,7 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
             }
             if let Some(new) = reload(&args, &datadir, &current) {
                 runtime.set_authentication_timeout(new.authentication_timeout);
+                engine.archiver.reload(&new.settings.archive_command, new.settings.archive_timeout_s);
                 let mut overrides = new.overrides.clone();
                 overrides.push(("data_directory".into(), datadir.display().to_string()));
                 sql.set_overrides(overrides);
@@ -213,6 +223,11 @@ fn run(mut opts: options::Options, args: Vec<String>) -> Result<(), Fatal> {
     drop(pid_file); // removes postmaster.pid: a clean shutdown
     served
 }
+
+/// The sighup settings a reload applies while the server runs (the other
+/// engine settings of context sighup are read at start only, for now).
+/// restore_command is only read when archive recovery starts.
+const RELOADED: &[&str] = &["authentication_timeout", "archive_command", "archive_timeout", "restore_command"];
 
 /// The configuration after a reload: the command line and the files read again.
 /// `None` (the old configuration stays) when a file has an error, as PostgreSQL
@@ -237,7 +252,7 @@ fn reload(args: &[String], datadir: &std::path::Path, old: &options::Options) ->
                 eprintln!("LOG:  parameter \"{name}\" cannot be changed without restarting the server");
                 kept.push(name.clone());
             }
-            ferrogres_engine::config::guc::Context::Sighup if name != "authentication_timeout" => {
+            ferrogres_engine::config::guc::Context::Sighup if !RELOADED.contains(&name.as_str()) => {
                 // The engine reads these at start only (for now).
                 eprintln!("LOG:  parameter \"{name}\" changed to \"{value}\", effective at the next restart (ferrogres does not reload it yet)");
                 kept.push(name.clone());
@@ -249,7 +264,7 @@ fn reload(args: &[String], datadir: &std::path::Path, old: &options::Options) ->
     for (name, _) in &old.overrides {
         let restart_only = ferrogres_engine::config::guc::find(name).is_some_and(|g| {
             matches!(g.context, ferrogres_engine::config::guc::Context::Postmaster)
-                || (g.context == ferrogres_engine::config::guc::Context::Sighup && name != "authentication_timeout")
+                || (g.context == ferrogres_engine::config::guc::Context::Sighup && !RELOADED.contains(&name.as_str()))
         });
         if restart_only && !new.overrides.iter().any(|(k, _)| k == name) {
             kept.push(name.clone());

@@ -242,7 +242,7 @@ fn bgwriter_counters_move_with_checkpoints_and_writes() {
     ok(&c.q("CHECKPOINT"));
     let r = rows(&mut c, &format!("SELECT checkpoints_req, buffers_checkpoint - {before} FROM pg_stat_bgwriter"));
     assert_eq!(r, vec![vec!["2".to_string(), "0".to_string()]]);
-    // No archiver: zeros.
+    // archive_mode is off: nothing archived or failed (zeros).
     let r = rows(&mut c, "SELECT archived_count, last_archived_wal, failed_count FROM pg_stat_archiver");
     assert_eq!(r, vec![["0", "NULL", "0"].map(String::from).to_vec()]);
     assert_eq!(c.q("SELECT pg_stat_reset_shared('nope')").code(), "22023");

@@ -6,7 +6,7 @@
 //! | `pg_stat_statements_info` | evictions (dealloc) and the last full reset |
 //! | `pg_stat_statements_reset([userid [, dbid [, queryid]]])` | removes the matching entries (0: any) |
 //! | `pg_stat_bgwriter` | the buffer pool's `BgWriterStats` (checkpoint, background writer, backend writes) and its allocation count |
-//! | `pg_stat_archiver` | zeros and NULLs: ferrogres has no WAL archiver yet (issue 17), so nothing is ever archived or fails |
+//! | `pg_stat_archiver` | the archiver's counters (`ferrogres_engine::replication::archive::Archiver::stats`, through [`crate::walstat::pg_stat_archiver`]): archived_count, last_archived_wal, last_archived_time, failed_count, last_failed_wal, last_failed_time, stats_reset; kept in memory (a restart starts from zero; PostgreSQL keeps them across a clean shutdown) |
 //!
 //! The views live in pg_catalog (PostgreSQL puts pg_stat_statements in the
 //! schema the extension was created in, usually public); `CREATE EXTENSION
@@ -222,9 +222,7 @@ pub fn rows(oid: u32, backend: &Backend, visible: &dyn Fn(u32) -> bool) -> Resul
                 ts(s.stats_reset.load(Relaxed)),
             ]]
         }
-        PG_STAT_ARCHIVER_OID => {
-            vec![vec![int(0), Value::Null, Value::Null, int(0), Value::Null, Value::Null, ts(engine.buffers.bgstats.stats_reset.load(Relaxed))]]
-        }
+        PG_STAT_ARCHIVER_OID => crate::walstat::pg_stat_archiver(engine),
         _ => return Err(SqlError::internal(format!("no statement statistics view with OID {oid}"))),
     })
 }

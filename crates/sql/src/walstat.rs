@@ -9,7 +9,9 @@
 //! | `pg_walfile_name(lsn)` | the segment holding the byte before `lsn` (XLByteToPrevSeg: a position on a segment boundary names the previous segment, `0/0` wraps to `FFFFFFFF000000FF`), named as our segment files are (`wal::layout::segment_file_name`, PostgreSQL's names) |
 //! | `pg_is_in_recovery()` | false: a session only runs once recovery is over |
 //! | `pg_stat_wal` (OID 12293) | `Wal::stats_since_reset`: wal_records, wal_fpi, wal_bytes (record bytes without alignment padding, as PostgreSQL counts), wal_buffers_full (an inserter had to write out old buffer pages), wal_write (`pwrite` calls), wal_sync (fdatasync rounds: one per flush that had something to sync, however many segments it covered), wal_write_time and wal_sync_time (0: track_wal_io_timing is not implemented, and it is off by default), stats_reset |
-//! | `pg_stat_reset_shared(text)` | `'wal'`: `Wal::reset_stats`; `'bgwriter'`: the buffer pool's `BgWriterStats` ([`crate::stmtstat`]); `'archiver'`, `'recovery_prefetch'`: accepted (there is nothing to reset); anything else 22023 with PostgreSQL's HINT |
+//! | `pg_stat_reset_shared(text)` | `'wal'`: `Wal::reset_stats`; `'bgwriter'`: the buffer pool's `BgWriterStats` ([`crate::stmtstat`]); `'archiver'`: `Archiver::reset_stats`; `'recovery_prefetch'`: accepted (there is nothing to reset); anything else 22023 with PostgreSQL's HINT |
+//! | `pg_switch_wal()` | `Wal::switch_segment`: an XLOG_SWITCH record ends the segment (returns the record's end; the insert position when the segment has no WAL yet) |
+//! | `pg_create_restore_point(text)` | `replication::archive::create_restore_point` (for recovery_target_name) |
 //!
 //! The engine's counters are shared atomics updated at insertion and write time,
 //! so pg_stat_wal is current at once (PostgreSQL 15 publishes a backend's counts
@@ -50,6 +52,10 @@ pub enum WalFunc {
     /// pg_backup_stop([wait_for_archive]) in an expression: its record as
     /// text (in FROM it has its columns: `crate::srf_from`).
     BackupStop,
+    /// pg_switch_wal().
+    SwitchWal,
+    /// pg_create_restore_point(name).
+    CreateRestorePoint,
 }
 
 /// The function `name` with `nargs` arguments, if it is one of these:
@@ -66,6 +72,8 @@ pub fn lookup_func(name: &str, nargs: usize) -> Option<(WalFunc, &'static [Type]
         ("pg_backup_start", 2) => (WalFunc::BackupStart, &[Type::Text, Type::Bool], Type::PgLsn),
         ("pg_backup_stop", 0) => (WalFunc::BackupStop, &[], Type::Text),
         ("pg_backup_stop", 1) => (WalFunc::BackupStop, &[Type::Bool], Type::Text),
+        ("pg_switch_wal", 0) => (WalFunc::SwitchWal, &[], Type::PgLsn),
+        ("pg_create_restore_point", 1) => (WalFunc::CreateRestorePoint, &[Type::Text], Type::PgLsn),
         _ => return None,
     })
 }
@@ -84,6 +92,8 @@ pub fn call(f: WalFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resul
         WalFunc::StatResetShared => env.require_superuser_for("pg_stat_reset_shared")?,
         WalFunc::BackupStart => env.require_superuser_for("pg_backup_start")?,
         WalFunc::BackupStop => env.require_superuser_for("pg_backup_stop")?,
+        WalFunc::SwitchWal => env.require_superuser_for("pg_switch_wal")?,
+        WalFunc::CreateRestorePoint => env.require_superuser_for("pg_create_restore_point")?,
         _ => {}
     }
     if vals.iter().any(Value::is_null) {
@@ -110,12 +120,19 @@ pub fn call(f: WalFunc, vals: &[Value], env: &mut dyn crate::exec::Env) -> Resul
             let (lsn, label) = ss.stop_backup()?;
             Value::Text(format!("({},{},\"\")", ferrogres_datum::pg_lsn::output(lsn), record_field(&label)))
         }
+        WalFunc::SwitchWal => Value::PgLsn(engine(env)?.wal.switch_segment()?.0),
+        WalFunc::CreateRestorePoint => {
+            let Value::Text(name) = &vals[0] else { return Err(SqlError::internal("pg_create_restore_point without text")) };
+            let e = engine(env)?;
+            Value::PgLsn(ferrogres_engine::replication::archive::create_restore_point(&e.wal, name)?.0)
+        }
         WalFunc::StatResetShared => {
             let Value::Text(target) = &vals[0] else { return Err(SqlError::internal("pg_stat_reset_shared without text")) };
             match target.as_str() {
                 "wal" => engine(env)?.wal.reset_stats(),
                 "bgwriter" => crate::stmtstat::reset_bgwriter(&*engine(env)?),
-                "archiver" | "recovery_prefetch" => {}
+                "archiver" => engine(env)?.archiver.reset_stats(),
+                "recovery_prefetch" => {}
                 _ => {
                     return Err(SqlError::new(b"22023", format!("unrecognized reset target: \"{target}\""))
                         .with_hint("Target must be \"archiver\", \"bgwriter\", \"recovery_prefetch\", or \"wal\"."))
@@ -147,6 +164,24 @@ fn record_field(s: &str) -> String {
 /// pg_walfile_name: the segment holding the byte just before `lsn`.
 pub fn walfile_name(lsn: u64, seg_size: u64) -> String {
     segment_file_name(TIMELINE, lsn.wrapping_sub(1) / seg_size, seg_size)
+}
+
+/// pg_stat_archiver's one row.
+pub fn pg_stat_archiver(engine: &Engine) -> Vec<Vec<Value>> {
+    let s = engine.archiver.stats();
+    let text = |t: Option<String>| t.map(Value::Text).unwrap_or(Value::Null);
+    let time = |t: Option<std::time::SystemTime>| {
+        t.map(|t| Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(t))).unwrap_or(Value::Null)
+    };
+    vec![vec![
+        Value::Int8(s.archived_count),
+        text(s.last_archived_wal),
+        time(s.last_archived_time),
+        Value::Int8(s.failed_count),
+        text(s.last_failed_wal),
+        time(s.last_failed_time),
+        time(s.stats_reset),
+    ]]
 }
 
 /// pg_stat_wal's one row.

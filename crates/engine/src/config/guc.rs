@@ -277,6 +277,23 @@ pub static GUCS: &[Guc] = &[
     // Read at start (a reload says it needs a restart, as other engine sighup settings).
     guc!("wal_keep_size", Sighup, int(0, INT_MAX, Unit::Mb), "0"),
     guc!("wal_segment_size", Internal, int(1 << 20, 1 << 30, Unit::Bytes), "16MB"),
+    // Archiving and archive recovery (crate::replication::archive).
+    guc!("archive_mode", Postmaster, Kind::Enum { values: &["always", "on", "off"], hidden: BOOL_LIKE }, "off"),
+    guc!("archive_command", Sighup, Kind::String, ""),
+    guc!("archive_timeout", Sighup, int(0, INT_MAX / 2, Unit::S), "0"),
+    // Archive modules are not supported: a non-empty value is refused at start.
+    guc!("archive_library", Sighup, Kind::String, ""),
+    guc!("restore_command", Sighup, Kind::String, ""),
+    guc!("archive_cleanup_command", Sighup, Kind::String, "", not_yet),
+    guc!("recovery_end_command", Sighup, Kind::String, "", not_yet),
+    guc!("recovery_target", Postmaster, Kind::String, ""),
+    guc!("recovery_target_lsn", Postmaster, Kind::String, ""),
+    guc!("recovery_target_xid", Postmaster, Kind::String, ""),
+    guc!("recovery_target_name", Postmaster, Kind::String, ""),
+    guc!("recovery_target_time", Postmaster, Kind::String, ""),
+    guc!("recovery_target_inclusive", Postmaster, Kind::Bool, "on"),
+    guc!("recovery_target_action", Postmaster, en(&["pause", "promote", "shutdown"]), "pause"),
+    guc!("recovery_target_timeline", Postmaster, Kind::String, "latest", not_yet),
     // ---- locks
     guc!("deadlock_timeout", Superuser, int(1, INT_MAX, Unit::Ms), "1s"),
     guc!("log_lock_waits", Superuser, Kind::Bool, "off"),

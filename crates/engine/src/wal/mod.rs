@@ -25,7 +25,7 @@ pub mod record;
 pub mod xlog;
 
 #[cfg(not(loom))]
-pub use background::{start_checkpointer, start_checkpointer_with, start_wal_writer, start_wal_writer_with, BackgroundWorker, OnStart};
+pub use background::{start_checkpointer, WorkerLatch, start_checkpointer_with, start_wal_writer, start_wal_writer_with, BackgroundWorker, OnStart};
 #[cfg(not(loom))]
 pub use control::{ControlFile, DbState};
 #[cfg(not(loom))]
@@ -33,7 +33,8 @@ pub use reader::WalReader;
 #[cfg(not(loom))]
 pub use record::{
     regbuf, restore_full_page_image, BlockImage, CheckpointInfo, CheckpointRecord, DecodedBlock, DecodedRecord,
-    RecordBuilder, RmgrId, XLOG_BACKUP_END, XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN,
+    RecordBuilder, RmgrId, XLOG_BACKUP_END, XLOG_CHECKPOINT_ONLINE, XLOG_CHECKPOINT_SHUTDOWN, XLOG_RESTORE_POINT,
+    XLOG_SWITCH,
 };
 #[cfg(not(loom))]
 pub use xlog::{RecoveryResult, RecoveryStart, Wal, WalOptions, WalStats};

@@ -28,7 +28,13 @@ pub struct WalReader {
     /// End of the last valid record read (the start position if none yet).
     end_of_valid: Lsn,
     end_reason: Option<String>,
+    /// Archive recovery: called with a segment's file name before the reader
+    /// opens it (restore_command fetches it into pg_wal if the archive has it).
+    restore: Option<RestoreFn>,
 }
+
+/// See `WalReader::with_restore`.
+pub type RestoreFn = Box<dyn FnMut(&str) + Send>;
 
 enum Invalid {
     /// The WAL ends here; the string says why.
@@ -58,7 +64,15 @@ impl WalReader {
             prev,
             end_of_valid: start,
             end_reason: None,
+            restore: None,
         }
+    }
+
+    /// Fetches each segment through `f(file name)` before opening it
+    /// (archive recovery: the archive's copy is preferred, as PostgreSQL does).
+    pub fn with_restore(mut self, f: RestoreFn) -> WalReader {
+        self.restore = Some(f);
+        self
     }
 
     /// End of the last valid record read: where the WAL ends once `next_record`
@@ -95,6 +109,12 @@ impl WalReader {
                 };
                 self.prev = Some(start);
                 self.end_of_valid = end_lsn;
+                if rec.rmgr == super::record::RmgrId::Xlog && rec.info == super::record::XLOG_SWITCH {
+                    // The rest of the segment is unused: the WAL goes on at the
+                    // next segment's start.
+                    let seg_end = (segno(start.0, self.seg_size) + 1) * self.seg_size;
+                    self.end_of_valid = Lsn(seg_end);
+                }
                 self.next = normalize_start(self.end_of_valid);
                 Ok(Some(rec))
             }
@@ -113,7 +133,11 @@ impl WalReader {
             let seg = segno(addr, self.seg_size);
             if self.file.as_ref().map(|f| f.0) != Some(seg) {
                 self.file = None;
-                let path = self.dir.join(segment_file_name(TIMELINE, seg, self.seg_size));
+                let name = segment_file_name(TIMELINE, seg, self.seg_size);
+                if let Some(f) = self.restore.as_mut() {
+                    f(&name);
+                }
+                let path = self.dir.join(name);
                 match File::open(&path) {
                     Ok(f) => self.file = Some((seg, f)),
                     Err(e) if e.kind() == ErrorKind::NotFound => {

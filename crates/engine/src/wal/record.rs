@@ -514,6 +514,14 @@ pub const XLOG_CHECKPOINT_ONLINE: u8 = 0x10;
 /// backup's start LSN (u64 LE). Recovery from that backup is consistent once it
 /// has replayed this record.
 pub const XLOG_BACKUP_END: u8 = 0x50;
+/// A WAL segment switch (PostgreSQL's XLOG_SWITCH, `pg_switch_wal()`): no main
+/// data; the rest of its segment after it is unused, and the next record starts
+/// at the next segment's first page.
+pub const XLOG_SWITCH: u8 = 0x40;
+/// A named restore point (PostgreSQL's XLOG_RESTORE_POINT,
+/// `pg_create_restore_point()`): main data is the timestamp (i64 LE, µs since
+/// 2000-01-01) and the name (UTF-8).
+pub const XLOG_RESTORE_POINT: u8 = 0x70;
 
 /// What other layers put into a checkpoint (and the control file): the transaction
 /// layer's counters. Extend by appending fields (the encoding has room: readers accept

@@ -101,6 +101,31 @@ impl InsertPosition {
     }
 
     /// Sets both values (startup, before any concurrent use).
+    /// An XLOG_SWITCH reservation: `size` bytes for the record, then the rest of
+    /// its segment (`seg_end(record end)` is the usable position where the next
+    /// segment starts). `None`, reserving nothing, if `at_seg_start(current)`:
+    /// the current segment has no WAL yet. Returns (start, record end, prev).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn reserve_switch(
+        &self,
+        size: u64,
+        at_seg_start: impl Fn(u64) -> bool,
+        seg_end: impl Fn(u64) -> u64,
+    ) -> Option<(u64, u64, u64)> {
+        self.acquire();
+        let start = self.current.load(Ordering::Relaxed);
+        if at_seg_start(start) {
+            self.release();
+            return None;
+        }
+        let prev = self.prev.load(Ordering::Relaxed);
+        let end = start + size;
+        self.current.store(seg_end(end), Ordering::SeqCst);
+        self.prev.store(start, Ordering::Relaxed);
+        self.release();
+        Some((start, end, prev))
+    }
+
     #[allow(dead_code)]
     pub(crate) fn reset(&self, current: u64, prev: u64) {
         self.acquire();

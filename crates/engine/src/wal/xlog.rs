@@ -49,6 +49,11 @@ pub struct WalOptions {
     pub segment_size: u64,
     /// Number of WAL insertion slots (PostgreSQL's NUM_XLOGINSERT_LOCKS, 8).
     pub insert_slots: usize,
+    /// archive_mode on/always: completed segments get `.ready` files and a
+    /// checkpoint removes only archived segments (`replication::archive`).
+    pub archive_mode: bool,
+    /// Archive recovery (`recovery.signal`): restore_command and the target.
+    pub archive_recovery: crate::replication::archive::ArchiveRecovery,
 }
 
 impl Default for WalOptions {
@@ -72,6 +77,8 @@ impl WalOptions {
             wal_writer_delay: Duration::from_millis(200),
             segment_size: WAL_SEGMENT_SIZE,
             insert_slots: 8,
+            archive_mode: s.archive_mode,
+            archive_recovery: Default::default(),
         }
     }
 }
@@ -327,6 +334,9 @@ struct WriterState {
     /// Segments written since their last fdatasync.
     dirty: BTreeSet<u64>,
     scratch: Vec<u8>,
+    /// archive_mode: the first segment not yet marked `.ready` (every segment
+    /// below it is complete, durable and marked).
+    next_ready: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -370,6 +380,25 @@ pub struct RecoveryResult {
     pub end: Lsn,
     /// Why reading stopped.
     pub end_reason: String,
+    /// A recovery target with recovery_target_action = shutdown was reached:
+    /// nothing was changed after replay, the server must stop.
+    pub shutdown_at_target: bool,
+}
+
+/// (xid, commit or abort time) of a transaction commit or abort record.
+fn xact_of(rec: &DecodedRecord) -> Option<(u32, i64)> {
+    if rec.rmgr != RmgrId::Xact {
+        return None;
+    }
+    crate::txn::clog::decode_xact_record(&rec.main_data).ok().map(|x| (x.xid, x.timestamp))
+}
+
+/// The name of a restore point record.
+fn restore_point_of(rec: &DecodedRecord) -> Option<String> {
+    if rec.rmgr != RmgrId::Xlog || rec.info != XLOG_RESTORE_POINT || rec.main_data.len() < 8 {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&rec.main_data[8..]).into_owned())
 }
 
 /// The online backups in progress (`Wal::backups`).
@@ -418,6 +447,8 @@ pub struct Wal {
     pub(crate) walwriter_latch: Arc<WorkerLatch>,
     /// Wakes a hibernating checkpointer (a new WAL segment opened for writing).
     pub(crate) checkpointer_latch: Arc<WorkerLatch>,
+    /// Wakes the archiver (a segment was marked `.ready`).
+    pub(crate) archiver_notify: Arc<crate::replication::archive::Notify>,
     /// The walsenders' latches, set each time `flushed` advances (PostgreSQL's
     /// WalSndWakeup); `flush_watchers` counts them so a flush without
     /// walsenders pays one load. A leaf lock: nothing is taken under it.
@@ -524,12 +555,14 @@ impl Wal {
                 files: BTreeMap::new(),
                 dirty: BTreeSet::new(),
                 scratch: vec![0; PS as usize],
+                next_ready: 0,
             }),
             written: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
             async_request: AtomicU64::new(0),
             walwriter_latch: WorkerLatch::new(),
             checkpointer_latch: WorkerLatch::new(),
+            archiver_notify: Default::default(),
             flush_latches: Mutex::new(Vec::new()),
             flush_watchers: AtomicUsize::new(0),
             state: AtomicU8::new(RunState::Recovery as u8),
@@ -603,7 +636,12 @@ impl Wal {
 
     /// Opens the WAL of an existing cluster (settings from `Settings`).
     pub fn open(datadir: &Path, settings: &Settings) -> Result<(Wal, RecoveryStart)> {
-        Wal::open_with(datadir, WalOptions::from_settings(settings))
+        if !settings.archive_library.is_empty() {
+            return Err(Error::user(SqlState::FEATURE_NOT_SUPPORTED, "archive_library is not supported: use archive_command"));
+        }
+        let mut opts = WalOptions::from_settings(settings);
+        opts.archive_recovery = crate::replication::archive::ArchiveRecovery::from_settings(datadir, settings)?;
+        Wal::open_with(datadir, opts)
     }
 
     /// Opens the WAL: reads the control file and the last checkpoint record. If the
@@ -632,7 +670,7 @@ impl Wal {
                 }
             }
         }
-        let mut rd = WalReader::new(&wal.wal_dir, wal.seg_size, control.checkpoint, None);
+        let mut rd = wal.reader(control.checkpoint);
         let no_ckpt = |why: &str| {
             Error::corrupt(format!("could not locate a valid checkpoint record at {}: {why}", control.checkpoint))
         };
@@ -644,7 +682,8 @@ impl Wal {
         if ck.redo != control.redo || ck.redo > rec.lsn {
             return Err(no_ckpt("redo pointer does not match the control file"));
         }
-        let clean = control.state == DbState::ShutDown
+        let clean = !wal.opts.archive_recovery.requested
+            && control.state == DbState::ShutDown
             && rec.info == XLOG_CHECKPOINT_SHUTDOWN
             && ck.redo == rec.lsn
             && rd.next_record()?.is_none();
@@ -683,6 +722,7 @@ impl Wal {
                 records: 0,
                 end: self.insert_position(),
                 end_reason: "no recovery needed".into(),
+                shutdown_at_target: false,
             });
         }
         let (redo, ckpt) = {
@@ -692,21 +732,46 @@ impl Wal {
             c.write(&self.datadir, self.opts.fsync)?;
             (c.redo, c.checkpoint)
         };
-        let mut rd = WalReader::new(&self.wal_dir, self.seg_size, redo, None);
+        let mut rd = self.reader(redo);
         let mut n = 0;
         let backup_start = *lock(&self.backup_recovery);
         let mut backup_end = None;
+        let target = self.opts.archive_recovery.target.clone();
+        // (start, end) of the last record replayed: where the WAL ends if a
+        // recovery target stops replay before the end of the WAL.
+        let mut applied: Option<(Lsn, Lsn)> = None;
+        let mut stopped = None;
         while let Some(rec) = rd.next_record()? {
+            let stop = match &target {
+                Some(t) => t.check(rec.lsn, xact_of(&rec), restore_point_of(&rec).as_deref()),
+                None => crate::replication::archive::Stop::Continue,
+            };
+            if stop == crate::replication::archive::Stop::Before {
+                stopped = Some(rec.lsn);
+                break;
+            }
             redo_fn(&rec, rec.end)?;
             n += 1;
+            applied = Some((rec.lsn, rec.end));
             if rec.rmgr == RmgrId::Xlog
                 && rec.info == XLOG_BACKUP_END
                 && backup_start.is_some_and(|s| rec.main_data.get(..8) == Some(&s.0.to_le_bytes()[..]))
             {
                 backup_end = Some(rec.end);
             }
+            if stop == crate::replication::archive::Stop::After {
+                stopped = Some(rec.lsn);
+                break;
+            }
         }
-        let end = rd.end_of_valid();
+        let (end, last) = match (stopped, applied) {
+            (Some(at), Some((start, end))) => {
+                let t = target.as_ref().map(|t| t.describe()).unwrap_or_default();
+                eprintln!("LOG:  recovery stopping at {t}, record at {at}");
+                (end, start)
+            }
+            _ => (rd.end_of_valid(), rd.last_record().unwrap_or(Lsn(0))),
+        };
         if backup_start.is_some() && backup_end.is_none() {
             // PostgreSQL's FATAL: the copied pages may be torn or newer than
             // the WAL; only the WAL up to the backup's end makes them consistent.
@@ -723,7 +788,32 @@ impl Wal {
                 rd.end_reason().unwrap_or("")
             )));
         }
-        let last = rd.last_record().unwrap_or(Lsn(0));
+        if target.is_some() && stopped.is_none() {
+            // PostgreSQL 14+: the archive ended first; nothing is promoted.
+            return Err(Error::user(
+                SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "recovery ended before configured recovery target was reached",
+            ));
+        }
+        let target_action = match (stopped, &target) {
+            (Some(_), Some(t)) => Some(t.action),
+            _ => None,
+        };
+        if target_action == Some(crate::replication::archive::TargetAction::Shutdown) {
+            // recovery_target_action = shutdown: nothing is written; a restart
+            // replays up to the target again (as PostgreSQL).
+            return Ok(RecoveryResult {
+                records: n,
+                end,
+                end_reason: "recovery target reached".into(),
+                shutdown_at_target: true,
+            });
+        }
+        if self.opts.archive_recovery.requested {
+            // WAL past the end (restored from the archive, or older than it)
+            // must never be read as a continuation of the new WAL.
+            self.remove_segments_after(segno(end.0.saturating_sub(1).max(1), self.seg_size))?;
+        }
         self.position_at(end, last)?;
         // The page after the end may hold stale WAL that a future record ending at
         // its boundary would make reachable: clear it on disk now.
@@ -734,7 +824,41 @@ impl Wal {
         c.state = DbState::InProduction;
         c.time = now_secs();
         c.write(&self.datadir, self.opts.fsync)?;
-        Ok(RecoveryResult { records: n, end, end_reason: rd.end_reason().unwrap_or("").to_string() })
+        let end_reason = match stopped {
+            Some(_) => "recovery target reached".to_string(),
+            None => rd.end_reason().unwrap_or("").to_string(),
+        };
+        Ok(RecoveryResult { records: n, end, end_reason, shutdown_at_target: false })
+    }
+
+    /// A reader from `start`; in archive recovery it fetches each segment with
+    /// restore_command first.
+    fn reader(&self, start: Lsn) -> WalReader {
+        let rd = WalReader::new(&self.wal_dir, self.seg_size, start, None);
+        let ar = &self.opts.archive_recovery;
+        if !ar.requested {
+            return rd;
+        }
+        let (datadir, command) = (self.datadir.clone(), ar.restore_command.clone());
+        rd.with_restore(Box::new(move |name| {
+            crate::replication::archive::restore_segment(&datadir, &command, name);
+        }))
+    }
+
+    /// Removes the segment files after segment `last` (end of archive recovery).
+    fn remove_segments_after(&self, last: u64) -> Result<()> {
+        let rd = fs::read_dir(&self.wal_dir).map_err(io_err(self.wal_dir.display()))?;
+        for ent in rd.flatten() {
+            let name = ent.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some((_, seg)) = parse_segment_file_name(name, self.seg_size) {
+                if seg > last {
+                    fs::remove_file(ent.path()).map_err(io_err(name))?;
+                    crate::replication::archive::forget(&self.wal_dir, name);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Sets up insertion to continue at `end` (end of the last valid record, whose
@@ -766,6 +890,7 @@ impl Wal {
         }
         self.written.store(end.0, Ordering::Release);
         self.flushed.store(end.0, Ordering::Release);
+        lock(&self.writer).next_ready = end.0 / self.seg_size;
         Ok(())
     }
 
@@ -857,6 +982,54 @@ impl Wal {
             crate::pgstat::usage::count_wal(a.len as u64, a.image_mask.count_ones() as u64);
             return Ok((start, end));
         }
+    }
+
+    /// pg_switch_wal() (PostgreSQL's RequestXLogSwitch): ends the current segment
+    /// with an XLOG_SWITCH record, reserving the rest of the segment so the next
+    /// record starts on the next one, and makes it durable, so the segment is
+    /// complete and (archive_mode) marked `.ready`. Returns the end of the switch
+    /// record; when the current segment has no WAL yet, nothing is written and
+    /// the insert position is returned.
+    pub fn switch_segment(&self) -> Result<Lsn> {
+        self.check_usable()?;
+        let rb = RecordBuilder::new(RmgrId::Xlog, XLOG_SWITCH);
+        let redo = Lsn(self.redo_ptr.load(Ordering::Acquire));
+        let mut a = rb.assemble(redo, false)?;
+        let ss = self.seg_size;
+        let slot = self.acquire_slot();
+        let at_seg_start = |pos: u64| pos == 0 || bytepos_to_lsn(pos).0 % ss == PAGE_HEADER_SIZE;
+        let seg_end = |end: u64| {
+            let e = bytepos_to_end_lsn(end).0;
+            (segno(e - 1, ss) + 1) * ss / PS * USABLE_PER_PAGE
+        };
+        let Some((s, e, p)) = self.pos.reserve_switch(align_record(a.len as u64), at_seg_start, seg_end) else {
+            drop(slot);
+            return Ok(self.insert_position());
+        };
+        let start = bytepos_to_lsn(s);
+        let rec_end = bytepos_to_end_lsn(e).0;
+        let seg_stop = (segno(rec_end - 1, ss) + 1) * ss;
+        finish_record(&mut a.bytes, a.payload_crc, bytepos_to_lsn(p));
+        let filled = self.copy_record(slot.slot, a.chunks(), a.len, start).and_then(|()| {
+            // The pages after the record, up to the segment's end, are part of
+            // our reservation: initialize them (zeroes after their header) so the
+            // writer can write the whole segment.
+            let mut page = if rec_end % PS == 0 { rec_end } else { rec_end - rec_end % PS + PS };
+            while page < seg_stop {
+                self.get_buffer(slot.slot, page, page)?;
+                page += PS;
+            }
+            Ok(())
+        });
+        if let Err(err) = filled {
+            self.poisoned.store(true, Ordering::SeqCst);
+            return Err(err);
+        }
+        drop(slot);
+        self.stats.records.fetch_add(1, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(a.len as u64, Ordering::Relaxed);
+        self.flush(Lsn(seg_stop))?;
+        Ok(bytepos_to_end_lsn(s + a.len as u64))
     }
 
     /// Step 0: take an insertion slot and advertise a lower bound of where our record
@@ -1124,6 +1297,19 @@ impl Wal {
                 let cur = segno(written.saturating_sub(1), self.seg_size);
                 st.files.retain(|&s, _| s >= cur);
                 self.flushed.store(written, Ordering::Release);
+                // Segments wholly below `written` are complete and durable now:
+                // the archiver may copy them (PostgreSQL's XLogArchiveNotifySeg).
+                let complete = written / self.seg_size;
+                if self.opts.archive_mode && st.next_ready < complete {
+                    for seg in st.next_ready..complete {
+                        crate::replication::archive::mark_ready(
+                            &self.wal_dir,
+                            &segment_file_name(TIMELINE, seg, self.seg_size),
+                        );
+                    }
+                    self.archiver_notify.notify();
+                }
+                st.next_ready = st.next_ready.max(complete);
                 self.wake_flush_watchers();
             }
         }
@@ -1665,7 +1851,12 @@ impl Wal {
             let Some(name) = name.to_str() else { continue };
             if let Some((_, seg)) = parse_segment_file_name(name, self.seg_size) {
                 if seg < keep_from {
+                    // Never a segment the archiver has not copied yet.
+                    if self.opts.archive_mode && !crate::replication::archive::archived_or_mark(&self.wal_dir, name) {
+                        continue;
+                    }
                     fs::remove_file(ent.path()).map_err(io_err(name))?;
+                    crate::replication::archive::forget(&self.wal_dir, name);
                     removed = true;
                 }
             }
