@@ -115,6 +115,12 @@ fn good_settings_start_and_show() {
     );
     let want = format!("128kB\n8MB\n5s\non\n5min\n30s\n100\n{}\nSQL, DMY\n", srv.port);
     assert_eq!(shown, want);
+    // pg_settings: boot_val is the built-in value, reset_val the one given at start.
+    let vals = srv.sql_ok(
+        "SELECT name, setting, boot_val, reset_val FROM pg_settings \
+         WHERE name IN ('statement_timeout', 'authentication_timeout') ORDER BY name;",
+    );
+    assert_eq!(vals, "authentication_timeout|30s|1min|30s\nstatement_timeout|5s|0|5s\n");
     // The server works with the smallest shared_buffers PostgreSQL allows.
     srv.sql_ok("CREATE TABLE t (a int PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 5000);");
     assert_eq!(srv.sql_ok("SELECT count(*) FROM t;").trim(), "5000");

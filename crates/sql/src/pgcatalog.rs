@@ -295,10 +295,16 @@ pub fn rows(oid: u32, backend: &Backend, snap: &Snapshot, env: &dyn crate::exec:
                     } else {
                         row
                     };
+                    // The built-in value, not the one a -c or the configuration
+                    // file gave (that one is reset_val).
+                    let boot = guc::find(&name)
+                        .filter(|g| !g.boot.is_empty())
+                        .and_then(|g| g.canonical(&name, g.boot).ok())
+                        .unwrap_or_else(|| default.clone());
                     let row = row.t("name", &name)
                         .t("setting", &value)
                         .t("source", source)
-                        .t("boot_val", &default)
+                        .t("boot_val", &boot)
                         .t("reset_val", &default)
                         .b("pending_restart", false);
                     // Context, type, unit and range from the table of known settings
