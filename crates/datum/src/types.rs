@@ -949,7 +949,10 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
     }
     // character(n) -> another string type drops the padding.
     let v = match (from, to, v) {
-        (Type::Bpchar, Type::Text | Type::Varchar, Value::Text(s)) => Value::Text(s.trim_end_matches(' ').to_string()),
+        (Type::Bpchar, Type::Text | Type::Varchar, Value::Text(mut s)) => {
+            s.truncate(s.trim_end_matches(' ').len());
+            Value::Text(s)
+        }
         (_, _, v) => v,
     };
     if let Some(r) = crate::json::cast(&v, from, to) {

@@ -305,6 +305,46 @@ pub(crate) fn operand<'v>(e: &'v Expr, row: &'v [Value], params: &'v [Value], ag
     }
 }
 
+/// A string operand read where it is: a constant, a column, or a
+/// `character(n)` column cast to `text` (its value without the trailing
+/// spaces, as the cast makes it). `Some(None)`: NULL; `None`: not one of
+/// these (or not a string).
+#[inline]
+fn str_operand<'v>(e: &'v Expr, row: &'v [Value]) -> Option<Option<&'v str>> {
+    let v = match e {
+        Expr::Const(v, _) => v,
+        Expr::Column(i, _) => row.get(*i)?,
+        Expr::Cast { arg, from: Type::Bpchar, to: Type::Text, .. } => match &**arg {
+            Expr::Column(..) => return str_operand(arg, row).map(|s| s.map(|s| s.trim_end_matches(' '))),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    match v {
+        Value::Null => Some(None),
+        Value::Text(s) => Some(Some(s)),
+        _ => None,
+    }
+}
+
+/// The order of a comparison's operands when one is a `character(n)`
+/// column cast to `text` (TPC-H's `l_shipmode IN ('MAIL', 'SHIP')`, `p_brand
+/// = 'Brand#12'`) and the other a string read where it is: the trimmed
+/// value compared without making the cast's copy of it, on every row.
+/// `Some(None)`: NULL; `None`: not such a comparison (evaluate it as usual).
+/// Text values compare by their bytes ([`compare`]), so this is the same order.
+#[inline]
+fn trimmed_compare(l: &Expr, r: &Expr, row: &[Value]) -> Option<Option<Ordering>> {
+    let cast = |e: &Expr| matches!(e, Expr::Cast { from: Type::Bpchar, to: Type::Text, .. });
+    if !cast(l) && !cast(r) {
+        return None;
+    }
+    match (str_operand(l, row)?, str_operand(r, row)?) {
+        (Some(a), Some(b)) => Some(Some(a.as_bytes().cmp(b.as_bytes()))),
+        _ => Some(None),
+    }
+}
+
 /// Evaluates `e` over an input row, parameters and aggregate results.
 pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
     ferrogres_datum::stack_depth::check()?;
@@ -338,11 +378,17 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             v => arith_int(ArithOp::Sub, 0, v.as_i64().unwrap_or(0), *ty)?,
         },
         Expr::Compare { op, l, r } => {
-            let (a, b) = (operand(l, row, params, aggs, env)?, operand(r, row, params, aggs, env)?);
-            if a.is_null() || b.is_null() {
-                return Ok(Value::Null);
-            }
-            let o = compare(&a, &b);
+            let o = match trimmed_compare(l, r, row) {
+                Some(None) => return Ok(Value::Null),
+                Some(Some(o)) => o,
+                None => {
+                    let (a, b) = (operand(l, row, params, aggs, env)?, operand(r, row, params, aggs, env)?);
+                    if a.is_null() || b.is_null() {
+                        return Ok(Value::Null);
+                    }
+                    compare(&a, &b)
+                }
+            };
             Value::Bool(match op {
                 CmpOp::Eq => o == Ordering::Equal,
                 CmpOp::Ne => o != Ordering::Equal,
@@ -579,9 +625,12 @@ type Stages = Vec<(Vec<usize>, Expr)>;
 /// 19, TPC-H Q6: the scan was bound by making every read column of every
 /// tuple): a tuple that fails a conjunct costs the columns read so far, and
 /// the other columns the scan passes up are made only for the tuples that
-/// pass. Its caller still applies the filter to the rows that come out, so
-/// this is used only where evaluating it twice changes nothing (a filter of
-/// plain operators and non-volatile built-in functions, no subquery), and
+/// pass. Only rows that pass the whole filter come out, and the scan says so
+/// to its caller ([`Scan::filtered`]), which then applies no Filter of its
+/// own: the filter is evaluated once per tuple, as PostgreSQL's qual on a
+/// Seq Scan is (EXPLAIN still prints it as the scan's `Filter:`). It is used
+/// only for a filter of plain operators and non-volatile built-in functions
+/// (no subquery, whose evaluation needs the executor around the scan), and
 /// not under EXPLAIN ANALYZE, whose row counts are taken between the scan
 /// and the filter. A conjunct that is not true (false or NULL) ends the
 /// tuple, as PostgreSQL's qual evaluation does.
@@ -616,11 +665,69 @@ impl FilteredSeqScan {
                 return None;
             }
             cols.retain(|&i| !std::mem::replace(&mut made[i], true));
-            stages.push((cols, c.clone()));
+            stages.push((cols, prepare_qual(c)));
         }
         let rest = (0..width).filter(|&i| !made[i] && scan.reads(i)).collect();
         Some((stages, rest))
     }
+}
+
+/// `e` as it is run, with the comparisons of a date column cast to
+/// `timestamp` against a constant timestamp (TPC-H Q6's `l_shipdate < date
+/// '1994-01-01' + interval '1' year`, folded to a timestamp constant) made
+/// comparisons of the date with a date constant, found once here instead of
+/// casting the column on every row. The plan (and EXPLAIN) keep the
+/// comparison as written. It is exact: a date's timestamp is its midnight, so
+/// against a timestamp `t` on day `d` (`d` itself when `t` is midnight,
+/// `d + 1` otherwise for `<` and `>=`), and it raises no "date out of range
+/// for timestamp" for a date past timestamp's range, as PostgreSQL's
+/// cross-type date/timestamp comparison raises none. `=` and `<>` against a
+/// timestamp that is not a midnight, infinite timestamps and `timestamptz`
+/// (whose cast reads TimeZone) are left alone.
+/// Conjuncts and disjuncts are rewritten through AND, OR and NOT.
+pub(crate) fn prepare_qual(e: &Expr) -> Expr {
+    match e {
+        Expr::And(args) => Expr::And(args.iter().map(prepare_qual).collect()),
+        Expr::Or(args) => Expr::Or(args.iter().map(prepare_qual).collect()),
+        Expr::Not(a) => Expr::Not(Box::new(prepare_qual(a))),
+        Expr::Compare { op, l, r } => date_compare(*op, l, r)
+            .or_else(|| date_compare(commuted(*op), r, l))
+            .unwrap_or_else(|| e.clone()),
+        e => e.clone(),
+    }
+}
+
+/// The operator with its operands swapped (`a < b` is `b > a`).
+fn commuted(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Lt => CmpOp::Gt,
+        CmpOp::Le => CmpOp::Ge,
+        CmpOp::Gt => CmpOp::Lt,
+        CmpOp::Ge => CmpOp::Le,
+        o => o,
+    }
+}
+
+/// `date_expr::timestamp OP t` as a comparison of `date_expr` with a date,
+/// when `cast` is such a cast and `t` a finite timestamp constant.
+fn date_compare(op: CmpOp, cast: &Expr, t: &Expr) -> Option<Expr> {
+    let Expr::Cast { arg, from: Type::Date, to: Type::Timestamp, .. } = cast else { return None };
+    let Expr::Const(Value::Timestamp(t), _) = t else { return None };
+    if *t == ferrogres_datum::datetime::DT_NOEND || *t == ferrogres_datum::datetime::DT_NOBEGIN {
+        return None;
+    }
+    let day = t.div_euclid(ferrogres_datum::datetime::USECS_PER_DAY);
+    let midnight = t.rem_euclid(ferrogres_datum::datetime::USECS_PER_DAY) == 0;
+    // The date a column's date is compared with: midnight(x) < t is x < d
+    // when t is d's midnight, else x <= d, that is x < d + 1.
+    let bound = match op {
+        CmpOp::Lt | CmpOp::Ge if !midnight => day + 1,
+        CmpOp::Lt | CmpOp::Ge | CmpOp::Le | CmpOp::Gt => day,
+        CmpOp::Eq | CmpOp::Ne if midnight => day,
+        CmpOp::Eq | CmpOp::Ne => return None,
+    };
+    let bound = i32::try_from(bound).ok().filter(|b| *b != i32::MAX && *b != i32::MIN)?;
+    Some(Expr::Compare { op, l: arg.clone(), r: Box::new(Expr::Const(Value::Date(bound), Type::Date)) })
 }
 
 /// Whether evaluating `e` twice over a row is the same as once: operators,
@@ -814,30 +921,52 @@ pub fn source_rows(s: &Source, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Source::WindowAgg(w) => crate::window::run(w, ctx)?,
         other => {
             let q = Query::project(other.clone(), vec![]);
-            return run_source(&q, ctx);
+            return Ok(run_source(&q, ctx)?.rows);
         }
     })
+}
+
+/// The rows a scan of a table under a filter streams, and whether the scan
+/// applied that filter itself.
+pub struct Scan {
+    pub rows: Box<dyn RowIter>,
+    /// True when every row of `rows` passed the filter (a [`FilteredSeqScan`]):
+    /// the caller must not evaluate it again. False: `rows` may hold rows that
+    /// fail it, and the caller applies it.
+    pub filtered: bool,
+}
+
+impl Scan {
+    fn unfiltered(rows: Box<dyn RowIter>) -> Scan {
+        Scan { rows, filtered: false }
+    }
+
+    /// `filter`, unless the scan applied it already.
+    pub fn remaining<'f>(&self, filter: Option<&'f Expr>) -> Option<&'f Expr> {
+        filter.filter(|_| !self.filtered)
+    }
 }
 
 /// The rows of `t` that may pass `filter`, streamed: a sequential scan page
 /// by page, or the rows of the index scan [`crate::index::open_table_scan`]
-/// chooses for `filter`. The caller still applies `filter`.
-pub fn table_rows(t: &crate::catalog::Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
+/// chooses for `filter`. The caller applies `filter` unless
+/// [`Scan::filtered`] says the scan did.
+pub fn table_rows(t: &crate::catalog::Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result<Scan> {
     Ok(match crate::index::open_table_scan(t, filter, &crate::index::PathCache::default(), ctx)? {
         crate::index::TableScan::Seq(scan) => seq_scan(*scan, filter),
-        crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
+        crate::index::TableScan::Rows(rows) => Scan::unfiltered(Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter()))),
     })
 }
 
-/// A sequential scan under `filter` (which its caller applies):
-/// [`FilteredSeqScan`] where it may, else a plain [`SeqScan`].
-fn seq_scan(scan: crate::rowio::RowScan, filter: Option<&Expr>) -> Box<dyn RowIter> {
+/// A sequential scan under `filter`: [`FilteredSeqScan`] where it may (it
+/// applies the filter), else a plain [`SeqScan`] (the caller applies it).
+fn seq_scan(scan: crate::rowio::RowScan, filter: Option<&Expr>) -> Scan {
     match filter.and_then(|f| FilteredSeqScan::plan(&scan, f)) {
         Some((stages, rest)) => {
             let row = vec![Value::Null; scan.width()];
-            Box::new(FilteredSeqScan { scan, stages, rest, row })
+            Scan { rows: Box::new(FilteredSeqScan { scan, stages, rest, row }), filtered: true }
         }
-        None => Box::new(SeqScan(scan)),
+        None => Scan::unfiltered(Box::new(SeqScan(scan))),
     }
 }
 
@@ -850,8 +979,9 @@ pub fn run_query(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     run_query_inner(q, ctx)
 }
 
-fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
-    Ok(match &q.source {
+/// The rows of `q`'s source, with whether its scan applied `q.filter` ([`Scan`]).
+fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Scan> {
+    let rows: Box<dyn RowIter> = match &q.source {
         Source::OneRow => Box::new(VecIter(vec![vec![]].into_iter())),
         Source::Virtual(oid) if crate::pgcatalog::is_view(*oid) => Box::new(VecIter(crate::pgcatalog::rows(*oid, ctx.backend, &ctx.snap, &*ctx.env)?.into_iter())),
         Source::Virtual(oid) if crate::statviews::is_view(*oid) => Box::new(VecIter(crate::statviews::rows(*oid, ctx.backend, &ctx.snap)?.into_iter())),
@@ -859,7 +989,7 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         Source::Table(t) => match crate::index::ordered_scan(t, q, ctx)? {
             Some(rows) => Box::new(VecIter(rows.into_iter())),
             None => match crate::index::open_table_scan(t, q.filter.as_ref(), &q.paths, ctx)? {
-                crate::index::TableScan::Seq(scan) => seq_scan(*scan, q.filter.as_ref()),
+                crate::index::TableScan::Seq(scan) => return Ok(seq_scan(*scan, q.filter.as_ref())),
                 crate::index::TableScan::Rows(rows) => Box::new(VecIter(rows.into_iter().map(|r| r.1).collect::<Vec<_>>().into_iter())),
             },
         },
@@ -873,15 +1003,18 @@ fn run_source(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         }
         Source::Function(f) => crate::srf::scan(f, ctx)?,
         other => source_rows(other, ctx)?,
-    })
+    };
+    Ok(Scan::unfiltered(rows))
 }
 
 fn run_query_inner(q: &Query, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
     ferrogres_datum::stack_depth::check()?;
     use crate::explain::{key, wrap, Stage};
-    let input = wrap(run_source(q, ctx)?, key(&q.source), Stage::Scan);
-    let mut input: Box<dyn RowIter> = match &q.filter {
-        Some(p) => wrap(Box::new(Filter { input, pred: p.clone(), tick: Ticker::default() }), key(q), Stage::Filter),
+    let scan = run_source(q, ctx)?;
+    let filter = scan.remaining(q.filter.as_ref());
+    let input = wrap(scan.rows, key(&q.source), Stage::Scan);
+    let mut input: Box<dyn RowIter> = match filter {
+        Some(p) => wrap(Box::new(Filter { input, pred: prepare_qual(p), tick: Ticker::default() }), key(q), Stage::Filter),
         None => input,
     };
     let mut exprs: Vec<Expr> = q.targets.iter().map(|t| t.expr.clone()).collect();

@@ -232,13 +232,17 @@ pub(crate) struct Input {
 
 impl Input {
     pub(crate) fn open(s: &Source, filter: &Option<Expr>, ctx: &mut Ctx) -> Result<Input> {
-        let rows = match s {
-            Source::Table(t) => crate::exec::table_rows(t, filter.as_ref(), ctx)?,
-            other => crate::exec::source_rows(other, ctx)?,
+        let (rows, filter) = match s {
+            Source::Table(t) => {
+                let scan = crate::exec::table_rows(t, filter.as_ref(), ctx)?;
+                let rest = scan.remaining(filter.as_ref()).cloned();
+                (scan.rows, rest)
+            }
+            other => (crate::exec::source_rows(other, ctx)?, filter.clone()),
         };
         let key = crate::explain::key(s);
         let rows = crate::explain::wrap(rows, key, crate::explain::Stage::Scan);
-        Ok(Input { rows, filter: filter.clone(), key, done: false, keep: None })
+        Ok(Input { rows, filter, key, done: false, keep: None })
     }
 
     /// The same input with each row cut down to the columns `keep` (after

@@ -59,9 +59,13 @@ pub fn probe_keys(j: &Join, index: usize) -> Option<ProbeKeys> {
 pub fn start(j: &Join, index: usize, ctx: &mut Ctx) -> Result<Option<Box<dyn RowIter>>> {
     let Some(keys) = probe_keys(j, index) else { return Ok(None) };
     let Source::Table(t) = &j.right else { return Ok(None) };
-    let left = match &j.left {
-        Source::Table(lt) => crate::exec::table_rows(lt, j.left_filter.as_ref(), ctx)?,
-        other => crate::exec::source_rows(other, ctx)?,
+    let (left, left_filter) = match &j.left {
+        Source::Table(lt) => {
+            let scan = crate::exec::table_rows(lt, j.left_filter.as_ref(), ctx)?;
+            let rest = scan.remaining(j.left_filter.as_ref()).cloned();
+            (scan.rows, rest)
+        }
+        other => (crate::exec::source_rows(other, ctx)?, j.left_filter.clone()),
     };
     let left_key = crate::explain::key(&j.left);
     let left = crate::explain::wrap(left, left_key, crate::explain::Stage::Scan);
@@ -69,7 +73,7 @@ pub fn start(j: &Join, index: usize, ctx: &mut Ctx) -> Result<Option<Box<dyn Row
     let rest: Vec<(Expr, Expr)> = lk.into_iter().zip(rk).enumerate().filter(|(i, _)| !keys.used.contains(i)).map(|(_, p)| p).collect();
     Ok(Some(Box::new(NestLoop {
         left,
-        left_filter: j.left_filter.clone(),
+        left_filter,
         left_key,
         right_key: crate::explain::key(&j.right),
         table: t.clone(),

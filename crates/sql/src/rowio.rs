@@ -140,6 +140,8 @@ pub struct RowScan {
     at: usize,
     /// The tuple [`RowScan::step`] stopped at, in `page`.
     cur: std::ops::Range<usize>,
+    /// Where the attributes of `cur` read so far begin ([`RowScan::fill`]).
+    walk: ferrogres_engine::heap::tuple::AttrWalk,
     /// The relation's pending statistics (seq_tup_read counted row by row).
     stat: ferrogres_engine::pgstat::tabstat::TabHandle,
 }
@@ -158,6 +160,7 @@ impl RowScan {
             items: Vec::new(),
             at: 0,
             cur: 0..0,
+            walk: Default::default(),
             stat,
         })
     }
@@ -202,6 +205,7 @@ impl RowScan {
     pub fn step(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<bool> {
         match self.next_tuple(backend, snapshot)? {
             Some((_, range)) => {
+                self.walk.reset(&self.page[range.clone()])?;
                 self.cur = range;
                 Ok(true)
             }
@@ -219,33 +223,20 @@ impl RowScan {
         self.st.proj.as_ref().is_none_or(|p| p.read.get(i).copied().unwrap_or(true))
     }
 
-    /// Makes the values of columns `cols` (ascending) of the tuple
-    /// [`RowScan::step`] stopped at into their places in `row` (one place per
-    /// column of the relation): the tuple is walked up to the last of them.
-    pub fn fill(&self, backend: &Backend, snapshot: &Snapshot, cols: &[usize], row: &mut [Value]) -> Result<()> {
-        let Some(&last) = cols.last() else { return Ok(()) };
-        let t = &self.page[self.cur.clone()];
-        let natts = if self.st.missing.is_empty() { usize::MAX } else { ferrogres_engine::heap::tuple::TupleHeader::read(t)?.natts() };
-        let (mut i, mut next) = (0usize, 0usize);
-        let mut failed = None;
-        deform_tuple_each(&self.descs[..(last + 1).min(self.descs.len())], t, |d| {
-            if next < cols.len() && cols[next] == i {
-                next += 1;
-                if failed.is_none() {
-                    match datum_value(backend, &self.st, d, natts, i, snapshot) {
-                        Ok(v) => row[i] = v,
-                        Err(e) => failed = Some(e),
-                    }
-                }
-            }
-            i += 1;
-        })?;
-        if let Some(e) = failed {
-            return Err(e);
+    /// Makes the values of columns `cols` of the tuple [`RowScan::step`]
+    /// stopped at into their places in `row` (one place per column of the
+    /// relation). Each attribute of the tuple is walked over once however
+    /// many calls read it: a call starts from where an earlier one found the
+    /// nearest attribute ([`ferrogres_engine::heap::tuple::AttrWalk`]).
+    pub fn fill(&mut self, backend: &Backend, snapshot: &Snapshot, cols: &[usize], row: &mut [Value]) -> Result<()> {
+        if cols.is_empty() {
+            return Ok(());
         }
-        // Columns past the descriptors walked (none of a stored tuple's).
-        for &c in &cols[next..] {
-            row[c] = datum_value(backend, &self.st, None, natts, c, snapshot)?;
+        let t = &self.page[self.cur.clone()];
+        let natts = if self.st.missing.is_empty() { usize::MAX } else { self.walk.natts() };
+        for &c in cols {
+            let d = self.walk.attr(&self.descs, t, c)?;
+            row[c] = datum_value(backend, &self.st, d, natts, c, snapshot)?;
         }
         Ok(())
     }

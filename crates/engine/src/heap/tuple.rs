@@ -708,85 +708,151 @@ pub fn deform_data_each<'a>(
     what: &str,
     mut push: impl FnMut(Option<Datum<'a>>),
 ) -> Result<()> {
-    let corrupt = |i: usize, e: &str| Error::corrupt(format!("{what} attribute {} {e} (tuple length {})", i + 1, tuple.len()));
-    let hoff = start;
-    let mut off = hoff;
+    let mut off = start;
     for (i, a) in desc.iter().enumerate() {
         if is_null(i) {
             push(None);
             continue;
         }
-        if a.is_varlena() {
-            // A zero byte at an unaligned position is padding before a 4-byte
-            // header; a nonzero one is a 1-byte header (always odd).
-            if off < tuple.len() && tuple[off] == 0 {
-                off = hoff + align_to(off - hoff, a.align_bytes());
-            }
-            let b0 = *tuple.get(off).ok_or_else(|| corrupt(i, "past the end"))?;
-            if b0 & 1 == 1 {
-                if b0 == 0x01 {
-                    let end = off + TOAST_POINTER_SIZE;
-                    let b = tuple.get(off..end).ok_or_else(|| corrupt(i, "truncated pointer"))?;
-                    push(Some(Datum::External(ToastPointer::decode(b)?)));
-                    off = end;
-                } else {
-                    let len = (b0 >> 1) as usize;
-                    let end = off + len;
-                    let b = tuple.get(off + 1..end).ok_or_else(|| corrupt(i, "short varlena overruns"))?;
-                    push(Some(Datum::Varlena(b)));
-                    off = end;
-                }
-            } else {
-                if !(off - hoff).is_multiple_of(a.align_bytes()) {
-                    return Err(corrupt(i, "4-byte varlena header misaligned"));
-                }
-                let hb = tuple.get(off..off + 4).ok_or_else(|| corrupt(i, "truncated header"))?;
-                let hdr = u32::from_le_bytes(hb.try_into().unwrap());
-                let len = (hdr >> 2) as usize;
-                let end = off + len;
-                if end > tuple.len() {
-                    return Err(corrupt(i, "varlena overruns"));
-                }
-                if hdr & 0b11 == 0 {
-                    if len < 4 {
-                        return Err(corrupt(i, "varlena length below header"));
-                    }
-                    push(Some(Datum::Varlena(&tuple[off + 4..end])));
-                } else if hdr & 0b11 == 0b10 {
-                    if len < 8 {
-                        return Err(corrupt(i, "compressed varlena length below header"));
-                    }
-                    let info = u32::from_le_bytes(tuple[off + 4..off + 8].try_into().unwrap());
-                    if info >> 30 != 0 {
-                        return Err(corrupt(i, "unknown compression method"));
-                    }
-                    push(Some(Datum::Compressed { raw_size: info, data: &tuple[off + 8..end] }));
-                } else {
-                    return Err(corrupt(i, "invalid varlena header"));
-                }
-                off = end;
-            }
-        } else {
-            off = hoff + align_to(off - hoff, a.align_bytes());
-            let n = a.len.max(0) as usize;
-            let b = tuple.get(off..off + n).ok_or_else(|| corrupt(i, "past the end"))?;
-            if n == 0 {
-                return Err(Error::internal(format!("attribute {a:?} has no width")));
-            }
-            if a.by_val {
-                if !matches!(n, 1 | 2 | 4 | 8) {
-                    return Err(Error::internal(format!("by-value attribute of width {n}")));
-                }
-                let mut v = [0u8; 8];
-                v[..n].copy_from_slice(b);
-                push(Some(Datum::ByVal(u64::from_le_bytes(v))));
-            } else {
-                push(Some(Datum::Fixed(b)));
-            }
-            off += n;
-        }
+        push(Some(read_attr(a, tuple, start, &mut off, i, what)?));
     }
     Ok(())
+}
+
+/// Reads the non-null attribute `i` (described by `a`) of a data area that
+/// begins at `hoff`, where the previous attribute ended at `*off`: aligns,
+/// decodes, and leaves `*off` where the attribute ends.
+#[inline(always)]
+fn read_attr<'a>(a: &AttrDesc, tuple: &'a [u8], hoff: usize, off: &mut usize, i: usize, what: &str) -> Result<Datum<'a>> {
+    let corrupt = |e: &str| Error::corrupt(format!("{what} attribute {} {e} (tuple length {})", i + 1, tuple.len()));
+    if a.is_varlena() {
+        // A zero byte at an unaligned position is padding before a 4-byte
+        // header; a nonzero one is a 1-byte header (always odd).
+        if *off < tuple.len() && tuple[*off] == 0 {
+            *off = hoff + align_to(*off - hoff, a.align_bytes());
+        }
+        let o = *off;
+        let b0 = *tuple.get(o).ok_or_else(|| corrupt("past the end"))?;
+        if b0 & 1 == 1 {
+            if b0 == 0x01 {
+                let end = o + TOAST_POINTER_SIZE;
+                let b = tuple.get(o..end).ok_or_else(|| corrupt("truncated pointer"))?;
+                *off = end;
+                return Ok(Datum::External(ToastPointer::decode(b)?));
+            }
+            let end = o + (b0 >> 1) as usize;
+            let b = tuple.get(o + 1..end).ok_or_else(|| corrupt("short varlena overruns"))?;
+            *off = end;
+            return Ok(Datum::Varlena(b));
+        }
+        if !(o - hoff).is_multiple_of(a.align_bytes()) {
+            return Err(corrupt("4-byte varlena header misaligned"));
+        }
+        let hb = tuple.get(o..o + 4).ok_or_else(|| corrupt("truncated header"))?;
+        let hdr = u32::from_le_bytes(hb.try_into().unwrap());
+        let len = (hdr >> 2) as usize;
+        let end = o + len;
+        if end > tuple.len() {
+            return Err(corrupt("varlena overruns"));
+        }
+        *off = end;
+        if hdr & 0b11 == 0 {
+            if len < 4 {
+                return Err(corrupt("varlena length below header"));
+            }
+            return Ok(Datum::Varlena(&tuple[o + 4..end]));
+        }
+        if hdr & 0b11 == 0b10 {
+            if len < 8 {
+                return Err(corrupt("compressed varlena length below header"));
+            }
+            let info = u32::from_le_bytes(tuple[o + 4..o + 8].try_into().unwrap());
+            if info >> 30 != 0 {
+                return Err(corrupt("unknown compression method"));
+            }
+            return Ok(Datum::Compressed { raw_size: info, data: &tuple[o + 8..end] });
+        }
+        return Err(corrupt("invalid varlena header"));
+    }
+    let o = hoff + align_to(*off - hoff, a.align_bytes());
+    let n = a.len.max(0) as usize;
+    let b = tuple.get(o..o + n).ok_or_else(|| corrupt("past the end"))?;
+    if n == 0 {
+        return Err(Error::internal(format!("attribute {a:?} has no width")));
+    }
+    *off = o + n;
+    if a.by_val {
+        if !matches!(n, 1 | 2 | 4 | 8) {
+            return Err(Error::internal(format!("by-value attribute of width {n}")));
+        }
+        let mut v = [0u8; 8];
+        v[..n].copy_from_slice(b);
+        return Ok(Datum::ByVal(u64::from_le_bytes(v)));
+    }
+    Ok(Datum::Fixed(b))
+}
+
+/// One heap tuple's attributes read in any order, each found once: where
+/// each attribute walked so far begins is remembered, so reading an earlier
+/// attribute again, or a later one, starts from there instead of from the
+/// first attribute (the idea of PostgreSQL's slot that keeps how far its
+/// tuple was deformed; a scan evaluating its filter conjunct by conjunct
+/// reads a few columns at a time). Invariants, between [`AttrWalk::reset`]
+/// calls on the same tuple: `1 <= starts.len() <= desc.len() + 1`, and
+/// `starts[k]` is the offset at which the read of attribute `k` begins
+/// (before its alignment), `starts[0]` the data area's start.
+#[derive(Debug, Default)]
+pub struct AttrWalk {
+    starts: Vec<usize>,
+    header: Option<TupleHeader>,
+}
+
+impl AttrWalk {
+    /// Starts over on a new tuple: reads and checks its header.
+    pub fn reset(&mut self, tuple: &[u8]) -> Result<()> {
+        let h = TupleHeader::read(tuple)?;
+        self.starts.clear();
+        self.starts.push(h.hoff as usize);
+        self.header = Some(h);
+        Ok(())
+    }
+
+    /// The number of attributes the tuple stores (those past it read as
+    /// NULL here: a column added later has its missing value, the caller's).
+    pub fn natts(&self) -> usize {
+        self.header.map_or(0, |h| h.natts())
+    }
+
+    /// Attribute `i` of the tuple given to the last [`AttrWalk::reset`]
+    /// (`None`: NULL, or not stored), walking from the nearest attribute
+    /// whose start is known.
+    pub fn attr<'a>(&mut self, desc: &[AttrDesc], tuple: &'a [u8], i: usize) -> Result<Option<Datum<'a>>> {
+        let h = self.header.ok_or_else(|| Error::internal("AttrWalk::attr before reset"))?;
+        if i >= desc.len() {
+            return Ok(None);
+        }
+        let hoff = self.starts[0];
+        while self.starts.len() <= i {
+            let k = self.starts.len() - 1;
+            let mut off = self.starts[k];
+            if !tuple_attr_is_null(tuple, &h, k) {
+                read_attr(&desc[k], tuple, hoff, &mut off, k, "heap tuple")?;
+            }
+            self.starts.push(off);
+        }
+        if tuple_attr_is_null(tuple, &h, i) {
+            if self.starts.len() == i + 1 {
+                self.starts.push(self.starts[i]);
+            }
+            return Ok(None);
+        }
+        let mut off = self.starts[i];
+        let d = read_attr(&desc[i], tuple, hoff, &mut off, i, "heap tuple")?;
+        if self.starts.len() == i + 1 {
+            self.starts.push(off);
+        }
+        Ok(Some(d))
+    }
 }
 
 #[cfg(test)]
@@ -966,6 +1032,15 @@ mod tests {
                 .collect();
             let t = form_tuple(&desc, &vals).unwrap();
             assert_eq!(deform_tuple(&desc, &t).unwrap(), vals);
+            // Attributes read through an AttrWalk in a random order (some
+            // twice, some past the descriptor) are the deformed values.
+            let mut walk = AttrWalk::default();
+            walk.reset(&t).unwrap();
+            assert_eq!(walk.natts(), natts);
+            for _ in 0..2 * natts {
+                let i = rng.gen_range(0..natts + 1);
+                assert_eq!(walk.attr(&desc, &t, i).unwrap(), vals.get(i).copied().flatten(), "attribute {i}");
+            }
             // The fast first-attribute read agrees with deforming, and applies
             // whenever the tuple has no nulls and starts with a by-value column.
             let fast = first_attr_byval(&desc[0], &t);
