@@ -59,6 +59,8 @@ pub enum Func {
     /// finished plan: analysis replaces it by a slot of the grouped row
     /// ([`crate::grouping_sets`]).
     Grouping(usize),
+    /// `(record).field`: field `n` of a record value ([`ferrogres_datum::record`]).
+    Field(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
