@@ -165,10 +165,11 @@ impl Table {
 
 /// A query's copy of the user table `t` whose rows carry the system columns
 /// (`ctid`, `xmin`, ...) after its own ([`crate::rowio::SYSTEM_COLUMNS`]):
-/// they resolve by name but are not in `*`. Tables of other kinds (views and
-/// system views read as tables, functions) are returned as they are.
+/// they resolve by name but are not in `*`. Tables of other kinds (the
+/// pg_catalog and system views computed when read, functions) are returned as
+/// they are: their rows have no place or header.
 pub fn with_system_columns(mut t: Table) -> Table {
-    if t.storage.system.is_some() || t.oid == 0 || t.storage.types.len() != t.columns.len() {
+    if t.storage.system.is_some() || t.oid == 0 || t.storage.types.len() != t.columns.len() || crate::sysviews::is_view(t.oid) {
         return t;
     }
     t.storage.system = Some(t.oid);

@@ -298,6 +298,10 @@ pub struct CreateTableAs {
     pub form: CtasForm,
     /// Always a [`Statement::Query`] (so lock and permission walks see it).
     pub query: Box<Statement>,
+    /// AS EXECUTE through the extended protocol: the EXECUTE's arguments,
+    /// evaluated when the statement runs, are `query`'s parameters (empty:
+    /// the statement's own parameters are).
+    pub args: Vec<Expr>,
 }
 
 /// The spellings of [`CreateTableAs`].

@@ -27,6 +27,9 @@ SELECT s.ctid, r.ctid FROM t s JOIN t r ON s.a = r.a AND s.ctid < r.ctid;
 SELECT s.ctid, r.ctid FROM t s, t r WHERE s.a = r.a AND s.ctid < r.ctid;
 SELECT ctid FROM (SELECT * FROM t) s;
 SELECT ctid FROM t s, t r;
+-- A system view read in a statement that names xmin (its rows have no system columns).
+SELECT count(*) > 0 AS ok FROM pg_stat_activity WHERE backend_xmin IS NULL OR backend_xmin IS NOT NULL;
+SELECT count(*) > 0 AS ok FROM pg_class c JOIN t ON t.tableoid = c.oid;
 -- row_to_json and * leave them out.
 SELECT row_to_json(t) FROM t WHERE a = 3;
 -- UPDATE and DELETE by ctid.

@@ -117,6 +117,7 @@ impl Analyzer<'_> {
             with_data: !into.skip_data,
             form,
             query: Box::new(Statement::Query(query)),
+            args: Vec::new(),
         })))
     }
 }
