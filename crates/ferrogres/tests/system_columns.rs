@@ -4,7 +4,10 @@
 //! reading them by name (not in `*`), `WHERE ctid = ...` fetching one tuple
 //! (EXPLAIN's `Tid Scan` and `TID Cond`), UPDATE and DELETE by ctid, deleting
 //! duplicates with `a.ctid < b.ctid`, PostgreSQL's errors for assigning or
-//! creating them, and tid's input, output, order and pg_type rows.
+//! creating them, and tid's input, output, order and pg_type rows. Also
+//! `sql/records.sql`: the anonymous records of
+//! `information_schema._pg_expandarray` (record_out's quoting, `(f(x)).n`
+//! field selection and its errors, pgjdbc's getPrimaryKeys query).
 
 mod common;
 use common::server::check_script;
@@ -12,4 +15,9 @@ use common::server::check_script;
 #[test]
 fn system_columns_match_postgres_15() {
     check_script("system_columns");
+}
+
+#[test]
+fn record_fields_match_postgres_15() {
+    check_script("records");
 }
