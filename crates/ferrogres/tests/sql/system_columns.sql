@@ -40,6 +40,10 @@ SELECT ctid, * FROM t ORDER BY ctid;
 -- Deleting duplicates.
 DELETE FROM t a USING t b WHERE a.ctid < b.ctid AND a.a = b.a AND a.b = b.b;
 SELECT ctid, * FROM t ORDER BY ctid;
+-- RETURNING ctid after an UPDATE is the new version's place.
+UPDATE t SET b = 'v' WHERE a = 1 RETURNING ctid, a, b;
+UPDATE t SET b = 'u' FROM (VALUES (3)) v(x) WHERE t.a = v.x RETURNING t.ctid, t.a, t.b;
+SELECT ctid, * FROM t ORDER BY ctid;
 -- They cannot be assigned or created.
 UPDATE t SET ctid = '(0,1)';
 UPDATE t SET xmin = '1';
