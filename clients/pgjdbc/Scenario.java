@@ -231,9 +231,20 @@ public class Scenario {
         rows("imported", md.getImportedKeys(null, "public", "child"), "PKTABLE_NAME", "PKCOLUMN_NAME", "FKTABLE_NAME",
             "FKCOLUMN_NAME", "KEY_SEQ", "UPDATE_RULE", "DELETE_RULE", "FK_NAME", "PK_NAME");
         rows("exported", md.getExportedKeys(null, "public", "parent"), "FKTABLE_NAME", "FKCOLUMN_NAME", "FK_NAME");
-        // getPrimaryKeys and getIndexInfo are left out: their queries select fields
-        // of a record, `(information_schema._pg_expandarray(i.indkey)).n`, and
-        // ferrogres has no composite values yet.
+        // getPrimaryKeys and getIndexInfo select fields of the records of
+        // `information_schema._pg_expandarray(i.indkey)`.
+        rows("pk", md.getPrimaryKeys(null, "public", "child"), "TABLE_NAME", "COLUMN_NAME", "KEY_SEQ", "PK_NAME");
+        rows("pk", md.getPrimaryKeys(null, "public", "parent"), "TABLE_NAME", "COLUMN_NAME", "KEY_SEQ", "PK_NAME");
+        rows("index", md.getIndexInfo(null, "public", "child", false, false), "TABLE_NAME", "NON_UNIQUE", "INDEX_NAME",
+            "TYPE", "ORDINAL_POSITION", "COLUMN_NAME", "ASC_OR_DESC", "FILTER_CONDITION");
+        rows("index", md.getIndexInfo(null, "public", "parent", true, false), "TABLE_NAME", "NON_UNIQUE", "INDEX_NAME",
+            "TYPE", "ORDINAL_POSITION", "COLUMN_NAME", "ASC_OR_DESC");
+        // A key whose columns are not in table order: KEY_SEQ and ORDINAL_POSITION follow the key.
+        st.execute("CREATE TABLE pair (a int, b int, c int, PRIMARY KEY (b, a))");
+        st.execute("CREATE INDEX pair_c_a_idx ON pair (c DESC, a)");
+        rows("pk", md.getPrimaryKeys(null, "public", "pair"), "TABLE_NAME", "COLUMN_NAME", "KEY_SEQ", "PK_NAME");
+        rows("index", md.getIndexInfo(null, "public", "pair", false, false), "INDEX_NAME", "NON_UNIQUE", "ORDINAL_POSITION",
+            "COLUMN_NAME", "ASC_OR_DESC");
         rs = st.executeQuery("SELECT * FROM child");
         ResultSetMetaData rmd = rs.getMetaData();
         for (int i = 1; i <= rmd.getColumnCount(); i++) {

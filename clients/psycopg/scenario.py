@@ -134,6 +134,24 @@ with conn.cursor() as cur:
     cur.execute("CREATE TABLE ctas_empty AS SELECT * FROM ctas WITH NO DATA")
     out("with no data", cur.rowcount, cur.statusmessage)
 out("ctas rows", conn.execute("SELECT count(*), sum(g) FROM ctas").fetchone(), conn.execute("SELECT count(*) FROM ctas_into").fetchone())
+# CREATE TABLE ... AS EXECUTE through Parse/Bind/Execute (prepare=True).
+conn.execute("PREPARE big_g(int) AS SELECT g FROM ctas WHERE g > $1")
+with conn.cursor() as cur:
+    cur.execute("CREATE TABLE ctas_exec AS EXECUTE big_g(495)", prepare=True)
+    out("ctas execute", cur.rowcount, cur.statusmessage)
+    cur.execute("CREATE TABLE ctas_exec_empty AS EXECUTE big_g(1) WITH NO DATA", prepare=True)
+    out("ctas execute no data", cur.rowcount, cur.statusmessage)
+    try:
+        cur.execute("CREATE TABLE ctas_exec AS EXECUTE big_g(1)", prepare=True)
+    except psycopg.Error as e:
+        out("ctas execute again", err_line(e))
+out("ctas execute rows", conn.execute("SELECT count(*), sum(g) FROM ctas_exec").fetchone(), conn.execute("SELECT count(*) FROM ctas_exec_empty").fetchone())
+conn.execute("DEALLOCATE big_g")
+# The ctid system column and the tid type, in text and binary (tidsend's 6 bytes).
+for binary in (False, True):
+    with conn.cursor(binary=binary) as cur:
+        cur.execute("SELECT ctid, g, '(7,8)'::tid FROM ctas WHERE ctid = %s", ("(0,3)",))
+        out("ctid", binary, [d.type_code for d in cur.description], cur.fetchall())
 
 # 6. A server-side (named) cursor read in chunks.
 with conn.transaction():

@@ -52,7 +52,7 @@ impl Array {
 }
 
 /// The element types that have an array type: (element, array oid, typname, SQL name).
-static ELEMS: [(Type, u32, &str, &str); 27] = [
+static ELEMS: [(Type, u32, &str, &str); 28] = [
     (Type::Bool, 1000, "_bool", "boolean[]"),
     (Type::Bytea, 1001, "_bytea", "bytea[]"),
     (Type::Char, 1002, "_char", "\"char\"[]"),
@@ -77,13 +77,14 @@ static ELEMS: [(Type, u32, &str, &str); 27] = [
     (Type::Uuid, 2951, "_uuid", "uuid[]"),
     (Type::Jsonb, 3807, "_jsonb", "jsonb[]"),
     (Type::PgLsn, 3221, "_pg_lsn", "pg_lsn[]"),
+    (Type::Tid, 1010, "_tid", "tid[]"),
     (Type::Numeric, 1231, "_numeric", "numeric[]"),
     (Type::Int2Vector, 1006, "_int2vector", "int2vector[]"),
     (Type::OidVector, 1013, "_oidvector", "oidvector[]"),
 ];
 
 /// The element types, as `'static` references for `Type::Array`.
-static ELEM_TYPES: [Type; 27] = [
+static ELEM_TYPES: [Type; 28] = [
     Type::Bool,
     Type::Bytea,
     Type::Char,
@@ -108,6 +109,7 @@ static ELEM_TYPES: [Type; 27] = [
     Type::Uuid,
     Type::Jsonb,
     Type::PgLsn,
+    Type::Tid,
     Type::Numeric,
     Type::Int2Vector,
     Type::OidVector,

@@ -13,7 +13,9 @@ pub mod numeric;
 pub mod ops;
 pub mod pg_lsn;
 pub mod pgregex;
+pub mod record;
 pub mod stack_depth;
+pub mod tid;
 pub mod types;
 pub mod uuid;
 

@@ -34,6 +34,8 @@
 //! | json | 114 | -1 | i | `Json` (the text as written; [`crate::json`]) |
 //! | jsonb | 3802 | -1 | i | `Jsonb` (canonical text; [`crate::json`]) |
 //! | pg_lsn | 3220 | 8 | d | `PgLsn` ([`crate::pg_lsn`]) |
+//! | tid | 27 | 6 | s | `Tid` ([`crate::tid`]; by reference) |
+//! | cid | 29 | 4 | i | `Oid` (system columns cmin, cmax) |
 //! | int2vector | 22 | -1 | i | `Array` of int2 from 0, `vector` set (text "1 2"; [`crate::array`]) |
 //! | oidvector | 30 | -1 | i | `Array` of oid from 0, `vector` set |
 //!
@@ -81,6 +83,12 @@ pub enum Type {
     Jsonb,
     /// A WAL position ([`crate::pg_lsn`]).
     PgLsn,
+    /// A tuple's place, (block, offset) ([`crate::tid`]): the system column ctid.
+    Tid,
+    /// Command ids (the system columns cmin, cmax); held as `Value::Oid`, no operators.
+    Cid,
+    /// An anonymous record (`record`, 2249) with these fields ([`crate::record`]).
+    Record(crate::record::Fields),
     /// int2vector (22): pg_index.indkey and indoption; held as a
     /// `Value::Array` of int2 with lower bound 0 and `vector` set.
     Int2Vector,
@@ -88,7 +96,7 @@ pub enum Type {
     OidVector,
 }
 
-pub const TYPES: [Type; 26] = [
+pub const TYPES: [Type; 27] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -115,6 +123,7 @@ pub const TYPES: [Type; 26] = [
     Type::PgLsn,
     Type::Int2Vector,
     Type::OidVector,
+    Type::Tid,
 ];
 
 impl Type {
@@ -126,6 +135,9 @@ impl Type {
             Type::Int8 => 20,
             Type::Oid => 26,
             Type::Xid => 28,
+            Type::Cid => 29,
+            Type::Tid => crate::tid::TID_OID,
+            Type::Record(_) => crate::record::RECORD_OID,
             Type::Float8 => 701,
             Type::Text => 25,
             Type::Varchar => 1043,
@@ -171,6 +183,7 @@ impl Type {
             19 => return Some(Type::Name),
             18 => return Some(Type::Char),
             28 => return Some(Type::Xid),
+            29 => return Some(Type::Cid),
             _ => {}
         }
         TYPES.iter().copied().find(|t| t.oid() == oid).or_else(|| crate::array::from_array_oid(oid))
@@ -189,7 +202,7 @@ impl Type {
             Type::Date | Type::Time | Type::Timestamp | Type::TimeTz => ('D', false),
             Type::Interval => ('T', true),
             Type::Unknown => ('X', false),
-            Type::Void => ('P', false),
+            Type::Void | Type::Record(_) => ('P', false),
             Type::Char => ('Z', false),
             Type::Array(_) | Type::Int2Vector | Type::OidVector => ('A', false),
             _ => ('U', false),
@@ -204,6 +217,9 @@ impl Type {
             Type::Int8 => "int8",
             Type::Oid => "oid",
             Type::Xid => "xid",
+            Type::Cid => "cid",
+            Type::Tid => "tid",
+            Type::Record(_) => "record",
             Type::Float8 => "float8",
             Type::Text => "text",
             Type::Varchar => "varchar",
@@ -239,6 +255,9 @@ impl Type {
             Type::Int8 => "bigint",
             Type::Oid => "oid",
             Type::Xid => "xid",
+            Type::Cid => "cid",
+            Type::Tid => "tid",
+            Type::Record(_) => "record",
             Type::Float8 => "double precision",
             Type::Text => "text",
             Type::Varchar => "character varying",
@@ -284,7 +303,9 @@ impl Type {
         match self {
             Type::Bool => 1,
             Type::Int2 => 2,
-            Type::Int4 | Type::Oid | Type::Xid | Type::Void => 4,
+            Type::Int4 | Type::Oid | Type::Xid | Type::Cid | Type::Void => 4,
+            Type::Tid => 6,
+            Type::Record(_) => -1,
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::PgLsn => 8,
             Type::Date | Type::Float4 => 4,
             Type::Interval => 16,
@@ -302,7 +323,9 @@ impl Type {
         Some(match self {
             Type::Bool => AttrDesc::fixed(1),
             Type::Int2 => AttrDesc::fixed(2),
-            Type::Int4 | Type::Oid | Type::Xid | Type::Date | Type::Float4 => AttrDesc::fixed(4),
+            Type::Int4 | Type::Oid | Type::Xid | Type::Cid | Type::Date | Type::Float4 => AttrDesc::fixed(4),
+            Type::Tid => AttrDesc::fixed_by_ref(6, b's'),
+            Type::Record(_) => return None,
             Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::PgLsn => AttrDesc::fixed(8),
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
@@ -340,6 +363,8 @@ impl Type {
             "int8" | "bigint" => Type::Int8,
             "oid" => Type::Oid,
             "xid" => Type::Xid,
+            "cid" => Type::Cid,
+            "tid" => Type::Tid,
             "float8" | "double precision" => Type::Float8,
             "text" => Type::Text,
             "varchar" | "character varying" => Type::Varchar,
@@ -402,6 +427,10 @@ pub enum Value {
     Jsonb(String),
     /// pg_lsn ([`crate::pg_lsn`]).
     PgLsn(u64),
+    /// tid ([`crate::tid`]): block number, offset.
+    Tid(u32, u16),
+    /// A record ([`crate::record`]).
+    Record(Box<crate::record::RecordValue>),
 }
 
 impl Value {
@@ -549,7 +578,11 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
             let v = parse_int(ty, s, i32::MIN as i64, u32::MAX as i64)?;
             Value::Oid(v as u32)
         }
-        Type::Xid => Value::Oid(s.trim().parse::<u32>().map_err(|_| invalid_syntax(Type::Xid, s))?),
+        Type::Xid | Type::Cid => Value::Oid(s.trim().parse::<u32>().map_err(|_| invalid_syntax(ty, s))?),
+        Type::Tid => {
+            let (b, o) = crate::tid::input(s)?;
+            Value::Tid(b, o)
+        }
         Type::Float8 => Value::Float8(parse_float8(s)?),
         Type::Float4 => Value::Float4(parse_float4(s)?),
         Type::Text | Type::Unknown => Value::Text(s.to_string()),
@@ -566,6 +599,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
             Value::TimeTz(datetime::round_precision(t, typmod).min(datetime::USECS_PER_DAY), z)
         }
         Type::Void => Value::Null,
+        Type::Record(_) => return Err(crate::record::input_error()),
         Type::Numeric => Value::Numeric(crate::numeric::Numeric::parse(s)?.apply_typmod(typmod)?),
         Type::Name => Value::Text(crate::array::name_in(s)),
         Type::Char => Value::Text(crate::array::char_in(s)),
@@ -640,6 +674,8 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Uuid(u) => crate::uuid::output(u),
         Value::Json(s) | Value::Jsonb(s) => s.clone(),
         Value::PgLsn(l) => crate::pg_lsn::output(*l),
+        Value::Tid(b, o) => crate::tid::output(*b, *o),
+        Value::Record(r) => crate::record::output(&r.values),
     })
 }
 
@@ -738,6 +774,8 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         // jsonb_send: version 1, then the text.
         Value::Jsonb(s) => [&[1u8][..], s.as_bytes()].concat(),
         Value::PgLsn(l) => l.to_be_bytes().to_vec(),
+        Value::Tid(b, o) => crate::tid::send(*b, *o),
+        Value::Record(r) => crate::record::send(r),
     })
 }
 
@@ -804,7 +842,11 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
         Type::Int2 => Value::Int2(i16::from_be_bytes(fixed(2)?.try_into().unwrap())),
         Type::Int4 => Value::Int4(i32::from_be_bytes(fixed(4)?.try_into().unwrap())),
         Type::Int8 => Value::Int8(i64::from_be_bytes(fixed(8)?.try_into().unwrap())),
-        Type::Oid | Type::Xid => Value::Oid(u32::from_be_bytes(fixed(4)?.try_into().unwrap())),
+        Type::Oid | Type::Xid | Type::Cid => Value::Oid(u32::from_be_bytes(fixed(4)?.try_into().unwrap())),
+        Type::Tid => {
+            let (b, o) = crate::tid::recv(b)?;
+            Value::Tid(b, o)
+        }
         Type::Float8 => Value::Float8(f64::from_bits(u64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
         Type::Float4 => Value::Float4(f32::from_bits(u32::from_be_bytes(fixed(4)?.try_into().unwrap()))),
         Type::Date => Value::Date(i32::from_be_bytes(fixed(4)?.try_into().unwrap())),
@@ -829,6 +871,7 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
         Type::OidVector => crate::array::vector_recv(Type::Oid, b)?,
         Type::Text | Type::Varchar | Type::Unknown | Type::Bpchar | Type::Name => Value::Text(utf8(b)?),
         Type::Void => Value::Null,
+        Type::Record(_) => return Err(crate::record::input_error()),
         Type::Numeric => Value::Numeric(crate::numeric::Numeric::recv(b)?),
         Type::Uuid => Value::Uuid(crate::uuid::recv(b)?),
         Type::PgLsn => Value::PgLsn(crate::pg_lsn::recv(b)?),
@@ -853,7 +896,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Int2, Value::Int2(i)) => Datum::ByVal(*i as u16 as u64),
         (Type::Int4, Value::Int4(i)) => Datum::ByVal(*i as u32 as u64),
         (Type::Int8, Value::Int8(i)) => Datum::ByVal(*i as u64),
-        (Type::Oid | Type::Xid, Value::Oid(i)) => Datum::ByVal(*i as u64),
+        (Type::Oid | Type::Xid | Type::Cid, Value::Oid(i)) => Datum::ByVal(*i as u64),
         (Type::Float8, Value::Float8(f)) => Datum::ByVal(f.to_bits()),
         (Type::Float4, Value::Float4(f)) => Datum::ByVal(f.to_bits() as u64),
         (Type::Text | Type::Varchar | Type::Bpchar | Type::Name | Type::Char, Value::Text(s)) => Datum::Varlena(s.as_bytes()),
@@ -869,7 +912,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
             Datum::ByVal(*t as u64)
         }
-        (Type::Interval, Value::Interval(_)) | (Type::TimeTz, Value::TimeTz(..)) => {
+        (Type::Interval, Value::Interval(_)) | (Type::TimeTz, Value::TimeTz(..)) | (Type::Tid, Value::Tid(..)) => {
             return Err(SqlError::internal("interval datums are formed by rowio::fixed_bytes"))
         }
         (t, v) => return Err(SqlError::internal(format!("value {v:?} stored into a column of type {}", t.typname()))),
@@ -883,7 +926,7 @@ pub fn from_byval(ty: Type, raw: u64) -> Result<Value> {
         Type::Int2 => Value::Int2(raw as u16 as i16),
         Type::Int4 => Value::Int4(raw as u32 as i32),
         Type::Int8 => Value::Int8(raw as i64),
-        Type::Oid | Type::Xid => Value::Oid(raw as u32),
+        Type::Oid | Type::Xid | Type::Cid => Value::Oid(raw as u32),
         Type::Float8 => Value::Float8(f64::from_bits(raw)),
         Type::Float4 => Value::Float4(f32::from_bits(raw as u32)),
         Type::Date => Value::Date(raw as u32 as i32),
@@ -900,6 +943,7 @@ pub fn fixed_bytes(v: &Value) -> Option<Vec<u8>> {
     match v {
         Value::Interval(iv) => Some(iv.to_bytes().to_vec()),
         Value::TimeTz(t, z) => Some(datetime::timetz_bytes(*t, *z)),
+        Value::Tid(b, o) => Some(crate::tid::to_bytes(*b, *o)),
         Value::Array(a) => Some(crate::array::send(a)),
         _ => None,
     }
@@ -915,6 +959,7 @@ pub fn from_fixed(ty: Type, b: &[u8]) -> Result<Value> {
             i64::from_le_bytes(b[..8].try_into().unwrap_or_default()),
             i32::from_le_bytes(b[8..].try_into().unwrap_or_default()),
         )),
+        Type::Tid => crate::tid::from_bytes(b).map(|(b, o)| Value::Tid(b, o)).ok_or_else(|| SqlError::new(b"XX001", "stored tid of the wrong length")),
         t => Err(SqlError::internal(format!("fixed by-reference datum for type {}", t.typname()))),
     }
 }
@@ -1128,6 +1173,8 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
         (Value::Numeric(x), Value::Numeric(y)) => x.cmp(y),
         (Value::Uuid(x), Value::Uuid(y)) => x.cmp(y),
         (Value::PgLsn(x), Value::PgLsn(y)) => x.cmp(y),
+        (Value::Tid(b, o), Value::Tid(c, p)) => (b, o).cmp(&(c, p)),
+        (Value::Record(x), Value::Record(y)) => crate::record::compare(&x.values, &y.values),
         (Value::Jsonb(x), Value::Jsonb(y)) => crate::json::compare_text(x, y),
         (Value::TimeTz(a, b), Value::TimeTz(c, d)) => crate::datetime::timetz_cmp((*a, *b), (*c, *d)),
         (Value::Float8(x), Value::Float8(y)) => match (x.is_nan(), y.is_nan()) {

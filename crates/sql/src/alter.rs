@@ -298,6 +298,7 @@ fn add_column(cmd: &AlterCmd, sub: &pb::AlterTableCmd, t: Table, snap: &Snapshot
     let Some(NodeEnum::ColumnDef(cd)) = sub.def.as_ref().and_then(|d| d.node.as_ref()) else {
         return Err(SqlError::internal("ADD COLUMN without a column"));
     };
+    crate::rowio::check_not_system_column(&cd.colname)?;
     if t.columns.iter().any(|c| c.name == cd.colname) {
         let msg = format!("column \"{}\" of relation \"{}\" already exists", cd.colname, t.name);
         if sub.missing_ok {
@@ -637,6 +638,7 @@ pub fn rename(cmd: &RenameCmd, backend: &mut Backend, notice: Notice) -> Result<
         RenameKind::Column(old) => {
             let t = constraints::table_by_oid(backend, &snap, oid)?.ok_or_else(|| SqlError::new(b"42809", format!("\"{}\" is not a table", cmd.relname)))?;
             let col = t.columns.iter().position(|c| &c.name == old).ok_or_else(|| SqlError::new(b"42703", format!("column \"{old}\" does not exist")))?;
+            crate::rowio::check_not_system_column(&cmd.newname)?;
             if t.columns.iter().any(|c| c.name == cmd.newname) {
                 return Err(SqlError::new(b"42701", format!("column \"{}\" of relation \"{}\" already exists", cmd.newname, t.name)));
             }

@@ -129,6 +129,13 @@ impl<'t> Scope<'t> {
     }
 }
 
+/// Whether `sql` holds a system column's name (ASCII case-insensitively): a
+/// cheap superset of the statements that reference one.
+fn names_system_column(sql: &str) -> bool {
+    let b = sql.as_bytes();
+    crate::rowio::SYSTEM_COLUMNS.iter().any(|(name, _)| b.windows(name.len()).any(|w| w.eq_ignore_ascii_case(name.as_bytes())))
+}
+
 fn node(n: &Option<Box<pb::Node>>) -> Option<&NodeEnum> {
     n.as_ref().and_then(|n| n.node.as_ref())
 }
@@ -535,6 +542,17 @@ impl<'a> Analyzer<'a> {
         self.require_tracked(rel, crate::acl::dml_privs(stmt));
     }
 
+    /// [`Analyzer::range_table_locked`] for a table whose rows the statement
+    /// reads (FROM, and the targets of UPDATE and DELETE): when the statement's
+    /// text names a system column (`ctid`, `xmin`, `cmin`, `xmax`, `cmax`,
+    /// `tableoid`, in any case), its rows carry them
+    /// ([`catalog::with_system_columns`]); a statement that names none reads
+    /// rows of the table's own columns only.
+    pub(crate) fn scanned_table_locked(&self, rv: &pb::RangeVar, mode: ferrogres_engine::lmgr::lock::LockMode) -> Result<Table> {
+        let t = self.range_table_locked(rv, mode)?;
+        Ok(if names_system_column(self.sql) { catalog::with_system_columns(t) } else { t })
+    }
+
     pub(crate) fn range_table(&self, rv: &pb::RangeVar) -> Result<Table> {
         if !rv.catalogname.is_empty() {
             return Err(SqlError::not_supported("cross-database references"));
@@ -617,7 +635,7 @@ impl<'a> Analyzer<'a> {
             }
             [f] => match f.node.as_ref() {
                 Some(NodeEnum::RangeVar(rv)) => {
-                    let t = self.range_table_locked(rv, rel_mode)?;
+                    let t = self.scanned_table_locked(rv, rel_mode)?;
                     self.require_tracked(t.oid, crate::acl::select_privs(rel_mode));
                     let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
                     if rv.alias.as_ref().is_some_and(|a| !a.colnames.is_empty()) {
@@ -837,7 +855,7 @@ impl<'a> Analyzer<'a> {
                             scope.bare_column = Some((c.location, format!("{refname}.{}", c0.name)));
                         }
                     }
-                    for (i, col) in table.columns.iter().enumerate().filter(|(_, c)| !c.is_dropped()) {
+                    for (i, col) in table.columns[..table.user_columns()].iter().enumerate().filter(|(_, c)| !c.is_dropped()) {
                         if scope.reads {
                             self.require_column(table.oid, crate::acl::SELECT, i as i16 + 1);
                         }
@@ -866,7 +884,7 @@ impl<'a> Analyzer<'a> {
             NodeEnum::ColumnRef(c) => {
                 let name = c.fields.last().and_then(str_of).unwrap_or("?column?").to_string();
                 if let (Expr::Column(i, _), Some((t, _))) = (expr, &scope.table) {
-                    return (name, t.columns[*i].typmod, Some((t.oid, *i as i16 + 1)));
+                    return (name, t.columns[*i].typmod, Some((t.oid, t.attnum(*i))));
                 }
                 if let Some((typmod, origin)) = match expr {
                     Expr::Column(i, _) => self.column_info(scope, *i),
@@ -884,6 +902,10 @@ impl<'a> Analyzer<'a> {
             NodeEnum::CoalesceExpr(_) => ("coalesce".into(), -1, None),
             NodeEnum::GroupingFunc(_) => ("grouping".into(), -1, None),
             NodeEnum::AArrayExpr(_) => ("array".into(), -1, None),
+            // `(record).field` is named after the field.
+            NodeEnum::AIndirection(i) if matches!(i.indirection.last().and_then(|n| n.node.as_ref()), Some(NodeEnum::String(_))) => {
+                (i.indirection.last().and_then(|n| str_of(n)).unwrap_or("?column?").to_string(), -1, None)
+            }
             NodeEnum::AIndirection(i) => match node(&i.arg) {
                 Some(n @ (NodeEnum::ColumnRef(_) | NodeEnum::FuncCall(_) | NodeEnum::AArrayExpr(_) | NodeEnum::TypeCast(_))) => {
                     (self.target_info(n, expr, scope).0, -1, None)
@@ -1045,7 +1067,9 @@ impl<'a> Analyzer<'a> {
             scope.seen_columns.push((c.location, format!("{refname}.{col}"), i));
         }
         if scope.reads {
-            self.require_column(table.oid, crate::acl::SELECT, i as i16 + 1);
+            // A system column reads the whole row for the privilege check.
+            let attnum = if table.is_system(i) { 0 } else { i as i16 + 1 };
+            self.require_column(table.oid, crate::acl::SELECT, attnum);
         }
         Ok(Expr::Column(i, table.columns[i].ty))
     }
@@ -1391,7 +1415,10 @@ impl<'a> Analyzer<'a> {
             Type::Oid
         } else if lt == rt && lt == Type::Bytea && cmp.is_some() {
             Type::Bytea
-        } else if lt == rt && matches!(lt, Type::Array(_) | Type::Int2Vector | Type::OidVector | Type::Uuid | Type::Jsonb | Type::PgLsn) && cmp.is_some() {
+        } else if lt == rt && lt == Type::Xid && matches!(cmp, Some(CmpOp::Eq | CmpOp::Ne)) {
+            // xid has = and <> only.
+            Type::Xid
+        } else if lt == rt && matches!(lt, Type::Array(_) | Type::Int2Vector | Type::OidVector | Type::Uuid | Type::Jsonb | Type::PgLsn | Type::Tid) && cmp.is_some() {
             lt
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));
@@ -1489,6 +1516,9 @@ impl<'a> Analyzer<'a> {
     }
 
     fn func_call(&mut self, f: &pb::FuncCall, scope: &mut Scope) -> Result<Expr> {
+        if matches!(f.funcname.iter().filter_map(str_of).collect::<Vec<_>>()[..], ["information_schema", "_pg_expandarray"]) && f.over.is_none() {
+            return self.expand_array_call(f, scope);
+        }
         let name = func_name(f).unwrap_or_default();
         if name == "pg_listening_channels" && f.args.is_empty() {
             return self.listening_channels(scope);
@@ -1940,7 +1970,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("DELETE with WITH or USING"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("DELETE without relation"))?;
-        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        let table = self.scanned_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         self.require_dml_tracked(table.oid, &NodeEnum::DeleteStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let filter = match node(&s.where_clause) {
@@ -1962,7 +1992,7 @@ impl<'a> Analyzer<'a> {
             return Err(SqlError::not_supported("UPDATE with WITH or FROM"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("UPDATE without relation"))?;
-        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        let table = self.scanned_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         self.require_dml_tracked(table.oid, &NodeEnum::UpdateStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let mut sets: Vec<(usize, Expr)> = Vec::new();
@@ -1970,6 +2000,9 @@ impl<'a> Analyzer<'a> {
             let Some(NodeEnum::ResTarget(rt)) = &t.node else { continue };
             if !rt.indirection.is_empty() {
                 return Err(self.err_at(SqlError::not_supported("subscripts or fields in UPDATE targets"), rt.location));
+            }
+            if crate::rowio::is_system_column(&rt.name) {
+                return Err(self.err_at(SqlError::new(b"0A000", format!("cannot assign to system column \"{}\"", rt.name)), rt.location));
             }
             let Some(ci) = table.columns.iter().position(|c| c.name == rt.name) else {
                 return Err(self.err_at(
@@ -2108,6 +2141,9 @@ impl<'a> Analyzer<'a> {
         }
         if columns.len() > 1600 {
             return Err(SqlError::new(b"54011", "tables can have at most 1600 columns"));
+        }
+        for c in &columns {
+            crate::rowio::check_not_system_column(&c.name)?;
         }
         ddl_create::checks(self, namespace, &rv.relname, &columns, checks, &mut extras)?;
         for (c, col) in fkeys {

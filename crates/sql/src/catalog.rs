@@ -53,7 +53,7 @@ pub(crate) fn locator(rel_number: u32) -> RelFileLocator {
 }
 
 pub(crate) fn cat(rel: u32, types: &[Type]) -> RelStorage {
-    RelStorage { rel: locator(rel), toast: None, types: types.to_vec(), missing: Vec::new(), proj: None }
+    RelStorage { rel: locator(rel), toast: None, types: types.to_vec(), missing: Vec::new(), proj: None, system: None }
 }
 
 /// pg_namespace as stored: oid, nspname, then (NULL in rows written before
@@ -131,11 +131,52 @@ pub struct Table {
 }
 
 impl Table {
+    /// The number of the table's own columns (dropped ones included): the
+    /// system columns a query's copy may carry come after them.
+    pub fn user_columns(&self) -> usize {
+        match self.storage.system {
+            Some(_) => self.columns.len() - crate::rowio::SYSTEM_COLUMNS.len(),
+            None => self.columns.len(),
+        }
+    }
+
+    /// Whether column `i` is a system column.
+    pub fn is_system(&self, i: usize) -> bool {
+        i >= self.user_columns()
+    }
+
+    /// Column `i`'s attribute number: 1, 2, ... for the table's own, -1 (ctid)
+    /// to -6 (tableoid) for the system columns.
+    pub fn attnum(&self, i: usize) -> i16 {
+        let n = self.user_columns();
+        if i < n {
+            i as i16 + 1
+        } else {
+            -((i - n) as i16 + 1)
+        }
+    }
+
     /// PostgreSQL's `errtable` / `errtableconstraint` / `errtablecol`: the
     /// error fields naming this table, plus a constraint or a column.
     pub fn error_objects(&self, constraint: Option<&str>, column: Option<&str>) -> ferrogres_datum::errors::ErrorObjects {
         ferrogres_datum::errors::ErrorObjects::of_table(&self.name, self.namespace, constraint, column)
     }
+}
+
+/// A query's copy of the user table `t` whose rows carry the system columns
+/// (`ctid`, `xmin`, ...) after its own ([`crate::rowio::SYSTEM_COLUMNS`]):
+/// they resolve by name but are not in `*`. Tables of other kinds (the
+/// pg_catalog and system views computed when read, functions) are returned as
+/// they are: their rows have no place or header.
+pub fn with_system_columns(mut t: Table) -> Table {
+    if t.storage.system.is_some() || t.oid == 0 || t.storage.types.len() != t.columns.len() || crate::sysviews::is_view(t.oid) {
+        return t;
+    }
+    t.storage.system = Some(t.oid);
+    for (name, ty) in crate::rowio::SYSTEM_COLUMNS {
+        t.columns.push(Column { name: name.to_string(), ty, typmod: -1, not_null: true, default: None });
+    }
+    t
 }
 
 /// Makes sure pg_database and each database's catalogs exist and are filled
@@ -370,6 +411,7 @@ fn load_table(backend: &Backend, snap: &Snapshot, oid: u32, name: &str, ns: u32,
         types: columns.iter().map(|c| c.ty).collect(),
         missing,
         proj: None,
+        system: None,
     };
     let indexes = crate::index::load_indexes(backend, snap, oid, &columns)?;
     let mut table = Table { oid, name: name.to_string(), namespace: ns, storage, columns, indexes, extras: Default::default() };
@@ -420,7 +462,7 @@ pub fn create_table(backend: &mut Backend, namespace: u32, name: &str, columns: 
     } else {
         None
     };
-    let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect(), missing: Vec::new(), proj: None };
+    let storage = RelStorage { rel, toast, types: columns.iter().map(|c| c.ty).collect(), missing: Vec::new(), proj: None, system: None };
     let table = Table { oid, name: name.to_string(), namespace, storage, columns, indexes: Vec::new(), extras: Default::default() };
     insert_catalog_rows(backend, &table)?;
     crate::namespace::temp_tables::created(backend, name, oid);

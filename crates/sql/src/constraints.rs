@@ -226,7 +226,7 @@ pub fn check_constraints(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result<
     for c in &table.extras.checks {
         if eval_pure(&c.expr, row, ctx.params, &[], ctx.env)? == Value::Bool(false) {
             let shown: Vec<String> =
-                row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
+                row.iter().zip(&table.columns[..table.user_columns()]).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
             return Err(SqlError::new(b"23514", format!("new row for relation \"{}\" violates check constraint \"{}\"", table.name, c.name))
                 .with_detail(format!("Failing row contains ({}).", shown.join(", ")))
                 .with_objects(table.error_objects(Some(&c.name), None)));
@@ -241,7 +241,7 @@ pub fn check_view_options(table: &Table, row: &[Value], ctx: &mut Ctx) -> Result
     for (view, e) in &table.extras.view_checks {
         if eval_pure(e, row, ctx.params, &[], ctx.env)? != Value::Bool(true) {
             let shown: Vec<String> =
-                row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
+                row.iter().zip(&table.columns[..table.user_columns()]).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
             return Err(SqlError::new(b"44000", format!("new row violates check option for view \"{view}\""))
                 .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
         }

@@ -102,6 +102,7 @@ fn database_rel() -> RelStorage {
         ],
         missing: Vec::new(),
         proj: None,
+        system: None,
     }
 }
 

@@ -71,6 +71,10 @@ pub(crate) fn update_row(
         }
         crate::foreign_key::check_child(table, &new, Some(old), ctx)?;
         crate::foreign_key::on_parent_update(table, old, &new, ctx)?;
+        if table.storage.system.is_some() {
+            // RETURNING ctid: the new version's place.
+            new[table.user_columns()] = Value::Tid(new_tid.block, new_tid.offset);
+        }
     }
     Ok((new, outcome))
 }

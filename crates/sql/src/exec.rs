@@ -522,6 +522,10 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         Func::Variadic(id) => crate::functions::call_variadic(id, vals, &EnvInterrupts(&*env))?,
         Func::Window(_) => return Err(SqlError::internal("window function outside a WindowAgg")),
         Func::Grouping(_) => return Err(SqlError::internal("GROUPING outside a grouped query")),
+        Func::Field(n) => match vals.into_iter().next() {
+            Some(Value::Record(r)) => r.values.into_iter().nth(n).unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
         Func::Sleep => {
@@ -647,7 +651,7 @@ impl FilteredSeqScan {
     /// The stages and the other columns of a scan of `scan`'s relation under
     /// `filter`; `None` when `filter` does not qualify (see the type's doc).
     fn plan(scan: &crate::rowio::RowScan, filter: &Expr) -> Option<(Stages, Vec<usize>)> {
-        if crate::explain::instrumenting() || !repeatable(filter) {
+        if crate::explain::instrumenting() || !repeatable(filter) || scan.has_system_columns() {
             return None;
         }
         let width = scan.width();
@@ -1139,7 +1143,7 @@ pub(crate) fn check_not_null(table: &crate::catalog::Table, row: &[Value]) -> Re
     for (c, v) in table.columns.iter().zip(row) {
         if c.not_null && v.is_null() {
             let shown: Vec<String> =
-                row.iter().zip(&table.columns).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
+                row.iter().zip(&table.columns[..table.user_columns()]).filter(|(_, c)| !c.is_dropped()).map(|(v, _)| types::output(v).unwrap_or_else(|| "null".into())).collect();
             return Err(SqlError::new(
                 b"23502",
                 format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),
@@ -1204,6 +1208,10 @@ pub fn update(
                     crate::foreign_key::on_parent_update(table, &old, &new, ctx)?;
                     n += 1;
                     if !returning.is_empty() {
+                        if table.storage.system.is_some() {
+                            // RETURNING ctid: the new version's place.
+                            new[table.user_columns()] = Value::Tid(new_tid.block, new_tid.offset);
+                        }
                         out.push(returning.iter().map(|t| eval_pure(&t.expr, &new, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
                     }
                 }
@@ -1302,7 +1310,7 @@ pub(crate) fn newest_qualifying(
         return Ok(None);
     };
     let descs = table.storage.descs()?;
-    let row = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
+    let row = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, latest, &bytes, &snap)?;
     Ok(if qualifies(&row, ctx)? { Some((latest, row)) } else { None })
 }
 

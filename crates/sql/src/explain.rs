@@ -1172,6 +1172,23 @@ impl Builder<'_> {
             }
             return n;
         }
+        if let Some((k, _)) = crate::index::tid_qual(t, filter) {
+            // PostgreSQL's cost of fetching one tuple by its place.
+            let mut n = Node {
+                name: format!("Tid Scan on {rel}"),
+                startup: 0.0,
+                total: c.random_page_cost + c.cpu_tuple_cost + c.cpu_operator_cost * (parts.len() - 1) as f64,
+                rows: 1.0,
+                width,
+                ..Default::default()
+            };
+            n.details.push(format!("TID Cond: {}", qual(parts[k])));
+            let rest: Vec<String> = parts.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, p)| qual(p)).collect();
+            if !rest.is_empty() {
+                n.details.push(format!("Filter: {}", and_list(rest)));
+            }
+            return n;
+        }
         if let Some(path) = path {
             let ixi = &t.indexes[path.index];
             // The conjuncts the index answers: equalities on its prefix, one range.

@@ -377,6 +377,9 @@ pub static BUILTINS: &[Builtin] = &[
     // int2vector, oidvector), which alone builds calls of these rows.
     set("unnest", &[], T, array_unnest),
     set("generate_subscripts", &[], I4, array_subscripts),
+    // information_schema._pg_expandarray(anyarray): records (x, n), typed by
+    // `Analyzer::expand_array_call`.
+    set("_pg_expandarray", &[], T, expand_array),
     set("generate_series", &[I4, I4], I4, m::series),
     set("generate_series", &[I4, I4, I4], I4, m::series),
     set("generate_series", &[I8, I8], I8, m::series),
@@ -627,6 +630,20 @@ fn array_unnest(a: &[Value]) -> Result<SetIter> {
         _ => Vec::new(),
     };
     Ok(Box::new(items.into_iter().map(Ok)))
+}
+
+/// _pg_expandarray(anyarray): `(x, n)` for each element `x`, `n` counting
+/// from 1 whatever the lower bound (an int2vector's is 0).
+fn expand_array(a: &[Value]) -> Result<SetIter> {
+    let Some(Value::Array(arr)) = a.first() else { return Ok(Box::new(std::iter::empty())) };
+    let Some(fields) = ferrogres_datum::record::expand_array_fields(arr.elem) else { return Ok(Box::new(std::iter::empty())) };
+    let rows: Vec<Value> = arr
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, x)| Value::Record(Box::new(ferrogres_datum::record::RecordValue { fields, values: vec![x.clone(), Value::Int4(i as i32 + 1)] })))
+        .collect();
+    Ok(Box::new(rows.into_iter().map(Ok)))
 }
 
 /// generate_subscripts(anyarray, dim [, reverse]): the subscripts of

@@ -998,6 +998,36 @@ pub fn scan_table(table: &Table, filter: Option<&Expr>, ctx: &mut Ctx) -> Result
     }
 }
 
+/// The conjunct of `filter` that fetches tuples of `table` by their place
+/// (PostgreSQL's Tid Scan): `ctid = e` or `e = ctid` where `e` reads no row
+/// (a constant, a parameter, an InitPlan). Its position among the
+/// conjuncts and `e`.
+pub fn tid_qual<'e>(table: &Table, filter: Option<&'e Expr>) -> Option<(usize, &'e Expr)> {
+    let ctid = table.storage.system.map(|_| table.user_columns())?;
+    let conjuncts: Vec<&Expr> = match filter? {
+        Expr::And(v) => v.iter().collect(),
+        e => vec![e],
+    };
+    conjuncts.into_iter().enumerate().find_map(|(k, c)| match c {
+        Expr::Compare { op: CmpOp::Eq, l, r } => match (&**l, &**r) {
+            (Expr::Column(i, _), e) | (e, Expr::Column(i, _)) if *i == ctid && row_free(e) => Some((k, e)),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// The visible tuple of `table` at the place `e` evaluates to (none for
+/// NULL, or for a place the relation does not have).
+fn fetch_by_tid(table: &Table, e: &Expr, ctx: &mut Ctx) -> Result<Vec<(Tid, Vec<Value>)>> {
+    let params = ctx.params;
+    let Value::Tid(block, offset) = eval_pure(e, &[], params, &[], ctx)? else { return Ok(Vec::new()) };
+    let tid = Tid::new(block, offset);
+    let Some(bytes) = heapam::heap_fetch_user_tid(ctx.backend, table.storage.rel, tid, &ctx.snap)? else { return Ok(Vec::new()) };
+    let descs = table.storage.descs()?;
+    Ok(vec![(tid, deform_row(ctx.backend, &table.storage, &descs, tid, &bytes, &ctx.snap)?)])
+}
+
 /// How [`open_table_scan`] reads a table: a sequential scan that streams page by
 /// page, or the rows an index scan found.
 pub enum TableScan {
@@ -1010,6 +1040,9 @@ pub enum TableScan {
 /// without collecting a sequential scan.
 pub fn open_table_scan(table: &Table, filter: Option<&Expr>, paths: &PathCache, ctx: &mut Ctx) -> Result<TableScan> {
     let seq = |ctx: &mut Ctx| -> Result<TableScan> { Ok(TableScan::Seq(Box::new(crate::rowio::RowScan::new(ctx.backend, &table.storage)?))) };
+    if let Some((_, e)) = tid_qual(table, filter) {
+        return Ok(TableScan::Rows(fetch_by_tid(table, e, ctx)?));
+    }
     let candidates = paths.get(table, filter);
     let Some(path) = crate::stats::choose_scan_among(ctx.backend, &ctx.snap, table, filter, ctx.params, candidates) else {
         return seq(ctx);
@@ -1137,7 +1170,7 @@ fn fetch_roots(table: &Table, ix: &IndexInfo, roots: Vec<Tid>, ctx: &mut Ctx) ->
                 seen.insert(tid)
             };
             if first {
-                out.push((tid, deform_row(ctx.backend, &table.storage, &descs, &bytes, &ctx.snap)?));
+                out.push((tid, deform_row(ctx.backend, &table.storage, &descs, tid, &bytes, &ctx.snap)?));
             }
         }
     }
@@ -1242,7 +1275,7 @@ pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Res
         if !seen.insert(tid) {
             continue;
         }
-        let row = deform_row(ctx.backend, &table.storage, &descs, &bytes, &ctx.snap)?;
+        let row = deform_row(ctx.backend, &table.storage, &descs, tid, &bytes, &ctx.snap)?;
         if let Some(f) = &q.filter {
             let params = ctx.params;
             if eval_pure(f, &row, params, &[], ctx)? != Value::Bool(true) {

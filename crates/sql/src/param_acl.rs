@@ -46,6 +46,7 @@ fn storage() -> RelStorage {
         types: vec![Type::Oid, Type::Text, Type::Array(&Type::Text)],
         missing: Vec::new(),
         proj: None,
+        system: None,
     }
 }
 

@@ -181,6 +181,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
             types: columns.iter().map(|c| c.ty).collect(),
             missing: Vec::new(),
             proj: None,
+            system: None,
         },
         columns,
         indexes: Vec::new(),
@@ -1205,7 +1206,7 @@ fn typbyval(t: Type) -> bool {
 fn typalign(t: Type) -> &'static str {
     match t {
         Type::Bool | Type::Char | Type::Name | Type::Unknown => "c",
-        Type::Int2 => "s",
+        Type::Int2 | Type::Tid => "s",
         Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Interval | Type::TimeTz | Type::PgLsn => "d",
         Type::Array(e) if typalign(*e) == "d" => "d",
         _ => "i",

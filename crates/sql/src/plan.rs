@@ -59,6 +59,8 @@ pub enum Func {
     /// finished plan: analysis replaces it by a slot of the grouped row
     /// ([`crate::grouping_sets`]).
     Grouping(usize),
+    /// `(record).field`: field `n` of a record value ([`ferrogres_datum::record`]).
+    Field(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -296,6 +298,10 @@ pub struct CreateTableAs {
     pub form: CtasForm,
     /// Always a [`Statement::Query`] (so lock and permission walks see it).
     pub query: Box<Statement>,
+    /// AS EXECUTE through the extended protocol: the EXECUTE's arguments,
+    /// evaluated when the statement runs, are `query`'s parameters (empty:
+    /// the statement's own parameters are).
+    pub args: Vec<Expr>,
 }
 
 /// The spellings of [`CreateTableAs`].

@@ -96,11 +96,12 @@ fn authid_rel() -> RelStorage {
         ],
         missing: Vec::new(),
         proj: None,
+        system: None,
     }
 }
 
 fn members_rel() -> RelStorage {
-    RelStorage { rel: global(PG_AUTH_MEMBERS), toast: None, types: vec![Type::Oid, Type::Oid, Type::Oid, Type::Bool], missing: Vec::new(), proj: None }
+    RelStorage { rel: global(PG_AUTH_MEMBERS), toast: None, types: vec![Type::Oid, Type::Oid, Type::Oid, Type::Bool], missing: Vec::new(), proj: None, system: None }
 }
 
 /// One row of pg_authid.

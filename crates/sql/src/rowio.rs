@@ -25,6 +25,50 @@ pub struct RelStorage {
     /// The other columns deform as `Value::Null` (not decoded, not detoasted);
     /// positions do not move, so no expression is renumbered.
     pub proj: Option<std::sync::Arc<ScanProj>>,
+    /// `Some(table OID)`: the rows made from this relation's tuples carry
+    /// PostgreSQL's system columns after its own ([`SYSTEM_COLUMNS`], in that
+    /// order), set on a query's copy of a table that reads one of them
+    /// ([`crate::catalog::with_system_columns`]).
+    pub system: Option<u32>,
+}
+
+/// The system columns of a heap relation, PostgreSQL's attnums -1 to -6:
+/// (name, type). `ctid` is the tuple's own place (not its header's forward
+/// link), `xmin` and `xmax` its header's raw transaction ids, `cmin` and
+/// `cmax` both its header's raw command id (a combo id when it has one),
+/// `tableoid` the relation's OID.
+pub const SYSTEM_COLUMNS: [(&str, Type); 6] =
+    [("ctid", Type::Tid), ("xmin", Type::Xid), ("cmin", Type::Cid), ("xmax", Type::Xid), ("cmax", Type::Cid), ("tableoid", Type::Oid)];
+
+/// Whether `name` is a system column's (CREATE TABLE refuses it: 42701).
+pub fn is_system_column(name: &str) -> bool {
+    SYSTEM_COLUMNS.iter().any(|(n, _)| *n == name)
+}
+
+/// PostgreSQL's refusal of a new column (CREATE TABLE, ADD COLUMN, RENAME
+/// COLUMN) named as a system column.
+pub fn check_not_system_column(name: &str) -> Result<()> {
+    if is_system_column(name) {
+        return Err(SqlError::new(b"42701", format!("column name \"{name}\" conflicts with a system column name")));
+    }
+    Ok(())
+}
+
+/// Appends the system column values of the tuple `t` at `tid` to `row` when
+/// `st` carries them.
+fn push_system(st: &RelStorage, tid: Tid, t: &[u8], row: &mut Vec<Value>) {
+    use ferrogres_engine::heap::tuple::{tuple_cid, tuple_xmax, tuple_xmin};
+    if let Some(oid) = st.system {
+        let cid = tuple_cid(t);
+        row.extend([
+            Value::Tid(tid.block, tid.offset),
+            Value::Oid(tuple_xmin(t)),
+            Value::Oid(cid),
+            Value::Oid(tuple_xmax(t)),
+            Value::Oid(cid),
+            Value::Oid(oid),
+        ]);
+    }
 }
 
 /// Which columns a scan reads and which it passes up (issue 19).
@@ -197,7 +241,7 @@ impl RowScan {
     /// The next visible row and its TID, or `None` after the last page.
     pub fn next(&mut self, backend: &Backend, snapshot: &Snapshot) -> Result<Option<(Tid, Vec<Value>)>> {
         let Some((tid, range)) = self.next_tuple(backend, snapshot)? else { return Ok(None) };
-        Ok(Some((tid, deform_row(backend, &self.st, &self.descs, &self.page[range], snapshot)?)))
+        Ok(Some((tid, deform_row(backend, &self.st, &self.descs, tid, &self.page[range], snapshot)?)))
     }
 
     /// Steps to the next visible tuple without making any value of it (see
@@ -211,6 +255,11 @@ impl RowScan {
             }
             None => Ok(false),
         }
+    }
+
+    /// Whether the rows made carry the system columns after the relation's.
+    pub fn has_system_columns(&self) -> bool {
+        self.st.system.is_some()
     }
 
     /// The relation's column count (the width of the rows made).
@@ -289,18 +338,19 @@ impl<'s> PageRows<'s> {
         self.next += 1;
         let mut out = Vec::with_capacity(raw.len());
         for (tid, t) in raw {
-            out.push((tid, deform_row(backend, self.st, &self.descs, &t, snapshot)?));
+            out.push((tid, deform_row(backend, self.st, &self.descs, tid, &t, snapshot)?));
         }
         Ok(Some(out))
     }
 }
 
-/// Values of a stored tuple of `st` (detoasting with `snapshot`).
+/// Values of a stored tuple of `st` at `tid` (detoasting with `snapshot`),
+/// then its system columns when `st` carries them.
 ///
 /// With a projection (`st.proj`), the columns it does not read are NULL: the
 /// tuple is deformed only up to the last column read, and an unread column's
 /// value is neither decoded nor fetched from the TOAST relation.
-pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u8], snapshot: &Snapshot) -> Result<Vec<Value>> {
+pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], tid: Tid, t: &[u8], snapshot: &Snapshot) -> Result<Vec<Value>> {
     let upto = st.proj.as_ref().map_or(descs.len(), |p| p.read_upto().min(descs.len()));
     let natts = if st.missing.is_empty() { usize::MAX } else { ferrogres_engine::heap::tuple::TupleHeader::read(t)?.natts() };
     let reads = |i: usize| st.proj.as_ref().is_none_or(|p| p.read.get(i).copied().unwrap_or(true));
@@ -324,6 +374,7 @@ pub fn deform_row(backend: &Backend, st: &RelStorage, descs: &[AttrDesc], t: &[u
     for i in row.len()..st.types.len() {
         row.push(if reads(i) { datum_value(backend, st, None, natts, i, snapshot)? } else { Value::Null });
     }
+    push_system(st, tid, t, &mut row);
     Ok(row)
 }
 

@@ -1311,11 +1311,15 @@ impl Session {
         let mut perms = crate::catcache::take_perms(&self.backend, outer);
         // EXPLAIN EXECUTE runs (with ANALYZE) the prepared statement's plan,
         // which was not analyzed here: its requirements come with it.
-        if let (Ok(_), pg_query::NodeEnum::ExplainStmt(x)) = (&r, &st.node) {
-            if let Some(pg_query::NodeEnum::ExecuteStmt(e)) = x.query.as_ref().and_then(|n| n.node.as_ref()) {
-                if let Some(p) = self.prepared.get(&e.name) {
-                    perms.extend(p.version.perms.iter().cloned());
-                }
+        // So does CREATE TABLE AS EXECUTE.
+        let executed = match (&r, &st.node) {
+            (Ok(_), pg_query::NodeEnum::ExplainStmt(x)) => x.query.as_ref(),
+            (Ok(_), pg_query::NodeEnum::CreateTableAsStmt(c)) => c.query.as_ref(),
+            _ => None,
+        };
+        if let Some(pg_query::NodeEnum::ExecuteStmt(e)) = executed.and_then(|n| n.node.as_ref()) {
+            if let Some(p) = self.prepared.get(&e.name) {
+                perms.extend(p.version.perms.iter().cloned());
             }
         }
         self.analyzed_perms = Arc::new(perms);
@@ -1344,6 +1348,11 @@ impl Session {
                 return self.analyze_explain_execute(st, x, e);
             }
         }
+        if let pg_query::NodeEnum::CreateTableAsStmt(c) = &st.node {
+            if let Some(pg_query::NodeEnum::ExecuteStmt(e)) = c.query.as_ref().and_then(|n| n.node.as_ref()) {
+                return self.analyze_create_as_execute(st, c, e);
+            }
+        }
         self.ensure_txn()?;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
         let snap = self.backend.txn.statement_snapshot()?;
@@ -1368,6 +1377,35 @@ impl Session {
         let mut stmt = crate::explain::explain_of(options, plan)?;
         if let Statement::Explain(ex) = &mut stmt {
             ex.args = args;
+        }
+        Ok(stmt)
+    }
+
+    /// `CREATE TABLE t AS EXECUTE name(args)` analyzed for the extended
+    /// protocol (the simple protocol runs it at once:
+    /// `sql_create_as_execute`): the prepared statement's current plan (a
+    /// query: 42809 otherwise), its arguments evaluated when it runs.
+    fn analyze_create_as_execute(
+        &mut self,
+        st: &ParsedStmt,
+        c: &pg_query::protobuf::CreateTableAsStmt,
+        e: &pg_query::protobuf::ExecuteStmt,
+    ) -> Result<Statement> {
+        if c.objtype == pg_query::protobuf::ObjectType::ObjectMatview as i32 {
+            return Err(SqlError::not_supported("CREATE MATERIALIZED VIEW"));
+        }
+        let args = self.execute_args(st, e)?;
+        self.revalidate_prepared(&e.name)?;
+        let plan = self.prepared[&e.name].plan.clone();
+        let Statement::Query(q) = &*plan else {
+            return Err(SqlError::new(b"42809", "prepared statement is not a SELECT"));
+        };
+        let into = c.into.as_deref().ok_or_else(|| SqlError::internal("CREATE TABLE AS without a target"))?;
+        let snap = self.backend.txn.statement_snapshot()?;
+        let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
+        let mut stmt = a.create_as_target(into, q.clone(), c.if_not_exists, crate::plan::CtasForm::Execute)?;
+        if let Statement::CreateTableAs(ct) = &mut stmt {
+            ct.args = args;
         }
         Ok(stmt)
     }
@@ -1710,6 +1748,13 @@ impl Session {
                 }
                 self.did_ddl = true;
                 self.ddl_count += 1;
+                let args: Vec<Value>;
+                let params = if c.args.is_empty() {
+                    params
+                } else {
+                    args = c.args.iter().map(|x| exec::eval_pure(x, &[], params, &[], &mut self.env)).collect::<Result<_>>()?;
+                    &args
+                };
                 let mut ctx = Ctx { backend: &mut self.backend, snap, params, env: &mut self.env };
                 let Some(fill) = crate::create_as::create(c, &mut ctx)? else {
                     // PostgreSQL's tag for AS EXECUTE ... WITH NO DATA is SELECT 0.

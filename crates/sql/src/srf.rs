@@ -119,6 +119,7 @@ pub(crate) fn range_function(
         types: vec![ty],
         missing: Vec::new(),
         proj: None,
+        system: None,
     };
     let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns, indexes: Vec::new(), extras: Default::default() };
     Ok((table, refname, SeriesScan { start, stop, step, ty, unnest: unnest.map(|u| u.0), func: None }))

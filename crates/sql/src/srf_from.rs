@@ -290,6 +290,7 @@ pub(crate) fn range_function(
         types: columns.iter().map(|c| c.ty).collect(),
         missing: Vec::new(),
         proj: None,
+        system: None,
     };
     let table = Table { oid: 0, name: refname.clone(), namespace: 0, storage, columns, indexes: Vec::new(), extras: Default::default() };
     Ok((table, refname, scan))

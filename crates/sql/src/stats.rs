@@ -361,7 +361,7 @@ pub fn sample_rows(backend: &Backend, st: &RelStorage, snap: &Snapshot, targrows
                     _ => continue,
                 }
             };
-            let row = deform_row(backend, st, &descs, &page[range], snap)?;
+            let row = deform_row(backend, st, &descs, tid, &page[range], snap)?;
             match slot {
                 None => reservoir.push((tid, row)),
                 Some(j) => reservoir[j] = (tid, row),

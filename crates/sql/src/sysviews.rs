@@ -251,6 +251,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<Table> {
             types: columns.iter().map(|c| c.ty).collect(),
             missing: Vec::new(),
             proj: None,
+            system: None,
         },
         columns,
         indexes: Vec::new(),

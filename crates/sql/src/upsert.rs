@@ -179,7 +179,7 @@ impl Run<'_> {
         let snap = ctx.backend.txn.statement_snapshot()?;
         let Some(bytes) = heapam::heap_fetch(ctx.backend, table.storage.rel, tid, &snap)? else { return Ok(false) };
         let descs = table.storage.descs()?;
-        let old = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, &bytes, &snap)?;
+        let old = crate::rowio::deform_row(ctx.backend, &table.storage, &descs, tid, &bytes, &snap)?;
         let mut both = old.clone();
         both.extend_from_slice(excluded);
         if let Some(f) = filter {

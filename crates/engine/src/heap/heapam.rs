@@ -472,6 +472,20 @@ pub fn heap_nblocks(backend: &Backend, rel: RelFileLocator) -> Result<BlockNumbe
 /// VACUUM made dead or unused (an index entry may still point at it until VACUUM
 /// cleans the index) is a tuple nobody sees, not corruption.
 pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
+    heap_fetch_at(backend, rel, tid, snapshot, false)
+}
+
+/// [`heap_fetch`] of a TID a user gave (`WHERE ctid = '(0,1)'`, PostgreSQL's
+/// Tid Scan): a block past the relation's end or a line pointer the page does
+/// not have is no tuple rather than corruption.
+pub fn heap_fetch_user_tid(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
+    if tid.block >= heap_nblocks(backend, rel)? {
+        return Ok(None);
+    }
+    heap_fetch_at(backend, rel, tid, snapshot, true)
+}
+
+fn heap_fetch_at(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &Snapshot, user_tid: bool) -> Result<Option<Vec<u8>>> {
     let engine = backend.engine();
     let (pin, hit) = engine.buffers.read_buffer_hit(BufferTag::new(rel, ForkNumber::Main, tid.block), None)?;
     backend.txn.pgstat.count_buffer(rel, hit);
@@ -482,6 +496,9 @@ pub fn heap_fetch(backend: &Backend, rel: RelFileLocator, tid: Tid, snapshot: &S
         page = pin.lock_shared();
     }
     if tid.offset == 0 || tid.offset > page_max_offset_number(&page[..]) {
+        if user_tid {
+            return Ok(None);
+        }
         return Err(Error::corrupt(format!("heap fetch of ({},{}): no such line pointer", tid.block, tid.offset)));
     }
     if page_get_item_id(&page[..], tid.offset)?.flags != LpFlags::Normal {

@@ -91,11 +91,48 @@ impl<'a> Analyzer<'a> {
         Ok(afunc(ArrayFunc::Construct, args, at))
     }
 
-    /// `arg[i]`, `arg[lo:hi]` (one subscript).
+    /// `information_schema._pg_expandarray(anyarray)` (pgjdbc's metadata
+    /// queries): a set-returning call of records `(x elem, n int4)`, in the
+    /// select list (`crate::project_set`); its fields are selected with
+    /// `(call).x` ([`Analyzer::indirection`]).
+    pub(super) fn expand_array_call(&mut self, f: &pb::FuncCall, scope: &mut Scope) -> Result<Expr> {
+        let mut args = Vec::new();
+        for a in &f.args {
+            if let Some(a) = a.node.as_ref() {
+                args.push(self.expr(a, scope)?);
+            }
+        }
+        let fields = match args.as_slice() {
+            [a] => elem(a.ty()).and_then(ferrogres_datum::record::expand_array_fields),
+            _ => None,
+        };
+        let Some(fields) = fields else {
+            let names: Vec<&str> = args.iter().map(|a| if a.ty() == Type::Unknown { "unknown" } else { a.ty().sql_name() }).collect();
+            return Err(self.err_at(
+                SqlError::new(b"42883", format!("function information_schema._pg_expandarray({}) does not exist", names.join(", ")))
+                    .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."),
+                f.location,
+            ));
+        };
+        if let Some(place) = scope.no_srf {
+            return Err(self.err_at(SqlError::new(b"0A000", format!("set-returning functions are not allowed in {place}")), f.location));
+        }
+        if args.iter().any(crate::project_set::contains_srf) {
+            return Err(self.err_at(SqlError::not_supported("nested set-returning functions"), f.location));
+        }
+        let id = crate::functions::polymorphic("_pg_expandarray").ok_or_else(|| SqlError::internal("no built-in row for _pg_expandarray"))?;
+        Ok(Expr::Func { func: Func::Builtin(id), args, ty: Type::Record(fields) })
+    }
+
+    /// `arg[i]`, `arg[lo:hi]` (one subscript); `(record).field`.
     pub(super) fn indirection(&mut self, ind: &pb::AIndirection, scope: &mut Scope) -> Result<Expr> {
         let Some(argn) = node(&ind.arg) else { return Err(SqlError::internal("indirection without argument")) };
         let mut e = self.expr(argn, scope)?;
         for i in &ind.indirection {
+            if let Some(NodeEnum::String(field)) = i.node.as_ref() {
+                e = self.field_select(e, &field.sval, location(argn))?;
+                continue;
+            }
             let Some(NodeEnum::AIndices(ix)) = i.node.as_ref() else {
                 return Err(self.err_at(SqlError::not_supported("field selection"), location(argn)));
             };
@@ -261,6 +298,20 @@ impl<'a> Analyzer<'a> {
         }
         let id = crate::functions::polymorphic(name).ok_or_else(|| SqlError::internal(format!("no built-in row for {name}")))?;
         Ok(Some(Expr::Func { func: Func::Builtin(id), args, ty }))
+    }
+
+    /// Field `name` of the record `e`.
+    fn field_select(&mut self, e: Expr, name: &str, loc: i32) -> Result<Expr> {
+        let Type::Record(fields) = e.ty() else {
+            return Err(self.err_at(
+                SqlError::new(b"42809", format!("column notation .{name} applied to type {}, which is not a composite type", e.ty().sql_name())),
+                loc,
+            ));
+        };
+        let Some(n) = fields.iter().position(|f| f.0 == name) else {
+            return Err(self.err_at(SqlError::new(b"42703", format!("could not identify column \"{name}\" in record data type")), loc));
+        };
+        Ok(Expr::Func { func: Func::Field(n), args: vec![e], ty: fields[n].1 })
     }
 
     /// The array functions, `None` for another name.

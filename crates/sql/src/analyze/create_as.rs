@@ -106,6 +106,9 @@ impl Analyzer<'_> {
         if columns.len() > 1600 {
             return Err(SqlError::new(b"54011", "tables can have at most 1600 columns"));
         }
+        for c in &columns {
+            crate::rowio::check_not_system_column(&c.name)?;
+        }
         Ok(Statement::CreateTableAs(Box::new(CreateTableAs {
             namespace,
             name: rv.relname.clone(),
@@ -114,6 +117,7 @@ impl Analyzer<'_> {
             with_data: !into.skip_data,
             form,
             query: Box::new(Statement::Query(query)),
+            args: Vec::new(),
         })))
     }
 }

@@ -102,7 +102,7 @@ pub(super) fn checks(
         oid: 0,
         name: table.to_string(),
         namespace,
-        storage: RelStorage { rel: catalog::locator(0), toast: None, types: columns.iter().map(|c| c.ty).collect(), missing: Vec::new(), proj: None },
+        storage: RelStorage { rel: catalog::locator(0), toast: None, types: columns.iter().map(|c| c.ty).collect(), missing: Vec::new(), proj: None, system: None },
         columns: columns.to_vec(),
         indexes: Vec::new(),
         extras: Default::default(),

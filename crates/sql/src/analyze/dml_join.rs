@@ -19,8 +19,7 @@ use std::rc::Rc;
 /// The namespace entry of `table` under `refname` whose columns start at `at`
 /// in the row.
 pub(crate) fn table_rel(table: &Table, refname: &str, at: usize) -> (String, Vec<NsCol>) {
-    let cols = table
-        .columns
+    let cols = table.columns[..table.user_columns()]
         .iter()
         .enumerate()
         // A dropped column keeps its place in the row but has no name (it is
@@ -38,12 +37,28 @@ pub(crate) fn table_rel(table: &Table, refname: &str, at: usize) -> (String, Vec
     (refname.to_string(), cols)
 }
 
+/// The system columns `table`'s rows carry, under `refname`, at their places.
+fn table_sys(table: &Table, refname: &str) -> Vec<NsCol> {
+    let n = table.user_columns();
+    (n..table.columns.len())
+        .map(|i| NsCol {
+            name: table.columns[i].name.clone(),
+            expr: Expr::Column(i, table.columns[i].ty),
+            typmod: -1,
+            origin: None,
+            perm: None,
+            rel: refname.to_string(),
+        })
+        .collect()
+}
+
 /// A namespace of the target (at 0) followed by `rest` (already placed).
 pub(crate) fn target_ns(table: &Table, refname: &str, rest: Namespace) -> Namespace {
     let (name, cols) = table_rel(table, refname, 0);
-    let mut ns = Namespace { rels: vec![(name, cols.clone())], cols, ctes: rest.ctes.clone() };
+    let mut ns = Namespace { rels: vec![(name, cols.clone())], cols, ctes: rest.ctes.clone(), sys: table_sys(table, refname) };
     ns.rels.extend(rest.rels);
     ns.cols.extend(rest.cols);
+    ns.sys.extend(rest.sys);
     ns
 }
 
@@ -52,6 +67,7 @@ pub(crate) fn shift_ns(ns: &mut Namespace, by: usize) {
     let sh = |c: &mut NsCol| crate::subquery::shift_columns(&mut c.expr, by as isize);
     ns.cols.iter_mut().for_each(sh);
     ns.rels.iter_mut().for_each(|(_, cols)| cols.iter_mut().for_each(sh));
+    ns.sys.iter_mut().for_each(sh);
 }
 
 impl Analyzer<'_> {
@@ -71,6 +87,9 @@ impl Analyzer<'_> {
             let Some(NodeEnum::ResTarget(rt)) = &t.node else { continue };
             if !rt.indirection.is_empty() {
                 return Err(self.err_at(SqlError::not_supported("subscripts or fields in UPDATE targets"), rt.location));
+            }
+            if crate::rowio::is_system_column(&rt.name) {
+                return Err(self.err_at(SqlError::new(b"0A000", format!("cannot assign to system column \"{}\"", rt.name)), rt.location));
             }
             let Some(ci) = table.columns.iter().position(|c| c.name == rt.name) else {
                 return Err(self.err_at(
@@ -157,7 +176,7 @@ impl Analyzer<'_> {
             return Err(SqlError::not_supported("UPDATE with WITH"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("UPDATE without relation"))?;
-        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        let table = self.scanned_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         self.require_dml_tracked(table.oid, &NodeEnum::UpdateStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let (other, ns) = self.joined_items(&s.from_clause, &table, &refname)?;
@@ -178,7 +197,7 @@ impl Analyzer<'_> {
             return Err(SqlError::not_supported("DELETE with WITH"));
         }
         let rv = s.relation.as_ref().ok_or_else(|| SqlError::internal("DELETE without relation"))?;
-        let table = self.range_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
+        let table = self.scanned_table_locked(rv, ferrogres_engine::lmgr::lock::LockMode::RowExclusive)?;
         self.require_dml_tracked(table.oid, &NodeEnum::DeleteStmt(Box::new(s.clone())));
         let refname = rv.alias.as_ref().map_or(rv.relname.clone(), |a| a.aliasname.clone());
         let (other, ns) = self.joined_items(&s.using_clause, &table, &refname)?;
@@ -214,6 +233,7 @@ impl Analyzer<'_> {
             rels: ns.rels.iter().filter(|(name, _)| *name != refname).cloned().collect(),
             cols: ns.cols[n..].to_vec(),
             ctes: vec![],
+            sys: ns.sys.iter().filter(|c| c.rel != refname).cloned().collect(),
         };
         let on = match node(&s.join_condition) {
             Some(c) => self.bool_expr(c, &mut Self::ns_scope(ns.clone()), "JOIN/ON")?,

@@ -65,6 +65,11 @@ pub(crate) struct Namespace {
     pub rels: Vec<(String, Vec<NsCol>)>,
     pub cols: Vec<NsCol>,
     pub ctes: Vec<Rc<Cte>>,
+    /// The system columns (`ctid`, `xmin`, ...) of the tables whose rows carry
+    /// them (`NsCol::rel` names the table): found by name, qualified or not,
+    /// when no column of `rels` or `cols` has it, and neither in `*` nor in
+    /// `t.*`.
+    pub sys: Vec<NsCol>,
 }
 
 enum Lookup {
@@ -79,6 +84,7 @@ impl Namespace {
         let sh = |c: &mut NsCol| crate::subquery::shift_columns(&mut c.expr, by as isize);
         self.cols.iter_mut().for_each(sh);
         self.rels.iter_mut().for_each(|(_, cols)| cols.iter_mut().for_each(sh));
+        self.sys.iter_mut().for_each(sh);
     }
 
     fn lookup(&self, qual: Option<&str>, col: &str) -> Lookup {
@@ -89,7 +95,10 @@ impl Namespace {
                 match (m.next(), m.next()) {
                     (Some(c), None) => Lookup::Found(c.clone()),
                     (Some(_), Some(_)) => Lookup::Ambiguous,
-                    _ => Lookup::NoColumn,
+                    _ => match self.sys.iter().find(|c| c.rel == q && c.name == col) {
+                        Some(c) => Lookup::Found(c.clone()),
+                        None => Lookup::NoColumn,
+                    },
                 }
             }
             None => {
@@ -97,7 +106,14 @@ impl Namespace {
                 match (m.next(), m.next()) {
                     (Some(c), None) => Lookup::Found(c.clone()),
                     (Some(_), Some(_)) => Lookup::Ambiguous,
-                    _ => Lookup::NotFound,
+                    _ => {
+                        let mut m = self.sys.iter().filter(|c| c.name == col);
+                        match (m.next(), m.next()) {
+                            (Some(c), None) => Lookup::Found(c.clone()),
+                            (Some(_), Some(_)) => Lookup::Ambiguous,
+                            _ => Lookup::NotFound,
+                        }
+                    }
                 }
             }
         }
@@ -106,21 +122,19 @@ impl Namespace {
     /// A relation's columns; `perm`: they are a base relation's whose
     /// references are recorded for the column privilege check.
     fn single(t: &crate::catalog::Table, refname: &str, perm: bool) -> Namespace {
-        let cols: Vec<NsCol> = t
-            .columns
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| !c.is_dropped())
-            .map(|(i, c)| NsCol {
-                name: c.name.clone(),
-                expr: Expr::Column(i, c.ty),
-                typmod: c.typmod,
-                origin: (t.oid != 0).then_some((t.oid, i as i16 + 1)),
-                perm: (perm && t.oid != 0).then_some((t.oid, i as i16 + 1)),
-                rel: refname.to_string(),
-            })
-            .collect();
-        Namespace { rels: vec![(refname.to_string(), cols.clone())], cols, ctes: vec![] }
+        let n = t.user_columns();
+        let col = |(i, c): (usize, &crate::catalog::Column)| NsCol {
+            name: c.name.clone(),
+            expr: Expr::Column(i, c.ty),
+            typmod: c.typmod,
+            origin: (t.oid != 0).then_some((t.oid, t.attnum(i))),
+            // A system column reads the whole row for the privilege check.
+            perm: (perm && t.oid != 0).then_some((t.oid, if i < n { i as i16 + 1 } else { 0 })),
+            rel: refname.to_string(),
+        };
+        let cols: Vec<NsCol> = t.columns[..n].iter().enumerate().filter(|(_, c)| !c.is_dropped()).map(col).collect();
+        let sys = t.columns.iter().enumerate().skip(n).map(col).collect();
+        Namespace { rels: vec![(refname.to_string(), cols.clone())], cols, ctes: vec![], sys }
     }
 }
 
@@ -237,6 +251,7 @@ impl<'a> Analyzer<'a> {
         let mut ns = l.ns;
         ns.rels.extend(r.ns.rels);
         ns.cols.extend(r.ns.cols);
+        ns.sys.extend(r.ns.sys);
         let join = Join {
             kind,
             left: l.source,
@@ -276,17 +291,17 @@ impl<'a> Analyzer<'a> {
                             (None, Some(id)) => Source::WorkTable(id),
                             _ => return Err(SqlError::internal("CTE without query")),
                         };
-                        return Ok(Item { source, width: cols.len(), ns: Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![] }, lateral: false });
+                        return Ok(Item { source, width: cols.len(), ns: Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![], sys: vec![] }, lateral: false });
                     }
                 }
                 if let Some(v) = self.view_ref(rv)? {
                     let q = self.expand_view(&v, rv)?;
                     let mut cols = subquery_cols(&q, &refname);
                     apply_aliases(self, &mut cols, rv.alias.as_ref(), &refname, rv.location)?;
-                    let ns = Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![] };
+                    let ns = Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![], sys: vec![] };
                     return Ok(Item { source: Source::Subquery(Box::new(q)), width: ns.cols.len(), ns, lateral: false });
                 }
-                let t = self.range_table_locked(rv, mode)?;
+                let t = self.scanned_table_locked(rv, mode)?;
                 self.require_tracked(t.oid, crate::acl::select_privs(mode));
                 let mut ns = Namespace::single(&t, &refname, true);
                 apply_aliases(self, &mut ns.cols, rv.alias.as_ref(), &refname, rv.location)?;
@@ -355,7 +370,7 @@ impl<'a> Analyzer<'a> {
                 Ok(Item {
                     source: Source::Subquery(Box::new(q)),
                     width: cols.len(),
-                    ns: Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![] },
+                    ns: Namespace { rels: vec![(refname, cols.clone())], cols, ctes: vec![], sys: vec![] },
                     lateral,
                 })
             }
@@ -471,6 +486,8 @@ impl<'a> Analyzer<'a> {
             }
             ns.rels = vec![(al.aliasname.clone(), cols.clone())];
             ns.cols = cols;
+            // The joined tables are hidden behind the alias, their system columns too.
+            ns.sys.clear();
         }
         Ok(Item { source: Source::Join(join), width: item.width, ns, lateral: item.lateral })
     }

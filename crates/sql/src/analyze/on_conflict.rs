@@ -103,7 +103,7 @@ impl Analyzer<'_> {
             let (ename, mut ecols) = table_rel(&table, "excluded", n);
             // `excluded` is reachable by qualified names only... and by
             // unqualified ones too, which then are ambiguous, as in PostgreSQL.
-            let rest = Namespace { rels: vec![(ename, ecols.clone())], cols: std::mem::take(&mut ecols), ctes: vec![] };
+            let rest = Namespace { rels: vec![(ename, ecols.clone())], cols: std::mem::take(&mut ecols), ctes: vec![], sys: vec![] };
             let ns = reads_columns(target_ns(&table, &refname, rest));
             let mut scope = Self::ns_scope(ns);
             let sets = self.set_list(&oc.target_list, &table, &mut scope)?;

@@ -50,7 +50,7 @@ impl<'a> Analyzer<'a> {
         if refname != rel || t.columns.iter().any(|c| c.name == rel) {
             return None;
         }
-        Some(t.columns.iter().filter(|c| !c.is_dropped()).map(|c| c.name.clone()).collect())
+        Some(t.columns[..t.user_columns()].iter().filter(|c| !c.is_dropped()).map(|c| c.name.clone()).collect())
     }
 
     /// `f(t)` for a whole-row reference `t` (see the module comment); `None`
