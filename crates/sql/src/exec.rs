@@ -688,12 +688,34 @@ impl FilteredSeqScan {
 /// cross-type date/timestamp comparison raises none. `=` and `<>` against a
 /// timestamp that is not a midnight, infinite timestamps and `timestamptz`
 /// (whose cast reads TimeZone) are left alone.
-/// Conjuncts and disjuncts are rewritten through AND, OR and NOT.
+/// Conjuncts and disjuncts are rewritten through AND, OR and NOT. A filter
+/// with no such comparison (the usual one) is only copied: the search for
+/// one costs a walk of its AND/OR/NOT spine, at each execution.
 pub(crate) fn prepare_qual(e: &Expr) -> Expr {
+    if has_date_cast_compare(e) {
+        rewrite_date_compares(e)
+    } else {
+        e.clone()
+    }
+}
+
+/// Whether an AND/OR/NOT-reachable comparison of `e` has a date cast to
+/// `timestamp` on one side (what [`prepare_qual`] may rewrite).
+fn has_date_cast_compare(e: &Expr) -> bool {
+    let date_cast = |e: &Expr| matches!(e, Expr::Cast { from: Type::Date, to: Type::Timestamp, .. });
     match e {
-        Expr::And(args) => Expr::And(args.iter().map(prepare_qual).collect()),
-        Expr::Or(args) => Expr::Or(args.iter().map(prepare_qual).collect()),
-        Expr::Not(a) => Expr::Not(Box::new(prepare_qual(a))),
+        Expr::And(args) | Expr::Or(args) => args.iter().any(has_date_cast_compare),
+        Expr::Not(a) => has_date_cast_compare(a),
+        Expr::Compare { l, r, .. } => date_cast(l) || date_cast(r),
+        _ => false,
+    }
+}
+
+fn rewrite_date_compares(e: &Expr) -> Expr {
+    match e {
+        Expr::And(args) => Expr::And(args.iter().map(rewrite_date_compares).collect()),
+        Expr::Or(args) => Expr::Or(args.iter().map(rewrite_date_compares).collect()),
+        Expr::Not(a) => Expr::Not(Box::new(rewrite_date_compares(a))),
         Expr::Compare { op, l, r } => date_compare(*op, l, r)
             .or_else(|| date_compare(commuted(*op), r, l))
             .unwrap_or_else(|| e.clone()),
