@@ -25,7 +25,11 @@ use std::cmp::Ordering;
 pub const RECORD_OID: u32 = 2249;
 
 /// A record type's fields: (name, type).
-pub type Fields = &'static [(&'static str, Type)];
+pub type FieldList = &'static [(&'static str, Type)];
+
+/// A record type's fields, as `Type::Record` holds them: a thin reference to a
+/// static list, so that `Type` stays two words (it is in every expression node).
+pub type Fields = &'static FieldList;
 
 /// A record: its fields' names and types, and their values.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,7 +43,7 @@ macro_rules! expand_fields {
 }
 
 /// `_pg_expandarray`'s result fields for each element type that has arrays.
-static EXPAND: [Fields; 28] = expand_fields![
+static EXPAND: [FieldList; 28] = expand_fields![
     Type::Bool,
     Type::Bytea,
     Type::Char,
@@ -72,7 +76,7 @@ static EXPAND: [Fields; 28] = expand_fields![
 
 /// The fields of `_pg_expandarray(elem[])`'s rows: (x elem, n int4).
 pub fn expand_array_fields(elem: Type) -> Option<Fields> {
-    EXPAND.iter().copied().find(|f| f[0].1 == elem)
+    EXPAND.iter().find(|f| f[0].1 == elem)
 }
 
 /// record_in.

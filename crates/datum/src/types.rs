@@ -46,6 +46,11 @@ use crate::datetime::{self, Interval};
 use ferrogres_engine::heap::tuple::{AttrDesc, Datum};
 use std::cmp::Ordering;
 
+// `Type` is in nearly every expression node and is copied on every
+// evaluation: two words. A variant with a wider payload (a fat pointer) makes
+// every plan and expression copy larger (record.rs's `Fields` is thin for this).
+const _: () = assert!(std::mem::size_of::<Type>() == 16);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
     Bool,
