@@ -22,3 +22,16 @@ pub enum CmpOp {
     Gt,
     Ge,
 }
+
+impl CmpOp {
+    /// The operator with its operands swapped: `a < b` is `b > a`.
+    pub fn commuted(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            o => o,
+        }
+    }
+}

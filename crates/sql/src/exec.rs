@@ -717,22 +717,12 @@ fn rewrite_date_compares(e: &Expr) -> Expr {
         Expr::Or(args) => Expr::Or(args.iter().map(rewrite_date_compares).collect()),
         Expr::Not(a) => Expr::Not(Box::new(rewrite_date_compares(a))),
         Expr::Compare { op, l, r } => date_compare(*op, l, r)
-            .or_else(|| date_compare(commuted(*op), r, l))
+            .or_else(|| date_compare(op.commuted(), r, l))
             .unwrap_or_else(|| e.clone()),
         e => e.clone(),
     }
 }
 
-/// The operator with its operands swapped (`a < b` is `b > a`).
-fn commuted(op: CmpOp) -> CmpOp {
-    match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::Le => CmpOp::Ge,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::Ge => CmpOp::Le,
-        o => o,
-    }
-}
 
 /// `date_expr::timestamp OP t` as a comparison of `date_expr` with a date,
 /// when `cast` is such a cast and `t` a finite timestamp constant.

@@ -833,15 +833,6 @@ pub(crate) fn row_free(e: &Expr) -> bool {
     }
 }
 
-fn flip(op: CmpOp) -> CmpOp {
-    match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::Le => CmpOp::Ge,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::Ge => CmpOp::Le,
-        o => o,
-    }
-}
 
 /// Chooses an index scan for `filter` on `table`, or `None` (sequential scan).
 pub fn choose_path(table: &Table, filter: Option<&Expr>) -> Option<IndexPath> {
@@ -908,7 +899,7 @@ pub(crate) fn candidate_paths(table: &Table, filter: Option<&Expr>) -> Vec<(usiz
             if let (Some(col), true) = (column_of(l), row_free(r)) {
                 quals.push((col, *op, r));
             } else if let (Some(col), true) = (column_of(r), row_free(l)) {
-                quals.push((col, flip(*op), l));
+                quals.push((col, op.commuted(), l));
             }
         }
     }

@@ -268,15 +268,6 @@ pub fn const_value(e: &Expr, params: &[Value]) -> Option<Value> {
     }
 }
 
-fn flip(op: CmpOp) -> CmpOp {
-    match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::Le => CmpOp::Ge,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::Ge => CmpOp::Le,
-        o => o,
-    }
-}
 
 /// `col OP expr` or `expr OP col` with `expr` free of the row: the column
 /// (with [`est_column_of`]'s flag), the operator as seen from the column,
@@ -285,7 +276,7 @@ fn column_compare(e: &Expr) -> Option<(SeenColumn, CmpOp, &Expr)> {
     let Expr::Compare { op, l, r } = e else { return None };
     match (est_column_of(l), est_column_of(r)) {
         (Some(c), _) if crate::index::row_free(r) => Some((c, *op, &**r)),
-        (_, Some(c)) if crate::index::row_free(l) => Some((c, flip(*op), &**l)),
+        (_, Some(c)) if crate::index::row_free(l) => Some((c, op.commuted(), &**l)),
         _ => None,
     }
 }
