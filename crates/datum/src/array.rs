@@ -52,7 +52,7 @@ impl Array {
 }
 
 /// The element types that have an array type: (element, array oid, typname, SQL name).
-static ELEMS: [(Type, u32, &str, &str); 28] = [
+const ELEMS: [(Type, u32, &str, &str); N_ELEMS] = [
     (Type::Bool, 1000, "_bool", "boolean[]"),
     (Type::Bytea, 1001, "_bytea", "bytea[]"),
     (Type::Char, 1002, "_char", "\"char\"[]"),
@@ -83,37 +83,19 @@ static ELEMS: [(Type, u32, &str, &str); 28] = [
     (Type::OidVector, 1013, "_oidvector", "oidvector[]"),
 ];
 
-/// The element types, as `'static` references for `Type::Array`.
-static ELEM_TYPES: [Type; 28] = [
-    Type::Bool,
-    Type::Bytea,
-    Type::Char,
-    Type::Name,
-    Type::Int2,
-    Type::Int4,
-    Type::Text,
-    Type::Xid,
-    Type::Bpchar,
-    Type::Varchar,
-    Type::Int8,
-    Type::Float4,
-    Type::Float8,
-    Type::Oid,
-    Type::Timestamp,
-    Type::Date,
-    Type::Time,
-    Type::Timestamptz,
-    Type::Interval,
-    Type::TimeTz,
-    Type::Json,
-    Type::Uuid,
-    Type::Jsonb,
-    Type::PgLsn,
-    Type::Tid,
-    Type::Numeric,
-    Type::Int2Vector,
-    Type::OidVector,
-];
+/// How many element types have an array type.
+pub(crate) const N_ELEMS: usize = 28;
+
+/// The element types, as `'static` references for `Type::Array` (from [`ELEMS`]).
+pub(crate) static ELEM_TYPES: [Type; N_ELEMS] = {
+    let mut out = [Type::Bool; N_ELEMS];
+    let mut i = 0;
+    while i < N_ELEMS {
+        out[i] = ELEMS[i].0;
+        i += 1;
+    }
+    out
+};
 
 fn entry(elem: Type) -> Option<usize> {
     ELEMS.iter().position(|e| e.0 == elem)

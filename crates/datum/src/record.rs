@@ -38,41 +38,28 @@ pub struct RecordValue {
     pub values: Vec<Value>,
 }
 
-macro_rules! expand_fields {
-    ($($t:expr),* $(,)?) => { [$(&[("x", $t), ("n", Type::Int4)]),*] };
-}
+/// `_pg_expandarray`'s result fields for each element type that has arrays
+/// (`array::ELEM_TYPES`, in its order): (x elem, n int4).
+static EXPAND_FIELDS: [[(&str, Type); 2]; crate::array::N_ELEMS] = {
+    let mut out = [[("x", Type::Bool), ("n", Type::Int4)]; crate::array::N_ELEMS];
+    let mut i = 0;
+    while i < crate::array::N_ELEMS {
+        out[i][0].1 = crate::array::ELEM_TYPES[i];
+        i += 1;
+    }
+    out
+};
 
-/// `_pg_expandarray`'s result fields for each element type that has arrays.
-static EXPAND: [FieldList; 28] = expand_fields![
-    Type::Bool,
-    Type::Bytea,
-    Type::Char,
-    Type::Name,
-    Type::Int2,
-    Type::Int4,
-    Type::Text,
-    Type::Xid,
-    Type::Bpchar,
-    Type::Varchar,
-    Type::Int8,
-    Type::Float4,
-    Type::Float8,
-    Type::Oid,
-    Type::Timestamp,
-    Type::Date,
-    Type::Time,
-    Type::Timestamptz,
-    Type::Interval,
-    Type::TimeTz,
-    Type::Json,
-    Type::Uuid,
-    Type::Jsonb,
-    Type::PgLsn,
-    Type::Tid,
-    Type::Numeric,
-    Type::Int2Vector,
-    Type::OidVector,
-];
+/// [`EXPAND_FIELDS`] as field lists.
+static EXPAND: [FieldList; crate::array::N_ELEMS] = {
+    let mut out: [FieldList; crate::array::N_ELEMS] = [&[]; crate::array::N_ELEMS];
+    let mut i = 0;
+    while i < crate::array::N_ELEMS {
+        out[i] = &EXPAND_FIELDS[i];
+        i += 1;
+    }
+    out
+};
 
 /// The fields of `_pg_expandarray(elem[])`'s rows: (x elem, n int4).
 pub fn expand_array_fields(elem: Type) -> Option<Fields> {
