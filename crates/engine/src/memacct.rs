@@ -14,6 +14,15 @@
 //! ([`crossed`]) and nothing else happens; the allocation itself succeeds.
 //! The statement notices at its next interrupt check.
 //!
+//! Memory a thread frees stays with the allocator, which returns it to the
+//! operating system lazily (mimalloc purges freed pages only after a delay,
+//! and only when it is next called), so a session that once ran a large
+//! statement could keep the server's resident size up for as long as it
+//! idles. A thread may therefore watch its growth ([`watch`]): the first time
+//! its net passes the watermark is remembered ([`grew`]), and the server then
+//! asks the allocator to give back what it holds free ([`release`], through a
+//! hook the binary installs with [`set_release`]).
+//!
 //! Cost: per allocation, deallocation or reallocation one thread-local add and
 //! one compare, on a `const`-initialized thread-local without a destructor (no
 //! lazy registration, no allocation inside the allocator). Memory freed by
@@ -23,7 +32,11 @@
 //!
 //! Invariants (per thread): `net` = bytes allocated − bytes freed by this
 //! thread since it started; `crossed != 0` only if some allocation took `net`
-//! above `mark` since the last [`arm`]; `mark = isize::MAX` when disarmed.
+//! above `limit` since the last [`arm`]; `grew` only if some allocation took
+//! it above `watermark` since the last [`watch`]; `mark` is the lowest of
+//! `limit` (while nothing crossed it) and `watermark` (while `grew` is
+//! false), `isize::MAX` when neither is armed: the one number the allocation
+//! path compares with.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
@@ -34,16 +47,50 @@ pub struct CountingAlloc<A>(pub A);
 struct Account {
     /// Bytes allocated minus bytes freed by this thread.
     net: Cell<isize>,
-    /// The soft limit: the first allocation taking `net` above it is recorded.
+    /// What the allocation path compares `net` with (see the invariants).
     mark: Cell<isize>,
+    /// The soft limit: the first allocation taking `net` above it is recorded.
+    limit: Cell<isize>,
     /// Size of that allocation (0: none since the last `arm`).
     crossed: Cell<usize>,
+    /// The growth watermark set by [`watch`].
+    watermark: Cell<isize>,
+    /// `net` passed `watermark` since the last [`watch`].
+    grew: Cell<bool>,
 }
 
 thread_local! {
     static ACCOUNT: Account = const {
-        Account { net: Cell::new(0), mark: Cell::new(isize::MAX), crossed: Cell::new(0) }
+        Account {
+            net: Cell::new(0),
+            mark: Cell::new(isize::MAX),
+            limit: Cell::new(isize::MAX),
+            crossed: Cell::new(0),
+            watermark: Cell::new(isize::MAX),
+            grew: Cell::new(false),
+        }
     };
+}
+
+impl Account {
+    /// Recomputes `mark` from the limit and the watermark.
+    fn remark(&self) {
+        let limit = if self.crossed.get() == 0 { self.limit.get() } else { isize::MAX };
+        let water = if self.grew.get() { isize::MAX } else { self.watermark.get() };
+        self.mark.set(limit.min(water));
+    }
+
+    /// `net` (now `n`) passed `mark`: record which bound it crossed.
+    #[cold]
+    fn passed(&self, n: isize, request: usize) {
+        if n > self.limit.get() && self.crossed.get() == 0 {
+            self.crossed.set(request.max(1));
+        }
+        if n > self.watermark.get() {
+            self.grew.set(true);
+        }
+        self.remark();
+    }
 }
 
 #[inline]
@@ -53,8 +100,8 @@ fn charge(delta: isize, request: usize) {
     let _ = ACCOUNT.try_with(|a| {
         let n = a.net.get().wrapping_add(delta);
         a.net.set(n);
-        if n > a.mark.get() && a.crossed.get() == 0 {
-            a.crossed.set(request.max(1));
+        if n > a.mark.get() {
+            a.passed(n, request);
         }
     });
 }
@@ -104,22 +151,24 @@ pub fn thread_net() -> isize {
 /// forgets an earlier crossing.
 pub fn arm(limit: isize) {
     let _ = ACCOUNT.try_with(|a| {
-        a.mark.set(limit);
+        a.limit.set(limit);
         a.crossed.set(0);
+        a.remark();
     });
 }
 
 /// This thread's soft limit and recorded crossing, to put back with
 /// [`restore`] after a nested, tighter bound.
 pub fn state() -> (isize, usize) {
-    ACCOUNT.try_with(|a| (a.mark.get(), a.crossed.get())).unwrap_or((isize::MAX, 0))
+    ACCOUNT.try_with(|a| (a.limit.get(), a.crossed.get())).unwrap_or((isize::MAX, 0))
 }
 
 /// Puts back a [`state`].
 pub fn restore(s: (isize, usize)) {
     let _ = ACCOUNT.try_with(|a| {
-        a.mark.set(s.0);
+        a.limit.set(s.0);
         a.crossed.set(s.1);
+        a.remark();
     });
 }
 
@@ -131,13 +180,45 @@ pub fn disarm() {
 /// Bytes this thread may still allocate before passing its soft limit
 /// (`isize::MAX`-ish when disarmed; negative once past it).
 pub fn headroom() -> isize {
-    ACCOUNT.try_with(|a| a.mark.get().saturating_sub(a.net.get())).unwrap_or(isize::MAX)
+    ACCOUNT.try_with(|a| a.limit.get().saturating_sub(a.net.get())).unwrap_or(isize::MAX)
 }
 
 /// The size of the allocation that took this thread past its soft limit
 /// since it was armed, if one did.
 pub fn crossed() -> Option<usize> {
     ACCOUNT.try_with(|a| a.crossed.get()).ok().filter(|&n| n != 0)
+}
+
+/// Watches this thread's growth from now: [`grew`] says whether its net
+/// passed its current value plus `bytes` afterwards.
+pub fn watch(bytes: usize) {
+    let _ = ACCOUNT.try_with(|a| {
+        a.watermark.set(a.net.get().saturating_add(bytes.min(isize::MAX as usize) as isize));
+        a.grew.set(false);
+        a.remark();
+    });
+}
+
+/// Whether this thread's net passed the watermark of the last [`watch`].
+pub fn grew() -> bool {
+    ACCOUNT.try_with(|a| a.grew.get()).unwrap_or(false)
+}
+
+/// The allocator's hook that returns free memory to the operating system.
+static RELEASE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Installs the process allocator's release function (once, by the binary
+/// that installs the allocator; later calls are ignored).
+pub fn set_release(f: fn()) {
+    let _ = RELEASE.set(f);
+}
+
+/// Asks the allocator to return the memory this thread holds free to the
+/// operating system (nothing without a hook, as in unit tests).
+pub fn release() {
+    if let Some(f) = RELEASE.get() {
+        f();
+    }
 }
 
 #[cfg(test)]
@@ -181,5 +262,41 @@ mod tests {
         .unwrap();
         assert_eq!(other, 1000);
         assert_eq!(thread_net(), before);
+    }
+
+    /// The growth watermark and the soft limit are kept apart: crossing one
+    /// does not report the other, and a nested bound (state/restore) leaves
+    /// the watermark alone.
+    #[test]
+    fn the_watermark_and_the_limit_are_separate() {
+        let a = CountingAlloc(std::alloc::System);
+        let small = Layout::from_size_align(1000, 8).unwrap();
+        let big = Layout::from_size_align(10_000, 8).unwrap();
+        disarm();
+        watch(5000);
+        // SAFETY: valid layouts; each pointer is freed once with its layout.
+        unsafe {
+            let p = a.alloc(small);
+            assert!(!grew());
+            arm(thread_net() + 15_000);
+            let saved = state();
+            arm(thread_net() + 100);
+            restore(saved);
+            let q = a.alloc(big);
+            assert!(grew(), "the watermark was passed");
+            assert_eq!(crossed(), None, "the limit was not");
+            let r = a.alloc(big);
+            assert_eq!(crossed(), Some(10_000));
+            assert!(headroom() < 0);
+            a.dealloc(r, big);
+            a.dealloc(q, big);
+            a.dealloc(p, small);
+        }
+        // Freeing does not clear either record; watch and arm do.
+        assert!(grew());
+        watch(5000);
+        assert!(!grew());
+        disarm();
+        assert_eq!(crossed(), None);
     }
 }

@@ -20,7 +20,14 @@ use pgwire::messages::{Message, PgWireFrontendMessage};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::time::Instant;
+use ferrogres_engine::memacct;
 use ferrogres_engine::notify::NotifySignal;
+
+/// A session that grew by more than this between two ReadyForQuery messages
+/// gives its free memory back to the operating system at the second
+/// (`memacct::release`): the allocator would otherwise keep it resident while
+/// the session idles.
+const RELEASE_AFTER: usize = 64 << 20;
 
 /// Output is flushed when this much is buffered, besides at ReadyForQuery/Flush.
 const FLUSH_THRESHOLD: usize = 64 * 1024;
@@ -648,7 +655,15 @@ impl Connection {
         }
         self.io.put_message(b'Z', |b| b.extend_from_slice(&[status_byte(status)]))?;
         self.at_ready = true;
-        self.io.flush()
+        self.io.flush()?;
+        // What the session grew by since its last ReadyForQuery (a large
+        // statement, its state dropped by now) goes back to the operating
+        // system, after the client has its answer.
+        if memacct::grew() {
+            memacct::release();
+        }
+        memacct::watch(RELEASE_AFTER);
+        Ok(())
     }
 
     /// NotificationResponse for each notification waiting for the session
