@@ -811,89 +811,82 @@ pub struct PruneResult {
 /// every member a reader can reach is marked as reached: only heap-only tuples no
 /// chain reaches are removed as unreachable (README "Pruning", rule 4).
 pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvResult) -> Result<PruneResult> {
-    page_validate(page)?;
+    page_validate_header(page)?;
     let before = page_free_space(page);
     let max = page_max_offset_number(page) as usize;
     if max > MAX_HEAP_TUPLES_PER_PAGE {
         return Err(Error::corrupt(format!("heap page with {max} line pointers")));
     }
-    // tuples[o]: the header and vacuum status of the normal tuple at offset o
-    // (index 0 unused); each status is computed once.
-    let mut tuples: Vec<Option<(TupleHeader, HtsvResult)>> = Vec::with_capacity(max + 1);
-    tuples.push(None);
-    {
-        // Validated above: one line-pointer read and one header parse per tuple.
-        let items = PageItems::new(page)?;
-        for o in 1..=max as OffsetNumber {
-            tuples.push(match items.normal(o)? {
-                Some(t) => {
-                    let h = TupleHeader::read(t)?;
-                    // Most tuples of a page being pruned are plainly live: the
-                    // inserter hinted committed (or frozen), never deleted or
-                    // locked. `status` would say Live; it is not asked.
-                    let plain_live = h.xmax_invalid() && !h.xmax_is_multi() && (h.xmin_committed() || h.xmin_frozen());
-                    Some((h, if plain_live { HtsvResult::Live } else { status(&h) }))
-                }
-                None => None,
-            });
+    // One pass over the line pointers validates the page (as page_validate)
+    // and reads what pruning needs of each into `slots` (index 0 unused):
+    // the walks below read no page bytes, and each status is computed once.
+    let mut slots = [Slot::EMPTY; MAX_HEAP_TUPLES_PER_PAGE + 1];
+    page_validate_items(page, |off, id| {
+        let slot = &mut slots[off as usize];
+        match id.flags {
+            LpFlags::Normal => *slot = Slot::of(&TupleHeader::read(&page[id.off as usize..(id.off + id.len) as usize])?, status),
+            LpFlags::Redirect => *slot = Slot { next: id.off, flags: Slot::REDIRECT, ..Slot::EMPTY },
+            LpFlags::Unused | LpFlags::Dead => {}
         }
-    }
-    // Per offset: reached by a chain walk (`processed`) or losing its storage
-    // or line pointer (`gone`). On the stack: a heap page has at most
-    // MAX_HEAP_TUPLES_PER_PAGE line pointers (validated above).
-    let mut processed = [false; MAX_HEAP_TUPLES_PER_PAGE + 1];
-    // One buffer for every chain's members (cleared per root).
-    let mut chain: Vec<usize> = Vec::new();
+        Ok(())
+    })?;
+    // One buffer for every chain's members (cleared per root): at most the
+    // page's line pointers.
+    let mut chain = [0u16; MAX_HEAP_TUPLES_PER_PAGE];
     let mut op = PruneOp::default();
     let mut ndeleted = 0;
     for root in 1..=max {
-        if processed[root] {
+        let r = slots[root];
+        if r.flags & Slot::PROCESSED != 0 {
             continue;
         }
-        let id = page_get_item_id(page, root as OffsetNumber)?;
-        let is_redirect = match id.flags {
-            LpFlags::Unused | LpFlags::Dead => continue,
-            LpFlags::Normal if tuples[root].is_some_and(|(h, _)| h.is_heap_only()) => continue,
-            LpFlags::Normal => false,
-            LpFlags::Redirect => true,
-        };
-        processed[root] = true;
+        let is_redirect = r.flags & Slot::REDIRECT != 0;
+        if !is_redirect && (r.flags & Slot::TUPLE == 0 || r.flags & Slot::HEAP_ONLY != 0) {
+            // Unused, dead, or a heap-only tuple (reached from its root).
+            continue;
+        }
+        slots[root].flags |= Slot::PROCESSED;
         // The chain's members in order; chain[..removable] are removed.
-        chain.clear();
+        let mut len = 0;
         let mut removable = 0;
         // Whether every member so far is Dead or RecentlyDead.
         let mut committed_run = true;
-        let mut next = if is_redirect { id.off as usize } else { root };
+        let mut next = if is_redirect { r.next as usize } else { root };
         let mut prior_xmax = None;
-        while next >= 1 && next <= max && (next == root || !processed[next]) {
-            let Some((h, st)) = tuples[next] else { break };
-            if (is_redirect || !chain.is_empty()) && !h.is_heap_only() {
+        while next >= 1 && next <= max && (next == root || slots[next].flags & Slot::PROCESSED == 0) {
+            let m = slots[next];
+            if m.flags & Slot::TUPLE == 0 {
                 break;
             }
-            if prior_xmax.is_some_and(|x| x != h.xmin) {
+            if (is_redirect || len > 0) && m.flags & Slot::HEAP_ONLY == 0 {
                 break;
             }
-            chain.push(next);
-            processed[next] = true;
-            match st {
-                HtsvResult::Dead if committed_run => removable = chain.len(),
+            if prior_xmax.is_some_and(|x| x != m.xmin) {
+                break;
+            }
+            chain[len] = next as u16;
+            len += 1;
+            slots[next].flags |= Slot::PROCESSED;
+            match m.status {
+                HtsvResult::Dead if committed_run => removable = len,
                 HtsvResult::Dead | HtsvResult::RecentlyDead => {}
                 _ => committed_run = false,
             }
             // A Live member that is marked HOT-updated lost its update (the
             // updater aborted): its successor is no longer part of the chain and
             // is removed as unreachable once dead.
-            if !h.is_hot_updated() || st == HtsvResult::Live {
+            if m.flags & Slot::HOT_UPDATED == 0 || m.status == HtsvResult::Live {
                 break;
             }
             // A multixact xmax (a key-share locker next to the no-key updater)
             // is not the successor's xmin: the check is skipped for it.
-            prior_xmax = (!h.xmax_is_multi()).then_some(h.xmax);
-            next = h.ctid.offset as usize;
+            prior_xmax = (m.flags & Slot::XMAX_MULTI == 0).then_some(m.xmax);
+            next = m.next as usize;
         }
-        if chain.is_empty() {
+        if len == 0 {
             // A redirect whose chain is gone: nothing left to reach through it.
             op.now_dead.push(root as OffsetNumber);
+            slots[root].flags |= Slot::GONE;
             continue;
         }
         if removable == 0 {
@@ -902,39 +895,34 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
         ndeleted += removable;
         // Chain members other than the root lose their line pointer entirely.
         for &o in &chain[..removable] {
-            if o != root {
-                op.now_unused.push(o as OffsetNumber);
+            slots[o as usize].flags |= Slot::GONE;
+            if o as usize != root {
+                op.now_unused.push(o);
             }
         }
-        if removable == chain.len() {
+        slots[root].flags |= Slot::GONE;
+        if removable == len {
             op.now_dead.push(root as OffsetNumber);
         } else {
-            op.redirected.push((root as OffsetNumber, chain[removable] as OffsetNumber));
+            op.redirected.push((root as OffsetNumber, chain[removable]));
         }
     }
     // Dead heap-only tuples no chain reached (their inserter aborted, or the
-    // chain's root was pruned earlier while they stayed): unreachable from indexes.
-    for (o, t) in tuples.iter().enumerate() {
-        if let (false, Some((h, HtsvResult::Dead))) = (processed[o], t) {
-            if h.is_heap_only() {
-                op.now_unused.push(o as OffsetNumber);
-                ndeleted += 1;
-            }
-        }
-    }
-    // The oldest xmax that may still make a remaining tuple prunable.
-    let mut gone = [false; MAX_HEAP_TUPLES_PER_PAGE + 1];
-    for o in op.now_unused.iter().chain(&op.now_dead).chain(op.redirected.iter().map(|(r, _)| r)) {
-        gone[*o as usize] = true;
-    }
+    // chain's root was pruned earlier while they stayed) are unreachable from
+    // indexes and go; of the tuples that stay, the oldest xmax that may still
+    // make one prunable is the page's new pd_prune_xid.
     let mut prune_xid = INVALID_TRANSACTION_ID;
-    for (o, t) in tuples.iter().enumerate() {
-        let Some((h, _)) = t else { continue };
-        if gone[o] || h.xmax_invalid() || h.xmax_is_lock_only() || h.xmax_is_multi() || h.xmax < FIRST_NORMAL_TRANSACTION_ID {
+    for (o, m) in slots.iter_mut().enumerate().take(max + 1).skip(1) {
+        if m.flags & (Slot::TUPLE | Slot::GONE) != Slot::TUPLE {
             continue;
         }
-        if prune_xid == INVALID_TRANSACTION_ID || xid_precedes(h.xmax, prune_xid) {
-            prune_xid = h.xmax;
+        if m.flags & (Slot::PROCESSED | Slot::HEAP_ONLY) == Slot::HEAP_ONLY && m.status == HtsvResult::Dead {
+            op.now_unused.push(o as OffsetNumber);
+            ndeleted += 1;
+            continue;
+        }
+        if m.flags & Slot::XMAX_PRUNABLE != 0 && (prune_xid == INVALID_TRANSACTION_ID || xid_precedes(m.xmax, prune_xid)) {
+            prune_xid = m.xmax;
         }
     }
     op.new_prune_xid = prune_xid;
@@ -947,6 +935,56 @@ pub fn heap_page_prune(page: &mut [u8], status: &dyn Fn(&TupleHeader) -> HtsvRes
     }
     let freed = page_free_space(page).saturating_sub(before);
     Ok(PruneResult { op, freed, ndeleted })
+}
+
+/// What [`heap_page_prune`] needs of one line pointer, read once.
+#[derive(Clone, Copy)]
+struct Slot {
+    xmin: TransactionId,
+    xmax: TransactionId,
+    /// A redirect's target, or the tuple's ctid offset (its successor's).
+    next: OffsetNumber,
+    /// The `Slot::*` bits.
+    flags: u8,
+    /// The tuple's vacuum status.
+    status: HtsvResult,
+}
+
+impl Slot {
+    /// An LP_NORMAL tuple.
+    const TUPLE: u8 = 1;
+    /// An LP_REDIRECT.
+    const REDIRECT: u8 = 2;
+    const HEAP_ONLY: u8 = 4;
+    const HOT_UPDATED: u8 = 8;
+    const XMAX_MULTI: u8 = 16;
+    /// The xmax may make the tuple prunable later (a plain updater or
+    /// deleter: not invalid, lock-only, multi or special).
+    const XMAX_PRUNABLE: u8 = 32;
+    /// Reached by a chain walk.
+    const PROCESSED: u8 = 64;
+    /// Losing its storage or line pointer.
+    const GONE: u8 = 128;
+
+    const EMPTY: Slot = Slot { xmin: 0, xmax: 0, next: 0, flags: 0, status: HtsvResult::Live };
+
+    /// The slot of the tuple with header `h`.
+    #[inline]
+    fn of(h: &TupleHeader, status: &dyn Fn(&TupleHeader) -> HtsvResult) -> Slot {
+        // Most tuples of a page being pruned are plainly live: the inserter
+        // hinted committed (or frozen), never deleted or locked. `status`
+        // would say Live; it is not asked.
+        let plain_live = h.xmax_invalid() && !h.xmax_is_multi() && (h.xmin_committed() || h.xmin_frozen());
+        let prunable =
+            !(h.xmax_invalid() || h.xmax_is_lock_only() || h.xmax_is_multi() || h.xmax < FIRST_NORMAL_TRANSACTION_ID);
+        let flags = Slot::TUPLE
+            | if h.is_heap_only() { Slot::HEAP_ONLY } else { 0 }
+            | if h.is_hot_updated() { Slot::HOT_UPDATED } else { 0 }
+            | if h.xmax_is_multi() { Slot::XMAX_MULTI } else { 0 }
+            | if prunable { Slot::XMAX_PRUNABLE } else { 0 };
+        let status = if plain_live { HtsvResult::Live } else { status(h) };
+        Slot { xmin: h.xmin, xmax: h.xmax, next: h.ctid.offset, flags, status }
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -1373,6 +1411,32 @@ mod tests {
         let r = heap_page_prune(&mut p, &status).unwrap();
         assert!(r.op.is_empty(), "{:?}", r.op);
         assert_eq!(heap_hot_search(&p, 1, &mut |_, h| h.xmax == 0).unwrap(), Some(3));
+    }
+
+    /// Pruning validates the page in the same pass that reads it: a page
+    /// whose items overlap, or whose redirect leaves the line pointer array,
+    /// is refused as corrupt and left as it was.
+    #[test]
+    fn prune_refuses_a_corrupt_page() {
+        let mut p = new_page();
+        heap_page_add_tuple(&mut p, 0, &row(1, "a"), 10, 0).unwrap().unwrap();
+        heap_page_add_tuple(&mut p, 0, &row(2, "b"), 10, 0).unwrap().unwrap();
+        heap_page_delete(&mut p, 2, 11, 0).unwrap();
+        let one = page_get_item_id(&p, 1).unwrap();
+        let mut bad = p.clone();
+        page_set_item_id(&mut bad, 2, one).unwrap();
+        let before = bad.clone();
+        let e = heap_page_prune(&mut bad, &dead_if_xmax_below(100)).unwrap_err();
+        assert!(e.to_string().contains("overlap"), "{e}");
+        assert_eq!(bad, before);
+        let mut bad = p.clone();
+        page_set_item_id(&mut bad, 1, ItemId::redirect(7)).unwrap();
+        let before = bad.clone();
+        let e = heap_page_prune(&mut bad, &dead_if_xmax_below(100)).unwrap_err();
+        assert!(e.to_string().contains("redirects outside"), "{e}");
+        assert_eq!(bad, before);
+        // The sound page prunes.
+        assert_eq!(heap_page_prune(&mut p, &dead_if_xmax_below(100)).unwrap().op.now_dead, vec![2]);
     }
 
     #[test]

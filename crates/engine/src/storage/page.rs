@@ -329,6 +329,15 @@ pub fn page_validate_header(page: &[u8]) -> Result<()> {
 /// existing offset; unused and redirect pointers have no length. A page that passes
 /// can be read with the accessors below without any error.
 pub fn page_validate(page: &[u8]) -> Result<()> {
+    page_validate_items(page, |_, _| Ok(()))
+}
+
+/// [`page_validate`], calling `each(off, id)` for every line pointer once it
+/// passed its checks (in offset order, before the next is checked): a caller
+/// that reads every line pointer anyway (heap pruning) validates in the same
+/// pass. An error from `each` ends the walk and is returned.
+#[inline]
+pub fn page_validate_items(page: &[u8], mut each: impl FnMut(OffsetNumber, ItemId) -> Result<()>) -> Result<()> {
     page_validate_header(page)?;
     let (upper, special) = (page_upper(page), page_special_offset(page));
     let max = page_max_offset_number(page);
@@ -355,6 +364,7 @@ pub fn page_validate(page: &[u8]) -> Result<()> {
                 return Err(Error::corrupt(format!("items overlap at page offset {s}")));
             }
         }
+        each(off, id)?;
     }
     Ok(())
 }
