@@ -19,31 +19,23 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+mod alloc;
 mod options;
 mod privileges;
 mod sql_backend;
 
-/// mimalloc instead of glibc's malloc: per-thread free lists without atomic
+/// mimalloc (called directly, `alloc.rs`) instead of glibc's malloc: per-thread free lists without atomic
 /// operations on the common path. A pgbench -S transaction makes a few dozen
 /// small allocations; under glibc malloc and free were a fifth of the server's
 /// instructions (callgrind, see issue 4's note). Wrapped in the engine's
 /// per-thread byte count (`memacct`: one thread-local add per call), which the
 /// SQL layer's per-statement memory limit reads.
 #[global_allocator]
-static GLOBAL: ferrogres_engine::memacct::CountingAlloc<mimalloc::MiMalloc> =
-    ferrogres_engine::memacct::CountingAlloc(mimalloc::MiMalloc);
-
-/// The allocator's release function (`memacct::release`): frees this
-/// thread's empty pages and purges what the arenas hold free at once,
-/// instead of after mimalloc's purge delay.
-fn release_free_memory() {
-    // SAFETY: mi_collect has no preconditions; it works on the calling
-    // thread's heap and the process's arenas.
-    unsafe { libmimalloc_sys::mi_collect(true) }
-}
+static GLOBAL: ferrogres_engine::memacct::CountingAlloc<alloc::MiMalloc> =
+    ferrogres_engine::memacct::CountingAlloc(alloc::MiMalloc);
 
 fn main() -> ExitCode {
-    ferrogres_engine::memacct::set_release(release_free_memory);
+    ferrogres_engine::memacct::set_release(alloc::release_free_memory);
     let args: Vec<String> = std::env::args().skip(1).collect();
     // Every setting is checked first: a bad one ends the start before the data
     // directory is touched (exit status 1, as PostgreSQL's).
