@@ -1121,11 +1121,10 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, paths: &PathCache, 
             roots
         }
         IndexAm::Hash => {
-            // SERIALIZABLE: the hash index is read-locked as a whole (no
-            // bucket page locks yet), before any entry is read.
-            heapam::predicate_lock_relation(ctx.backend, ix.rel);
+            // SERIALIZABLE: a SIREAD lock on the bucket's primary page.
+            let sx = ctx.backend.txn.serializable_xact().cloned();
             let env = &mut *ctx.env;
-            crate::hash_index::scan_roots(&engine, ix, &eq_vals[0], &mut || env.check_interrupts())?
+            crate::hash_index::scan_roots(&engine, ix, &eq_vals[0], sx, &mut || env.check_interrupts())?
         }
     };
     Ok(TableScan::Rows(fetch_roots(table, ix, roots, ctx)?))
@@ -1207,9 +1206,9 @@ pub fn index_probe(table: &Table, index: usize, key: &[Value], ctx: &mut Ctx) ->
             roots
         }
         IndexAm::Hash => {
-            heapam::predicate_lock_relation(ctx.backend, ix.rel);
+            let sx = ctx.backend.txn.serializable_xact().cloned();
             let env = &mut *ctx.env;
-            crate::hash_index::scan_roots(&engine, ix, &vals[0], &mut || env.check_interrupts())?
+            crate::hash_index::scan_roots(&engine, ix, &vals[0], sx, &mut || env.check_interrupts())?
         }
     };
     fetch_roots(table, ix, roots, ctx)
