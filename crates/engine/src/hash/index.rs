@@ -154,6 +154,7 @@ impl HashIndex {
 
     /// Inserts the entry (`hash`, `tid`) (PostgreSQL's `_hash_doinsert`). May then
     /// split a bucket if the index has become over-full.
+    #[inline]
     pub fn insert(&self, engine: &Engine, hash: u32, tid: Tid) -> Result<()> {
         self.insert_serializable(engine, hash, tid, None)
     }
@@ -168,7 +169,6 @@ impl HashIndex {
     /// reads this page after the entry is in (and meets the writer's heap
     /// tuple: a conflict out).
     pub fn insert_serializable(&self, engine: &Engine, hash: u32, tid: Tid, sx: Option<&SerializableXact>) -> Result<()> {
-        let sx = sx.filter(|_| crate::heap::heapam::ssi_tracked(self.rel));
         let entry = HashEntry::new(hash, tid);
         loop {
             let (bucket, page) = self.find_bucket(engine, hash, |pin| {
@@ -211,12 +211,17 @@ impl HashIndex {
         entry: &HashEntry,
         sx: Option<&SerializableXact>,
     ) -> Result<()> {
-        let primary_blk = primary.block();
+        // SERIALIZABLE only: the bucket's primary page, to check at the end
+        // (READ COMMITTED pays the one test of `sx`).
+        let ssi = match sx {
+            Some(sx) if crate::heap::heapam::ssi_tracked(self.rel) => Some((sx, primary.block())),
+            _ => None,
+        };
         let mut cur = primary;
         let mut primary_pin: Option<PinnedBuffer<'e>> = None;
         loop {
             if has_room(&cur) {
-                if let Some(sx) = sx {
+                if let Some((sx, primary_blk)) = ssi {
                     let targets = [PredTarget::Page(self.rel, primary_blk), PredTarget::Relation(self.rel)];
                     engine.txn.predicate.check_conflict_in(sx, &targets)?;
                 }
