@@ -429,7 +429,7 @@ fn add_column(cmd: &AlterCmd, sub: &pb::AlterTableCmd, t: Table, snap: &Snapshot
 /// The old files are left to the pending-delete list (`engine::smgr` README).
 fn rewrite(backend: &mut Backend, t: &Table, rows: Vec<Vec<Value>>, env: &mut dyn Env, f: &mut dyn FnMut(&mut Vec<Value>, &mut Ctx) -> Result<()>) -> Result<()> {
     let snap = fresh(backend)?;
-    crate::index::truncate(backend, &snap, std::slice::from_ref(t))?;
+    crate::index::truncate_files(backend, &snap, std::slice::from_ref(t))?;
     let (mut nt, snap) = reload(backend, t.oid)?;
     if nt.storage.toast.is_none() && nt.columns.iter().any(|c| c.ty.typlen() == -1) {
         let engine = backend.engine().clone();
@@ -444,6 +444,10 @@ fn rewrite(backend: &mut Backend, t: &Table, rows: Vec<Vec<Value>>, env: &mut dy
         f(&mut row, &mut ctx)?;
         crate::exec::insert_one(&nt, &row, &mut ctx)?;
     }
+    // SERIALIZABLE: the SIREAD locks on the old files move to the new heap
+    // now that the rows are in (not before: these inserts are no write
+    // anyone read, PostgreSQL's rewrite goes to a relation nobody locked).
+    crate::index::transfer_predicate_locks(ctx.backend.engine(), t, nt.storage.rel);
     Ok(())
 }
 

@@ -17,6 +17,8 @@ use ferrogres_datum::types::{Type, Value};
 use ferrogres_engine::engine::{Backend, Engine};
 use ferrogres_engine::hash::hashfunc as hf;
 use ferrogres_engine::hash::HashIndex;
+use ferrogres_engine::lmgr::predicate::SerializableXact;
+use std::sync::Arc;
 use ferrogres_engine::heap::tuple::Tid;
 
 /// pg_am's hash.
@@ -156,19 +158,29 @@ pub fn insert(backend: &Backend, ix: &IndexInfo, row: &[Value], tid: Tid) -> Res
     // one without a hash operator class) is refused, never left out silently.
     let Some(h) = hash_value(ix.types[0], v) else { return Err(unhashable(ix.types[0])) };
     let engine = backend.engine();
-    handle(engine, ix).insert(engine, h, tid)?;
-    ferrogres_engine::heap::heapam::ssi_conflict_in(backend, ix.rel, None)?;
+    // SERIALIZABLE: checked against the SIREAD locks on the bucket's primary
+    // page (and the whole index) by the engine.
+    let sx = backend.txn.serializable_xact().map(|x| &**x);
+    handle(engine, ix).insert_serializable(engine, h, tid, sx)?;
     Ok(())
 }
 
 /// The heap TIDs (HOT chain roots) of the entries with `key`'s hash code: the
 /// candidates for `col = key` (the caller re-checks the condition on each row).
-/// `interrupts` is asked every 1024 entries.
-pub fn scan_roots(engine: &Engine, ix: &IndexInfo, key: &Value, interrupts: &mut dyn FnMut() -> Result<()>) -> Result<Vec<Tid>> {
+/// `interrupts` is asked every 1024 entries. `sx`: the serializable
+/// transaction scanning, which gets a SIREAD lock on the bucket's primary page
+/// (`None`: not serializable).
+pub fn scan_roots(
+    engine: &Engine,
+    ix: &IndexInfo,
+    key: &Value,
+    sx: Option<Arc<SerializableXact>>,
+    interrupts: &mut dyn FnMut() -> Result<()>,
+) -> Result<Vec<Tid>> {
     let Some(h) = hash_value(ix.types[0], key) else { return Ok(Vec::new()) };
     let index = handle(engine, ix);
     let mut out = Vec::new();
-    for t in index.scan(engine, h) {
+    for t in index.scan(engine, h).serializable(sx) {
         out.push(t?);
         if out.len() % 1024 == 0 {
             interrupts()?;

@@ -658,6 +658,10 @@ pub fn reindex(backend: &mut Backend, env: &dyn Env, snap: &Snapshot, table: &Ta
         }
         backend.txn.pending_deletes.at_abort(new.rel);
         backend.txn.pending_deletes.at_commit(ix.rel);
+        // SERIALIZABLE: the SIREAD locks on the old file (index pages read)
+        // become relation locks on the table, which every write checks
+        // (PostgreSQL's TransferPredicateLocksToHeapRelation in REINDEX).
+        engine.txn.predicate.transfer_to_relations(&[ix.rel], &[table.storage.rel]);
         register(&engine, table.storage.rel, &new);
         update_class_row(backend, snap, ix.oid, &|row| {
             row[3] = Value::Oid(n);
@@ -1121,11 +1125,10 @@ pub fn open_table_scan(table: &Table, filter: Option<&Expr>, paths: &PathCache, 
             roots
         }
         IndexAm::Hash => {
-            // SERIALIZABLE: the hash index is read-locked as a whole (no
-            // bucket page locks yet), before any entry is read.
-            heapam::predicate_lock_relation(ctx.backend, ix.rel);
+            // SERIALIZABLE: a SIREAD lock on the bucket's primary page.
+            let sx = ctx.backend.txn.serializable_xact().cloned();
             let env = &mut *ctx.env;
-            crate::hash_index::scan_roots(&engine, ix, &eq_vals[0], &mut || env.check_interrupts())?
+            crate::hash_index::scan_roots(&engine, ix, &eq_vals[0], sx, &mut || env.check_interrupts())?
         }
     };
     Ok(TableScan::Rows(fetch_roots(table, ix, roots, ctx)?))
@@ -1207,9 +1210,9 @@ pub fn index_probe(table: &Table, index: usize, key: &[Value], ctx: &mut Ctx) ->
             roots
         }
         IndexAm::Hash => {
-            heapam::predicate_lock_relation(ctx.backend, ix.rel);
+            let sx = ctx.backend.txn.serializable_xact().cloned();
             let env = &mut *ctx.env;
-            crate::hash_index::scan_roots(&engine, ix, &vals[0], &mut || env.check_interrupts())?
+            crate::hash_index::scan_roots(&engine, ix, &vals[0], sx, &mut || env.check_interrupts())?
         }
     };
     fetch_roots(table, ix, roots, ctx)
@@ -1287,12 +1290,38 @@ pub fn ordered_scan(table: &Table, q: &crate::plan::Query, ctx: &mut Ctx) -> Res
 /// come from the OID counter.
 pub fn truncate(backend: &mut Backend, snap: &Snapshot, tables: &[Table]) -> Result<()> {
     let engine = backend.engine().clone();
+    for (i, heap) in truncate_files(backend, snap, tables)? {
+        transfer_predicate_locks(&engine, &tables[i], heap);
+    }
+    Ok(())
+}
+
+/// SERIALIZABLE: `t`'s heap got the new file `new_heap` (and its indexes new
+/// files): the SIREAD locks on the old files of the table and its indexes
+/// become relation locks on the heap's old file (which stays if this
+/// transaction aborts) and on its new one (PostgreSQL's
+/// TransferPredicateLocksToHeapRelation); the locks on whichever file is
+/// dropped when the transaction ends go with it (lmgr README, "Rewrites").
+/// The caller holds AccessExclusiveLock on `t`.
+pub fn transfer_predicate_locks(engine: &Engine, t: &Table, new_heap: RelFileLocator) {
+    let old_files: Vec<RelFileLocator> = std::iter::once(t.storage.rel).chain(t.indexes.iter().map(|i| i.rel)).collect();
+    engine.txn.predicate.transfer_to_relations(&old_files, &[t.storage.rel, new_heap]);
+}
+
+/// The file work of [`truncate`] without the SIREAD lock transfer (a table
+/// rewrite transfers them after it has written the rows into the new files,
+/// so that its own inserts do not meet the locks it moved there). Returns,
+/// for each table truncated, its position in `tables` and its new heap file.
+pub fn truncate_files(backend: &mut Backend, snap: &Snapshot, tables: &[Table]) -> Result<Vec<(usize, RelFileLocator)>> {
+    let engine = backend.engine().clone();
+    let mut out = Vec::new();
     let mut done: HashSet<u32> = HashSet::new();
-    for t in tables {
+    for (i, t) in tables.iter().enumerate() {
         if !done.insert(t.oid) {
             continue;
         }
         let heap = engine.new_oid();
+        out.push((i, locator(heap)));
         engine.create_relation(locator(heap))?;
         // Old files at commit, new ones at abort (engine: txn::pending_delete).
         backend.txn.pending_deletes.at_abort(locator(heap));
@@ -1327,7 +1356,7 @@ pub fn truncate(backend: &mut Backend, snap: &Snapshot, tables: &[Table]) -> Res
             })?;
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// What ANALYZE found for one table.
@@ -1518,18 +1547,29 @@ pub fn execute(
                             )
                             .with_hint(format!("You can drop constraint {} on table {} instead.", ix.name, table.name)));
                         }
-                        found.push(ix);
+                        found.push((table.storage.rel, ix));
                     }
                     None if *missing_ok => notice(SqlError::notice(b"00000", format!("index \"{shown}\" does not exist, skipping")))?,
                     None => return Err(SqlError::new(b"42704", format!("index \"{shown}\" does not exist"))),
                 }
             }
-            for ix in &found {
+            for (heap, ix) in &found {
+                // SERIALIZABLE: the SIREAD locks on the index's pages become
+                // relation locks on the table (PostgreSQL's index_drop).
+                backend.engine().txn.predicate.transfer_to_relations(&[ix.rel], &[*heap]);
                 drop_index(backend, snap, ix)?;
             }
             Ok("DROP INDEX".into())
         }
         IndexCmd::Truncate { tables } => {
+            if let Some(sx) = backend.txn.serializable_xact() {
+                // Every row is deleted: whoever read any of them, or the
+                // table, has an rw-conflict out to us (PostgreSQL's
+                // CheckTableForSerializableConflictIn).
+                for t in tables.iter().filter(|t| heapam::ssi_tracked(t.storage.rel)) {
+                    backend.engine().txn.predicate.check_conflict_in_relation(sx, t.storage.rel)?;
+                }
+            }
             truncate(backend, snap, tables)?;
             Ok("TRUNCATE TABLE".into())
         }

@@ -275,7 +275,7 @@ pub fn source(t: Table) -> crate::plan::Source {
 /// The rows of view `oid`, computed now.
 pub fn rows(oid: u32, backend: &ferrogres_engine::engine::Backend, snap: &ferrogres_engine::txn::snapshot::Snapshot) -> Result<Vec<Vec<Value>>> {
     match oid {
-        PG_LOCKS_OID => Ok(pg_locks(backend)),
+        PG_LOCKS_OID => pg_locks(backend, snap),
         PG_STAT_ACTIVITY_OID => pg_stat_activity(backend, snap),
         PG_STAT_SSL_OID => Ok(pg_stat_ssl(backend)),
         PG_REPLICATION_SLOTS_OID => Ok(pg_replication_slots(backend)),
@@ -588,10 +588,11 @@ fn pg_stat_activity(backend: &ferrogres_engine::engine::Backend, snap: &ferrogre
         .collect())
 }
 
-fn pg_locks(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
+fn pg_locks(backend: &ferrogres_engine::engine::Backend, snap: &ferrogres_engine::txn::snapshot::Snapshot) -> Result<Vec<Vec<Value>>> {
+    let siread = siread_rows(backend, snap)?;
     let text = |s: Option<String>| s.map_or(Value::Null, Value::Text);
     let oid = |o: Option<u32>| o.map_or(Value::Null, Value::Oid);
-    backend
+    Ok(backend
         .engine()
         .locks
         .lock_status()
@@ -616,18 +617,32 @@ fn pg_locks(backend: &ferrogres_engine::engine::Backend) -> Vec<Vec<Value>> {
                 r.waitstart.map_or(Value::Null, |t| Value::Timestamptz(ferrogres_datum::datetime::system_time_to_timestamptz(t))),
             ]
         })
-        .chain(siread_rows(backend))
-        .collect()
+        .chain(siread)
+        .collect())
 }
 
 /// pg_locks' SIReadLock rows: the SIREAD predicate locks of serializable
 /// transactions (running, or committed and kept while an overlapping one
-/// runs), as PostgreSQL's GetPredicateLockStatusData shows them. `relation`
-/// is the relation's file number, which is its OID until a rewrite.
-fn siread_rows(backend: &ferrogres_engine::engine::Backend) -> impl Iterator<Item = Vec<Value>> {
+/// runs), as PostgreSQL's GetPredicateLockStatusData shows them. The locks
+/// name relation files; `relation` is the OID of the relation whose file it
+/// is in `snap`'s pg_class (the file number differs from the OID after a
+/// TRUNCATE, REINDEX or rewrite). A file of another database, or one only a
+/// transaction `snap` does not see yet points to, shows its file number.
+fn siread_rows(backend: &ferrogres_engine::engine::Backend, snap: &ferrogres_engine::txn::snapshot::Snapshot) -> Result<Vec<Vec<Value>>> {
     use ferrogres_engine::lmgr::predicate::PredTarget;
-    backend.engine().txn.predicate.lock_status().into_iter().map(|r| {
+    let locks = backend.engine().txn.predicate.lock_status();
+    let mut by_file: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    if !locks.is_empty() {
+        for (_, row) in crate::rowio::scan_rows(backend, &catalog::class_rel(), snap)? {
+            if let (Some(Value::Oid(oid)), Some(Value::Oid(file))) = (row.first(), row.get(3)) {
+                by_file.insert(*file, *oid);
+            }
+        }
+    }
+    let db = crate::database::current();
+    Ok(locks.into_iter().map(|r| {
         let rel = r.target.rel();
+        let relation = if rel.db_oid == db { by_file.get(&rel.rel_number).copied().unwrap_or(rel.rel_number) } else { rel.rel_number };
         let (page, tuple) = match r.target {
             PredTarget::Relation(_) => (Value::Null, Value::Null),
             PredTarget::Page(_, b) => (Value::Int4(b as i32), Value::Null),
@@ -636,7 +651,7 @@ fn siread_rows(backend: &ferrogres_engine::engine::Backend) -> impl Iterator<Ite
         vec![
             Value::Text(r.target.locktype().to_string()),
             Value::Oid(rel.db_oid),
-            Value::Oid(rel.rel_number),
+            Value::Oid(relation),
             page,
             tuple,
             Value::Null,
@@ -651,5 +666,5 @@ fn siread_rows(backend: &ferrogres_engine::engine::Backend) -> impl Iterator<Ite
             Value::Bool(false),
             Value::Null,
         ]
-    })
+    }).collect())
 }

@@ -9,6 +9,7 @@ use crate::buffer::{LockedBuffer, PinnedBuffer};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::heap::tuple::Tid;
+use crate::lmgr::predicate::{PredTarget, SerializableXact};
 use crate::storage::{BlockNumber, BufferTag, ForkNumber, RelFileLocator, INVALID_BLOCK};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -153,7 +154,21 @@ impl HashIndex {
 
     /// Inserts the entry (`hash`, `tid`) (PostgreSQL's `_hash_doinsert`). May then
     /// split a bucket if the index has become over-full.
+    #[inline]
     pub fn insert(&self, engine: &Engine, hash: u32, tid: Tid) -> Result<()> {
+        self.insert_serializable(engine, hash, tid, None)
+    }
+
+    /// `insert` by the serializable transaction `sx` (`None`: any other
+    /// transaction, the same as `insert`): every other concurrent holder of a
+    /// SIREAD lock on the bucket's primary page, or on the whole index, gets
+    /// an rw-edge to `sx` (PostgreSQL's CheckForSerializableConflictIn on the
+    /// bucket page). Checked under the exclusive lock of the page the entry
+    /// goes into, just before it goes in: a scan locks the primary page before
+    /// it reads any page of the chain, so either its lock is seen here or it
+    /// reads this page after the entry is in (and meets the writer's heap
+    /// tuple: a conflict out).
+    pub fn insert_serializable(&self, engine: &Engine, hash: u32, tid: Tid, sx: Option<&SerializableXact>) -> Result<()> {
         let entry = HashEntry::new(hash, tid);
         loop {
             let (bucket, page) = self.find_bucket(engine, hash, |pin| {
@@ -169,11 +184,11 @@ impl HashIndex {
                         self.finish_split(engine, primary, bucket)?;
                         continue;
                     }
-                    Ok(primary) => self.insert_into_bucket(engine, primary, bucket, &entry)?,
-                    Err(pin) => self.insert_into_bucket(engine, pin.into_locked(), bucket, &entry)?,
+                    Ok(primary) => self.insert_into_bucket(engine, primary, bucket, &entry, sx)?,
+                    Err(pin) => self.insert_into_bucket(engine, pin.into_locked(), bucket, &entry, sx)?,
                 }
             } else {
-                self.insert_into_bucket(engine, page, bucket, &entry)?;
+                self.insert_into_bucket(engine, page, bucket, &entry, sx)?;
             }
             break;
         }
@@ -186,12 +201,30 @@ impl HashIndex {
     /// Adds `entry` to the first page of the chain with room, from the locked
     /// primary page on; a new overflow page at the end if none has. The primary
     /// page stays pinned until the entry is in (so no split or squeeze changes the
-    /// chain meanwhile); one page is locked at a time.
-    fn insert_into_bucket<'e>(&self, engine: &'e Engine, primary: LockedBuffer<'e>, bucket: u32, entry: &HashEntry) -> Result<()> {
+    /// chain meanwhile); one page is locked at a time. `sx`: see
+    /// `insert_serializable`.
+    fn insert_into_bucket<'e>(
+        &self,
+        engine: &'e Engine,
+        primary: LockedBuffer<'e>,
+        bucket: u32,
+        entry: &HashEntry,
+        sx: Option<&SerializableXact>,
+    ) -> Result<()> {
+        // SERIALIZABLE only: the bucket's primary page, to check at the end
+        // (READ COMMITTED pays the one test of `sx`).
+        let ssi = match sx {
+            Some(sx) if crate::heap::heapam::ssi_tracked(self.rel) => Some((sx, primary.block())),
+            _ => None,
+        };
         let mut cur = primary;
         let mut primary_pin: Option<PinnedBuffer<'e>> = None;
         loop {
             if has_room(&cur) {
+                if let Some((sx, primary_blk)) = ssi {
+                    let targets = [PredTarget::Page(self.rel, primary_blk), PredTarget::Relation(self.rel)];
+                    engine.txn.predicate.check_conflict_in(sx, &targets)?;
+                }
                 let op = PageOp::Insert { offset: insert_position(&cur, entry.key())?, item: entry.encode().to_vec() };
                 apply_all(&mut cur, std::slice::from_ref(&op), "hash insert");
                 log_changes(engine, XLOG_HASH_INSERT, &mut [Change::Ops(&mut cur, vec![op])]);
@@ -416,6 +449,15 @@ impl HashIndex {
         let no = opaque(&newp)?;
         if !no.is_bucket_page() || no.bucket != new_bucket || !no.being_populated() {
             return Err(Error::corrupt(format!("hash index {:?}: bucket {new_bucket} is not being populated: {no:?}", self.rel)));
+        }
+        if crate::heap::heapam::ssi_tracked(self.rel) {
+            // Entries of the old bucket's hash codes now live in the new one:
+            // whoever read the old bucket holds the new one too (PostgreSQL's
+            // PredicateLockPageSplit), copied while both primary pages are
+            // locked (the old under a cleanup lock: no scan is in it; the new
+            // one nobody has locked since its allocation, or, finishing an
+            // interrupted split, exclusively now).
+            engine.txn.predicate.page_split(self.rel, old.block(), newp.block());
         }
         let new_pin = newp.unlock();
         let mut target = new_pin.block();

@@ -12,6 +12,12 @@
 //! entries: the scan also pins the old bucket's primary page, skips the copies
 //! (MOVED_BY_SPLIT) in the new bucket and reads the originals in the old one
 //! (PostgreSQL 10's way).
+//!
+//! SERIALIZABLE ([`HashScan::serializable`]): the scan takes a SIREAD lock on
+//! the primary page of the bucket it found, under that page's shared lock
+//! (PostgreSQL's PredicateLockPage in `_hash_first`). The bucket is the scan's
+//! predicate: every entry with the hash code sought is in it, and an insert of
+//! such an entry checks that page (`HashIndex::insert_serializable`).
 
 use super::buckets::split_source;
 use super::index::HashIndex;
@@ -20,8 +26,10 @@ use crate::buffer::PinnedBuffer;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::heap::tuple::Tid;
+use crate::lmgr::predicate::{PredTarget, SerializableXact};
 use crate::storage::{BlockNumber, INVALID_BLOCK};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// A scan for one hash code (an iterator of heap TIDs, in no particular order).
 pub struct HashScan<'a> {
@@ -41,6 +49,8 @@ pub struct HashScan<'a> {
     in_old: bool,
     started: bool,
     done: bool,
+    /// The serializable transaction scanning (`None`: no SIREAD lock).
+    ssi: Option<Arc<SerializableXact>>,
 }
 
 impl HashIndex {
@@ -58,11 +68,21 @@ impl HashIndex {
             in_old: false,
             started: false,
             done: false,
+            ssi: None,
         }
     }
 }
 
 impl<'a> HashScan<'a> {
+    /// A scan by the serializable transaction `sx` (`None`: not serializable,
+    /// nothing changes): a SIREAD lock on the primary page of the bucket read
+    /// (lmgr README, "Predicate locks and SSI"). Catalog indexes are not
+    /// tracked.
+    pub fn serializable(mut self, sx: Option<Arc<SerializableXact>>) -> Self {
+        self.ssi = sx.filter(|_| crate::heap::heapam::ssi_tracked(self.index.rel));
+        self
+    }
+
     /// The next matching heap TID, or `None` at the end.
     pub fn next_tid(&mut self) -> Result<Option<Tid>> {
         loop {
@@ -113,6 +133,13 @@ impl<'a> HashScan<'a> {
             self.old = Some((old_bucket, old_pin));
         }
         let g = pin.lock_shared();
+        if let Some(sx) = &self.ssi {
+            // Under the primary page's shared lock: an inserter checks this
+            // page under its exclusive lock, and a split (which needs a
+            // cleanup lock, so not while we hold the pin) copies the lock to
+            // the new bucket.
+            self.engine.txn.predicate.acquire(sx, PredTarget::Page(self.index.rel, pin.block()));
+        }
         let still = opaque(&g)?.being_populated();
         if !still {
             self.old = None;

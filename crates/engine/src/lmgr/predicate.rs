@@ -439,6 +439,64 @@ impl PredicateLockManager {
         }
     }
 
+    /// The files `from` are about to be replaced or dropped (a TRUNCATE or a
+    /// table rewrite gives the heap and its indexes new files, REINDEX an
+    /// index, DROP INDEX removes one): every transaction holding any SIREAD
+    /// lock on them loses those locks and gets a relation lock on each of
+    /// `to` instead (PostgreSQL's TransferPredicateLocksToHeapRelation; `to`
+    /// empty: DropAllPredicateLocksFromTable without transfer, for files
+    /// that are gone). Tuple and page locks do not survive a rewrite (the
+    /// tuples move), and index page locks stand for a predicate over the
+    /// heap, so a relation lock on the heap is what covers them. Committed
+    /// transactions kept for their locks are moved too.
+    ///
+    /// The caller holds a lock that keeps every other backend from reading
+    /// `from` meanwhile (AccessExclusiveLock on the relation or the index),
+    /// so no new lock on them appears during the transfer.
+    pub fn transfer_to_relations(&self, from: &[RelFileLocator], to: &[RelFileLocator]) {
+        if from.is_empty() {
+            return;
+        }
+        let mut holders: Vec<SxactId> = Vec::new();
+        for p in self.partitions.iter() {
+            for (t, hs) in lock(p).iter() {
+                if from.contains(&t.rel()) {
+                    holders.extend(hs.iter().copied());
+                }
+            }
+        }
+        if holders.is_empty() {
+            return;
+        }
+        holders.sort_unstable();
+        holders.dedup();
+        // Lock order: the graph mutex alone (to find the holders), then each
+        // holder's list and a partition at a time (as `acquire`).
+        let xacts: Vec<Arc<SerializableXact>> = {
+            let g = lock(&self.graph);
+            holders.iter().filter_map(|h| g.xacts.get(h).map(|s| s.xact.clone())).collect()
+        };
+        for x in xacts {
+            let mut l = lock(&x.locks);
+            if l.released {
+                continue;
+            }
+            // Every entry of those files goes, held locks and child counts
+            // alike (all the children of a counted target are among them).
+            let gone: Vec<(PredTarget, bool)> =
+                l.local.iter().filter(|(t, _)| from.contains(&t.rel())).map(|(t, e)| (*t, e.held)).collect();
+            for (t, held) in gone {
+                l.local.remove(&t);
+                if held {
+                    self.remove_holder(t, x.id);
+                }
+            }
+            for &r in to {
+                self.acquire_locked(x.id, &mut l, PredTarget::Relation(r));
+            }
+        }
+    }
+
     /// The targets `x` holds (for tests and pg_locks).
     pub fn held_targets(&self, x: &SerializableXact) -> Vec<PredTarget> {
         let l = lock(&x.locks);
@@ -515,6 +573,31 @@ impl PredicateLockManager {
                 readers.extend(hs.iter().copied().filter(|&h| h != me.id));
             }
         }
+        self.flag_readers(me, readers)
+    }
+
+    /// A serializable write by `me` of the whole relation `rel` (TRUNCATE):
+    /// every other concurrent holder of any SIREAD lock on it (relation,
+    /// page or tuple) gets an rw-edge to `me` (PostgreSQL's
+    /// CheckTableForSerializableConflictIn).
+    pub fn check_conflict_in_relation(&self, me: &SerializableXact, rel: RelFileLocator) -> Result<()> {
+        if me.is_doomed() {
+            return Err(serialization_failure("Reason code: Canceled on identification as a pivot, during conflict in checking."));
+        }
+        let mut readers: Vec<SxactId> = Vec::new();
+        for p in self.partitions.iter() {
+            for (t, hs) in lock(p).iter() {
+                if t.rel() == rel {
+                    readers.extend(hs.iter().copied().filter(|&h| h != me.id));
+                }
+            }
+        }
+        self.flag_readers(me, readers)
+    }
+
+    /// The rw-edges reader -> `me` for the concurrent `readers` found by a
+    /// conflict-in check.
+    fn flag_readers(&self, me: &SerializableXact, mut readers: Vec<SxactId>) -> Result<()> {
         if readers.is_empty() {
             return Ok(());
         }

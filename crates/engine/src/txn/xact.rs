@@ -144,6 +144,10 @@ impl TxnShared {
     }
 
     fn drop_files(&self, rels: Vec<crate::storage::RelFileLocator>) {
+        // SIREAD locks on files that are gone protect nothing: a rewrite
+        // moved them to the relation's new file first (`predicate`,
+        // transfer_to_relations), and no write can reach these files again.
+        self.predicate.transfer_to_relations(&rels, &[]);
         if let Some(f) = self.dropper.get() {
             for r in rels {
                 f(r);
