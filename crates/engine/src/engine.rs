@@ -844,7 +844,7 @@ impl Backend {
     /// counts still pending may be flushed (None: nothing pending), so that an
     /// idle session can come back for them.
     pub fn pgstat_report(&self, force: bool) -> Option<std::time::Duration> {
-        let (flush, due_in) = self.txn.pgstat.take_if_due(force);
+        let (flush, due_in) = self.txn.pgstat.take_if_due(force, || crate::pgstat::usage::of(self.id));
         if let Some(f) = flush {
             let stats = &self.engine.pgstat_tables;
             let db = stats.db(f.db);

@@ -80,6 +80,48 @@ fn lwlock_statistics_view() {
     assert_eq!(r.rows, vec![vec![Some("BufferMapping".into()), Some("t".into()), Some("t".into())]]);
     let r = c.q("SELECT count(*) > 5, count(DISTINCT tranche) = count(*) FROM ferrogres_stat_lwlocks");
     assert_eq!(r.rows, vec![vec![Some("t".into()), Some("t".into())]]);
+    // The columns, in order.
+    let all = c.q("SELECT * FROM ferrogres_stat_lwlocks WHERE tranche = 'WALInsert'");
+    ok(&all);
+    let named = c.q(
+        "SELECT tranche, acquired_shared, acquired_exclusive, blocked_shared, blocked_exclusive, wait_time, max_wait \
+         FROM ferrogres_stat_lwlocks WHERE tranche = 'WALInsert'",
+    );
+    ok(&named);
+    assert_eq!(all.rows[0].len(), 7);
+    assert_eq!(all.rows[0][0], named.rows[0][0]);
+}
+
+/// Every LWLock acquisition is counted, waited or not: reading pages takes
+/// buffer content locks shared, and writing them takes them exclusive; the
+/// counts never fall below the blocked ones.
+#[test]
+fn lwlock_acquisitions_are_counted() {
+    let srv = Server::start_temp(&[]);
+    let mut c = Client::connect(srv.port);
+    let content = "SELECT acquired_shared, acquired_exclusive FROM ferrogres_stat_lwlocks WHERE tranche = 'BufferContent'";
+    let pair = |c: &mut Client| -> (f64, f64) {
+        let r = c.q(content);
+        ok(&r);
+        let v: Vec<f64> = r.rows[0].iter().map(|v| v.as_deref().unwrap().parse().unwrap()).collect();
+        (v[0], v[1])
+    };
+    ok(&c.q("CREATE TABLE acq (id int, pad text)"));
+    let before = pair(&mut c);
+    // 1000 rows of 200 bytes: about 30 pages, each locked exclusive at least once.
+    ok(&c.q("INSERT INTO acq SELECT g, repeat('x', 200) FROM generate_series(1, 1000) g"));
+    let inserted = pair(&mut c);
+    assert!(inserted.1 - before.1 >= 25.0, "exclusive BufferContent acquisitions: {before:?} -> {inserted:?}");
+    // A sequential scan locks each page shared at least once.
+    ok(&c.q("SELECT count(*) FROM acq"));
+    let scanned = pair(&mut c);
+    assert!(scanned.0 - inserted.0 >= 25.0, "shared BufferContent acquisitions: {inserted:?} -> {scanned:?}");
+    let r = c.q(
+        "SELECT count(*) FROM ferrogres_stat_lwlocks WHERE acquired_shared < blocked_shared OR acquired_exclusive < blocked_exclusive",
+    );
+    assert_eq!(r.one(), "0");
+    let r = c.q("SELECT sum(acquired_shared + acquired_exclusive) > 0 FROM ferrogres_stat_lwlocks WHERE tranche = 'BufferMapping'");
+    assert_eq!(r.one(), "t");
 }
 
 #[test]
