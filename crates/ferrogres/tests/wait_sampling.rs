@@ -91,14 +91,18 @@ fn lwlock_statistics_view() {
     ok(&named);
     assert_eq!(all.rows[0].len(), 7);
     assert_eq!(all.rows[0][0], named.rows[0][0]);
+    // Counting every acquisition is off by default (setting lwlock_stats).
+    assert_eq!(c.q("SHOW lwlock_stats").one(), "off");
+    ok(&c.q("SELECT count(*) FROM pg_class"));
+    assert_eq!(c.q("SELECT sum(acquired_shared + acquired_exclusive) FROM ferrogres_stat_lwlocks").one(), "0");
 }
 
-/// Every LWLock acquisition is counted, waited or not: reading pages takes
-/// buffer content locks shared, and writing them takes them exclusive; the
-/// counts never fall below the blocked ones.
+/// With lwlock_stats on, every LWLock acquisition is counted, waited or not:
+/// reading pages takes buffer content locks shared, and writing them takes
+/// them exclusive; the counts never fall below the blocked ones.
 #[test]
 fn lwlock_acquisitions_are_counted() {
-    let srv = Server::start_temp(&[]);
+    let srv = Server::start_temp(&["-c", "lwlock_stats=on"]);
     let mut c = Client::connect(srv.port);
     let content = "SELECT acquired_shared, acquired_exclusive FROM ferrogres_stat_lwlocks WHERE tranche = 'BufferContent'";
     let pair = |c: &mut Client| -> (f64, f64) {

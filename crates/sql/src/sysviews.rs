@@ -14,7 +14,7 @@
 //! | `pg_catalog.pg_stat_replication` | the streaming walsenders (`replication::walsnd`), joined by pid with their activity slots; lags NULL, every standby `async` |
 //! | the cumulative statistics views (pg_stat_database, pg_stat_*_tables, ...) | [`crate::statviews`] |
 //! | pg_stat_statements, pg_stat_statements_info, pg_stat_bgwriter, pg_stat_archiver | [`crate::stmtstat`] |
-//! | `ferrogres_stat_lwlocks` | per LWLock tranche: acquisitions (shared, exclusive), those that queued (shared, exclusive), total and max wait in ms (`pgstat::lwlock_stats`); a `SpinDelay` row counts spinlock back-off sleeps |
+//! | `ferrogres_stat_lwlocks` | per LWLock tranche: acquisitions (shared, exclusive; counted with `lwlock_stats` on), those that queued (shared, exclusive), total and max wait in ms (`pgstat::lwlock_stats`); a `SpinDelay` row counts spinlock back-off sleeps |
 //! | `ferrogres_stat_locks` | per heavyweight lock type: fast-path and main-table acquisitions, fast-path locks moved by strong lockers (on the `relation` row), waits, total and max wait in ms (`LockManager::lock_type_stats`) |
 //! | `pg_wait_sampling_history`, `pg_wait_sampling_profile` | the wait-event sampler (`pgstat::sampler`) |
 //! | `pg_catalog.pg_stat_activity` | the engine's per-backend activity slots (`pgstat::activity`), wait events (`pgstat::wait_event`) and ProcArray xid/xmin |
