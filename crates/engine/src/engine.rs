@@ -278,6 +278,9 @@ impl Engine {
         let max_backends = settings.max_connections + AUX_BACKENDS;
         // Before any LWLock is made: they take the process-wide fairness default.
         crate::lmgr::lwlock::set_default_fairness(settings.lwlock_fair);
+        if settings.lwlock_stats {
+            crate::pgstat::lwlock_stats::enable_acquisition_counts();
+        }
         // The status array is process-wide and sized once, by the first engine: at
         // least 1024 slots (4 kB), so that a later engine in the same process (tests
         // open several) with more backends still finds a slot for each.
@@ -844,7 +847,7 @@ impl Backend {
     /// counts still pending may be flushed (None: nothing pending), so that an
     /// idle session can come back for them.
     pub fn pgstat_report(&self, force: bool) -> Option<std::time::Duration> {
-        let (flush, due_in) = self.txn.pgstat.take_if_due(force);
+        let (flush, due_in) = self.txn.pgstat.take_if_due(force, || crate::pgstat::usage::of(self.id));
         if let Some(f) = flush {
             let stats = &self.engine.pgstat_tables;
             let db = stats.db(f.db);

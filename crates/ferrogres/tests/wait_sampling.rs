@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::pg15::Pg15;
 use common::server::Server;
 use common::session_client::{ok, wait_blocked, Client};
 use std::time::{Duration, Instant};
@@ -80,6 +81,122 @@ fn lwlock_statistics_view() {
     assert_eq!(r.rows, vec![vec![Some("BufferMapping".into()), Some("t".into()), Some("t".into())]]);
     let r = c.q("SELECT count(*) > 5, count(DISTINCT tranche) = count(*) FROM ferrogres_stat_lwlocks");
     assert_eq!(r.rows, vec![vec![Some("t".into()), Some("t".into())]]);
+    // The columns, in order.
+    let all = c.q("SELECT * FROM ferrogres_stat_lwlocks WHERE tranche = 'WALInsert'");
+    ok(&all);
+    let named = c.q(
+        "SELECT tranche, acquired_shared, acquired_exclusive, blocked_shared, blocked_exclusive, wait_time, max_wait \
+         FROM ferrogres_stat_lwlocks WHERE tranche = 'WALInsert'",
+    );
+    ok(&named);
+    assert_eq!(all.rows[0].len(), 7);
+    assert_eq!(all.rows[0][0], named.rows[0][0]);
+    // Counting every acquisition is off by default (setting lwlock_stats).
+    assert_eq!(c.q("SHOW lwlock_stats").one(), "off");
+    ok(&c.q("SELECT count(*) FROM pg_class"));
+    assert_eq!(c.q("SELECT sum(acquired_shared + acquired_exclusive) FROM ferrogres_stat_lwlocks").one(), "0");
+}
+
+/// With lwlock_stats on, every LWLock acquisition is counted, waited or not:
+/// reading pages takes buffer content locks shared, and writing them takes
+/// them exclusive; the counts never fall below the blocked ones.
+#[test]
+fn lwlock_acquisitions_are_counted() {
+    let srv = Server::start_temp(&["-c", "lwlock_stats=on"]);
+    let mut c = Client::connect(srv.port);
+    let content = "SELECT acquired_shared, acquired_exclusive FROM ferrogres_stat_lwlocks WHERE tranche = 'BufferContent'";
+    let pair = |c: &mut Client| -> (f64, f64) {
+        let r = c.q(content);
+        ok(&r);
+        let v: Vec<f64> = r.rows[0].iter().map(|v| v.as_deref().unwrap().parse().unwrap()).collect();
+        (v[0], v[1])
+    };
+    ok(&c.q("CREATE TABLE acq (id int, pad text)"));
+    let before = pair(&mut c);
+    // 1000 rows of 200 bytes: about 30 pages, each locked exclusive at least once.
+    ok(&c.q("INSERT INTO acq SELECT g, repeat('x', 200) FROM generate_series(1, 1000) g"));
+    let inserted = pair(&mut c);
+    assert!(inserted.1 - before.1 >= 25.0, "exclusive BufferContent acquisitions: {before:?} -> {inserted:?}");
+    // A sequential scan locks each page shared at least once.
+    ok(&c.q("SELECT count(*) FROM acq"));
+    let scanned = pair(&mut c);
+    assert!(scanned.0 - inserted.0 >= 25.0, "shared BufferContent acquisitions: {inserted:?} -> {scanned:?}");
+    let r = c.q(
+        "SELECT count(*) FROM ferrogres_stat_lwlocks WHERE acquired_shared < blocked_shared OR acquired_exclusive < blocked_exclusive",
+    );
+    assert_eq!(r.one(), "0");
+    let r = c.q("SELECT sum(acquired_shared + acquired_exclusive) > 0 FROM ferrogres_stat_lwlocks WHERE tranche = 'BufferMapping'");
+    assert_eq!(r.one(), "t");
+}
+
+/// Four sessions update one row: a holds it, b, c, d queue. What c and d wait
+/// for once a committed and b updated the row (b still running), as a multiset
+/// of wait events; and the row's final count (no update lost).
+fn queue_behind_updater(port: u16) -> (Vec<String>, String) {
+    let mut ctl = Client::connect(port);
+    ok(&ctl.q("CREATE TABLE hot_row (id int PRIMARY KEY, n int); INSERT INTO hot_row VALUES (1, 0)"));
+    let update = "UPDATE hot_row SET n = n + 1 WHERE id = 1";
+    let mut a = Client::connect(port);
+    let mut b = Client::connect(port);
+    let mut c = Client::connect(port);
+    let mut d = Client::connect(port);
+    ok(&a.q("BEGIN"));
+    ok(&a.q(update));
+    ok(&b.q("BEGIN"));
+    b.send(update);
+    wait_blocked(&mut ctl, b.pid, &[a.pid]);
+    // c and d in autocommit: each commits as soon as its update is done.
+    c.send(update);
+    wait_blocked(&mut ctl, c.pid, &[a.pid, b.pid]);
+    d.send(update);
+    wait_blocked(&mut ctl, d.pid, &[a.pid, b.pid, c.pid]);
+    ok(&a.q("COMMIT"));
+    ok(&b.reply());
+    wait_blocked(&mut ctl, c.pid, &[b.pid, d.pid]);
+    wait_blocked(&mut ctl, d.pid, &[b.pid, c.pid]);
+    // A waiter is marked blocked in the lock table just before it reports its
+    // wait event: read until both show one.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut waits: Vec<String> = loop {
+        let w: Vec<String> = [c.pid, d.pid]
+            .iter()
+            .map(|pid| {
+                ctl.q(&format!("SELECT coalesce(wait_event_type || ':' || wait_event, '') FROM pg_stat_activity WHERE pid = {pid}"))
+                    .one()
+            })
+            .collect();
+        if w.iter().all(|e| e.starts_with("Lock:")) || Instant::now() > deadline {
+            break w;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    waits.sort();
+    ok(&b.q("COMMIT"));
+    ok(&c.reply());
+    ok(&d.reply());
+    (waits, ctl.q("SELECT n FROM hot_row").one())
+}
+
+/// The wait events of a queue on one row, ferrogres against PostgreSQL 15
+/// (the heap README's "Waiting for a row that moved"). In both, the first
+/// waiter on a version holds its tuple lock and waits for the updater's
+/// transaction, and later ones queue on the tuple lock. When the updater
+/// commits, the row has a new version: PostgreSQL's READ COMMITTED re-check
+/// waits for the transaction modifying the newest version directly, so c and
+/// d both wait on b's transactionid; ferrogres's re-check updates the newest
+/// version through the same protocol, so one of them waits on b's transaction
+/// and the other queues behind it on the new version's tuple lock.
+#[test]
+fn queue_on_an_updated_row_against_postgres() {
+    let srv = Server::start_temp(&[]);
+    let (waits, n) = queue_behind_updater(srv.port);
+    assert_eq!(waits, ["Lock:transactionid", "Lock:tuple"]);
+    assert_eq!(n, "4");
+    let dir = tempfile::tempdir().unwrap();
+    let pg = Pg15::start(&dir.path().join("pg"));
+    let (waits, n) = queue_behind_updater(pg.port);
+    assert_eq!(waits, ["Lock:transactionid", "Lock:transactionid"]);
+    assert_eq!(n, "4");
 }
 
 #[test]

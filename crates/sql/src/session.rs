@@ -691,7 +691,7 @@ impl Session {
 
     /// Where a statement's execution starts, for pg_stat_statements.
     fn stat_start(&self) -> StatStart {
-        (std::time::Instant::now(), self.backend.txn.pgstat.buffer_usage(), ferrogres_engine::pgstat::usage::current())
+        (std::time::Instant::now(), self.backend.txn.pgstat.buffer_usage(), ferrogres_engine::pgstat::usage::of(self.backend.id()))
     }
 
     /// Adds one execution of `ident` to pg_stat_statements (a top-level
@@ -708,7 +708,7 @@ impl Session {
             rows,
             shared_blks_hit: hit.saturating_sub(started.1 .0),
             shared_blks_read: read.saturating_sub(started.1 .1),
-            usage: ferrogres_engine::pgstat::usage::current().since(&started.2),
+            usage: ferrogres_engine::pgstat::usage::of(self.backend.id()).since(&started.2),
         };
         let key = ferrogres_engine::pgstat::statements::StatementKey {
             userid: self.backend.current_user,
@@ -2673,7 +2673,7 @@ impl Session {
                         acc.1 + max_rows as u64,
                         acc.2 + hit.saturating_sub(started.1 .0),
                         acc.3 + read.saturating_sub(started.1 .1),
-                        add_usage(&acc.4, &ferrogres_engine::pgstat::usage::current().since(&started.2)),
+                        add_usage(&acc.4, &ferrogres_engine::pgstat::usage::of(self.backend.id()).since(&started.2)),
                     );
                 }
             }

@@ -14,7 +14,7 @@
 //! | `pg_catalog.pg_stat_replication` | the streaming walsenders (`replication::walsnd`), joined by pid with their activity slots; lags NULL, every standby `async` |
 //! | the cumulative statistics views (pg_stat_database, pg_stat_*_tables, ...) | [`crate::statviews`] |
 //! | pg_stat_statements, pg_stat_statements_info, pg_stat_bgwriter, pg_stat_archiver | [`crate::stmtstat`] |
-//! | `ferrogres_stat_lwlocks` | per LWLock tranche: acquisitions that queued (shared, exclusive), total and max wait in ms (`pgstat::lwlock_stats`); a `SpinDelay` row counts spinlock back-off sleeps |
+//! | `ferrogres_stat_lwlocks` | per LWLock tranche: acquisitions (shared, exclusive; counted with `lwlock_stats` on), those that queued (shared, exclusive), total and max wait in ms (`pgstat::lwlock_stats`); a `SpinDelay` row counts spinlock back-off sleeps |
 //! | `ferrogres_stat_locks` | per heavyweight lock type: fast-path and main-table acquisitions, fast-path locks moved by strong lockers (on the `relation` row), waits, total and max wait in ms (`LockManager::lock_type_stats`) |
 //! | `pg_wait_sampling_history`, `pg_wait_sampling_profile` | the wait-event sampler (`pgstat::sampler`) |
 //! | `pg_catalog.pg_stat_activity` | the engine's per-backend activity slots (`pgstat::activity`), wait events (`pgstat::wait_event`) and ProcArray xid/xmin |
@@ -184,6 +184,8 @@ const VIEWS: &[View] = &[View {
     oid: FERROGRES_STAT_LWLOCKS_OID,
     columns: &[
         ("tranche", Type::Text),
+        ("acquired_shared", Type::Int8),
+        ("acquired_exclusive", Type::Int8),
         ("blocked_shared", Type::Int8),
         ("blocked_exclusive", Type::Int8),
         ("wait_time", Type::Float8),
@@ -442,9 +444,10 @@ fn ms(d: std::time::Duration) -> Value {
 }
 
 /// ferrogres_stat_lwlocks: one row per LWLock tranche (the engine's
-/// always-on per-tranche counters, `pgstat::lwlock_stats`): acquisitions that
-/// had to queue, by mode, and their total and longest wait in ms; plus a row
-/// `SpinDelay` whose blocked_exclusive counts spinlock back-off sleeps.
+/// always-on per-tranche counters, `pgstat::lwlock_stats`): acquisitions and
+/// those that had to queue, by mode, and their total and longest wait in ms;
+/// plus a row `SpinDelay` whose blocked_exclusive counts spinlock back-off
+/// sleeps (its acquisition counts are 0).
 fn stat_lwlocks() -> Vec<Vec<Value>> {
     use ferrogres_engine::pgstat::lwlock_stats::{lwlock_stats_snapshot, spin_delays};
     let mut out: Vec<Vec<Value>> = lwlock_stats_snapshot()
@@ -452,6 +455,8 @@ fn stat_lwlocks() -> Vec<Vec<Value>> {
         .map(|t| {
             vec![
                 Value::Text(t.tranche.name().to_string()),
+                Value::Int8(t.acquired_shared as i64),
+                Value::Int8(t.acquired_exclusive as i64),
                 Value::Int8(t.blocked_shared as i64),
                 Value::Int8(t.blocked_exclusive as i64),
                 ms(t.wait_time),
@@ -459,7 +464,15 @@ fn stat_lwlocks() -> Vec<Vec<Value>> {
             ]
         })
         .collect();
-    out.push(vec![Value::Text("SpinDelay".into()), Value::Int8(0), Value::Int8(spin_delays() as i64), Value::Null, Value::Null]);
+    out.push(vec![
+        Value::Text("SpinDelay".into()),
+        Value::Int8(0),
+        Value::Int8(0),
+        Value::Int8(0),
+        Value::Int8(spin_delays() as i64),
+        Value::Null,
+        Value::Null,
+    ]);
     out
 }
 

@@ -238,6 +238,7 @@ pub static GUCS: &[Guc] = &[
     guc!("shared_buffers", Postmaster, int(16, INT_MAX / 2, Unit::Blocks), "128MB"),
     guc!("buffer_mapping_partitions", Postmaster, int(1, 4096, Unit::None), "128"),
     guc!("lwlock_fair", Postmaster, Kind::Bool, "on"),
+    guc!("lwlock_stats", Postmaster, Kind::Bool, "off"),
     guc!("max_locks_per_transaction", Postmaster, int(10, INT_MAX, Unit::None), "64"),
     guc!("max_pred_locks_per_transaction", Postmaster, int(10, INT_MAX, Unit::None), "64"),
     guc!("max_pred_locks_per_relation", Sighup, int(i32::MIN as i64, INT_MAX, Unit::None), "-2"),

@@ -23,6 +23,7 @@
 //! whenever no one holds it exclusively, overtaking queued exclusive waiters, which
 //! may starve under a continuous stream of shared lockers.
 
+use crate::pgstat::lwlock_stats::count_lwlock_acquire;
 use crate::pgstat::wait_event::{report_wait_end, report_wait_start, WaitEvent};
 use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use crate::sync::{thread, Arc, Mutex, MutexGuard};
@@ -382,7 +383,7 @@ impl LwLock {
     /// LWLockConditionalAcquire). Obeys the fairness policy like a blocking request.
     #[inline]
     pub fn try_acquire(&self, mode: LwLockMode) -> Option<LwLockGuard<'_>> {
-        if self.try_acquire_fast(mode) {
+        if self.try_acquire_raw(mode) {
             Some(LwLockGuard { lock: self, mode })
         } else {
             None
@@ -398,13 +399,18 @@ impl LwLock {
         if !self.try_acquire_fast(mode) {
             self.acquire_slow(mode);
         }
+        count_lwlock_acquire(self.tranche, mode);
     }
 
     /// [`try_acquire`](Self::try_acquire) without a guard: `true` if acquired, and
     /// then the caller owes one [`release_raw`](Self::release_raw).
     #[inline]
     pub fn try_acquire_raw(&self, mode: LwLockMode) -> bool {
-        self.try_acquire_fast(mode)
+        let ok = self.try_acquire_fast(mode);
+        if ok {
+            count_lwlock_acquire(self.tranche, mode);
+        }
+        ok
     }
 
     /// Releases a hold in `mode` taken by [`acquire_raw`](Self::acquire_raw),

@@ -120,10 +120,10 @@ struct Pending {
     /// PostgreSQL's pgBufferUsage).
     usage_hit: u64,
     usage_read: u64,
-    /// The thread's temporary files and bytes ([`crate::pgstat::usage`]) as
+    /// The backend's temporary files and bytes ([`crate::pgstat::usage`]) as
     /// of the last flush: the flush adds what came since to the database's
-    /// temp_files / temp_bytes. The backend's thread is the only one that
-    /// flushes its counts, and the cells start at 0 with it.
+    /// temp_files / temp_bytes. The backend is the only one that flushes its
+    /// counts, and its usage counters start at 0 with it.
     temp_flushed: (u64, u64),
 }
 
@@ -331,7 +331,8 @@ impl BackendStats {
 
     /// Forgets what is pending (pg_stat_reset in this backend: what it counted
     /// before the reset must not reach the shared counters afterwards).
-    pub fn discard(&self) {
+    /// `usage`: the backend's usage counters now.
+    pub fn discard(&self, usage: &crate::pgstat::usage::Usage) {
         let mut p = self.p.borrow_mut();
         for e in &mut p.entries {
             e.t = TabCounts::default();
@@ -340,8 +341,7 @@ impl BackendStats {
         p.xact_commit = 0;
         p.xact_rollback = 0;
         p.deadlocks = 0;
-        let u = crate::pgstat::usage::current();
-        p.temp_flushed = (u.temp_files, u.temp_bytes);
+        p.temp_flushed = (usage.temp_files, usage.temp_bytes);
     }
 
     /// The transaction ended (`commit`: committed). Folds its tuple counts into
@@ -397,7 +397,12 @@ impl BackendStats {
     /// pgstat_report_stat. The caller adds them to the shared counters.
     /// Also returns how long until the next flush is allowed (as
     /// [`BackendStats::flush_due_in`], with one reading of the clock for both).
-    pub(crate) fn take_if_due(&self, force: bool) -> (Option<Flush>, Option<Duration>) {
+    /// `usage` reads the backend's usage counters (asked only for a flush).
+    pub(crate) fn take_if_due(
+        &self,
+        force: bool,
+        usage: impl FnOnce() -> crate::pgstat::usage::Usage,
+    ) -> (Option<Flush>, Option<Duration>) {
         let mut p = self.p.borrow_mut();
         if p.is_empty() {
             return (None, None);
@@ -436,7 +441,7 @@ impl BackendStats {
             temp_files: 0,
             temp_bytes: 0,
         };
-        let u = crate::pgstat::usage::current();
+        let u = usage();
         let f = Flush {
             temp_files: u.temp_files.saturating_sub(p.temp_flushed.0),
             temp_bytes: u.temp_bytes.saturating_sub(p.temp_flushed.1),
@@ -606,7 +611,7 @@ mod tests {
         s.count_update(rel(1), false);
         s.count_delete(rel(1));
         s.at_eoxact(false);
-        let f = s.take_if_due(false).0.expect("first flush is due");
+        let f = s.take_if_due(false, Default::default).0.expect("first flush is due");
         let t = f.tables.iter().find(|(r, _)| *r == rel(1)).expect("rel 1 counted").1;
         assert_eq!((t.tuples_inserted, t.tuples_updated, t.tuples_deleted, t.tuples_hot_updated), (3, 2, 2, 1));
         // commit: live += 2 - 1, dead += 1 + 1, changed += 4; abort: dead += 1 + 1.
@@ -614,10 +619,10 @@ mod tests {
         assert_eq!((f.xact_commit, f.xact_rollback), (1, 1));
         // Within the interval nothing is taken unless forced.
         s.count_scan(rel(2));
-        assert!(s.take_if_due(false).0.is_none());
+        assert!(s.take_if_due(false, Default::default).0.is_none());
         assert!(s.flush_due_in().is_some_and(|d| d > Duration::ZERO));
         s.force_next_flush();
-        let f = s.take_if_due(false).0.expect("forced");
+        let f = s.take_if_due(false, Default::default).0.expect("forced");
         assert_eq!(f.tables, vec![(rel(2), TabCounts { numscans: 1, ..Default::default() })], "rel 1's flushed counts are not sent again");
         assert!(!s.has_pending());
     }
@@ -633,7 +638,7 @@ mod tests {
             s.count_buffer(rel(n), n % 2 == 0);
             s.count_fetched_h(&h, 1);
         }
-        let f = s.take_if_due(true).0.expect("forced");
+        let f = s.take_if_due(true, Default::default).0.expect("forced");
         let got = |f: &Flush, r| f.tables.iter().find(|(x, _)| *x == r).map(|e| e.1);
         let t = got(&f, rel(1)).expect("rel 1");
         assert_eq!((t.numscans, t.tuples_returned, t.tuples_fetched), (1, 2, 3));
@@ -645,15 +650,15 @@ mod tests {
             s.count_scan(rel(n));
         }
         s.count_insert(rel(1));
-        assert_eq!(s.take_if_due(true).0.expect("forced").tables.len(), KEEP_ENTRIES + 5);
+        assert_eq!(s.take_if_due(true, Default::default).0.expect("forced").tables.len(), KEEP_ENTRIES + 5);
         // A transaction count was pending: the entries stay.
         assert_eq!(s.p.borrow().generation, 0);
         s.at_eoxact(true);
-        assert_eq!(s.take_if_due(true).0.expect("forced").tables.len(), 1);
+        assert_eq!(s.take_if_due(true, Default::default).0.expect("forced").tables.len(), 1);
         assert_eq!(s.p.borrow().generation, 1, "dropped");
         s.count_returned_h(&h, 7);
         s.count_returned(rel(1), 1);
-        let f = s.take_if_due(true).0.expect("forced");
+        let f = s.take_if_due(true, Default::default).0.expect("forced");
         assert_eq!(f.tables, vec![(rel(1), TabCounts { tuples_returned: 8, ..Default::default() })]);
         assert!(!s.has_pending());
     }

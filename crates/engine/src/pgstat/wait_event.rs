@@ -195,6 +195,8 @@ pub use registry::*;
 #[cfg(not(loom))]
 mod registry {
     use super::{WaitEvent, NO_WAIT};
+    use crate::pgstat::lwlock_stats::Acquisitions;
+    use crate::pgstat::usage::UsageCounters;
     use crate::pgstat::BackendId;
     use crate::{Error, Result};
     use std::cell::Cell;
@@ -205,21 +207,51 @@ mod registry {
     /// [`init_backend_status`] (tests, tools).
     pub const DEFAULT_MAX_BACKENDS: usize = 1024;
 
-    /// One slot per backend: the raw current wait event ([`WaitEvent::to_raw`]).
-    /// Written only by the backend that registered the slot, read by anyone.
-    static STATUS: OnceLock<Box<[AtomicU32]>> = OnceLock::new();
-
-    thread_local! {
-        /// The calling thread's slot, if it registered as a backend.
-        static MY_SLOT: Cell<Option<&'static AtomicU32>> = const { Cell::new(None) };
+    /// One backend's slot: its current wait event (the raw [`WaitEvent::to_raw`])
+    /// and its LWLock acquisition counts. Written only by the thread registered on
+    /// it, read by anyone. Cache-line aligned so that two backends' counters never
+    /// share a line.
+    #[repr(align(64))]
+    pub struct BackendSlot {
+        wait: AtomicU32,
+        pub(crate) lwlocks: Acquisitions,
+        /// What the backend used (WAL, buffers, temporary files): zeroed when a
+        /// backend registers on the slot.
+        pub(crate) usage: UsageCounters,
     }
 
-    fn array() -> &'static [AtomicU32] {
+    /// One slot per backend.
+    static STATUS: OnceLock<Box<[BackendSlot]>> = OnceLock::new();
+
+    thread_local! {
+        /// The calling thread's slot, if it registered as a backend. Per thread,
+        /// not per session: it binds the thread to the backend it runs (a backend
+        /// is one thread for its life, and a thread is registered on one slot at a
+        /// time), so that code with no backend at hand (an LWLock acquisition, a
+        /// wait, a WAL insertion, `mark_dirty`) finds the slot to count into. The
+        /// per-backend state itself is in the slot, and whoever holds the backend
+        /// reads it by number.
+        static MY_SLOT: Cell<Option<&'static BackendSlot>> = const { Cell::new(None) };
+    }
+
+    fn array() -> &'static [BackendSlot] {
         STATUS.get_or_init(|| make(DEFAULT_MAX_BACKENDS))
     }
 
-    fn make(n: usize) -> Box<[AtomicU32]> {
-        (0..n).map(|_| AtomicU32::new(NO_WAIT)).collect()
+    fn make(n: usize) -> Box<[BackendSlot]> {
+        (0..n).map(|_| BackendSlot { wait: AtomicU32::new(NO_WAIT), lwlocks: Acquisitions::new(), usage: UsageCounters::default() }).collect()
+    }
+
+    /// Every slot (for the per-tranche sums of `lwlock_stats`).
+    pub(crate) fn slots() -> &'static [BackendSlot] {
+        array()
+    }
+
+    /// Calls `f` with the calling thread's slot (`None` if it is not a registered
+    /// backend): one thread-local read.
+    #[inline]
+    pub(crate) fn with_my_slot<R>(f: impl FnOnce(Option<&'static BackendSlot>) -> R) -> R {
+        MY_SLOT.with(|s| f(s.get()))
     }
 
     /// Sizes the backend status array (call once at startup with the maximum number
@@ -245,7 +277,11 @@ mod registry {
             ))
         })?;
         // Relaxed: the slot is a diagnostic sample; no other data is published with it.
-        slot.store(NO_WAIT, Ordering::Relaxed);
+        slot.wait.store(NO_WAIT, Ordering::Relaxed);
+        // The usage counters are the new backend's (the LWLock counts are cumulative
+        // per slot and stay). We own the slot from here: the backend number was handed
+        // out under a lock that its previous holder released after unregistering.
+        slot.usage.reset();
         MY_SLOT.with(|s| s.set(Some(slot)));
         Ok(())
     }
@@ -256,7 +292,7 @@ mod registry {
         MY_SLOT.with(|s| {
             if let Some(slot) = s.take() {
                 // Relaxed: diagnostic sample only.
-                slot.store(NO_WAIT, Ordering::Relaxed);
+                slot.wait.store(NO_WAIT, Ordering::Relaxed);
             }
         });
     }
@@ -268,7 +304,7 @@ mod registry {
         MY_SLOT.with(|s| {
             if let Some(slot) = s.get() {
                 // Relaxed: diagnostic sample only; readers accept any recent value.
-                slot.store(ev.to_raw(), Ordering::Relaxed);
+                slot.wait.store(ev.to_raw(), Ordering::Relaxed);
             }
         });
     }
@@ -279,7 +315,7 @@ mod registry {
         MY_SLOT.with(|s| {
             if let Some(slot) = s.get() {
                 // Relaxed: diagnostic sample only.
-                slot.store(NO_WAIT, Ordering::Relaxed);
+                slot.wait.store(NO_WAIT, Ordering::Relaxed);
             }
         });
     }
@@ -289,7 +325,7 @@ mod registry {
     pub fn current_wait_event(id: BackendId) -> Option<WaitEvent> {
         let slot = array().get(id.0 as usize)?;
         // Relaxed: a sample; see report_wait_start.
-        WaitEvent::from_raw(slot.load(Ordering::Relaxed))
+        WaitEvent::from_raw(slot.wait.load(Ordering::Relaxed))
     }
 
     /// Every backend currently waiting, with its event (a sample, slot by slot, not
@@ -301,7 +337,7 @@ mod registry {
             .enumerate()
             .filter_map(|(i, slot)| {
                 // Relaxed: a sample.
-                let ev = WaitEvent::from_raw(slot.load(Ordering::Relaxed))?;
+                let ev = WaitEvent::from_raw(slot.wait.load(Ordering::Relaxed))?;
                 Some((BackendId(i as u32), ev))
             })
             .collect()
