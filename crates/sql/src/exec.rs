@@ -1536,7 +1536,7 @@ mod tests {
             let arr = Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Int4, items)));
             let op = if all { CmpOp::Ne } else { CmpOp::Eq };
             let arr_ty = ferrogres_datum::array::array_of(Type::Int4).unwrap();
-            run(Expr::Func { func: Func::Array(ArrayFunc::AnyAll { op, all }), args: vec![x, Expr::Const(arr, arr_ty)], ty: Type::Bool })
+            eval_no_row(&Expr::Func { func: Func::Array(ArrayFunc::AnyAll { op, all }), args: vec![x, Expr::Const(arr, arr_ty)], ty: Type::Bool }).unwrap()
         };
         let one_null = || vec![Value::Int4(1), Value::Null];
         assert_eq!(list(int(2), one_null(), false), Value::Null);
