@@ -595,14 +595,7 @@ fn text(v: &Value) -> Option<&str> {
 }
 
 fn cmp_holds(op: CmpOp, o: Ordering) -> bool {
-    match op {
-        CmpOp::Eq => o == Ordering::Equal,
-        CmpOp::Ne => o != Ordering::Equal,
-        CmpOp::Lt => o == Ordering::Less,
-        CmpOp::Le => o != Ordering::Greater,
-        CmpOp::Gt => o == Ordering::Greater,
-        CmpOp::Ge => o != Ordering::Less,
-    }
+    op.holds(o)
 }
 
 /// Evaluates an array function; `ty` is its result type.

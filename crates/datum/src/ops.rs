@@ -34,4 +34,18 @@ impl CmpOp {
             o => o,
         }
     }
+
+    /// Whether `a op b` holds when `a` compares to `b` as `o`.
+    #[inline]
+    pub fn holds(self, o: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            CmpOp::Eq => o == Equal,
+            CmpOp::Ne => o != Equal,
+            CmpOp::Lt => o == Less,
+            CmpOp::Le => o != Greater,
+            CmpOp::Gt => o == Greater,
+            CmpOp::Ge => o != Less,
+        }
+    }
 }

@@ -67,6 +67,14 @@ fn expressions_match_postgres_15() {
     check_script("expressions");
 }
 
+/// IN lists of constants are `x = ANY ('{...}')` / `x <> ALL ('{...}')` in
+/// EXPLAIN, with PostgreSQL's answers for NULL items, NULL operands,
+/// `character(n)` columns and lists longer than nine items.
+#[test]
+fn in_lists_match_postgres_15() {
+    check_script("in_lists");
+}
+
 #[test]
 fn grouping_matches_postgres_15() {
     check_script("grouping");

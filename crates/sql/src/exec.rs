@@ -11,6 +11,7 @@
 use ferrogres_datum::errors::{Result, SqlError};
 use crate::plan::*;
 use crate::rowio::insert_row;
+use ferrogres_datum::array::ArrayFunc;
 use ferrogres_datum::types::{self, out_of_range, Type, Value};
 use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
@@ -345,6 +346,51 @@ fn trimmed_compare(l: &Expr, r: &Expr, row: &[Value]) -> Option<Option<Ordering>
     }
 }
 
+/// `x op ANY (items)` / `x op ALL (items)` over a constant array (an IN
+/// list, `analyze::exprs::constant_list`): `x` evaluated once and compared
+/// with each item where it is, without copying the array or `x`; a
+/// `character(n)` column cast to `text` is compared trimmed, as
+/// [`trimmed_compare`] does. The result is `ArrayFunc::AnyAll`'s: the first
+/// comparison that decides (true for ANY, false for ALL), else NULL when an
+/// item was NULL, else ALL's empty answer.
+#[allow(clippy::too_many_arguments)]
+fn any_all_const(op: CmpOp, all: bool, x: &Expr, items: &[Value], row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
+    if items.is_empty() {
+        return Ok(Value::Bool(all));
+    }
+    let holds = |o: Ordering| op.holds(o);
+    let mut saw_null = false;
+    if matches!(x, Expr::Cast { from: Type::Bpchar, to: Type::Text, .. }) {
+        if let Some(s) = str_operand(x, row) {
+            let Some(s) = s else { return Ok(Value::Null) };
+            for v in items {
+                match v {
+                    Value::Text(t) => {
+                        if holds(s.as_bytes().cmp(t.as_bytes())) != all {
+                            return Ok(Value::Bool(!all));
+                        }
+                    }
+                    Value::Null => saw_null = true,
+                    _ => return Err(SqlError::internal("a text IN list with an item that is not text")),
+                }
+            }
+            return Ok(if saw_null { Value::Null } else { Value::Bool(all) });
+        }
+    }
+    let x = operand(x, row, params, aggs, env)?;
+    if x.is_null() {
+        return Ok(Value::Null);
+    }
+    for v in items {
+        if v.is_null() {
+            saw_null = true;
+        } else if holds(compare(&x, v)) != all {
+            return Ok(Value::Bool(!all));
+        }
+    }
+    Ok(if saw_null { Value::Null } else { Value::Bool(all) })
+}
+
 /// Evaluates `e` over an input row, parameters and aggregate results.
 pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
     ferrogres_datum::stack_depth::check()?;
@@ -389,14 +435,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
                     compare(&a, &b)
                 }
             };
-            Value::Bool(match op {
-                CmpOp::Eq => o == Ordering::Equal,
-                CmpOp::Ne => o != Ordering::Equal,
-                CmpOp::Lt => o == Ordering::Less,
-                CmpOp::Le => o != Ordering::Greater,
-                CmpOp::Gt => o == Ordering::Greater,
-                CmpOp::Ge => o != Ordering::Less,
-            })
+            Value::Bool(op.holds(o))
         }
         Expr::Concat(l, r) => {
             let (a, b) = (ev(l, env)?, ev(r, env)?);
@@ -444,6 +483,10 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
             _ => Value::Null,
         },
         Expr::IsNull { arg, negated } => Value::Bool(ev(arg, env)?.is_null() != *negated),
+        Expr::Func { func: Func::Array(ArrayFunc::AnyAll { op, all }), args, .. } if matches!(args.get(1), Some(Expr::Const(Value::Array(_), _))) => {
+            let Some(Expr::Const(Value::Array(items), _)) = args.get(1) else { unreachable!("matched a constant array") };
+            any_all_const(*op, *all, &args[0], &items.items, row, params, aggs, env)?
+        }
         Expr::Func { func, args, ty } => {
             let vals: Vec<Value> = args.iter().map(|a| ev(a, env)).collect::<Result<_>>()?;
             call(*func, vals, *ty, env)?
@@ -774,6 +817,8 @@ fn repeatable(e: &Expr) -> bool {
             | Expr::MinMax { .. }
             | Expr::Distinct { .. }
             | Expr::Like { .. } => true,
+            // Array constructors, subscripts and ANY/ALL: immutable.
+            Expr::Func { func: Func::Array(_), .. } => true,
             _ => false,
         }
     });
@@ -1485,6 +1530,22 @@ mod tests {
         assert_eq!(run(Expr::Or(vec![eq(int(1), int(1)), eq(int(1), null())])), Value::Bool(true));
         assert_eq!(run(Expr::And(vec![ne(int(2), int(1)), ne(int(2), null())])), Value::Null);
         assert_eq!(run(Expr::And(vec![ne(int(1), int(1)), ne(int(1), null())])), Value::Bool(false));
+        // The same lists as `x = ANY ('{...}')` / `x <> ALL ('{...}')` of an
+        // array constant (analysis makes IN lists of constants so).
+        let list = |x: Expr, items: Vec<Value>, all: bool| {
+            let arr = Value::Array(Box::new(ferrogres_datum::array::Array::new(Type::Int4, items)));
+            let op = if all { CmpOp::Ne } else { CmpOp::Eq };
+            let arr_ty = ferrogres_datum::array::array_of(Type::Int4).unwrap();
+            eval_no_row(&Expr::Func { func: Func::Array(ArrayFunc::AnyAll { op, all }), args: vec![x, Expr::Const(arr, arr_ty)], ty: Type::Bool }).unwrap()
+        };
+        let one_null = || vec![Value::Int4(1), Value::Null];
+        assert_eq!(list(int(2), one_null(), false), Value::Null);
+        assert_eq!(list(int(1), one_null(), false), Value::Bool(true));
+        assert_eq!(list(int(2), one_null(), true), Value::Null);
+        assert_eq!(list(int(1), one_null(), true), Value::Bool(false));
+        assert_eq!(list(null(), vec![Value::Int4(1)], false), Value::Null);
+        assert_eq!(list(int(3), vec![Value::Int4(1), Value::Int4(2)], true), Value::Bool(true));
+        assert_eq!(list(int(3), vec![Value::Int4(1), Value::Int4(2)], false), Value::Bool(false));
         // NOT LIKE of NULL stays NULL.
         let like = Expr::Like { arg: c(Value::Null, Type::Text), pat: c(Value::Text("a%".into()), Type::Text), escape: None, ci: false };
         assert_eq!(run(Expr::Not(Box::new(like))), Value::Null);

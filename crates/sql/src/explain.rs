@@ -1442,22 +1442,15 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
             format!("({} {o} {})", d(l), d(r))
         }
         Expr::Neg(a, _) => format!("(- {})", d(a)),
-        Expr::Compare { op, l, r } => {
-            let o = match op {
-                CmpOp::Eq => "=",
-                CmpOp::Ne => "<>",
-                CmpOp::Lt => "<",
-                CmpOp::Le => "<=",
-                CmpOp::Gt => ">",
-                CmpOp::Ge => ">=",
-            };
-            format!("({} {o} {})", d(l), d(r))
-        }
+        Expr::Compare { op, l, r } => format!("({} {} {})", d(l), cmp_symbol(*op), d(r)),
         Expr::Concat(l, r) => format!("({} || {})", d(l), d(r)),
         Expr::And(v) => format!("({})", v.iter().map(d).collect::<Vec<_>>().join(" AND ")),
         Expr::Or(v) => format!("({})", v.iter().map(d).collect::<Vec<_>>().join(" OR ")),
         Expr::Not(a) => format!("(NOT {})", d(a)),
         Expr::IsNull { arg, negated } => format!("({} IS {}NULL)", d(arg), if *negated { "NOT " } else { "" }),
+        Expr::Func { func: Func::Array(ferrogres_datum::array::ArrayFunc::AnyAll { op, all }), args, .. } if args.len() == 2 => {
+            format!("({} {} {} ({}))", d(&args[0]), cmp_symbol(*op), if *all { "ALL" } else { "ANY" }, d(&args[1]))
+        }
         Expr::Func { func, args, .. } => {
             let name = match func {
                 Func::Builtin(id) => id.get().name.to_string(),
@@ -1488,6 +1481,17 @@ pub fn deparse(e: &Expr, scope: &Scope, qualify: bool, aggs: &[Aggregate]) -> St
         Expr::MinMax { args, greatest, .. } => {
             format!("{}({})", if *greatest { "GREATEST" } else { "LEAST" }, args.iter().map(d).collect::<Vec<_>>().join(", "))
         }
+    }
+}
+
+fn cmp_symbol(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Eq => "=",
+        CmpOp::Ne => "<>",
+        CmpOp::Lt => "<",
+        CmpOp::Le => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::Ge => ">=",
     }
 }
 

@@ -14,7 +14,9 @@
 //! IN, NOT IN and BETWEEN are rewritten to the comparisons PostgreSQL defines
 //! them by (`x = a OR x = b`, `x <> a AND x <> b`, `x >= a AND x <= b`), which
 //! gives their three-valued results: `2 IN (1, NULL)` is NULL, `2 NOT IN (1,
-//! NULL)` is NULL. A simple CASE compares its operand with each WHEN value
+//! NULL)` is NULL. An IN list of constants becomes, as in PostgreSQL, `x =
+//! ANY ('{a,b}')` (NOT IN: `x <> ALL`), with the same results
+//! ([`constant_list`]). A simple CASE compares its operand with each WHEN value
 //! through `=`. Those rewrites evaluate the operand once per comparison, which
 //! matters only for volatile operands (PostgreSQL evaluates it once).
 
@@ -56,6 +58,53 @@ pub(super) fn strong_name(n: &NodeEnum) -> Option<String> {
     }
 }
 
+
+/// `x IN (c1, c2, ...)` as `x = ANY ('{c1,c2,...}')` (NOT IN: `x <> ALL
+/// (...)`), as PostgreSQL writes an IN list whose items hold no column: one
+/// comparison loop over the array instead of an OR chain that evaluates `x`
+/// once per item. `terms` are the list's comparisons as typed one by one
+/// (`x op item`); this applies when there are two or more and each compares
+/// the same `x` with a constant of one type (NULL items included), else
+/// `None` and the OR/AND chain stays. The answers are the chain's: true if
+/// some comparison holds, else NULL if an item or `x` is NULL, else false
+/// (`ArrayFunc::AnyAll`).
+fn constant_list(terms: &[Expr], negated: bool) -> Option<Expr> {
+    use ferrogres_datum::array::{array_of, Array, ArrayFunc};
+    let [Expr::Compare { op, l: x, r: first }, ..] = terms else { return None };
+    let (_, ty) = literal(first)?;
+    if terms.len() < 2 || ty == Type::Unknown || matches!(ty, Type::Array(_)) {
+        return None;
+    }
+    let shown = format!("{x:?}");
+    let mut items = Vec::with_capacity(terms.len());
+    for t in terms {
+        match t {
+            Expr::Compare { op: o, l, r } if o == op && format!("{l:?}") == shown => match literal(r)? {
+                (v, t) if t == ty => items.push(v),
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    let arr = Expr::Const(Value::Array(Box::new(Array::new(ty, items))), array_of(ty)?);
+    Some(Expr::Func { func: Func::Array(ArrayFunc::AnyAll { op: *op, all: negated }), args: vec![(**x).clone(), arr], ty: Type::Bool })
+}
+
+/// An IN list item's value and type: a constant, or a constant string
+/// cast to another string type (`'MAIL'` against a `character(n)` column
+/// is a `bpchar` constant cast to `text`), a cast that reads no setting,
+/// made once here. `None`: anything else, or a cast that fails (the
+/// comparison raises that error when it runs).
+fn literal(e: &Expr) -> Option<(Value, Type)> {
+    match e {
+        Expr::Const(v, t) => Some((v.clone(), *t)),
+        Expr::Cast { arg, from, to, typmod, explicit } if from.is_string() && to.is_string() => match &**arg {
+            Expr::Const(v, t) if t == from => Some((types::cast(v.clone(), *from, *to, *typmod, *explicit).ok()?, *to)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
 
 /// Whether `from` converts implicitly to `to` (numeric, which we only have as
 /// a literal's type, takes every integer implicitly, as in PostgreSQL).
@@ -272,6 +321,9 @@ impl<'a> Analyzer<'a> {
                     let Some(item) = item.node.as_ref() else { continue };
                     let r = self.expr(item, scope)?;
                     terms.push(self.binary(op, l.clone(), r, a.location, (lloc, location(item)))?);
+                }
+                if let Some(e) = constant_list(&terms, negated) {
+                    return Ok(Some(e));
                 }
                 Ok(Some(if negated { Expr::And(terms) } else { Expr::Or(terms) }))
             }

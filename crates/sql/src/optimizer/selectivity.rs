@@ -10,7 +10,8 @@
 //! [`DEFAULT_MATCH_SEL`] for LIKE, [`DEFAULT_UNK_SEL`] for anything else.
 //! Every result is clamped to `0 <= sel <= 1`.
 
-use crate::plan::{CmpOp, Expr};
+use crate::plan::{CmpOp, Expr, Func};
+use ferrogres_datum::array::{Array, ArrayFunc};
 use crate::stats::{ColStats, TableStats};
 use ferrogres_datum::types::Value;
 use std::borrow::Cow;
@@ -182,12 +183,13 @@ pub fn histogram_fraction_below(h: &[Value], v: &Value) -> f64 {
     (i as f64 + within) / (n - 1) as f64
 }
 
-/// `col LIKE pattern` (case-sensitive): an exact pattern is an equality; a
-/// pattern with a fixed prefix is the range `[prefix, prefix+1)` times the
-/// selectivity of the rest ([`rest_selectivity`]: PostgreSQL's
-/// prefix_selectivity and like_selectivity); no prefix: the rest's
-/// selectivity alone (PostgreSQL also blends in a match over a histogram of
-/// 100 or more entries, not done here).
+/// `col LIKE pattern` (case-sensitive): an exact pattern is an equality.
+/// Otherwise the heuristic is the range `[prefix, prefix+1)` of a fixed
+/// prefix (1 without one) times the selectivity of the rest
+/// ([`rest_selectivity`]: PostgreSQL's prefix_selectivity and
+/// like_selectivity), combined with the pattern's matches among the
+/// column's histogram bounds and MCVs ([`with_statistics`]). No statistics:
+/// the heuristic without a prefix, DEFAULT_MATCH_SEL with one.
 pub fn like_sel(s: Option<&ColStats>, tuples: f64, pattern: &str) -> f64 {
     let mut prefix = String::new();
     let mut chars = pattern.chars().peekable();
@@ -213,9 +215,50 @@ pub fn like_sel(s: Option<&ColStats>, tuples: f64, pattern: &str) -> f64 {
     if prefix.is_empty() {
         // No fixed prefix: the rest's selectivity alone (PostgreSQL's
         // prefix selectivity 1.0 times like_selectivity).
-        return rest_sel;
+        return match s {
+            Some(s) => with_statistics(s, pattern, rest_sel),
+            None => rest_sel,
+        };
     }
     let Some(s) = s else { return DEFAULT_MATCH_SEL };
+    let heuristic = prefix_selectivity(s, tuples, prefix) * rest_sel;
+    with_statistics(s, pattern, heuristic)
+}
+
+/// A pattern that is not an exact string, estimated as PostgreSQL's
+/// patternsel does with statistics: the pattern is tried on the
+/// histogram's bounds (but the first and last) and on the MCVs. With 100
+/// bounds or more the histogram's share of matches is the estimate of the
+/// rows outside the MCVs; from 10 to 99 it is blended with the `heuristic`
+/// (prefix and wildcards) in proportion to the bounds' count; under 10
+/// the heuristic alone. That estimate is kept within [0.0001, 0.9999],
+/// scaled to the rows that are neither NULL nor an MCV, and the matching
+/// MCVs' frequencies are added. TPC-H Q9's `p_name LIKE '%green%'`: the
+/// heuristic alone (five fixed characters) gives 0.03 % of the parts, the
+/// histogram ~5 %, as in PostgreSQL.
+fn with_statistics(s: &ColStats, pattern: &str, heuristic: f64) -> f64 {
+    let pat = Value::Text(pattern.to_string());
+    let matches = |v: &Value| matches!(ferrogres_datum::like::like(v, &pat, None, false), Ok(Value::Bool(true)));
+    let n = s.hist.len();
+    let mut sel = if n >= 10 {
+        let inner = &s.hist[1..n - 1];
+        let share = inner.iter().filter(|v| matches(v)).count() as f64 / inner.len() as f64;
+        let weight = (n as f64 / 100.0).min(1.0);
+        share * weight + heuristic * (1.0 - weight)
+    } else {
+        heuristic
+    };
+    sel = sel.clamp(0.0001, 0.9999);
+    let common: f64 = s.mcf.iter().sum();
+    let mcv_matches: f64 = s.mcv.iter().zip(&s.mcf).filter(|(v, _)| matches(v)).map(|(_, f)| f).sum();
+    (sel * (1.0 - s.null_frac - common) + mcv_matches).clamp(0.0, 1.0)
+}
+
+/// The fraction of rows that start with `prefix`: the histogram's range
+/// from `prefix` to the smallest string after every string starting with
+/// it, never less than an equality on the column (as PostgreSQL's
+/// prefix_selectivity).
+fn prefix_selectivity(s: &ColStats, tuples: f64, prefix: String) -> f64 {
     // The smallest string greater than every string starting with prefix.
     let mut upper: Vec<char> = prefix.chars().collect();
     let last = upper.pop().expect("a prefix");
@@ -223,10 +266,9 @@ pub fn like_sel(s: Option<&ColStats>, tuples: f64, pattern: &str) -> f64 {
     let upper: String = upper.into_iter().collect();
     let lo = ineq_sel(Some(s), CmpOp::Ge, Some(&Value::Text(prefix.clone())));
     let hi = ineq_sel(Some(s), CmpOp::Ge, Some(&Value::Text(upper)));
-    let mut range = (lo - hi).max(0.0);
+    let range = (lo - hi).max(0.0);
     // Never less than an equality on the column (as prefix_selectivity).
-    range = range.max(eq_sel(Some(s), tuples, Some(&Value::Text(prefix))));
-    (range * rest_sel).clamp(0.0, 1.0)
+    range.max(eq_sel(Some(s), tuples, Some(&Value::Text(prefix))))
 }
 
 /// What follows a LIKE pattern's fixed prefix and its first wildcard, as
@@ -281,6 +323,31 @@ fn column_compare(e: &Expr) -> Option<(SeenColumn, CmpOp, &Expr)> {
     }
 }
 
+/// `x op ANY (items)` / `x op ALL (items)` with the items known: each
+/// `x op item` estimated alone, then combined as PostgreSQL's
+/// scalararraysel does. ANY of equalities (an IN list) are disjoint events
+/// and add up; ALL of inequalities (NOT IN) are their complements, `s1 +
+/// s2 - 1`; either is used while it stays in [0, 1]. Otherwise the items
+/// are taken as independent (ANY: `s1 + s2 - s1*s2`, ALL: `s1 * s2`). No
+/// items: ALL is true, ANY false.
+fn array_op_selectivity(stats: Option<&TableStats>, op: CmpOp, all: bool, x: &Expr, items: &Array, params: &[Value]) -> f64 {
+    let (mut independent, mut disjoint) = if all { (1.0, 1.0) } else { (0.0, 0.0) };
+    for v in &items.items {
+        let item = Expr::Compare { op, l: Box::new(x.clone()), r: Box::new(Expr::Const(v.clone(), items.elem)) };
+        let s = clause_selectivity(stats, &item, params);
+        if all {
+            independent *= s;
+            disjoint += s - 1.0;
+        } else {
+            independent += s - independent * s;
+            disjoint += s;
+        }
+    }
+    let exclusive = if all { op == CmpOp::Ne } else { op == CmpOp::Eq };
+    let s = if exclusive && (0.0..=1.0).contains(&disjoint) { disjoint } else { independent };
+    s.clamp(0.0, 1.0)
+}
+
 /// The fraction of a relation's rows (statistics `stats`, none when never
 /// analyzed) for which `e` is true. AND multiplies its conjuncts, except
 /// that a `col > a` and a `col < b` on the same column are taken together
@@ -315,6 +382,12 @@ pub fn clause_selectivity(stats: Option<&TableStats>, e: &Expr, params: &[Value]
             s
         }
         Expr::Not(inner) => 1.0 - clause_selectivity(stats, inner, params),
+        Expr::Func { func: Func::Array(ArrayFunc::AnyAll { op, all }), args, .. } if args.len() == 2 => {
+            match const_value(&args[1], params) {
+                Some(Value::Array(a)) => array_op_selectivity(stats, *op, *all, &args[0], &a, params),
+                _ => DEFAULT_UNK_SEL,
+            }
+        }
         Expr::IsNull { arg, negated } => {
             let nf = est_column_of(arg).and_then(|(c, _)| col_stats(stats, c)).map(|c| c.null_frac);
             match (nf, negated) {

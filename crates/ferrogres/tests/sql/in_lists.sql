@@ -1,0 +1,34 @@
+-- IN lists of constants as PostgreSQL writes them: x = ANY ('{...}'),
+-- NOT IN as x <> ALL ('{...}'), one comparison loop per row.
+CREATE TABLE il (id int, k int, t text, c char(8), v varchar(10));
+INSERT INTO il SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE i % 5 END, 'n' || (i % 4), CASE WHEN i % 3 = 0 THEN 'MAIL' WHEN i % 3 = 1 THEN 'SHIP' ELSE NULL END, 'v' || (i % 6) FROM generate_series(1, 30) i;
+EXPLAIN (COSTS OFF) SELECT id FROM il WHERE k IN (1, 2, 3);
+EXPLAIN (COSTS OFF) SELECT id FROM il WHERE k NOT IN (1, 2);
+EXPLAIN (COSTS OFF) SELECT id FROM il WHERE t IN ('n1', 'n2');
+EXPLAIN (COSTS OFF) SELECT id FROM il WHERE k IN (1, NULL);
+EXPLAIN (COSTS OFF) SELECT id FROM il WHERE k IN (1);
+EXPLAIN (COSTS OFF) SELECT id FROM il WHERE k IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11);
+EXPLAIN (COSTS OFF) SELECT id FROM il WHERE k = ANY ('{1,2}'::int[]);
+EXPLAIN (COSTS OFF) SELECT id FROM il WHERE k IN (1, 2) AND t IN ('n1', 'n3');
+SELECT id FROM il WHERE k IN (1, 2, 3) ORDER BY id;
+SELECT id FROM il WHERE k NOT IN (1, 2) ORDER BY id;
+SELECT id FROM il WHERE k IN (1, NULL) ORDER BY id;
+SELECT id FROM il WHERE k NOT IN (1, NULL) ORDER BY id;
+SELECT id, k IN (4, NULL), k NOT IN (4, NULL) FROM il WHERE id <= 8 ORDER BY id;
+SELECT id FROM il WHERE c IN ('MAIL', 'AIR') ORDER BY id;
+SELECT id FROM il WHERE c NOT IN ('MAIL', 'AIR') ORDER BY id;
+SELECT id FROM il WHERE c IN ('MAIL    ', 'x') ORDER BY id;
+SELECT id FROM il WHERE v IN ('v1', 'v5') ORDER BY id;
+SELECT id FROM il WHERE t IN ('n1', 'n2') AND k IN (0, 1) ORDER BY id;
+SELECT id FROM il WHERE k IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11) AND id < 10 ORDER BY id;
+SELECT id FROM il WHERE k NOT IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11) ORDER BY id;
+SELECT id FROM il WHERE id IN (3, 1.5, 4) ORDER BY id;
+SELECT id FROM il WHERE substr(t, 2, 1) IN ('1', '3') AND id < 12 ORDER BY id;
+SELECT count(*) FILTER (WHERE k IN (1, 2)), count(*) FILTER (WHERE k NOT IN (1, 2)) FROM il;
+SELECT k IN (1, 2) AS m, count(*) FROM il GROUP BY k IN (1, 2) ORDER BY 1;
+PREPARE p(int) AS SELECT id FROM il WHERE k IN ($1, 2) AND id < 15 ORDER BY id;
+EXECUTE p(1);
+DEALLOCATE p;
+SELECT id FROM il WHERE k IN (id % 5, 9) AND id < 10 ORDER BY id;
+EXPLAIN (COSTS OFF) SELECT id FROM il WHERE k IN (id, 9);
+SELECT 3 IN (1, 2, 3), 3 NOT IN (1, 2), NULL::int IN (1, 2), 'b' IN ('a', 'b');
