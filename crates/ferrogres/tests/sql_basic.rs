@@ -71,6 +71,11 @@ fn expressions_match_postgres_15() {
 /// EXPLAIN, with PostgreSQL's answers for NULL items, NULL operands,
 /// `character(n)` columns and lists longer than nine items.
 #[test]
+fn scalar_functions_in_from_match_postgres_15() {
+    check_script("functions_in_from");
+}
+
+#[test]
 fn in_lists_match_postgres_15() {
     check_script("in_lists");
 }

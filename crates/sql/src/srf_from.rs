@@ -3,8 +3,10 @@
 //! `key`, `value`), json[b]_array_elements[_text] (`value`),
 //! json[b]_object_keys, generate_series over numeric and over
 //! timestamp/timestamptz with an interval step, generate_subscripts,
-//! regexp_split_to_table, `unnest(a, b, ...)`, `ROWS FROM (f(), g())`, and
-//! WITH ORDINALITY on any of them.
+//! regexp_split_to_table, `unnest(a, b, ...)`, `ROWS FROM (f(), g())`, any
+//! other function returning one value (one row: `FROM upper('x')`,
+//! `SELECT * FROM pg_stat_statements_reset()`), and WITH ORDINALITY on any
+//! of them.
 //!
 //! A scan is a list of calls whose rows are zipped (ROWS FROM's rule: as many
 //! rows as the longest call returns, a call that has run out reads as NULLs),
@@ -49,6 +51,10 @@ pub enum Call {
     Split { s: usize, pattern: usize, flags: Option<usize> },
     /// pg_backup_stop([wait_for_archive]): one row (lsn, labelfile, spcmapfile).
     BackupStop,
+    /// Any other function returning one value (not a set, not a record):
+    /// one row holding it, as PostgreSQL scans a scalar function in FROM
+    /// (`SELECT * FROM pg_stat_statements_reset()`, `FROM upper('x') u`).
+    Scalar(usize),
 }
 
 impl Call {
@@ -258,6 +264,11 @@ pub(crate) fn range_function(
                         let out_param = name.contains("array_elements");
                         cols.push((if out_param { "value".into() } else { name.clone() }, ty, out_param));
                     }
+                    e if !matches!(e.ty(), Type::Record(_)) && !crate::project_set::contains_srf(&e) => {
+                        cols.push((name.clone(), e.ty(), false));
+                        scan.args.push(e);
+                        scan.calls.push(Call::Scalar(base));
+                    }
                     _ => return Err(a.err_at(SqlError::not_supported(format!("function {name} in FROM")), f.location)),
                 }
             }
@@ -378,6 +389,7 @@ fn call_rows(c: &Call, v: &[Value], ctx: &mut Ctx) -> Result<Vec<Vec<Value>>> {
             let (lsn, label) = ss.stop_backup()?;
             vec![vec![Value::PgLsn(lsn), Value::Text(label), Value::Text(String::new())]]
         }
+        Call::Scalar(i) => vec![vec![v[*i].clone()]],
         Call::Unnest(i) => match &v[*i] {
             Value::Array(arr) => one(arr.items.clone()),
             _ => vec![],
