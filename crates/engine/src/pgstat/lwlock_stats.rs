@@ -152,7 +152,7 @@ pub use imp::*;
 #[cfg(not(loom))]
 mod imp {
     use super::*;
-    use crate::pgstat::wait_event::{slots, with_my_slot};
+    use crate::pgstat::wait_event::{slots, with_my_counters};
 
     /// Counters of one tranche. Relaxed everywhere: independent statistical
     /// counters, read as a sample; nothing is published through them.
@@ -207,8 +207,8 @@ mod imp {
         if !acquisition_counts_enabled() {
             return;
         }
-        with_my_slot(|slot| match slot {
-            Some(slot) => slot.lwlocks.bump(tranche, mode),
+        with_my_counters(|mine| match mine {
+            Some(c) => c.lwlocks.bump(tranche, mode),
             // Relaxed: a statistical counter shared by unregistered threads.
             None => {
                 UNREGISTERED[counter_index(tranche, mode)].fetch_add(1, Relaxed);
@@ -221,7 +221,7 @@ mod imp {
     fn acquired(tranche: Tranche, mode: LwLockMode) -> u64 {
         // Relaxed: a sample.
         let others = UNREGISTERED[counter_index(tranche, mode)].load(Relaxed);
-        slots().iter().fold(others, |sum, s| sum.wrapping_add(s.lwlocks.get(tranche, mode)))
+        slots().iter().filter_map(|s| s.counters()).fold(others, |sum, c| sum.wrapping_add(c.lwlocks.get(tranche, mode)))
     }
 
     /// Records one acquisition of a `tranche` lock that waited `waited` in the queue.

@@ -4,7 +4,7 @@
 //! pgBufferUsage, and what pgstat_report_tempfile counts).
 //!
 //! The counters are per backend: a [`UsageCounters`] in the backend's slot of
-//! the backend status array (`wait_event::BackendSlot`), set to zero when a
+//! the backend status array (`wait_event::SlotCounters`), set to zero when a
 //! backend registers on the slot. They are counted where no backend is at
 //! hand (the WAL insertion, `mark_dirty`, the eviction of a dirty victim,
 //! the temporary files), so the counting functions find the slot of the
@@ -61,7 +61,7 @@ impl Usage {
     }
 }
 
-/// One backend's counters (a field of its `BackendSlot`). Only the backend
+/// One backend's counters (a field of its `SlotCounters`). Only the backend
 /// registered on the slot writes them; anyone reads.
 #[derive(Default)]
 pub struct UsageCounters {
@@ -116,15 +116,15 @@ pub use counting::*;
 #[cfg(not(loom))]
 mod counting {
     use super::{Usage, UsageCounters};
-    use crate::pgstat::wait_event::{slots, with_my_slot};
+    use crate::pgstat::wait_event::{slots, with_my_counters};
     use crate::pgstat::BackendId;
 
     /// Counts into the calling backend's slot; nothing for a thread with none.
     #[inline]
     fn update(f: impl FnOnce(&UsageCounters)) {
-        with_my_slot(|slot| {
-            if let Some(slot) = slot {
-                f(&slot.usage);
+        with_my_counters(|mine| {
+            if let Some(c) = mine {
+                f(&c.usage);
             }
         });
     }
@@ -132,7 +132,7 @@ mod counting {
     /// Backend `id`'s counters since it started (zero for a number out of
     /// range). Exact when called by that backend, a sample from another thread.
     pub fn of(id: BackendId) -> Usage {
-        slots().get(id.0 as usize).map(|s| s.usage.read()).unwrap_or_default()
+        slots().get(id.0 as usize).and_then(|s| s.counters()).map(|c| c.usage.read()).unwrap_or_default()
     }
 
     /// One WAL record of `bytes` bytes carrying `fpi` full-page images.

@@ -208,16 +208,42 @@ mod registry {
     pub const DEFAULT_MAX_BACKENDS: usize = 1024;
 
     /// One backend's slot: its current wait event (the raw [`WaitEvent::to_raw`])
-    /// and its LWLock acquisition counts. Written only by the thread registered on
-    /// it, read by anyone. Cache-line aligned so that two backends' counters never
-    /// share a line.
-    #[repr(align(64))]
+    /// and, once a backend has registered on it, its counters. Written only by the
+    /// thread registered on it, read by anyone.
+    ///
+    /// The array has a slot for every possible backend (max_connections plus the
+    /// auxiliary threads), so a slot is kept small (24 bytes: 2.4 MB at
+    /// max_connections = 100000): the counters, about 450 bytes, are allocated by
+    /// the first backend that registers on the slot and kept for its successors.
     pub struct BackendSlot {
         wait: AtomicU32,
+        counters: OnceLock<Box<SlotCounters>>,
+    }
+
+    impl BackendSlot {
+        /// The slot's counters; `None` if no backend ever registered on it.
+        pub(crate) fn counters(&self) -> Option<&SlotCounters> {
+            self.counters.get().map(|b| &**b)
+        }
+    }
+
+    /// A backend's counters: its LWLock acquisitions and what it used. Cache-line
+    /// aligned so that two backends' counters never share a line.
+    #[repr(align(64))]
+    #[derive(Default)]
+    pub struct SlotCounters {
+        /// Cumulative per slot (they stay when a new backend registers).
         pub(crate) lwlocks: Acquisitions,
         /// What the backend used (WAL, buffers, temporary files): zeroed when a
         /// backend registers on the slot.
         pub(crate) usage: UsageCounters,
+    }
+
+    /// The calling thread's slot and its counters.
+    #[derive(Clone, Copy)]
+    struct Mine {
+        slot: &'static BackendSlot,
+        counters: &'static SlotCounters,
     }
 
     /// One slot per backend.
@@ -231,7 +257,7 @@ mod registry {
         /// wait, a WAL insertion, `mark_dirty`) finds the slot to count into. The
         /// per-backend state itself is in the slot, and whoever holds the backend
         /// reads it by number.
-        static MY_SLOT: Cell<Option<&'static BackendSlot>> = const { Cell::new(None) };
+        static MY_SLOT: Cell<Option<Mine>> = const { Cell::new(None) };
     }
 
     fn array() -> &'static [BackendSlot] {
@@ -239,7 +265,7 @@ mod registry {
     }
 
     fn make(n: usize) -> Box<[BackendSlot]> {
-        (0..n).map(|_| BackendSlot { wait: AtomicU32::new(NO_WAIT), lwlocks: Acquisitions::new(), usage: UsageCounters::default() }).collect()
+        (0..n).map(|_| BackendSlot { wait: AtomicU32::new(NO_WAIT), counters: OnceLock::new() }).collect()
     }
 
     /// Every slot (for the per-tranche sums of `lwlock_stats`).
@@ -247,11 +273,11 @@ mod registry {
         array()
     }
 
-    /// Calls `f` with the calling thread's slot (`None` if it is not a registered
-    /// backend): one thread-local read.
+    /// Calls `f` with the calling thread's counters (`None` if it is not a
+    /// registered backend): one thread-local read.
     #[inline]
-    pub(crate) fn with_my_slot<R>(f: impl FnOnce(Option<&'static BackendSlot>) -> R) -> R {
-        MY_SLOT.with(|s| f(s.get()))
+    pub(crate) fn with_my_counters<R>(f: impl FnOnce(Option<&'static SlotCounters>) -> R) -> R {
+        MY_SLOT.with(|s| f(s.get().map(|m| m.counters)))
     }
 
     /// Sizes the backend status array (call once at startup with the maximum number
@@ -281,8 +307,9 @@ mod registry {
         // The usage counters are the new backend's (the LWLock counts are cumulative
         // per slot and stay). We own the slot from here: the backend number was handed
         // out under a lock that its previous holder released after unregistering.
-        slot.usage.reset();
-        MY_SLOT.with(|s| s.set(Some(slot)));
+        let counters: &'static SlotCounters = slot.counters.get_or_init(Box::default);
+        counters.usage.reset();
+        MY_SLOT.with(|s| s.set(Some(Mine { slot, counters })));
         Ok(())
     }
 
@@ -290,7 +317,7 @@ mod registry {
     /// thread are not reported any more.
     pub fn unregister_backend() {
         MY_SLOT.with(|s| {
-            if let Some(slot) = s.take() {
+            if let Some(Mine { slot, .. }) = s.take() {
                 // Relaxed: diagnostic sample only.
                 slot.wait.store(NO_WAIT, Ordering::Relaxed);
             }
@@ -302,7 +329,7 @@ mod registry {
     #[inline]
     pub fn report_wait_start(ev: WaitEvent) {
         MY_SLOT.with(|s| {
-            if let Some(slot) = s.get() {
+            if let Some(Mine { slot, .. }) = s.get() {
                 // Relaxed: diagnostic sample only; readers accept any recent value.
                 slot.wait.store(ev.to_raw(), Ordering::Relaxed);
             }
@@ -313,7 +340,7 @@ mod registry {
     #[inline]
     pub fn report_wait_end() {
         MY_SLOT.with(|s| {
-            if let Some(slot) = s.get() {
+            if let Some(Mine { slot, .. }) = s.get() {
                 // Relaxed: diagnostic sample only.
                 slot.wait.store(NO_WAIT, Ordering::Relaxed);
             }
