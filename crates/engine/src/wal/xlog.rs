@@ -532,10 +532,26 @@ fn io_err(p: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
     move |e| Error::io(p, e)
 }
 
+/// Touches every OS page of `len` bytes at `p` (writing the zero they hold), so
+/// that the WAL buffers are resident from startup, as PostgreSQL's are (it zeroes
+/// them when it sets up shared memory): a zeroed allocation may come as fresh,
+/// untouched pages, and then the first 16 MB of WAL a session inserts would page
+/// them in one by one, inside WAL insertion, and grow the process mid-statement.
+/// Volatile writes: the compiler knows the memory is zero and would drop plain ones.
+fn prefault(p: *mut u8, len: usize) {
+    const OS_PAGE: usize = 4096;
+    for off in (0..len).step_by(OS_PAGE) {
+        // SAFETY: `off < len` and `p` points to `len` writable bytes that nothing
+        // else references yet; the byte written is the zero already there.
+        unsafe { p.add(off).write_volatile(0) };
+    }
+}
+
 impl Wal {
     fn new_internal(datadir: &Path, opts: WalOptions, control: ControlFile) -> Wal {
         let n_pages = ((opts.wal_buffers as u64) / PS).max(4);
         let ring = Box::into_raw(vec![0u8; (n_pages * PS) as usize].into_boxed_slice()) as *mut u8;
+        prefault(ring, (n_pages * PS) as usize);
         let slots: Box<[InsertSlot]> = (0..opts.insert_slots.max(1)).map(|_| InsertSlot::new()).collect();
         let seg_size = control.wal_segment_size as u64;
         Wal {
