@@ -75,6 +75,14 @@ fn scalar_functions_in_from_match_postgres_15() {
     check_script("functions_in_from");
 }
 
+/// RETURNING of INSERT (VALUES, SELECT, in WITH), ON CONFLICT and UPDATE
+/// names the system columns of the version written (ctid, xmin, cmin, xmax,
+/// cmax, tableoid), with PostgreSQL 15's values.
+#[test]
+fn returning_names_system_columns_as_postgres_15() {
+    check_script("returning_system_columns");
+}
+
 #[test]
 fn in_lists_match_postgres_15() {
     check_script("in_lists");

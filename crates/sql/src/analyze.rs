@@ -1957,6 +1957,14 @@ impl<'a> Analyzer<'a> {
         if !rc.options.is_empty() {
             return Err(SqlError::not_supported("RETURNING OLD/NEW"));
         }
+        // RETURNING may name the system columns of the version written (INSERT's too).
+        let with_system;
+        let table = if names_system_column(self.sql) && table.storage.system.is_none() {
+            with_system = catalog::with_system_columns(table.clone());
+            &with_system
+        } else {
+            table
+        };
         let mut scope = Scope::reading(table, table.name.clone());
         scope.agg_place = Some("RETURNING");
         self.targets(&rc.exprs, &mut scope)

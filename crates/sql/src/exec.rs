@@ -1230,6 +1230,7 @@ pub fn update(
     let qualifies = |row: &[Value], ctx: &mut Ctx| passes(filter.as_ref(), row, ctx);
     let mut n = 0;
     let mut out = Vec::new();
+    let ret = Returning::new(table, returning);
     let toast_descs = table.storage.toast_descs()?;
     while let Some((tid, row)) = rows.next(ctx)? {
         // Every row, qualifying or not: the WHERE may be costly.
@@ -1264,12 +1265,8 @@ pub fn update(
                     crate::foreign_key::check_child(table, &new, Some(&old), ctx)?;
                     crate::foreign_key::on_parent_update(table, &old, &new, ctx)?;
                     n += 1;
-                    if !returning.is_empty() {
-                        if table.storage.system.is_some() {
-                            // RETURNING ctid: the new version's place.
-                            new[table.user_columns()] = Value::Tid(new_tid.block, new_tid.offset);
-                        }
-                        out.push(returning.iter().map(|t| eval_pure(&t.expr, &new, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+                    if let Some(r) = ret.row(&new, new_tid, ctx)? {
+                        out.push(r);
                     }
                 }
                 UpdateOutcome::Updated { new_tid } => {
@@ -1388,17 +1385,67 @@ pub fn insert_one(table: &crate::catalog::Table, row: &[Value], ctx: &mut Ctx) -
 pub fn insert(table: &crate::catalog::Table, rows: &[Vec<Expr>], returning: &[Target], ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
     let mut n = 0;
     let mut out = Vec::new();
+    let ret = Returning::new(table, returning);
     for exprs in rows {
         ctx.env.check_interrupts()?;
         let params = ctx.params;
         let row: Vec<Value> = exprs.iter().map(|e| eval_pure(e, &[], params, &[], ctx)).collect::<Result<_>>()?;
-        insert_one(table, &row, ctx)?;
+        let tid = insert_one(table, &row, ctx)?;
         n += 1;
-        if !returning.is_empty() {
-            out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+        if let Some(r) = ret.row(&row, tid, ctx)? {
+            out.push(r);
         }
     }
     Ok((n, out))
+}
+
+/// The RETURNING list of a statement that writes rows of `table` (INSERT, the
+/// new versions of UPDATE, ON CONFLICT): it may name the system columns of the
+/// version just written (it was analyzed over `catalog::with_system_columns`),
+/// which the rows of `table`'s own columns do not carry.
+pub struct Returning<'a> {
+    targets: &'a [Target],
+    /// Where the system columns start in the row RETURNING reads, if it reads one.
+    system_at: Option<usize>,
+    table_oid: u32,
+}
+
+impl<'a> Returning<'a> {
+    pub fn new(table: &crate::catalog::Table, targets: &'a [Target]) -> Returning<'a> {
+        let n = table.user_columns();
+        let reads_system = targets.iter().any(|t| crate::subquery::columns_read(&t.expr).iter().any(|&i| i >= n));
+        Returning { targets, system_at: reads_system.then_some(n), table_oid: table.oid }
+    }
+
+    /// The RETURNING row of `row`, just written at `tid` by the current command
+    /// (`None` without RETURNING). Its system columns are the new version's, as
+    /// PostgreSQL's: ctid its place, xmin the transaction, cmin and cmax the
+    /// command, xmax 0.
+    pub fn row(&self, row: &[Value], tid: ferrogres_engine::heap::tuple::Tid, ctx: &mut Ctx) -> Result<Option<Vec<Value>>> {
+        if self.targets.is_empty() {
+            return Ok(None);
+        }
+        let with_system;
+        let row = match self.system_at {
+            Some(n) => {
+                let xid = ctx.backend.txn.assign_xid_if_needed()?;
+                let cid = ctx.backend.txn.current_command_id();
+                let mut r = row[..n].to_vec();
+                r.extend([
+                    Value::Tid(tid.block, tid.offset),
+                    Value::Oid(xid),
+                    Value::Oid(cid),
+                    Value::Oid(0),
+                    Value::Oid(cid),
+                    Value::Oid(self.table_oid),
+                ]);
+                with_system = r;
+                &with_system[..]
+            }
+            None => row,
+        };
+        Ok(Some(self.targets.iter().map(|t| eval_pure(&t.expr, row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?))
+    }
 }
 
 /// DELETE: deletes the visible rows matching `filter`. A row being changed by

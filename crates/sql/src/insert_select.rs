@@ -117,13 +117,14 @@ pub fn execute(i: &InsertSelect, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)
     let mut rows = run_query(&i.query, ctx)?;
     let mut n = 0;
     let mut out = Vec::new();
+    let ret = crate::exec::Returning::new(&i.table, &i.returning);
     while let Some(src) = rows.next(ctx)? {
         ctx.env.check_interrupts()?;
         let row: Vec<Value> = i.row.iter().map(|e| eval_pure(e, &src, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
-        insert_one(&i.table, &row, ctx)?;
+        let tid = insert_one(&i.table, &row, ctx)?;
         n += 1;
-        if !i.returning.is_empty() {
-            out.push(i.returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+        if let Some(r) = ret.row(&row, tid, ctx)? {
+            out.push(r);
         }
     }
     Ok((n, out))

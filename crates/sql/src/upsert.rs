@@ -125,7 +125,7 @@ impl Run<'_> {
                     if let Some(tid) = speculative_insert(table, &u.arbiters, &row, ctx)? {
                         self.mine.insert(tid);
                         self.n += 1;
-                        self.returning(&row, ctx)?;
+                        self.returning(&row, tid, ctx)?;
                         return Ok(());
                     }
                     // Someone inserted the key meanwhile: look again.
@@ -150,10 +150,10 @@ impl Run<'_> {
         }
     }
 
-    fn returning(&mut self, row: &[Value], ctx: &mut Ctx) -> Result<()> {
+    /// The RETURNING row of `row`, just written at `tid`.
+    fn returning(&mut self, row: &[Value], tid: Tid, ctx: &mut Ctx) -> Result<()> {
         let u = self.u;
-        if !u.returning.is_empty() {
-            let r = u.returning.iter().map(|t| eval_pure(&t.expr, row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
+        if let Some(r) = crate::exec::Returning::new(&u.table, &u.returning).row(row, tid, ctx)? {
             self.out.push(r);
         }
         Ok(())
@@ -193,7 +193,7 @@ impl Run<'_> {
             UpdateOutcome::Ok { new_tid, .. } => {
                 self.mine.insert(new_tid);
                 self.n += 1;
-                self.returning(&new, ctx)?;
+                self.returning(&new, new_tid, ctx)?;
                 Ok(true)
             }
             UpdateOutcome::SelfModified => Err(second_time()),

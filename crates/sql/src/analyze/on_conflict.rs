@@ -115,7 +115,9 @@ impl Analyzer<'_> {
         } else {
             Action::Nothing
         };
-        let ret_ns = reads_columns(target_ns(&table, &refname, Namespace::default()));
+        // RETURNING may name the system columns of the version written.
+        let ret_table = if super::names_system_column(self.sql) { crate::catalog::with_system_columns(table.clone()) } else { table.clone() };
+        let ret_ns = reads_columns(target_ns(&ret_table, &refname, Namespace::default()));
         let returning = self.returning_over(s.returning_clause.as_ref(), &ret_ns)?;
         Ok(Statement::Upsert(Box::new(Upsert { table, source, arbiters, action, returning })))
     }
