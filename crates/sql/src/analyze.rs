@@ -821,6 +821,7 @@ impl<'a> Analyzer<'a> {
             grouping: grouping.map(Box::new),
             distinct,
             paths: Default::default(),
+            init_plans: Default::default(),
         };
         let mut query = query;
         if s.locking_clause.is_empty() && !matches!(query.source, Source::OneRow | Source::Virtual(_)) {

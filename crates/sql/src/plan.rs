@@ -246,6 +246,36 @@ pub struct Query {
     pub distinct: Option<Vec<usize>>,
     /// The index paths of `source` (a table) under `filter`, kept once found.
     pub paths: crate::index::PathCache,
+    /// Whether this level has InitPlans (`subquery::init_plans`), kept once found.
+    pub init_plans: KeptFlag,
+}
+
+/// A property of a plan node computed on its first execution and kept, so that
+/// a cached plan does not walk its expressions again at each execution (as
+/// [`crate::index::PathCache`]). A clone starts empty: whoever clones a node
+/// may change the copy. A flag left stale by a change made in place costs
+/// speed, not answers, where it is used (`subquery::init_plans`: an
+/// uncorrelated subquery without its InitPlan cell runs at each evaluation).
+#[derive(Default)]
+pub struct KeptFlag(std::sync::OnceLock<bool>);
+
+impl Clone for KeptFlag {
+    fn clone(&self) -> KeptFlag {
+        KeptFlag::default()
+    }
+}
+
+impl std::fmt::Debug for KeptFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeptFlag")
+    }
+}
+
+impl KeptFlag {
+    /// The flag, computed by `f` on the first call.
+    pub fn get(&self, f: impl FnOnce() -> bool) -> bool {
+        *self.0.get_or_init(f)
+    }
 }
 
 impl Query {
@@ -264,6 +294,7 @@ impl Query {
             grouping: None,
             distinct: None,
             paths: Default::default(),
+            init_plans: Default::default(),
         }
     }
 }

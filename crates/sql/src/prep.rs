@@ -470,6 +470,7 @@ fn decorrelate(sp: &SubPlan, source: &mut Source, width: &mut usize) -> Option<E
         grouping: Some(Box::new(Grouping { keys: inner_keys.clone(), having: None, sets: None })),
         distinct: None,
         paths: Default::default(),
+        init_plans: Default::default(),
     };
     if is_correlated(&grouped) {
         return None;

@@ -308,8 +308,8 @@ pub fn has_subplan(e: &Expr) -> bool {
 /// gets the cell its rows go to at its first evaluation (once for this run of
 /// `q`), or `None` when it has none.
 pub fn init_plans(q: &Query, _ctx: &mut Ctx) -> Result<Option<Query>> {
-    // Checked without copying the plan: this runs before every query.
-    if !level_has_init_plan(q) {
+    // Checked without copying the plan, once per plan: this runs before every query.
+    if !q.init_plans.get(|| level_has_init_plan(q)) {
         return Ok(None);
     }
     let mut probe = q.clone();

@@ -22,7 +22,7 @@ use pg_query::NodeEnum;
 use std::rc::Rc;
 
 fn empty_query(source: Source, targets: Vec<Target>) -> Query {
-    Query { source, filter: None, aggregates: vec![], targets, hidden: vec![], order: vec![], limit: None, offset: None, grouping: None, distinct: None, paths: Default::default() }
+    Query { source, filter: None, aggregates: vec![], targets, hidden: vec![], order: vec![], limit: None, offset: None, grouping: None, distinct: None, paths: Default::default(), init_plans: Default::default() }
 }
 
 /// The leftmost location in an expression (PostgreSQL's exprLocation of an operator).

@@ -278,6 +278,7 @@ fn opaque_view(v: &ViewDef) -> Query {
         grouping: None,
         distinct: None,
         paths: Default::default(),
+        init_plans: Default::default(),
     }
 }
 

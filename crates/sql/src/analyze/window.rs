@@ -682,7 +682,7 @@ impl<'a> Analyzer<'a> {
             }
             ordered.push(w);
         }
-        let Query { source, filter, aggregates, targets, hidden, order, limit, offset, grouping, distinct, paths: _ } = q;
+        let Query { source, filter, aggregates, targets, hidden, order, limit, offset, grouping, distinct, paths: _, init_plans: _ } = q;
         let mut outer_targets = Vec::new();
         for t in targets {
             outer_targets.push(Target { expr: pusher.outer(t.expr)?, ..t });
@@ -703,6 +703,7 @@ impl<'a> Analyzer<'a> {
             grouping,
             distinct: None,
             paths: Default::default(),
+            init_plans: Default::default(),
         };
         Ok(Query {
             source: Source::WindowAgg(Box::new(WindowAgg { input, windows: ordered, funcs })),
@@ -716,6 +717,7 @@ impl<'a> Analyzer<'a> {
             grouping: None,
             distinct,
             paths: Default::default(),
+            init_plans: Default::default(),
         })
     }
 }
