@@ -1,5 +1,6 @@
 //! Parse analysis: from pg_query's raw parse tree to a typed [`Statement`].
-//! Names are resolved against the catalog (with the statement's snapshot),
+//! Names are resolved against the catalog (with a catalog snapshot: the
+//! statement's in READ COMMITTED, else the catalogs' latest state),
 //! expressions typed, unknown literals and `$n` parameters given types from
 //! context, and implicit casts between the integer types made explicit.
 //! Anything not handled is 0A000, never a guess.
