@@ -163,15 +163,13 @@ fn freeze_visibility(port: u16, dir: &std::path::Path) -> (String, String) {
     (counts[0].clone(), counts[1].clone())
 }
 
-/// Fails today, for a reason outside COPY: ferrogres resolves table names with
-/// the transaction's snapshot, PostgreSQL with the latest catalog snapshot. The
-/// old REPEATABLE READ session therefore does not see TRUNCATE's new file (nor a
-/// table created after its snapshot: 42P01 where PostgreSQL finds it) and counts
-/// 0 in both cases, where PostgreSQL counts 1000 frozen rows. Measured by hand
-/// (2026-11-28). The engine half (frozen tuples seen by an older snapshot) is
-/// tested in crates/engine/tests/heap_multi_insert.rs.
+/// The old REPEATABLE READ session finds TRUNCATE's new file because table
+/// names and files are looked up with a catalog snapshot, as in PostgreSQL
+/// (`crate::catcache::catalog_snapshot` of crates/sql; before, it looked them
+/// up with its own snapshot and counted 0 in both cases), and counts the 1000
+/// frozen rows there, as PostgreSQL does. The engine half (frozen tuples seen
+/// by an older snapshot) is tested in crates/engine/tests/heap_multi_insert.rs.
 #[test]
-#[ignore = "needs PostgreSQL's catalog snapshot for name lookup (see the comment)"]
 fn copy_freeze_rows_are_visible_to_older_snapshots_as_in_postgres() {
     let srv = Server::start_temp(&[]);
     let dir = tempfile::tempdir().unwrap();

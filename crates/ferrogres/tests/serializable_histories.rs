@@ -447,12 +447,12 @@ fn hash_index_probe_locks_its_bucket_page_as_postgresql_15() {
 /// commits; then B runs `rewrite` on `t` (new files for `t` or its index)
 /// and inserts into `t`: a write skew (B -rw-> A through u, A -rw-> B
 /// through t) that must still fail B although A's SIREAD locks were taken on
-/// `t`'s old files. (The rewrite is B's own: a REPEATABLE READ or
-/// SERIALIZABLE transaction of ferrogres that started before another
-/// session's rewrite still reads the relation's old files; see the report.)
+/// `t`'s old files. `by_other`: a third session runs the rewrite (and
+/// commits it) instead of B, after B took its snapshot: B then reads the
+/// catalogs with a catalog snapshot and inserts into `t`'s new files.
 /// Returns the statement of B that failed (0: the rewrite, 1: the insert, 2:
 /// the commit) and its (SQLSTATE, DETAIL).
-fn skew_across_rewrite(port: u16, planner: &[&str], read: &str, rewrite: &str) -> Option<(usize, Failure)> {
+fn skew_across_rewrite(port: u16, planner: &[&str], read: &str, rewrite: &str, by_other: bool) -> Option<(usize, Failure)> {
     let mut a = Client::connect(port);
     let mut b = Client::connect(port);
     let mut c = Client::connect(port);
@@ -471,7 +471,8 @@ fn skew_across_rewrite(port: u16, planner: &[&str], read: &str, rewrite: &str) -
     ok(&mut a, "COMMIT");
     let mut failed = None;
     for (i, s) in [rewrite, "INSERT INTO t VALUES (5, 0)", "COMMIT"].into_iter().enumerate() {
-        if let Some(f) = failure(&b.query(s)) {
+        let r = if i == 0 && by_other { c.query(s) } else { b.query(s) };
+        if let Some(f) = failure(&r) {
             failed = Some((i, f));
             break;
         }
@@ -499,10 +500,34 @@ fn write_skew_is_detected_across_rewrites_as_on_postgresql_15() {
             (probe, &["SET enable_seqscan = off", "SET enable_bitmapscan = off"][..], &["SET enable_seqscan = off"][..]),
             (seq, &["SET enable_indexscan = off", "SET enable_bitmapscan = off"][..], &["SET enable_indexscan = off"][..]),
         ] {
-            let want = skew_across_rewrite(pg.port, pg_planner, read, rewrite);
-            let got = skew_across_rewrite(server.port, fg_planner, read, rewrite);
+            let want = skew_across_rewrite(pg.port, pg_planner, read, rewrite, false);
+            let got = skew_across_rewrite(server.port, fg_planner, read, rewrite, false);
             assert_eq!(got, want, "{rewrite} after {read}");
             assert_eq!(want.as_ref().map(|f| f.1 .0.as_str()), Some("40001"), "{rewrite} after {read}");
+        }
+    }
+}
+
+/// The same write skew when another session runs the rewrite and commits it
+/// between A's commit and B's insert: B's snapshot predates the rewrite, so
+/// it finds `t`'s new files through a catalog snapshot (before, its own
+/// snapshot named the old, removed ones: XX001), and fails as on PostgreSQL 15.
+#[test]
+fn write_skew_is_detected_across_another_sessions_rewrite_as_postgresql_15() {
+    let (tmp, fg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let pg = Pg15::start(&tmp.path().join("pg"));
+    let server = Server::start(fg.path());
+    let probe = "SELECT count(*) FROM t WHERE id = 5";
+    let seq = "SELECT sum(v) FROM t";
+    for rewrite in ["TRUNCATE t", "ALTER TABLE t ALTER COLUMN v TYPE bigint", "REINDEX TABLE t", "DROP INDEX t_id"] {
+        for (read, pg_planner, fg_planner) in [
+            (probe, &["SET enable_seqscan = off", "SET enable_bitmapscan = off"][..], &["SET enable_seqscan = off"][..]),
+            (seq, &["SET enable_indexscan = off", "SET enable_bitmapscan = off"][..], &["SET enable_indexscan = off"][..]),
+        ] {
+            let want = skew_across_rewrite(pg.port, pg_planner, read, rewrite, true);
+            let got = skew_across_rewrite(server.port, fg_planner, read, rewrite, true);
+            assert_eq!(got, want, "{rewrite} by another session after {read}");
+            assert_eq!(want.as_ref().map(|f| (f.0, f.1 .0.as_str())), Some((1, "40001")), "{rewrite} by another session after {read}");
         }
     }
 }

@@ -69,7 +69,7 @@ type Notice<'a> = &'a mut dyn FnMut(SqlError) -> Result<()>;
 
 fn fresh(backend: &mut Backend) -> Result<Snapshot> {
     backend.txn.command_counter_increment()?;
-    Ok(backend.txn.statement_snapshot()?)
+    crate::catcache::ddl_snapshot(backend)
 }
 
 fn reload(backend: &mut Backend, oid: u32) -> Result<(Table, Snapshot)> {

@@ -1,5 +1,6 @@
 //! Parse analysis: from pg_query's raw parse tree to a typed [`Statement`].
-//! Names are resolved against the catalog (with the statement's snapshot),
+//! Names are resolved against the catalog (with a catalog snapshot: the
+//! statement's in READ COMMITTED, else the catalogs' latest state),
 //! expressions typed, unknown literals and `$n` parameters given types from
 //! context, and implicit casts between the integer types made explicit.
 //! Anything not handled is 0A000, never a guess.
@@ -879,6 +880,12 @@ impl<'a> Analyzer<'a> {
         Ok(out)
     }
 
+    /// The default name of expression `val` (analyzed as `expr`) outside any
+    /// FROM scope: a function-like expression in FROM is named so.
+    pub(crate) fn figure_colname(&self, val: &NodeEnum, expr: &Expr) -> String {
+        self.target_info(val, expr, &Scope::new(None)).0
+    }
+
     /// An output column's default name, typmod and origin, as PostgreSQL's FigureColname.
     fn target_info(&self, val: &NodeEnum, expr: &Expr, scope: &Scope) -> (String, i32, Option<(u32, i16)>) {
         match val {
@@ -944,7 +951,7 @@ impl<'a> Analyzer<'a> {
     }
 
     /// An output column still of type unknown (`SELECT 'x'`) becomes text.
-    fn resolve_unknown(&self, e: Expr) -> Expr {
+    pub(crate) fn resolve_unknown(&self, e: Expr) -> Expr {
         match e {
             Expr::Const(v, Type::Unknown) => Expr::Const(v, Type::Text),
             e => e,

@@ -1,5 +1,7 @@
 //! The system catalog: persistent and transactional, stored in heap relations of
-//! the engine like PostgreSQL's, and read with the statement's snapshot.
+//! the engine like PostgreSQL's, and read with the snapshot the caller gives:
+//! for relation lookups a catalog snapshot (their latest committed state,
+//! `catcache::catalog_snapshot`), for the `pg_catalog` views a query's.
 //!
 //! | catalog | relfilenode | columns (this round) |
 //! |---|---|---|

@@ -29,7 +29,6 @@ use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::sinval::{Catchup, InvalMessage, InvalReader};
 use ferrogres_engine::storage::RelFileLocator;
 use ferrogres_engine::txn::snapshot::Snapshot;
-use ferrogres_engine::txn::IsolationLevel;
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
@@ -76,6 +75,10 @@ struct Inner {
     /// consumed messages: a snapshot with a smaller count may not see a change
     /// already consumed, so nothing built from it is inserted.
     min_completion: u64,
+    /// Receives that consumed messages (or a reset): a lookup made before a
+    /// lock is granted is made again when this moved meanwhile
+    /// (`locking::lock_resolved`, PostgreSQL's SharedInvalidMessageCounter).
+    consumed: u64,
     /// The open transaction registered catalog changes: nothing is inserted
     /// until it ends (its uncommitted state must not outlive an abort).
     txn_dirty: bool,
@@ -229,21 +232,55 @@ pub fn accept(backend: &Backend) {
                 inner.apply(m);
             }
             inner.min_completion = backend.txn.shared().procarray.completion_count();
+            inner.consumed += 1;
         }
         Catchup::Reset => {
             inner.clear();
             inner.min_completion = backend.txn.shared().procarray.completion_count();
+            inner.consumed += 1;
         }
     }
 }
 
-/// Whether an entry built from `snap` may be kept.
-fn may_insert(backend: &Backend, inner: &Inner, snap: &Snapshot) -> bool {
-    inner.reader.is_some()
-        && !inner.txn_dirty
-        && inner.db == crate::database::current()
-        && snap.completion_count >= inner.min_completion
-        && backend.txn.isolation() == IsolationLevel::ReadCommitted
+/// How many times [`accept`] consumed messages so far: compared before and
+/// after a lock is granted to know whether what was looked up before it may
+/// have changed.
+pub fn consumed(backend: &Backend) -> u64 {
+    get(backend).inner.borrow().consumed
+}
+
+/// A catalog snapshot (PostgreSQL's GetCatalogSnapshot): the latest committed
+/// state of the catalogs, plus the open transaction's own changes made by
+/// earlier commands. Relation lookups read the catalogs with it, never with
+/// a REPEATABLE READ or SERIALIZABLE transaction's snapshot, which could name
+/// files another session's TRUNCATE or rewrite has since removed; user
+/// tables are still read with the transaction's snapshot. Taken anew for
+/// each statement's analysis and after each lock wait (an entry built from
+/// it is kept in the cache: it is not older than any message consumed).
+pub fn catalog_snapshot(backend: &Backend, curcid: ferrogres_engine::txn::CommandId) -> ferrogres_datum::errors::Result<Snapshot> {
+    Ok(backend.txn.shared().procarray.get_snapshot(backend.id(), curcid, None)?)
+}
+
+/// The snapshot analysis and DDL read the catalogs with: the statement's in
+/// READ COMMITTED (taken just now, as fresh), else a [`catalog_snapshot`]
+/// taken after the transaction's snapshot is fixed (so that the first
+/// statement of a REPEATABLE READ transaction still fixes it). DDL reads the
+/// rows it validates or copies with it too, as PostgreSQL's rewrites and
+/// constraint checks read with its latest snapshot.
+pub fn ddl_snapshot(backend: &mut Backend) -> ferrogres_datum::errors::Result<Snapshot> {
+    let snap = backend.txn.statement_snapshot()?;
+    if backend.txn.isolation() == ferrogres_engine::txn::IsolationLevel::ReadCommitted {
+        return Ok(snap);
+    }
+    catalog_snapshot(backend, snap.curcid)
+}
+
+/// Whether an entry built from `snap` may be kept: whatever the isolation
+/// level, a snapshot not older than the last message consumed misses no
+/// change whose message was consumed, and one whose message comes later
+/// removes the entry when it is consumed (README, "Catalog cache").
+fn may_insert(inner: &Inner, snap: &Snapshot) -> bool {
+    inner.reader.is_some() && !inner.txn_dirty && inner.db == crate::database::current() && snap.completion_count >= inner.min_completion
 }
 
 /// The open transaction ended: entries may be inserted again. What it changed
@@ -394,7 +431,7 @@ pub(crate) fn namespaces(backend: &Backend, snap: &Snapshot, load: impl FnOnce()
     let v = Arc::new(load()?);
     let keep = {
         let inner = cc.inner.borrow();
-        may_insert(backend, &inner, snap)
+        may_insert(&inner, snap)
     };
     if keep {
         cc.inner.borrow_mut().namespaces = Some(v.clone());
@@ -418,7 +455,7 @@ pub(crate) fn functions(
     let v = Arc::new(load()?);
     let keep = {
         let inner = cc.inner.borrow();
-        may_insert(backend, &inner, snap)
+        may_insert(&inner, snap)
     };
     if keep {
         cc.inner.borrow_mut().functions.insert(name.to_string(), v.clone());
@@ -438,7 +475,7 @@ pub(crate) fn put_names(backend: &Backend, snap: &Snapshot, name: &str, found: &
     let cc = get(backend);
     {
         let mut inner = cc.inner.borrow_mut();
-        if !may_insert(backend, &inner, snap) {
+        if !may_insert(&inner, snap) {
             return;
         }
         for (ns, oid) in found {
@@ -470,7 +507,7 @@ pub(crate) fn put_table(backend: &Backend, snap: &Snapshot, t: &Arc<Table>, comp
         for f in &t.extras.fkeys {
             inner.dep(f.parent);
         }
-        if !complete || !may_insert(backend, &inner, snap) {
+        if !complete || !may_insert(&inner, snap) {
             return;
         }
         inner.tables.insert(t.oid, t.clone());
@@ -490,7 +527,7 @@ pub(crate) fn put_rel_acl(backend: &Backend, snap: &Snapshot, r: &Arc<crate::acl
     let cc = get(backend);
     {
         let mut inner = cc.inner.borrow_mut();
-        if !may_insert(backend, &inner, snap) {
+        if !may_insert(&inner, snap) {
             return;
         }
         inner.rel_acls.insert(r.oid, r.clone());
@@ -511,7 +548,7 @@ fn cached<T>(
         return Ok(v);
     }
     let v = Arc::new(load()?);
-    let keep = may_insert(backend, &cc.inner.borrow(), snap);
+    let keep = may_insert(&cc.inner.borrow(), snap);
     if keep {
         *slot(&mut cc.inner.borrow_mut()) = Some(v.clone());
         accept(backend);

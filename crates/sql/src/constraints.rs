@@ -344,7 +344,7 @@ pub fn check_drop(backend: &mut Backend, table: &Table, dropping: &[u32]) -> Res
     // current command's own deletions are seen as done (curcid + 1), without a
     // command counter increment (which would make a second drop of the same
     // table in `DROP TABLE w, w` fail).
-    let mut now = backend.txn.statement_snapshot()?;
+    let mut now = crate::catcache::ddl_snapshot(backend)?;
     now.curcid = now.curcid.wrapping_add(1);
     let mut deps: Vec<String> = Vec::new();
     for (_, row) in scan_rows(backend, &st, &now)? {
@@ -513,7 +513,7 @@ pub fn execute(
             }
             let tag = crate::index::execute(base, backend, snap, &*env, notice)?;
             backend.txn.command_counter_increment()?;
-            let snap = backend.txn.statement_snapshot()?;
+            let snap = crate::catcache::ddl_snapshot(backend)?;
             let table = lookup_in(backend, &snap, *namespace, name)?;
             for (ci, seq, opts) in &extras.sequences {
                 crate::sequence::create(backend, *namespace, seq, opts, (table.oid, *ci as i16 + 1))?;

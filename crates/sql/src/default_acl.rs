@@ -148,7 +148,7 @@ pub fn initial_acl(backend: &Backend, snap: &Snapshot, objtype: u8, namespace: u
 /// [`initial_acl`] in its stored form (NULL for the default), with the
 /// statement's snapshot of the current transaction.
 pub fn initial_stored(backend: &mut Backend, objtype: u8, namespace: u32, owner: u32) -> Result<Value> {
-    let snap = backend.txn.statement_snapshot()?;
+    let snap = crate::catcache::ddl_snapshot(backend)?;
     Ok(initial_acl(backend, &snap, objtype, namespace, owner)?.map_or(Value::Null, |a| acl::to_stored(&a)))
 }
 

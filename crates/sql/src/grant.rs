@@ -264,7 +264,7 @@ fn drop_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef]) -> Resul
         }
         // Functions: those it owns are dropped, its grants on others revoked.
         // (a snapshot that sees the earlier roles' changes)
-        let fsnap = backend.txn.statement_snapshot()?;
+        let fsnap = crate::catcache::ddl_snapshot(backend)?;
         let snap = &fsnap;
         let doomed_funcs: Vec<u32> = crate::sqlfunc::all(backend, snap)?.iter().filter(|f| f.owner == r).map(|f| f.oid).collect();
         crate::sqlfunc::drop_oids(backend, snap, &doomed_funcs)?;
@@ -278,7 +278,7 @@ fn drop_owned(backend: &mut Backend, snap: &Snapshot, list: &[RoleRef]) -> Resul
         }
         crate::default_acl::remove_where(backend, snap, &|d| d.role == r)?;
         backend.txn.command_counter_increment()?;
-        let snap2 = backend.txn.statement_snapshot()?;
+        let snap2 = crate::catcache::ddl_snapshot(backend)?;
         let entries: Vec<crate::default_acl::DefAcl> = crate::default_acl::list(backend, &snap2)?.iter().filter(|d| d.acl.iter().any(|i| i.grantee == r)).cloned().collect();
         for d in entries {
             let mut a = d.acl.clone();
@@ -507,7 +507,7 @@ fn execute_defaults(backend: &mut Backend, snap: &Snapshot, cmd: &GrantCmd, targ
     for role in targets {
         for &ns in &namespaces {
             // Each change sees the ones before it (FOR ROLE a, a).
-            let snap = backend.txn.statement_snapshot()?;
+            let snap = crate::catcache::ddl_snapshot(backend)?;
             let mut acl = crate::default_acl::current(backend, &snap, role, ns, objtype)?;
             for &g in &grantees {
                 if cmd.is_grant {

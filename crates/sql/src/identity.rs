@@ -127,7 +127,7 @@ pub(crate) fn create_table_column(
 pub(crate) fn store_created(backend: &mut Backend, t: &Table, identity: &[(usize, String)]) -> Result<()> {
     for (col, kind) in identity {
         backend.txn.command_counter_increment()?;
-        let snap = backend.txn.statement_snapshot()?;
+        let snap = crate::catcache::ddl_snapshot(backend)?;
         set_attidentity(backend, &snap, t, *col, kind)?;
     }
     Ok(())

@@ -1501,7 +1501,7 @@ pub fn execute(
             // The new catalog rows must be visible to the name choice.
             backend.txn.command_counter_increment()?;
             for spec in constraints {
-                let snap = backend.txn.statement_snapshot()?;
+                let snap = crate::catcache::ddl_snapshot(backend)?;
                 create_index(backend, env, &snap, &mut table, spec)?;
                 backend.txn.command_counter_increment()?;
             }
@@ -1510,7 +1510,7 @@ pub fn execute(
         IndexCmd::AddConstraints { table, specs } => {
             let mut table = table.clone();
             for spec in specs {
-                let snap = backend.txn.statement_snapshot()?;
+                let snap = crate::catcache::ddl_snapshot(backend)?;
                 create_index(backend, env, &snap, &mut table, spec)?;
                 backend.txn.command_counter_increment()?;
             }

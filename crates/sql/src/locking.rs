@@ -15,10 +15,13 @@
 //! prepared statement executed in a later transaction holds its locks too. All
 //! are transaction locks: the engine releases them at commit or abort.
 //!
-//! After waiting for a lock, the name is resolved again with a new catalog
-//! snapshot (READ COMMITTED; REPEATABLE READ keeps its transaction snapshot): a
-//! table dropped meanwhile is then "does not exist", a table replaced under the
-//! same name is locked anew (PostgreSQL's RangeVarGetRelidExtended loop).
+//! After waiting for a lock, or when invalidation messages arrived since the
+//! name was looked up, the name is resolved again with a new catalog snapshot
+//! (at every isolation level: the catalogs are read at their latest state, as
+//! PostgreSQL's catalog snapshot reads them): a table dropped meanwhile is
+//! then "does not exist", a table replaced under the same name is locked anew,
+//! a table truncated or rewritten is read in its new files (PostgreSQL's
+//! RangeVarGetRelidExtended loop).
 //!
 //! Weak modes (AccessShare, RowShare, RowExclusive) go through the lock
 //! manager's fast path; a first attempt is made with NOWAIT so that the
@@ -31,7 +34,6 @@ use ferrogres_engine::engine::Backend;
 use ferrogres_engine::lmgr::lock::{nowait_relation_error, LockAcquireResult, LockManager, LockMode, LockOptions, LockTag};
 use ferrogres_engine::pgstat::BackendId;
 use ferrogres_engine::txn::snapshot::Snapshot;
-use ferrogres_engine::txn::IsolationLevel;
 use std::sync::Arc;
 
 /// The relation lock tag of a table of the current database.
@@ -77,31 +79,39 @@ pub fn unlock_relation(backend: &Backend, rel: u32, mode: LockMode) -> Result<()
     Ok(())
 }
 
-/// A snapshot for looking the catalog up again after a lock wait: a new one in
-/// READ COMMITTED, `snap` itself otherwise.
+/// A snapshot for looking the catalog up again after a lock: a new catalog
+/// snapshot ([`crate::catcache::catalog_snapshot`]) whatever the isolation
+/// level, seeing `snap`'s own commands.
 pub fn catalog_snapshot(backend: &Backend, snap: &Snapshot) -> Result<Snapshot> {
-    if backend.txn.isolation() != IsolationLevel::ReadCommitted {
-        return Ok(snap.clone());
-    }
-    Ok(backend.txn.shared().procarray.get_snapshot(backend.id(), snap.curcid, None)?)
+    crate::catcache::catalog_snapshot(backend, snap.curcid)
 }
 
-/// Locks `table` (found by name `schema.name` under `snap`) in `mode`; after a
-/// wait, resolves the name again and follows it (unlocking the old relation if
-/// it changed). `Ok(None)`: the name no longer resolves to a table.
+/// Locks `table` (found by name `(schema, name)` when the invalidation count
+/// was `seen`: [`crate::catcache::consumed`] read before the lookup) in
+/// `mode`, then makes sure
+/// the lookup still holds (PostgreSQL's RangeVarGetRelidExtended loop): when
+/// the lock had to wait or invalidation messages were consumed since the
+/// lookup (by the lock's own read of the queue or before), the name is
+/// resolved again with a new catalog snapshot, and followed if it moved
+/// (unlocking the old relation). `Ok(None)`: the name no longer resolves to a
+/// table. The descriptor returned is the one found after the lock was
+/// granted: another session's TRUNCATE, REINDEX or rewrite committed before
+/// the grant gives it its new files.
 pub fn lock_resolved(
     backend: &Backend,
     snap: &Snapshot,
-    schema: Option<&str>,
-    name: &str,
+    (schema, name): (Option<&str>, &str),
     mut table: Table,
     mode: LockMode,
     nowait: bool,
+    mut seen: u64,
 ) -> Result<Option<Table>> {
     loop {
-        if !lock_relation(backend, table.oid, mode, nowait, &table.name)? {
+        let waited = lock_relation(backend, table.oid, mode, nowait, &table.name)?;
+        if !waited && crate::catcache::consumed(backend) == seen {
             return Ok(Some(table));
         }
+        seen = crate::catcache::consumed(backend);
         let fresh = catalog_snapshot(backend, snap)?;
         match catalog::lookup_table(backend, &fresh, schema, name)? {
             Some(t) if t.oid == table.oid => return Ok(Some(t)),
@@ -328,6 +338,7 @@ impl crate::analyze::Analyzer<'_> {
     /// Resolves a table named in a statement and locks it in `mode`, following
     /// the name again after a lock wait (see the module doc).
     pub(crate) fn range_table_locked(&self, rv: &pg_query::protobuf::RangeVar, mode: LockMode) -> Result<Table> {
+        let seen = crate::catcache::consumed(self.backend);
         let table = self.range_table(rv)?;
         if crate::sysviews::is_view(table.oid) {
             if mode != LockMode::AccessShare {
@@ -337,7 +348,7 @@ impl crate::analyze::Analyzer<'_> {
             return Ok(table);
         }
         let schema = (!rv.schemaname.is_empty()).then_some(rv.schemaname.as_str());
-        match lock_resolved(self.backend, self.snap, schema, &rv.relname, table, mode, false)? {
+        match lock_resolved(self.backend, self.snap, (schema, &rv.relname), table, mode, false, seen)? {
             Some(t) => Ok(t),
             None => {
                 let name = match schema {
@@ -397,6 +408,7 @@ pub fn exec_lock(backend: &Backend, snap: &Snapshot, targets: &[LockTarget], mod
             None => t.name.clone(),
         };
         let missing = || SqlError::new(b"42P01", format!("relation \"{shown}\" does not exist"));
+        let seen = crate::catcache::consumed(backend);
         let found = match catalog::lookup_table(backend, snap, t.schema.as_deref(), &t.name) {
             Err(e) if e.sqlstate() == "3F000" => None,
             r => r?,
@@ -405,7 +417,7 @@ pub fn exec_lock(backend: &Backend, snap: &Snapshot, targets: &[LockTarget], mod
         if table.namespace == catalog::PG_CATALOG_NAMESPACE {
             return Err(SqlError::not_supported(format!("LOCK on system catalog \"{}\"", t.name)));
         }
-        if lock_resolved(backend, snap, t.schema.as_deref(), &t.name, table, mode, nowait)?.is_none() {
+        if lock_resolved(backend, snap, (t.schema.as_deref(), &t.name), table, mode, nowait, seen)?.is_none() {
             return Err(missing());
         }
     }

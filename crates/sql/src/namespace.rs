@@ -349,7 +349,7 @@ pub fn materialize(backend: &mut Backend, ns: u32) -> Result<u32> {
     if ns != TEMP_PENDING {
         return Ok(ns);
     }
-    let snap = backend.txn.statement_snapshot()?;
+    let snap = crate::catcache::ddl_snapshot(backend)?;
     if let Some(o) = my_temp(&namespaces(backend, &snap)?) {
         return Ok(o);
     }
@@ -389,7 +389,7 @@ pub fn invisible_relations(backend: &Backend, snap: &Snapshot) -> Result<Vec<u32
 /// Removes every relation of schema `ns` and the schema row, in the current
 /// transaction.
 pub(crate) fn drop_namespace_contents(backend: &mut Backend, ns: u32) -> Result<()> {
-    let snap = backend.txn.statement_snapshot()?;
+    let snap = crate::catcache::ddl_snapshot(backend)?;
     // A temporary schema's tables are looked up as its owner session would.
     let owner = namespace_name(backend, &snap, ns)?.and_then(|n| n.strip_prefix("pg_temp_").and_then(|id| id.parse::<i32>().ok()));
     let saved = ctx().backend_id;
@@ -402,7 +402,7 @@ pub(crate) fn drop_namespace_contents(backend: &mut Backend, ns: u32) -> Result<
 }
 
 fn drop_relations_of(backend: &mut Backend, ns: u32) -> Result<()> {
-    let snap = backend.txn.statement_snapshot()?;
+    let snap = crate::catcache::ddl_snapshot(backend)?;
     let mut rels: Vec<(u32, String, String)> = Vec::new();
     for (_, row) in scan_rows(backend, &catalog::class_rel(), &snap)? {
         if let [Value::Oid(oid), Value::Text(n), Value::Oid(relns), _, _, Value::Text(kind), ..] = row.as_slice() {
@@ -416,14 +416,14 @@ fn drop_relations_of(backend: &mut Backend, ns: u32) -> Result<()> {
         if kind != "r" {
             continue;
         }
-        let snap = backend.txn.statement_snapshot()?;
+        let snap = crate::catcache::ddl_snapshot(backend)?;
         if let Some(t) = crate::constraints::table_by_oid(backend, &snap, *oid)? {
             catalog::drop_table(backend, &snap, &t, &tables)?;
             backend.txn.command_counter_increment()?;
         }
     }
     // What is left: sequences (and any index whose table went first).
-    let snap = backend.txn.statement_snapshot()?;
+    let snap = crate::catcache::ddl_snapshot(backend)?;
     delete_rows(backend, &snap, &catalog::class_rel(), |row| row.get(2) == Some(&Value::Oid(ns)))?;
     delete_rows(backend, &snap, &namespace_rel(), |row| row.first() == Some(&Value::Oid(ns)))?;
     backend.txn.command_counter_increment()?;
@@ -447,7 +447,7 @@ pub fn drop_temp_schema(backend: &mut Backend) {
     temp_tables::forget_session(backend.id().0);
     let _ = (|| -> Result<()> {
         backend.txn.begin(IsolationLevel::ReadCommitted)?;
-        let snap = backend.txn.statement_snapshot()?;
+        let snap = crate::catcache::ddl_snapshot(backend)?;
         let name = format!("pg_temp_{}", backend.id().0);
         let Some(ns) = namespaces(backend, &snap)?.into_iter().find(|(_, n)| *n == name).map(|x| x.0) else {
             backend.txn.commit()?;

@@ -1304,6 +1304,16 @@ impl Session {
 
     // ---- analysis --------------------------------------------------------------
 
+    /// The snapshot an analysis reads the catalogs with: the statement's in
+    /// READ COMMITTED (taken just now), else a catalog snapshot
+    /// (`catcache::catalog_snapshot`), after the transaction's snapshot is
+    /// fixed: a REPEATABLE READ transaction resolves names and files as
+    /// they are now, as PostgreSQL's catalog snapshot does, and reads its
+    /// tables' rows with its own snapshot.
+    fn analysis_snapshot(&mut self) -> Result<ferrogres_engine::txn::snapshot::Snapshot> {
+        crate::catcache::ddl_snapshot(&mut self.backend)
+    }
+
     fn analyze(&mut self, st: &ParsedStmt, param_types: &mut Vec<Option<Type>>, params_allowed: bool) -> Result<Statement> {
         // What the statement needs (crate::acl), recorded by the analysis.
         let outer = crate::catcache::begin_perms(&self.backend);
@@ -1355,7 +1365,7 @@ impl Session {
         }
         self.ensure_txn()?;
         crate::locking::apply_settings(&self.backend, &mut self.env)?;
-        let snap = self.backend.txn.statement_snapshot()?;
+        let snap = self.analysis_snapshot()?;
         let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: std::mem::take(param_types), params_allowed, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
         let r = a.statement(&st.node);
         *param_types = a.params;
@@ -1370,7 +1380,7 @@ impl Session {
         self.revalidate_prepared(&e.name)?;
         let plan = (*self.prepared[&e.name].plan).clone();
         let options = {
-            let snap = self.backend.txn.statement_snapshot()?;
+            let snap = self.analysis_snapshot()?;
             let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
             crate::explain::options(&a, x)?
         };
@@ -1401,7 +1411,7 @@ impl Session {
             return Err(SqlError::new(b"42809", "prepared statement is not a SELECT"));
         };
         let into = c.into.as_deref().ok_or_else(|| SqlError::internal("CREATE TABLE AS without a target"))?;
-        let snap = self.backend.txn.statement_snapshot()?;
+        let snap = self.analysis_snapshot()?;
         let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
         let mut stmt = a.create_as_target(into, q.clone(), c.if_not_exists, crate::plan::CtasForm::Execute)?;
         if let Statement::CreateTableAs(ct) = &mut stmt {
@@ -1653,7 +1663,12 @@ impl Session {
         if locked_at_bind != Some((plan as *const Statement as usize, self.backend.txn.nesting_level())) {
             crate::locking::lock_plan(&self.backend, plan)?;
         }
-        let snap = self.backend.txn.statement_snapshot()?;
+        // DDL reads and writes the catalogs (and validates or copies rows)
+        // at their latest state, as PostgreSQL's catalog snapshot and its
+        // rewrites' latest snapshot do, not as a REPEATABLE READ
+        // transaction's snapshot saw them: another session's TRUNCATE or
+        // rewrite may have replaced the table's files since.
+        let snap = if is_catalog_command(plan) { crate::catcache::ddl_snapshot(&mut self.backend)? } else { self.backend.txn.statement_snapshot()? };
         // Executor start: the privileges the plan recorded, checked every run.
         crate::acl::check_perms(&self.backend, &snap, perms)?;
         crate::grant::check_ddl(&self.backend, &snap, plan)?;
@@ -1773,6 +1788,7 @@ impl Session {
                 for (schema, name) in tables {
                     // PostgreSQL names a missing table without its schema.
                     let shown = name.clone();
+                    let seen = crate::catcache::consumed(&self.backend);
                     let t = match catalog::lookup_table(&self.backend, &snap, schema.as_deref(), name) {
                         Ok(t) => t,
                         Err(e) if e.sqlstate() == "3F000" && *missing_ok => {
@@ -1787,11 +1803,11 @@ impl Session {
                         Some(t) if t.namespace != catalog::PG_CATALOG_NAMESPACE => crate::locking::lock_resolved(
                             &self.backend,
                             &snap,
-                            schema.as_deref(),
-                            name,
+                            (schema.as_deref(), name),
                             t,
                             ferrogres_engine::lmgr::lock::LockMode::AccessExclusive,
                             false,
+                            seen,
                         )?,
                         other => other,
                     };
@@ -2318,7 +2334,7 @@ impl Session {
         let mut types: Vec<Option<Type>> = Vec::new();
         if !p.argtypes.is_empty() {
             self.ensure_txn()?;
-            let snap = self.backend.txn.statement_snapshot()?;
+            let snap = self.analysis_snapshot()?;
             let a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: true, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
             for n in &p.argtypes {
                 let Some(pg_query::NodeEnum::TypeName(tn)) = n.node.as_ref() else {
@@ -2387,7 +2403,7 @@ impl Session {
         };
         let into = c.into.as_deref().ok_or_else(|| SqlError::internal("CREATE TABLE AS without a target"))?;
         let ctas = {
-            let snap = self.backend.txn.statement_snapshot()?;
+            let snap = self.analysis_snapshot()?;
             let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
             a.create_as_target(into, q.clone(), c.if_not_exists, crate::plan::CtasForm::Execute)?
         };
@@ -2411,7 +2427,7 @@ impl Session {
         self.ensure_txn()?;
         let mut exprs = Vec::with_capacity(types.len());
         {
-            let snap = self.backend.txn.statement_snapshot()?;
+            let snap = self.analysis_snapshot()?;
             let mut a = Analyzer { backend: &self.backend, snap: &snap, sql: &st.sql, params: Vec::new(), params_allowed: false, views: Default::default(), upper: Default::default(), planner: crate::optimizer::PlannerSettings::from_env(&self.env), fold_error: None };
             for (i, (n, ty)) in e.params.iter().zip(&types).enumerate() {
                 let Some(node) = n.node.as_ref() else { return Err(SqlError::syntax("empty EXECUTE parameter")) };
@@ -2928,6 +2944,24 @@ fn no_statement(name: &str) -> SqlError {
     } else {
         SqlError::new(b"26000", format!("prepared statement \"{name}\" does not exist"))
     }
+}
+
+
+/// Whether `plan` is a command on catalog objects (DDL, LOCK, roles and
+/// privileges) rather than a query or a change of a table's rows: it runs
+/// with a catalog snapshot in REPEATABLE READ and SERIALIZABLE.
+fn is_catalog_command(plan: &Statement) -> bool {
+    matches!(
+        plan,
+        Statement::CreateTable { .. }
+            | Statement::DropTables { .. }
+            | Statement::Index(_)
+            | Statement::Role(_)
+            | Statement::Grant(_)
+            | Statement::Owner(_)
+            | Statement::Ddl(_)
+            | Statement::Lock { .. }
+    )
 }
 
 #[cfg(test)]

@@ -122,7 +122,17 @@ pub(crate) fn wanted(rf: &pb::RangeFunction) -> bool {
             let name = func_name(f);
             !((name == "unnest" && f.args.len() == 1) || name == "generate_series")
         }
-        None => false,
+        // A function-like expression (coalesce, nullif, CAST, current_date, ...).
+        None => first_item(&rf.functions[0]).is_some(),
+    }
+}
+
+/// The expression of one item of a FROM function list (`ROWS FROM` gives
+/// several), whatever its kind.
+fn first_item(n: &pb::Node) -> Option<&NodeEnum> {
+    match n.node.as_ref() {
+        Some(NodeEnum::List(l)) => l.items.first().and_then(|n| n.node.as_ref()),
+        _ => None,
     }
 }
 
@@ -156,7 +166,27 @@ pub(crate) fn range_function(
         if !rf.coldeflist.is_empty() {
             return Err(SqlError::not_supported("column definition lists for functions in FROM"));
         }
-        let Some(f) = first_call(item) else { return Err(SqlError::not_supported("this function in FROM")) };
+        let Some(f) = first_call(item) else {
+            // The other function-like expressions PostgreSQL's grammar takes
+            // in FROM (COALESCE, NULLIF, GREATEST/LEAST, CAST, TREAT,
+            // current_date and the other SQL value functions): one value, one
+            // row, the column named as the select list would name it
+            // (FigureColname: `coalesce`, `int4` for a CAST to integer).
+            let Some(n) = first_item(item) else { return Err(SqlError::not_supported("this function in FROM")) };
+            let e = a.outer_expr(n, outer)?;
+            if matches!(e.ty(), Type::Record(_)) || crate::project_set::contains_srf(&e) {
+                return Err(SqlError::not_supported("this expression in FROM"));
+            }
+            let e = a.resolve_unknown(e);
+            let name = a.figure_colname(n, &e);
+            if first_name.is_empty() {
+                first_name = name.clone();
+            }
+            cols.push((name, e.ty(), false));
+            scan.calls.push(Call::Scalar(scan.args.len()));
+            scan.args.push(e);
+            continue;
+        };
         if f.agg_star || f.agg_distinct || f.over.is_some() || !f.agg_order.is_empty() || f.agg_filter.is_some() || f.func_variadic {
             return Err(a.err_at(SqlError::not_supported("this function call in FROM"), f.location));
         }

@@ -364,6 +364,7 @@ pub fn execute(cmd: &ViewCmd, backend: &mut Backend, snap: &Snapshot, notice: No
         ViewCmd::DropTablesCascade { tables, missing_ok } => {
             let mut found: Vec<catalog::Table> = Vec::new();
             for (schema, name) in tables {
+                let seen = crate::catcache::consumed(backend);
                 let t = match catalog::lookup_table(backend, snap, schema.as_deref(), name) {
                     Ok(t) => t,
                     Err(e) if e.sqlstate() == "3F000" && *missing_ok => {
@@ -382,7 +383,7 @@ pub fn execute(cmd: &ViewCmd, backend: &mut Backend, snap: &Snapshot, notice: No
                         return Err(SqlError::new(b"42501", format!("permission denied: \"{name}\" is a system catalog")))
                     }
                     Some(t) => {
-                        let t = crate::locking::lock_resolved(backend, snap, schema.as_deref(), name, t, ferrogres_engine::lmgr::lock::LockMode::AccessExclusive, false)?
+                        let t = crate::locking::lock_resolved(backend, snap, (schema.as_deref(), name), t, ferrogres_engine::lmgr::lock::LockMode::AccessExclusive, false, seen)?
                             .ok_or_else(|| SqlError::new(b"42P01", format!("table \"{name}\" does not exist")))?;
                         found.push(t);
                     }

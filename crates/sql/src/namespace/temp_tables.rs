@@ -88,7 +88,7 @@ pub fn pre_commit(backend: &mut Backend) -> Result<bool> {
     let mut keep = Vec::new();
     let mut changed = false;
     for (oid, action) in list {
-        let snap = backend.txn.statement_snapshot()?;
+        let snap = crate::catcache::ddl_snapshot(backend)?;
         let Some(t) = crate::constraints::table_by_oid(backend, &snap, oid)? else { continue };
         match action {
             OnCommit::Drop => crate::catalog::drop_table(backend, &snap, &t, &[oid])?,
