@@ -8,6 +8,7 @@ use super::selectivity::{conjunction_selectivity, distinct_values, eqjoinsel, DE
 use crate::stats::ColStats;
 use super::{cost, JoinMethod};
 use crate::catalog::Table;
+use crate::join::JoinKind;
 use crate::plan::{CmpOp, Expr, Source};
 use crate::prep::PlanCtx;
 use crate::stats::TableStats;
@@ -524,10 +525,31 @@ pub fn semi_join_estimates(s: &mut Source, pc: &PlanCtx) {
         Source::Join(j) => {
             semi_join_estimates(&mut j.left, pc);
             semi_join_estimates(&mut j.right, pc);
-            if !j.kind.left_only() || j.lateral {
+            if j.lateral {
                 return;
             }
             let Some((lk, rk)) = &j.hash else { return };
+            if matches!(j.kind, JoinKind::Left | JoinKind::Right | JoinKind::Full) {
+                // Each key pair's eqjoinsel (its default without a table
+                // column on both sides), multiplied.
+                let sel: f64 = lk
+                    .iter()
+                    .zip(rk)
+                    .map(|(l, r)| {
+                        let outer = key_column(&j.left, j.left_filter.as_ref(), l, pc);
+                        let inner = key_column(&j.right, j.right_filter.as_ref(), r, pc);
+                        match (outer, inner) {
+                            (Some(a), Some(b)) => eqjoinsel(a.stats.as_ref(), a.tuples, b.stats.as_ref(), b.tuples),
+                            _ => DEFAULT_EQ_SEL,
+                        }
+                    })
+                    .product();
+                j.plan.outer_sel = Some(sel);
+                return;
+            }
+            if !j.kind.left_only() {
+                return;
+            }
             let frac = lk.iter().zip(rk).find_map(|(l, r)| {
                 let outer = key_column(&j.left, j.left_filter.as_ref(), l, pc)?;
                 let inner = key_column(&j.right, j.right_filter.as_ref(), r, pc)?;
