@@ -39,15 +39,53 @@ pub struct Array {
     /// An int2vector or oidvector (elem int2 or oid, lower bound 0): the same
     /// value as an array, but text I/O is the elements separated by spaces.
     pub vector: bool,
+    /// What a user of this value computed from its items once (the SQL
+    /// layer's hash lookup of a constant `= ANY` list): see [`ArrayCache`].
+    pub cache: ArrayCache,
 }
 
 impl Array {
     pub fn new(elem: Type, items: Vec<Value>) -> Array {
-        Array { elem, lower: 1, items, vector: false }
+        Array { elem, lower: 1, items, vector: false, cache: ArrayCache::default() }
     }
     /// An int2vector (`elem` int2) or oidvector (`elem` oid): lower bound 0.
     pub fn vector(elem: Type, items: Vec<Value>) -> Array {
-        Array { elem, lower: 0, items, vector: true }
+        Array { elem, lower: 0, items, vector: true, cache: ArrayCache::default() }
+    }
+}
+
+/// A value derived from an array's items, computed on first use and kept
+/// with that array (a constant of a plan: the SQL layer's hashed `= ANY`,
+/// built once per plan copy). Not part of the value: equality ignores it,
+/// and a clone starts empty, so a copy that is changed later can never read
+/// a cache of other items (the array a cache was made from is only read, by
+/// `&` reference, while it holds one).
+#[derive(Default)]
+pub struct ArrayCache(std::sync::OnceLock<std::sync::Arc<dyn std::any::Any + Send + Sync>>);
+
+impl ArrayCache {
+    /// The cached `T`, made by `make` on first use; `None` when the cache
+    /// already holds something of another type.
+    pub fn get_or_init<T: std::any::Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Option<&T> {
+        self.0.get_or_init(|| std::sync::Arc::new(make())).downcast_ref::<T>()
+    }
+}
+
+impl Clone for ArrayCache {
+    fn clone(&self) -> ArrayCache {
+        ArrayCache::default()
+    }
+}
+
+impl PartialEq for ArrayCache {
+    fn eq(&self, _: &ArrayCache) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for ArrayCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ArrayCache")
     }
 }
 
@@ -502,7 +540,7 @@ pub fn recv(elem: Type, b: &[u8]) -> Result<Value> {
     if pos != b.len() {
         return Err(SqlError::new(b"22P03", "incorrect binary data format"));
     }
-    Ok(Value::Array(Box::new(Array { elem, lower, items, vector: false })))
+    Ok(Value::Array(Box::new(Array { elem, lower, items, vector: false, cache: ArrayCache::default() })))
 }
 
 /// int2vectorin / oidvectorin: the elements separated by white space, each read
@@ -529,7 +567,7 @@ pub fn vector_recv(elem: Type, b: &[u8]) -> Result<Value> {
 /// A cast between array types, element by element.
 pub fn cast(a: &Array, to_elem: Type, typmod: i32, explicit: bool) -> Result<Value> {
     let items = a.items.iter().map(|v| types::cast(v.clone(), a.elem, to_elem, typmod, explicit)).collect::<Result<Vec<_>>>()?;
-    Ok(Value::Array(Box::new(Array { elem: to_elem, lower: a.lower, items, vector: false })))
+    Ok(Value::Array(Box::new(Array { elem: to_elem, lower: a.lower, items, vector: false, cache: ArrayCache::default() })))
 }
 
 /// btarraycmp: element by element (NULL after every value), then the shorter first.
@@ -672,7 +710,7 @@ pub fn call(f: ArrayFunc, vals: &[Value], ty: Type) -> Result<Value> {
                 }
                 let mut items = a.items.clone();
                 items.extend(b.items.iter().cloned());
-                Value::Array(Box::new(Array { elem: a.elem, lower: a.lower, items, vector: false }))
+                Value::Array(Box::new(Array { elem: a.elem, lower: a.lower, items, vector: false, cache: ArrayCache::default() }))
             }
             (Some(_), None) => vals[0].clone(),
             (None, Some(_)) => vals[1].clone(),

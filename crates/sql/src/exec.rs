@@ -17,6 +17,7 @@ use ferrogres_engine::engine::Backend;
 use ferrogres_engine::txn::snapshot::Snapshot;
 use std::borrow::Cow;
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 /// What the executor needs from the session besides the engine.
 pub trait Env {
@@ -353,16 +354,38 @@ fn trimmed_compare(l: &Expr, r: &Expr, row: &[Value]) -> Option<Option<Ordering>
 /// [`trimmed_compare`] does. The result is `ArrayFunc::AnyAll`'s: the first
 /// comparison that decides (true for ANY, false for ALL), else NULL when an
 /// item was NULL, else ALL's empty answer.
+///
+/// `x = ANY` and `x <> ALL` of at least [`MIN_HASHED_ITEMS`] items look `x`
+/// up in a hash table of the items ([`ListLookup`]) instead, as PostgreSQL
+/// 14+ does (PostgreSQL 15 for `<> ALL`, NOT IN): made on the first row from
+/// the plan's constant and kept with it (`ArrayCache`), so once per plan
+/// copy, not per row.
 #[allow(clippy::too_many_arguments)]
-fn any_all_const(op: CmpOp, all: bool, x: &Expr, items: &[Value], row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
+fn any_all_const(op: CmpOp, all: bool, x: &Expr, arr: &ferrogres_datum::array::Array, row: &[Value], params: &[Value], aggs: &[Value], env: &mut dyn Env) -> Result<Value> {
+    let items = &arr.items[..];
     if items.is_empty() {
         return Ok(Value::Bool(all));
     }
     let holds = |o: Ordering| op.holds(o);
     let mut saw_null = false;
+    let lookup = match (op, all) {
+        (CmpOp::Eq, false) | (CmpOp::Ne, true) if items.len() >= MIN_HASHED_ITEMS => arr.cache.get_or_init(|| ListLookup::new(items)).filter(|l| l.kind.is_some()),
+        _ => None,
+    };
+    // A found item decides: true for `= ANY`, false for `<> ALL`; else NULL
+    // when an item is NULL, else the other answer.
+    let looked_up = |found: bool, l: &ListLookup| match (found, l.has_null) {
+        (true, _) => Value::Bool(!all),
+        (false, true) => Value::Null,
+        (false, false) => Value::Bool(all),
+    };
     if matches!(x, Expr::Cast { from: Type::Bpchar, to: Type::Text, .. }) {
         if let Some(s) = str_operand(x, row) {
             let Some(s) = s else { return Ok(Value::Null) };
+            if let Some(l) = lookup.filter(|l| l.kind == Some(ValueKind::Text)) {
+                let found = l.candidates(ferrogres_engine::hash::hashfunc::hash_text(s.as_bytes())).any(|i| matches!(&items[i], Value::Text(t) if t.as_bytes() == s.as_bytes()));
+                return Ok(looked_up(found, l));
+            }
             for v in items {
                 match v {
                     Value::Text(t) => {
@@ -381,6 +404,10 @@ fn any_all_const(op: CmpOp, all: bool, x: &Expr, items: &[Value], row: &[Value],
     if x.is_null() {
         return Ok(Value::Null);
     }
+    if let Some(l) = lookup.filter(|l| l.kind == value_kind(&x)) {
+        let found = l.candidates(crate::hashjoin::value_hash(&x)).any(|i| compare(&x, &items[i]) == Ordering::Equal);
+        return Ok(looked_up(found, l));
+    }
     for v in items {
         if v.is_null() {
             saw_null = true;
@@ -389,6 +416,80 @@ fn any_all_const(op: CmpOp, all: bool, x: &Expr, items: &[Value], row: &[Value],
         }
     }
     Ok(if saw_null { Value::Null } else { Value::Bool(all) })
+}
+
+/// PostgreSQL's MIN_ARRAY_SIZE_FOR_HASHED_SAOP: a shorter list is searched
+/// in order (building a table would cost more than it saves).
+const MIN_HASHED_ITEMS: usize = 9;
+
+/// The classes of values whose equality under [`compare`] is their
+/// [`crate::hashjoin::value_hash`]'s: the integers of every width (compared
+/// as i64) are one class; a value of one class is never compared with one
+/// of another through the table (the loop decides those, as before).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ValueKind {
+    Int,
+    Float8,
+    Float4,
+    Numeric,
+    Text,
+    Bytea,
+    Uuid,
+    Bool,
+    Date,
+    Time,
+    Timestamp,
+    Timestamptz,
+}
+
+fn value_kind(v: &Value) -> Option<ValueKind> {
+    if v.as_i64().is_some() {
+        return Some(ValueKind::Int);
+    }
+    Some(match v {
+        Value::Float8(_) => ValueKind::Float8,
+        Value::Float4(_) => ValueKind::Float4,
+        Value::Numeric(_) => ValueKind::Numeric,
+        Value::Text(_) => ValueKind::Text,
+        Value::Bytea(_) => ValueKind::Bytea,
+        Value::Uuid(_) => ValueKind::Uuid,
+        Value::Bool(_) => ValueKind::Bool,
+        Value::Date(_) => ValueKind::Date,
+        Value::Time(_) => ValueKind::Time,
+        Value::Timestamp(_) => ValueKind::Timestamp,
+        Value::Timestamptz(_) => ValueKind::Timestamptz,
+        _ => return None,
+    })
+}
+
+/// A constant list's items by hash (PostgreSQL's hashed ScalarArrayOpExpr):
+/// the positions of the items of each hash, probed with `x`'s hash and
+/// confirmed with [`compare`]. `kind`: the class of every non-null item
+/// (`None`: items of several classes or of one without a hash here; the
+/// list is then searched in order).
+struct ListLookup {
+    kind: Option<ValueKind>,
+    positions: HashMap<u32, Vec<usize>>,
+    has_null: bool,
+}
+
+impl ListLookup {
+    fn new(items: &[Value]) -> ListLookup {
+        let mut kinds = items.iter().filter(|v| !v.is_null()).map(value_kind);
+        let first = kinds.next().flatten();
+        let kind = if kinds.all(|k| k == first) { first } else { None };
+        let mut positions: HashMap<u32, Vec<usize>> = HashMap::new();
+        if kind.is_some() {
+            for (i, v) in items.iter().enumerate().filter(|(_, v)| !v.is_null()) {
+                positions.entry(crate::hashjoin::value_hash(v)).or_default().push(i);
+            }
+        }
+        ListLookup { kind, positions, has_null: items.iter().any(|v| v.is_null()) }
+    }
+
+    fn candidates(&self, hash: u32) -> impl Iterator<Item = usize> + '_ {
+        self.positions.get(&hash).into_iter().flatten().copied()
+    }
 }
 
 /// Evaluates `e` over an input row, parameters and aggregate results.
@@ -485,7 +586,7 @@ pub fn eval_pure(e: &Expr, row: &[Value], params: &[Value], aggs: &[Value], env:
         Expr::IsNull { arg, negated } => Value::Bool(ev(arg, env)?.is_null() != *negated),
         Expr::Func { func: Func::Array(ArrayFunc::AnyAll { op, all }), args, .. } if matches!(args.get(1), Some(Expr::Const(Value::Array(_), _))) => {
             let Some(Expr::Const(Value::Array(items), _)) = args.get(1) else { unreachable!("matched a constant array") };
-            any_all_const(*op, *all, &args[0], &items.items, row, params, aggs, env)?
+            any_all_const(*op, *all, &args[0], items, row, params, aggs, env)?
         }
         Expr::Func { func, args, ty } => {
             let vals: Vec<Value> = args.iter().map(|a| ev(a, env)).collect::<Result<_>>()?;
@@ -1596,5 +1697,45 @@ mod tests {
         // NOT LIKE of NULL stays NULL.
         let like = Expr::Like { arg: c(Value::Null, Type::Text), pat: c(Value::Text("a%".into()), Type::Text), escape: None, ci: false };
         assert_eq!(run(Expr::Not(Box::new(like))), Value::Null);
+    }
+
+    /// A list of nine or more items is looked up by hash, once built: the
+    /// table holds it after the first evaluation, answers equal the loop's
+    /// (mixed integer widths, NULL items), and a list of several classes is
+    /// left to the loop.
+    #[test]
+    fn long_constant_lists_are_hashed_once() {
+        use ferrogres_datum::array::{Array, ArrayFunc};
+        let list = |items: Vec<Value>| Expr::Const(Value::Array(Box::new(Array::new(Type::Int8, items))), Type::Array(&Type::Int8));
+        let any = |x: Value, arr: &Expr, all: bool| {
+            let op = if all { CmpOp::Ne } else { CmpOp::Eq };
+            Expr::Func { func: Func::Array(ArrayFunc::AnyAll { op, all }), args: vec![Expr::Const(x, Type::Int4), arr.clone()], ty: Type::Bool }
+        };
+        let ints: Vec<Value> = (1..=12).map(|i| Value::Int8(i * 10)).collect();
+        let arr = list(ints.clone());
+        let Expr::Const(Value::Array(a), _) = &arr else { unreachable!() };
+        assert_eq!(eval_no_row(&any(Value::Int4(30), &arr, false)).unwrap(), Value::Bool(true));
+        assert_eq!(eval_no_row(&any(Value::Int4(31), &arr, false)).unwrap(), Value::Bool(false));
+        assert_eq!(eval_no_row(&any(Value::Int4(31), &arr, true)).unwrap(), Value::Bool(true));
+        assert_eq!(eval_no_row(&any(Value::Null, &arr, false)).unwrap(), Value::Null);
+        // The table is kept with the constant that was evaluated.
+        let e = any(Value::Int4(40), &arr, false);
+        let Expr::Func { args, .. } = &e else { unreachable!() };
+        let Expr::Const(Value::Array(own), _) = &args[1] else { unreachable!() };
+        assert_eq!(eval_no_row(&e).unwrap(), Value::Bool(true));
+        let lookup = own.cache.get_or_init(|| ListLookup::new(&[])).expect("a ListLookup");
+        assert_eq!((lookup.kind, lookup.positions.len(), lookup.has_null), (Some(ValueKind::Int), 12, false));
+        assert!(a.cache.get_or_init(|| 0u8).is_some(), "a clone starts with an empty cache");
+        // A NULL item: not found is NULL, found is true.
+        let mut with_null = ints.clone();
+        with_null.push(Value::Null);
+        let arr = list(with_null);
+        assert_eq!(eval_no_row(&any(Value::Int4(31), &arr, false)).unwrap(), Value::Null);
+        assert_eq!(eval_no_row(&any(Value::Int4(120), &arr, false)).unwrap(), Value::Bool(true));
+        assert_eq!(eval_no_row(&any(Value::Int4(120), &arr, true)).unwrap(), Value::Bool(false));
+        // Items of two classes: no table.
+        let mut mixed = ints;
+        mixed.push(Value::Text("x".into()));
+        assert_eq!(ListLookup::new(&mixed).kind, None);
     }
 }

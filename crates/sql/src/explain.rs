@@ -423,6 +423,9 @@ pub struct CostEnv {
     pub cpu_tuple_cost: f64,
     pub cpu_index_tuple_cost: f64,
     pub cpu_operator_cost: f64,
+    /// A hash table's memory bound in bytes (`work_mem` times
+    /// `hash_mem_multiplier`), for the hash join's build side.
+    pub hash_mem: f64,
     sizes: HashMap<u32, (f64, f64)>,
 }
 
@@ -435,6 +438,10 @@ impl CostEnv {
             cpu_tuple_cost: f("cpu_tuple_cost", 0.01),
             cpu_index_tuple_cost: f("cpu_index_tuple_cost", 0.005),
             cpu_operator_cost: f("cpu_operator_cost", 0.0025),
+            hash_mem: {
+                let p = crate::optimizer::PlannerSettings::from_env(env);
+                p.work_mem * 1024.0 * p.hash_mem_multiplier
+            },
             sizes: HashMap::new(),
         }
     }
@@ -600,6 +607,20 @@ fn table_scope(t: &Table, name: &str) -> Scope {
 }
 
 impl Builder<'_> {
+    /// Whether the executor is expected to hash the left input of outer
+    /// join `j` (inputs estimated as `l`, `r`): `hashjoin::start` reads both
+    /// a row at a time in turn and hashes the one that ends first while the
+    /// rows read fit in the hash memory, else the right one. Inner joins
+    /// keep their written sides here (the join search placed them).
+    fn builds_left(&self, j: &crate::join::Join, l: &Node, r: &Node) -> bool {
+        /// Bytes a held row costs beyond its columns' widths (its vector and
+        /// value slots), roughly.
+        const ROW_OVERHEAD: f64 = 64.0;
+        let outer = matches!(j.kind, crate::join::JoinKind::Left | crate::join::JoinKind::Right | crate::join::JoinKind::Full);
+        let held = l.rows * (l.width as f64 + r.width as f64 + 2.0 * ROW_OVERHEAD);
+        outer && l.rows < r.rows && held <= self.cost.hash_mem
+    }
+
     fn counter(&self, p: usize, s: Stage) -> Option<Counter> {
         self.counters.map(|c| c.get(&(p, s)).copied().unwrap_or_default())
     }
@@ -999,14 +1020,31 @@ impl Builder<'_> {
                         n.total = j.plan.cost.unwrap_or(l.total + l.rows * r.total);
                     }
                     (Some((lk, rk)), None) if !j.lateral => {
+                        let (lrows, rrows) = (l.rows, r.rows);
+                        // An outer join whose left input the executor hashes
+                        // (`hashjoin::start`: the input that ends first) is
+                        // PostgreSQL's Hash Right Join of the inputs swapped:
+                        // the right input probes, the left one is the Hash.
+                        let swap = self.builds_left(j, &l, &r);
+                        let kind = match (swap, j.kind) {
+                            (true, crate::join::JoinKind::Left) => " Right",
+                            (true, crate::join::JoinKind::Right) => " Left",
+                            _ => kind,
+                        };
                         n.name = format!("Hash{kind} Join");
                         let rscope: Scope = scope[j.lw..].to_vec();
                         let conds: Vec<String> = lk
                             .iter()
                             .zip(rk)
-                            .map(|(a, b)| format!("({} = {})", strip(deparse(a, &scope, self.qualify, &[])), strip(deparse(b, &rscope, self.qualify, &[]))))
+                            .map(|(a, b)| {
+                                let (a, b) = (strip(deparse(a, &scope, self.qualify, &[])), strip(deparse(b, &rscope, self.qualify, &[])));
+                                if swap { format!("({b} = {a})") } else { format!("({a} = {b})") }
+                            })
                             .collect();
                         n.details.push(format!("Hash Cond: {}", and_list(conds)));
+                        if swap {
+                            std::mem::swap(&mut l, &mut r);
+                        }
                         let hash_rows = r.rows;
                         let mut h = Node { name: "Hash".into(), startup: r.total, total: r.total, rows: r.rows, width: r.width, ..Default::default() };
                         if self.counters.is_some() {
@@ -1018,7 +1056,7 @@ impl Builder<'_> {
                         }
                         h.children.push(r);
                         r = h;
-                        n.rows = j.plan.rows.or_else(|| semi_rows(j, l.rows)).unwrap_or_else(|| (l.rows * hash_rows / hash_rows.max(l.rows).max(1.0)).max(1.0));
+                        n.rows = j.plan.rows.or_else(|| semi_rows(j, lrows)).or_else(|| outer_rows(j, lrows, rrows)).unwrap_or_else(|| (l.rows * hash_rows / hash_rows.max(l.rows).max(1.0)).max(1.0));
                         n.startup = r.total;
                         n.total = j.plan.cost.unwrap_or(r.total + l.total + l.rows * self.cost.cpu_operator_cost + n.rows * self.cost.cpu_tuple_cost);
                     }
@@ -1357,6 +1395,20 @@ fn and_list(v: Vec<String>) -> String {
 /// A semi-join's rows: its outer rows times the fraction that has a match
 /// (`JoinPlan::semi_frac`, PostgreSQL's eqjoinsel_semi); an anti-join's,
 /// times the fraction that has none. `None` when not estimated.
+/// The estimated rows of an outer join from its keys' selectivity
+/// (`JoinPlan::outer_sel`): the matched pairs, and at least every row of
+/// each preserved side, as PostgreSQL's calc_joinrel_size_estimate.
+fn outer_rows(j: &crate::join::Join, lrows: f64, rrows: f64) -> Option<f64> {
+    let pairs = lrows * rrows * j.plan.outer_sel?;
+    let rows = match j.kind {
+        crate::join::JoinKind::Left => pairs.max(lrows),
+        crate::join::JoinKind::Right => pairs.max(rrows),
+        crate::join::JoinKind::Full => pairs.max(lrows).max(rrows),
+        _ => return None,
+    };
+    Some(rows.max(1.0))
+}
+
 fn semi_rows(j: &crate::join::Join, outer_rows: f64) -> Option<f64> {
     let f = j.plan.semi_frac?;
     let rows = match j.kind {

@@ -669,7 +669,7 @@ fn build_tree(t: &crate::optimizer::joinsearch::Tree, slots: &mut [Option<Source
                 lw,
                 rw,
                 lateral: false,
-                plan: JoinPlan { method, rows: Some(*rows), cost: Some(*cost), out: None, semi_frac: None },
+                plan: JoinPlan { method, rows: Some(*rows), cost: Some(*cost), out: None, semi_frac: None, outer_sel: None },
             };
             (Source::Join(Box::new(join)), lw + rw)
         }

@@ -8,6 +8,7 @@ use super::selectivity::{conjunction_selectivity, distinct_values, eqjoinsel, DE
 use crate::stats::ColStats;
 use super::{cost, JoinMethod};
 use crate::catalog::Table;
+use crate::join::JoinKind;
 use crate::plan::{CmpOp, Expr, Source};
 use crate::prep::PlanCtx;
 use crate::stats::TableStats;
@@ -176,13 +177,20 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
     };
     let is_table = |leaf: usize| matches!(leaves[leaf].0, Source::Table(_));
     let mut clauses = Vec::new();
+    // For each clause, the two (item, column) it equates, when it is an
+    // equality of two item columns: what a foreign key is matched against.
+    let mut equated: Vec<Option<Equated>> = Vec::new();
     for q in quals {
         let m = mask_of(q);
         if m.count_ones() < 2 {
             continue;
         }
         let ec = column_equality(q).and_then(|(a, _, _)| classes.get(&a).copied()).filter(|_| m.count_ones() == 2);
-        let mut c = Clause { rels: m, sel: DEFAULT_INEQ_SEL, sides: None, param: Vec::new(), ec };
+        let mut c = Clause { rels: m, sel: DEFAULT_INEQ_SEL, sides: None, param: Vec::new(), ec, fk: None };
+        equated.push(match q {
+            Expr::Compare { op: CmpOp::Eq, l, r } => col_of(l).zip(col_of(r)).filter(|(a, b)| a.0 != b.0),
+            _ => None,
+        });
         if matches!(q, Expr::Or(_) | Expr::Not(_)) {
             c.sel = join_clause_sel(q, &mask_of, &|e| leaf_sel(leaf_of(columns_read(e)[0]), e));
             // The restrictions this OR implies were added as filters of
@@ -225,7 +233,50 @@ pub fn join_problem(leaves: &[(&Source, usize, usize)], quals: &[&Expr], leaf_of
         }
         clauses.push(c);
     }
+    foreign_key_joins(leaves, &sizes, &equated, &mut clauses);
     (rels, clauses)
+}
+
+/// The two (item, column) a clause `x = y` equates.
+type Equated = ((usize, usize), (usize, usize));
+
+/// Marks the clauses that make up a declared foreign key's join
+/// (PostgreSQL's get_foreign_key_join_selectivity, from its reasoning):
+/// when every column pair of a foreign key of item `c` referencing item `p`
+/// is equated by a clause, each row of `c` with no NULL key matches exactly
+/// one row of `p`'s table, so those clauses together keep
+/// `1 / rows(p's table)` of the cross product, whatever the columns'
+/// statistics say (multiplying per-column selectivities counts the
+/// correlation of the key's columns as independence: TPC-H Q9's
+/// lineitem-partsupp join on `(l_partkey, l_suppkey)`). The table's rows
+/// are before its restrictions: a restricted parent keeps the matches of
+/// the rows it keeps. A clause serves one foreign key at most; a key whose
+/// clauses another key took is not used. NOT VALID keys count, as in
+/// PostgreSQL (which reads every foreign key of a relation).
+fn foreign_key_joins(leaves: &[(&Source, usize, usize)], sizes: &[Option<TableSize>], equated: &[Option<Equated>], clauses: &mut [Clause]) {
+    let mut next = 0;
+    for (ci, &(csrc, ..)) in leaves.iter().enumerate() {
+        let Source::Table(child) = csrc else { continue };
+        for fk in &child.extras.fkeys {
+            for (pi, &(psrc, ..)) in leaves.iter().enumerate() {
+                let Source::Table(parent) = psrc else { continue };
+                if pi == ci || parent.oid != fk.parent {
+                    continue;
+                }
+                let pair = |k: usize, e: &Option<Equated>| {
+                    let want = ((ci, fk.cols[k]), (pi, fk.parent_cols[k]));
+                    e.is_some_and(|(a, b)| (a, b) == want || (b, a) == want)
+                };
+                let found: Option<Vec<usize>> = (0..fk.cols.len()).map(|k| (0..clauses.len()).find(|&i| clauses[i].fk.is_none() && pair(k, &equated[i]))).collect();
+                let Some(found) = found.filter(|f| !f.is_empty()) else { continue };
+                let tuples = sizes[pi].as_ref().map_or(1.0, |s| s.tuples).max(1.0);
+                for i in found {
+                    clauses[i].fk = Some((next, 1.0 / tuples));
+                }
+                next += 1;
+            }
+        }
+    }
 }
 
 /// A restriction implied by a join's OR is added only when it keeps at most
@@ -474,10 +525,31 @@ pub fn semi_join_estimates(s: &mut Source, pc: &PlanCtx) {
         Source::Join(j) => {
             semi_join_estimates(&mut j.left, pc);
             semi_join_estimates(&mut j.right, pc);
-            if !j.kind.left_only() || j.lateral {
+            if j.lateral {
                 return;
             }
             let Some((lk, rk)) = &j.hash else { return };
+            if matches!(j.kind, JoinKind::Left | JoinKind::Right | JoinKind::Full) {
+                // Each key pair's eqjoinsel (its default without a table
+                // column on both sides), multiplied.
+                let sel: f64 = lk
+                    .iter()
+                    .zip(rk)
+                    .map(|(l, r)| {
+                        let outer = key_column(&j.left, j.left_filter.as_ref(), l, pc);
+                        let inner = key_column(&j.right, j.right_filter.as_ref(), r, pc);
+                        match (outer, inner) {
+                            (Some(a), Some(b)) => eqjoinsel(a.stats.as_ref(), a.tuples, b.stats.as_ref(), b.tuples),
+                            _ => DEFAULT_EQ_SEL,
+                        }
+                    })
+                    .product();
+                j.plan.outer_sel = Some(sel);
+                return;
+            }
+            if !j.kind.left_only() {
+                return;
+            }
             let frac = lk.iter().zip(rk).find_map(|(l, r)| {
                 let outer = key_column(&j.left, j.left_filter.as_ref(), l, pc)?;
                 let inner = key_column(&j.right, j.right_filter.as_ref(), r, pc)?;

@@ -74,6 +74,10 @@ pub struct Clause {
     /// yet joined by that class (k relations: k - 1 selectivities), since
     /// the implied ones (`estimate::implied_equalities`) add no condition.
     pub ec: Option<usize>,
+    /// Part of a foreign key's join (`estimate::foreign_key_joins`): the
+    /// key's number and its selectivity (1 / the referenced table's rows),
+    /// which a set holding both tables counts once in place of its clauses'.
+    pub fk: Option<(usize, f64)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,29 +132,44 @@ fn set_rows(rels: &[Rel], clauses: &[Clause], set: u32) -> f64 {
         }
         x
     }
-    for c in clauses {
-        if c.rels & !set != 0 {
-            continue;
+    // Joins `c`'s two relations in its class; whether they were apart.
+    let mut join_in_class = |c: &Clause, ec: usize| -> bool {
+        let at = match groups.iter().position(|g| g.0 == ec) {
+            Some(i) => i,
+            None => {
+                let mut p = [0u8; 32];
+                for (i, x) in p.iter_mut().enumerate() {
+                    *x = i as u8;
+                }
+                groups.push((ec, p));
+                groups.len() - 1
+            }
+        };
+        let p = &mut groups[at].1;
+        let (a, b) = (c.rels.trailing_zeros() as usize, 31 - c.rels.leading_zeros() as usize);
+        let (ra, rb) = (find(p, a), find(p, b));
+        p[ra] = rb as u8;
+        ra != rb
+    };
+    // Foreign keys first: a key's selectivity once, and its clauses join
+    // their relations in their classes, so that a class's other clauses
+    // between the same relations (implied ones) add nothing more.
+    let mut keys_done: Vec<usize> = Vec::new();
+    for c in clauses.iter().filter(|c| c.rels & !set == 0) {
+        let Some((key, sel)) = c.fk else { continue };
+        if !keys_done.contains(&key) {
+            keys_done.push(key);
+            rows *= sel;
         }
+        if let Some(ec) = c.ec {
+            join_in_class(c, ec);
+        }
+    }
+    for c in clauses.iter().filter(|c| c.rels & !set == 0 && c.fk.is_none()) {
         match c.ec {
             None => rows *= c.sel,
             Some(ec) => {
-                let at = match groups.iter().position(|g| g.0 == ec) {
-                    Some(i) => i,
-                    None => {
-                        let mut p = [0u8; 32];
-                        for (i, x) in p.iter_mut().enumerate() {
-                            *x = i as u8;
-                        }
-                        groups.push((ec, p));
-                        groups.len() - 1
-                    }
-                };
-                let p = &mut groups[at].1;
-                let (a, b) = (c.rels.trailing_zeros() as usize, 31 - c.rels.leading_zeros() as usize);
-                let (ra, rb) = (find(p, a), find(p, b));
-                if ra != rb {
-                    p[ra] = rb as u8;
+                if join_in_class(c, ec) {
                     rows *= c.sel;
                 }
             }
@@ -329,7 +348,7 @@ mod tests {
     }
 
     fn eq(a: usize, ca: usize, b: usize, cb: usize, sel: f64) -> Clause {
-        Clause { rels: (1 << a) | (1 << b), sel, sides: Some((1 << a, 1 << b)), param: vec![(a, ca, 1 << b), (b, cb, 1 << a)], ec: None }
+        Clause { rels: (1 << a) | (1 << b), sel, sides: Some((1 << a, 1 << b)), param: vec![(a, ca, 1 << b), (b, cb, 1 << a)], ec: None, fk: None }
     }
 
     fn order(t: &Tree) -> Vec<usize> {
@@ -364,8 +383,8 @@ mod tests {
         // cross product; the search joins along the chain.
         let rels = vec![Rel { rows: 2.0, cost: 1.0, width: 8.0, table: None }, Rel { rows: 100_000.0, cost: 1000.0, width: 8.0, table: None }, Rel { rows: 2.0, cost: 1.0, width: 8.0, table: None }];
         let clauses = vec![
-            Clause { rels: 0b011, sel: 1e-5, sides: Some((0b001, 0b010)), param: vec![], ec: None },
-            Clause { rels: 0b110, sel: 1e-5, sides: Some((0b010, 0b100)), param: vec![], ec: None },
+            Clause { rels: 0b011, sel: 1e-5, sides: Some((0b001, 0b010)), param: vec![], ec: None, fk: None },
+            Clause { rels: 0b110, sel: 1e-5, sides: Some((0b010, 0b100)), param: vec![], ec: None, fk: None },
         ];
         let t = search(&rels, &clauses, &PlannerSettings::default(), &mut || true);
         let Tree::Join { left, right, .. } = &t else { panic!() };
@@ -388,7 +407,7 @@ mod tests {
     #[test]
     fn greedy_beyond_the_collapse_limit_covers_every_relation() {
         let rels: Vec<Rel> = (0..14).map(|i| Rel { rows: 10.0 + i as f64, cost: 1.0, width: 8.0, table: None }).collect();
-        let clauses: Vec<Clause> = (0..13).map(|i| Clause { rels: (1 << i) | (1 << (i + 1)), sel: 0.1, sides: Some((1 << i, 1 << (i + 1))), param: vec![], ec: None }).collect();
+        let clauses: Vec<Clause> = (0..13).map(|i| Clause { rels: (1 << i) | (1 << (i + 1)), sel: 0.1, sides: Some((1 << i, 1 << (i + 1))), param: vec![], ec: None, fk: None }).collect();
         let t = search(&rels, &clauses, &PlannerSettings::default(), &mut || true);
         let mut o = order(&t);
         o.sort();
@@ -398,7 +417,7 @@ mod tests {
     #[test]
     fn disabled_hash_join_gives_way() {
         let rels = vec![Rel { rows: 1000.0, cost: 10.0, width: 8.0, table: None }, Rel { rows: 1000.0, cost: 10.0, width: 8.0, table: None }];
-        let clauses = vec![Clause { rels: 0b11, sel: 0.001, sides: Some((1, 2)), param: vec![], ec: None }];
+        let clauses = vec![Clause { rels: 0b11, sel: 0.001, sides: Some((1, 2)), param: vec![], ec: None, fk: None }];
         let on = search(&rels, &clauses, &PlannerSettings::default(), &mut || true);
         assert!(matches!(on, Tree::Join { method: Method::Hash, .. }));
         let p = PlannerSettings { enable_hashjoin: false, ..PlannerSettings::default() };
@@ -419,5 +438,24 @@ mod tests {
         // Without classes every clause would multiply.
         let plain = vec![eq(0, 0, 1, 0, 0.01), eq(1, 0, 2, 0, 0.01), eq(0, 0, 2, 0, 0.01)];
         assert!((set_rows(&rels, &plain, 0b111) - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_foreign_key_join_keeps_one_parent_row_per_child_row() {
+        // child (1000 rows) references parent (100 of its 400 rows after a
+        // filter) by two columns, each clause 1/20 on its own: the key
+        // counts 1/400 once, so 1000 * 100 / 400 rows.
+        let rels = vec![table(1000.0, 1000.0, vec![]), table(100.0, 400.0, vec![])];
+        let key = |col: usize, ec: usize| Clause { ec: Some(ec), fk: Some((0, 1.0 / 400.0)), ..eq(0, col, 1, col, 0.05) };
+        let clauses = vec![key(0, 0), key(1, 1)];
+        assert!((set_rows(&rels, &clauses, 0b11) - 250.0).abs() < 1e-9);
+        // A third relation in the first key column's class, joined to the
+        // child too: the implied parent-third clause adds nothing more.
+        let mut rels3 = rels.clone();
+        rels3.push(table(50.0, 50.0, vec![]));
+        let mut clauses3 = clauses.clone();
+        clauses3.push(Clause { ec: Some(0), ..eq(0, 0, 2, 0, 0.02) });
+        clauses3.push(Clause { ec: Some(0), ..eq(1, 0, 2, 0, 0.02) });
+        assert!((set_rows(&rels3, &clauses3, 0b111) - 250.0 * 50.0 * 0.02).abs() < 1e-9);
     }
 }

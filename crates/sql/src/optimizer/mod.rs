@@ -157,6 +157,11 @@ pub struct JoinPlan {
     /// [`estimate::semi_join_estimates`]); an anti-join keeps the others.
     /// `None`: not estimated (no hash key over columns).
     pub semi_frac: Option<f64>,
+    /// For a left, right or full join, the selectivity of its hash keys
+    /// over the cross product of its inputs (eqjoinsel per key pair,
+    /// multiplied; [`estimate::semi_join_estimates`]): EXPLAIN's rows are
+    /// the matched pairs, at least the rows of each preserved side.
+    pub outer_sel: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
