@@ -83,6 +83,13 @@ fn returning_names_system_columns_as_postgres_15() {
     check_script("returning_system_columns");
 }
 
+/// txid_current() and txid_current_if_assigned(): the top-level xid, assigned
+/// on demand, the same in a savepoint, as PostgreSQL 15.
+#[test]
+fn txid_functions_match_postgres_15() {
+    check_script("txid");
+}
+
 #[test]
 fn in_lists_match_postgres_15() {
     check_script("in_lists");

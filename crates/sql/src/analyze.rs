@@ -1752,6 +1752,8 @@ impl<'a> Analyzer<'a> {
         let (func, sig, ret): (Func, &[Type], Type) = match (name.as_str(), args.len()) {
             ("version", 0) => (Func::Version, &[], Type::Text),
             ("pg_backend_pid", 0) => (Func::BackendPid, &[], Type::Int4),
+            ("txid_current", 0) => (Func::TxidCurrent, &[], Type::Int8),
+            ("txid_current_if_assigned", 0) => (Func::TxidCurrentIfAssigned, &[], Type::Int8),
             ("pg_sleep", 1) => (Func::Sleep, &[Type::Float8], Type::Void),
             ("set_config", 3) => (Func::SetConfig, &[Type::Text, Type::Text, Type::Bool], Type::Text),
             ("current_setting", 1) => (Func::CurrentSetting, &[Type::Text], Type::Text),

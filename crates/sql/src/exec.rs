@@ -32,6 +32,12 @@ pub trait Env {
     fn lock_ctx(&mut self) -> Option<&mut crate::locking::LockCtx> {
         None
     }
+    /// The top-level transaction's full xid (epoch and xid, as txid_current()
+    /// shows it), assigned first if `assign`; `None` if none is assigned. Only
+    /// the executor's [`Ctx`] has the transaction.
+    fn top_full_xid(&mut self, _assign: bool) -> Result<Option<u64>> {
+        Err(SqlError::not_supported("txid_current() in this part of a statement"))
+    }
     /// The backend and statement snapshot of the executor running the call,
     /// for functions whose permission rules depend on the current role and
     /// a runtime argument (pg_cancel_backend's target, ...). Only the
@@ -169,6 +175,10 @@ impl Env for Ctx<'_> {
     }
     fn caller(&self) -> Option<(&Backend, &Snapshot)> {
         Some((&*self.backend, &self.snap))
+    }
+    fn top_full_xid(&mut self, assign: bool) -> Result<Option<u64>> {
+        let txn = &mut self.backend.txn;
+        Ok(if assign { Some(txn.assign_top_full_xid()?) } else { txn.top_full_xid() }.map(|f| f.0))
     }
     fn settings(&self) -> Vec<(String, String, String)> {
         self.env.settings()
@@ -672,6 +682,9 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         },
         Func::Version => Value::Text(env.version()),
         Func::BackendPid => Value::Int4(env.pid()),
+        Func::TxidCurrent | Func::TxidCurrentIfAssigned => {
+            env.top_full_xid(func == Func::TxidCurrent)?.map_or(Value::Null, |x| Value::Int8(x as i64))
+        }
         Func::Sleep => {
             let secs = match vals[0] {
                 Value::Float8(f) if f.is_finite() => f.clamp(0.0, 1e9),

@@ -21,6 +21,10 @@ pub use ferrogres_datum::ops::{ArithOp, CmpOp};
 pub enum Func {
     Version,
     BackendPid,
+    /// txid_current(): the top-level xid with its epoch (assigned if needed).
+    TxidCurrent,
+    /// txid_current_if_assigned(): the same, NULL if none is assigned yet.
+    TxidCurrentIfAssigned,
     Sleep,
     SetConfig,
     CurrentSetting,

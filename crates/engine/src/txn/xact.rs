@@ -481,10 +481,30 @@ impl TransactionManager {
     /// The xid of the current (sub)transaction, assigning it (and its parents'
     /// first, so a parent's xid always precedes its children's) if needed.
     pub fn assign_xid_if_needed(&mut self) -> Result<TransactionId> {
+        self.assign_xids(self.stack.len())?;
+        Ok(self.stack.last().and_then(|s| s.xid).map(|f| f.xid()).unwrap_or(INVALID_XID))
+    }
+
+    /// The top-level transaction's full xid, assigning it if needed but not
+    /// the current subtransaction's (PostgreSQL's GetTopFullTransactionId, as
+    /// `txid_current()` asks).
+    pub fn assign_top_full_xid(&mut self) -> Result<FullTransactionId> {
+        self.assign_xids(1)?;
+        self.top_full_xid().ok_or_else(no_xact)
+    }
+
+    /// The top-level transaction's full xid, if assigned.
+    pub fn top_full_xid(&self) -> Option<FullTransactionId> {
+        self.stack.first().and_then(|s| s.xid)
+    }
+
+    /// Assigns the xids of the first `levels` levels of the transaction stack
+    /// that have none, outermost first.
+    fn assign_xids(&mut self, levels: usize) -> Result<()> {
         if !self.in_transaction() {
             return Err(no_xact());
         }
-        for level in 0..self.stack.len() {
+        for level in 0..levels.min(self.stack.len()) {
             if self.stack[level].xid.is_some() {
                 continue;
             }
@@ -512,7 +532,7 @@ impl TransactionManager {
             self.stack[level].xid = Some(full);
             self.latest_xid = Some(full);
         }
-        Ok(self.stack.last().and_then(|s| s.xid).map(|f| f.xid()).unwrap_or(INVALID_XID))
+        Ok(())
     }
 
     /// The xid of the innermost (sub)transaction, or INVALID if it has none yet.
