@@ -10,26 +10,19 @@
 //! (both commit) and crossed ranges (write skew: never both).
 #![cfg(not(loom))]
 
-use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::heap::tuple::{AttrDesc, Datum, Tid};
 use ferrogres_engine::lmgr::predicate::{PredTarget, SerializableXact};
 use ferrogres_engine::nbtree::{BTree, BuiltinComparator, KeyKind, ScanBounds};
 use ferrogres_engine::storage::{BlockNumber, RelFileLocator};
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
+
+mod common;
+use common::serializable::{lockstep_pairs, open_engine};
 
 /// An index of a user relation (file number past the catalogs': tracked).
 const INDEX: RelFileLocator = RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: 16500 };
-
-fn open_engine() -> (tempfile::TempDir, Arc<Engine>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = Settings::default();
-    s.set("shared_buffers", "256").unwrap();
-    let (engine, _) = Engine::open(dir.path(), s).unwrap();
-    (dir, engine)
-}
 
 /// An int8 index holding `keys`, inserted outside any serializable transaction.
 fn tree_with(engine: &Engine, keys: impl Iterator<Item = i64>) -> BTree {
@@ -214,46 +207,17 @@ fn a_split_copies_page_locks_to_the_new_right_page() {
 /// by barriers. `crossed`: each inserts into the range the other read (write
 /// skew); else into its own range, far from the other's. Returns how many
 /// rounds committed both.
-fn run_pairs(engine: &Arc<Engine>, t: &Arc<BTree>, crossed: bool, rounds: usize) -> usize {
-    let both = Arc::new(AtomicUsize::new(0));
-    let barrier = Arc::new(Barrier::new(2));
-    let committed = Arc::new(AtomicUsize::new(0));
-    let threads: Vec<_> = (0..2i64)
-        .map(|side| {
-            let (engine, t, barrier, committed, both) = (engine.clone(), t.clone(), barrier.clone(), committed.clone(), both.clone());
-            std::thread::spawn(move || {
-                let pm = &engine.txn.predicate;
-                for round in 0..rounds as i64 {
-                    // Side 0 reads around 10_000, side 1 around 30_000; each
-                    // round on fresh keys.
-                    let mine = 10_000 + side * 20_000 + round * 40;
-                    let theirs = 10_000 + (1 - side) * 20_000 + round * 40;
-                    let x = pm.register(side as i32 + 1, format!("{}/{round}", side + 3), false);
-                    barrier.wait();
-                    scan(&engine, &t, &x, mine, mine + 20);
-                    barrier.wait();
-                    let target = if crossed { theirs + 3 + side } else { mine + 1 };
-                    let ok = insert(&engine, &t, &x, target).is_ok();
-                    barrier.wait();
-                    let ok = ok && pm.pre_commit(&x).is_ok();
-                    pm.release(&x, ok);
-                    if ok {
-                        committed.fetch_add(1, Ordering::SeqCst);
-                    }
-                    // Both sides have counted this round before side 0 reads it.
-                    barrier.wait();
-                    if side == 0 && committed.swap(0, Ordering::SeqCst) == 2 {
-                        both.fetch_add(1, Ordering::SeqCst);
-                    }
-                    barrier.wait();
-                }
-            })
-        })
-        .collect();
-    for th in threads {
-        th.join().unwrap();
-    }
-    both.load(Ordering::SeqCst)
+fn run_pairs(engine: &Engine, t: &BTree, crossed: bool, rounds: u32) -> usize {
+    // Side 0 reads around 10_000, side 1 around 30_000; each round on fresh keys.
+    let mine = |side: u32, round: u32| 10_000 + side as i64 * 20_000 + round as i64 * 40;
+    let read = |side, round, x: &Arc<SerializableXact>| {
+        scan(engine, t, x, mine(side, round), mine(side, round) + 20);
+    };
+    let write = |side, round, x: &SerializableXact| {
+        let target = if crossed { mine(1 - side, round) + 3 + side as i64 } else { mine(side, round) + 1 };
+        insert(engine, t, x, target).is_ok()
+    };
+    lockstep_pairs(engine, rounds, read, write)
 }
 
 #[test]
@@ -261,10 +225,10 @@ fn disjoint_key_ranges_both_commit_crossed_ones_never_do() {
     let (_dir, engine) = open_engine();
     // Every tenth key up to 60000: the two ranges are thousands of keys
     // (several leaves) apart.
-    let t = Arc::new(tree_with(&engine, (0..6000).map(|i| i * 10)));
-    const ROUNDS: usize = 50;
+    let t = tree_with(&engine, (0..6000).map(|i| i * 10));
+    const ROUNDS: u32 = 50;
     let both = run_pairs(&engine, &t, false, ROUNDS);
-    assert_eq!(both, ROUNDS, "disjoint ranges of one index: no false conflict");
+    assert_eq!(both, ROUNDS as usize, "disjoint ranges of one index: no false conflict");
     let both = run_pairs(&engine, &t, true, ROUNDS);
     assert_eq!(both, 0, "write skew through the index: one of the two fails");
     assert_eq!(engine.txn.predicate.xact_count(), 0);

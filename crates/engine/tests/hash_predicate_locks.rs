@@ -10,25 +10,18 @@
 //! crossed ones (write skew: never both).
 #![cfg(not(loom))]
 
-use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
 use ferrogres_engine::hash::HashIndex;
 use ferrogres_engine::heap::tuple::Tid;
 use ferrogres_engine::lmgr::predicate::{PredTarget, SerializableXact};
 use ferrogres_engine::storage::{BlockNumber, RelFileLocator};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
+
+mod common;
+use common::serializable::{lockstep_pairs, open_engine};
 
 /// An index of a user relation (file number past the catalogs': tracked).
 const INDEX: RelFileLocator = RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid: POSTGRES_DATABASE_OID, rel_number: 16600 };
-
-fn open_engine() -> (tempfile::TempDir, Arc<Engine>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = Settings::default();
-    s.set("shared_buffers", "256").unwrap();
-    let (engine, _) = Engine::open(dir.path(), s).unwrap();
-    (dir, engine)
-}
 
 /// A new index with two buckets (0: even hash codes, 1: odd ones).
 fn index(engine: &Engine, fillfactor: u16) -> HashIndex {
@@ -188,45 +181,18 @@ fn a_bucket_split_copies_the_lock_to_the_new_bucket() {
 /// even codes (bucket 0), side 1 odd ones (bucket 1). `crossed`: each
 /// inserts into the other's bucket (write skew); else into its own. Returns
 /// how many rounds committed both.
-fn run_pairs(engine: &Arc<Engine>, ix: &Arc<HashIndex>, crossed: bool, rounds: usize) -> usize {
-    let both = Arc::new(AtomicUsize::new(0));
-    let barrier = Arc::new(Barrier::new(2));
-    let committed = Arc::new(AtomicUsize::new(0));
-    let threads: Vec<_> = (0..2u32)
-        .map(|side| {
-            let (engine, ix, barrier, committed, both) = (engine.clone(), ix.clone(), barrier.clone(), committed.clone(), both.clone());
-            std::thread::spawn(move || {
-                let pm = &engine.txn.predicate;
-                for round in 0..rounds as u32 {
-                    let mine = 1000 + 2 * round * 8 + side;
-                    let theirs = 1000 + 2 * round * 8 + (1 - side);
-                    let x = pm.register(side as i32 + 1, format!("{}/{round}", side + 3), false);
-                    barrier.wait();
-                    scan(&engine, &ix, &x, mine);
-                    barrier.wait();
-                    let code = if crossed { theirs } else { mine };
-                    let i = (round * 2 + side) as u64 + if crossed { 1000 } else { 0 };
-                    let ok = insert(&engine, &ix, &x, code, i).is_ok();
-                    barrier.wait();
-                    let ok = ok && pm.pre_commit(&x).is_ok();
-                    pm.release(&x, ok);
-                    if ok {
-                        committed.fetch_add(1, Ordering::SeqCst);
-                    }
-                    // Both sides have counted this round before side 0 reads it.
-                    barrier.wait();
-                    if side == 0 && committed.swap(0, Ordering::SeqCst) == 2 {
-                        both.fetch_add(1, Ordering::SeqCst);
-                    }
-                    barrier.wait();
-                }
-            })
-        })
-        .collect();
-    for th in threads {
-        th.join().unwrap();
-    }
-    both.load(Ordering::SeqCst)
+fn run_pairs(engine: &Engine, ix: &HashIndex, crossed: bool, rounds: u32) -> usize {
+    let read = |side, round: u32, x: &Arc<SerializableXact>| {
+        scan(engine, ix, x, 1000 + 2 * round * 8 + side);
+    };
+    let write = |side, round: u32, x: &SerializableXact| {
+        let mine = 1000 + 2 * round * 8 + side;
+        let theirs = 1000 + 2 * round * 8 + (1 - side);
+        let code = if crossed { theirs } else { mine };
+        let i = (round * 2 + side) as u64 + if crossed { 1000 } else { 0 };
+        insert(engine, ix, x, code, i).is_ok()
+    };
+    lockstep_pairs(engine, rounds, read, write)
 }
 
 #[test]
@@ -234,10 +200,10 @@ fn different_buckets_both_commit_crossed_ones_never_do() {
     let (_dir, engine) = open_engine();
     // Default fill factor: 2 x 307 entries before the first split, more
     // than the runs insert, so the two buckets stay apart.
-    let ix = Arc::new(index(&engine, 75));
-    const ROUNDS: usize = 50;
+    let ix = index(&engine, 75);
+    const ROUNDS: u32 = 50;
     let both = run_pairs(&engine, &ix, false, ROUNDS);
-    assert_eq!(both, ROUNDS, "different buckets of one index: no false conflict");
+    assert_eq!(both, ROUNDS as usize, "different buckets of one index: no false conflict");
     let both = run_pairs(&engine, &ix, true, ROUNDS);
     assert_eq!(both, 0, "write skew through the index: one of the two fails");
     assert_eq!(ix.meta(&engine).unwrap().maxbucket, 1, "no split happened");

@@ -82,7 +82,8 @@ enum Found {
 
 /// Runs the statement: (rows inserted or updated, RETURNING rows).
 pub fn execute(u: &Upsert, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
-    let mut run = Run { u, mine: HashSet::new(), n: 0, out: Vec::new() };
+    let returning = crate::exec::Returning::new(&u.table, &u.returning);
+    let mut run = Run { u, returning, mine: HashSet::new(), n: 0, out: Vec::new() };
     match &u.source {
         UpsertSource::Rows(rows) => {
             for exprs in rows {
@@ -104,6 +105,8 @@ pub fn execute(u: &Upsert, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
 
 struct Run<'u> {
     u: &'u Upsert,
+    /// The statement's RETURNING list, prepared once.
+    returning: crate::exec::Returning<'u>,
     /// Row versions this statement made (inserted or updated).
     mine: HashSet<Tid>,
     n: u64,
@@ -152,8 +155,7 @@ impl Run<'_> {
 
     /// The RETURNING row of `row`, just written at `tid`.
     fn returning(&mut self, row: &[Value], tid: Tid, ctx: &mut Ctx) -> Result<()> {
-        let u = self.u;
-        if let Some(r) = crate::exec::Returning::new(&u.table, &u.returning).row(row, tid, ctx)? {
+        if let Some(r) = self.returning.row(row, tid, ctx)? {
             self.out.push(r);
         }
         Ok(())

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod serializable;
 
 use ferrogres_engine::config::Settings;
 use ferrogres_engine::engine::{Backend, Engine, DEFAULT_TABLESPACE_OID, POSTGRES_DATABASE_OID};
