@@ -115,6 +115,7 @@ const ELEMS: [(Type, u32, &str, &str); N_ELEMS] = [
     (Type::Uuid, 2951, "_uuid", "uuid[]"),
     (Type::Jsonb, 3807, "_jsonb", "jsonb[]"),
     (Type::PgLsn, 3221, "_pg_lsn", "pg_lsn[]"),
+    (Type::Xid8, 271, "_xid8", "xid8[]"),
     (Type::Tid, 1010, "_tid", "tid[]"),
     (Type::Numeric, 1231, "_numeric", "numeric[]"),
     (Type::Int2Vector, 1006, "_int2vector", "int2vector[]"),
@@ -122,7 +123,7 @@ const ELEMS: [(Type, u32, &str, &str); N_ELEMS] = [
 ];
 
 /// How many element types have an array type.
-pub(crate) const N_ELEMS: usize = 28;
+pub(crate) const N_ELEMS: usize = 29;
 
 /// The element types, as `'static` references for `Type::Array` (from [`ELEMS`]).
 pub(crate) static ELEM_TYPES: [Type; N_ELEMS] = {

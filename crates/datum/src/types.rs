@@ -34,6 +34,7 @@
 //! | json | 114 | -1 | i | `Json` (the text as written; [`crate::json`]) |
 //! | jsonb | 3802 | -1 | i | `Jsonb` (canonical text; [`crate::json`]) |
 //! | pg_lsn | 3220 | 8 | d | `PgLsn` ([`crate::pg_lsn`]) |
+//! | xid8 | 5069 | 8 | d | `Xid8` (a full transaction id: epoch and xid) |
 //! | tid | 27 | 6 | s | `Tid` ([`crate::tid`]; by reference) |
 //! | cid | 29 | 4 | i | `Oid` (system columns cmin, cmax) |
 //! | int2vector | 22 | -1 | i | `Array` of int2 from 0, `vector` set (text "1 2"; [`crate::array`]) |
@@ -88,6 +89,8 @@ pub enum Type {
     Jsonb,
     /// A WAL position ([`crate::pg_lsn`]).
     PgLsn,
+    /// A full transaction id, epoch and xid (`xid8`, 5069).
+    Xid8,
     /// A tuple's place, (block, offset) ([`crate::tid`]): the system column ctid.
     Tid,
     /// Command ids (the system columns cmin, cmax); held as `Value::Oid`, no operators.
@@ -101,7 +104,7 @@ pub enum Type {
     OidVector,
 }
 
-pub const TYPES: [Type; 27] = [
+pub const TYPES: [Type; 28] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -126,6 +129,7 @@ pub const TYPES: [Type; 27] = [
     Type::Json,
     Type::Jsonb,
     Type::PgLsn,
+    Type::Xid8,
     Type::Int2Vector,
     Type::OidVector,
     Type::Tid,
@@ -165,6 +169,7 @@ impl Type {
             Type::Json => 114,
             Type::Jsonb => 3802,
             Type::PgLsn => crate::pg_lsn::PG_LSN_OID,
+            Type::Xid8 => 5069,
             Type::Int2Vector => 22,
             Type::OidVector => 30,
         }
@@ -247,6 +252,7 @@ impl Type {
             Type::Json => "json",
             Type::Jsonb => "jsonb",
             Type::PgLsn => "pg_lsn",
+            Type::Xid8 => "xid8",
             Type::Int2Vector => "int2vector",
             Type::OidVector => "oidvector",
         }
@@ -285,6 +291,7 @@ impl Type {
             Type::Json => "json",
             Type::Jsonb => "jsonb",
             Type::PgLsn => "pg_lsn",
+            Type::Xid8 => "xid8",
             Type::Int2Vector => "int2vector",
             Type::OidVector => "oidvector",
         }
@@ -311,7 +318,7 @@ impl Type {
             Type::Int4 | Type::Oid | Type::Xid | Type::Cid | Type::Void => 4,
             Type::Tid => 6,
             Type::Record(_) => -1,
-            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::PgLsn => 8,
+            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::PgLsn | Type::Xid8 => 8,
             Type::Date | Type::Float4 => 4,
             Type::Interval => 16,
             Type::TimeTz => 12,
@@ -331,7 +338,7 @@ impl Type {
             Type::Int4 | Type::Oid | Type::Xid | Type::Cid | Type::Date | Type::Float4 => AttrDesc::fixed(4),
             Type::Tid => AttrDesc::fixed_by_ref(6, b's'),
             Type::Record(_) => return None,
-            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::PgLsn => AttrDesc::fixed(8),
+            Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::PgLsn | Type::Xid8 => AttrDesc::fixed(8),
             Type::Interval => AttrDesc::fixed_by_ref(16, b'd'),
             Type::TimeTz => AttrDesc::fixed_by_ref(12, b'd'),
             // name and "char" are stored as varlena here (PostgreSQL: 64 and 1 fixed bytes).
@@ -391,6 +398,7 @@ impl Type {
             "json" => Type::Json,
             "jsonb" => Type::Jsonb,
             "pg_lsn" => Type::PgLsn,
+            "xid8" => Type::Xid8,
             "int2vector" => Type::Int2Vector,
             "oidvector" => Type::OidVector,
             _ => return crate::array::from_typname(name),
@@ -432,6 +440,8 @@ pub enum Value {
     Jsonb(String),
     /// pg_lsn ([`crate::pg_lsn`]).
     PgLsn(u64),
+    /// xid8: a full transaction id.
+    Xid8(u64),
     /// tid ([`crate::tid`]): block number, offset.
     Tid(u32, u16),
     /// A record ([`crate::record`]).
@@ -615,6 +625,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Json => Value::Json(crate::json::json_in(s)?),
         Type::Jsonb => Value::Jsonb(crate::json::jsonb_in(s)?),
         Type::PgLsn => Value::PgLsn(crate::pg_lsn::input(s)?),
+        Type::Xid8 => Value::Xid8(xid8_input(s)),
     })
 }
 
@@ -679,6 +690,7 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Uuid(u) => crate::uuid::output(u),
         Value::Json(s) | Value::Jsonb(s) => s.clone(),
         Value::PgLsn(l) => crate::pg_lsn::output(*l),
+        Value::Xid8(x) => x.to_string(),
         Value::Tid(b, o) => crate::tid::output(*b, *o),
         Value::Record(r) => crate::record::output(&r.values),
     })
@@ -778,7 +790,7 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         Value::Json(s) => s.as_bytes().to_vec(),
         // jsonb_send: version 1, then the text.
         Value::Jsonb(s) => [&[1u8][..], s.as_bytes()].concat(),
-        Value::PgLsn(l) => l.to_be_bytes().to_vec(),
+        Value::PgLsn(l) | Value::Xid8(l) => l.to_be_bytes().to_vec(),
         Value::Tid(b, o) => crate::tid::send(*b, *o),
         Value::Record(r) => crate::record::send(r),
     })
@@ -880,6 +892,7 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
         Type::Numeric => Value::Numeric(crate::numeric::Numeric::recv(b)?),
         Type::Uuid => Value::Uuid(crate::uuid::recv(b)?),
         Type::PgLsn => Value::PgLsn(crate::pg_lsn::recv(b)?),
+        Type::Xid8 => Value::Xid8(u64::from_be_bytes(fixed(8)?.try_into().unwrap())),
         Type::Json | Type::Jsonb => {
             let (text, jsonb) = match (ty, b.split_first()) {
                 (Type::Json, _) => (b, false),
@@ -913,7 +926,7 @@ pub fn to_datum(ty: Type, v: &Value) -> Result<Option<Datum<'_>>> {
         (Type::Uuid, Value::Uuid(u)) => Datum::Varlena(u),
         (Type::Json, Value::Json(s)) | (Type::Jsonb, Value::Jsonb(s)) => Datum::Varlena(s.as_bytes()),
         (Type::Date, Value::Date(d)) => Datum::ByVal(*d as u32 as u64),
-        (Type::PgLsn, Value::PgLsn(l)) => Datum::ByVal(*l),
+        (Type::PgLsn, Value::PgLsn(l)) | (Type::Xid8, Value::Xid8(l)) => Datum::ByVal(*l),
         (Type::Time, Value::Time(t)) | (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => {
             Datum::ByVal(*t as u64)
         }
@@ -939,6 +952,7 @@ pub fn from_byval(ty: Type, raw: u64) -> Result<Value> {
         Type::Timestamp => Value::Timestamp(raw as i64),
         Type::Timestamptz => Value::Timestamptz(raw as i64),
         Type::PgLsn => Value::PgLsn(raw),
+        Type::Xid8 => Value::Xid8(raw),
         t => return Err(SqlError::internal(format!("by-value datum for type {}", t.typname()))),
     })
 }
@@ -1044,6 +1058,10 @@ pub fn cast(v: Value, from: Type, to: Type, typmod: i32, explicit: bool) -> Resu
     if from == to {
         return Ok(v);
     }
+    if let (Type::Xid8, Type::Xid, Value::Xid8(x)) = (from, to, &v) {
+        // xid(xid8): the low 32 bits, the epoch dropped.
+        return Ok(Value::Oid(*x as u32));
+    }
     let int_to = |i: i64| -> Result<Value> {
         Ok(match to {
             Type::Int2 => Value::Int2(i16::try_from(i).map_err(|_| out_of_range(Type::Int2))?),
@@ -1146,7 +1164,7 @@ pub fn cast_allowed(from: Type, to: Type, context: CastContext) -> bool {
         || matches!((from, to), (Int4 | Int8, Int2) | (Int8, Int4) | (Float8, Int2 | Int4 | Int8) | (Oid, Int4 | Int8))
         || matches!((from, to), (Float8, Float4) | (Float4, Int2 | Int4 | Int8))
         || (to.is_string() && from != Void);
-    let explicit = assignment || matches!((from, to), (Int4, Bool) | (Bool, Int4)) || from.is_string();
+    let explicit = assignment || matches!((from, to), (Int4, Bool) | (Bool, Int4) | (Xid8, Xid)) || from.is_string();
     match context {
         CastContext::Implicit => implicit,
         CastContext::Assignment => assignment,
@@ -1177,7 +1195,7 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
         (Value::Float4(x), Value::Float4(y)) => compare(&Value::Float8(*x as f64), &Value::Float8(*y as f64)),
         (Value::Numeric(x), Value::Numeric(y)) => x.cmp(y),
         (Value::Uuid(x), Value::Uuid(y)) => x.cmp(y),
-        (Value::PgLsn(x), Value::PgLsn(y)) => x.cmp(y),
+        (Value::PgLsn(x), Value::PgLsn(y)) | (Value::Xid8(x), Value::Xid8(y)) => x.cmp(y),
         (Value::Tid(b, o), Value::Tid(c, p)) => (b, o).cmp(&(c, p)),
         (Value::Record(x), Value::Record(y)) => crate::record::compare(&x.values, &y.values),
         (Value::Jsonb(x), Value::Jsonb(y)) => crate::json::compare_text(x, y),
@@ -1206,6 +1224,30 @@ pub fn arg_float(v: &Value) -> f64 {
         Value::Float8(f) => *f,
         Value::Float4(f) => *f as f64,
         v => v.as_i64().unwrap_or(0) as f64,
+    }
+}
+
+/// xid8's text input as PostgreSQL 15 reads it (strtoull, unchecked): leading
+/// blanks and a sign, then digits; a value past 2^64-1 saturates, a negative
+/// one wraps, and text without digits reads as 0.
+fn xid8_input(s: &str) -> u64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: u64 = 0;
+    for c in digits.bytes().take_while(u8::is_ascii_digit) {
+        match v.checked_mul(10).and_then(|v| v.checked_add((c - b'0') as u64)) {
+            Some(n) => v = n,
+            None => return u64::MAX,
+        }
+    }
+    if neg {
+        v.wrapping_neg()
+    } else {
+        v
     }
 }
 
@@ -1313,3 +1355,4 @@ mod tests {
         assert_eq!(check_bpchar("abcd   ", 4 + 4, false).unwrap(), "abcd");
     }
 }
+

@@ -90,6 +90,14 @@ fn txid_functions_match_postgres_15() {
     check_script("txid");
 }
 
+/// xid8, pg_current_xact_id(), pg_xact_status() and txid_status() of
+/// committed, aborted and running (sub)transactions, xid = int4, as
+/// PostgreSQL 15.
+#[test]
+fn xid8_and_xact_status_match_postgres_15() {
+    check_script("xid8");
+}
+
 #[test]
 fn in_lists_match_postgres_15() {
     check_script("in_lists");

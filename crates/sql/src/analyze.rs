@@ -1426,7 +1426,12 @@ impl<'a> Analyzer<'a> {
         } else if lt == rt && lt == Type::Xid && matches!(cmp, Some(CmpOp::Eq | CmpOp::Ne)) {
             // xid has = and <> only.
             Type::Xid
-        } else if lt == rt && matches!(lt, Type::Array(_) | Type::Int2Vector | Type::OidVector | Type::Uuid | Type::Jsonb | Type::PgLsn | Type::Tid) && cmp.is_some() {
+        } else if lt == Type::Xid && matches!(rt, Type::Int4 | Type::Int2) && matches!(cmp, Some(CmpOp::Eq | CmpOp::Ne)) {
+            // xid = int4 and xid <> int4 (xideqint4): the integer's 32 bits as an xid.
+            let r = self.coerce(r, Type::Int4, CastContext::Implicit, loc)?;
+            let r = Expr::Func { func: Func::Int4AsXid, args: vec![r], ty: Type::Xid };
+            return Ok(Expr::Compare { op: cmp.expect("checked"), l: Box::new(l), r: Box::new(r) });
+        } else if lt == rt && matches!(lt, Type::Array(_) | Type::Int2Vector | Type::OidVector | Type::Uuid | Type::Jsonb | Type::PgLsn | Type::Xid8 | Type::Tid) && cmp.is_some() {
             lt
         } else {
             return Err(self.no_operator(op, Some(lt), rt, loc));
@@ -1754,6 +1759,14 @@ impl<'a> Analyzer<'a> {
             ("pg_backend_pid", 0) => (Func::BackendPid, &[], Type::Int4),
             ("txid_current", 0) => (Func::TxidCurrent, &[], Type::Int8),
             ("txid_current_if_assigned", 0) => (Func::TxidCurrentIfAssigned, &[], Type::Int8),
+            ("xid", 1) if types[0] == Type::Xid8 => {
+                let arg = Box::new(args.pop().expect("one argument"));
+                return Ok(Expr::Cast { arg, from: Type::Xid8, to: Type::Xid, typmod: -1, explicit: true });
+            }
+            ("pg_current_xact_id", 0) => (Func::CurrentXactId, &[], Type::Xid8),
+            ("pg_current_xact_id_if_assigned", 0) => (Func::CurrentXactIdIfAssigned, &[], Type::Xid8),
+            ("pg_xact_status", 1) => (Func::XactStatus, &[Type::Xid8], Type::Text),
+            ("txid_status", 1) => (Func::XactStatus, &[Type::Int8], Type::Text),
             ("pg_sleep", 1) => (Func::Sleep, &[Type::Float8], Type::Void),
             ("set_config", 3) => (Func::SetConfig, &[Type::Text, Type::Text, Type::Bool], Type::Text),
             ("current_setting", 1) => (Func::CurrentSetting, &[Type::Text], Type::Text),

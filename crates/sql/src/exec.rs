@@ -38,6 +38,12 @@ pub trait Env {
     fn top_full_xid(&mut self, _assign: bool) -> Result<Option<u64>> {
         Err(SqlError::not_supported("txid_current() in this part of a statement"))
     }
+    /// pg_xact_status() of the full xid `fxid`: its status, `None` once the
+    /// clog may no longer hold it, 22023 for an xid not yet assigned. Only the
+    /// executor's [`Ctx`] has the transaction.
+    fn xact_status(&mut self, _fxid: u64) -> Result<Option<&'static str>> {
+        Err(SqlError::not_supported("pg_xact_status() in this part of a statement"))
+    }
     /// The backend and statement snapshot of the executor running the call,
     /// for functions whose permission rules depend on the current role and
     /// a runtime argument (pg_cancel_backend's target, ...). Only the
@@ -179,6 +185,39 @@ impl Env for Ctx<'_> {
     fn top_full_xid(&mut self, assign: bool) -> Result<Option<u64>> {
         let txn = &mut self.backend.txn;
         Ok(if assign { Some(txn.assign_top_full_xid()?) } else { txn.top_full_xid() }.map(|f| f.0))
+    }
+    fn xact_status(&mut self, fxid: u64) -> Result<Option<&'static str>> {
+        use ferrogres_engine::txn::clog::XidStatus;
+        use ferrogres_engine::txn::xid::{xid_is_normal, xid_precedes};
+        let txn = &self.backend.txn;
+        let shared = txn.shared();
+        let next = shared.next_full_xid().0;
+        if fxid >= next {
+            return Err(SqlError::new(b"22023", format!("transaction ID {fxid} is in the future")));
+        }
+        let (xid, epoch, next_epoch) = (fxid as u32, fxid >> 32, next >> 32);
+        if xid == ferrogres_engine::txn::xid::INVALID_XID {
+            return Ok(None);
+        }
+        if xid_is_normal(xid) {
+            // The clog holds at most the last 2^32 xids, and none older than
+            // the oldest unfrozen one.
+            let within_epoch = epoch == next_epoch || (epoch + 1 == next_epoch && xid >= next as u32);
+            if !within_epoch || xid_precedes(xid, shared.oldest_frozen_xid()) {
+                return Ok(None);
+            }
+        }
+        if txn.is_current_xid(xid) {
+            return Ok(Some("in progress"));
+        }
+        Ok(Some(match shared.xid_status(xid)? {
+            XidStatus::Committed => "committed",
+            XidStatus::Aborted => "aborted",
+            // Neither committed nor aborted: running, or ended by a crash
+            // if it precedes every xid our snapshot saw running.
+            _ if xid_precedes(xid, self.snap.xmin) => "aborted",
+            _ => "in progress",
+        }))
     }
     fn settings(&self) -> Vec<(String, String, String)> {
         self.env.settings()
@@ -685,6 +724,17 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
         Func::TxidCurrent | Func::TxidCurrentIfAssigned => {
             env.top_full_xid(func == Func::TxidCurrent)?.map_or(Value::Null, |x| Value::Int8(x as i64))
         }
+        Func::Int4AsXid => match vals[0] {
+            Value::Int4(i) => Value::Oid(i as u32),
+            _ => Value::Null,
+        },
+        Func::CurrentXactId | Func::CurrentXactIdIfAssigned => env.top_full_xid(func == Func::CurrentXactId)?.map_or(Value::Null, Value::Xid8),
+        Func::XactStatus => match vals[0] {
+            Value::Xid8(x) => env.xact_status(x)?.map_or(Value::Null, |s| Value::Text(s.into())),
+            // txid_status(bigint): a negative one is in the future too.
+            Value::Int8(x) => env.xact_status(x as u64)?.map_or(Value::Null, |s| Value::Text(s.into())),
+            _ => Value::Null,
+        },
         Func::Sleep => {
             let secs = match vals[0] {
                 Value::Float8(f) if f.is_finite() => f.clamp(0.0, 1e9),

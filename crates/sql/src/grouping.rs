@@ -355,7 +355,7 @@ fn hashable(t: Type) -> bool {
     matches!(
         t,
         Bool | Int2 | Int4 | Int8 | Oid | Xid | Float4 | Float8 | Numeric | Text | Varchar | Unknown | Bpchar | Name | Char | Date | Time
-            | Timestamp | Timestamptz | Interval | TimeTz | Bytea | Uuid | PgLsn
+            | Timestamp | Timestamptz | Interval | TimeTz | Bytea | Uuid | PgLsn | Xid8
     )
 }
 

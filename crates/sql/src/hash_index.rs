@@ -52,6 +52,7 @@ pub fn hashable(ty: Type) -> bool {
             | Type::Timestamptz
             | Type::Interval
             | Type::PgLsn
+            | Type::Xid8
     )
 }
 
@@ -88,7 +89,7 @@ pub fn hash_value(ty: Type, v: &Value) -> Option<u32> {
         (Type::TimeTz, Value::TimeTz(t, z)) => hf::hash_timetz(*t, *z),
         (Type::Timestamp, Value::Timestamp(t)) | (Type::Timestamptz, Value::Timestamptz(t)) => hf::hash_int8(*t),
         (Type::Interval, Value::Interval(i)) => hf::hash_interval(i.months, i.days, i.micros),
-        (Type::PgLsn, Value::PgLsn(l)) => hf::hash_int8(*l as i64),
+        (Type::PgLsn, Value::PgLsn(l)) | (Type::Xid8, Value::Xid8(l)) => hf::hash_int8(*l as i64),
         _ => return None,
     })
 }
@@ -113,6 +114,7 @@ pub fn sql_hash(vals: &[Value]) -> Result<Value> {
         Value::Timestamp(_) => Type::Timestamp,
         Value::Interval(_) => Type::Interval,
         Value::PgLsn(_) => Type::PgLsn,
+        Value::Xid8(_) => Type::Xid8,
         v => return Err(SqlError::internal(format!("hash function of {v:?}"))),
     };
     sql_hash_as(ty, &vals[0])

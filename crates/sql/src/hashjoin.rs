@@ -121,7 +121,7 @@ pub(crate) fn value_hash(v: &Value) -> u32 {
         Value::Bool(b) => hf::hash_char(*b as u8),
         Value::Date(d) => hf::hash_int8(*d as i64),
         Value::Time(t) | Value::Timestamp(t) | Value::Timestamptz(t) => hf::hash_int8(*t),
-        Value::PgLsn(l) => hf::hash_int8(*l as i64),
+        Value::PgLsn(l) | Value::Xid8(l) => hf::hash_int8(*l as i64),
         Value::Tid(b, o) => hf::hash_int8((*b as i64) << 16 | *o as i64),
         Value::Interval(i) => hf::hash_bytes(&i.span().to_le_bytes()),
         Value::TimeTz(t, z) => hf::hash_timetz(*t, *z),

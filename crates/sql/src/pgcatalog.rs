@@ -1200,14 +1200,14 @@ fn pg_attribute<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<V
 }
 
 fn typbyval(t: Type) -> bool {
-    matches!(t, Type::Bool | Type::Int2 | Type::Int4 | Type::Int8 | Type::Oid | Type::Xid | Type::Float4 | Type::Float8 | Type::Date | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Char | Type::Void | Type::PgLsn)
+    matches!(t, Type::Bool | Type::Int2 | Type::Int4 | Type::Int8 | Type::Oid | Type::Xid | Type::Float4 | Type::Float8 | Type::Date | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Char | Type::Void | Type::PgLsn | Type::Xid8)
 }
 
 fn typalign(t: Type) -> &'static str {
     match t {
         Type::Bool | Type::Char | Type::Name | Type::Unknown => "c",
         Type::Int2 | Type::Tid => "s",
-        Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Interval | Type::TimeTz | Type::PgLsn => "d",
+        Type::Int8 | Type::Float8 | Type::Time | Type::Timestamp | Type::Timestamptz | Type::Interval | Type::TimeTz | Type::PgLsn | Type::Xid8 => "d",
         Type::Array(e) if typalign(*e) == "d" => "d",
         _ => "i",
     }

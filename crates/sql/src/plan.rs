@@ -25,6 +25,15 @@ pub enum Func {
     TxidCurrent,
     /// txid_current_if_assigned(): the same, NULL if none is assigned yet.
     TxidCurrentIfAssigned,
+    /// An int4's 32 bits as an xid (the right side of `xid = int4`).
+    Int4AsXid,
+    /// pg_current_xact_id(): txid_current() as xid8.
+    CurrentXactId,
+    /// pg_current_xact_id_if_assigned(): txid_current_if_assigned() as xid8.
+    CurrentXactIdIfAssigned,
+    /// pg_xact_status(xid8), txid_status(bigint): 'committed', 'aborted',
+    /// 'in progress', or NULL when the status is no longer kept.
+    XactStatus,
     Sleep,
     SetConfig,
     CurrentSetting,

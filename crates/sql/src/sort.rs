@@ -183,6 +183,7 @@ fn tag_of(v: &Value) -> Result<(u8, Type)> {
         Value::Json(_) => Type::Json,
         Value::Jsonb(_) => Type::Jsonb,
         Value::PgLsn(_) => Type::PgLsn,
+        Value::Xid8(_) => Type::Xid8,
         Value::Tid(..) => Type::Tid,
         Value::Record(_) => return Err(SqlError::not_supported("records in a sort's temporary files")),
         // int2vector and oidvector have their own tags (their recv keeps them vectors).

@@ -201,6 +201,12 @@ impl TxnShared {
         self.xidgen.set_oldest_frozen_xid(xid, db);
     }
 
+    /// The oldest unfrozen xid of the cluster: older xids' status may be gone
+    /// from the clog.
+    pub fn oldest_frozen_xid(&self) -> TransactionId {
+        self.xidgen.oldest_frozen_xid()
+    }
+
     /// The xmin horizon for VACUUM.
     pub fn oldest_xmin(&self) -> TransactionId {
         self.procarray.oldest_xmin()
