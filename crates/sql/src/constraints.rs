@@ -203,7 +203,7 @@ pub fn default_values(table: &Table, given: &[usize], ctx: &mut Ctx) -> Result<V
     let mut row: Vec<Value> = table.columns.iter().map(|c| c.default.clone().unwrap_or(Value::Null)).collect();
     for d in &table.extras.defaults {
         if !given.contains(&d.column) {
-            row[d.column] = eval_pure(&d.expr, &[], ctx.params, &[], ctx.env)?;
+            row[d.column] = eval_pure(&d.expr, &[], ctx.params, &[], &mut *ctx)?;
         }
     }
     Ok(row)

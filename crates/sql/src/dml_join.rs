@@ -181,7 +181,7 @@ pub fn execute(d: &JoinedDml, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
                 if !d.returning.is_empty() {
                     let mut r = new;
                     r.extend_from_slice(&both[n_cols..]);
-                    out.push(d.returning.iter().map(|t| eval_pure(&t.expr, &r, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+                    out.push(d.returning.iter().map(|t| eval_pure(&t.expr, &r, ctx.params, &[], &mut *ctx)).collect::<Result<_>>()?);
                 }
             }
             break;

@@ -1608,7 +1608,7 @@ impl<'a> Returning<'a> {
             }
             None => row,
         };
-        Ok(Some(self.targets.iter().map(|t| eval_pure(&t.expr, row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?))
+        Ok(Some(self.targets.iter().map(|t| eval_pure(&t.expr, row, ctx.params, &[], &mut *ctx)).collect::<Result<_>>()?))
     }
 }
 
@@ -1647,7 +1647,7 @@ pub fn delete(
                     crate::foreign_key::on_parent_delete(table, &row, ctx)?;
                     n += 1;
                     if !returning.is_empty() {
-                        out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], ctx.env)).collect::<Result<_>>()?);
+                        out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], &mut *ctx)).collect::<Result<_>>()?);
                     }
                 }
                 DeleteOutcome::Updated { new_tid } => {

@@ -120,7 +120,7 @@ pub fn execute(i: &InsertSelect, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)
     let ret = crate::exec::Returning::new(&i.table, &i.returning);
     while let Some(src) = rows.next(ctx)? {
         ctx.env.check_interrupts()?;
-        let row: Vec<Value> = i.row.iter().map(|e| eval_pure(e, &src, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
+        let row: Vec<Value> = i.row.iter().map(|e| eval_pure(e, &src, ctx.params, &[], &mut *ctx)).collect::<Result<_>>()?;
         let tid = insert_one(&i.table, &row, ctx)?;
         n += 1;
         if let Some(r) = ret.row(&row, tid, ctx)? {

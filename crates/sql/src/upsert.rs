@@ -95,7 +95,7 @@ pub fn execute(u: &Upsert, ctx: &mut Ctx) -> Result<(u64, Vec<Vec<Value>>)> {
         UpsertSource::Select { query, row } => {
             let mut rows = run_query(query, ctx)?;
             while let Some(src) = rows.next(ctx)? {
-                let r: Vec<Value> = row.iter().map(|e| eval_pure(e, &src, ctx.params, &[], ctx.env)).collect::<Result<_>>()?;
+                let r: Vec<Value> = row.iter().map(|e| eval_pure(e, &src, ctx.params, &[], &mut *ctx)).collect::<Result<_>>()?;
                 run.one(r, ctx)?;
             }
         }

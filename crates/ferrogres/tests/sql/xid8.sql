@@ -56,3 +56,15 @@ select '42'::xid = 42 as eq, '42'::xid <> 42 as ne, '42'::xid = 43 as eq2, '4294
 select 42 = '42'::xid;
 select '42'::xid = 42::bigint;
 drop table xid8_t;
+-- in defaults, INSERT ... SELECT's rows and every RETURNING
+create table rt (a int primary key, x xid8 default pg_current_xact_id(), t bigint default txid_current());
+begin;
+insert into rt (a) values (1) returning a, x = pg_current_xact_id() as x_ok, t = txid_current() as t_ok, txid_current() = x::text::bigint as same;
+insert into rt (a) select g from generate_series(2,3) g returning a, txid_current() = t as ok;
+insert into rt (a, t) select g, txid_current() from generate_series(4,5) g returning a, t = txid_current() as ok;
+update rt set a = a + 10 where a = 1 returning a, txid_current() = t as ok, (select count(*) from rt) as n;
+delete from rt where a = 2 returning a, pg_current_xact_id() = x as ok;
+insert into rt (a) values (3) on conflict (a) do update set t = 0 returning a, t, txid_current_if_assigned() = x::text::bigint as ok;
+commit;
+select count(*) from rt where x::text::bigint = t or t = 0;
+drop table rt;
