@@ -2452,13 +2452,14 @@ impl Session {
     /// catalog changed since, checked again once its relation locks are held (a
     /// DDL that committed while we waited for them is seen). A new plan must
     /// return the columns the old one did, which the client may have been told.
+    /// Every caller has read the invalidation queue (`sync_datetime`) at the
+    /// start of its message (Bind) or statement (EXECUTE, EXPLAIN EXECUTE).
     fn revalidate_prepared(&mut self, name: &str) -> Result<()> {
         self.plan_locked = None;
         let p = &self.prepared[name];
         if p.parsed.is_none() {
             return Ok(());
         }
-        self.sync_datetime();
         let mut stale = !self.plan_valid(&p.version);
         if !stale && crate::locking::plan_lock_mode(&p.plan).is_some() {
             self.ensure_txn()?;
