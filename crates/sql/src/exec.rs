@@ -1612,6 +1612,27 @@ impl<'a> Returning<'a> {
     }
 }
 
+/// The system columns of a row DELETE just deleted, when it carries them
+/// (RETURNING names one), as PostgreSQL's RETURNING shows the deleted
+/// version: xmax the deleting (sub)transaction, and cmin and cmax the
+/// command, unless a transaction of ours wrote the version (its header then
+/// holds a combo command id, which is left as read).
+fn deleted_system_columns(table: &crate::catalog::Table, row: &mut [Value], ctx: &mut Ctx) -> Result<()> {
+    let n = table.user_columns();
+    if row.len() < n + crate::rowio::SYSTEM_COLUMNS.len() {
+        return Ok(());
+    }
+    let xid = ctx.backend.txn.assign_xid_if_needed()?;
+    let mine = matches!(row[n + 1], Value::Oid(xmin) if ctx.backend.txn.is_current_xid(xmin));
+    row[n + 3] = Value::Oid(xid);
+    if !mine {
+        let cid = ctx.backend.txn.current_command_id();
+        row[n + 2] = Value::Oid(cid);
+        row[n + 4] = Value::Oid(cid);
+    }
+    Ok(())
+}
+
 /// DELETE: deletes the visible rows matching `filter`. A row being changed by
 /// a running transaction is waited for through the engine (its transaction
 /// lock: lock_timeout, cancel and the deadlock detector apply). A row updated
@@ -1647,6 +1668,7 @@ pub fn delete(
                     crate::foreign_key::on_parent_delete(table, &row, ctx)?;
                     n += 1;
                     if !returning.is_empty() {
+                        deleted_system_columns(table, &mut row, ctx)?;
                         out.push(returning.iter().map(|t| eval_pure(&t.expr, &row, ctx.params, &[], &mut *ctx)).collect::<Result<_>>()?);
                     }
                 }

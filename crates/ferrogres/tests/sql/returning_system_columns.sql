@@ -19,3 +19,15 @@ insert into rs values (13, 't') returning ctid, cmin, xmax, cmax;
 -- oid is no system column (since PostgreSQL 12).
 insert into rs values (14, 'u') returning oid;
 drop table rs;
+-- DELETE RETURNING shows the deleted version with the deleting (sub)transaction as xmax
+create table rsc_del (a int, b text);
+insert into rsc_del values (1, 'x'), (2, 'y'), (3, 'z');
+begin;
+select txid_current() as me \gset
+delete from rsc_del where a = 1 returning a, xmax::text::bigint = :me as xmax_is_me, xmin::text::bigint <> :me as older, ctid, tableoid = 'rsc_del'::regclass as toid;
+savepoint s;
+delete from rsc_del where a = 3 returning xmax::text::bigint = :me as xmax_is_top, xmax::text::bigint > :me as xmax_is_sub;
+rollback to savepoint s;
+delete from rsc_del returning a, b, xmax::text::bigint = :me as xmax_is_me;
+commit;
+drop table rsc_del;
