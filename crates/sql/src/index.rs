@@ -1653,7 +1653,10 @@ fn vacuum_one(backend: &mut Backend, t: &Table, freeze: bool, verbose: bool, ana
         if analyze {
             analyze_table(backend, &snap, t)?;
         } else {
-            store_size(backend, &snap, t, stats.live_tuples as f64)?;
+            // Pages skipped through the visibility map keep the stored density.
+            let old = stored_size(backend, &snap, t.oid)?.unwrap_or(RelSize { pages: 0, tuples: -1.0 });
+            let tuples = ferrogres_engine::heap::vacuum::estimate_reltuples(old.pages.max(0) as u64, old.tuples, &stats);
+            store_size(backend, &snap, t, tuples.round())?;
         }
         Ok(())
     })();
