@@ -305,16 +305,16 @@ impl LazyVacuum<'_> {
         let mut vm = VmReader::new(self.rel);
         // Blocks before this one were looked at for skipping already.
         let mut skip_checked_until: BlockNumber = 0;
-        let mut block: BlockNumber = 0;
-        while block < nblocks {
-            if block >= skip_checked_until {
+        let mut next: BlockNumber = 0;
+        while next < nblocks {
+            if next >= skip_checked_until {
                 // The map is read without the heap pages' locks: a bit cleared
                 // after we read it belongs to a change by a transaction that is not
                 // before the horizon, which this VACUUM could do nothing about (its
                 // tuples are not removable, its xids not below new_relfrozenxid).
                 let (mut run, mut unfrozen) = (0u32, 0u64);
-                while block + run < nblocks {
-                    let bits = vm.status(engine, block + run)?;
+                while next + run < nblocks {
+                    let bits = vm.status(engine, next + run)?;
                     if bits & skip_bits == 0 {
                         break;
                     }
@@ -324,15 +324,14 @@ impl LazyVacuum<'_> {
                 if run >= SKIP_PAGES_THRESHOLD {
                     self.stats.pages_skipped_vm += run as u64;
                     self.stats.pages_skipped_unfrozen += unfrozen;
-                    block += run;
-                    skip_checked_until = block;
+                    next += run;
+                    skip_checked_until = next;
                     continue;
                 }
-                skip_checked_until = block + run + 1;
+                skip_checked_until = next + run + 1;
             }
-            let block_now = block;
-            block += 1;
-            let block = block_now;
+            let block = next;
+            next += 1;
             let tag = BufferTag::new(self.rel, ForkNumber::Main, block);
             let pin = engine.buffers.read_buffer(tag, Some(&strategy))?;
             self.stats.pages_scanned += 1;
