@@ -6,7 +6,7 @@
 //! | catalog | relfilenode | columns (this round) |
 //! |---|---|---|
 //! | pg_namespace | 2615 | oid oid, nspname text |
-//! | pg_class | 1259 | oid oid, relname text, relnamespace oid, relfilenode oid, reltoastrelid oid, relkind text, relnatts int2, relam oid, relpages int4, reltuples float8 |
+//! | pg_class | 1259 | oid oid, relname text, relnamespace oid, relfilenode oid, reltoastrelid oid, relkind text, relnatts int2, relam oid, relpages int4, reltuples float8 (then relowner, relacl, relallvisible: see `class_rel`) |
 //! | pg_attribute | 1249 | attrelid oid, attname text, atttypid oid, attnum int2, atttypmod int4, attnotnull bool, then attisdropped, attidentity, attmissingval, attacl (see [`attribute_rel`]) |
 //! | pg_attrdef | 2604 | adrelid oid, adnum int2, adbin text, adsrc text (an expression default's SQL, see [`crate::constraints`]) |
 //! | pg_index | 2610 | see [`crate::index`] |
@@ -65,7 +65,9 @@ pub(crate) fn namespace_rel() -> RelStorage {
 }
 /// pg_class as stored: the ten columns of the table above, then relowner oid
 /// and relacl text[] ([`crate::acl`]; NULL in rows written before owners were
-/// stored, which read as the bootstrap superuser's).
+/// stored, which read as the bootstrap superuser's), then relallvisible int4
+/// (heap pages the visibility map calls all-visible, stored by VACUUM and
+/// ANALYZE as PostgreSQL stores it; NULL, read as 0, in rows written before).
 pub(crate) fn class_rel() -> RelStorage {
     cat(
         PG_CLASS,
@@ -82,6 +84,7 @@ pub(crate) fn class_rel() -> RelStorage {
             Type::Float8,
             Type::Oid,
             Type::Array(&Type::Text),
+            Type::Int4,
         ],
     )
 }
@@ -215,7 +218,7 @@ fn bootstrap_database(engine: &Arc<Engine>) -> Result<()> {
                 PG_CLASS,
                 "pg_class",
                 class_rel(),
-                &["oid", "relname", "relnamespace", "relfilenode", "reltoastrelid", "relkind", "relnatts", "relam", "relpages", "reltuples", "relowner", "relacl"],
+                &["oid", "relname", "relnamespace", "relfilenode", "reltoastrelid", "relkind", "relnatts", "relam", "relpages", "reltuples", "relowner", "relacl", "relallvisible"],
             ),
             (PG_ATTRIBUTE, "pg_attribute", attribute_rel(), &["attrelid", "attname", "atttypid", "attnum", "atttypmod", "attnotnull"]),
             (PG_ATTRDEF, "pg_attrdef", attrdef_rel(), &["adrelid", "adnum", "adbin", "adsrc"]),

@@ -1341,6 +1341,7 @@ pub fn truncate_files(backend: &mut Backend, snap: &Snapshot, tables: &[Table]) 
             row[4] = Value::Oid(toast);
             row[8] = Value::Int4(0);
             row[9] = Value::Float8(0.0);
+            set_relallvisible(row, 0);
         })?;
         for ix in &t.indexes {
             let n = engine.new_oid();
@@ -1357,6 +1358,36 @@ pub fn truncate_files(backend: &mut Backend, snap: &Snapshot, tables: &[Table]) 
         }
     }
     Ok(out)
+}
+
+/// [`update_class_row`] unless `f` leaves relation `oid`'s row (in `class_rows`, read
+/// with `snap`) as it is: PostgreSQL's vac_update_relstats writes only what
+/// changed, so a VACUUM of an unchanged table writes no catalog row.
+fn update_class_row_if_changed(
+    backend: &mut Backend,
+    snap: &Snapshot,
+    class_rows: &[(Tid, Vec<Value>)],
+    oid: u32,
+    f: &dyn Fn(&mut Vec<Value>),
+) -> Result<()> {
+    if let Some((_, row)) = class_rows.iter().find(|(_, r)| r[0] == Value::Oid(oid)) {
+        let mut new = row.clone();
+        f(&mut new);
+        if &new == row {
+            return Ok(());
+        }
+    }
+    update_class_row(backend, snap, oid, f)
+}
+
+/// Stores pg_class.relallvisible into a stored pg_class row (a row written before
+/// the column existed is shorter: it is extended).
+fn set_relallvisible(row: &mut Vec<Value>, n: i32) {
+    const RELALLVISIBLE: usize = 12;
+    if row.len() <= RELALLVISIBLE {
+        row.resize(RELALLVISIBLE + 1, Value::Null);
+    }
+    row[RELALLVISIBLE] = Value::Int4(n);
 }
 
 /// What ANALYZE found for one table.
@@ -1376,13 +1407,17 @@ fn nblocks(engine: &Engine, rel: RelFileLocator) -> Result<i32> {
 pub fn store_size(backend: &mut Backend, snap: &Snapshot, table: &Table, tuples: f64) -> Result<RelSize> {
     let engine = backend.engine().clone();
     let pages = nblocks(&engine, table.storage.rel)?;
-    update_class_row(backend, snap, table.oid, &|row| {
+    // relallvisible as PostgreSQL's VACUUM and ANALYZE store it: the map's count.
+    let (all_visible, _) = ferrogres_engine::heap::visibilitymap::vm_count(&engine, table.storage.rel, pages as u32)?;
+    let class_rows = scan_rows(backend, &class_rel(), snap)?;
+    update_class_row_if_changed(backend, snap, &class_rows, table.oid, &|row| {
         row[8] = Value::Int4(pages);
         row[9] = Value::Float8(tuples);
+        set_relallvisible(row, all_visible as i32);
     })?;
     for ix in &table.indexes {
         let ipages = nblocks(&engine, ix.rel)?;
-        update_class_row(backend, snap, ix.oid, &|row| {
+        update_class_row_if_changed(backend, snap, &class_rows, ix.oid, &|row| {
             row[8] = Value::Int4(ipages);
             row[9] = Value::Float8(tuples);
         })?;
@@ -1653,7 +1688,10 @@ fn vacuum_one(backend: &mut Backend, t: &Table, freeze: bool, verbose: bool, ana
         if analyze {
             analyze_table(backend, &snap, t)?;
         } else {
-            store_size(backend, &snap, t, stats.live_tuples as f64)?;
+            // Pages skipped through the visibility map keep the stored density.
+            let old = stored_size(backend, &snap, t.oid)?.unwrap_or(RelSize { pages: 0, tuples: -1.0 });
+            let tuples = ferrogres_engine::heap::vacuum::estimate_reltuples(old.pages.max(0) as u64, old.tuples, &stats);
+            store_size(backend, &snap, t, tuples.round())?;
         }
         Ok(())
     })();

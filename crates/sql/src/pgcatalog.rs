@@ -756,7 +756,10 @@ fn pg_class<'v>(v: &'v View, backend: &Backend, snap: &Snapshot) -> Result<Vec<R
                 .oid("reltablespace", 0)
                 .set("relpages", pages.clone())
                 .set("reltuples", reltuples)
-                .i4("relallvisible", 0)
+                .i4("relallvisible", match rest.get(2) {
+                    Some(Value::Int4(n)) => *n,
+                    _ => 0,
+                })
                 .oid("reltoastrelid", *toast)
                 .b("relhasindex", has_index)
                 .b("relisshared", false)

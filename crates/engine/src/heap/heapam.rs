@@ -27,6 +27,7 @@ use super::page::{
 };
 use super::pruneheap::{heap_page_prune_opt, prune_is_due, scan_page_tracked, set_hint_bits_from_visibility, visibility_info};
 use super::toast::MAX_HEAP_TUPLE_SIZE;
+use super::visibilitymap::{vm_clear, vm_set, VM_ALL_FROZEN};
 use super::freespace;
 use super::tuple::{
     Tid, TransactionId, TupleHeader, HEAP_COMBOCID, HEAP_KEYS_UPDATED, HEAP_LOCK_MASK, HEAP_XMAX_BITS, HEAP_XMAX_IS_MULTI,
@@ -43,8 +44,8 @@ use crate::error::{Error, Result, SqlState};
 use crate::config::BLCKSZ;
 use crate::storage::page::{
     ITEM_ID_SIZE, PAGE_HEADER_SIZE,
-    page_get_item_id, page_heap_free_space, page_is_new, page_lsn, page_max_offset_number, page_set_flag, set_page_lsn,
-    LpFlags, PD_PAGE_FULL,
+    page_get_item_id, page_has_flag, page_heap_free_space, page_is_new, page_lsn, page_max_offset_number, page_set_flag,
+    set_page_lsn, LpFlags, PD_ALL_VISIBLE, PD_PAGE_FULL,
 };
 use crate::storage::{BlockNumber, BufferTag, ForkNumber, RelFileLocator};
 use crate::txn::snapshot::Snapshot;
@@ -94,7 +95,24 @@ fn critical_section_failed(what: &str, e: Error) -> ! {
     std::process::abort();
 }
 
+/// Clears the visibility-map bits that `op` takes away from the page registered as
+/// `block_id` (held exclusively and already changed), before the op's WAL record is
+/// inserted (heap README, "The visibility map"). The all-frozen bit alone (a row
+/// lock) can only be set on a page with PD_ALL_VISIBLE: otherwise nothing to do.
+fn clear_vm_bits(engine: &Engine, tag: BufferTag, op: &HeapOp, block_id: u8, page: &[u8]) {
+    let mut bits = op.vm_bits_cleared(block_id);
+    if bits == VM_ALL_FROZEN && !page_has_flag(page, PD_ALL_VISIBLE) {
+        bits = 0;
+    }
+    if bits != 0 {
+        if let Err(e) = vm_clear(engine, tag.rel, tag.block, bits) {
+            critical_section_failed("could not clear visibility map bits", e);
+        }
+    }
+}
+
 fn log_page_change(engine: &Engine, tag: BufferTag, xid: u32, op: &HeapOp, page: &mut LockedBuffer<'_>) {
+    clear_vm_bits(engine, tag, op, 0, &page[..]);
     let body = op.encode();
     let end = {
         let mut rb = RecordBuilder::new(RmgrId::Heap, 0);
@@ -1342,6 +1360,10 @@ fn log_update(
     opage: &mut LockedBuffer<'_>,
     new: Option<(BufferTag, &mut LockedBuffer<'_>)>,
 ) {
+    clear_vm_bits(engine, otag, op, 0, &opage[..]);
+    if let Some((ntag, npage)) = &new {
+        clear_vm_bits(engine, *ntag, op, 1, &npage[..]);
+    }
     let body = op.encode();
     let end = {
         let mut rb = RecordBuilder::new(RmgrId::Heap, 0);
@@ -1660,6 +1682,21 @@ pub fn redo(engine: &Engine, rec: &DecodedRecord) -> Result<()> {
         }
         set_page_lsn(&mut page[..], rec.end);
         page.mark_dirty();
+    }
+    // The visibility map, whatever the heap pages' LSNs (visibilitymap rules 1, 2):
+    // a clear is repeated (it is idempotent), a set only if the VM page has not seen
+    // this record.
+    for block in &rec.blocks {
+        let tag = block.tag;
+        match op {
+            HeapOp::Visible { vm_flags } => vm_set(engine, tag.rel, tag.block, vm_flags, rec.end, true)?,
+            _ => {
+                let bits = op.vm_bits_cleared(block.id);
+                if bits != 0 {
+                    vm_clear(engine, tag.rel, tag.block, bits)?;
+                }
+            }
+        }
     }
     Ok(())
 }

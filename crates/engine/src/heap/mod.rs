@@ -20,3 +20,5 @@ pub mod pruneheap;
 pub mod vacuum;
 #[cfg(not(loom))]
 pub mod autovacuum;
+#[cfg(not(loom))]
+pub mod visibilitymap;

@@ -1004,6 +1004,9 @@ pub enum HeapOp {
     Prune(PruneOp),
     /// Several tuples inserted on one page (COPY, INSERT ... SELECT).
     MultiInsert(HeapMultiInsertOp),
+    /// VACUUM found every tuple of the page visible to all: PD_ALL_VISIBLE set on
+    /// the page, and the visibility-map bits `vm_flags` (heap::visibilitymap).
+    Visible { vm_flags: u8 },
 }
 
 const TAG_INSERT: u8 = 1;
@@ -1012,6 +1015,7 @@ const TAG_UPDATE: u8 = 3;
 const TAG_FREEZE: u8 = 4;
 const TAG_PRUNE: u8 = 5;
 const TAG_MULTI_INSERT: u8 = 6;
+const TAG_VISIBLE: u8 = 7;
 
 impl HeapOp {
     pub fn encode(&self) -> Vec<u8> {
@@ -1048,6 +1052,10 @@ impl HeapOp {
                 out.push(TAG_MULTI_INSERT);
                 op.encode_into(&mut out);
             }
+            HeapOp::Visible { vm_flags } => {
+                out.push(TAG_VISIBLE);
+                out.push(*vm_flags);
+            }
         }
         out
     }
@@ -1077,6 +1085,7 @@ impl HeapOp {
             }
             TAG_PRUNE => HeapOp::Prune(PruneOp::decode_from(&mut r)?),
             TAG_MULTI_INSERT => HeapOp::MultiInsert(HeapMultiInsertOp::decode_from(&mut r)?),
+            TAG_VISIBLE => HeapOp::Visible { vm_flags: r.u8()? },
             t => return Err(Error::corrupt(format!("unknown heap WAL record tag {t}"))),
         };
         if r.at != bytes.len() {
@@ -1095,6 +1104,31 @@ impl HeapOp {
             HeapOp::Freeze(op) => op.apply(page),
             HeapOp::Prune(op) => op.apply(page),
             HeapOp::MultiInsert(op) => op.apply(page),
+            HeapOp::Visible { .. } => {
+                page_set_flag(page, PD_ALL_VISIBLE);
+                Ok(())
+            }
+        }
+    }
+
+    /// The visibility-map bits this op takes away from registered block `block_id`
+    /// (heap README, "The visibility map"): both bits where it cleared PD_ALL_VISIBLE;
+    /// all-frozen where it stored an xmax (a delete, a row lock, the old half of an
+    /// update), which leaves the page all-visible only for a lock. Redo clears
+    /// exactly these; a live change may skip the all-frozen clear when the page has
+    /// no PD_ALL_VISIBLE (the bit cannot be set then).
+    pub fn vm_bits_cleared(&self, block_id: u8) -> u8 {
+        use super::visibilitymap::{VM_ALL_FROZEN, VM_VALID_BITS};
+        let cleared = |flags: u16| if flags & PD_ALL_VISIBLE != 0 { VM_VALID_BITS } else { 0 };
+        let xmax = |op: &HeapXmaxOp| VM_ALL_FROZEN | cleared(op.cleared_flags);
+        match (self, block_id) {
+            (HeapOp::Insert(op), 0) => cleared(op.cleared_flags),
+            (HeapOp::MultiInsert(op), 0) => cleared(op.cleared_flags),
+            (HeapOp::Xmax(op), 0) => xmax(op),
+            (HeapOp::Update(op), 0) if op.same_page => xmax(&op.old) | cleared(op.new.cleared_flags),
+            (HeapOp::Update(op), 0) => xmax(&op.old),
+            (HeapOp::Update(op), 1) => cleared(op.new.cleared_flags),
+            _ => 0,
         }
     }
 }
@@ -1117,6 +1151,32 @@ mod tests {
         let mut p = vec![0u8; BLCKSZ];
         heap_page_init(&mut p);
         p
+    }
+
+    #[test]
+    fn visible_op_sets_the_flag_and_changes_name_the_map_bits_they_clear() {
+        use crate::heap::visibilitymap::{VM_ALL_FROZEN, VM_ALL_VISIBLE, VM_VALID_BITS};
+        let before = new_page();
+        let mut after = before.clone();
+        page_set_flag(&mut after, PD_ALL_VISIBLE);
+        let op = HeapOp::Visible { vm_flags: VM_ALL_VISIBLE | VM_ALL_FROZEN };
+        assert_redo(&before, &after, op.clone());
+        assert_eq!(op.vm_bits_cleared(0), 0);
+        // An insert into an all-visible page clears both bits; into another page none.
+        let mut p = after.clone();
+        let ins = heap_page_add_tuple(&mut p, 0, &row(1, "a"), 5, 0).unwrap().unwrap();
+        assert_eq!(HeapOp::Insert(ins).vm_bits_cleared(0), VM_VALID_BITS);
+        let ins = heap_page_add_tuple(&mut p, 0, &row(2, "b"), 5, 0).unwrap().unwrap();
+        assert_eq!(HeapOp::Insert(ins).vm_bits_cleared(0), 0);
+        // A row lock leaves the page all-visible: only all-frozen goes.
+        let mut q = after.clone();
+        let off = heap_page_add_tuple(&mut q, 0, &row(1, "a"), 5, 0).unwrap().unwrap().offset;
+        page_set_flag(&mut q, PD_ALL_VISIBLE);
+        let lock = heap_page_lock_tuple(&mut q, 0, off, 9, RowLockMode::Share).unwrap();
+        assert!(page_has_flag(&q, PD_ALL_VISIBLE));
+        assert_eq!(HeapOp::Xmax(lock).vm_bits_cleared(0), VM_ALL_FROZEN);
+        let d = heap_page_delete(&mut q, off, 9, 0).unwrap();
+        assert_eq!(HeapOp::Xmax(d).vm_bits_cleared(0), VM_VALID_BITS);
     }
 
     /// Decodes the op's WAL bytes and replays them on `before`; must give `after`.
