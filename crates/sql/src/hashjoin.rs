@@ -181,7 +181,7 @@ fn widen(out: &mut Vec<Value>, part: Option<&[Value]>, keep: Option<&[usize]>, w
 /// in batch files) cut down to those, as PostgreSQL's hash table holds only
 /// the inner side's target list, and widened back to the join's row as they
 /// come out.
-fn kept_columns(j: &Join, left: bool) -> Option<Vec<usize>> {
+pub(crate) fn kept_columns(j: &Join, left: bool) -> Option<Vec<usize>> {
     let out = j.plan.out.as_ref()?;
     let (lw, rw) = (j.lw, j.rw);
     let (from, width) = if left { (0, lw) } else { (lw, rw) };
