@@ -11,14 +11,16 @@
 //! five bytes.
 //!
 //! Data structures:
-//! - `chunks`: byte buffers of [`CHUNK`] bytes (a larger one for a row that
-//!   does not fit), filled in order; an entry's bytes never cross a chunk.
+//! - `chunks`: byte buffers of [`CHUNK`] bytes (the first ones smaller,
+//!   doubling from [`FIRST_CHUNK`]; a larger one for a row that does not
+//!   fit), filled in order; an entry's bytes never cross a chunk.
 //!   Each entry is its key values then its row: `[key value; nkeys][varint
 //!   ncols][value; ncols]`, a value being a tag byte and its payload
 //!   ([`encode`]).
 //! - `entries`: per entry its hash, its place in `chunks` and the next entry
 //!   of its bucket, in segments of [`SEGMENT`] entries (so growth is by
-//!   segment, never a doubling copy of the whole array).
+//!   segment, never a doubling copy of the whole array; the first segment
+//!   grows by doubling from 64 entries, so a small table stays small).
 //! - `buckets`: a power of two of chain heads (entry numbers, `NONE` for an
 //!   empty bucket), at least one per entry (PostgreSQL's NTUP_PER_BUCKET 1):
 //!   doubled and rechained when the entries pass it.
@@ -44,6 +46,8 @@ use ferrogres_datum::types::Value;
 
 /// Bytes per chunk of entries.
 const CHUNK: usize = 32 * 1024;
+/// Bytes of the first chunk (the next ones double up to [`CHUNK`]).
+const FIRST_CHUNK: usize = 1024;
 /// Entries per segment.
 const SEGMENT: usize = 4096;
 /// No entry (an empty bucket, a chain's end).
@@ -127,7 +131,9 @@ impl Table {
         }
         let fits = self.chunks.last().is_some_and(|c| c.capacity() - c.len() >= buf.len());
         if !fits {
-            let c = Vec::with_capacity(CHUNK.max(buf.len()));
+            // Chunks double from FIRST_CHUNK to CHUNK, so a small table stays small.
+            let size = self.chunks.last().map_or(FIRST_CHUNK, |c| (c.capacity() * 2).min(CHUNK));
+            let c = Vec::with_capacity(size.max(buf.len()));
             self.mem += c.capacity();
             self.count_chunk_array_growth();
             self.chunks.push(c);
@@ -139,14 +145,24 @@ impl Table {
         self.scratch = buf;
         if self.len.is_multiple_of(SEGMENT) {
             let cap_before = self.entries.capacity();
-            self.entries.push(Vec::with_capacity(SEGMENT));
-            self.mem += SEGMENT * std::mem::size_of::<Entry>() + (self.entries.capacity() - cap_before) * std::mem::size_of::<Vec<Entry>>();
+            // The first segment grows as a vector does (a small table stays
+            // small); the later ones are made whole.
+            let segment = if self.len == 0 { Vec::new() } else { Vec::with_capacity(SEGMENT) };
+            self.mem += segment.capacity() * std::mem::size_of::<Entry>();
+            self.entries.push(segment);
+            self.mem += (self.entries.capacity() - cap_before) * std::mem::size_of::<Vec<Entry>>();
         }
         let i = self.len as u32;
         let b = hash as usize & (self.buckets.len() - 1);
         let next = self.buckets[b];
         self.buckets[b] = i;
-        self.entries[self.len / SEGMENT].push(Entry { hash, next, chunk: chunk as u32, off: off as u32 });
+        let segment = &mut self.entries[self.len / SEGMENT];
+        let cap_before = segment.capacity();
+        if segment.len() == segment.capacity() {
+            segment.reserve_exact((segment.capacity() * 2).clamp(64, SEGMENT) - segment.len());
+        }
+        segment.push(Entry { hash, next, chunk: chunk as u32, off: off as u32 });
+        self.mem += (segment.capacity() - cap_before) * std::mem::size_of::<Entry>();
         self.len += 1;
         if self.len % 64 == 1 {
             let before = self.matched.capacity();
@@ -525,6 +541,8 @@ mod tests {
         assert_eq!(seen, want);
         // Memory counts at least the bytes the chunks and entries hold.
         assert!(t.mem >= 5001 * std::mem::size_of::<Entry>() + 3 * CHUNK + 5000 * 4);
+        // Every segment's allocation is counted: two whole ones here.
+        assert!(t.mem >= 2 * SEGMENT * std::mem::size_of::<Entry>() + t.buckets() * 4 + 3 * CHUNK);
         t.set_matched(4999);
         assert!(t.is_matched(4999) && !t.is_matched(4998));
     }
