@@ -107,8 +107,10 @@ fn explain_names_the_semi_anti_and_decorrelating_joins() {
     // The correlated aggregate is computed once per group and joined.
     let p = plan(&mut c, "select id from o where (select sum(w) from i where i.k = o.k) > 10");
     assert!(p.contains("Hash Left Join") && !p.contains("SubPlan"), "{p}");
+    // The smaller input (o) is the Hash and i probes, as in PostgreSQL 15's
+    // hash join of the same tables (with enable_mergejoin off).
     let p = plan(&mut c, "select o.id from o, i where (o.k = i.k and i.w > 10) or (o.k = i.k and o.id = 2)");
-    assert!(p.contains("Hash Join") && p.contains("Hash Cond: (o.k = i.k)"), "{p}");
+    assert!(p.contains("Hash Join") && p.contains("Hash Cond: (i.k = o.k)"), "{p}");
     // With an index on the inner key, EXISTS stays a per-row index probe.
     ok(&c.q("CREATE INDEX i_k ON i (k)"));
     let p = plan(&mut c, "select id from o where exists (select 1 from i where i.k = o.k)");

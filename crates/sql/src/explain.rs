@@ -607,18 +607,24 @@ fn table_scope(t: &Table, name: &str) -> Scope {
 }
 
 impl Builder<'_> {
-    /// Whether the executor is expected to hash the left input of outer
-    /// join `j` (inputs estimated as `l`, `r`): `hashjoin::start` reads both
-    /// a row at a time in turn and hashes the one that ends first while the
-    /// rows read fit in the hash memory, else the right one. Inner joins
-    /// keep their written sides here (the join search placed them).
+    /// Whether the executor is expected to hash the left input of inner or
+    /// outer join `j` (inputs estimated as `l`, `r`): `hashjoin::start` reads
+    /// both a row at a time in turn and hashes the one that ends first while
+    /// the rows read fit in the hash memory, else the right one. Semi- and
+    /// anti-joins always hash the right one.
     fn builds_left(&self, j: &crate::join::Join, l: &Node, r: &Node) -> bool {
-        /// Bytes a held row costs beyond its columns' widths (its vector and
-        /// value slots), roughly.
-        const ROW_OVERHEAD: f64 = 64.0;
-        let outer = matches!(j.kind, crate::join::JoinKind::Left | crate::join::JoinKind::Right | crate::join::JoinKind::Full);
-        let held = l.rows * (l.width as f64 + r.width as f64 + 2.0 * ROW_OVERHEAD);
-        outer && l.rows < r.rows && held <= self.cost.hash_mem
+        /// Bytes a row read while choosing costs beyond its values
+        /// (`sort::row_mem`: its vector and an allocation).
+        const ROW_OVERHEAD: f64 = 40.0;
+        /// Bytes of one value slot in such a row.
+        const VALUE: f64 = 32.0;
+        let two_sided = matches!(j.kind, crate::join::JoinKind::Inner | crate::join::JoinKind::Left | crate::join::JoinKind::Right | crate::join::JoinKind::Full);
+        // The rows are cut to the columns the join keeps as they are read.
+        let cols = |left: bool, all: usize| crate::hashjoin::kept_columns(j, left).map_or(all, |k| k.len()) as f64;
+        let per_pair = 2.0 * ROW_OVERHEAD + VALUE * (cols(true, j.lw) + cols(false, j.rw)) + l.width as f64 + r.width as f64;
+        // One row of each input per left row, until the left one ends.
+        let held = l.rows * per_pair;
+        two_sided && l.rows < r.rows && held <= self.cost.hash_mem
     }
 
     fn counter(&self, p: usize, s: Stage) -> Option<Counter> {
@@ -1021,10 +1027,12 @@ impl Builder<'_> {
                     }
                     (Some((lk, rk)), None) if !j.lateral => {
                         let (lrows, rrows) = (l.rows, r.rows);
-                        // An outer join whose left input the executor hashes
+                        // A join whose left input the executor hashes
                         // (`hashjoin::start`: the input that ends first) is
-                        // PostgreSQL's Hash Right Join of the inputs swapped:
-                        // the right input probes, the left one is the Hash.
+                        // printed with the inputs swapped, as PostgreSQL
+                        // hashes its inner side: the right input probes, the
+                        // left one is the Hash (a left join so is a Hash
+                        // Right Join).
                         let swap = self.builds_left(j, &l, &r);
                         let kind = match (swap, j.kind) {
                             (true, crate::join::JoinKind::Left) => " Right",

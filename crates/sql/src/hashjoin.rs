@@ -18,7 +18,8 @@
 //! condition or by its keys, as they are read, and widen them back (NULL in
 //! the other positions) as joined rows come out: the table, the batch files
 //! and `work_mem`'s count hold only those columns, as PostgreSQL's hash table
-//! holds only its inner side's target list.
+//! holds only its inner side's target list. The table keeps its rows as
+//! compact encoded bytes ([`crate::hashtable`]), about PostgreSQL's size.
 //!
 //! Batches. A build row's hash (`join_hash` of its key values) picks its batch:
 //! `hash & (nbatch - 1)`, `nbatch` a power of two, 1 at the start. The rows of
@@ -65,6 +66,7 @@
 
 use ferrogres_datum::errors::Result;
 use crate::exec::{eval_pure, Ctx, RowIter, Ticker};
+use crate::hashtable::{Table, NONE};
 use crate::join::{passes, Join, JoinKind};
 use crate::plan::{Expr, Source};
 use crate::sort::{read_row, row_mem, SortMem, Spill};
@@ -72,13 +74,10 @@ use crate::subquery::{columns_read, map_columns};
 use ferrogres_datum::types::Value;
 use ferrogres_engine::hash::hashfunc as hf;
 use ferrogres_engine::storage::buffile::TempFile;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// The largest batch count (see the module doc).
 const MAX_BATCHES: usize = 1024;
-/// Bytes counted per table entry beyond its row and key (the entry, its chain
-/// link, its share of the bucket map).
-const ENTRY_OVERHEAD: usize = 64;
 
 /// EXPLAIN ANALYZE's line under Hash.
 #[derive(Clone, Copy, Debug, Default)]
@@ -133,8 +132,8 @@ pub(crate) fn key_hash(key: &[Value]) -> u32 {
     key.iter().fold(0u32, |h, v| h.rotate_left(1) ^ value_hash(v))
 }
 
-fn keys_equal(a: &[Value], b: &[Value]) -> bool {
-    a.iter().zip(b).all(|(x, y)| crate::exec::compare(x, y) == std::cmp::Ordering::Equal)
+fn values_equal(x: &Value, y: &Value) -> bool {
+    crate::exec::compare(x, y) == std::cmp::Ordering::Equal
 }
 
 /// The key values of a row, `None` if one is NULL (it matches nothing). No
@@ -182,7 +181,7 @@ fn widen(out: &mut Vec<Value>, part: Option<&[Value]>, keep: Option<&[usize]>, w
 /// in batch files) cut down to those, as PostgreSQL's hash table holds only
 /// the inner side's target list, and widened back to the join's row as they
 /// come out.
-fn kept_columns(j: &Join, left: bool) -> Option<Vec<usize>> {
+pub(crate) fn kept_columns(j: &Join, left: bool) -> Option<Vec<usize>> {
     let out = j.plan.out.as_ref()?;
     let (lw, rw) = (j.lw, j.rw);
     let (from, width) = if left { (0, lw) } else { (lw, rw) };
@@ -275,37 +274,6 @@ impl Input {
     }
 }
 
-/// A build row in the table.
-struct Entry {
-    hash: u32,
-    key: Vec<Value>,
-    row: Vec<Value>,
-    matched: bool,
-    /// The next entry with the same hash (`usize::MAX`: none).
-    next: usize,
-}
-
-/// The in-memory rows of the current batch (or chunk), chained by hash.
-#[derive(Default)]
-struct Table {
-    entries: Vec<Entry>,
-    heads: HashMap<u32, usize>,
-    mem: usize,
-}
-
-impl Table {
-    fn insert(&mut self, hash: u32, key: Vec<Value>, row: Vec<Value>) {
-        self.mem += row_mem(&row) + row_mem(&key) + ENTRY_OVERHEAD;
-        let i = self.entries.len();
-        let next = self.heads.insert(hash, i).unwrap_or(usize::MAX);
-        self.entries.push(Entry { hash, key, row, matched: false, next });
-    }
-
-    fn clear(&mut self) {
-        *self = Table::default();
-    }
-}
-
 /// How the join's rows are made from a probe row and its matches.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -344,8 +312,8 @@ struct Probe {
     row: Vec<Value>,
     key: Vec<Value>,
     hash: u32,
-    /// The next entry of its hash chain to look at.
-    at: usize,
+    /// The next entry of its bucket's chain to look at ([`NONE`]: none).
+    at: u32,
     matched: bool,
     /// Its number in its batch's probe file, for the chunk bitmap.
     ordinal: Option<usize>,
@@ -436,7 +404,7 @@ pub(crate) fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         can_grow: true,
         batch0_spilled: false,
         batches: vec![Batch { build: None, probe: None }],
-        table: Table::default(),
+        table: Table::new(0),
         chunk_source: None,
         bitmap: Vec::new(),
         chunked: false,
@@ -488,6 +456,7 @@ pub(crate) fn start(j: &Join, ctx: &mut Ctx) -> Result<Box<dyn RowIter>> {
         if hj.build_is_left { (left, right, lrows, rrows) } else { (right, left, rrows, lrows) };
     (hj.build_preserved, hj.probe_preserved) = if hj.build_is_left { (left_preserved, right_preserved) } else { (right_preserved, left_preserved) };
     if let Some((lk, rk)) = &j.hash {
+        hj.table = Table::new(lk.len());
         let lk = renumber(lk, hj.keep_l.as_deref());
         let rk = renumber(rk, hj.keep_r.as_deref());
         let (bk, pk) = if hj.build_is_left { (lk, rk) } else { (rk, lk) };
@@ -543,6 +512,7 @@ impl HashJoin {
                     e
                 })
                 .collect::<Vec<_>>();
+            self.table = Table::new(rk.len());
             self.build_keys = Some(rk);
             self.probe_keys = Some(lk.clone());
         }
@@ -611,17 +581,17 @@ impl HashJoin {
         if b != 0 || self.batch0_spilled {
             return self.write_build(b, &row);
         }
-        self.table.insert(hash, key, row);
-        if self.table.mem > self.work_mem {
+        self.table.insert(hash, &key, &row);
+        if self.table.full(self.work_mem) {
             self.grow(ctx)?;
-            if self.table.mem > self.work_mem && !self.can_grow {
+            if self.table.full(self.work_mem) && !self.can_grow {
                 // Batch 0 must be chunked: it goes to its files like the others.
                 self.batch0_spilled = true;
-                let entries = std::mem::take(&mut self.table.entries);
-                self.table.clear();
-                for e in entries {
+                let table = std::mem::replace(&mut self.table, Table::new(0));
+                self.table = Table::new(table.nkeys());
+                for i in 0..table.len() as u32 {
                     self.tick.tick(&*ctx.env)?;
-                    self.write_build(0, &e.row)?;
+                    self.write_build(0, &table.row(i)?)?;
                 }
             }
         }
@@ -631,8 +601,7 @@ impl HashJoin {
 
     fn note_mem(&mut self) {
         self.stats.mem_kb = self.stats.mem_kb.max((self.table.mem as u64).div_ceil(1024));
-        let n = (self.table.entries.len() as u64).next_power_of_two().max(1024);
-        self.stats.buckets = self.stats.buckets.max(n);
+        self.stats.buckets = self.stats.buckets.max(self.table.buckets() as u64);
     }
 
     /// Doubles the batch count and writes out the table's rows whose batch
@@ -647,18 +616,20 @@ impl HashJoin {
         while self.batches.len() < self.nbatch {
             self.batches.push(Batch { build: None, probe: None });
         }
-        let entries = std::mem::take(&mut self.table.entries);
-        let total = entries.len();
-        self.table.clear();
+        let old = std::mem::replace(&mut self.table, Table::new(0));
+        self.table = Table::new(old.nkeys());
+        let total = old.len();
         let mut moved = 0;
-        for e in entries {
+        for i in 0..total as u32 {
             self.tick.tick(&*ctx.env)?;
-            let b = self.batch_of(e.hash);
+            let (hash, _) = old.hash_next(i);
+            let b = self.batch_of(hash);
             if b != self.cur {
                 moved += 1;
-                self.write_build(b, &e.row)?;
+                self.write_build(b, &old.row(i)?)?;
             } else {
-                self.table.insert(e.hash, e.key, e.row);
+                let (key, row) = old.key_and_row(i)?;
+                self.table.insert(hash, &key, &row);
             }
         }
         if moved == 0 || moved == total {
@@ -745,22 +716,22 @@ impl HashJoin {
         // A semi-join returns a row once; an anti-join's row that matched
         // before is out already.
         if !(self.mode != Mode::Pairs && earlier) {
-            while p.at != usize::MAX {
+            while p.at != NONE {
                 self.tick.tick(&*ctx.env)?;
                 let i = p.at;
-                let e = &self.table.entries[i];
-                p.at = e.next;
-                if e.hash != p.hash || !keys_equal(&e.key, &p.key) {
+                let (hash, next) = self.table.hash_next(i);
+                p.at = next;
+                if hash != p.hash || !self.table.key_matches(i, &p.key, values_equal)? {
                     continue;
                 }
-                let row = self.pair(&p.row, &e.row);
+                let row = self.pair(&p.row, &self.table.row(i)?);
                 if !passes(&self.cond, &row, ctx)? {
                     continue;
                 }
                 p.matched = true;
                 match self.mode {
                     Mode::Pairs => {
-                        self.table.entries[i].matched = true;
+                        self.table.set_matched(i);
                         self.probe = Some(p);
                         return Ok(Some(row));
                     }
@@ -808,7 +779,7 @@ impl HashJoin {
             }
             _ => None,
         };
-        let at = self.table.heads.get(&hash).copied().unwrap_or(usize::MAX);
+        let at = self.table.head(hash);
         self.probe = Some(Probe { row, key, hash, at, matched: false, ordinal });
         Ok(None)
     }
@@ -831,10 +802,10 @@ impl HashJoin {
                 self.write_build(b, &row)?;
                 continue;
             }
-            self.table.insert(hash, key, row);
-            if self.table.mem > self.work_mem {
+            self.table.insert(hash, &key, &row);
+            if self.table.full(self.work_mem) {
                 self.grow(ctx)?;
-                if self.table.mem > self.work_mem && !self.can_grow {
+                if self.table.full(self.work_mem) && !self.can_grow {
                     self.note_mem();
                     self.chunked = true;
                     self.chunk_source = Some(src);
@@ -1008,12 +979,11 @@ impl RowIter for HashJoin {
                 }
                 Phase::Unmatched { at, .. } => {
                     if self.build_preserved {
-                        while *at < self.table.entries.len() {
-                            let i = *at;
+                        while *at < self.table.len() {
+                            let i = *at as u32;
                             *at += 1;
-                            let e = &self.table.entries[i];
-                            if !e.matched {
-                                return Ok(Some(self.build_unmatched(&e.row)));
+                            if !self.table.is_matched(i) {
+                                return Ok(Some(self.build_unmatched(&self.table.row(i)?)));
                             }
                         }
                     }

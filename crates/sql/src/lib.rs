@@ -26,6 +26,7 @@ pub mod grouping;
 pub mod grouping_sets;
 pub mod hash_index;
 pub mod hashjoin;
+pub(crate) mod hashtable;
 pub mod identity;
 pub mod index;
 pub(crate) mod index_build;
