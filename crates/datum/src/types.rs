@@ -593,7 +593,8 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
             let v = parse_int(ty, s, i32::MIN as i64, u32::MAX as i64)?;
             Value::Oid(v as u32)
         }
-        Type::Xid | Type::Cid => Value::Oid(s.trim().parse::<u32>().map_err(|_| invalid_syntax(ty, s))?),
+        // xidin and cidin: strtoul's value cut to 32 bits.
+        Type::Xid | Type::Cid => Value::Oid(strtoull_base0(s) as u32),
         Type::Tid => {
             let (b, o) = crate::tid::input(s)?;
             Value::Tid(b, o)
@@ -625,7 +626,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Json => Value::Json(crate::json::json_in(s)?),
         Type::Jsonb => Value::Jsonb(crate::json::jsonb_in(s)?),
         Type::PgLsn => Value::PgLsn(crate::pg_lsn::input(s)?),
-        Type::Xid8 => Value::Xid8(xid8_input(s)),
+        Type::Xid8 => Value::Xid8(strtoull_base0(s)),
     })
 }
 
@@ -1227,19 +1228,37 @@ pub fn arg_float(v: &Value) -> f64 {
     }
 }
 
-/// xid8's text input as PostgreSQL 15 reads it (strtoull, unchecked): leading
-/// blanks and a sign, then digits; a value past 2^64-1 saturates, a negative
-/// one wraps, and text without digits reads as 0.
-fn xid8_input(s: &str) -> u64 {
-    let t = s.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
+/// C's strtoull with base 0, as PostgreSQL 15's xidin, xid8in and cidin read
+/// their text (unchecked): leading white space and a sign, then `0x` and hex
+/// digits, `0` and octal digits, or decimal digits, up to the first other
+/// character. Text without digits reads 0, a value past 2^64-1 saturates, a
+/// minus sign negates in 64 bits.
+fn strtoull_base0(s: &str) -> u64 {
+    let b = s.as_bytes();
+    let mut i = b.iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')).count();
+    let neg = match b.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let radix = if b.get(i) == Some(&b'0') && matches!(b.get(i + 1), Some(b'x' | b'X')) && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit) {
+        i += 2;
+        16
+    } else if b.get(i) == Some(&b'0') {
+        8
+    } else {
+        10
     };
     let mut v: u64 = 0;
-    for c in digits.bytes().take_while(u8::is_ascii_digit) {
-        match v.checked_mul(10).and_then(|v| v.checked_add((c - b'0') as u64)) {
+    for &c in &b[i..] {
+        let Some(d) = (c as char).to_digit(radix) else { break };
+        match v.checked_mul(radix as u64).and_then(|v| v.checked_add(d as u64)) {
             Some(n) => v = n,
             None => return u64::MAX,
         }

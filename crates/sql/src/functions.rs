@@ -215,6 +215,7 @@ pub static BUILTINS: &[Builtin] = &[
     f("timestamp_hash", &[Type::Timestamp], I4, crate::hash_index::sql_hash),
     f("interval_hash", &[Type::Interval], I4, crate::hash_index::sql_hash),
     f("pg_lsn_hash", &[Type::PgLsn], I4, crate::hash_index::sql_hash),
+    f("xid8cmp", &[Type::Xid8, Type::Xid8], I4, ops::xid8cmp),
     f("starts_with", &[T, T], B, s::starts_with),
     f("overlay", &[T, T, I4, I4], T, s::overlay),
     f("overlay", &[T, T, I4], T, s::overlay),

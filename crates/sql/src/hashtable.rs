@@ -301,6 +301,10 @@ impl Table {
                 out.push(T_PGLSN);
                 out.extend_from_slice(&l.to_le_bytes());
             }
+            Value::Xid8(x) => {
+                out.push(T_XID8);
+                out.extend_from_slice(&x.to_le_bytes());
+            }
             Value::Interval(i) => {
                 out.push(T_INTERVAL);
                 out.extend_from_slice(&i.micros.to_le_bytes());
@@ -361,6 +365,7 @@ const T_JSONB: u8 = 19;
 const T_BYTEA: u8 = 20;
 const T_NUMERIC: u8 = 21;
 const T_BOXED: u8 = 22;
+const T_XID8: u8 = 23;
 
 fn bytes_of(out: &mut Vec<u8>, tag: u8, b: &[u8]) {
     out.push(tag);
@@ -461,6 +466,7 @@ impl Reader<'_> {
             T_TIMESTAMP => Value::Timestamp(i64::from_le_bytes(self.array()?)),
             T_TIMESTAMPTZ => Value::Timestamptz(i64::from_le_bytes(self.array()?)),
             T_PGLSN => Value::PgLsn(u64::from_le_bytes(self.array()?)),
+            T_XID8 => Value::Xid8(u64::from_le_bytes(self.array()?)),
             T_INTERVAL => {
                 let micros = i64::from_le_bytes(self.array()?);
                 let days = i32::from_le_bytes(self.array()?);
@@ -508,7 +514,7 @@ mod tests {
                 Value::Array(Box::new(ferrogres_datum::array::Array::new(ferrogres_datum::types::Type::Int4, vec![Value::Int4(1), Value::Null]))),
                 Value::Uuid([7; 16]),
             ],
-            vec![Value::TimeTz(5, -3600), Value::Tid(9, 2), Value::PgLsn(77), Value::Jsonb("{}".into())],
+            vec![Value::TimeTz(5, -3600), Value::Tid(9, 2), Value::PgLsn(77), Value::Xid8(u64::MAX), Value::Jsonb("{}".into())],
         ];
         let mut t = Table::new(1);
         // Enough entries to rechain the buckets a few times.

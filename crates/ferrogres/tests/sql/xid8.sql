@@ -39,6 +39,11 @@ select txid_status(-5);
 -- input and output (PostgreSQL 15 reads xid8 as strtoull does)
 select '42'::xid8, '18446744073709551615'::xid8, '0'::xid8, ' +7'::xid8;
 select '-1'::xid8, '18446744073709551616'::xid8, 'abc'::xid8, '12abc'::xid8;
+-- xid and xid8 read as C's strtoul with base 0: hex, octal, garbage as 0
+select '010'::xid, '0x1f'::xid, '0xffffffff'::xid, '-1'::xid, '4294967296'::xid, ''::xid, 'asdf'::xid;
+select '010'::xid8, '0x1F'::xid8, '0xffffffffffffffff'::xid8, '0x'::xid8, '099'::xid8, ' 	12'::xid8;
+select '010'::cid, '0x10'::cid;
+select xid8cmp('1', '2'), xid8cmp('2', '2'), xid8cmp('2', '1');
 select '42'::xid8 = '42'::xid8 as eq, '42'::xid8 < '43'::xid8 as lt, '42'::xid8 <> '43'::xid8 as ne,
        '5'::xid8 >= '4'::xid8 as ge, '5'::xid8 <= '4'::xid8 as le, '5'::xid8 > '4'::xid8 as gt;
 select '42'::xid8::xid as low, xid('4294967338'::xid8) as wrapped;

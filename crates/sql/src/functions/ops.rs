@@ -1,8 +1,9 @@
 //! Procedures that implement operators (pg_operator.oprcode), callable by name
-//! as in PostgreSQL: `booleq(a, b)` is `a = b`, `textcat(a, b)` is `a || b`.
+//! as in PostgreSQL: `booleq(a, b)` is `a = b`, `textcat(a, b)` is `a || b`;
+//! and the B-tree comparison support functions (`xid8cmp`).
 
 use super::{int, text};
-use ferrogres_datum::errors::Result;
+use ferrogres_datum::errors::{Result, SqlError};
 use ferrogres_datum::types::{out_of_range, Type, Value};
 
 fn b(v: &Value) -> bool {
@@ -99,4 +100,12 @@ pub fn to_int4(a: &[Value]) -> Result<Value> {
 }
 pub fn to_int2(a: &[Value]) -> Result<Value> {
     cast_to(a, Type::Int2)
+}
+
+/// xid8cmp(xid8, xid8): the B-tree support function, -1, 0 or 1.
+pub fn xid8cmp(a: &[Value]) -> Result<Value> {
+    match (&a[0], &a[1]) {
+        (Value::Xid8(x), Value::Xid8(y)) => Ok(Value::Int4(x.cmp(y) as i32)),
+        _ => Err(SqlError::internal("xid8cmp of non-xid8 values")),
+    }
 }
