@@ -530,7 +530,7 @@ mod tests {
             let snap = b.txn.statement_snapshot().unwrap();
             assert_eq!(lookup_namespace(&b, &snap, "public").unwrap(), Some(PUBLIC_NAMESPACE));
             let pg_class = lookup_table(&b, &snap, Some("pg_catalog"), "pg_class").unwrap().unwrap();
-            assert_eq!(pg_class.columns.len(), 12);
+            assert_eq!(pg_class.columns.len(), 13, "the stored pg_class ends with relallvisible");
             let cols = vec![
                 Column { name: "a".into(), ty: Type::Int4, typmod: -1, not_null: true, default: None },
                 Column { name: "b".into(), ty: Type::Varchar, typmod: 14, not_null: false, default: Some(Value::Text("x".into())) },
