@@ -116,6 +116,8 @@ const ELEMS: [(Type, u32, &str, &str); N_ELEMS] = [
     (Type::Jsonb, 3807, "_jsonb", "jsonb[]"),
     (Type::PgLsn, 3221, "_pg_lsn", "pg_lsn[]"),
     (Type::Xid8, 271, "_xid8", "xid8[]"),
+    (Type::PgSnapshot, 5039, "_pg_snapshot", "pg_snapshot[]"),
+    (Type::TxidSnapshot, 2949, "_txid_snapshot", "txid_snapshot[]"),
     (Type::Tid, 1010, "_tid", "tid[]"),
     (Type::Numeric, 1231, "_numeric", "numeric[]"),
     (Type::Int2Vector, 1006, "_int2vector", "int2vector[]"),
@@ -123,7 +125,7 @@ const ELEMS: [(Type, u32, &str, &str); N_ELEMS] = [
 ];
 
 /// How many element types have an array type.
-pub(crate) const N_ELEMS: usize = 29;
+pub(crate) const N_ELEMS: usize = 31;
 
 /// The element types, as `'static` references for `Type::Array` (from [`ELEMS`]).
 pub(crate) static ELEM_TYPES: [Type; N_ELEMS] = {

@@ -12,6 +12,7 @@ pub mod like;
 pub mod numeric;
 pub mod ops;
 pub mod pg_lsn;
+pub mod pg_snapshot;
 pub mod pgregex;
 pub mod record;
 pub mod stack_depth;

@@ -35,6 +35,7 @@
 //! | jsonb | 3802 | -1 | i | `Jsonb` (canonical text; [`crate::json`]) |
 //! | pg_lsn | 3220 | 8 | d | `PgLsn` ([`crate::pg_lsn`]) |
 //! | xid8 | 5069 | 8 | d | `Xid8` (a full transaction id: epoch and xid) |
+//! | pg_snapshot, txid_snapshot | 5038, 2970 | -1 | d | `PgSnapshot` ([`crate::pg_snapshot`]; stored as its binary send format) |
 //! | tid | 27 | 6 | s | `Tid` ([`crate::tid`]; by reference) |
 //! | cid | 29 | 4 | i | `Oid` (system columns cmin, cmax) |
 //! | int2vector | 22 | -1 | i | `Array` of int2 from 0, `vector` set (text "1 2"; [`crate::array`]) |
@@ -91,6 +92,10 @@ pub enum Type {
     PgLsn,
     /// A full transaction id, epoch and xid (`xid8`, 5069).
     Xid8,
+    /// A snapshot of full transaction ids ([`crate::pg_snapshot`]).
+    PgSnapshot,
+    /// The same as `txid_snapshot` (2970), read by the txid_* functions.
+    TxidSnapshot,
     /// A tuple's place, (block, offset) ([`crate::tid`]): the system column ctid.
     Tid,
     /// Command ids (the system columns cmin, cmax); held as `Value::Oid`, no operators.
@@ -104,7 +109,7 @@ pub enum Type {
     OidVector,
 }
 
-pub const TYPES: [Type; 28] = [
+pub const TYPES: [Type; 30] = [
     Type::Bool,
     Type::Int2,
     Type::Int4,
@@ -130,6 +135,8 @@ pub const TYPES: [Type; 28] = [
     Type::Jsonb,
     Type::PgLsn,
     Type::Xid8,
+    Type::PgSnapshot,
+    Type::TxidSnapshot,
     Type::Int2Vector,
     Type::OidVector,
     Type::Tid,
@@ -170,6 +177,8 @@ impl Type {
             Type::Jsonb => 3802,
             Type::PgLsn => crate::pg_lsn::PG_LSN_OID,
             Type::Xid8 => 5069,
+            Type::PgSnapshot => crate::pg_snapshot::PG_SNAPSHOT_OID,
+            Type::TxidSnapshot => crate::pg_snapshot::TXID_SNAPSHOT_OID,
             Type::Int2Vector => 22,
             Type::OidVector => 30,
         }
@@ -253,6 +262,8 @@ impl Type {
             Type::Jsonb => "jsonb",
             Type::PgLsn => "pg_lsn",
             Type::Xid8 => "xid8",
+            Type::PgSnapshot => "pg_snapshot",
+            Type::TxidSnapshot => "txid_snapshot",
             Type::Int2Vector => "int2vector",
             Type::OidVector => "oidvector",
         }
@@ -292,6 +303,8 @@ impl Type {
             Type::Jsonb => "jsonb",
             Type::PgLsn => "pg_lsn",
             Type::Xid8 => "xid8",
+            Type::PgSnapshot => "pg_snapshot",
+            Type::TxidSnapshot => "txid_snapshot",
             Type::Int2Vector => "int2vector",
             Type::OidVector => "oidvector",
         }
@@ -323,6 +336,7 @@ impl Type {
             Type::Interval => 16,
             Type::TimeTz => 12,
             Type::Text | Type::Varchar | Type::Numeric | Type::Bpchar | Type::Bytea | Type::Array(_) | Type::Json | Type::Jsonb => -1,
+            Type::PgSnapshot | Type::TxidSnapshot => -1,
             Type::Int2Vector | Type::OidVector => -1,
             Type::Uuid => 16,
             Type::Unknown => -2,
@@ -345,7 +359,7 @@ impl Type {
             Type::Text | Type::Varchar | Type::Bpchar | Type::Bytea | Type::Name | Type::Char | Type::Array(_) | Type::Numeric => AttrDesc::varlena(),
             Type::Int2Vector | Type::OidVector => AttrDesc::varlena(),
             // uuid is a 16-byte varlena here (PostgreSQL: fixed length 16).
-            Type::Uuid | Type::Json | Type::Jsonb => AttrDesc::varlena(),
+            Type::Uuid | Type::Json | Type::Jsonb | Type::PgSnapshot | Type::TxidSnapshot => AttrDesc::varlena(),
             Type::Unknown | Type::Void => return None,
         })
     }
@@ -399,6 +413,8 @@ impl Type {
             "jsonb" => Type::Jsonb,
             "pg_lsn" => Type::PgLsn,
             "xid8" => Type::Xid8,
+            "pg_snapshot" => Type::PgSnapshot,
+            "txid_snapshot" => Type::TxidSnapshot,
             "int2vector" => Type::Int2Vector,
             "oidvector" => Type::OidVector,
             _ => return crate::array::from_typname(name),
@@ -442,6 +458,8 @@ pub enum Value {
     PgLsn(u64),
     /// xid8: a full transaction id.
     Xid8(u64),
+    /// pg_snapshot and txid_snapshot ([`crate::pg_snapshot`]).
+    PgSnapshot(Box<crate::pg_snapshot::PgSnapshot>),
     /// tid ([`crate::tid`]): block number, offset.
     Tid(u32, u16),
     /// A record ([`crate::record`]).
@@ -627,6 +645,7 @@ pub fn input(ty: Type, s: &str, typmod: i32) -> Result<Value> {
         Type::Jsonb => Value::Jsonb(crate::json::jsonb_in(s)?),
         Type::PgLsn => Value::PgLsn(crate::pg_lsn::input(s)?),
         Type::Xid8 => Value::Xid8(strtoull_base0(s)),
+        Type::PgSnapshot | Type::TxidSnapshot => Value::PgSnapshot(Box::new(crate::pg_snapshot::input(s)?)),
     })
 }
 
@@ -692,6 +711,7 @@ pub fn output(v: &Value) -> Option<String> {
         Value::Json(s) | Value::Jsonb(s) => s.clone(),
         Value::PgLsn(l) => crate::pg_lsn::output(*l),
         Value::Xid8(x) => x.to_string(),
+        Value::PgSnapshot(s) => crate::pg_snapshot::output(s),
         Value::Tid(b, o) => crate::tid::output(*b, *o),
         Value::Record(r) => crate::record::output(&r.values),
     })
@@ -792,6 +812,7 @@ pub fn send(v: &Value) -> Option<Vec<u8>> {
         // jsonb_send: version 1, then the text.
         Value::Jsonb(s) => [&[1u8][..], s.as_bytes()].concat(),
         Value::PgLsn(l) | Value::Xid8(l) => l.to_be_bytes().to_vec(),
+        Value::PgSnapshot(s) => crate::pg_snapshot::send(s),
         Value::Tid(b, o) => crate::tid::send(*b, *o),
         Value::Record(r) => crate::record::send(r),
     })
@@ -894,6 +915,7 @@ fn recv_unchecked(ty: Type, b: &[u8]) -> Result<Value> {
         Type::Uuid => Value::Uuid(crate::uuid::recv(b)?),
         Type::PgLsn => Value::PgLsn(crate::pg_lsn::recv(b)?),
         Type::Xid8 => Value::Xid8(u64::from_be_bytes(fixed(8)?.try_into().unwrap())),
+        Type::PgSnapshot | Type::TxidSnapshot => Value::PgSnapshot(Box::new(crate::pg_snapshot::recv(b)?)),
         Type::Json | Type::Jsonb => {
             let (text, jsonb) = match (ty, b.split_first()) {
                 (Type::Json, _) => (b, false),
@@ -965,6 +987,7 @@ pub fn fixed_bytes(v: &Value) -> Option<Vec<u8>> {
         Value::TimeTz(t, z) => Some(datetime::timetz_bytes(*t, *z)),
         Value::Tid(b, o) => Some(crate::tid::to_bytes(*b, *o)),
         Value::Array(a) => Some(crate::array::send(a)),
+        Value::PgSnapshot(s) => Some(crate::pg_snapshot::send(s)),
         _ => None,
     }
 }
@@ -993,6 +1016,9 @@ pub fn from_varlena_typed(ty: Type, bytes: &[u8]) -> Result<Value> {
             recv(ty, bytes).map_err(|er| SqlError::new(b"XX001", format!("stored {} is corrupt: {}", ty.typname(), er.message)))
         }
         Type::Numeric => Ok(Value::Numeric(crate::numeric::Numeric::from_bytes(bytes)?)),
+        Type::PgSnapshot | Type::TxidSnapshot => crate::pg_snapshot::recv(bytes)
+            .map(|s| Value::PgSnapshot(Box::new(s)))
+            .map_err(|er| SqlError::new(b"XX001", format!("stored pg_snapshot is corrupt: {}", er.message))),
         Type::Uuid => bytes.try_into().map(Value::Uuid).map_err(|_| SqlError::new(b"XX001", "stored uuid of the wrong length")),
         Type::Json => from_varlena(bytes).map(|v| match v { Value::Text(s) => Value::Json(s), v => v }),
         Type::Jsonb => from_varlena(bytes).map(|v| match v { Value::Text(s) => Value::Jsonb(s), v => v }),

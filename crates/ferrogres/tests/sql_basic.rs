@@ -98,6 +98,14 @@ fn xid8_and_xact_status_match_postgres_15() {
     check_script("xid8");
 }
 
+/// pg_snapshot and txid_snapshot: input checks, storage, their functions
+/// and the current snapshot, as PostgreSQL 15 (its own regression
+/// statements for them).
+#[test]
+fn pg_snapshot_matches_postgres_15() {
+    check_script("pg_snapshot");
+}
+
 #[test]
 fn in_lists_match_postgres_15() {
     check_script("in_lists");

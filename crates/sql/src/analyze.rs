@@ -1763,6 +1763,8 @@ impl<'a> Analyzer<'a> {
                 let arg = Box::new(args.pop().expect("one argument"));
                 return Ok(Expr::Cast { arg, from: Type::Xid8, to: Type::Xid, typmod: -1, explicit: true });
             }
+            ("pg_current_snapshot", 0) => (Func::CurrentSnapshot, &[], Type::PgSnapshot),
+            ("txid_current_snapshot", 0) => (Func::CurrentSnapshot, &[], Type::TxidSnapshot),
             ("pg_current_xact_id", 0) => (Func::CurrentXactId, &[], Type::Xid8),
             ("pg_current_xact_id_if_assigned", 0) => (Func::CurrentXactIdIfAssigned, &[], Type::Xid8),
             ("pg_xact_status", 1) => (Func::XactStatus, &[Type::Xid8], Type::Text),

@@ -44,6 +44,11 @@ pub trait Env {
     fn xact_status(&mut self, _fxid: u64) -> Result<Option<&'static str>> {
         Err(SqlError::not_supported("pg_xact_status() in this part of a statement"))
     }
+    /// pg_current_snapshot(): the statement's snapshot with full transaction
+    /// ids. Only the executor's [`Ctx`] has it.
+    fn current_snapshot(&mut self) -> Result<ferrogres_datum::pg_snapshot::PgSnapshot> {
+        Err(SqlError::not_supported("pg_current_snapshot() in this part of a statement"))
+    }
     /// The backend and statement snapshot of the executor running the call,
     /// for functions whose permission rules depend on the current role and
     /// a runtime argument (pg_cancel_backend's target, ...). Only the
@@ -185,6 +190,22 @@ impl Env for Ctx<'_> {
     fn top_full_xid(&mut self, assign: bool) -> Result<Option<u64>> {
         let txn = &mut self.backend.txn;
         Ok(if assign { Some(txn.assign_top_full_xid()?) } else { txn.top_full_xid() }.map(|f| f.0))
+    }
+    fn current_snapshot(&mut self) -> Result<ferrogres_datum::pg_snapshot::PgSnapshot> {
+        use ferrogres_engine::txn::xid::xid_is_normal;
+        let next = self.backend.txn.shared().next_full_xid().0;
+        // An xid above the next xid's low 32 bits belongs to the previous epoch.
+        let widen = |xid: u32| -> u64 {
+            if !xid_is_normal(xid) {
+                return xid as u64;
+            }
+            let epoch = (next >> 32) - u64::from(xid > next as u32);
+            (epoch << 32) | xid as u64
+        };
+        let mut xip: Vec<u64> = self.snap.xip.iter().map(|&x| widen(x)).collect();
+        xip.sort_unstable();
+        xip.dedup();
+        Ok(ferrogres_datum::pg_snapshot::PgSnapshot { xmin: widen(self.snap.xmin), xmax: widen(self.snap.xmax), xip })
     }
     fn xact_status(&mut self, fxid: u64) -> Result<Option<&'static str>> {
         use ferrogres_engine::txn::clog::XidStatus;
@@ -728,6 +749,7 @@ fn call(func: Func, vals: Vec<Value>, ty: Type, env: &mut dyn Env) -> Result<Val
             Value::Int4(i) => Value::Oid(i as u32),
             _ => Value::Null,
         },
+        Func::CurrentSnapshot => Value::PgSnapshot(Box::new(env.current_snapshot()?)),
         Func::CurrentXactId | Func::CurrentXactIdIfAssigned => env.top_full_xid(func == Func::CurrentXactId)?.map_or(Value::Null, Value::Xid8),
         Func::XactStatus => match vals[0] {
             Value::Xid8(x) => env.xact_status(x)?.map_or(Value::Null, |s| Value::Text(s.into())),

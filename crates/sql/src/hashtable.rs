@@ -330,7 +330,7 @@ impl Table {
             Value::Jsonb(s) => bytes_of(out, T_JSONB, s.as_bytes()),
             Value::Bytea(b) => bytes_of(out, T_BYTEA, b),
             Value::Numeric(n) => bytes_of(out, T_NUMERIC, n.as_bytes()),
-            Value::Array(_) | Value::Record(_) => {
+            Value::Array(_) | Value::Record(_) | Value::PgSnapshot(_) => {
                 out.push(T_BOXED);
                 put_varint(out, self.boxed.len());
                 let before = self.boxed.capacity();

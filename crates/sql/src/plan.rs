@@ -25,6 +25,9 @@ pub enum Func {
     TxidCurrent,
     /// txid_current_if_assigned(): the same, NULL if none is assigned yet.
     TxidCurrentIfAssigned,
+    /// pg_current_snapshot() and txid_current_snapshot(): the statement's
+    /// snapshot as full transaction ids.
+    CurrentSnapshot,
     /// An int4's 32 bits as an xid (the right side of `xid = int4`).
     Int4AsXid,
     /// pg_current_xact_id(): txid_current() as xid8.

@@ -119,7 +119,9 @@ fn datums_typed<'a>(types: &[Type], row: &'a [Value], fixed: &'a [Option<Vec<u8>
         .zip(fixed)
         .map(|((t, v), f)| match f {
             // An array's image is a varlena (`ferrogres_datum::array`: the binary send format).
-            Some(b) if matches!(t, Type::Array(_) | Type::Int2Vector | Type::OidVector) => Ok(Some(Datum::Varlena(b.as_slice()))),
+            Some(b) if matches!(t, Type::Array(_) | Type::Int2Vector | Type::OidVector | Type::PgSnapshot | Type::TxidSnapshot) => {
+                Ok(Some(Datum::Varlena(b.as_slice())))
+            }
             Some(b) => Ok(Some(Datum::Fixed(b.as_slice()))),
             None => types::to_datum(*t, v),
         })

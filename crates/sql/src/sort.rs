@@ -130,6 +130,7 @@ pub(crate) fn row_mem(row: &[Value]) -> usize {
             Value::Text(s) | Value::Json(s) | Value::Jsonb(s) => s.capacity() + ALLOC,
             Value::Bytea(b) => b.capacity() + ALLOC,
             Value::Numeric(n) => n.as_bytes().len() + ALLOC,
+            Value::PgSnapshot(s) => std::mem::size_of::<ferrogres_datum::pg_snapshot::PgSnapshot>() + s.xip.capacity() * 8 + 2 * ALLOC,
             Value::Array(a) => {
                 std::mem::size_of::<ferrogres_datum::array::Array>() + a.items.capacity() * std::mem::size_of::<Value>() + a.items.iter().map(heap).sum::<usize>() + 2 * ALLOC
             }
@@ -184,6 +185,7 @@ fn tag_of(v: &Value) -> Result<(u8, Type)> {
         Value::Jsonb(_) => Type::Jsonb,
         Value::PgLsn(_) => Type::PgLsn,
         Value::Xid8(_) => Type::Xid8,
+        Value::PgSnapshot(_) => Type::PgSnapshot,
         Value::Tid(..) => Type::Tid,
         Value::Record(_) => return Err(SqlError::not_supported("records in a sort's temporary files")),
         // int2vector and oidvector have their own tags (their recv keeps them vectors).

@@ -109,3 +109,53 @@ pub fn xid8cmp(a: &[Value]) -> Result<Value> {
         _ => Err(SqlError::internal("xid8cmp of non-xid8 values")),
     }
 }
+
+fn snapshot_arg(v: &Value) -> Result<&ferrogres_datum::pg_snapshot::PgSnapshot> {
+    match v {
+        Value::PgSnapshot(s) => Ok(s),
+        v => Err(SqlError::internal(format!("pg_snapshot function of {v:?}"))),
+    }
+}
+
+/// pg_snapshot_xmin(pg_snapshot) xid8.
+pub fn snapshot_xmin(a: &[Value]) -> Result<Value> {
+    Ok(Value::Xid8(snapshot_arg(&a[0])?.xmin))
+}
+
+/// pg_snapshot_xmax(pg_snapshot) xid8.
+pub fn snapshot_xmax(a: &[Value]) -> Result<Value> {
+    Ok(Value::Xid8(snapshot_arg(&a[0])?.xmax))
+}
+
+/// pg_snapshot_xip(pg_snapshot): the running ids, one row each, as xid8.
+pub fn snapshot_xip(a: &[Value]) -> Result<crate::functions::SetIter> {
+    let xip = snapshot_arg(&a[0])?.xip.clone();
+    Ok(Box::new(xip.into_iter().map(|x| Ok(Value::Xid8(x)))))
+}
+
+/// txid_snapshot_xmin(txid_snapshot) bigint.
+pub fn txid_snapshot_xmin(a: &[Value]) -> Result<Value> {
+    Ok(Value::Int8(snapshot_arg(&a[0])?.xmin as i64))
+}
+
+/// txid_snapshot_xmax(txid_snapshot) bigint.
+pub fn txid_snapshot_xmax(a: &[Value]) -> Result<Value> {
+    Ok(Value::Int8(snapshot_arg(&a[0])?.xmax as i64))
+}
+
+/// txid_snapshot_xip(txid_snapshot): the running ids as bigint.
+pub fn txid_snapshot_xip(a: &[Value]) -> Result<crate::functions::SetIter> {
+    let xip = snapshot_arg(&a[0])?.xip.clone();
+    Ok(Box::new(xip.into_iter().map(|x| Ok(Value::Int8(x as i64)))))
+}
+
+/// pg_visible_in_snapshot(xid8, pg_snapshot), txid_visible_in_snapshot(bigint, txid_snapshot).
+pub fn visible_in_snapshot(a: &[Value]) -> Result<Value> {
+    let s = snapshot_arg(&a[1])?;
+    let xid = match a[0] {
+        Value::Xid8(x) => x,
+        Value::Int8(x) => x as u64,
+        ref v => return Err(SqlError::internal(format!("pg_visible_in_snapshot of {v:?}"))),
+    };
+    Ok(Value::Bool(s.visible(xid)))
+}
